@@ -1,0 +1,179 @@
+//! A client that speaks 2026-07-28 and lets a person answer in the middle of a call.
+//!
+//! rmcp's plain `.serve()` opens with `initialize` and silently settles on 2025-11-25, where
+//! no tool may answer `input_required`. [`Client`] always opens with `server/discover` pinned to
+//! 2026-07-28, numbers its requests from 1 ([`numbering`]), and declares elicitation through
+//! its handler (a [`ScriptedUser`], or a terminal host's prompt). [`Client::call_tool`] runs
+//! the rounds itself, through rmcp's loop: each question goes to the handler, each retry gets a
+//! new id and carries exactly the answers and the state of the round before. Like the Python
+//! SDK's client it checks a result against the tool's output schema, listing the tools once.
+//! [`Client::call_tool_once`] drives one round by hand.
+
+pub mod numbering;
+pub mod scripted;
+
+use std::{collections::HashMap, sync::Mutex};
+
+use rmcp::{
+    ClientHandler, RoleClient, ServiceError,
+    model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ProtocolVersion, ServerPeerInfo},
+    service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RunningService},
+    transport::{IntoTransport, TokioChildProcess},
+};
+use serde_json::Value;
+use tokio::process::Command;
+
+pub use numbering::FromOne;
+pub use scripted::{Answer, ScriptedUser};
+
+/// The most rounds [`Client::call_tool`] drives before it gives up, as in the other SDKs.
+pub const DEFAULT_MAX_ROUNDS: usize = 10;
+
+/// What can go wrong for a client.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("could not start the server: {0}")]
+    Launch(#[from] std::io::Error),
+    #[error("could not open the connection: {0}")]
+    Connect(#[from] Box<ClientInitializeError>),
+    /// A JSON-RPC error, or a transport failure, from the server.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+    #[error("tool {tool} returned a result that does not match its output schema: {problem}")]
+    OutputSchema { tool: String, problem: String },
+}
+
+impl ClientError {
+    /// The JSON-RPC error the server answered with, if that is what this is.
+    pub fn rpc_error(&self) -> Option<&rmcp::ErrorData> {
+        match self {
+            ClientError::Service(ServiceError::McpError(error)) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// A 2026-07-28 connection to one server.
+pub struct Client<H: ClientHandler> {
+    service: RunningService<RoleClient, H>,
+    max_rounds: usize,
+    /// Each tool's output schema, listed on first need.
+    output_schemas: Mutex<Option<HashMap<String, Option<JsonObject>>>>,
+}
+
+impl<H: ClientHandler> Client<H> {
+    /// Start `command` as a stdio server and open a 2026-07-28 connection to it.
+    pub async fn launch(handler: H, command: Command) -> Result<Self, ClientError> {
+        let transport = TokioChildProcess::new(command)?;
+        Self::connect(handler, transport).await
+    }
+
+    /// Open a 2026-07-28 connection over `transport`.
+    pub async fn connect<T, E, A>(handler: H, transport: T) -> Result<Self, ClientError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+        let service = handler
+            .serve_with_lifecycle(FromOne::new(transport.into_transport()), lifecycle)
+            .await
+            .map_err(Box::new)?;
+        Ok(Self { service, max_rounds: DEFAULT_MAX_ROUNDS, output_schemas: Mutex::new(None) })
+    }
+
+    /// Give up after `max_rounds` rounds of `input_required`.
+    pub fn with_max_rounds(mut self, max_rounds: usize) -> Self {
+        self.max_rounds = max_rounds;
+        self
+    }
+
+    /// The protocol revision the connection settled on.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.server().map(|info| info.protocol_version.clone())
+    }
+
+    /// What the server said of itself in `server/discover`.
+    pub fn server(&self) -> Option<std::sync::Arc<ServerPeerInfo>> {
+        self.service.peer().peer_info()
+    }
+
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    pub fn handler(&self) -> &H {
+        self.service.service()
+    }
+
+    /// Call a tool and run its rounds: every question goes to the handler, and the call is
+    /// retried with the answers and the state until the server completes it.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, ClientError> {
+        let result = self
+            .service
+            .call_tool_with_mrtr_max_rounds(params(name, arguments), self.max_rounds)
+            .await?;
+        self.check_output(name, &result).await?;
+        Ok(result)
+    }
+
+    /// One round by hand: the server's answer as it came, `input_required` or complete.
+    pub async fn call_tool_once(&self, params: CallToolRequestParams) -> Result<CallToolResponse, ClientError> {
+        Ok(self.service.call_tool_once(params).await?)
+    }
+
+    /// Close the connection (a stdio server sees its input end and exits).
+    pub async fn close(mut self) -> Result<(), ClientError> {
+        let _ = self.service.close().await;
+        Ok(())
+    }
+
+    async fn check_output(&self, name: &str, result: &CallToolResult) -> Result<(), ClientError> {
+        if result.is_error == Some(true) {
+            return Ok(());
+        }
+        let schema = {
+            let known = self.output_schemas.lock().unwrap_or_else(|p| p.into_inner());
+            known.as_ref().map(|schemas| schemas.get(name).cloned().flatten())
+        };
+        let schema = match schema {
+            Some(schema) => schema,
+            None => {
+                let tools = self.service.peer().list_all_tools().await?;
+                let schemas: HashMap<_, _> = tools
+                    .into_iter()
+                    .map(|tool| (tool.name.to_string(), tool.output_schema.map(|s| (*s).clone())))
+                    .collect();
+                let schema = schemas.get(name).cloned().flatten();
+                *self.output_schemas.lock().unwrap_or_else(|p| p.into_inner()) = Some(schemas);
+                schema
+            }
+        };
+        let Some(schema) = schema else { return Ok(()) };
+        let problem = match &result.structured_content {
+            None => Some("it has no structured content".to_owned()),
+            Some(Value::Object(content)) => schema
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .find(|field| !content.contains_key(*field))
+                .map(|field| format!("required field {field} is missing")),
+            Some(_) => Some("its structured content is not an object".to_owned()),
+        };
+        match problem {
+            None => Ok(()),
+            Some(problem) => Err(ClientError::OutputSchema { tool: name.to_owned(), problem }),
+        }
+    }
+}
+
+/// `tools/call` params for `name` with `arguments` (a JSON object; anything else sends none).
+pub fn params(name: &str, arguments: Value) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    if let Value::Object(arguments) = arguments {
+        params.arguments = Some(arguments);
+    }
+    params
+}

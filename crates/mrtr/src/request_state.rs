@@ -1,0 +1,298 @@
+//! The claims a sealed `requestState` carries, and the checks that open one.
+//!
+//! Inside the `v1.` seal is compact JSON: `v` (1), `iat` and `exp` (seconds since the epoch),
+//! `m` the method, `t` the target (tool or prompt name, or a resource URI), `a` a digest of the
+//! arguments, `s` the tool's plaintext state, `aud` the server's name and, when a caller is
+//! authenticated, `p` a salted digest of who they are. The names and encodings are the Python
+//! SDK's (`mcp/server/request_state.py`), so either SDK opens the other's state.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::canonical_json;
+use crate::seal::{KeyRing, OpenError};
+
+const ENVELOPE_VERSION: u64 = 1;
+/// How far in the future a token's `iat` may lie (clock skew between replicas).
+const FUTURE_SKEW_SECS: f64 = 60.0;
+const PRINCIPAL_LABEL: &[u8] = b"mcp/request-state/principal:";
+/// The lifetime of one round's state unless configured otherwise.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
+
+/// Why an incoming state was refused. The client never sees this: it gets one error for all.
+/// Each variant's text is the reason the Python SDK logs, so both fleets' logs read alike.
+#[derive(Debug, thiserror::Error, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    #[error("malformed")]
+    Malformed,
+    #[error("unknown key")]
+    UnknownKey,
+    #[error("seal")]
+    Seal,
+    #[error("minted in the future")]
+    MintedInTheFuture,
+    #[error("expired")]
+    Expired,
+    #[error("request binding")]
+    RequestBinding,
+    #[error("audience")]
+    Audience,
+    #[error("principal drift")]
+    PrincipalDrift,
+    #[error("principal")]
+    Principal,
+}
+
+impl Rejection {
+    /// A short label for metrics and structured logs.
+    pub fn label(self) -> &'static str {
+        match self {
+            Rejection::Malformed => "malformed",
+            Rejection::UnknownKey => "unknown_key",
+            Rejection::Seal => "seal",
+            Rejection::MintedInTheFuture => "minted_in_the_future",
+            Rejection::Expired => "expired",
+            Rejection::RequestBinding => "request_binding",
+            Rejection::Audience => "audience",
+            Rejection::PrincipalDrift => "principal_drift",
+            Rejection::Principal => "principal",
+        }
+    }
+}
+
+impl From<OpenError> for Rejection {
+    fn from(error: OpenError) -> Self {
+        match error {
+            OpenError::Malformed => Rejection::Malformed,
+            OpenError::UnknownKey => Rejection::UnknownKey,
+            OpenError::Seal => Rejection::Seal,
+        }
+    }
+}
+
+/// What one round of one request binds its state to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// `tools/call`, `prompts/get` or `resources/read`.
+    pub method: String,
+    /// The tool or prompt name, or the resource URI.
+    pub target: String,
+    /// The argument digest: see [`argument_digest`].
+    pub arguments: String,
+    /// Who is calling, when the transport authenticated someone.
+    pub principal: Option<String>,
+}
+
+impl Binding {
+    /// The binding of a request: its method, target, arguments (absent counts as `{}`), caller.
+    pub fn new(method: &str, target: &str, arguments: Option<&Value>, principal: Option<String>) -> Self {
+        Self {
+            method: method.to_owned(),
+            target: target.to_owned(),
+            arguments: argument_digest(arguments),
+            principal,
+        }
+    }
+}
+
+/// SHA-256 of the arguments as sorted compact JSON, first 16 bytes, unpadded base64url.
+pub fn argument_digest(arguments: Option<&Value>) -> String {
+    let empty = Value::Object(Default::default());
+    let json = canonical_json::sorted_compact(arguments.unwrap_or(&empty));
+    let digest = Sha256::digest(json.as_bytes());
+    URL_SAFE_NO_PAD.encode(&digest[..16])
+}
+
+#[derive(Serialize, Deserialize)]
+struct Claims {
+    v: u64,
+    iat: f64,
+    exp: f64,
+    m: String,
+    t: String,
+    a: String,
+    s: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aud: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    p: Option<String>,
+}
+
+/// The sealing policy: the key ring, how long one round's state lives, and the audience.
+#[derive(Debug)]
+pub struct StateSecurity {
+    ring: KeyRing,
+    ttl: Duration,
+    audience: Option<String>,
+}
+
+impl StateSecurity {
+    /// A policy over `ring` whose tokens name `audience` (a server's name) and live `ttl`.
+    pub fn new(ring: KeyRing, ttl: Duration, audience: Option<String>) -> Self {
+        Self { ring, ttl, audience }
+    }
+
+    pub fn ring(&self) -> &KeyRing {
+        &self.ring
+    }
+
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Seal the tool's plaintext `state` for the request `binding` describes, valid from now.
+    pub fn seal(&self, state: &str, binding: &Binding) -> String {
+        self.seal_at(state, binding, now())
+    }
+
+    /// As [`Self::seal`], minted at `iat` (seconds since the epoch).
+    pub fn seal_at(&self, state: &str, binding: &Binding, iat: f64) -> String {
+        let claims = Claims {
+            v: ENVELOPE_VERSION,
+            iat,
+            exp: iat + self.ttl.as_secs_f64(),
+            m: binding.method.clone(),
+            t: binding.target.clone(),
+            a: binding.arguments.clone(),
+            s: state.to_owned(),
+            aud: self.audience.clone(),
+            p: binding.principal.as_deref().map(principal_claim),
+        };
+        let payload = serde_json::to_vec(&claims).expect("claims are plain JSON");
+        self.ring.seal(&payload)
+    }
+
+    /// Open `token` for the request `binding` describes and return the tool's plaintext state.
+    pub fn open(&self, token: &str, binding: &Binding) -> Result<String, Rejection> {
+        self.open_at(token, binding, now())
+    }
+
+    /// As [`Self::open`], judged at `now` (seconds since the epoch).
+    pub fn open_at(&self, token: &str, binding: &Binding, now: f64) -> Result<String, Rejection> {
+        let payload = self.ring.open(token)?;
+        let claims: Claims = serde_json::from_slice(&payload).map_err(|_| Rejection::Malformed)?;
+        if claims.v != ENVELOPE_VERSION {
+            return Err(Rejection::Malformed);
+        }
+        // Stated positively so that a NaN claim fails the comparison and is refused.
+        if !(claims.iat <= now + FUTURE_SKEW_SECS) {
+            return Err(Rejection::MintedInTheFuture);
+        }
+        if !(now < claims.exp) {
+            return Err(Rejection::Expired);
+        }
+        if claims.m != binding.method || claims.t != binding.target || claims.a != binding.arguments {
+            return Err(Rejection::RequestBinding);
+        }
+        if claims.aud != self.audience {
+            return Err(Rejection::Audience);
+        }
+        match (&claims.p, &binding.principal) {
+            (None, None) => {}
+            (Some(claim), Some(principal)) => {
+                if !principal_matches(claim, principal) {
+                    return Err(Rejection::Principal);
+                }
+            }
+            _ => return Err(Rejection::PrincipalDrift),
+        }
+        Ok(claims.s)
+    }
+}
+
+fn now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+fn principal_tag(salt: &[u8], principal: &str) -> [u8; 16] {
+    let digest = Sha256::new()
+        .chain_update(PRINCIPAL_LABEL)
+        .chain_update(salt)
+        .chain_update(principal.as_bytes())
+        .finalize();
+    let mut tag = [0u8; 16];
+    tag.copy_from_slice(&digest[..16]);
+    tag
+}
+
+/// `base64url(salt[8] ‖ SHA-256(label ‖ salt ‖ principal)[..16])`: who, without saying who.
+fn principal_claim(principal: &str) -> String {
+    let salt: [u8; 8] = rand::random();
+    let mut raw = salt.to_vec();
+    raw.extend_from_slice(&principal_tag(&salt, principal));
+    URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn principal_matches(claim: &str, principal: &str) -> bool {
+    let Ok(raw) = URL_SAFE_NO_PAD.decode(claim) else {
+        return false;
+    };
+    if raw.len() != 24 {
+        return false;
+    }
+    let expected = principal_tag(&raw[..8], principal);
+    // Constant time: the comparison's duration must not tell how much of the tag matched.
+    raw[8..].iter().zip(expected.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn security(ttl: u64) -> StateSecurity {
+        let ring = KeyRing::new(&[b"a-test-secret-of-at-least-32-bytes!"]).unwrap();
+        StateSecurity::new(ring, Duration::from_secs(ttl), Some("shop".into()))
+    }
+
+    fn call(quote: &str, who: Option<&str>) -> Binding {
+        Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": quote})), who.map(Into::into))
+    }
+
+    #[test]
+    fn opens_what_it_sealed_for_the_same_request() {
+        let s = security(600);
+        let token = s.seal("R-0111", &call("Q-5001", None));
+        assert_eq!(s.open(&token, &call("Q-5001", None)).unwrap(), "R-0111");
+    }
+
+    #[test]
+    fn each_check_has_its_reason() {
+        let s = security(600);
+        let token = s.seal_at("R-0111", &call("Q-5001", None), 1_000.0);
+        assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_599.0).unwrap(), "R-0111");
+        assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_600.0), Err(Rejection::Expired));
+        assert_eq!(s.open_at(&token, &call("Q-5001", None), 900.0), Err(Rejection::MintedInTheFuture));
+        assert_eq!(s.open_at(&token, &call("Q-5002", None), 1_001.0), Err(Rejection::RequestBinding));
+        let other = Binding::new("prompts/get", "issue_refund", Some(&json!({"quote_id": "Q-5001"})), None);
+        assert_eq!(s.open_at(&token, &other, 1_001.0), Err(Rejection::RequestBinding));
+        let elsewhere = StateSecurity::new(
+            KeyRing::new(&[b"a-test-secret-of-at-least-32-bytes!"]).unwrap(),
+            Duration::from_secs(600),
+            Some("payments".into()),
+        );
+        assert_eq!(elsewhere.open_at(&token, &call("Q-5001", None), 1_001.0), Err(Rejection::Audience));
+        assert_eq!(s.open_at(&token, &call("Q-5001", Some("lead-1")), 1_001.0), Err(Rejection::PrincipalDrift));
+    }
+
+    #[test]
+    fn binds_the_caller() {
+        let s = security(600);
+        let token = s.seal("R-0111", &call("Q-5001", Some("lead-1")));
+        assert_eq!(s.open(&token, &call("Q-5001", Some("lead-1"))).unwrap(), "R-0111");
+        assert_eq!(s.open(&token, &call("Q-5001", Some("lead-2"))), Err(Rejection::Principal));
+        assert_eq!(s.open(&token, &call("Q-5001", None)), Err(Rejection::PrincipalDrift));
+    }
+
+    #[test]
+    fn digest_of_absent_arguments_is_that_of_an_empty_object() {
+        assert_eq!(argument_digest(None), argument_digest(Some(&json!({}))));
+        // Python: base64url(sha256(b'{"quote_id":"Q-5001"}').digest()[:16]).rstrip("=")
+        assert_eq!(argument_digest(Some(&json!({"quote_id": "Q-5001"}))).len(), 22);
+    }
+}
