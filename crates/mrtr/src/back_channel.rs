@@ -14,7 +14,9 @@ use rmcp::{
 /// -32600 for a server-to-client request that this transport context cannot carry.
 pub fn no_back_channel(method: &str) -> ErrorData {
     ErrorData::invalid_request(
-        format!("Cannot send '{method}': this transport context has no back-channel for server-initiated requests."),
+        format!(
+            "Cannot send '{method}': this transport context has no back-channel for server-initiated requests."
+        ),
         None,
     )
 }
@@ -31,6 +33,9 @@ pub async fn elicit_and_wait(
             Err(no_back_channel("elicitation/create"))
         }
         Err(ServiceError::McpError(error)) => Err(error),
-        Err(other) => Err(ErrorData::internal_error(format!("elicitation/create failed: {other}"), None)),
+        Err(other) => Err(ErrorData::internal_error(
+            format!("elicitation/create failed: {other}"),
+            None,
+        )),
     }
 }

@@ -34,7 +34,10 @@ fn shift(id: &mut NumberOrString, by: i64) {
 impl<T: Transport<RoleClient>> Transport<RoleClient> for FromOne<T> {
     type Error = T::Error;
 
-    fn send(&mut self, mut item: TxJsonRpcMessage<RoleClient>) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+    fn send(
+        &mut self,
+        mut item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         if let JsonRpcMessage::Request(request) = &mut item {
             shift(&mut request.id, 1);
         }

@@ -1,0 +1,6 @@
+//! The `fernhill` command's subcommands, one file each.
+
+pub mod demo;
+pub mod serve;
+pub mod shop_api;
+pub mod wire;

@@ -1,0 +1,11 @@
+//! The `fernhill` command and the chapter's runnable programs.
+//!
+//! - [`commands`]: `serve` (the MCP server over stdio), `shop-api` (the shop's HTTP API),
+//!   `demo` (the chapter end to end), `wire` (a recording relay);
+//! - [`chapter`]: what the chapter's programs (`examples/`) share: the API on loopback, the
+//!   server behind `--serve`, a client that launches the program itself;
+//! - [`logging`]: tracing to stderr, so stdout carries only what a program prints or MCP.
+
+pub mod chapter;
+pub mod commands;
+pub mod logging;

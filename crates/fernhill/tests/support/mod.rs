@@ -1,0 +1,151 @@
+//! What the integration tests share: the real `fernhill` binary and the chapter's examples run
+//! as processes, the shop's API on an ephemeral loopback port, and the server's stderr read
+//! line by line so a test can wait for a log line without sleeping.
+#![allow(dead_code)]
+
+use std::{
+    path::PathBuf,
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use mrtr::client::{Client, ScriptedUser};
+use shop_api::{RunningApi, ShopApi, Store};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::Command,
+    sync::Notify,
+};
+
+pub const KEY_A: &str = "test-key-a-0123456789abcdefghijklmnopqrstuvwxyz";
+pub const KEY_B: &str = "test-key-b-0123456789abcdefghijklmnopqrstuvwxyz";
+
+pub fn fernhill() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fernhill"))
+}
+
+/// An example binary, built by `cargo test` beside the `fernhill` binary.
+pub fn example(name: &str) -> PathBuf {
+    let path = fernhill()
+        .parent()
+        .expect("target dir")
+        .join("examples")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} was not built; run the tests with cargo test",
+        path.display()
+    );
+    path
+}
+
+/// Run an example to completion; its stdout and stderr.
+pub async fn run_example(name: &str) -> (String, String) {
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new(example(name)).kill_on_drop(true).output(),
+    )
+    .await
+    .expect("the example finished within a minute")
+    .expect("the example ran");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{name} failed: {stderr}");
+    (stdout, stderr)
+}
+
+/// The book's printed output for one program.
+pub fn book(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/book")
+        .join(format!("{name}.txt"));
+    std::fs::read_to_string(path).expect("book output")
+}
+
+pub async fn start_api() -> RunningApi {
+    shop_api::spawn_loopback(Arc::new(Store::open(None).unwrap()))
+        .await
+        .unwrap()
+}
+
+/// A process's stderr, collected as it arrives.
+#[derive(Clone, Default)]
+pub struct Log {
+    text: Arc<Mutex<String>>,
+    grew: Arc<Notify>,
+}
+
+impl Log {
+    pub fn text(&self) -> String {
+        self.text.lock().unwrap().clone()
+    }
+
+    /// Wait until the log contains `needle` (the server writes it before it answers, so this
+    /// waits only for the pipe; the deadline is a failure, not a pace).
+    pub async fn wait_for(&self, needle: &str) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let grew = self.grew.notified();
+            let text = self.text();
+            if text.contains(needle) {
+                return text;
+            }
+            if tokio::time::timeout_at(deadline, grew).await.is_err() {
+                panic!("the log never said {needle:?}; it said:\n{text}");
+            }
+        }
+    }
+}
+
+/// `fernhill serve` over stdio against `api`, with `keys` (if any) and a client playing `user`.
+pub async fn serve(
+    api: &str,
+    keys: Option<&str>,
+    user: ScriptedUser,
+) -> (Client<ScriptedUser>, Log) {
+    serve_with(api, keys, &[], user).await
+}
+
+pub async fn serve_with(
+    api: &str,
+    keys: Option<&str>,
+    env: &[(&str, &str)],
+    user: ScriptedUser,
+) -> (Client<ScriptedUser>, Log) {
+    let mut command = Command::new(fernhill());
+    command
+        .arg("serve")
+        .env("SHOP_API_URL", api)
+        .env("RUST_LOG", "info,request_state=warn");
+    match keys {
+        Some(keys) => command.env("SHOP_REQUEST_STATE_KEY", keys),
+        None => command.env_remove("SHOP_REQUEST_STATE_KEY"),
+    };
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = Log::default();
+    if let Some(stderr) = stderr {
+        let log = log.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut text = log.text.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+                drop(text);
+                log.grew.notify_waiters();
+            }
+        });
+    }
+    (Client::connect(user, transport).await.unwrap(), log)
+}
+
+pub fn shop(api: &RunningApi) -> ShopApi {
+    ShopApi::new(&api.url).unwrap()
+}

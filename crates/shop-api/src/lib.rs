@@ -1,0 +1,39 @@
+//! The HTTP API of Fernhill, a small online shop for kitchen and garden
+//! goods, and a typed client for it.
+//!
+//! The MCP server calls this API over loopback to look up orders, price
+//! refunds and create them. The crate owns the refund policy: a refund above
+//! [`policy::CONFIRMATION_LIMIT`] (150.00) is created held, as
+//! `needs_confirmation`, until a person confirms or cancels it.
+//!
+//! Layers, from the wire inwards:
+//!
+//! - [`client`]: [`ShopApi`], the async reqwest client the MCP server uses.
+//! - [`service`] and [`routes`]: the axum server; handlers parse IDs, call
+//!   the store and map errors to RFC 9457 problems ([`problem`]).
+//! - [`store`]: SQLite behind a mutex; IDs, transactions and state changes.
+//! - [`policy`] decides holds; [`seed`] holds the starting orders.
+//! - [`records`], [`ids`] and [`money`]: the shared vocabulary. IDs are
+//!   validated newtypes and money is integer [`Cents`], written `"180.00"`.
+
+pub mod client;
+pub mod ids;
+pub mod money;
+pub mod policy;
+pub mod problem;
+pub mod records;
+pub mod routes;
+pub mod seed;
+pub mod service;
+pub mod store;
+
+pub use client::{ClientError, ShopApi};
+pub use ids::{IdError, OrderId, QuoteId, RefundId, Sku};
+pub use money::{Cents, MoneyError};
+pub use problem::Problem;
+pub use records::{
+    Order, OrderLine, Policy, Quote, QuoteRequest, Refund, RefundRequest, RefundStatus,
+};
+pub use routes::router;
+pub use service::{RunningApi, serve, spawn_loopback};
+pub use store::{Store, StoreError};

@@ -1,0 +1,174 @@
+//! The JSON records the API serves and the client reads.
+//!
+//! These are the wire format: the server serializes them and [`crate::ShopApi`]
+//! deserializes the same types, so the two cannot drift apart. Money fields
+//! are [`Cents`] (decimal strings such as `"180.00"`) and IDs are validated
+//! newtypes, so a record that deserializes is well formed.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{OrderId, QuoteId, RefundId, Sku};
+use crate::money::Cents;
+
+/// One product line of an order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OrderLine {
+    pub sku: Sku,
+    pub name: String,
+    pub quantity: u32,
+    pub unit_price: Cents,
+}
+
+/// A customer's order; `total` is the lines plus shipping.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Order {
+    pub order_id: OrderId,
+    pub customer: String,
+    pub status: String,
+    pub lines: Vec<OrderLine>,
+    pub shipping: Cents,
+    pub total: Cents,
+    pub currency: String,
+}
+
+/// A priced proposal to refund some or all of an order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Quote {
+    pub quote_id: QuoteId,
+    pub order_id: OrderId,
+    /// The SKUs of the lines the amount covers.
+    pub skus: Vec<Sku>,
+    pub includes_shipping: bool,
+    pub amount: Cents,
+    pub currency: String,
+    /// Whether a refund of this quote will be held for confirmation.
+    pub needs_confirmation: bool,
+}
+
+/// Where a refund stands.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum RefundStatus {
+    /// Held: above the confirmation limit and not yet confirmed or cancelled.
+    NeedsConfirmation,
+    /// Passed on for payment.
+    Requested,
+    /// Withdrawn while it was held.
+    Cancelled,
+}
+
+impl RefundStatus {
+    /// The snake_case word used on the wire and in the database.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RefundStatus::NeedsConfirmation => "needs_confirmation",
+            RefundStatus::Requested => "requested",
+            RefundStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for RefundStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A word that is not a [`RefundStatus`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a refund status")]
+pub struct UnknownStatus(pub String);
+
+impl FromStr for RefundStatus {
+    type Err = UnknownStatus;
+
+    fn from_str(s: &str) -> Result<Self, UnknownStatus> {
+        [
+            RefundStatus::NeedsConfirmation,
+            RefundStatus::Requested,
+            RefundStatus::Cancelled,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == s)
+        .ok_or_else(|| UnknownStatus(s.to_owned()))
+    }
+}
+
+/// A refund of one quote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Refund {
+    pub refund_id: RefundId,
+    pub order_id: OrderId,
+    pub quote_id: QuoteId,
+    pub amount: Cents,
+    pub currency: String,
+    pub status: RefundStatus,
+}
+
+/// The refund policy as the API publishes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Policy {
+    /// Refunds strictly above this amount are held for confirmation.
+    pub confirmation_limit: Cents,
+    pub currency: String,
+}
+
+/// Body of `POST /quotes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QuoteRequest {
+    pub order_id: OrderId,
+    /// The SKUs to refund; `None` means the whole order.
+    #[serde(default)]
+    pub skus: Option<Vec<Sku>>,
+    /// Whether to refund shipping; defaults to true for the whole order and
+    /// false for chosen SKUs.
+    #[serde(default)]
+    pub include_shipping: Option<bool>,
+}
+
+/// Body of `POST /refunds`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RefundRequest {
+    pub quote_id: QuoteId,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_words_round_trip() {
+        for status in [
+            RefundStatus::NeedsConfirmation,
+            RefundStatus::Requested,
+            RefundStatus::Cancelled,
+        ] {
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{status}\""));
+            assert_eq!(status.as_str().parse::<RefundStatus>(), Ok(status));
+        }
+        assert!("held".parse::<RefundStatus>().is_err());
+    }
+
+    #[test]
+    fn quote_request_fields_are_optional() {
+        let request: QuoteRequest = serde_json::from_str(r#"{"order_id":"O-1145"}"#).unwrap();
+        assert_eq!(request.skus, None);
+        assert_eq!(request.include_shipping, None);
+    }
+}

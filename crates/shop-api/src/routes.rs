@@ -1,0 +1,173 @@
+//! The HTTP routes: JSON in, JSON out, problems for errors.
+//!
+//! Handlers are thin: they parse IDs from the path, run one [`Store`]
+//! operation on Tokio's blocking pool and turn the outcome into a response.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use tower_http::trace::TraceLayer;
+
+use crate::ids::{IdError, OrderId, QuoteId, RefundId};
+use crate::policy;
+use crate::problem::Problem;
+use crate::records::{Policy, QuoteRequest, Refund, RefundRequest};
+use crate::store::{Store, StoreError};
+
+/// Largest request body accepted (64 KiB); the API's bodies are tiny.
+pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// The API's routes over `store`.
+pub fn router(store: Arc<Store>) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/policy", get(get_policy))
+        .route("/orders/{order_id}", get(get_order))
+        .route("/quotes", post(create_quote))
+        .route("/quotes/{quote_id}", get(get_quote))
+        .route("/refunds", post(create_refund).get(list_refunds))
+        .route("/refunds/{refund_id}", get(get_refund))
+        .route("/refunds/{refund_id}/confirm", post(confirm_refund))
+        .route("/refunds/{refund_id}/cancel", post(cancel_refund))
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(no_such_route)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(TraceLayer::new_for_http())
+        .with_state(store)
+}
+
+/// The single `{…}` path parameter, parsed as an ID (400 when malformed).
+struct PathId<T>(T);
+
+impl<S, T> FromRequestParts<S> for PathId<T>
+where
+    S: Send + Sync,
+    T: FromStr<Err = IdError>,
+{
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state).await?;
+        Ok(PathId(raw.parse()?))
+    }
+}
+
+/// Runs a store operation on the blocking pool (a file-backed commit waits
+/// for the disk) and maps its error to a problem.
+async fn with_store<T, F>(store: Arc<Store>, operation: F) -> Result<T, Problem>
+where
+    T: Send + 'static,
+    F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(move || operation(&store)).await {
+        Ok(outcome) => outcome.map_err(Problem::from),
+        Err(error) => {
+            tracing::error!(%error, "store task failed");
+            Err(Problem::internal())
+        }
+    }
+}
+
+/// A 201 response with a `Location` header.
+fn created<T: serde::Serialize>(location: String, body: T) -> Response {
+    (
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(body),
+    )
+        .into_response()
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn get_policy() -> Json<Policy> {
+    Json(policy::policy())
+}
+
+async fn get_order(
+    State(store): State<Arc<Store>>,
+    PathId(order_id): PathId<OrderId>,
+) -> Result<Response, Problem> {
+    let order = with_store(store, move |store| store.order(&order_id)).await?;
+    Ok(Json(order).into_response())
+}
+
+async fn create_quote(
+    State(store): State<Arc<Store>>,
+    body: Result<Json<QuoteRequest>, JsonRejection>,
+) -> Result<Response, Problem> {
+    let Json(request) = body?;
+    let quote = with_store(store, move |store| store.create_quote(&request)).await?;
+    Ok(created(format!("/quotes/{}", quote.quote_id), quote))
+}
+
+async fn get_quote(
+    State(store): State<Arc<Store>>,
+    PathId(quote_id): PathId<QuoteId>,
+) -> Result<Response, Problem> {
+    let quote = with_store(store, move |store| store.quote(&quote_id)).await?;
+    Ok(Json(quote).into_response())
+}
+
+/// 201 with the new refund, or 200 with the refund the quote already has.
+async fn create_refund(
+    State(store): State<Arc<Store>>,
+    body: Result<Json<RefundRequest>, JsonRejection>,
+) -> Result<Response, Problem> {
+    let Json(request) = body?;
+    let (refund, is_new) =
+        with_store(store, move |store| store.create_refund(&request.quote_id)).await?;
+    if is_new {
+        Ok(created(format!("/refunds/{}", refund.refund_id), refund))
+    } else {
+        Ok(Json(refund).into_response())
+    }
+}
+
+async fn list_refunds(State(store): State<Arc<Store>>) -> Result<Json<Vec<Refund>>, Problem> {
+    Ok(Json(with_store(store, Store::list_refunds).await?))
+}
+
+async fn get_refund(
+    State(store): State<Arc<Store>>,
+    PathId(refund_id): PathId<RefundId>,
+) -> Result<Json<Refund>, Problem> {
+    Ok(Json(
+        with_store(store, move |store| store.refund(&refund_id)).await?,
+    ))
+}
+
+async fn confirm_refund(
+    State(store): State<Arc<Store>>,
+    PathId(refund_id): PathId<RefundId>,
+) -> Result<Json<Refund>, Problem> {
+    Ok(Json(
+        with_store(store, move |store| store.confirm(&refund_id)).await?,
+    ))
+}
+
+async fn cancel_refund(
+    State(store): State<Arc<Store>>,
+    PathId(refund_id): PathId<RefundId>,
+) -> Result<Json<Refund>, Problem> {
+    Ok(Json(
+        with_store(store, move |store| store.cancel(&refund_id)).await?,
+    ))
+}
+
+async fn no_such_route(method: Method, uri: Uri) -> Problem {
+    Problem::no_such_route(method.as_str(), uri.path())
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
+    Problem::method_not_allowed(method.as_str(), uri.path())
+}

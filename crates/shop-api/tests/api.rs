@@ -1,0 +1,436 @@
+//! End-to-end tests: the real server on a loopback port, driven through
+//! `ShopApi` and through raw HTTP.
+
+use std::sync::Arc;
+
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_TYPE, LOCATION};
+use serde_json::{Value, json};
+use shop_api::{
+    Cents, ClientError, OrderId, QuoteId, QuoteRequest, RefundId, RefundStatus, RunningApi,
+    ShopApi, Sku, Store, spawn_loopback,
+};
+
+struct Harness {
+    api: RunningApi,
+    shop: ShopApi,
+    http: reqwest::Client,
+}
+
+impl Harness {
+    async fn start() -> Harness {
+        Harness::with_store(Store::open(None).unwrap()).await
+    }
+
+    async fn with_store(store: Store) -> Harness {
+        let api = spawn_loopback(Arc::new(store)).await.unwrap();
+        let shop = ShopApi::new(&api.url).unwrap();
+        Harness {
+            api,
+            shop,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.api.url)
+    }
+
+    /// Sends a raw request; returns the status and the JSON body, asserting
+    /// that error responses are problem+json.
+    async fn raw(&self, request: reqwest::RequestBuilder) -> (StatusCode, Value) {
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        if !status.is_success() {
+            assert_eq!(
+                response.headers()[CONTENT_TYPE],
+                "application/problem+json",
+                "{status} is not a problem"
+            );
+        }
+        let body: Value = response.json().await.unwrap();
+        if !status.is_success() {
+            assert_eq!(body["status"], status.as_u16(), "{body}");
+            assert!(body["type"].as_str().unwrap().starts_with("/problems/"));
+        }
+        (status, body)
+    }
+
+    async fn whole_order_quote(&self, order_id: &str) -> shop_api::Quote {
+        self.shop
+            .create_quote(&QuoteRequest {
+                order_id: order_id.parse().unwrap(),
+                skus: None,
+                include_shipping: None,
+            })
+            .await
+            .unwrap()
+    }
+}
+
+fn refund_id(s: &str) -> RefundId {
+    RefundId::parse(s).unwrap()
+}
+
+#[tokio::test]
+async fn refund_above_the_limit_is_held() {
+    let h = Harness::start().await;
+    let quote = h.whole_order_quote("O-2289").await;
+    assert_eq!(quote.quote_id.as_str(), "Q-5001");
+    assert_eq!(quote.amount.to_string(), "180.00");
+    assert!(quote.includes_shipping);
+    assert!(quote.needs_confirmation);
+    assert_eq!(quote.skus, vec![Sku::parse("GG-0412").unwrap()]);
+
+    let refund = h.shop.create_refund(&quote.quote_id).await.unwrap();
+    assert_eq!(refund.refund_id.as_str(), "R-0111");
+    assert_eq!(refund.status, RefundStatus::NeedsConfirmation);
+    assert_eq!(refund.amount, Cents(18000));
+    assert_eq!(refund.currency, "EUR");
+    assert_eq!(h.shop.refund(&refund.refund_id).await.unwrap(), refund);
+    assert_eq!(h.shop.quote(&quote.quote_id).await.unwrap(), quote);
+}
+
+#[tokio::test]
+async fn refund_below_the_limit_is_requested() {
+    let h = Harness::start().await;
+    let quote = h.whole_order_quote("O-1021").await;
+    assert_eq!(quote.amount.to_string(), "39.90");
+    assert!(!quote.needs_confirmation);
+    let refund = h.shop.create_refund(&quote.quote_id).await.unwrap();
+    assert_eq!(refund.status, RefundStatus::Requested);
+}
+
+#[tokio::test]
+async fn quotes_for_whole_order_and_chosen_skus() {
+    let h = Harness::start().await;
+    let order = h.shop.order(&"O-1145".parse().unwrap()).await.unwrap();
+    assert_eq!(order.customer, "Maren Holt");
+    assert_eq!(order.total.to_string(), "343.49");
+    assert_eq!(order.lines.len(), 2);
+
+    let whole = h.whole_order_quote("O-1145").await;
+    assert_eq!(whole.amount.to_string(), "343.49");
+    assert!(whole.includes_shipping);
+
+    let casserole = h
+        .shop
+        .create_quote(&QuoteRequest {
+            order_id: "O-1145".parse().unwrap(),
+            skus: Some(vec!["KG-1043".parse().unwrap()]),
+            include_shipping: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(casserole.amount.to_string(), "249.50");
+    assert!(!casserole.includes_shipping);
+    assert!(casserole.needs_confirmation);
+    assert_eq!(casserole.quote_id.as_str(), "Q-5002");
+
+    let (status, body) = h
+        .raw(
+            h.http
+                .post(h.url("/quotes"))
+                .json(&json!({"order_id": "O-1145", "skus": ["GG-0412"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["type"], "/problems/no_lines");
+    assert_eq!(body["order_skus"], json!(["KG-1043", "GG-2210"]));
+}
+
+#[tokio::test]
+async fn creating_a_refund_twice_returns_the_same_refund() {
+    let h = Harness::start().await;
+    let quote = h.whole_order_quote("O-2289").await;
+    let body = json!({ "quote_id": quote.quote_id });
+
+    let response = h
+        .http
+        .post(h.url("/refunds"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(response.headers()[LOCATION], "/refunds/R-0111");
+    let first: Value = response.json().await.unwrap();
+
+    let (status, second) = h.raw(h.http.post(h.url("/refunds")).json(&body)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(second, first);
+    assert_eq!(second["status"], "needs_confirmation");
+
+    let (refund, created) = h.shop.create_refund_outcome(&quote.quote_id).await.unwrap();
+    assert!(!created);
+    assert_eq!(refund.refund_id.as_str(), "R-0111");
+    assert_eq!(h.shop.refunds().await.unwrap(), vec![refund]);
+}
+
+#[tokio::test]
+async fn concurrent_refund_requests_create_one_refund() {
+    let h = Harness::start().await;
+    let quote = h.whole_order_quote("O-5150").await;
+    let calls: Vec<_> = (0..16)
+        .map(|_| {
+            let shop = h.shop.clone();
+            let quote_id = quote.quote_id.clone();
+            tokio::spawn(async move { shop.create_refund_outcome(&quote_id).await.unwrap() })
+        })
+        .collect();
+    let mut created = 0;
+    for call in calls {
+        let (refund, is_new) = call.await.unwrap();
+        assert_eq!(refund.refund_id.as_str(), "R-0111");
+        created += usize::from(is_new);
+    }
+    assert_eq!(created, 1);
+    assert_eq!(h.shop.refunds().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn confirm_releases_a_hold_once() {
+    let h = Harness::start().await;
+    let quote = h.whole_order_quote("O-2289").await;
+    let refund = h.shop.create_refund(&quote.quote_id).await.unwrap();
+
+    let confirmed = h.shop.confirm(&refund.refund_id).await.unwrap();
+    assert_eq!(confirmed.status, RefundStatus::Requested);
+
+    let (status, body) = h.raw(h.http.post(h.url("/refunds/R-0111/confirm"))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["type"], "/problems/not_held");
+    assert_eq!(body["refund_status"], "requested");
+    assert_eq!(body["refund_id"], "R-0111");
+    assert_eq!(
+        body["detail"],
+        "Refund R-0111 is not held; its status is requested."
+    );
+
+    let err = h.shop.confirm(&refund.refund_id).await.unwrap_err();
+    assert!(err.is_conflict());
+    assert_eq!(err.kind(), Some("not_held"));
+    assert_eq!(
+        err.to_string(),
+        "Refund R-0111 is not held; its status is requested."
+    );
+}
+
+#[tokio::test]
+async fn cancel_withdraws_only_a_held_refund() {
+    let h = Harness::start().await;
+    let held = h.whole_order_quote("O-2289").await;
+    let held = h.shop.create_refund(&held.quote_id).await.unwrap();
+    let cancelled = h.shop.cancel(&held.refund_id).await.unwrap();
+    assert_eq!(cancelled.status, RefundStatus::Cancelled);
+    assert!(
+        h.shop
+            .confirm(&held.refund_id)
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
+
+    let small = h.whole_order_quote("O-1021").await;
+    let requested = h.shop.create_refund(&small.quote_id).await.unwrap();
+    assert_eq!(requested.refund_id.as_str(), "R-0112");
+    let (status, body) = h.raw(h.http.post(h.url("/refunds/R-0112/cancel"))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["refund_status"], "requested");
+    assert_eq!(
+        h.shop.refund(&requested.refund_id).await.unwrap().status,
+        RefundStatus::Requested
+    );
+}
+
+#[tokio::test]
+async fn unknown_ids_are_404_problems() {
+    let h = Harness::start().await;
+    let (status, body) = h.raw(h.http.get(h.url("/orders/O-9999"))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["type"], "/problems/no_such_order");
+    assert_eq!(body["detail"], "There is no order O-9999.");
+
+    let err = h
+        .shop
+        .order(&OrderId::parse("O-9999").unwrap())
+        .await
+        .unwrap_err();
+    assert!(err.is_not_found());
+    assert_eq!(err.to_string(), "There is no order O-9999.");
+    let err = h
+        .shop
+        .quote(&QuoteId::parse("Q-9999").unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), Some("no_such_quote"));
+    let err = h
+        .shop
+        .create_refund(&QuoteId::parse("Q-9999").unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "There is no quote Q-9999.");
+    assert!(
+        h.shop
+            .cancel(&refund_id("R-9999"))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
+
+#[tokio::test]
+async fn malformed_ids_are_400_problems() {
+    let h = Harness::start().await;
+    let (status, body) = h.raw(h.http.get(h.url("/orders/bad"))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["type"], "/problems/bad_id");
+    assert_eq!(
+        body["detail"],
+        r#""bad" is not an order ID: expected O- followed by 4 digits, such as O-1145"#
+    );
+    let (status, body) = h.raw(h.http.get(h.url("/refunds/R-%C3%B6"))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with(r#""R-ö" is not a refund ID"#)
+    );
+    let (status, _) = h.raw(h.http.get(h.url("/quotes/%FF"))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    let (status, body) = h
+        .raw(
+            h.http
+                .post(h.url("/refunds"))
+                .json(&json!({"quote_id": "Q-12"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(r#""Q-12" is not a quote ID: expected Q- followed by 4 to 9 digits"#),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn unreadable_bodies_are_problems() {
+    let h = Harness::start().await;
+    let post_json = |body: &'static str| {
+        h.http
+            .post(h.url("/quotes"))
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+    };
+    let (status, body) = h.raw(post_json(r#"{"order_id": "O-1145""#)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["type"], "/problems/bad_json");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("The request body is not valid JSON")
+    );
+
+    let (status, body) = h.raw(post_json(r#"{"skus": []}"#)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        body["detail"].as_str().unwrap().contains("order_id"),
+        "{body}"
+    );
+
+    let (status, body) = h
+        .raw(
+            h.http
+                .post(h.url("/quotes"))
+                .body(r#"{"order_id":"O-1145"}"#),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(body["type"], "/problems/not_json");
+
+    let huge = format!(r#"{{"order_id":"O-1145","pad":"{}"}}"#, "x".repeat(100_000));
+    let (status, body) = h
+        .raw(
+            h.http
+                .post(h.url("/quotes"))
+                .header(CONTENT_TYPE, "application/json")
+                .body(huge),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(body["type"], "/problems/body_too_large");
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_are_problems() {
+    let h = Harness::start().await;
+    let (status, body) = h.raw(h.http.get(h.url("/nowhere"))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["type"], "/problems/no_such_route");
+    let (status, body) = h.raw(h.http.delete(h.url("/refunds/R-0111"))).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(body["type"], "/problems/method_not_allowed");
+}
+
+#[tokio::test]
+async fn policy_and_health() {
+    let h = Harness::start().await;
+    h.shop.health().await.unwrap();
+    let policy = h.shop.policy().await.unwrap();
+    assert_eq!(policy.confirmation_limit.to_string(), "150.00");
+    assert_eq!(policy.currency, "EUR");
+    let (_, body) = h.raw(h.http.get(h.url("/policy"))).await;
+    assert_eq!(
+        body,
+        json!({"confirmation_limit": "150.00", "currency": "EUR"})
+    );
+}
+
+#[tokio::test]
+async fn file_backed_store_keeps_refunds_and_counting() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shop.sqlite3");
+
+    let h = Harness::with_store(Store::open(Some(&path)).unwrap()).await;
+    let quote = h.whole_order_quote("O-2289").await;
+    let refund = h.shop.create_refund(&quote.quote_id).await.unwrap();
+    assert_eq!(refund.refund_id.as_str(), "R-0111");
+    h.api.shutdown().await.unwrap();
+
+    let h = Harness::with_store(Store::open(Some(&path)).unwrap()).await;
+    assert_eq!(h.shop.refund(&refund.refund_id).await.unwrap(), refund);
+    assert_eq!(h.shop.quote(&quote.quote_id).await.unwrap(), quote);
+    let next = h.whole_order_quote("O-1021").await;
+    assert_eq!(next.quote_id.as_str(), "Q-5002");
+    let next = h.shop.create_refund(&next.quote_id).await.unwrap();
+    assert_eq!(next.refund_id.as_str(), "R-0112");
+    // Seeding happened once: the orders are not duplicated.
+    assert_eq!(
+        h.shop
+            .order(&"O-1145".parse().unwrap())
+            .await
+            .unwrap()
+            .lines
+            .len(),
+        2
+    );
+    h.api.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn unreachable_api_is_reported_as_such() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let shop = ShopApi::new(&url).unwrap();
+    let err = shop.policy().await.unwrap_err();
+    assert!(matches!(err, ClientError::Unreachable(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with(&format!("the shop's API at {url} did not answer: ")),
+        "{err}"
+    );
+}

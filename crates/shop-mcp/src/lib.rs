@@ -1,0 +1,22 @@
+//! The Fernhill shop's MCP server: support tools over the shop's API, with a support lead's
+//! confirmation asked in the middle of `issue_refund`.
+//!
+//! - [`server`]: [`Shop`], the rmcp server handler with its tools and name;
+//! - [`tools`]: one file per tool: `lookup_order`, `quote_refund`, `issue_refund`, `refund_status`;
+//! - [`quote_store`]: chapter 3's record of quotes this server handed out;
+//! - [`state_keys`]: the sealing policy from `SHOP_REQUEST_STATE_KEY` and `SHOP_REQUEST_STATE_TTL`;
+//! - [`tool_error`]: failures worded for the model, as results rather than protocol errors.
+//!
+//! The shop's API decides which refunds are held (the 150.00 limit lives there alone). When it
+//! holds one, `issue_refund` answers `input_required` and keeps no call open; the retry brings
+//! the lead's answer and the state, which [`mrtr::boundary::Sealed`] opened before the tool ran.
+//! Before the refund is released or cancelled, the answer is claimed in a once-only record.
+
+pub mod quote_store;
+pub mod server;
+pub mod state_keys;
+pub mod tool_error;
+pub mod tools;
+
+pub use server::{SERVER_NAME, Shop};
+pub use tools::issue_refund::AskStyle;

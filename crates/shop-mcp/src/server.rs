@@ -1,0 +1,87 @@
+//! The shop's MCP server: its tools, its name, and how it is wrapped for the wire.
+
+use std::{sync::Arc, time::Duration};
+
+use mrtr::{
+    boundary::Sealed,
+    once_only::{InMemory, OnceOnly},
+    request_state::StateSecurity,
+};
+use rmcp::{
+    ServerHandler,
+    handler::server::router::tool::ToolRouter,
+    model::{Implementation, ServerCapabilities, ServerConfig},
+    tool_handler,
+};
+use shop_api::ShopApi;
+
+use crate::{quote_store::QuoteStore, tools::issue_refund::AskStyle};
+
+/// The server's name: what `server/discover` reports and what every sealed state names as its
+/// audience. The Python reference server uses the same name, so either opens the other's state.
+pub const SERVER_NAME: &str = "shop";
+
+/// The shop's MCP server. Cheap to clone: clones share the API client and the records.
+#[derive(Clone)]
+pub struct Shop {
+    pub(crate) api: ShopApi,
+    pub(crate) quotes: Arc<QuoteStore>,
+    pub(crate) once_only: Arc<dyn OnceOnly>,
+    /// How long a claim is kept: no shorter than a state lives.
+    pub(crate) state_ttl: Duration,
+    pub(crate) ask_style: AskStyle,
+    tool_router: ToolRouter<Shop>,
+}
+
+impl Shop {
+    /// A server over the shop's API at `api`, with records in this process's memory.
+    pub fn new(api: ShopApi, state_ttl: Duration) -> Self {
+        Self {
+            api,
+            quotes: Arc::new(QuoteStore::new()),
+            once_only: Arc::new(InMemory::new()),
+            state_ttl,
+            ask_style: AskStyle::default(),
+            tool_router: Self::lookup_order_router()
+                + Self::quote_refund_router()
+                + Self::issue_refund_router()
+                + Self::refund_status_router(),
+        }
+    }
+
+    /// Keep once-only claims in `record` (shared storage, for replicas).
+    pub fn with_once_only(mut self, record: Arc<dyn OnceOnly>) -> Self {
+        self.once_only = record;
+        self
+    }
+
+    /// Ask the lead the 2025 way (the first example shows how that fails).
+    pub fn with_ask_style(mut self, style: AskStyle) -> Self {
+        self.ask_style = style;
+        self
+    }
+
+    /// This server behind the sealing boundary: the service to hand to a transport.
+    pub fn sealed(self, security: Arc<StateSecurity>) -> Sealed<Shop> {
+        Sealed::new(self, security)
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Shop {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        config.server_info = Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+            .with_title("Fernhill shop")
+            .with_description(
+                "Orders, refund quotes and refunds of the Fernhill kitchen and garden shop.",
+            );
+        config.instructions = Some(
+            "Support tools for the Fernhill shop. Quote a refund with quote_refund before issuing it with \
+             issue_refund. A refund above the policy limit needs a support lead's confirmation: issue_refund \
+             asks the person at the host, and a decline stands."
+                .into(),
+        );
+        config
+    }
+}

@@ -1,0 +1,40 @@
+//! Tool errors: failures the model should read and act on, not protocol errors.
+//!
+//! A malformed ID, an unknown quote, a refund already confirmed: the call reached the tool and
+//! the tool says what went wrong, in the result (`isError: true`), so the model sees it and can
+//! correct itself. A protocol error (a JSON-RPC error) is for what the model cannot fix: a bad
+//! `requestState`, a client that cannot show a question. The text starts as the Python SDK's
+//! tool errors do, `Error executing tool NAME: `, so hosts see one wording from either server.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use shop_api::ClientError;
+
+/// A failure inside a tool, worded for the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+
+    /// The result that carries this error back to the model.
+    pub fn into_result(self, tool: &str) -> CallToolResult {
+        CallToolResult::error(vec![ContentBlock::text(format!(
+            "Error executing tool {tool}: {}",
+            self.0
+        ))])
+    }
+}
+
+impl From<ClientError> for ToolError {
+    fn from(error: ClientError) -> Self {
+        ToolError(error.to_string())
+    }
+}
+
+impl From<shop_api::IdError> for ToolError {
+    fn from(error: shop_api::IdError) -> Self {
+        ToolError(error.to_string())
+    }
+}

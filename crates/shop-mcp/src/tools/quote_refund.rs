@@ -1,0 +1,59 @@
+//! `quote_refund`: what a refund would be, before anyone issues it.
+
+use rmcp::{
+    handler::server::{tool::schema_for_output, wrapper::Parameters},
+    model::CallToolResult,
+    tool, tool_router,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use shop_api::{OrderId, Quote, QuoteRequest, Sku};
+
+use crate::{Shop, tool_error::ToolError, tools::structured};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct QuoteRefund {
+    /// The shop's order ID, such as O-1145.
+    #[schemars(regex(pattern = OrderId::PATTERN))]
+    pub order_id: String,
+    /// The SKUs of the order's lines to refund, such as KG-1043. Leave out to refund the whole
+    /// order, shipping included.
+    #[serde(default)]
+    pub skus: Option<Vec<String>>,
+}
+
+#[tool_router(router = quote_refund_router, vis = "pub(crate)")]
+impl Shop {
+    #[tool(
+        title = "Quote a refund",
+        description = "Quote a refund for an order before issuing it. Without skus the quote covers the whole order, \
+                       shipping included. Returns a quote_id for issue_refund.",
+        output_schema = schema_for_output::<Quote>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    pub async fn quote_refund(&self, Parameters(args): Parameters<QuoteRefund>) -> CallToolResult {
+        let quoted = async {
+            let order_id = OrderId::parse(&args.order_id)?;
+            let skus = match args.skus {
+                None => None,
+                Some(skus) => Some(
+                    skus.iter()
+                        .map(|sku| Sku::parse(sku))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+            };
+            let request = QuoteRequest {
+                order_id,
+                skus,
+                include_shipping: None,
+            };
+            let quote = self.api.create_quote(&request).await?;
+            self.quotes.put(quote.clone());
+            Ok::<_, ToolError>(quote)
+        };
+        match quoted.await {
+            Ok(quote) => structured(&quote),
+            Err(error) => error.into_result("quote_refund"),
+        }
+    }
+}
