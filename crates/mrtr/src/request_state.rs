@@ -187,11 +187,11 @@ impl StateSecurity {
         if claims.v != ENVELOPE_VERSION {
             return Err(Rejection::Malformed);
         }
-        // Stated positively so that a NaN claim fails the comparison and is refused.
-        if !(claims.iat <= now + FUTURE_SKEW_SECS) {
+        // JSON has no NaN or infinity (serde_json refuses them), so these comparisons are total.
+        if claims.iat > now + FUTURE_SKEW_SECS {
             return Err(Rejection::MintedInTheFuture);
         }
-        if !(now < claims.exp) {
+        if now >= claims.exp {
             return Err(Rejection::Expired);
         }
         if claims.m != binding.method || claims.t != binding.target || claims.a != binding.arguments
