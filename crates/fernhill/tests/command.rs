@@ -1,0 +1,98 @@
+//! The `fernhill` command as a user runs it: `shop-api`, `serve`, `wire`, `--help`.
+
+mod support;
+
+use std::process::Stdio;
+
+use mrtr::{
+    client::{Answer, Client, ScriptedUser},
+    wire::{Direction, read_trace},
+};
+use serde_json::json;
+use shop_api::{OrderId, ShopApi};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::Command,
+};
+
+use support::{fernhill, start_api};
+
+#[tokio::test]
+async fn shop_api_prints_its_url_and_serves_the_seeded_shop() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.sqlite");
+    let mut child = Command::new(fernhill())
+        .args(["shop-api", "--listen", "127.0.0.1:0", "--db"])
+        .arg(&db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = lines.next_line().await.unwrap().expect("a URL line");
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let order = ShopApi::new(&url).unwrap().order(&OrderId::parse("O-2289").unwrap()).await.unwrap();
+    assert_eq!(order.total.to_string(), "180.00");
+    child.kill().await.unwrap();
+    assert!(db.exists());
+}
+
+#[tokio::test]
+async fn serve_without_an_api_says_what_is_missing() {
+    let output = Command::new(fernhill()).arg("serve").env_remove("SHOP_API_URL").output().await.unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--shop-api"), "{stderr}");
+    assert!(output.stdout.is_empty(), "a stdio server must not print anything but MCP to stdout");
+
+    let output = Command::new(fernhill()).args(["serve", "--shop-api", "not a url"]).output().await.unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not a url"));
+}
+
+#[tokio::test]
+async fn wire_records_every_line_with_its_direction() {
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("trace.jsonl");
+    let mut command = Command::new(fernhill());
+    command.arg("wire").arg("--log").arg(&log).arg("--").arg(fernhill()).arg("serve").env("SHOP_API_URL", &api.url);
+    let client = Client::launch(ScriptedUser::always(Answer::release()), command).await.unwrap();
+    client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
+    client.close().await.unwrap();
+    // The relay exits when its server does; its log then holds the whole exchange.
+    let trace = read_trace(&log).unwrap();
+    let (direction, first) = &trace[0];
+    assert_eq!((*direction, first["method"].as_str(), first["id"].as_i64()), (Direction::Out, Some("server/discover"), Some(1)));
+    let quote = trace.iter().find(|(_, m)| m["params"]["name"] == "quote_refund").expect("the call");
+    let answer = trace.iter().find(|(d, m)| *d == Direction::In && m["id"] == quote.1["id"]).expect("its answer");
+    assert_eq!(answer.1["result"]["structuredContent"]["amount"], "180.00");
+}
+
+#[tokio::test]
+async fn help_names_every_command() {
+    let output = Command::new(fernhill()).arg("--help").output().await.unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    for command in ["shop-api", "serve", "demo", "wire"] {
+        assert!(help.contains(command), "{help}");
+    }
+}
+
+#[tokio::test]
+async fn demo_runs_the_chapter_on_embedded_defaults() {
+    let output = Command::new(fernhill()).arg("demo").env_remove("SHOP_API_URL").output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    for line in [
+        "protocol revision 2026-07-28",
+        "refund R-0111 requested",
+        "the lead is asked: Refund 180.00 on order O-2289? It is above the policy limit, so a lead must confirm it.",
+        "refund R-0112 requested",
+        "refund R-0113 cancelled",
+        "refund R-0114 needs_confirmation",
+        "the lead was asked 3 questions",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+}
