@@ -14,20 +14,11 @@ async fn main() -> anyhow::Result<()> {
     }
     let api = chapter::start_api().await?;
     // The scripted lead declares elicitation; this program reads the input request itself.
-    let client = chapter::connect(
-        ScriptedUser::always(Answer::release()),
-        chapter::launch_self(&api.url, &["--serve"])?,
-    )
-    .await?;
-    let quote = client
-        .call_tool("quote_refund", json!({"order_id": "O-2289"}))
-        .await?;
-    let result = client
-        .call_tool_once(params(
-            "issue_refund",
-            json!({"quote_id": chapter::quote_id(&quote)?}),
-        ))
-        .await?;
+    let client =
+        chapter::connect(ScriptedUser::always(Answer::release()), chapter::launch_self(&api.url, &["--serve"])?)
+            .await?;
+    let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await?;
+    let result = client.call_tool_once(params("issue_refund", json!({"quote_id": chapter::quote_id(&quote)?}))).await?;
     let CallToolResponse::InputRequired(result) = result else {
         anyhow::bail!("expected input_required, got {result:?}")
     };
@@ -43,14 +34,8 @@ async fn main() -> anyhow::Result<()> {
             println!("message: {message}");
         }
     }
-    let sealed = result
-        .request_state
-        .as_deref()
-        .is_some_and(|state| state.starts_with("v1."));
-    println!(
-        "request state sealed: {}",
-        if sealed { "True" } else { "False" }
-    );
+    let sealed = result.request_state.as_deref().is_some_and(|state| state.starts_with("v1."));
+    println!("request state sealed: {}", if sealed { "True" } else { "False" });
     client.close().await?;
     Ok(())
 }

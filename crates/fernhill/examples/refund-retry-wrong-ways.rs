@@ -17,35 +17,23 @@ async fn retry(
     state: Option<String>,
 ) -> anyhow::Result<()> {
     let mut call = params("issue_refund", json!({"quote_id": quote_id}));
-    call.input_responses = Some(BTreeMap::from([(
-        "confirm".to_owned(),
-        Answer::release().to_value(),
-    )]));
+    call.input_responses = Some(BTreeMap::from([("confirm".to_owned(), Answer::release().to_value())]));
     call.request_state = state;
     match client.call_tool_once(call).await {
         Err(error) => {
-            let error = error
-                .rpc_error()
-                .ok_or_else(|| anyhow::anyhow!("{error}"))?;
+            let error = error.rpc_error().ok_or_else(|| anyhow::anyhow!("{error}"))?;
             println!("{label}: {} {}", error.code.0, error.message);
         }
         Ok(CallToolResponse::InputRequired(_)) => {
             println!("{label}: input_required, the server asks again")
         }
         Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
-            let text = result
-                .content
-                .first()
-                .and_then(|c| c.as_text())
-                .map(|t| t.text.clone())
-                .unwrap_or_default();
+            let text = result.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default();
             println!("{label}: tool error, {text}");
         }
-        Ok(CallToolResponse::Complete(result)) => println!(
-            "{label}: refund {} {}",
-            chapter::field(&result, "refund_id")?,
-            chapter::field(&result, "status")?
-        ),
+        Ok(CallToolResponse::Complete(result)) => {
+            println!("{label}: refund {} {}", chapter::field(&result, "refund_id")?, chapter::field(&result, "status")?)
+        }
         Ok(other) => println!("{label}: unexpected {other:?}"),
     }
     Ok(())
@@ -57,22 +45,15 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let api = chapter::start_api().await?;
-    let client = chapter::connect(
-        ScriptedUser::always(Answer::release()),
-        chapter::launch_self(&api.url, &["--serve"])?,
-    )
-    .await?;
+    let client =
+        chapter::connect(ScriptedUser::always(Answer::release()), chapter::launch_self(&api.url, &["--serve"])?)
+            .await?;
     let mut quotes = Vec::new();
     for order in ["O-2289", "O-1145"] {
-        quotes.push(chapter::quote_id(
-            &client
-                .call_tool("quote_refund", json!({"order_id": order}))
-                .await?,
-        )?);
+        quotes.push(chapter::quote_id(&client.call_tool("quote_refund", json!({"order_id": order})).await?)?);
     }
-    let CallToolResponse::InputRequired(first) = client
-        .call_tool_once(params("issue_refund", json!({"quote_id": quotes[0]})))
-        .await?
+    let CallToolResponse::InputRequired(first) =
+        client.call_tool_once(params("issue_refund", json!({"quote_id": quotes[0]}))).await?
     else {
         anyhow::bail!("expected input_required");
     };
@@ -82,13 +63,7 @@ async fn main() -> anyhow::Result<()> {
     let changed: String = changed.into_iter().collect();
     retry(&client, "one character changed", &quotes[0], Some(changed)).await?;
     retry(&client, "answer without state", &quotes[0], None).await?;
-    retry(
-        &client,
-        "state with other arguments",
-        &quotes[1],
-        Some(state.clone()),
-    )
-    .await?;
+    retry(&client, "state with other arguments", &quotes[1], Some(state.clone())).await?;
     retry(&client, "honest retry", &quotes[0], Some(state.clone())).await?;
     retry(&client, "same retry again", &quotes[0], Some(state)).await?;
     client.close().await?;

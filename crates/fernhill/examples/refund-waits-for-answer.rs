@@ -14,31 +14,11 @@ async fn main() -> anyhow::Result<()> {
     }
     let api = chapter::start_api().await?;
     let say_yes = ScriptedUser::always(Answer::release()); // a scripted user, who would release the refund
-    let client = chapter::connect(
-        say_yes.clone(),
-        chapter::launch_self(&api.url, &["--serve"])?,
-    )
-    .await?;
-    println!(
-        "protocol revision: {}",
-        client
-            .protocol_version()
-            .map(|v| v.to_string())
-            .unwrap_or_default()
-    );
-    let quote = client
-        .call_tool("quote_refund", json!({"order_id": "O-2289"}))
-        .await?;
-    if let Err(error) = client
-        .call_tool(
-            "issue_refund",
-            json!({"quote_id": chapter::quote_id(&quote)?}),
-        )
-        .await
-    {
-        let error = error
-            .rpc_error()
-            .ok_or_else(|| anyhow::anyhow!("{error}"))?;
+    let client = chapter::connect(say_yes.clone(), chapter::launch_self(&api.url, &["--serve"])?).await?;
+    println!("protocol revision: {}", client.protocol_version().map(|v| v.to_string()).unwrap_or_default());
+    let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await?;
+    if let Err(error) = client.call_tool("issue_refund", json!({"quote_id": chapter::quote_id(&quote)?})).await {
+        let error = error.rpc_error().ok_or_else(|| anyhow::anyhow!("{error}"))?;
         println!("error code: {}", error.code.0);
         println!("error message: {}", error.message);
     }

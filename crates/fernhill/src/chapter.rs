@@ -19,9 +19,7 @@ pub const SHOP_API_ENV: &str = "SHOP_API_URL";
 /// A fresh shop API (in memory, seeded) on 127.0.0.1, for as long as the value lives.
 pub async fn start_api() -> anyhow::Result<RunningApi> {
     let store = Store::open(None).context("opening an in-memory store")?;
-    shop_api::spawn_loopback(Arc::new(store))
-        .await
-        .context("starting the shop's API on loopback")
+    shop_api::spawn_loopback(Arc::new(store)).await.context("starting the shop's API on loopback")
 }
 
 /// Serve the shop over stdio until the client closes stdin: what a host launches.
@@ -31,15 +29,8 @@ pub async fn serve_stdio(api_url: &str, style: AskStyle) -> anyhow::Result<()> {
     tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
     let api = ShopApi::new(api_url).with_context(|| format!("{SHOP_API_ENV}={api_url}"))?;
     let shop = Shop::new(api, security.ttl()).with_ask_style(style);
-    let running = shop
-        .sealed(security)
-        .serve(stdio())
-        .await
-        .context("serving over stdio")?;
-    running
-        .waiting()
-        .await
-        .context("the stdio server stopped")?;
+    let running = shop.sealed(security).serve(stdio()).await.context("serving over stdio")?;
+    running.waiting().await.context("the stdio server stopped")?;
     Ok(())
 }
 
@@ -53,9 +44,7 @@ pub fn launch_self(api_url: &str, args: &[&str]) -> anyhow::Result<Command> {
 
 /// A client that launches `command` and plays `user` at the host.
 pub async fn connect(user: ScriptedUser, command: Command) -> anyhow::Result<Client<ScriptedUser>> {
-    Client::launch(user, command)
-        .await
-        .context("connecting to the server")
+    Client::launch(user, command).await.context("connecting to the server")
 }
 
 /// If this program was launched with `--serve`, serve (the API's URL from the environment)

@@ -47,9 +47,7 @@ enum Command {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::ShopApi { listen, db } => commands::shop_api::run(listen, db.as_deref())
-            .await
-            .map(|()| 0),
+        Command::ShopApi { listen, db } => commands::shop_api::run(listen, db.as_deref()).await.map(|()| 0),
         Command::Serve { shop_api } => commands::serve::run(&shop_api).await.map(|()| 0),
         Command::Demo => commands::demo::run().await.map(|()| 0),
         Command::Wire { log, command } => commands::wire::run(&log, &command).await,

@@ -27,12 +27,8 @@ async fn refund_retry_wrong_ways_is_stopped_four_ways_and_logged() {
     let (stdout, stderr) = run_example("refund-retry-wrong-ways").await;
     assert_eq!(stdout, book("refund-retry-wrong-ways"));
     // The client saw one message for both refusals; the server's log says why, in order.
-    let seal = stderr
-        .find("requestState rejected on tools/call: seal")
-        .expect("seal logged");
-    let binding = stderr
-        .find("requestState rejected on tools/call: request binding")
-        .expect("binding logged");
+    let seal = stderr.find("requestState rejected on tools/call: seal").expect("seal logged");
+    let binding = stderr.find("requestState rejected on tools/call: request binding").expect("binding logged");
     assert!(seal < binding, "{stderr}");
     assert!(stderr.contains("WARN"), "{stderr}");
 }

@@ -64,7 +64,10 @@ async fn wire_records_every_line_with_its_direction() {
     // The relay exits when its server does; its log then holds the whole exchange.
     let trace = read_trace(&log).unwrap();
     let (direction, first) = &trace[0];
-    assert_eq!((*direction, first["method"].as_str(), first["id"].as_i64()), (Direction::Out, Some("server/discover"), Some(1)));
+    assert_eq!(
+        (*direction, first["method"].as_str(), first["id"].as_i64()),
+        (Direction::Out, Some("server/discover"), Some(1))
+    );
     let quote = trace.iter().find(|(_, m)| m["params"]["name"] == "quote_refund").expect("the call");
     let answer = trace.iter().find(|(d, m)| *d == Direction::In && m["id"] == quote.1["id"]).expect("its answer");
     assert_eq!(answer.1["result"]["structuredContent"]["amount"], "180.00");

@@ -16,22 +16,12 @@ use shop_api::{RefundId, RefundStatus};
 use support::{KEY_A, KEY_B, serve, shop, start_api};
 
 async fn quote(client: &Client<ScriptedUser>, order: &str) -> String {
-    let result = client
-        .call_tool("quote_refund", json!({"order_id": order}))
-        .await
-        .unwrap();
-    result.structured_content.unwrap()["quote_id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    let result = client.call_tool("quote_refund", json!({"order_id": order})).await.unwrap();
+    result.structured_content.unwrap()["quote_id"].as_str().unwrap().to_owned()
 }
 
 async fn ask(client: &Client<ScriptedUser>, quote_id: &str) -> InputRequiredResult {
-    match client
-        .call_tool_once(params("issue_refund", json!({"quote_id": quote_id})))
-        .await
-        .unwrap()
-    {
+    match client.call_tool_once(params("issue_refund", json!({"quote_id": quote_id}))).await.unwrap() {
         CallToolResponse::InputRequired(asked) => asked,
         other => panic!("expected input_required, got {other:?}"),
     }
@@ -57,24 +47,12 @@ fn complete(response: CallToolResponse) -> CallToolResult {
 }
 
 fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text())
-        .map(|t| t.text.clone())
-        .collect::<Vec<_>>()
-        .join("\n")
+    result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect::<Vec<_>>().join("\n")
 }
 
 fn refund_of(result: &CallToolResult) -> (String, String) {
-    let content = result
-        .structured_content
-        .as_ref()
-        .expect("structured refund");
-    (
-        content["refund_id"].as_str().unwrap().to_owned(),
-        content["status"].as_str().unwrap().to_owned(),
-    )
+    let content = result.structured_content.as_ref().expect("structured refund");
+    (content["refund_id"].as_str().unwrap().to_owned(), content["status"].as_str().unwrap().to_owned())
 }
 
 fn code(error: mrtr::client::ClientError) -> (i32, String) {
@@ -97,24 +75,12 @@ async fn the_question_is_the_books_and_the_state_is_sealed() {
         confirm["params"]["message"],
         "Refund 180.00 on order O-2289? It is above the policy limit, so a lead must confirm it."
     );
-    assert_eq!(
-        confirm["params"]["requestedSchema"]["required"],
-        json!(["release"])
-    );
-    assert_eq!(
-        confirm["params"]["requestedSchema"]["properties"]["release"]["type"],
-        "boolean"
-    );
+    assert_eq!(confirm["params"]["requestedSchema"]["required"], json!(["release"]));
+    assert_eq!(confirm["params"]["requestedSchema"]["properties"]["release"]["type"], "boolean");
     let state = asked.request_state.unwrap();
-    assert!(
-        state.starts_with("v1.") && !state.contains("R-0111"),
-        "{state}"
-    );
+    assert!(state.starts_with("v1.") && !state.contains("R-0111"), "{state}");
     // Nothing was released while the question is open: the API holds the refund.
-    let held = shop(&api)
-        .refund(&RefundId::parse("R-0111").unwrap())
-        .await
-        .unwrap();
+    let held = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
     assert_eq!(held.status, RefundStatus::NeedsConfirmation);
 }
 
@@ -123,13 +89,7 @@ async fn below_the_limit_nobody_is_asked() {
     let api = start_api().await;
     let user = ScriptedUser::always(Answer::release());
     let (client, _) = serve(&api.url, None, user.clone()).await;
-    let done = client
-        .call_tool(
-            "issue_refund",
-            json!({"quote_id": quote(&client, "O-1021").await}),
-        )
-        .await
-        .unwrap();
+    let done = client.call_tool("issue_refund", json!({"quote_id": quote(&client, "O-1021").await})).await.unwrap();
     assert_eq!(refund_of(&done), ("R-0111".into(), "requested".into()));
     assert!(user.asked().is_empty());
 }
@@ -137,12 +97,7 @@ async fn below_the_limit_nobody_is_asked() {
 #[tokio::test]
 async fn every_refused_state_gets_one_error_and_its_own_logged_reason() {
     let api = start_api().await;
-    let (client, log) = serve(
-        &api.url,
-        Some(KEY_A),
-        ScriptedUser::always(Answer::release()),
-    )
-    .await;
+    let (client, log) = serve(&api.url, Some(KEY_A), ScriptedUser::always(Answer::release())).await;
     let q1 = quote(&client, "O-2289").await;
     let q2 = quote(&client, "O-1145").await;
     let state = ask(&client, &q1).await.request_state.unwrap();
@@ -150,138 +105,59 @@ async fn every_refused_state_gets_one_error_and_its_own_logged_reason() {
     // One character changed.
     let mut changed: Vec<char> = state.chars().collect();
     changed[40] = if changed[40] == 'A' { 'B' } else { 'A' };
-    let error = answer(
-        &client,
-        &q1,
-        Answer::release(),
-        Some(changed.into_iter().collect()),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(
-        code(error),
-        (-32602, "Invalid or expired requestState".into())
-    );
-    log.wait_for("requestState rejected on tools/call: seal")
-        .await;
+    let error = answer(&client, &q1, Answer::release(), Some(changed.into_iter().collect())).await.unwrap_err();
+    assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
+    log.wait_for("requestState rejected on tools/call: seal").await;
 
     // The same state with other arguments.
-    let error = answer(&client, &q2, Answer::release(), Some(state.clone()))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        code(error),
-        (-32602, "Invalid or expired requestState".into())
-    );
-    log.wait_for("requestState rejected on tools/call: request binding")
-        .await;
+    let error = answer(&client, &q2, Answer::release(), Some(state.clone())).await.unwrap_err();
+    assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
+    log.wait_for("requestState rejected on tools/call: request binding").await;
 
     // A state that outlived its lifetime: sealed with the server's own key ten minutes and a
     // second ago, so no test waits for time to pass.
     let ring = KeyRing::new(&[KEY_A]).unwrap();
     let security = StateSecurity::new(ring, Duration::from_secs(600), Some("shop".into()));
-    let binding = Binding::new(
-        "tools/call",
-        "issue_refund",
-        Some(&json!({"quote_id": q1})),
-        None,
-    );
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
+    let binding = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": q1})), None);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
     let expired = security.seal_at("R-0111", &binding, now - 601.0);
-    let error = answer(&client, &q1, Answer::release(), Some(expired))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        code(error),
-        (-32602, "Invalid or expired requestState".into())
-    );
-    log.wait_for("requestState rejected on tools/call: expired")
-        .await;
+    let error = answer(&client, &q1, Answer::release(), Some(expired)).await.unwrap_err();
+    assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
+    log.wait_for("requestState rejected on tools/call: expired").await;
 
     // A key the server does not hold.
-    let stranger = StateSecurity::new(
-        KeyRing::new(&[KEY_B]).unwrap(),
-        Duration::from_secs(600),
-        Some("shop".into()),
-    );
-    let error = answer(
-        &client,
-        &q1,
-        Answer::release(),
-        Some(stranger.seal("R-0111", &binding)),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(
-        code(error),
-        (-32602, "Invalid or expired requestState".into())
-    );
-    let text = log
-        .wait_for("requestState rejected on tools/call: unknown key")
-        .await;
-    assert!(
-        text.lines()
-            .filter(|l| l.contains("requestState rejected"))
-            .all(|l| l.contains("WARN")),
-        "{text}"
-    );
+    let stranger = StateSecurity::new(KeyRing::new(&[KEY_B]).unwrap(), Duration::from_secs(600), Some("shop".into()));
+    let error = answer(&client, &q1, Answer::release(), Some(stranger.seal("R-0111", &binding))).await.unwrap_err();
+    assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
+    let text = log.wait_for("requestState rejected on tools/call: unknown key").await;
+    assert!(text.lines().filter(|l| l.contains("requestState rejected")).all(|l| l.contains("WARN")), "{text}");
 
     // None of that released anything; the honest retry still can.
-    let done = complete(
-        answer(&client, &q1, Answer::release(), Some(state))
-            .await
-            .unwrap(),
-    );
+    let done = complete(answer(&client, &q1, Answer::release(), Some(state)).await.unwrap());
     assert_eq!(refund_of(&done), ("R-0111".into(), "requested".into()));
 }
 
 #[tokio::test]
 async fn keys_rotate_without_dropping_an_answer() {
     let api = start_api().await;
-    let old = StateSecurity::new(
-        KeyRing::new(&[KEY_A]).unwrap(),
-        Duration::from_secs(600),
-        Some("shop".into()),
-    );
+    let old = StateSecurity::new(KeyRing::new(&[KEY_A]).unwrap(), Duration::from_secs(600), Some("shop".into()));
     let both = format!("{KEY_B},{KEY_A}");
     for (keys, opens) in [(KEY_A, true), (both.as_str(), true), (KEY_B, false)] {
-        let (client, log) = serve(
-            &api.url,
-            Some(keys),
-            ScriptedUser::always(Answer::release()),
-        )
-        .await;
+        let (client, log) = serve(&api.url, Some(keys), ScriptedUser::always(Answer::release())).await;
         let q = quote(&client, "O-2289").await;
         let asked = ask(&client, &q).await;
         let refund_id = "R-".to_owned() + &format!("{:04}", 110 + api_refunds(&api).await);
         // The state as a server holding only the old key sealed it.
-        let binding = Binding::new(
-            "tools/call",
-            "issue_refund",
-            Some(&json!({"quote_id": q})),
-            None,
-        );
+        let binding = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": q})), None);
         let sealed_by_old = old.seal(&refund_id, &binding);
         let reply = answer(&client, &q, Answer::release(), Some(sealed_by_old)).await;
         if opens {
-            assert_eq!(
-                refund_of(&complete(reply.unwrap())),
-                (refund_id, "requested".into()),
-                "keys {keys}"
-            );
+            assert_eq!(refund_of(&complete(reply.unwrap())), (refund_id, "requested".into()), "keys {keys}");
         } else {
             assert_eq!(code(reply.unwrap_err()).0, -32602);
-            log.wait_for("requestState rejected on tools/call: unknown key")
-                .await;
+            log.wait_for("requestState rejected on tools/call: unknown key").await;
             // The new key's own state still works.
-            let done = complete(
-                answer(&client, &q, Answer::release(), asked.request_state)
-                    .await
-                    .unwrap(),
-            );
+            let done = complete(answer(&client, &q, Answer::release(), asked.request_state).await.unwrap());
             assert_eq!(refund_of(&done).1, "requested");
         }
     }
@@ -297,25 +173,14 @@ async fn a_decline_stands() {
     let (client, _) = serve(&api.url, None, ScriptedUser::always(Answer::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
-    let declined = complete(
-        answer(&client, &q, Answer::Decline, state.clone())
-            .await
-            .unwrap(),
-    );
+    let declined = complete(answer(&client, &q, Answer::Decline, state.clone()).await.unwrap());
     assert_eq!(refund_of(&declined), ("R-0111".into(), "cancelled".into()));
     assert!(text(&declined).contains("declined"), "{}", text(&declined));
     // The same sealed state, now with a yes: refused by the once-only record.
     let later = complete(answer(&client, &q, Answer::release(), state).await.unwrap());
     assert_eq!(later.is_error, Some(true));
-    assert!(
-        text(&later).contains("a decline stands"),
-        "{}",
-        text(&later)
-    );
-    let refund = shop(&api)
-        .refund(&RefundId::parse("R-0111").unwrap())
-        .await
-        .unwrap();
+    assert!(text(&later).contains("a decline stands"), "{}", text(&later));
+    let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
     assert_eq!(refund.status, RefundStatus::Cancelled);
 }
 
@@ -325,21 +190,10 @@ async fn a_dismissed_question_uses_nothing_up() {
     let (client, _) = serve(&api.url, None, ScriptedUser::always(Answer::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
-    let dismissed = complete(
-        answer(&client, &q, Answer::Cancel, state.clone())
-            .await
-            .unwrap(),
-    );
+    let dismissed = complete(answer(&client, &q, Answer::Cancel, state.clone()).await.unwrap());
     assert_eq!(dismissed.is_error, Some(false));
-    assert_eq!(
-        refund_of(&dismissed),
-        ("R-0111".into(), "needs_confirmation".into())
-    );
-    assert!(
-        text(&dismissed).contains("stays held"),
-        "{}",
-        text(&dismissed)
-    );
+    assert_eq!(refund_of(&dismissed), ("R-0111".into(), "needs_confirmation".into()));
+    assert!(text(&dismissed).contains("stays held"), "{}", text(&dismissed));
     let released = complete(answer(&client, &q, Answer::release(), state).await.unwrap());
     assert_eq!(refund_of(&released), ("R-0111".into(), "requested".into()));
 }
@@ -364,11 +218,7 @@ async fn the_claim_comes_before_the_release() {
     }
 }
 
-async fn futures_join(
-    client: &Client<ScriptedUser>,
-    q: &str,
-    state: Option<String>,
-) -> Vec<CallToolResult> {
+async fn futures_join(client: &Client<ScriptedUser>, q: &str, state: Option<String>) -> Vec<CallToolResult> {
     let calls = (0..20).map(|_| answer(client, q, Answer::release(), state.clone()));
     let mut out = Vec::new();
     for reply in futures::future::join_all(calls).await {
@@ -382,20 +232,11 @@ async fn a_host_that_cannot_ask_gets_32021_and_the_refund_stays_held() {
     let api = start_api().await;
     let (client, _) = serve(&api.url, None, ScriptedUser::unable_to_ask()).await;
     let q = quote(&client, "O-2289").await;
-    let error = client
-        .call_tool("issue_refund", json!({"quote_id": q}))
-        .await
-        .unwrap_err();
+    let error = client.call_tool("issue_refund", json!({"quote_id": q})).await.unwrap_err();
     let error = error.rpc_error().unwrap().clone();
     assert_eq!(error.code.0, -32021);
-    assert_eq!(
-        error.data.unwrap(),
-        json!({"requiredCapabilities": {"elicitation": {"form": {}}}})
-    );
-    let refund = shop(&api)
-        .refund(&RefundId::parse("R-0111").unwrap())
-        .await
-        .unwrap();
+    assert_eq!(error.data.unwrap(), json!({"requiredCapabilities": {"elicitation": {"form": {}}}}));
+    let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
     assert_eq!(refund.status, RefundStatus::NeedsConfirmation);
 }
 
@@ -412,20 +253,12 @@ async fn a_malformed_id_is_a_tool_error_that_names_the_format() {
         assert_eq!(result.is_error, Some(true), "{tool}");
         let message = text(&result);
         assert!(
-            message.starts_with(&format!("Error executing tool {tool}: "))
-                && message.contains(expected),
+            message.starts_with(&format!("Error executing tool {tool}: ")) && message.contains(expected),
             "{message}"
         );
     }
-    let unknown = client
-        .call_tool("issue_refund", json!({"quote_id": "Q-9999"}))
-        .await
-        .unwrap();
-    assert!(
-        text(&unknown).contains("There is no quote Q-9999"),
-        "{}",
-        text(&unknown)
-    );
+    let unknown = client.call_tool("issue_refund", json!({"quote_id": "Q-9999"})).await.unwrap();
+    assert!(text(&unknown).contains("There is no quote Q-9999"), "{}", text(&unknown));
 }
 
 #[tokio::test]
@@ -437,19 +270,9 @@ async fn tools_are_described_for_a_model() {
     assert_eq!(names.len(), 4, "{names:?}");
     for tool in &tools {
         let wire = serde_json::to_value(tool).unwrap();
-        assert!(
-            wire["title"].is_string() && wire["description"].as_str().unwrap().len() > 40,
-            "{wire}"
-        );
-        assert!(
-            wire["annotations"].is_object() && wire["outputSchema"].is_object(),
-            "{wire}"
-        );
-        let pattern = wire["inputSchema"]["properties"]
-            .as_object()
-            .unwrap()
-            .values()
-            .find_map(|p| p.get("pattern"));
+        assert!(wire["title"].is_string() && wire["description"].as_str().unwrap().len() > 40, "{wire}");
+        assert!(wire["annotations"].is_object() && wire["outputSchema"].is_object(), "{wire}");
+        let pattern = wire["inputSchema"]["properties"].as_object().unwrap().values().find_map(|p| p.get("pattern"));
         assert!(pattern.is_some_and(Value::is_string), "{wire}");
     }
 }

@@ -67,7 +67,9 @@ async fn a_python_sealed_state_completes_a_refund_on_this_server() {
     let (client, _) = serve(&api.url, Some(KEY_A), ScriptedUser::always(Answer::release())).await;
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
     let arguments = json!({"quote_id": quote.structured_content.unwrap()["quote_id"]});
-    let CallToolResponse::InputRequired(asked) = client.call_tool_once(params("issue_refund", arguments.clone())).await.unwrap() else {
+    let CallToolResponse::InputRequired(asked) =
+        client.call_tool_once(params("issue_refund", arguments.clone())).await.unwrap()
+    else {
         panic!("expected input_required");
     };
 
@@ -75,14 +77,19 @@ async fn a_python_sealed_state_completes_a_refund_on_this_server() {
     let ours = asked.request_state.unwrap();
     assert_eq!(sdk("open", KEY_A, "issue_refund", &arguments, &ours), Ok("R-0111".into()));
     let refused = sdk("open", KEY_A, "issue_refund", &json!({"quote_id": "Q-5002"}), &ours).unwrap_err();
-    assert!(refused.contains("-32602 Invalid or expired requestState") && refused.ends_with("request binding"), "{refused}");
+    assert!(
+        refused.contains("-32602 Invalid or expired requestState") && refused.ends_with("request binding"),
+        "{refused}"
+    );
 
     // A token the Python SDK sealed finishes the round trip here.
     let theirs = sdk("seal", KEY_A, "issue_refund", &arguments, "R-0111").unwrap();
     let mut retry = params("issue_refund", arguments);
     retry.input_responses = Some(BTreeMap::from([("confirm".to_owned(), Answer::release().to_value())]));
     retry.request_state = Some(theirs);
-    let CallToolResponse::Complete(done) = client.call_tool_once(retry).await.unwrap() else { panic!("expected complete") };
+    let CallToolResponse::Complete(done) = client.call_tool_once(retry).await.unwrap() else {
+        panic!("expected complete")
+    };
     assert_eq!(done.structured_content.unwrap()["status"], "requested");
 }
 

@@ -43,11 +43,7 @@ pub struct Sealed<S> {
 
 impl<S> Sealed<S> {
     pub fn new(inner: S, security: Arc<StateSecurity>) -> Self {
-        Self {
-            inner,
-            security,
-            on_rejection: None,
-        }
+        Self { inner, security, on_rejection: None }
     }
 
     /// Also report each refusal to `hook` (method, reason).
@@ -63,10 +59,7 @@ impl<S> Sealed<S> {
 
 /// The error a client gets for a state that does not open, whatever the reason.
 pub fn rejected() -> ErrorData {
-    ErrorData::invalid_params(
-        REJECTED_MESSAGE,
-        Some(serde_json::json!({"reason": "invalid_request_state"})),
-    )
+    ErrorData::invalid_params(REJECTED_MESSAGE, Some(serde_json::json!({"reason": "invalid_request_state"})))
 }
 
 fn principal_of(context: &RequestContext<RoleServer>) -> Option<String> {
@@ -119,12 +112,7 @@ impl<S: Service<RoleServer>> Service<RoleServer> for Sealed<S> {
         let binding = match round_of(&mut request) {
             None => return self.inner.handle_request(request, context).await,
             Some(round) => {
-                let binding = Binding::new(
-                    round.method,
-                    &round.target,
-                    round.arguments.as_ref(),
-                    principal,
-                );
+                let binding = Binding::new(round.method, &round.target, round.arguments.as_ref(), principal);
                 if let Some(token) = round.state.take() {
                     match self.security.open(&token, &binding) {
                         Ok(plaintext) => *round.state = Some(plaintext),

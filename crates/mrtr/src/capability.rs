@@ -7,10 +7,7 @@
 
 use rmcp::{
     ErrorData,
-    model::{
-        ClientCapabilities, ElicitationCapability, FormElicitationCapability,
-        UrlElicitationCapability,
-    },
+    model::{ClientCapabilities, ElicitationCapability, FormElicitationCapability, UrlElicitationCapability},
 };
 
 /// The two ways to put a question to a person.
@@ -42,29 +39,19 @@ pub fn can_elicit(capabilities: Option<&ClientCapabilities>, mode: ElicitationMo
 }
 
 /// -32021 unless `capabilities` let a server ask in `mode`.
-pub fn require_elicitation(
-    capabilities: Option<&ClientCapabilities>,
-    mode: ElicitationMode,
-) -> Result<(), ErrorData> {
+pub fn require_elicitation(capabilities: Option<&ClientCapabilities>, mode: ElicitationMode) -> Result<(), ErrorData> {
     if can_elicit(capabilities, mode) {
         return Ok(());
     }
     let wanted = match mode {
-        ElicitationMode::Form => {
-            ElicitationCapability::new().with_form(FormElicitationCapability::new())
-        }
-        ElicitationMode::Url => {
-            ElicitationCapability::new().with_url(UrlElicitationCapability::new())
-        }
+        ElicitationMode::Form => ElicitationCapability::new().with_form(FormElicitationCapability::new()),
+        ElicitationMode::Url => ElicitationCapability::new().with_url(UrlElicitationCapability::new()),
     };
     let mut required = ClientCapabilities::default();
     required.elicitation = Some(wanted);
     let mut error = ErrorData::missing_required_client_capability(required);
-    error.message = format!(
-        "Client did not declare the {} elicitation capability this tool needs",
-        mode.as_str()
-    )
-    .into();
+    error.message =
+        format!("Client did not declare the {} elicitation capability this tool needs", mode.as_str()).into();
     Err(error)
 }
 
@@ -83,14 +70,8 @@ mod tests {
         use ElicitationMode::*;
         assert!(can_elicit(Some(&caps(json!({"elicitation": {}}))), Form));
         assert!(!can_elicit(Some(&caps(json!({"elicitation": {}}))), Url));
-        assert!(can_elicit(
-            Some(&caps(json!({"elicitation": {"form": {}, "url": {}}}))),
-            Url
-        ));
-        assert!(!can_elicit(
-            Some(&caps(json!({"elicitation": {"url": {}}}))),
-            Form
-        ));
+        assert!(can_elicit(Some(&caps(json!({"elicitation": {"form": {}, "url": {}}}))), Url));
+        assert!(!can_elicit(Some(&caps(json!({"elicitation": {"url": {}}}))), Form));
         assert!(!can_elicit(Some(&caps(json!({}))), Form));
         assert!(!can_elicit(None, Form));
     }
@@ -99,9 +80,6 @@ mod tests {
     fn names_the_missing_mode() {
         let error = require_elicitation(Some(&caps(json!({}))), ElicitationMode::Form).unwrap_err();
         assert_eq!(error.code.0, -32021);
-        assert_eq!(
-            error.data.unwrap(),
-            json!({"requiredCapabilities": {"elicitation": {"form": {}}}})
-        );
+        assert_eq!(error.data.unwrap(), json!({"requiredCapabilities": {"elicitation": {"form": {}}}}));
     }
 }

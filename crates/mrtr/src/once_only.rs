@@ -50,10 +50,7 @@ impl InMemory {
 
     fn claim_now(&self, key: &str, keep: Duration) -> Claim {
         let now = Instant::now();
-        let mut claimed = self
-            .claimed
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut claimed = self.claimed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if claimed.get(key).is_some_and(|until| *until > now) {
             return Claim::Taken;
         }
@@ -85,12 +82,7 @@ mod tests {
         let mut tasks = Vec::new();
         for _ in 0..64 {
             let record = record.clone();
-            tasks.push(tokio::spawn(async move {
-                record
-                    .claim("R-0111", Duration::from_secs(600))
-                    .await
-                    .unwrap()
-            }));
+            tasks.push(tokio::spawn(async move { record.claim("R-0111", Duration::from_secs(600)).await.unwrap() }));
         }
         let mut firsts = 0;
         for task in tasks {
@@ -99,29 +91,14 @@ mod tests {
             }
         }
         assert_eq!(firsts, 1);
-        assert_eq!(
-            record
-                .claim("R-0112", Duration::from_secs(600))
-                .await
-                .unwrap(),
-            Claim::First
-        );
+        assert_eq!(record.claim("R-0112", Duration::from_secs(600)).await.unwrap(), Claim::First);
     }
 
     #[tokio::test]
     async fn a_claim_lapses_after_it_is_kept() {
         let record = InMemory::new();
-        assert_eq!(
-            record.claim("k", Duration::ZERO).await.unwrap(),
-            Claim::First
-        );
-        assert_eq!(
-            record.claim("k", Duration::from_secs(60)).await.unwrap(),
-            Claim::First
-        );
-        assert_eq!(
-            record.claim("k", Duration::from_secs(60)).await.unwrap(),
-            Claim::Taken
-        );
+        assert_eq!(record.claim("k", Duration::ZERO).await.unwrap(), Claim::First);
+        assert_eq!(record.claim("k", Duration::from_secs(60)).await.unwrap(), Claim::First);
+        assert_eq!(record.claim("k", Duration::from_secs(60)).await.unwrap(), Claim::Taken);
     }
 }

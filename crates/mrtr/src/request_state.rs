@@ -89,18 +89,8 @@ pub struct Binding {
 
 impl Binding {
     /// The binding of a request: its method, target, arguments (absent counts as `{}`), caller.
-    pub fn new(
-        method: &str,
-        target: &str,
-        arguments: Option<&Value>,
-        principal: Option<String>,
-    ) -> Self {
-        Self {
-            method: method.to_owned(),
-            target: target.to_owned(),
-            arguments: argument_digest(arguments),
-            principal,
-        }
+    pub fn new(method: &str, target: &str, arguments: Option<&Value>, principal: Option<String>) -> Self {
+        Self { method: method.to_owned(), target: target.to_owned(), arguments: argument_digest(arguments), principal }
     }
 }
 
@@ -138,11 +128,7 @@ pub struct StateSecurity {
 impl StateSecurity {
     /// A policy over `ring` whose tokens name `audience` (a server's name) and live `ttl`.
     pub fn new(ring: KeyRing, ttl: Duration, audience: Option<String>) -> Self {
-        Self {
-            ring,
-            ttl,
-            audience,
-        }
+        Self { ring, ttl, audience }
     }
 
     pub fn ring(&self) -> &KeyRing {
@@ -194,8 +180,7 @@ impl StateSecurity {
         if now >= claims.exp {
             return Err(Rejection::Expired);
         }
-        if claims.m != binding.method || claims.t != binding.target || claims.a != binding.arguments
-        {
+        if claims.m != binding.method || claims.t != binding.target || claims.a != binding.arguments {
             return Err(Rejection::RequestBinding);
         }
         if claims.aud != self.audience {
@@ -215,18 +200,12 @@ impl StateSecurity {
 }
 
 fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 fn principal_tag(salt: &[u8], principal: &str) -> [u8; 16] {
-    let digest = Sha256::new()
-        .chain_update(PRINCIPAL_LABEL)
-        .chain_update(salt)
-        .chain_update(principal.as_bytes())
-        .finalize();
+    let digest =
+        Sha256::new().chain_update(PRINCIPAL_LABEL).chain_update(salt).chain_update(principal.as_bytes()).finalize();
     let mut tag = [0u8; 16];
     tag.copy_from_slice(&digest[..16]);
     tag
@@ -249,11 +228,7 @@ fn principal_matches(claim: &str, principal: &str) -> bool {
     }
     let expected = principal_tag(&raw[..8], principal);
     // Constant time: the comparison's duration must not tell how much of the tag matched.
-    raw[8..]
-        .iter()
-        .zip(expected.iter())
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-        == 0
+    raw[8..].iter().zip(expected.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 #[cfg(test)]
@@ -268,12 +243,7 @@ mod tests {
     }
 
     fn call(quote: &str, who: Option<&str>) -> Binding {
-        Binding::new(
-            "tools/call",
-            "issue_refund",
-            Some(&json!({"quote_id": quote})),
-            who.map(Into::into),
-        )
+        Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": quote})), who.map(Into::into))
     }
 
     #[test]
@@ -287,72 +257,34 @@ mod tests {
     fn each_check_has_its_reason() {
         let s = security(600);
         let token = s.seal_at("R-0111", &call("Q-5001", None), 1_000.0);
-        assert_eq!(
-            s.open_at(&token, &call("Q-5001", None), 1_599.0).unwrap(),
-            "R-0111"
-        );
-        assert_eq!(
-            s.open_at(&token, &call("Q-5001", None), 1_600.0),
-            Err(Rejection::Expired)
-        );
-        assert_eq!(
-            s.open_at(&token, &call("Q-5001", None), 900.0),
-            Err(Rejection::MintedInTheFuture)
-        );
-        assert_eq!(
-            s.open_at(&token, &call("Q-5002", None), 1_001.0),
-            Err(Rejection::RequestBinding)
-        );
-        let other = Binding::new(
-            "prompts/get",
-            "issue_refund",
-            Some(&json!({"quote_id": "Q-5001"})),
-            None,
-        );
-        assert_eq!(
-            s.open_at(&token, &other, 1_001.0),
-            Err(Rejection::RequestBinding)
-        );
+        assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_599.0).unwrap(), "R-0111");
+        assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_600.0), Err(Rejection::Expired));
+        assert_eq!(s.open_at(&token, &call("Q-5001", None), 900.0), Err(Rejection::MintedInTheFuture));
+        assert_eq!(s.open_at(&token, &call("Q-5002", None), 1_001.0), Err(Rejection::RequestBinding));
+        let other = Binding::new("prompts/get", "issue_refund", Some(&json!({"quote_id": "Q-5001"})), None);
+        assert_eq!(s.open_at(&token, &other, 1_001.0), Err(Rejection::RequestBinding));
         let elsewhere = StateSecurity::new(
             KeyRing::new(&[b"a-test-secret-of-at-least-32-bytes!"]).unwrap(),
             Duration::from_secs(600),
             Some("payments".into()),
         );
-        assert_eq!(
-            elsewhere.open_at(&token, &call("Q-5001", None), 1_001.0),
-            Err(Rejection::Audience)
-        );
-        assert_eq!(
-            s.open_at(&token, &call("Q-5001", Some("lead-1")), 1_001.0),
-            Err(Rejection::PrincipalDrift)
-        );
+        assert_eq!(elsewhere.open_at(&token, &call("Q-5001", None), 1_001.0), Err(Rejection::Audience));
+        assert_eq!(s.open_at(&token, &call("Q-5001", Some("lead-1")), 1_001.0), Err(Rejection::PrincipalDrift));
     }
 
     #[test]
     fn binds_the_caller() {
         let s = security(600);
         let token = s.seal("R-0111", &call("Q-5001", Some("lead-1")));
-        assert_eq!(
-            s.open(&token, &call("Q-5001", Some("lead-1"))).unwrap(),
-            "R-0111"
-        );
-        assert_eq!(
-            s.open(&token, &call("Q-5001", Some("lead-2"))),
-            Err(Rejection::Principal)
-        );
-        assert_eq!(
-            s.open(&token, &call("Q-5001", None)),
-            Err(Rejection::PrincipalDrift)
-        );
+        assert_eq!(s.open(&token, &call("Q-5001", Some("lead-1"))).unwrap(), "R-0111");
+        assert_eq!(s.open(&token, &call("Q-5001", Some("lead-2"))), Err(Rejection::Principal));
+        assert_eq!(s.open(&token, &call("Q-5001", None)), Err(Rejection::PrincipalDrift));
     }
 
     #[test]
     fn digest_of_absent_arguments_is_that_of_an_empty_object() {
         assert_eq!(argument_digest(None), argument_digest(Some(&json!({}))));
         // Python: base64url(sha256(b'{"quote_id":"Q-5001"}').digest()[:16]).rstrip("=")
-        assert_eq!(
-            argument_digest(Some(&json!({"quote_id": "Q-5001"}))).len(),
-            22
-        );
+        assert_eq!(argument_digest(Some(&json!({"quote_id": "Q-5001"}))).len(), 22);
     }
 }

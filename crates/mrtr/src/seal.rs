@@ -31,9 +31,7 @@ pub const MIN_SECRET_LEN: usize = 32;
 pub enum KeyRingError {
     #[error("a request-state key ring needs at least one key")]
     Empty,
-    #[error(
-        "request-state key {index} is {len} bytes; each key must be at least {MIN_SECRET_LEN} bytes"
-    )]
+    #[error("request-state key {index} is {len} bytes; each key must be at least {MIN_SECRET_LEN} bytes")]
     TooShort { index: usize, len: usize },
     #[error("request-state key {index} repeats an earlier key")]
     Duplicate { index: usize },
@@ -81,10 +79,7 @@ impl KeyRing {
         for (index, secret) in secrets.iter().enumerate() {
             let secret = secret.as_ref();
             if secret.len() < MIN_SECRET_LEN {
-                return Err(KeyRingError::TooShort {
-                    index,
-                    len: secret.len(),
-                });
+                return Err(KeyRingError::TooShort { index, len: secret.len() });
             }
             let derived = derive_key(secret);
             let kid = key_id(&derived);
@@ -115,13 +110,7 @@ impl KeyRing {
         let aad = associated_data(&key.kid);
         let sealed = key
             .cipher
-            .encrypt(
-                &Nonce::from(nonce),
-                Payload {
-                    msg: payload,
-                    aad: &aad,
-                },
-            )
+            .encrypt(&Nonce::from(nonce), Payload { msg: payload, aad: &aad })
             .expect("AES-GCM encryption of an in-memory buffer cannot fail");
         let mut raw = Vec::with_capacity(KID_LEN + NONCE_LEN + sealed.len());
         raw.extend_from_slice(&key.kid);
@@ -137,9 +126,7 @@ impl KeyRing {
     pub fn open(&self, token: &str) -> Result<Vec<u8>, OpenError> {
         let body = token.strip_prefix(PREFIX).ok_or(OpenError::Malformed)?;
         // The engine refuses padding and non-canonical trailing bits, as the Python SDK does.
-        let raw = URL_SAFE_NO_PAD
-            .decode(body)
-            .map_err(|_| OpenError::Malformed)?;
+        let raw = URL_SAFE_NO_PAD.decode(body).map_err(|_| OpenError::Malformed)?;
         if raw.len() < KID_LEN + NONCE_LEN + TAG_LEN {
             return Err(OpenError::Malformed);
         }
@@ -151,13 +138,7 @@ impl KeyRing {
         let aad = associated_data(&kid);
         self.keys[index]
             .cipher
-            .decrypt(
-                &Nonce::from(nonce),
-                Payload {
-                    msg: sealed,
-                    aad: &aad,
-                },
-            )
+            .decrypt(&Nonce::from(nonce), Payload { msg: sealed, aad: &aad })
             .map_err(|_| OpenError::Seal)
     }
 }
@@ -171,10 +152,7 @@ fn derive_key(secret: &[u8]) -> [u8; 32] {
 }
 
 fn key_id(derived: &[u8; 32]) -> [u8; KID_LEN] {
-    let digest = Sha256::new()
-        .chain_update(KID_INFO)
-        .chain_update(derived)
-        .finalize();
+    let digest = Sha256::new().chain_update(KID_INFO).chain_update(derived).finalize();
     let mut kid = [0u8; KID_LEN];
     kid.copy_from_slice(&digest[..KID_LEN]);
     kid
@@ -238,13 +216,7 @@ mod tests {
     #[test]
     fn refuses_short_empty_and_duplicate_keys() {
         assert_eq!(KeyRing::new::<&[u8]>(&[]).unwrap_err(), KeyRingError::Empty);
-        assert_eq!(
-            KeyRing::new(&[b"short"]).unwrap_err(),
-            KeyRingError::TooShort { index: 0, len: 5 }
-        );
-        assert_eq!(
-            KeyRing::new(&[OLD, OLD]).unwrap_err(),
-            KeyRingError::Duplicate { index: 1 }
-        );
+        assert_eq!(KeyRing::new(&[b"short"]).unwrap_err(), KeyRingError::TooShort { index: 0, len: 5 });
+        assert_eq!(KeyRing::new(&[OLD, OLD]).unwrap_err(), KeyRingError::Duplicate { index: 1 });
     }
 }

@@ -103,10 +103,7 @@ impl ShopApi {
             .connect_timeout(TIMEOUT)
             .build()
             .map_err(|e| ClientError::Setup(format!("could not set up an HTTP client: {e}")))?;
-        Ok(ShopApi {
-            http,
-            base_url: url.as_str().trim_end_matches('/').to_owned(),
-        })
+        Ok(ShopApi { http, base_url: url.as_str().trim_end_matches('/').to_owned() })
     }
 
     /// The normalized base URL, without a trailing slash.
@@ -116,9 +113,7 @@ impl ShopApi {
 
     /// `GET /healthz`: succeeds when the API answers.
     pub async fn health(&self) -> Result<(), ClientError> {
-        self.call::<Value>(self.request(Method::GET, "/healthz"))
-            .await
-            .map(drop)
+        self.call::<Value>(self.request(Method::GET, "/healthz")).await.map(drop)
     }
 
     /// `GET /policy`.
@@ -134,8 +129,7 @@ impl ShopApi {
 
     /// `POST /quotes`.
     pub async fn create_quote(&self, request: &QuoteRequest) -> Result<Quote, ClientError> {
-        self.fetch(self.request(Method::POST, "/quotes").json(request))
-            .await
+        self.fetch(self.request(Method::POST, "/quotes").json(request)).await
     }
 
     /// `GET /quotes/{quote_id}`.
@@ -151,16 +145,9 @@ impl ShopApi {
 
     /// `POST /refunds`, also telling whether this call created the refund
     /// (`true`, 201) or it already existed (`false`, 200).
-    pub async fn create_refund_outcome(
-        &self,
-        quote_id: &QuoteId,
-    ) -> Result<(Refund, bool), ClientError> {
-        let body = RefundRequest {
-            quote_id: quote_id.clone(),
-        };
-        let (status, refund) = self
-            .call(self.request(Method::POST, "/refunds").json(&body))
-            .await?;
+    pub async fn create_refund_outcome(&self, quote_id: &QuoteId) -> Result<(Refund, bool), ClientError> {
+        let body = RefundRequest { quote_id: quote_id.clone() };
+        let (status, refund) = self.call(self.request(Method::POST, "/refunds").json(&body)).await?;
         Ok((refund, status == 201))
     }
 
@@ -190,8 +177,7 @@ impl ShopApi {
     /// A request for `path`, which starts with `/` and holds only validated
     /// IDs, so it needs no escaping.
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        self.http
-            .request(method, format!("{}{path}", self.base_url))
+        self.http.request(method, format!("{}{path}", self.base_url))
     }
 
     async fn fetch<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T, ClientError> {
@@ -200,24 +186,19 @@ impl ShopApi {
 
     /// Sends `request`; returns the success status and decoded body, or the
     /// error the API reported.
-    async fn call<T: DeserializeOwned>(
-        &self,
-        request: RequestBuilder,
-    ) -> Result<(u16, T), ClientError> {
+    async fn call<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<(u16, T), ClientError> {
         let response = request.send().await.map_err(|e| self.transport(&e))?;
         let status = response.status().as_u16();
         let body = response.bytes().await.map_err(|e| self.transport(&e))?;
         if !(200..300).contains(&status) {
             return Err(api_error(status, &body));
         }
-        serde_json::from_slice(&body)
-            .map(|value| (status, value))
-            .map_err(|e| {
-                ClientError::Decode(format!(
-                    "the shop's API at {} sent a response that could not be read: {e}",
-                    self.base_url
-                ))
-            })
+        serde_json::from_slice(&body).map(|value| (status, value)).map_err(|e| {
+            ClientError::Decode(format!(
+                "the shop's API at {} sent a response that could not be read: {e}",
+                self.base_url
+            ))
+        })
     }
 
     fn transport(&self, error: &reqwest::Error) -> ClientError {
@@ -231,33 +212,18 @@ impl ShopApi {
         if error.is_timeout() {
             reason = format!("no answer within {} s ({reason})", TIMEOUT.as_secs());
         }
-        let message = format!(
-            "the shop's API at {} did not answer: {reason}",
-            self.base_url
-        );
-        if error.is_decode() {
-            ClientError::Decode(message)
-        } else {
-            ClientError::Unreachable(message)
-        }
+        let message = format!("the shop's API at {} did not answer: {reason}", self.base_url);
+        if error.is_decode() { ClientError::Decode(message) } else { ClientError::Unreachable(message) }
     }
 }
 
 /// An [`ClientError::Api`] from an error response's status and body.
 fn api_error(status: u16, body: &[u8]) -> ClientError {
-    let problem: Value = serde_json::from_slice(body)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
-    let field = |name: &str| {
-        problem
-            .get(name)
-            .and_then(Value::as_str)
-            .filter(|text| !text.is_empty())
-    };
+    let problem: Value =
+        serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
+    let field = |name: &str| problem.get(name).and_then(Value::as_str).filter(|text| !text.is_empty());
     let kind = match field("type") {
-        Some(type_uri) => type_uri
-            .rsplit_once(TYPE_PREFIX)
-            .map_or(type_uri, |(_, kind)| kind)
-            .to_owned(),
+        Some(type_uri) => type_uri.rsplit_once(TYPE_PREFIX).map_or(type_uri, |(_, kind)| kind).to_owned(),
         None => format!("http_{status}"),
     };
     let detail = match (field("detail"), field("title"), &problem) {
@@ -269,12 +235,7 @@ fn api_error(status: u16, body: &[u8]) -> ClientError {
         }
         _ => format!("The shop's API answered {status}."),
     };
-    ClientError::Api {
-        status,
-        kind,
-        detail,
-        problem,
-    }
+    ClientError::Api { status, kind, detail, problem }
 }
 
 #[cfg(test)]
@@ -283,29 +244,12 @@ mod tests {
 
     #[test]
     fn validates_base_url() {
-        assert_eq!(
-            ShopApi::new("http://127.0.0.1:8710/").unwrap().base_url(),
-            "http://127.0.0.1:8710"
-        );
-        assert_eq!(
-            ShopApi::new("https://shop.example/api/")
-                .unwrap()
-                .base_url(),
-            "https://shop.example/api"
-        );
-        for bad in [
-            "",
-            "127.0.0.1:8710",
-            "ftp://shop.example",
-            "http://",
-            "http://a/?x=1",
-            "http://u:p@a/",
-            "http://ö[",
-        ] {
-            assert!(
-                matches!(ShopApi::new(bad), Err(ClientError::BadBaseUrl(_))),
-                "{bad:?} accepted"
-            );
+        assert_eq!(ShopApi::new("http://127.0.0.1:8710/").unwrap().base_url(), "http://127.0.0.1:8710");
+        assert_eq!(ShopApi::new("https://shop.example/api/").unwrap().base_url(), "https://shop.example/api");
+        for bad in
+            ["", "127.0.0.1:8710", "ftp://shop.example", "http://", "http://a/?x=1", "http://u:p@a/", "http://ö["]
+        {
+            assert!(matches!(ShopApi::new(bad), Err(ClientError::BadBaseUrl(_))), "{bad:?} accepted");
         }
     }
 

@@ -53,9 +53,8 @@ fn shown(given: &str) -> String {
 
 /// True when `s` is `prefix` followed by `min..=max` ASCII digits.
 fn is_prefixed_number(s: &str, prefix: &str, min: usize, max: usize) -> bool {
-    s.strip_prefix(prefix).is_some_and(|digits| {
-        (min..=max).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
-    })
+    s.strip_prefix(prefix)
+        .is_some_and(|digits| (min..=max).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// True when `s` is two uppercase ASCII letters, `-`, and four ASCII digits.
@@ -227,22 +226,13 @@ mod tests {
             "O-١٢٣٤",
             "O-１２３４",
         ] {
-            assert!(
-                OrderId::parse(bad).is_err(),
-                "{bad:?} accepted as an order ID"
-            );
+            assert!(OrderId::parse(bad).is_err(), "{bad:?} accepted as an order ID");
         }
         for bad in ["", "Q-123", "Q-1234567890", "Q-+123", "Q--1234", "R-5001"] {
-            assert!(
-                QuoteId::parse(bad).is_err(),
-                "{bad:?} accepted as a quote ID"
-            );
+            assert!(QuoteId::parse(bad).is_err(), "{bad:?} accepted as a quote ID");
         }
         for bad in ["", "R-11", "R-0111x", "r-0111", "R-0٫11"] {
-            assert!(
-                RefundId::parse(bad).is_err(),
-                "{bad:?} accepted as a refund ID"
-            );
+            assert!(RefundId::parse(bad).is_err(), "{bad:?} accepted as a refund ID");
         }
         for bad in [
             "",
@@ -264,10 +254,7 @@ mod tests {
     #[test]
     fn error_message_names_input_and_format() {
         let err = OrderId::parse("O-22").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            r#""O-22" is not an order ID: expected O- followed by 4 digits, such as O-1145"#
-        );
+        assert_eq!(err.to_string(), r#""O-22" is not an order ID: expected O- followed by 4 digits, such as O-1145"#);
         assert_eq!(err.given(), "O-22");
         let err = Sku::parse("").unwrap_err();
         assert_eq!(
@@ -282,10 +269,7 @@ mod tests {
         let message = QuoteId::parse(&long).unwrap_err().to_string();
         assert!(message.starts_with(&format!("\"{}\"…", "ö".repeat(40))));
         let message = RefundId::parse("R-\n\u{0}").unwrap_err().to_string();
-        assert!(
-            message.starts_with(r#""R-\n\0" is not a refund ID"#),
-            "{message}"
-        );
+        assert!(message.starts_with(r#""R-\n\0" is not a refund ID"#), "{message}");
     }
 
     #[test]

@@ -31,9 +31,7 @@ pub use client::{ClientError, ShopApi};
 pub use ids::{IdError, OrderId, QuoteId, RefundId, Sku};
 pub use money::{Cents, MoneyError};
 pub use problem::Problem;
-pub use records::{
-    Order, OrderLine, Policy, Quote, QuoteRequest, Refund, RefundRequest, RefundStatus,
-};
+pub use records::{Order, OrderLine, Policy, Quote, QuoteRequest, Refund, RefundRequest, RefundStatus};
 pub use routes::router;
 pub use service::{RunningApi, serve, spawn_loopback};
 pub use store::{Store, StoreError};

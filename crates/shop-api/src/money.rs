@@ -34,9 +34,7 @@ impl schemars::JsonSchema for Cents {
 
 /// Text that is not an amount such as `180.00`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "{given:?} is not an amount: expected digits, a point and exactly 2 decimals, such as 180.00"
-)]
+#[error("{given:?} is not an amount: expected digits, a point and exactly 2 decimals, such as 180.00")]
 pub struct MoneyError {
     given: String,
 }
@@ -68,9 +66,7 @@ impl Cents {
     /// Parses the canonical form that `Display` writes: an optional `-`,
     /// whole units without leading zeros, `.`, and exactly two decimals.
     pub fn parse(s: &str) -> Result<Cents, MoneyError> {
-        parse_canonical(s).ok_or_else(|| MoneyError {
-            given: s.chars().take(40).collect(),
-        })
+        parse_canonical(s).ok_or_else(|| MoneyError { given: s.chars().take(40).collect() })
     }
 }
 
@@ -87,11 +83,7 @@ fn parse_canonical(s: &str) -> Option<Cents> {
     if units.len() > 1 && units.starts_with('0') {
         return None;
     }
-    let magnitude = units
-        .parse::<u64>()
-        .ok()?
-        .checked_mul(100)?
-        .checked_add(decimals.parse::<u64>().ok()?)?;
+    let magnitude = units.parse::<u64>().ok()?.checked_mul(100)?.checked_add(decimals.parse::<u64>().ok()?)?;
     if negative {
         if magnitude == 0 {
             return None; // "-0.00" is never written
@@ -183,19 +175,13 @@ mod tests {
             assert!(Cents::parse(bad).is_err(), "{bad:?} accepted");
         }
         let err = Cents::parse("18").unwrap_err();
-        assert!(
-            err.to_string().starts_with(r#""18" is not an amount"#),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with(r#""18" is not an amount"#), "{err}");
     }
 
     #[test]
     fn serde_uses_the_decimal_string() {
         assert_eq!(serde_json::to_string(&Cents(18000)).unwrap(), r#""180.00""#);
-        assert_eq!(
-            serde_json::from_str::<Cents>(r#""39.90""#).unwrap(),
-            Cents(3990)
-        );
+        assert_eq!(serde_json::from_str::<Cents>(r#""39.90""#).unwrap(), Cents(3990));
         assert!(serde_json::from_str::<Cents>("39.9").is_err());
         assert!(serde_json::from_str::<Cents>(r#""39.9""#).is_err());
     }

@@ -13,19 +13,12 @@ pub const CURRENCY: &str = "EUR";
 
 /// The status a new refund of `amount` starts in.
 pub fn status_for(amount: Cents) -> RefundStatus {
-    if amount > CONFIRMATION_LIMIT {
-        RefundStatus::NeedsConfirmation
-    } else {
-        RefundStatus::Requested
-    }
+    if amount > CONFIRMATION_LIMIT { RefundStatus::NeedsConfirmation } else { RefundStatus::Requested }
 }
 
 /// The policy as served by `GET /policy`.
 pub fn policy() -> Policy {
-    Policy {
-        confirmation_limit: CONFIRMATION_LIMIT,
-        currency: CURRENCY.to_owned(),
-    }
+    Policy { confirmation_limit: CONFIRMATION_LIMIT, currency: CURRENCY.to_owned() }
 }
 
 #[cfg(test)]

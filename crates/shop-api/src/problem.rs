@@ -72,13 +72,7 @@ impl From<WireProblem> for Problem {
             Some((_, kind)) => kind.to_owned(),
             None => wire.type_uri,
         };
-        Problem {
-            status: wire.status,
-            kind,
-            title: wire.title,
-            detail: wire.detail,
-            extensions: wire.extensions,
-        }
+        Problem { status: wire.status, kind, title: wire.title, detail: wire.detail, extensions: wire.extensions }
     }
 }
 
@@ -105,12 +99,7 @@ impl Problem {
 
     /// 400 for an ID that does not have its type's format.
     pub fn bad_id(error: &IdError) -> Problem {
-        Problem::new(
-            StatusCode::BAD_REQUEST,
-            "bad_id",
-            "Malformed identifier",
-            error.to_string(),
-        )
+        Problem::new(StatusCode::BAD_REQUEST, "bad_id", "Malformed identifier", error.to_string())
     }
 
     /// 404 for a path that names no resource.
@@ -154,53 +143,29 @@ impl From<StoreError> for Problem {
     fn from(error: StoreError) -> Problem {
         let detail = error.to_string();
         match error {
-            StoreError::NoSuchOrder(order_id) => Problem::new(
-                StatusCode::NOT_FOUND,
-                "no_such_order",
-                "No such order",
-                detail,
-            )
-            .with("order_id", order_id.as_str()),
-            StoreError::NoSuchQuote(quote_id) => Problem::new(
-                StatusCode::NOT_FOUND,
-                "no_such_quote",
-                "No such quote",
-                detail,
-            )
-            .with("quote_id", quote_id.as_str()),
-            StoreError::NoSuchRefund(refund_id) => Problem::new(
-                StatusCode::NOT_FOUND,
-                "no_such_refund",
-                "No such refund",
-                detail,
-            )
-            .with("refund_id", refund_id.as_str()),
-            StoreError::NoLines {
-                order_id,
-                order_skus,
-            } => Problem::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "no_lines",
-                "Nothing to refund",
-                detail,
-            )
-            .with("order_id", order_id.as_str())
-            .with(
-                "order_skus",
-                order_skus
-                    .iter()
-                    .map(|sku| Value::from(sku.as_str()))
-                    .collect::<Vec<_>>(),
-            ),
-            StoreError::NotHeld { refund_id, status } => Problem::new(
-                StatusCode::CONFLICT,
-                "not_held",
-                "Refund is not held",
-                detail,
-            )
-            .with("refund_id", refund_id.as_str())
-            // `status` is taken by RFC 9457 for the HTTP status code.
-            .with("refund_status", status.as_str()),
+            StoreError::NoSuchOrder(order_id) => {
+                Problem::new(StatusCode::NOT_FOUND, "no_such_order", "No such order", detail)
+                    .with("order_id", order_id.as_str())
+            }
+            StoreError::NoSuchQuote(quote_id) => {
+                Problem::new(StatusCode::NOT_FOUND, "no_such_quote", "No such quote", detail)
+                    .with("quote_id", quote_id.as_str())
+            }
+            StoreError::NoSuchRefund(refund_id) => {
+                Problem::new(StatusCode::NOT_FOUND, "no_such_refund", "No such refund", detail)
+                    .with("refund_id", refund_id.as_str())
+            }
+            StoreError::NoLines { order_id, order_skus } => {
+                Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "no_lines", "Nothing to refund", detail)
+                    .with("order_id", order_id.as_str())
+                    .with("order_skus", order_skus.iter().map(|sku| Value::from(sku.as_str())).collect::<Vec<_>>())
+            }
+            StoreError::NotHeld { refund_id, status } => {
+                Problem::new(StatusCode::CONFLICT, "not_held", "Refund is not held", detail)
+                    .with("refund_id", refund_id.as_str())
+                    // `status` is taken by RFC 9457 for the HTTP status code.
+                    .with("refund_status", status.as_str())
+            }
             StoreError::Overflow => Problem::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "overflow",
@@ -219,9 +184,8 @@ impl From<JsonRejection> for Problem {
     fn from(rejection: JsonRejection) -> Problem {
         // The source is the serde error with its JSON path and position,
         // without axum's generic preamble.
-        let cause = std::error::Error::source(&rejection)
-            .map(ToString::to_string)
-            .unwrap_or_else(|| rejection.body_text());
+        let cause =
+            std::error::Error::source(&rejection).map(ToString::to_string).unwrap_or_else(|| rejection.body_text());
         match rejection {
             JsonRejection::JsonSyntaxError(_) => Problem::new(
                 StatusCode::BAD_REQUEST,
@@ -256,12 +220,7 @@ impl From<JsonRejection> for Problem {
 
 impl From<PathRejection> for Problem {
     fn from(rejection: PathRejection) -> Problem {
-        Problem::new(
-            rejection.status(),
-            "bad_path",
-            "Malformed path",
-            rejection.body_text(),
-        )
+        Problem::new(rejection.status(), "bad_path", "Malformed path", rejection.body_text())
     }
 }
 

@@ -49,19 +49,7 @@ pub struct Quote {
 }
 
 /// Where a refund stands.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RefundStatus {
     /// Held: above the confirmation limit and not yet confirmed or cancelled.
@@ -98,14 +86,10 @@ impl FromStr for RefundStatus {
     type Err = UnknownStatus;
 
     fn from_str(s: &str) -> Result<Self, UnknownStatus> {
-        [
-            RefundStatus::NeedsConfirmation,
-            RefundStatus::Requested,
-            RefundStatus::Cancelled,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == s)
-        .ok_or_else(|| UnknownStatus(s.to_owned()))
+        [RefundStatus::NeedsConfirmation, RefundStatus::Requested, RefundStatus::Cancelled]
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| UnknownStatus(s.to_owned()))
     }
 }
 
@@ -153,11 +137,7 @@ mod tests {
 
     #[test]
     fn status_words_round_trip() {
-        for status in [
-            RefundStatus::NeedsConfirmation,
-            RefundStatus::Requested,
-            RefundStatus::Cancelled,
-        ] {
+        for status in [RefundStatus::NeedsConfirmation, RefundStatus::Requested, RefundStatus::Cancelled] {
             let json = serde_json::to_string(&status).unwrap();
             assert_eq!(json, format!("\"{status}\""));
             assert_eq!(status.as_str().parse::<RefundStatus>(), Ok(status));

@@ -77,12 +77,7 @@ where
 
 /// A 201 response with a `Location` header.
 fn created<T: serde::Serialize>(location: String, body: T) -> Response {
-    (
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(body),
-    )
-        .into_response()
+    (StatusCode::CREATED, [(header::LOCATION, location)], Json(body)).into_response()
 }
 
 async fn healthz() -> Json<serde_json::Value> {
@@ -93,10 +88,7 @@ async fn get_policy() -> Json<Policy> {
     Json(policy::policy())
 }
 
-async fn get_order(
-    State(store): State<Arc<Store>>,
-    PathId(order_id): PathId<OrderId>,
-) -> Result<Response, Problem> {
+async fn get_order(State(store): State<Arc<Store>>, PathId(order_id): PathId<OrderId>) -> Result<Response, Problem> {
     let order = with_store(store, move |store| store.order(&order_id)).await?;
     Ok(Json(order).into_response())
 }
@@ -110,10 +102,7 @@ async fn create_quote(
     Ok(created(format!("/quotes/{}", quote.quote_id), quote))
 }
 
-async fn get_quote(
-    State(store): State<Arc<Store>>,
-    PathId(quote_id): PathId<QuoteId>,
-) -> Result<Response, Problem> {
+async fn get_quote(State(store): State<Arc<Store>>, PathId(quote_id): PathId<QuoteId>) -> Result<Response, Problem> {
     let quote = with_store(store, move |store| store.quote(&quote_id)).await?;
     Ok(Json(quote).into_response())
 }
@@ -124,8 +113,7 @@ async fn create_refund(
     body: Result<Json<RefundRequest>, JsonRejection>,
 ) -> Result<Response, Problem> {
     let Json(request) = body?;
-    let (refund, is_new) =
-        with_store(store, move |store| store.create_refund(&request.quote_id)).await?;
+    let (refund, is_new) = with_store(store, move |store| store.create_refund(&request.quote_id)).await?;
     if is_new {
         Ok(created(format!("/refunds/{}", refund.refund_id), refund))
     } else {
@@ -141,27 +129,21 @@ async fn get_refund(
     State(store): State<Arc<Store>>,
     PathId(refund_id): PathId<RefundId>,
 ) -> Result<Json<Refund>, Problem> {
-    Ok(Json(
-        with_store(store, move |store| store.refund(&refund_id)).await?,
-    ))
+    Ok(Json(with_store(store, move |store| store.refund(&refund_id)).await?))
 }
 
 async fn confirm_refund(
     State(store): State<Arc<Store>>,
     PathId(refund_id): PathId<RefundId>,
 ) -> Result<Json<Refund>, Problem> {
-    Ok(Json(
-        with_store(store, move |store| store.confirm(&refund_id)).await?,
-    ))
+    Ok(Json(with_store(store, move |store| store.confirm(&refund_id)).await?))
 }
 
 async fn cancel_refund(
     State(store): State<Arc<Store>>,
     PathId(refund_id): PathId<RefundId>,
 ) -> Result<Json<Refund>, Problem> {
-    Ok(Json(
-        with_store(store, move |store| store.cancel(&refund_id)).await?,
-    ))
+    Ok(Json(with_store(store, move |store| store.cancel(&refund_id)).await?))
 }
 
 async fn no_such_route(method: Method, uri: Uri) -> Problem {

@@ -20,9 +20,7 @@ pub async fn serve(
     store: Arc<Store>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    axum::serve(listener, router(store))
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(listener, router(store)).with_graceful_shutdown(shutdown).await
 }
 
 /// Binds 127.0.0.1 on a free port and serves the API there on the current
@@ -35,12 +33,7 @@ pub async fn spawn_loopback(store: Arc<Store>) -> io::Result<RunningApi> {
         // Either a stop signal or the sender being dropped ends the server.
         let _ = stopped.await;
     }));
-    Ok(RunningApi {
-        url: format!("http://{addr}"),
-        addr,
-        stop: Some(stop),
-        task: Some(task),
-    })
+    Ok(RunningApi { url: format!("http://{addr}"), addr, stop: Some(stop), task: Some(task) })
 }
 
 /// A server started by [`spawn_loopback`]. Dropping it begins a graceful

@@ -36,20 +36,11 @@ pub enum StoreError {
     #[error("There is no refund {0}.")]
     NoSuchRefund(RefundId),
     /// None of the chosen SKUs is on the order.
-    #[error(
-        "None of the chosen SKUs is on order {order_id}; its SKUs are {}.",
-        list(order_skus)
-    )]
-    NoLines {
-        order_id: OrderId,
-        order_skus: Vec<Sku>,
-    },
+    #[error("None of the chosen SKUs is on order {order_id}; its SKUs are {}.", list(order_skus))]
+    NoLines { order_id: OrderId, order_skus: Vec<Sku> },
     /// A confirm or cancel of a refund that is no longer held.
     #[error("Refund {refund_id} is not held; its status is {status}.")]
-    NotHeld {
-        refund_id: RefundId,
-        status: RefundStatus,
-    },
+    NotHeld { refund_id: RefundId, status: RefundStatus },
     #[error("database error: {0}")]
     Database(#[from] rusqlite::Error),
     /// An amount or ID beyond what 64-bit integers hold.
@@ -133,9 +124,7 @@ impl Store {
             }
         }
         tx.commit()?;
-        Ok(Store {
-            conn: Mutex::new(conn),
-        })
+        Ok(Store { conn: Mutex::new(conn) })
     }
 
     /// Locks the connection. A panic while holding the lock cannot leave a
@@ -162,14 +151,7 @@ impl Store {
         let order = load_order(&tx, &request.order_id)?;
         let (lines, shipping_by_default): (Vec<&OrderLine>, bool) = match &request.skus {
             None => (order.lines.iter().collect(), true),
-            Some(chosen) => (
-                order
-                    .lines
-                    .iter()
-                    .filter(|line| chosen.contains(&line.sku))
-                    .collect(),
-                false,
-            ),
+            Some(chosen) => (order.lines.iter().filter(|line| chosen.contains(&line.sku)).collect(), false),
         };
         if lines.is_empty() {
             return Err(StoreError::NoLines {
@@ -180,9 +162,7 @@ impl Store {
         let includes_shipping = request.include_shipping.unwrap_or(shipping_by_default);
         let mut amount = sum_lines(lines.iter().copied())?;
         if includes_shipping {
-            amount = amount
-                .checked_add(order.shipping)
-                .ok_or(StoreError::Overflow)?;
+            amount = amount.checked_add(order.shipping).ok_or(StoreError::Overflow)?;
         }
         let skus: Vec<Sku> = lines.iter().map(|line| line.sku.clone()).collect();
         let needs_confirmation = policy::status_for(amount) == RefundStatus::NeedsConfirmation;
@@ -202,10 +182,7 @@ impl Store {
         )?;
         let rowid = tx.last_insert_rowid();
         let quote_id: QuoteId = numbered("Q", QUOTE_ID_OFFSET, rowid)?;
-        tx.execute(
-            "UPDATE quotes SET quote_id = ?1 WHERE id = ?2",
-            params![quote_id.as_str(), rowid],
-        )?;
+        tx.execute("UPDATE quotes SET quote_id = ?1 WHERE id = ?2", params![quote_id.as_str(), rowid])?;
         tx.commit()?;
         Ok(Quote {
             quote_id,
@@ -238,20 +215,11 @@ impl Store {
         tx.execute(
             "INSERT INTO refunds (quote_id, order_id, amount_cents, currency, status)
              VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                quote.quote_id.as_str(),
-                quote.order_id.as_str(),
-                quote.amount.0,
-                quote.currency,
-                status.as_str(),
-            ],
+            params![quote.quote_id.as_str(), quote.order_id.as_str(), quote.amount.0, quote.currency, status.as_str(),],
         )?;
         let rowid = tx.last_insert_rowid();
         let refund_id: RefundId = numbered("R", REFUND_ID_OFFSET, rowid)?;
-        tx.execute(
-            "UPDATE refunds SET refund_id = ?1 WHERE id = ?2",
-            params![refund_id.as_str(), rowid],
-        )?;
+        tx.execute("UPDATE refunds SET refund_id = ?1 WHERE id = ?2", params![refund_id.as_str(), rowid])?;
         tx.commit()?;
         let refund = Refund {
             refund_id,
@@ -286,19 +254,12 @@ impl Store {
         let conn = self.conn();
         let changed = conn.execute(
             "UPDATE refunds SET status = ?1 WHERE refund_id = ?2 AND status = ?3",
-            params![
-                to.as_str(),
-                refund_id.as_str(),
-                RefundStatus::NeedsConfirmation.as_str()
-            ],
+            params![to.as_str(), refund_id.as_str(), RefundStatus::NeedsConfirmation.as_str()],
         )?;
         let refund = find_refund(&conn, "refund_id", refund_id.as_str())?
             .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
         if changed == 0 {
-            return Err(StoreError::NotHeld {
-                refund_id: refund.refund_id,
-                status: refund.status,
-            });
+            return Err(StoreError::NotHeld { refund_id: refund.refund_id, status: refund.status });
         }
         Ok(refund)
     }
@@ -307,9 +268,7 @@ impl Store {
     pub fn list_refunds(&self) -> Result<Vec<Refund>, StoreError> {
         let conn = self.conn();
         let mut statement = conn.prepare(&format!("{REFUND_COLUMNS} ORDER BY id"))?;
-        let rows = statement
-            .query_map([], RefundRow::read)?
-            .collect::<Result<Vec<_>, _>>()?;
+        let rows = statement.query_map([], RefundRow::read)?.collect::<Result<Vec<_>, _>>()?;
         rows.into_iter().map(RefundRow::into_refund).collect()
     }
 }
@@ -318,26 +277,13 @@ fn insert_order(conn: &Connection, order: &Order) -> Result<(), StoreError> {
     conn.execute(
         "INSERT INTO orders (order_id, customer, status, shipping_cents, currency)
          VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![
-            order.order_id.as_str(),
-            order.customer,
-            order.status,
-            order.shipping.0,
-            order.currency
-        ],
+        params![order.order_id.as_str(), order.customer, order.status, order.shipping.0, order.currency],
     )?;
     for (position, line) in (0i64..).zip(&order.lines) {
         conn.execute(
             "INSERT INTO order_lines (order_id, position, sku, name, quantity, unit_price_cents)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                order.order_id.as_str(),
-                position,
-                line.sku.as_str(),
-                line.name,
-                line.quantity,
-                line.unit_price.0
-            ],
+            params![order.order_id.as_str(), position, line.sku.as_str(), line.name, line.quantity, line.unit_price.0],
         )?;
     }
     Ok(())
@@ -353,22 +299,15 @@ fn sum_lines<'a>(lines: impl IntoIterator<Item = &'a OrderLine>) -> Result<Cents
 }
 
 /// `{prefix}-{offset + rowid}` with at least four digits.
-fn numbered<T: FromStr<Err = IdError>>(
-    prefix: &str,
-    offset: i64,
-    rowid: i64,
-) -> Result<T, StoreError> {
+fn numbered<T: FromStr<Err = IdError>>(prefix: &str, offset: i64, rowid: i64) -> Result<T, StoreError> {
     let number = offset.checked_add(rowid).ok_or(StoreError::Overflow)?;
     // More digits than the ID format allows means the ID space is used up.
-    format!("{prefix}-{number:04}")
-        .parse()
-        .map_err(|_| StoreError::Overflow)
+    format!("{prefix}-{number:04}").parse().map_err(|_| StoreError::Overflow)
 }
 
 /// Parses an ID read back from the database.
 fn stored_id<T: FromStr<Err = IdError>>(text: &str) -> Result<T, StoreError> {
-    text.parse()
-        .map_err(|e: IdError| StoreError::Corrupt(e.to_string()))
+    text.parse().map_err(|e: IdError| StoreError::Corrupt(e.to_string()))
 }
 
 fn load_order(conn: &Connection, order_id: &OrderId) -> Result<Order, StoreError> {
@@ -395,38 +334,18 @@ fn load_order(conn: &Connection, order_id: &OrderId) -> Result<Order, StoreError
     )?;
     let rows = statement
         .query_map([order_id.as_str()], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, u32>(2)?,
-                row.get::<_, i64>(3)?,
-            ))
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, u32>(2)?, row.get::<_, i64>(3)?))
         })?
         .collect::<Result<Vec<_>, _>>()?;
     let lines = rows
         .into_iter()
         .map(|(sku, name, quantity, unit_price)| {
-            Ok(OrderLine {
-                sku: stored_id(&sku)?,
-                name,
-                quantity,
-                unit_price: Cents(unit_price),
-            })
+            Ok(OrderLine { sku: stored_id(&sku)?, name, quantity, unit_price: Cents(unit_price) })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
     let shipping = Cents(shipping);
-    let total = sum_lines(&lines)?
-        .checked_add(shipping)
-        .ok_or(StoreError::Overflow)?;
-    Ok(Order {
-        order_id: order_id.clone(),
-        customer,
-        status,
-        lines,
-        shipping,
-        total,
-        currency,
-    })
+    let total = sum_lines(&lines)?.checked_add(shipping).ok_or(StoreError::Overflow)?;
+    Ok(Order { order_id: order_id.clone(), customer, status, lines, shipping, total, currency })
 }
 
 fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<Quote, StoreError> {
@@ -447,15 +366,13 @@ fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<Quote, StoreError
             },
         )
         .optional()?;
-    let Some((order_id, skus, includes_shipping, amount, currency, needs_confirmation)) = row
-    else {
+    let Some((order_id, skus, includes_shipping, amount, currency, needs_confirmation)) = row else {
         return Err(StoreError::NoSuchQuote(quote_id.clone()));
     };
     Ok(Quote {
         quote_id: quote_id.clone(),
         order_id: stored_id(&order_id)?,
-        skus: serde_json::from_str(&skus)
-            .map_err(|e| StoreError::Corrupt(format!("skus of quote {quote_id}: {e}")))?,
+        skus: serde_json::from_str(&skus).map_err(|e| StoreError::Corrupt(format!("skus of quote {quote_id}: {e}")))?,
         includes_shipping,
         amount: Cents(amount),
         currency,
@@ -463,8 +380,7 @@ fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<Quote, StoreError
     })
 }
 
-const REFUND_COLUMNS: &str =
-    "SELECT refund_id, order_id, quote_id, amount_cents, currency, status FROM refunds";
+const REFUND_COLUMNS: &str = "SELECT refund_id, order_id, quote_id, amount_cents, currency, status FROM refunds";
 
 /// A refunds row as stored, before its text is validated.
 struct RefundRow {
@@ -495,28 +411,17 @@ impl RefundRow {
             quote_id: stored_id(&self.quote_id)?,
             amount: Cents(self.amount),
             currency: self.currency,
-            status: self
-                .status
-                .parse()
-                .map_err(|e| StoreError::Corrupt(format!("{e}")))?,
+            status: self.status.parse().map_err(|e| StoreError::Corrupt(format!("{e}")))?,
         })
     }
 }
 
 /// The refund whose `column` (`refund_id` or `quote_id`) equals `value`.
-fn find_refund(
-    conn: &Connection,
-    column: &'static str,
-    value: &str,
-) -> Result<Option<Refund>, StoreError> {
-    conn.query_row(
-        &format!("{REFUND_COLUMNS} WHERE {column} = ?1"),
-        [value],
-        RefundRow::read,
-    )
-    .optional()?
-    .map(RefundRow::into_refund)
-    .transpose()
+fn find_refund(conn: &Connection, column: &'static str, value: &str) -> Result<Option<Refund>, StoreError> {
+    conn.query_row(&format!("{REFUND_COLUMNS} WHERE {column} = ?1"), [value], RefundRow::read)
+        .optional()?
+        .map(RefundRow::into_refund)
+        .transpose()
 }
 
 #[cfg(test)]
@@ -528,11 +433,7 @@ mod tests {
     }
 
     fn whole(order: &str) -> QuoteRequest {
-        QuoteRequest {
-            order_id: order_id(order),
-            skus: None,
-            include_shipping: None,
-        }
+        QuoteRequest { order_id: order_id(order), skus: None, include_shipping: None }
     }
 
     #[test]
@@ -570,15 +471,9 @@ mod tests {
         let mut request = whole("O-1145");
         request.skus = Some(vec![Sku::parse("GG-0412").unwrap()]);
         let err = store.create_quote(&request).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "None of the chosen SKUs is on order O-1145; its SKUs are KG-1043, GG-2210."
-        );
+        assert_eq!(err.to_string(), "None of the chosen SKUs is on order O-1145; its SKUs are KG-1043, GG-2210.");
         request.skus = Some(vec![]);
-        assert!(matches!(
-            store.create_quote(&request),
-            Err(StoreError::NoLines { .. })
-        ));
+        assert!(matches!(store.create_quote(&request), Err(StoreError::NoLines { .. })));
     }
 
     #[test]
@@ -591,15 +486,9 @@ mod tests {
         let cancelled = store.cancel(&refund.refund_id).unwrap();
         assert_eq!(cancelled.status, RefundStatus::Cancelled);
         let err = store.confirm(&refund.refund_id).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "Refund R-0111 is not held; its status is cancelled."
-        );
+        assert_eq!(err.to_string(), "Refund R-0111 is not held; its status is cancelled.");
         let missing = RefundId::parse("R-9999").unwrap();
-        assert!(matches!(
-            store.confirm(&missing),
-            Err(StoreError::NoSuchRefund(_))
-        ));
+        assert!(matches!(store.confirm(&missing), Err(StoreError::NoSuchRefund(_))));
         assert_eq!(store.list_refunds().unwrap(), vec![cancelled]);
     }
 }

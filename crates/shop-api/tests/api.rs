@@ -7,8 +7,8 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::{Value, json};
 use shop_api::{
-    Cents, ClientError, OrderId, QuoteId, QuoteRequest, RefundId, RefundStatus, RunningApi,
-    ShopApi, Sku, Store, spawn_loopback,
+    Cents, ClientError, OrderId, QuoteId, QuoteRequest, RefundId, RefundStatus, RunningApi, ShopApi, Sku, Store,
+    spawn_loopback,
 };
 
 struct Harness {
@@ -25,11 +25,7 @@ impl Harness {
     async fn with_store(store: Store) -> Harness {
         let api = spawn_loopback(Arc::new(store)).await.unwrap();
         let shop = ShopApi::new(&api.url).unwrap();
-        Harness {
-            api,
-            shop,
-            http: reqwest::Client::new(),
-        }
+        Harness { api, shop, http: reqwest::Client::new() }
     }
 
     fn url(&self, path: &str) -> String {
@@ -42,11 +38,7 @@ impl Harness {
         let response = request.send().await.unwrap();
         let status = response.status();
         if !status.is_success() {
-            assert_eq!(
-                response.headers()[CONTENT_TYPE],
-                "application/problem+json",
-                "{status} is not a problem"
-            );
+            assert_eq!(response.headers()[CONTENT_TYPE], "application/problem+json", "{status} is not a problem");
         }
         let body: Value = response.json().await.unwrap();
         if !status.is_success() {
@@ -58,11 +50,7 @@ impl Harness {
 
     async fn whole_order_quote(&self, order_id: &str) -> shop_api::Quote {
         self.shop
-            .create_quote(&QuoteRequest {
-                order_id: order_id.parse().unwrap(),
-                skus: None,
-                include_shipping: None,
-            })
+            .create_quote(&QuoteRequest { order_id: order_id.parse().unwrap(), skus: None, include_shipping: None })
             .await
             .unwrap()
     }
@@ -127,13 +115,8 @@ async fn quotes_for_whole_order_and_chosen_skus() {
     assert!(casserole.needs_confirmation);
     assert_eq!(casserole.quote_id.as_str(), "Q-5002");
 
-    let (status, body) = h
-        .raw(
-            h.http
-                .post(h.url("/quotes"))
-                .json(&json!({"order_id": "O-1145", "skus": ["GG-0412"]})),
-        )
-        .await;
+    let (status, body) =
+        h.raw(h.http.post(h.url("/quotes")).json(&json!({"order_id": "O-1145", "skus": ["GG-0412"]}))).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(body["type"], "/problems/no_lines");
     assert_eq!(body["order_skus"], json!(["KG-1043", "GG-2210"]));
@@ -145,13 +128,7 @@ async fn creating_a_refund_twice_returns_the_same_refund() {
     let quote = h.whole_order_quote("O-2289").await;
     let body = json!({ "quote_id": quote.quote_id });
 
-    let response = h
-        .http
-        .post(h.url("/refunds"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let response = h.http.post(h.url("/refunds")).json(&body).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
     assert_eq!(response.headers()[LOCATION], "/refunds/R-0111");
     let first: Value = response.json().await.unwrap();
@@ -202,18 +179,12 @@ async fn confirm_releases_a_hold_once() {
     assert_eq!(body["type"], "/problems/not_held");
     assert_eq!(body["refund_status"], "requested");
     assert_eq!(body["refund_id"], "R-0111");
-    assert_eq!(
-        body["detail"],
-        "Refund R-0111 is not held; its status is requested."
-    );
+    assert_eq!(body["detail"], "Refund R-0111 is not held; its status is requested.");
 
     let err = h.shop.confirm(&refund.refund_id).await.unwrap_err();
     assert!(err.is_conflict());
     assert_eq!(err.kind(), Some("not_held"));
-    assert_eq!(
-        err.to_string(),
-        "Refund R-0111 is not held; its status is requested."
-    );
+    assert_eq!(err.to_string(), "Refund R-0111 is not held; its status is requested.");
 }
 
 #[tokio::test]
@@ -223,13 +194,7 @@ async fn cancel_withdraws_only_a_held_refund() {
     let held = h.shop.create_refund(&held.quote_id).await.unwrap();
     let cancelled = h.shop.cancel(&held.refund_id).await.unwrap();
     assert_eq!(cancelled.status, RefundStatus::Cancelled);
-    assert!(
-        h.shop
-            .confirm(&held.refund_id)
-            .await
-            .unwrap_err()
-            .is_conflict()
-    );
+    assert!(h.shop.confirm(&held.refund_id).await.unwrap_err().is_conflict());
 
     let small = h.whole_order_quote("O-1021").await;
     let requested = h.shop.create_refund(&small.quote_id).await.unwrap();
@@ -237,10 +202,7 @@ async fn cancel_withdraws_only_a_held_refund() {
     let (status, body) = h.raw(h.http.post(h.url("/refunds/R-0112/cancel"))).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["refund_status"], "requested");
-    assert_eq!(
-        h.shop.refund(&requested.refund_id).await.unwrap().status,
-        RefundStatus::Requested
-    );
+    assert_eq!(h.shop.refund(&requested.refund_id).await.unwrap().status, RefundStatus::Requested);
 }
 
 #[tokio::test]
@@ -251,32 +213,14 @@ async fn unknown_ids_are_404_problems() {
     assert_eq!(body["type"], "/problems/no_such_order");
     assert_eq!(body["detail"], "There is no order O-9999.");
 
-    let err = h
-        .shop
-        .order(&OrderId::parse("O-9999").unwrap())
-        .await
-        .unwrap_err();
+    let err = h.shop.order(&OrderId::parse("O-9999").unwrap()).await.unwrap_err();
     assert!(err.is_not_found());
     assert_eq!(err.to_string(), "There is no order O-9999.");
-    let err = h
-        .shop
-        .quote(&QuoteId::parse("Q-9999").unwrap())
-        .await
-        .unwrap_err();
+    let err = h.shop.quote(&QuoteId::parse("Q-9999").unwrap()).await.unwrap_err();
     assert_eq!(err.kind(), Some("no_such_quote"));
-    let err = h
-        .shop
-        .create_refund(&QuoteId::parse("Q-9999").unwrap())
-        .await
-        .unwrap_err();
+    let err = h.shop.create_refund(&QuoteId::parse("Q-9999").unwrap()).await.unwrap_err();
     assert_eq!(err.to_string(), "There is no quote Q-9999.");
-    assert!(
-        h.shop
-            .cancel(&refund_id("R-9999"))
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert!(h.shop.cancel(&refund_id("R-9999")).await.unwrap_err().is_not_found());
 }
 
 #[tokio::test]
@@ -285,81 +229,39 @@ async fn malformed_ids_are_400_problems() {
     let (status, body) = h.raw(h.http.get(h.url("/orders/bad"))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["type"], "/problems/bad_id");
-    assert_eq!(
-        body["detail"],
-        r#""bad" is not an order ID: expected O- followed by 4 digits, such as O-1145"#
-    );
+    assert_eq!(body["detail"], r#""bad" is not an order ID: expected O- followed by 4 digits, such as O-1145"#);
     let (status, body) = h.raw(h.http.get(h.url("/refunds/R-%C3%B6"))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(
-        body["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with(r#""R-ö" is not a refund ID"#)
-    );
+    assert!(body["detail"].as_str().unwrap().starts_with(r#""R-ö" is not a refund ID"#));
     let (status, _) = h.raw(h.http.get(h.url("/quotes/%FF"))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 
-    let (status, body) = h
-        .raw(
-            h.http
-                .post(h.url("/refunds"))
-                .json(&json!({"quote_id": "Q-12"})),
-        )
-        .await;
+    let (status, body) = h.raw(h.http.post(h.url("/refunds")).json(&json!({"quote_id": "Q-12"}))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let detail = body["detail"].as_str().unwrap();
-    assert!(
-        detail.contains(r#""Q-12" is not a quote ID: expected Q- followed by 4 to 9 digits"#),
-        "{detail}"
-    );
+    assert!(detail.contains(r#""Q-12" is not a quote ID: expected Q- followed by 4 to 9 digits"#), "{detail}");
 }
 
 #[tokio::test]
 async fn unreadable_bodies_are_problems() {
     let h = Harness::start().await;
-    let post_json = |body: &'static str| {
-        h.http
-            .post(h.url("/quotes"))
-            .header(CONTENT_TYPE, "application/json")
-            .body(body)
-    };
+    let post_json =
+        |body: &'static str| h.http.post(h.url("/quotes")).header(CONTENT_TYPE, "application/json").body(body);
     let (status, body) = h.raw(post_json(r#"{"order_id": "O-1145""#)).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["type"], "/problems/bad_json");
-    assert!(
-        body["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("The request body is not valid JSON")
-    );
+    assert!(body["detail"].as_str().unwrap().starts_with("The request body is not valid JSON"));
 
     let (status, body) = h.raw(post_json(r#"{"skus": []}"#)).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(
-        body["detail"].as_str().unwrap().contains("order_id"),
-        "{body}"
-    );
+    assert!(body["detail"].as_str().unwrap().contains("order_id"), "{body}");
 
-    let (status, body) = h
-        .raw(
-            h.http
-                .post(h.url("/quotes"))
-                .body(r#"{"order_id":"O-1145"}"#),
-        )
-        .await;
+    let (status, body) = h.raw(h.http.post(h.url("/quotes")).body(r#"{"order_id":"O-1145"}"#)).await;
     assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(body["type"], "/problems/not_json");
 
     let huge = format!(r#"{{"order_id":"O-1145","pad":"{}"}}"#, "x".repeat(100_000));
-    let (status, body) = h
-        .raw(
-            h.http
-                .post(h.url("/quotes"))
-                .header(CONTENT_TYPE, "application/json")
-                .body(huge),
-        )
-        .await;
+    let (status, body) = h.raw(h.http.post(h.url("/quotes")).header(CONTENT_TYPE, "application/json").body(huge)).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(body["type"], "/problems/body_too_large");
 }
@@ -383,10 +285,7 @@ async fn policy_and_health() {
     assert_eq!(policy.confirmation_limit.to_string(), "150.00");
     assert_eq!(policy.currency, "EUR");
     let (_, body) = h.raw(h.http.get(h.url("/policy"))).await;
-    assert_eq!(
-        body,
-        json!({"confirmation_limit": "150.00", "currency": "EUR"})
-    );
+    assert_eq!(body, json!({"confirmation_limit": "150.00", "currency": "EUR"}));
 }
 
 #[tokio::test]
@@ -408,15 +307,7 @@ async fn file_backed_store_keeps_refunds_and_counting() {
     let next = h.shop.create_refund(&next.quote_id).await.unwrap();
     assert_eq!(next.refund_id.as_str(), "R-0112");
     // Seeding happened once: the orders are not duplicated.
-    assert_eq!(
-        h.shop
-            .order(&"O-1145".parse().unwrap())
-            .await
-            .unwrap()
-            .lines
-            .len(),
-        2
-    );
+    assert_eq!(h.shop.order(&"O-1145".parse().unwrap()).await.unwrap().lines.len(), 2);
     h.api.shutdown().await.unwrap();
 }
 
@@ -428,9 +319,5 @@ async fn unreachable_api_is_reported_as_such() {
     let shop = ShopApi::new(&url).unwrap();
     let err = shop.policy().await.unwrap_err();
     assert!(matches!(err, ClientError::Unreachable(_)), "{err:?}");
-    assert!(
-        err.to_string()
-            .starts_with(&format!("the shop's API at {url} did not answer: ")),
-        "{err}"
-    );
+    assert!(err.to_string().starts_with(&format!("the shop's API at {url} did not answer: ")), "{err}");
 }

@@ -21,17 +21,10 @@ impl QuoteStore {
     }
 
     pub fn put(&self, quote: Quote) {
-        self.quotes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(quote.quote_id.clone(), quote);
+        self.quotes.lock().unwrap_or_else(|p| p.into_inner()).insert(quote.quote_id.clone(), quote);
     }
 
     pub fn get(&self, quote_id: &QuoteId) -> Option<Quote> {
-        self.quotes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(quote_id)
-            .cloned()
+        self.quotes.lock().unwrap_or_else(|p| p.into_inner()).get(quote_id).cloned()
     }
 }

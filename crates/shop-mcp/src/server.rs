@@ -73,9 +73,7 @@ impl ServerHandler for Shop {
         let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
         config.server_info = Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
             .with_title("Fernhill shop")
-            .with_description(
-                "Orders, refund quotes and refunds of the Fernhill kitchen and garden shop.",
-            );
+            .with_description("Orders, refund quotes and refunds of the Fernhill kitchen and garden shop.");
         config.instructions = Some(
             "Support tools for the Fernhill shop. Quote a refund with quote_refund before issuing it with \
              issue_refund. A refund above the policy limit needs a support lead's confirmation: issue_refund \

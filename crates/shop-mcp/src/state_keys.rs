@@ -34,28 +34,15 @@ pub enum KeySource {
 }
 
 /// The policy from `keys` (the variable's value, if set) and `ttl`.
-pub fn state_security(
-    keys: Option<&str>,
-    ttl: Duration,
-) -> Result<(Arc<StateSecurity>, KeySource), StateKeyError> {
-    let secrets: Vec<&str> = keys
-        .into_iter()
-        .flat_map(|k| k.split(','))
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-        .collect();
+pub fn state_security(keys: Option<&str>, ttl: Duration) -> Result<(Arc<StateSecurity>, KeySource), StateKeyError> {
+    let secrets: Vec<&str> =
+        keys.into_iter().flat_map(|k| k.split(',')).map(str::trim).filter(|k| !k.is_empty()).collect();
     let (ring, source) = if secrets.is_empty() {
         (KeyRing::ephemeral(), KeySource::MadeAtStart)
     } else {
-        (
-            KeyRing::new(&secrets)?,
-            KeySource::Configured(secrets.len()),
-        )
+        (KeyRing::new(&secrets)?, KeySource::Configured(secrets.len()))
     };
-    Ok((
-        Arc::new(StateSecurity::new(ring, ttl, Some(SERVER_NAME.to_owned()))),
-        source,
-    ))
+    Ok((Arc::new(StateSecurity::new(ring, ttl, Some(SERVER_NAME.to_owned()))), source))
 }
 
 /// One round's lifetime from the variable's value, if set.

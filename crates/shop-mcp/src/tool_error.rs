@@ -20,10 +20,7 @@ impl ToolError {
 
     /// The result that carries this error back to the model.
     pub fn into_result(self, tool: &str) -> CallToolResult {
-        CallToolResult::error(vec![ContentBlock::text(format!(
-            "Error executing tool {tool}: {}",
-            self.0
-        ))])
+        CallToolResult::error(vec![ContentBlock::text(format!("Error executing tool {tool}: {}", self.0))])
     }
 }
 

@@ -13,15 +13,11 @@ pub async fn run(listen: SocketAddr, db: Option<&Path>) -> anyhow::Result<()> {
         Some(path) => format!("opening the store at {}", path.display()),
         None => "opening an in-memory store".to_owned(),
     })?;
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("listening on {listen}"))?;
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
     let url = format!("http://{}", listener.local_addr()?);
     println!("{url}");
     tracing::info!(%url, db = ?db, "shop API listening");
-    shop_api::serve(listener, Arc::new(store), shutdown_signal())
-        .await
-        .context("serving the shop's API")?;
+    shop_api::serve(listener, Arc::new(store), shutdown_signal()).await.context("serving the shop's API")?;
     tracing::info!("shop API stopped");
     Ok(())
 }
@@ -31,14 +27,13 @@ pub async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => {
-                    let _ = interrupt.await;
-                    return;
-                }
-            };
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => {
+                let _ = interrupt.await;
+                return;
+            }
+        };
         tokio::select! {
             _ = interrupt => {}
             _ = term.recv() => {}

@@ -27,28 +27,17 @@ pub fn fernhill() -> PathBuf {
 
 /// An example binary, built by `cargo test` beside the `fernhill` binary.
 pub fn example(name: &str) -> PathBuf {
-    let path = fernhill()
-        .parent()
-        .expect("target dir")
-        .join("examples")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} was not built; run the tests with cargo test",
-        path.display()
-    );
+    let path = fernhill().parent().expect("target dir").join("examples").join(name);
+    assert!(path.exists(), "{} was not built; run the tests with cargo test", path.display());
     path
 }
 
 /// Run an example to completion; its stdout and stderr.
 pub async fn run_example(name: &str) -> (String, String) {
-    let output = tokio::time::timeout(
-        Duration::from_secs(60),
-        Command::new(example(name)).kill_on_drop(true).output(),
-    )
-    .await
-    .expect("the example finished within a minute")
-    .expect("the example ran");
+    let output = tokio::time::timeout(Duration::from_secs(60), Command::new(example(name)).kill_on_drop(true).output())
+        .await
+        .expect("the example finished within a minute")
+        .expect("the example ran");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{name} failed: {stderr}");
@@ -57,16 +46,12 @@ pub async fn run_example(name: &str) -> (String, String) {
 
 /// The book's printed output for one program.
 pub fn book(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/book")
-        .join(format!("{name}.txt"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/book").join(format!("{name}.txt"));
     std::fs::read_to_string(path).expect("book output")
 }
 
 pub async fn start_api() -> RunningApi {
-    shop_api::spawn_loopback(Arc::new(Store::open(None).unwrap()))
-        .await
-        .unwrap()
+    shop_api::spawn_loopback(Arc::new(Store::open(None).unwrap())).await.unwrap()
 }
 
 /// A process's stderr, collected as it arrives.
@@ -99,11 +84,7 @@ impl Log {
 }
 
 /// `fernhill serve` over stdio against `api`, with `keys` (if any) and a client playing `user`.
-pub async fn serve(
-    api: &str,
-    keys: Option<&str>,
-    user: ScriptedUser,
-) -> (Client<ScriptedUser>, Log) {
+pub async fn serve(api: &str, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
     serve_with(api, keys, &[], user).await
 }
 
@@ -114,10 +95,7 @@ pub async fn serve_with(
     user: ScriptedUser,
 ) -> (Client<ScriptedUser>, Log) {
     let mut command = Command::new(fernhill());
-    command
-        .arg("serve")
-        .env("SHOP_API_URL", api)
-        .env("RUST_LOG", "info,request_state=warn");
+    command.arg("serve").env("SHOP_API_URL", api).env("RUST_LOG", "info,request_state=warn");
     match keys {
         Some(keys) => command.env("SHOP_REQUEST_STATE_KEY", keys),
         None => command.env_remove("SHOP_REQUEST_STATE_KEY"),
@@ -125,10 +103,8 @@ pub async fn serve_with(
     for (name, value) in env {
         command.env(name, value);
     }
-    let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(command)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (transport, stderr) =
+        rmcp::transport::TokioChildProcess::builder(command).stderr(Stdio::piped()).spawn().unwrap();
     let log = Log::default();
     if let Some(stderr) = stderr {
         let log = log.clone();

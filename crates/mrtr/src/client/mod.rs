@@ -16,10 +16,7 @@ use std::{collections::HashMap, sync::Mutex};
 
 use rmcp::{
     ClientHandler, RoleClient, ServiceError,
-    model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ProtocolVersion,
-        ServerPeerInfo,
-    },
+    model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ProtocolVersion, ServerPeerInfo},
     service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RunningService},
     transport::{IntoTransport, TokioChildProcess},
 };
@@ -77,18 +74,12 @@ impl<H: ClientHandler> Client<H> {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let lifecycle = ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        };
+        let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
         let service = handler
             .serve_with_lifecycle(FromOne::new(transport.into_transport()), lifecycle)
             .await
             .map_err(Box::new)?;
-        Ok(Self {
-            service,
-            max_rounds: DEFAULT_MAX_ROUNDS,
-            output_schemas: Mutex::new(None),
-        })
+        Ok(Self { service, max_rounds: DEFAULT_MAX_ROUNDS, output_schemas: Mutex::new(None) })
     }
 
     /// Give up after `max_rounds` rounds of `input_required`.
@@ -117,24 +108,14 @@ impl<H: ClientHandler> Client<H> {
 
     /// Call a tool and run its rounds: every question goes to the handler, and the call is
     /// retried with the answers and the state until the server completes it.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: Value,
-    ) -> Result<CallToolResult, ClientError> {
-        let result = self
-            .service
-            .call_tool_with_mrtr_max_rounds(params(name, arguments), self.max_rounds)
-            .await?;
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, ClientError> {
+        let result = self.service.call_tool_with_mrtr_max_rounds(params(name, arguments), self.max_rounds).await?;
         self.check_output(name, &result).await?;
         Ok(result)
     }
 
     /// One round by hand: the server's answer as it came, `input_required` or complete.
-    pub async fn call_tool_once(
-        &self,
-        params: CallToolRequestParams,
-    ) -> Result<CallToolResponse, ClientError> {
+    pub async fn call_tool_once(&self, params: CallToolRequestParams) -> Result<CallToolResponse, ClientError> {
         Ok(self.service.call_tool_once(params).await?)
     }
 
@@ -149,13 +130,8 @@ impl<H: ClientHandler> Client<H> {
             return Ok(());
         }
         let schema = {
-            let known = self
-                .output_schemas
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            known
-                .as_ref()
-                .map(|schemas| schemas.get(name).cloned().flatten())
+            let known = self.output_schemas.lock().unwrap_or_else(|p| p.into_inner());
+            known.as_ref().map(|schemas| schemas.get(name).cloned().flatten())
         };
         let schema = match schema {
             Some(schema) => schema,
@@ -163,18 +139,10 @@ impl<H: ClientHandler> Client<H> {
                 let tools = self.service.peer().list_all_tools().await?;
                 let schemas: HashMap<_, _> = tools
                     .into_iter()
-                    .map(|tool| {
-                        (
-                            tool.name.to_string(),
-                            tool.output_schema.map(|s| (*s).clone()),
-                        )
-                    })
+                    .map(|tool| (tool.name.to_string(), tool.output_schema.map(|s| (*s).clone())))
                     .collect();
                 let schema = schemas.get(name).cloned().flatten();
-                *self
-                    .output_schemas
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = Some(schemas);
+                *self.output_schemas.lock().unwrap_or_else(|p| p.into_inner()) = Some(schemas);
                 schema
             }
         };
@@ -193,10 +161,7 @@ impl<H: ClientHandler> Client<H> {
         };
         match problem {
             None => Ok(()),
-            Some(problem) => Err(ClientError::OutputSchema {
-                tool: name.to_owned(),
-                problem,
-            }),
+            Some(problem) => Err(ClientError::OutputSchema { tool: name.to_owned(), problem }),
         }
     }
 }

@@ -13,8 +13,8 @@ use std::{
 use rmcp::{
     ClientHandler, ErrorData, RoleClient,
     model::{
-        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-        ElicitationCapability, FormElicitationCapability, Implementation, UrlElicitationCapability,
+        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+        FormElicitationCapability, Implementation, UrlElicitationCapability,
     },
     service::RequestContext,
 };
@@ -130,10 +130,7 @@ impl ScriptedUser {
 
     /// Every question that reached this person, in order.
     pub fn asked(&self) -> Vec<ElicitRequestParams> {
-        self.asked
-            .lock()
-            .map(|asked| asked.clone())
-            .unwrap_or_default()
+        self.asked.lock().map(|asked| asked.clone()).unwrap_or_default()
     }
 
     fn next_answer(&self) -> Answer {
@@ -158,10 +155,7 @@ impl ClientHandler for ScriptedUser {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = self.declares.clone();
-        ClientConfig::new(
-            capabilities,
-            Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION")),
-        )
+        ClientConfig::new(capabilities, Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION")))
     }
 
     async fn create_elicitation(

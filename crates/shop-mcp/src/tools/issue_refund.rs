@@ -27,9 +27,8 @@ use rmcp::{
         wrapper::Parameters,
     },
     model::{
-        BooleanSchema, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
-        ElicitationAction, ElicitationSchema, InputRequest, InputRequiredResult,
-        PrimitiveSchemaDefinition,
+        BooleanSchema, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+        ElicitationSchema, InputRequest, InputRequiredResult, PrimitiveSchemaDefinition,
     },
     service::RequestContext,
     tool, tool_router,
@@ -70,11 +69,8 @@ pub fn release_form() -> ElicitationSchema {
     let release = BooleanSchema::new()
         .title("Release this refund")
         .description("Yes releases the refund the shop's API holds; no leaves it held.");
-    ElicitationSchema::new(BTreeMap::from([(
-        "release".to_owned(),
-        PrimitiveSchemaDefinition::Boolean(release),
-    )]))
-    .with_required(vec!["release".to_owned()])
+    ElicitationSchema::new(BTreeMap::from([("release".to_owned(), PrimitiveSchemaDefinition::Boolean(release))]))
+        .with_required(vec!["release".to_owned()])
 }
 
 /// The question the lead sees.
@@ -139,20 +135,14 @@ impl Shop {
         if self.ask_style == AskStyle::AskAndWait {
             return self.ask_and_wait(refund, &context).await;
         }
-        let answer = responses
-            .as_ref()
-            .and_then(|r| r.get(CONFIRM))
-            .and_then(said);
+        let answer = responses.as_ref().and_then(|r| r.get(CONFIRM)).and_then(said);
         let answer = answer.filter(|_| state.as_deref() == Some(refund.refund_id.as_str()));
         let Some(answer) = answer else {
             // First round, or an answer to a question this refund never asked.
             if refund.status != RefundStatus::NeedsConfirmation {
                 return Ok(structured(&refund).into());
             }
-            require_elicitation(
-                context.client_capabilities().as_ref(),
-                ElicitationMode::Form,
-            )?;
+            require_elicitation(context.client_capabilities().as_ref(), ElicitationMode::Form)?;
             return Ok(self.ask(&refund).into());
         };
         let outcome = match answer {
@@ -160,9 +150,7 @@ impl Shop {
             Said::Refuse => self.refuse(&refund).await,
             Said::Dismissed => Ok(self.still_held(refund).await),
         };
-        Ok(outcome
-            .unwrap_or_else(|error| error.into_result(TOOL))
-            .into())
+        Ok(outcome.unwrap_or_else(|error| error.into_result(TOOL)).into())
     }
 }
 
@@ -193,21 +181,15 @@ impl Shop {
         match self.once_only.claim(&key, self.state_ttl).await {
             Ok(Claim::First) => Ok(()),
             Ok(Claim::Taken) => {
-                let now = self
-                    .api
-                    .refund(&refund.refund_id)
-                    .await
-                    .map(|r| r.status)
-                    .unwrap_or(refund.status);
+                let now = self.api.refund(&refund.refund_id).await.map(|r| r.status).unwrap_or(refund.status);
                 Err(ToolError::new(match now {
                     RefundStatus::Cancelled => format!(
                         "Refund {} was declined, and a decline stands. Don't send another answer.",
                         refund.refund_id
                     ),
-                    _ => format!(
-                        "Refund {} was already confirmed. Don't send the same answer again.",
-                        refund.refund_id
-                    ),
+                    _ => {
+                        format!("Refund {} was already confirmed. Don't send the same answer again.", refund.refund_id)
+                    }
                 }))
             }
             Err(error) => {
@@ -263,10 +245,7 @@ impl Shop {
                  call issue_refund again later to ask again.",
                 refund.refund_id
             ),
-            status => format!(
-                "Refund {} is {status}; nothing more to confirm.",
-                refund.refund_id
-            ),
+            status => format!("Refund {} is {status}; nothing more to confirm.", refund.refund_id),
         };
         structured_with_note(&refund, note)
     }
@@ -282,19 +261,10 @@ impl Shop {
         }
         let answer = elicit_and_wait(&context.peer, form_params(&refund)).await?;
         let released = answer.action == ElicitationAction::Accept
-            && answer
-                .content
-                .as_ref()
-                .and_then(|c| c.get("release"))
-                .and_then(|r| r.as_bool())
-                == Some(true);
+            && answer.content.as_ref().and_then(|c| c.get("release")).and_then(|r| r.as_bool()) == Some(true);
         if !released {
             return Ok(structured(&refund).into());
         }
-        Ok(self
-            .release(&refund)
-            .await
-            .unwrap_or_else(|error| error.into_result(TOOL))
-            .into())
+        Ok(self.release(&refund).await.unwrap_or_else(|error| error.into_result(TOOL)).into())
     }
 }

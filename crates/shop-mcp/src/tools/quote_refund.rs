@@ -36,17 +36,9 @@ impl Shop {
             let order_id = OrderId::parse(&args.order_id)?;
             let skus = match args.skus {
                 None => None,
-                Some(skus) => Some(
-                    skus.iter()
-                        .map(|sku| Sku::parse(sku))
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
+                Some(skus) => Some(skus.iter().map(|sku| Sku::parse(sku)).collect::<Result<Vec<_>, _>>()?),
             };
-            let request = QuoteRequest {
-                order_id,
-                skus,
-                include_shipping: None,
-            };
+            let request = QuoteRequest { order_id, skus, include_shipping: None };
             let quote = self.api.create_quote(&request).await?;
             self.quotes.put(quote.clone());
             Ok::<_, ToolError>(quote)

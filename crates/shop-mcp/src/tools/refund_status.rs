@@ -27,10 +27,7 @@ impl Shop {
         output_schema = schema_for_output::<Refund>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    pub async fn refund_status(
-        &self,
-        Parameters(args): Parameters<RefundStatus>,
-    ) -> CallToolResult {
+    pub async fn refund_status(&self, Parameters(args): Parameters<RefundStatus>) -> CallToolResult {
         let found = async {
             let refund_id = RefundId::parse(&args.refund_id)?;
             Ok::<_, ToolError>(self.api.refund(&refund_id).await?)
