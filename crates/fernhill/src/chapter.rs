@@ -28,7 +28,7 @@ pub async fn serve_stdio(api_url: &str, style: AskStyle) -> anyhow::Result<()> {
     let (security, source) = state_keys::from_env()?;
     tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
     let api = ShopApi::new(api_url).with_context(|| format!("{SHOP_API_ENV}={api_url}"))?;
-    let shop = Shop::new(api, security.ttl()).with_ask_style(style);
+    let shop = Shop::new(api, security.ttl())?.with_ask_style(style);
     let running = shop.sealed(security).serve(stdio()).await.context("serving over stdio")?;
     running.waiting().await.context("the stdio server stopped")?;
     Ok(())

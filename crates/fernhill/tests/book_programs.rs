@@ -32,3 +32,9 @@ async fn refund_retry_wrong_ways_is_stopped_four_ways_and_logged() {
     assert!(seal < binding, "{stderr}");
     assert!(stderr.contains("WARN"), "{stderr}");
 }
+
+#[tokio::test]
+async fn record_return_form_asks_in_a_typed_form() {
+    let (stdout, _) = run_example("record-return-form").await;
+    assert_eq!(stdout, book("record-return-form"));
+}

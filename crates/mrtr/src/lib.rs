@@ -11,14 +11,18 @@
 //!   every outgoing one, with one error for every refusal and the reason in the log;
 //! - [`once_only`]: the record claimed before a side effect, so an answer is acted on once;
 //! - [`capability`]: -32021 unless the client declared the elicitation mode a question needs;
+//! - [`form`]: typed forms (a Rust type yields the flat form schema) and [`ask`]: typed questions
+//!   with stable keys whose answers ride forward in the state;
 //! - [`back_channel`]: the pre-2026 way (the server asks and waits), and its -32600;
 //! - [`client`]: a 2026-07-28 client with scripted people, and [`wire`]: a recording relay.
 
+pub mod ask;
 pub mod back_channel;
 pub mod boundary;
 pub mod canonical_json;
 pub mod capability;
 pub mod client;
+pub mod form;
 pub mod once_only;
 pub mod request_state;
 pub mod seal;

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::ids::{OrderId, QuoteId, RefundId};
 use crate::problem::TYPE_PREFIX;
-use crate::records::{Order, Policy, Quote, QuoteRequest, Refund, RefundRequest};
+use crate::records::{Order, Policy, Quote, QuoteRequest, Refund, RefundRequest, Return, ReturnRequest};
 
 /// How long one request may take, connection included.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -149,6 +149,11 @@ impl ShopApi {
         let body = RefundRequest { quote_id: quote_id.clone() };
         let (status, refund) = self.call(self.request(Method::POST, "/refunds").json(&body)).await?;
         Ok((refund, status == 201))
+    }
+
+    /// `POST /returns`: what a returned parcel held (once per order line).
+    pub async fn record_return(&self, request: &ReturnRequest) -> Result<Return, ClientError> {
+        self.fetch(self.request(Method::POST, "/returns").json(request)).await
     }
 
     /// `GET /refunds/{refund_id}`.

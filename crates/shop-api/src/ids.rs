@@ -187,6 +187,15 @@ identifier! {
 }
 
 identifier! {
+    /// A returned parcel's record, such as `RT-0001`.
+    ReturnId,
+    what: "a return ID",
+    format: "RT- followed by 4 to 9 digits, such as RT-0001",
+    pattern: "^RT-[0-9]{4,9}$",
+    check: |s| is_prefixed_number(s, "RT-", 4, 9)
+}
+
+identifier! {
     /// A product's stock-keeping unit, such as `KG-1043`.
     Sku,
     what: "a SKU",

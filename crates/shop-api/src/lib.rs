@@ -28,10 +28,13 @@ pub mod service;
 pub mod store;
 
 pub use client::{ClientError, ShopApi};
-pub use ids::{IdError, OrderId, QuoteId, RefundId, Sku};
+pub use ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
 pub use money::{Cents, MoneyError};
 pub use problem::Problem;
-pub use records::{Order, OrderLine, Policy, Quote, QuoteRequest, Refund, RefundRequest, RefundStatus};
+pub use records::{
+    Order, OrderLine, Policy, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundRequest, RefundStatus, Return,
+    ReturnReason, ReturnRequest,
+};
 pub use routes::router;
 pub use service::{RunningApi, serve, spawn_loopback};
 pub use store::{Store, StoreError};

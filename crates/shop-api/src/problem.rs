@@ -166,6 +166,15 @@ impl From<StoreError> for Problem {
                     // `status` is taken by RFC 9457 for the HTTP status code.
                     .with("refund_status", status.as_str())
             }
+            StoreError::NotOnOrder { order_id, sku, order_skus } => {
+                Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "not_on_order", "SKU not on the order", detail)
+                    .with("order_id", order_id.as_str())
+                    .with("sku", sku.as_str())
+                    .with("order_skus", order_skus.iter().map(|sku| Value::from(sku.as_str())).collect::<Vec<_>>())
+            }
+            StoreError::NoteTooLong(_) => {
+                Problem::new(StatusCode::BAD_REQUEST, "note_too_long", "Note too long", detail)
+            }
             StoreError::Overflow => Problem::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "overflow",

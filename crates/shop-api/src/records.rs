@@ -10,7 +10,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{OrderId, QuoteId, RefundId, Sku};
+use crate::ids::{OrderId, QuoteId, RefundId, ReturnId, Sku};
 use crate::money::Cents;
 
 /// One product line of an order.
@@ -123,6 +123,75 @@ pub struct QuoteRequest {
     /// false for chosen SKUs.
     #[serde(default)]
     pub include_shipping: Option<bool>,
+}
+
+/// Why a parcel came back: the refund policy's five reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum ReturnReason {
+    #[serde(rename = "damaged in transit")]
+    DamagedInTransit,
+    #[serde(rename = "wrong item sent")]
+    WrongItemSent,
+    #[serde(rename = "missing part")]
+    MissingPart,
+    #[serde(rename = "arrived late")]
+    ArrivedLate,
+    #[serde(rename = "changed mind")]
+    ChangedMind,
+}
+
+impl ReturnReason {
+    pub const ALL: [ReturnReason; 5] = [
+        ReturnReason::DamagedInTransit,
+        ReturnReason::WrongItemSent,
+        ReturnReason::MissingPart,
+        ReturnReason::ArrivedLate,
+        ReturnReason::ChangedMind,
+    ];
+
+    /// The reason as the policy words it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReturnReason::DamagedInTransit => "damaged in transit",
+            ReturnReason::WrongItemSent => "wrong item sent",
+            ReturnReason::MissingPart => "missing part",
+            ReturnReason::ArrivedLate => "arrived late",
+            ReturnReason::ChangedMind => "changed mind",
+        }
+    }
+}
+
+impl fmt::Display for ReturnReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The longest note an inspection may carry, in characters.
+pub const RETURN_NOTE_MAX: usize = 200;
+
+/// Body of `POST /returns`: what the person who opened a returned parcel found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReturnRequest {
+    pub order_id: OrderId,
+    pub sku: Sku,
+    pub reason: ReturnReason,
+    pub restock: bool,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// A returned parcel, as inspected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Return {
+    pub return_id: ReturnId,
+    pub order_id: OrderId,
+    pub sku: Sku,
+    pub reason: ReturnReason,
+    pub restock: bool,
+    pub note: Option<String>,
+    /// Whether the refund for this return includes shipping (the policy decides, by reason).
+    pub refund_shipping: bool,
 }
 
 /// Body of `POST /refunds`.

@@ -18,7 +18,7 @@ use tower_http::trace::TraceLayer;
 use crate::ids::{IdError, OrderId, QuoteId, RefundId};
 use crate::policy;
 use crate::problem::Problem;
-use crate::records::{Policy, QuoteRequest, Refund, RefundRequest};
+use crate::records::{Policy, QuoteRequest, Refund, RefundRequest, ReturnRequest};
 use crate::store::{Store, StoreError};
 
 /// Largest request body accepted (64 KiB); the API's bodies are tiny.
@@ -36,6 +36,7 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/refunds/{refund_id}", get(get_refund))
         .route("/refunds/{refund_id}/confirm", post(confirm_refund))
         .route("/refunds/{refund_id}/cancel", post(cancel_refund))
+        .route("/returns", post(record_return))
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(no_such_route)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -144,6 +145,20 @@ async fn cancel_refund(
     PathId(refund_id): PathId<RefundId>,
 ) -> Result<Json<Refund>, Problem> {
     Ok(Json(with_store(store, move |store| store.cancel(&refund_id)).await?))
+}
+
+/// 201 with the new return, or 200 with the one already recorded for that order line.
+async fn record_return(
+    State(store): State<Arc<Store>>,
+    body: Result<Json<ReturnRequest>, JsonRejection>,
+) -> Result<Response, Problem> {
+    let Json(request) = body?;
+    let (record, is_new) = with_store(store, move |store| store.record_return(&request)).await?;
+    if is_new {
+        Ok(created(format!("/returns/{}", record.return_id), record))
+    } else {
+        Ok(Json(record).into_response())
+    }
 }
 
 async fn no_such_route(method: Method, uri: Uri) -> Problem {

@@ -20,10 +20,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::ids::{IdError, OrderId, QuoteId, RefundId, Sku};
+use crate::ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
 use crate::money::Cents;
 use crate::policy;
-use crate::records::{Order, OrderLine, Quote, QuoteRequest, Refund, RefundStatus};
+use crate::records::{
+    Order, OrderLine, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundStatus, Return, ReturnReason, ReturnRequest,
+};
 use crate::seed;
 
 /// Why a store operation failed.
@@ -41,6 +43,12 @@ pub enum StoreError {
     /// A confirm or cancel of a refund that is no longer held.
     #[error("Refund {refund_id} is not held; its status is {status}.")]
     NotHeld { refund_id: RefundId, status: RefundStatus },
+    /// A return of a SKU that is not on the order.
+    #[error("SKU {sku} is not on order {order_id}; its SKUs are {}.", list(order_skus))]
+    NotOnOrder { order_id: OrderId, sku: Sku, order_skus: Vec<Sku> },
+    /// A return note longer than the policy allows.
+    #[error("The note is {0} characters; a return's note may be at most {RETURN_NOTE_MAX}.")]
+    NoteTooLong(usize),
     #[error("database error: {0}")]
     Database(#[from] rusqlite::Error),
     /// An amount or ID beyond what 64-bit integers hold.
@@ -93,10 +101,22 @@ CREATE TABLE IF NOT EXISTS refunds (
     status       TEXT NOT NULL
         CHECK (status IN ('needs_confirmation', 'requested', 'cancelled'))
 );
+CREATE TABLE IF NOT EXISTS returns (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    return_id       TEXT UNIQUE,
+    order_id        TEXT NOT NULL REFERENCES orders (order_id),
+    sku             TEXT NOT NULL,
+    reason          TEXT NOT NULL,
+    restock         INTEGER NOT NULL,
+    note            TEXT,
+    refund_shipping INTEGER NOT NULL,
+    UNIQUE (order_id, sku)
+);
 ";
 
 const QUOTE_ID_OFFSET: i64 = 5000;
 const REFUND_ID_OFFSET: i64 = 110;
+const RETURN_ID_OFFSET: i64 = 0;
 
 /// The shop's persistent state. Share it as `Arc<Store>`.
 #[derive(Debug)]
@@ -230,6 +250,74 @@ impl Store {
             status,
         };
         Ok((refund, true))
+    }
+
+    /// Records what a returned parcel held, once per order line: a second report for the same
+    /// line returns the first (and `false`). The policy decides whether shipping is refunded.
+    pub fn record_return(&self, request: &ReturnRequest) -> Result<(Return, bool), StoreError> {
+        let note_length = request.note.as_deref().map_or(0, |n| n.chars().count());
+        if note_length > RETURN_NOTE_MAX {
+            return Err(StoreError::NoteTooLong(note_length));
+        }
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let order = load_order(&tx, &request.order_id)?;
+        if !order.lines.iter().any(|line| line.sku == request.sku) {
+            return Err(StoreError::NotOnOrder {
+                order_id: request.order_id.clone(),
+                sku: request.sku.clone(),
+                order_skus: order.lines.iter().map(|line| line.sku.clone()).collect(),
+            });
+        }
+        let existing = tx
+            .query_row(
+                "SELECT return_id, reason, restock, note, refund_shipping FROM returns WHERE order_id = ?1 AND sku = ?2",
+                params![request.order_id.as_str(), request.sku.as_str()],
+                |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, bool>(2)?, row.get::<_, Option<String>>(3)?, row.get::<_, bool>(4)?)),
+            )
+            .optional()?;
+        if let Some((return_id, reason, restock, note, refund_shipping)) = existing {
+            let reason = ReturnReason::ALL
+                .into_iter()
+                .find(|r| r.as_str() == reason)
+                .ok_or_else(|| StoreError::Corrupt(format!("return reason {reason:?}")))?;
+            let record = Return {
+                return_id: stored_id(&return_id)?,
+                order_id: request.order_id.clone(),
+                sku: request.sku.clone(),
+                reason,
+                restock,
+                note,
+                refund_shipping,
+            };
+            return Ok((record, false));
+        }
+        let refund_shipping = policy::refunds_shipping(request.reason);
+        tx.execute(
+            "INSERT INTO returns (order_id, sku, reason, restock, note, refund_shipping) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                request.order_id.as_str(),
+                request.sku.as_str(),
+                request.reason.as_str(),
+                request.restock,
+                request.note,
+                refund_shipping
+            ],
+        )?;
+        let rowid = tx.last_insert_rowid();
+        let return_id: ReturnId = numbered("RT", RETURN_ID_OFFSET, rowid)?;
+        tx.execute("UPDATE returns SET return_id = ?1 WHERE id = ?2", params![return_id.as_str(), rowid])?;
+        tx.commit()?;
+        let record = Return {
+            return_id,
+            order_id: request.order_id.clone(),
+            sku: request.sku.clone(),
+            reason: request.reason,
+            restock: request.restock,
+            note: request.note.clone(),
+            refund_shipping,
+        };
+        Ok((record, true))
     }
 
     /// A refund with its current status.

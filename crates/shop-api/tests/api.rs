@@ -321,3 +321,28 @@ async fn unreachable_api_is_reported_as_such() {
     assert!(matches!(err, ClientError::Unreachable(_)), "{err:?}");
     assert!(err.to_string().starts_with(&format!("the shop's API at {url} did not answer: ")), "{err}");
 }
+
+#[tokio::test]
+async fn a_return_is_recorded_once_and_the_reason_decides_shipping() {
+    use shop_api::{ReturnReason, ReturnRequest, Sku};
+    let harness = Harness::start().await;
+    let client = &harness.shop;
+    let request = |sku: &str, reason| ReturnRequest {
+        order_id: OrderId::parse("O-1145").unwrap(),
+        sku: Sku::parse(sku).unwrap(),
+        reason,
+        restock: false,
+        note: Some("Lid cracked".into()),
+    };
+    let first = client.record_return(&request("KG-1043", ReturnReason::DamagedInTransit)).await.unwrap();
+    assert_eq!((first.return_id.as_str(), first.refund_shipping), ("RT-0001", true));
+    let again = client.record_return(&request("KG-1043", ReturnReason::ChangedMind)).await.unwrap();
+    assert_eq!(again, first, "one inspection per order line");
+    let late = client.record_return(&request("GG-2210", ReturnReason::ChangedMind)).await.unwrap();
+    assert!(!late.refund_shipping);
+    let error = client.record_return(&request("GG-0412", ReturnReason::MissingPart)).await.unwrap_err();
+    assert_eq!(error.status(), Some(422));
+    let mut long = request("GG-2210", ReturnReason::MissingPart);
+    long.note = Some("x".repeat(201));
+    assert_eq!(client.record_return(&long).await.unwrap_err().status(), Some(400));
+}

@@ -15,7 +15,18 @@ use rmcp::{
 };
 use shop_api::ShopApi;
 
-use crate::{quote_store::QuoteStore, tools::issue_refund::AskStyle};
+use mrtr::form::{FormError, FormSchema};
+
+use crate::{
+    quote_store::QuoteStore,
+    tools::{issue_refund::AskStyle, record_return::Inspection},
+};
+
+/// Every form the tools ask, built (and checked) when the server is made.
+#[derive(Debug)]
+pub(crate) struct Forms {
+    pub(crate) inspection: FormSchema<Inspection>,
+}
 
 /// The server's name: what `server/discover` reports and what every sealed state names as its
 /// audience. The Python reference server uses the same name, so either opens the other's state.
@@ -30,23 +41,28 @@ pub struct Shop {
     /// How long a claim is kept: no shorter than a state lives.
     pub(crate) state_ttl: Duration,
     pub(crate) ask_style: AskStyle,
+    pub(crate) forms: Arc<Forms>,
     tool_router: ToolRouter<Shop>,
 }
 
 impl Shop {
-    /// A server over the shop's API at `api`, with records in this process's memory.
-    pub fn new(api: ShopApi, state_ttl: Duration) -> Self {
-        Self {
+    /// A server over the shop's API at `api`, with records in this process's memory. Fails if
+    /// a tool's form is not one the spec allows, so a bad form stops the server at start.
+    pub fn new(api: ShopApi, state_ttl: Duration) -> Result<Self, FormError> {
+        let forms = Forms { inspection: FormSchema::of()? };
+        Ok(Self {
             api,
             quotes: Arc::new(QuoteStore::new()),
             once_only: Arc::new(InMemory::new()),
             state_ttl,
             ask_style: AskStyle::default(),
+            forms: Arc::new(forms),
             tool_router: Self::lookup_order_router()
                 + Self::quote_refund_router()
                 + Self::issue_refund_router()
-                + Self::refund_status_router(),
-        }
+                + Self::refund_status_router()
+                + Self::record_return_router(),
+        })
     }
 
     /// Keep once-only claims in `record` (shared storage, for replicas).

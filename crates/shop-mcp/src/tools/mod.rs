@@ -1,9 +1,11 @@
-//! The shop's tools, one file each. Chapter 3's four, and `issue_refund` as this chapter
-//! changes it: it asks a support lead before it releases a refund the shop's API holds.
+//! The shop's tools, one file each. Chapter 3's four, `issue_refund` as this chapter changes it
+//! (it asks a support lead before it releases a refund the shop's API holds), and
+//! `record_return`, which asks whoever opened a returned parcel what they found.
 
 pub mod issue_refund;
 pub mod lookup_order;
 pub mod quote_refund;
+pub mod record_return;
 pub mod refund_status;
 
 use rmcp::model::{CallToolResult, ContentBlock};

@@ -1,0 +1,266 @@
+//! Asking, made short: typed questions with stable keys, answers carried across rounds.
+//!
+//! A tool makes an [`Asking`] from the retry's `inputResponses` and its opened `requestState`,
+//! and asks [`Asking::form`] for each answer it needs. Each call gives the outcome when the
+//! person has answered *that* question (accepted and valid, declined, or cancelled), or `None`
+//! when it must still be asked; then the tool returns [`Asking::input_required`], which holds
+//! every question still open (several keys ask several questions in one round) and a state
+//! that carries every outcome so far, so answers of earlier rounds are never lost.
+//!
+//! - Keys are names chosen in code, so every replica recognises every question.
+//! - An answer counts only for the question that was asked: the state records a digest of each
+//!   question as asked, and a question whose content changed is asked again.
+//! - An accepted answer that does not match the form is asked again, with the problem named.
+//! - Before a question goes out, the client's capability for its mode is checked (-32021).
+//!
+//! The state is plaintext JSON here; the boundary seals it like any other.
+
+use std::collections::BTreeMap;
+
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use rmcp::{
+    ErrorData,
+    model::{
+        ClientCapabilities, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
+        InputRequests, InputRequiredResult, InputResponses,
+    },
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::{
+    capability::{ElicitationMode, require_elicitation},
+    form::FormSchema,
+};
+
+/// What became of one question.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    /// The person answered, and the answer fits the form.
+    Accepted(T),
+    /// An explicit no: it stands.
+    Declined,
+    /// The person dismissed the question: it is still open.
+    Cancelled,
+}
+
+/// What the state carries from round to round.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Carried {
+    /// The format of this envelope.
+    ask: u8,
+    /// Each question's key, and a digest of the question as it was asked.
+    asked: BTreeMap<String, String>,
+    /// Each answered question's key, and the answer.
+    answered: BTreeMap<String, Value>,
+    /// The tool's own state, if it keeps any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    own: Option<String>,
+}
+
+const ENVELOPE: u8 = 1;
+
+/// One tool call's questions and answers, across its rounds.
+#[derive(Debug)]
+pub struct Asking {
+    responses: InputResponses,
+    carried: Carried,
+    next: Carried,
+    pending: InputRequests,
+    capabilities: Option<ClientCapabilities>,
+}
+
+impl Asking {
+    /// From a retry's opened state and answers, and the client's declared capabilities.
+    pub fn new(
+        state: Option<String>,
+        responses: Option<InputResponses>,
+        capabilities: Option<ClientCapabilities>,
+    ) -> Self {
+        // A state this layer did not write (or none) carries nothing: every question is new.
+        let carried = state
+            .and_then(|s| serde_json::from_str::<Carried>(&s).ok())
+            .filter(|c| c.ask == ENVELOPE)
+            .unwrap_or_default();
+        let next = Carried { ask: ENVELOPE, own: carried.own.clone(), ..Carried::default() };
+        Self { responses: responses.unwrap_or_default(), carried, next, pending: InputRequests::new(), capabilities }
+    }
+
+    /// The tool's own state, carried from the last round.
+    pub fn own_state(&self) -> Option<&str> {
+        self.next.own.as_deref()
+    }
+
+    /// Keep `state` for the next round.
+    pub fn set_own_state(&mut self, state: impl Into<String>) {
+        self.next.own = Some(state.into());
+    }
+
+    /// The outcome of the form question `key`, or `None` if it must (still) be asked; then it
+    /// joins this round's questions. -32021 if the client cannot show a form.
+    pub fn form<T: JsonSchema + DeserializeOwned>(
+        &mut self,
+        key: &str,
+        form: &FormSchema<T>,
+        message: &str,
+    ) -> Result<Option<Outcome<T>>, ErrorData> {
+        let question = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: message.to_owned(),
+            requested_schema: form.requested_schema(),
+        };
+        let digest = digest_of(&question);
+        let asked_this = self.carried.asked.get(key) == Some(&digest);
+        let answer = match (self.carried.answered.get(key), self.responses.get(key)) {
+            (Some(earlier), _) if asked_this => Some(earlier.clone()),
+            (_, Some(now)) if asked_this => Some(now.clone()),
+            (_, Some(_)) => {
+                tracing::info!(
+                    key,
+                    "discarding an answer: the question changed since it was asked, or was never asked"
+                );
+                None
+            }
+            _ => None,
+        };
+        let mut problem = None;
+        if let Some(answer) = answer {
+            match serde_json::from_value::<ElicitResult>(answer.clone()) {
+                Ok(result) => {
+                    let outcome = match result.action {
+                        ElicitationAction::Accept => form.accept(result.content.as_ref()).map(Outcome::Accepted),
+                        ElicitationAction::Decline => Ok(Outcome::Declined),
+                        ElicitationAction::Cancel => Ok(Outcome::Cancelled),
+                        _ => Err("the answer's action is not accept, decline or cancel".to_owned()),
+                    };
+                    match outcome {
+                        Ok(outcome) => {
+                            self.next.asked.insert(key.to_owned(), digest);
+                            self.next.answered.insert(key.to_owned(), answer);
+                            return Ok(Some(outcome));
+                        }
+                        Err(why) => problem = Some(why),
+                    }
+                }
+                Err(_) => problem = Some("the answer could not be read".to_owned()),
+            }
+        }
+        require_elicitation(self.capabilities.as_ref(), ElicitationMode::Form)?;
+        let shown = match &problem {
+            // Ask again, naming what was wrong; the question's identity stays the same.
+            Some(problem) => format!("That answer didn't fit: {problem}. {message}"),
+            None => message.to_owned(),
+        };
+        let question = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: shown,
+            requested_schema: form.requested_schema(),
+        };
+        self.pending.insert(key.to_owned(), InputRequest::Elicitation(ElicitRequest::new(question)));
+        self.next.asked.insert(key.to_owned(), digest);
+        Ok(None)
+    }
+
+    /// Whether any question is still to be asked this round.
+    pub fn has_questions(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The `input_required` result: this round's questions and the state that carries the
+    /// answers so far.
+    pub fn input_required(self) -> InputRequiredResult {
+        let state = serde_json::to_string(&self.next).expect("the envelope is plain JSON");
+        let requests = (!self.pending.is_empty()).then_some(self.pending);
+        InputRequiredResult::new(requests, Some(state))
+    }
+}
+
+/// A digest of a question as sent: key-independent, so the same question reads the same.
+fn digest_of(question: &ElicitRequestParams) -> String {
+    let json = serde_json::to_vec(question).unwrap_or_default();
+    URL_SAFE_NO_PAD.encode(&Sha256::digest(&json)[..12])
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+    struct Pick {
+        /// How many
+        #[schemars(range(min = 1, max = 5))]
+        count: u8,
+    }
+
+    fn caps() -> Option<ClientCapabilities> {
+        serde_json::from_value(json!({"elicitation": {}})).ok()
+    }
+
+    fn round(state: Option<String>, answers: Value) -> Asking {
+        let responses: InputResponses = serde_json::from_value(answers).unwrap();
+        Asking::new(state, Some(responses), caps())
+    }
+
+    #[test]
+    fn asks_then_reads_the_answer_and_carries_it_forward() {
+        let form = FormSchema::<Pick>::of().unwrap();
+        let mut first = Asking::new(None, None, caps());
+        assert_eq!(first.form("pick", &form, "How many?").unwrap(), None);
+        assert_eq!(first.form("second", &form, "And now?").unwrap(), None);
+        let asked = first.input_required();
+        assert_eq!(asked.input_requests.as_ref().unwrap().len(), 2);
+
+        let mut second = round(asked.request_state, json!({"pick": {"action": "accept", "content": {"count": 3}}}));
+        assert_eq!(second.form("pick", &form, "How many?").unwrap(), Some(Outcome::Accepted(Pick { count: 3 })));
+        assert_eq!(second.form("second", &form, "And now?").unwrap(), None);
+        let asked = second.input_required();
+        assert_eq!(asked.input_requests.as_ref().unwrap().keys().collect::<Vec<_>>(), ["second"]);
+
+        // The third round brings only the second answer; the first rides in the state.
+        let mut third = round(asked.request_state, json!({"second": {"action": "decline"}}));
+        assert_eq!(third.form("pick", &form, "How many?").unwrap(), Some(Outcome::Accepted(Pick { count: 3 })));
+        assert_eq!(third.form("second", &form, "And now?").unwrap(), Some(Outcome::Declined));
+        assert!(!third.has_questions());
+    }
+
+    #[test]
+    fn an_answer_to_another_question_is_no_answer() {
+        let form = FormSchema::<Pick>::of().unwrap();
+        let mut first = Asking::new(None, None, caps());
+        first.form("pick", &form, "How many?").unwrap();
+        let state = first.input_required().request_state;
+        let mut changed = round(state, json!({"pick": {"action": "accept", "content": {"count": 3}}}));
+        assert_eq!(changed.form("pick", &form, "How many now?").unwrap(), None);
+        // Without any state the answer was never asked for.
+        let mut stateless = round(None, json!({"pick": {"action": "accept", "content": {"count": 3}}}));
+        assert_eq!(stateless.form("pick", &form, "How many?").unwrap(), None);
+    }
+
+    #[test]
+    fn an_answer_that_does_not_fit_is_asked_again_with_the_problem() {
+        let form = FormSchema::<Pick>::of().unwrap();
+        let mut first = Asking::new(None, None, caps());
+        first.form("pick", &form, "How many?").unwrap();
+        let state = first.input_required().request_state;
+        let mut second = round(state, json!({"pick": {"action": "accept", "content": {"count": 9}}}));
+        assert_eq!(second.form("pick", &form, "How many?").unwrap(), None);
+        let again = second.input_required();
+        let request = serde_json::to_value(&again.input_requests.unwrap()["pick"]).unwrap();
+        assert_eq!(request["params"]["message"], "That answer didn't fit: count must be at most 5. How many?");
+        // The re-asked question is still the same question: a fitting answer now counts.
+        let mut third = round(again.request_state, json!({"pick": {"action": "accept", "content": {"count": 2}}}));
+        assert_eq!(third.form("pick", &form, "How many?").unwrap(), Some(Outcome::Accepted(Pick { count: 2 })));
+    }
+
+    #[test]
+    fn a_client_without_forms_gets_32021() {
+        let form = FormSchema::<Pick>::of().unwrap();
+        let url_only = serde_json::from_value(json!({"elicitation": {"url": {}}})).ok();
+        let mut asking = Asking::new(None, None, url_only);
+        assert_eq!(asking.form("pick", &form, "How many?").unwrap_err().code.0, -32021);
+    }
+}

@@ -1,0 +1,130 @@
+//! `record_return`: what a returned parcel held, asked of the person who opened it.
+//!
+//! Only whoever opened the parcel knows whether the item arrived damaged or wrong and whether
+//! it can go back on sale, so the tool asks them in a form, declared as the type
+//! [`Inspection`]. An accepted inspection is recorded in the shop's API, whose policy decides
+//! from the reason whether shipping is refunded. A decline stands; a cancel leaves the question
+//! open. A client that cannot show a form gets -32021 before the tool does anything.
+
+use mrtr::{
+    ask::{Asking, Outcome},
+    capability::{ElicitationMode, require_elicitation},
+};
+use rmcp::{
+    ErrorData, RoleServer,
+    handler::server::{
+        tool::{InputResponses, RequestState},
+        wrapper::Parameters,
+    },
+    model::{CallToolResponse, CallToolResult, ContentBlock},
+    service::RequestContext,
+    tool, tool_router,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use shop_api::{OrderId, ReturnReason, ReturnRequest, Sku};
+
+use crate::{Shop, tool_error::ToolError};
+
+const TOOL: &str = "record_return";
+/// The key of the inspection question: a name chosen in code, the same on every replica.
+pub const INSPECTION: &str = "inspection";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RecordReturn {
+    /// The order the parcel came back from, such as O-1145.
+    #[schemars(regex(pattern = OrderId::PATTERN))]
+    pub order_id: String,
+    /// The SKU of the returned item, such as KG-1043.
+    #[schemars(regex(pattern = Sku::PATTERN))]
+    pub sku: String,
+}
+
+/// The form: a flat object with primitive fields only.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Inspection {
+    /// The refund policy's reason that fits what you found
+    pub reason: ReturnReason,
+    /// The item can go back on sale
+    pub restock: bool,
+    /// Anything the refund should say
+    #[schemars(length(max = 200))]
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// The texts the model reads for each outcome: each says what to do next.
+pub const DECLINED: &str = "The user declined: don't record this return, and don't ask again.";
+pub const CANCELLED: &str = "The user closed the form without answering: ask again later.";
+
+fn python_bool(value: bool) -> &'static str {
+    // The book's SDK prints booleans as Python does, and hosts compare the text.
+    if value { "True" } else { "False" }
+}
+
+#[tool_router(router = record_return_router, vis = "pub(crate)")]
+impl Shop {
+    #[tool(
+        title = "Record a returned item",
+        description = "Record what a returned item was like when its parcel was opened, for one line of an order \
+                       (order_id and sku). The person who opened the parcel fills in a form: the reason, whether the \
+                       item can be restocked, and a note. The reason decides whether shipping is refunded.",
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    pub async fn record_return(
+        &self,
+        Parameters(args): Parameters<RecordReturn>,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let capabilities = context.client_capabilities();
+        require_elicitation(capabilities.as_ref(), ElicitationMode::Form)?;
+        let (order_id, sku) = match (OrderId::parse(&args.order_id), Sku::parse(&args.sku)) {
+            (Ok(order_id), Ok(sku)) => (order_id, sku),
+            (Err(error), _) | (_, Err(error)) => return Ok(ToolError::from(error).into_result(TOOL).into()),
+        };
+        let mut asking = Asking::new(state, responses, capabilities);
+        let message = format!("You opened the return of {sku} from order {order_id}. What did you find?");
+        let found = match asking.form(INSPECTION, &self.forms.inspection, &message)? {
+            None => return Ok(asking.input_required().into()),
+            Some(found) => found,
+        };
+        let result = match found {
+            Outcome::Accepted(inspection) => {
+                let request = ReturnRequest {
+                    order_id,
+                    sku,
+                    reason: inspection.reason,
+                    restock: inspection.restock,
+                    note: inspection.note,
+                };
+                match self.api.record_return(&request).await {
+                    Ok(recorded) => {
+                        let text = format!("Recorded: {}, restock {}.", recorded.reason, python_bool(recorded.restock));
+                        let shipping = if recorded.refund_shipping {
+                            "The policy refunds shipping for this reason."
+                        } else {
+                            "The policy does not refund shipping for this reason."
+                        };
+                        let record = serde_json::to_string(&recorded).unwrap_or_default();
+                        CallToolResult::success(vec![
+                            ContentBlock::text(text),
+                            ContentBlock::text(format!("{} {shipping}", recorded.return_id)),
+                            ContentBlock::text(record),
+                        ])
+                    }
+                    Err(error) => ToolError::from(error).into_result(TOOL),
+                }
+            }
+            Outcome::Declined => CallToolResult::success(vec![ContentBlock::text(DECLINED)]),
+            Outcome::Cancelled => CallToolResult::success(vec![ContentBlock::text(CANCELLED)]),
+        };
+        Ok(result.into())
+    }
+}
+
+/// Reasons in the order the policy lists them (for documentation and tests).
+pub fn reasons() -> Vec<&'static str> {
+    ReturnReason::ALL.iter().map(|r| r.as_str()).collect()
+}
