@@ -17,11 +17,8 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let api = chapter::start_api().await?;
-    let script = [
-        Answer::accept(json!({"reason": "damaged in transit", "restock": false})),
-        Answer::Decline,
-        Answer::Cancel,
-    ]; // the scripted user's three answers
+    let script =
+        [Answer::accept(json!({"reason": "damaged in transit", "restock": false})), Answer::Decline, Answer::Cancel]; // the scripted user's three answers
     let scripted_user = ScriptedUser::in_turn(script);
     let client = chapter::connect(scripted_user.clone(), chapter::launch_self(&api.url, &["--serve"])?).await?;
     let arguments = json!({"order_id": "O-1145", "sku": "KG-1043"});

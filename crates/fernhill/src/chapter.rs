@@ -6,15 +6,61 @@ use std::{path::PathBuf, sync::Arc};
 
 use anyhow::Context as _;
 use mrtr::client::{Client, ScriptedUser};
+use payment_provider::{PaymentProvider, ProviderState, RunningProvider};
 use rmcp::{ServiceExt, transport::stdio};
 use shop_api::{RunningApi, ShopApi, Store};
-use shop_mcp::{AskStyle, Shop, state_keys};
+use shop_mcp::{AskStyle, Payments, Shop, state_keys};
 use tokio::process::Command;
 
 use crate::logging;
 
 /// The variable that points a server at the shop's API.
 pub const SHOP_API_ENV: &str = "SHOP_API_URL";
+/// The payment provider's API, as the server reaches it.
+pub const PAYMENTS_ENV: &str = "PAYMENT_PROVIDER_URL";
+/// The payment provider's address as a lead's browser reaches it (defaults to the API's).
+pub const PAYMENTS_PUBLIC_ENV: &str = "PAYMENT_PUBLIC_URL";
+/// Who the host's user is, where no caller is authenticated (stdio).
+pub const LEAD_ENV: &str = "SHOP_LEAD";
+/// How many rounds a payment sign-in may take before `pay_refund` gives up.
+pub const PAY_ROUNDS_ENV: &str = "SHOP_PAY_MAX_ROUNDS";
+
+/// Where refunds are paid, as `fernhill serve` is told.
+#[derive(Debug, Clone)]
+pub struct PaymentsConfig {
+    pub url: String,
+    pub public_url: Option<String>,
+    pub lead: String,
+    pub max_rounds: u32,
+}
+
+impl PaymentsConfig {
+    /// From the environment, if `PAYMENT_PROVIDER_URL` is set.
+    pub fn from_env() -> anyhow::Result<Option<Self>> {
+        let Ok(url) = std::env::var(PAYMENTS_ENV) else { return Ok(None) };
+        let max_rounds = match std::env::var(PAY_ROUNDS_ENV) {
+            Ok(rounds) => rounds.parse().with_context(|| format!("{PAY_ROUNDS_ENV}={rounds} is not a number"))?,
+            Err(_) => 5,
+        };
+        Ok(Some(Self {
+            url,
+            public_url: std::env::var(PAYMENTS_PUBLIC_ENV).ok(),
+            lead: std::env::var(LEAD_ENV).unwrap_or_else(|_| "lead-1".into()),
+            max_rounds,
+        }))
+    }
+
+    fn into_payments(self) -> anyhow::Result<Payments> {
+        let provider =
+            PaymentProvider::new(&self.url).with_context(|| format!("the payment provider at {}", self.url))?;
+        Ok(Payments {
+            public_url: self.public_url.unwrap_or_else(|| self.url.clone()),
+            provider,
+            lead: self.lead,
+            max_rounds: self.max_rounds,
+        })
+    }
+}
 
 /// A fresh shop API (in memory, seeded) on 127.0.0.1, for as long as the value lives.
 pub async fn start_api() -> anyhow::Result<RunningApi> {
@@ -22,13 +68,24 @@ pub async fn start_api() -> anyhow::Result<RunningApi> {
     shop_api::spawn_loopback(Arc::new(store)).await.context("starting the shop's API on loopback")
 }
 
+/// A payment provider (in memory, with its demo accounts) on 127.0.0.1.
+pub async fn start_payments() -> anyhow::Result<RunningProvider> {
+    payment_provider::spawn_loopback(Arc::new(ProviderState::default()))
+        .await
+        .context("starting the payment provider on loopback")
+}
+
 /// Serve the shop over stdio until the client closes stdin: what a host launches.
-pub async fn serve_stdio(api_url: &str, style: AskStyle) -> anyhow::Result<()> {
+pub async fn serve_stdio(api_url: &str, payments: Option<PaymentsConfig>, style: AskStyle) -> anyhow::Result<()> {
     logging::init();
     let (security, source) = state_keys::from_env()?;
     tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
     let api = ShopApi::new(api_url).with_context(|| format!("{SHOP_API_ENV}={api_url}"))?;
-    let shop = Shop::new(api, security.ttl())?.with_ask_style(style);
+    let mut shop = Shop::new(api, security.ttl())?.with_ask_style(style);
+    if let Some(payments) = payments {
+        tracing::info!(provider = %payments.url, lead = %payments.lead, "paying refunds through the payment provider");
+        shop = shop.with_payments(payments.into_payments()?);
+    }
     let running = shop.sealed(security).serve(stdio()).await.context("serving over stdio")?;
     running.waiting().await.context("the stdio server stopped")?;
     Ok(())
@@ -54,7 +111,7 @@ pub async fn serve_if_asked(style: AskStyle) -> anyhow::Result<bool> {
         return Ok(false);
     }
     let url = std::env::var(SHOP_API_ENV).with_context(|| format!("{SHOP_API_ENV} is not set"))?;
-    serve_stdio(&url, style).await?;
+    serve_stdio(&url, PaymentsConfig::from_env()?, style).await?;
     Ok(true)
 }
 

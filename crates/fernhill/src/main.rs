@@ -3,7 +3,17 @@
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
-use fernhill::commands;
+use fernhill::{chapter::PaymentsConfig, commands};
+use mrtr::client::{Answer, parse_script};
+
+/// The demo's scripted answers, from the flag or the file.
+fn demo_answers(answers: &str, file: Option<&std::path::Path>) -> anyhow::Result<Vec<Answer>> {
+    let text = match file {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        None => answers.to_owned(),
+    };
+    Ok(parse_script(&text)?)
+}
 
 /// The Fernhill shop's MCP server, which asks a support lead before it pays a large refund.
 #[derive(Parser)]
@@ -29,9 +39,46 @@ enum Command {
         /// The shop's API, such as http://127.0.0.1:8710.
         #[arg(long, env = "SHOP_API_URL")]
         shop_api: String,
+        /// The payment provider's API, for pay_refund; without it pay_refund says payments are off.
+        #[arg(long, env = "PAYMENT_PROVIDER_URL")]
+        payments: Option<String>,
+        /// The payment provider's address as a lead's browser reaches it (defaults to --payments).
+        #[arg(long, env = "PAYMENT_PUBLIC_URL")]
+        payments_public_url: Option<String>,
+        /// Who the host's user is, for payments started over stdio (no authenticated caller).
+        #[arg(long, env = "SHOP_LEAD", default_value = "lead-1")]
+        lead: String,
+        /// How many rounds a payment sign-in may take before pay_refund stops asking.
+        #[arg(long, env = "SHOP_PAY_MAX_ROUNDS", default_value_t = 5)]
+        pay_rounds: u32,
     },
     /// Run the chapter end to end on embedded defaults: API, server over stdio, a scripted lead.
-    Demo,
+    Demo {
+        /// The lead's answers in turn: release, decline, cancel, accept [JSON], separated by `;`.
+        #[arg(long, default_value = commands::demo::DEFAULT_ANSWERS)]
+        answers: String,
+        /// Read the lead's answers from a file instead, one per line (`#` comments).
+        #[arg(long, conflicts_with = "answers")]
+        answers_file: Option<PathBuf>,
+    },
+    /// A terminal MCP host: launch a stdio server, call its tools, answer its questions yourself.
+    ///
+    /// Prints the server's name and tools, calls --call TOOL with --args JSON (if given), then
+    /// asks which tool to call next until you quit. Questions a tool asks (elicitation, form or
+    /// URL) come to you, with Answer, Decline and Cancel, and a review before answers are sent.
+    ///
+    /// Example: fernhill host --call quote_refund --args '{"order_id":"O-2289"}' -- fernhill serve
+    Host {
+        /// The tool to call first.
+        #[arg(long, value_name = "TOOL")]
+        call: Option<String>,
+        /// The first call's arguments, a JSON object.
+        #[arg(long = "args", value_name = "JSON", requires = "call")]
+        arguments: Option<String>,
+        /// The server command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Launch a stdio server and record every JSON-RPC line, with its direction, to a JSONL file.
     Wire {
         /// The JSONL file to append to.
@@ -48,8 +95,20 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::ShopApi { listen, db } => commands::shop_api::run(listen, db.as_deref()).await.map(|()| 0),
-        Command::Serve { shop_api } => commands::serve::run(&shop_api).await.map(|()| 0),
-        Command::Demo => commands::demo::run().await.map(|()| 0),
+        Command::Serve { shop_api, payments, payments_public_url, lead, pay_rounds } => {
+            let payments = payments.map(|url| PaymentsConfig {
+                url,
+                public_url: payments_public_url,
+                lead,
+                max_rounds: pay_rounds,
+            });
+            commands::serve::run(&shop_api, payments).await.map(|()| 0)
+        }
+        Command::Demo { answers, answers_file } => match demo_answers(&answers, answers_file.as_deref()) {
+            Ok(answers) => commands::demo::run(answers).await.map(|()| 0),
+            Err(error) => Err(error),
+        },
+        Command::Host { call, arguments, command } => commands::host::run(command, call, arguments).await.map(|()| 0),
         Command::Wire { log, command } => commands::wire::run(&log, &command).await,
     };
     match outcome {

@@ -38,3 +38,9 @@ async fn record_return_form_asks_in_a_typed_form() {
     let (stdout, _) = run_example("record-return-form").await;
     assert_eq!(stdout, book("record-return-form"));
 }
+
+#[tokio::test]
+async fn pay_refund_url_sends_the_lead_to_the_provider() {
+    let (stdout, _) = run_example("pay-refund-url").await;
+    assert_eq!(stdout, book("pay-refund-url"));
+}

@@ -73,8 +73,11 @@ impl ServerHandler for Fixture {
             // Two questions in two rounds, a different key each round.
             "two_rounds" if round < 2 => {
                 let key = if round == 0 { "first" } else { "second" };
-                InputRequiredResult::new(Some(BTreeMap::from([(key.to_owned(), question(key))])), Some((round + 1).to_string()))
-                    .into()
+                InputRequiredResult::new(
+                    Some(BTreeMap::from([(key.to_owned(), question(key))])),
+                    Some((round + 1).to_string()),
+                )
+                .into()
             }
             "two_rounds" => done(format!("answers {:?}", answers.keys().collect::<Vec<_>>())),
             // Asks until it gets an answer; any action is one.
@@ -83,8 +86,10 @@ impl ServerHandler for Fixture {
                 None => InputRequiredResult::new(Some(BTreeMap::from([("q".to_owned(), question("q"))])), None).into(),
             },
             // Never satisfied.
-            _ => InputRequiredResult::new(Some(BTreeMap::from([("q".to_owned(), question("again"))])), Some("s".into()))
-                .into(),
+            _ => {
+                InputRequiredResult::new(Some(BTreeMap::from([("q".to_owned(), question("again"))])), Some("s".into()))
+                    .into()
+            }
         })
     }
 }
@@ -141,7 +146,13 @@ async fn every_retry_is_a_new_request_rebuilt_from_the_original() {
 async fn the_round_cap_ends_in_a_typed_error() {
     let (client, fixture) = connect(ScriptedUser::always(Answer::accept(json!({"ok": true})))).await;
     let error = client.call_tool("never_ends", json!({})).await.unwrap_err();
-    assert!(matches!(error, mrtr::client::ClientError::Service(ServiceError::InputRequiredRoundsExceeded { max_rounds: 10 })), "{error:?}");
+    assert!(
+        matches!(
+            error,
+            mrtr::client::ClientError::Service(ServiceError::InputRequiredRoundsExceeded { max_rounds: 10 })
+        ),
+        "{error:?}"
+    );
     assert_eq!(seen(&fixture).len(), 10);
 
     let capped = Client::connect(ScriptedUser::always(Answer::Cancel), {
@@ -158,7 +169,10 @@ async fn the_round_cap_ends_in_a_typed_error() {
     .unwrap()
     .with_max_rounds(3);
     let error = capped.call_tool("never_ends", json!({})).await.unwrap_err();
-    assert!(matches!(error, mrtr::client::ClientError::Service(ServiceError::InputRequiredRoundsExceeded { max_rounds: 3 })));
+    assert!(matches!(
+        error,
+        mrtr::client::ClientError::Service(ServiceError::InputRequiredRoundsExceeded { max_rounds: 3 })
+    ));
 }
 
 #[tokio::test(start_paused = true)]

@@ -275,7 +275,8 @@ async fn tools_are_described_for_a_model() {
         assert!(wire["title"].is_string() && wire["description"].as_str().unwrap().len() > 40, "{wire}");
         assert!(wire["annotations"].is_object(), "{wire}");
         // Tools that return a record say its shape; the others return only text for the model.
-        let returns_a_record = ["lookup_order", "quote_refund", "issue_refund", "refund_status"].contains(&wire["name"].as_str().unwrap());
+        let returns_a_record =
+            ["lookup_order", "quote_refund", "issue_refund", "refund_status"].contains(&wire["name"].as_str().unwrap());
         assert_eq!(wire["outputSchema"].is_object(), returns_a_record, "{wire}");
         let pattern = wire["inputSchema"]["properties"].as_object().unwrap().values().find_map(|p| p.get("pattern"));
         assert!(pattern.is_some_and(Value::is_string), "{wire}");

@@ -78,3 +78,135 @@ async fn a_url_only_client_cannot_be_shown_a_form() {
     assert_eq!(error.code.0, -32021);
     assert_eq!(error.data.as_ref().unwrap()["requiredCapabilities"], json!({"elicitation": {"form": {}}}));
 }
+
+mod paying {
+    use std::{collections::BTreeMap, sync::Arc};
+
+    use mrtr::client::{Answer, Client, ScriptedUser, params};
+    use payment_provider::{ProviderState, RunningProvider};
+    use rmcp::model::{CallToolResponse, CallToolResult, ElicitRequestParams, InputRequest, InputRequiredResult};
+    use serde_json::json;
+
+    use crate::support::{serve_with, start_api};
+
+    async fn provider() -> RunningProvider {
+        payment_provider::spawn_loopback(Arc::new(ProviderState::default())).await.unwrap()
+    }
+
+    /// A shop with one released refund, R-0111, and pay_refund pointed at `provider`.
+    async fn shop_with_a_released_refund(
+        provider: &RunningProvider,
+        rounds: &str,
+        user: ScriptedUser,
+    ) -> (Client<ScriptedUser>, shop_api::RunningApi) {
+        let api = start_api().await;
+        let env = [("PAYMENT_PROVIDER_URL", provider.url.as_str()), ("SHOP_PAY_MAX_ROUNDS", rounds)];
+        let (client, _) = serve_with(&api.url, None, &env, user).await;
+        let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
+        let quote_id = quote.structured_content.unwrap()["quote_id"].clone();
+        let mut issue = params("issue_refund", json!({"quote_id": quote_id}));
+        let CallToolResponse::InputRequired(asked) = client.call_tool_once(issue.clone()).await.unwrap() else {
+            panic!()
+        };
+        issue.input_responses = Some(BTreeMap::from([("confirm".to_owned(), Answer::release().to_value())]));
+        issue.request_state = asked.request_state;
+        client.call_tool_once(issue).await.unwrap();
+        (client, api)
+    }
+
+    async fn pay(client: &Client<ScriptedUser>, state: Option<String>, answer: Option<Answer>) -> CallToolResponse {
+        let mut call = params("pay_refund", json!({"refund_id": "R-0111"}));
+        call.request_state = state;
+        call.input_responses = answer.map(|a| BTreeMap::from([("connect".to_owned(), a.to_value())]));
+        client.call_tool_once(call).await.unwrap()
+    }
+
+    fn asked(response: CallToolResponse) -> InputRequiredResult {
+        match response {
+            CallToolResponse::InputRequired(asked) => asked,
+            other => panic!("expected input_required, got {other:?}"),
+        }
+    }
+
+    fn said(response: CallToolResponse) -> String {
+        let CallToolResponse::Complete(result) = response else { panic!("expected complete, got {response:?}") };
+        text(&result)
+    }
+
+    fn text(result: &CallToolResult) -> String {
+        result.content[0].as_text().unwrap().text.clone()
+    }
+
+    fn url(asked: &InputRequiredResult) -> String {
+        let InputRequest::Elicitation(request) = &asked.input_requests.as_ref().unwrap()["connect"] else { panic!() };
+        let ElicitRequestParams::UrlElicitationParams { url, .. } = &request.params else { panic!("not URL mode") };
+        url.clone()
+    }
+
+    #[tokio::test]
+    async fn the_url_names_only_the_flow_and_the_state_keeps_it_across_rounds() {
+        let provider = provider().await;
+        let (client, _api) = shop_with_a_released_refund(&provider, "5", ScriptedUser::always(Answer::release())).await;
+        let first = asked(pay(&client, None, None).await);
+        let link = url(&first);
+        let flow = link.strip_prefix(&format!("{}/connect/", provider.url)).expect("the provider's connect page");
+        assert!(flow.len() >= 32 && flow.chars().all(|c| c.is_ascii_alphanumeric()), "{flow}");
+        assert!(!link.contains("R-0111") && !link.contains("lead"), "no personal data in {link}");
+        let second = asked(pay(&client, first.request_state, Some(Answer::Accept(None))).await);
+        assert_eq!(url(&second), link, "the same flow on every round");
+        // The provider knows the flow as the refund's, started by the host's user.
+        let record = payment_provider::PaymentProvider::new(&provider.url).unwrap().flow(flow).await.unwrap();
+        assert_eq!((record.refund_id.as_str(), record.lead.as_str()), ("R-0111", "lead-1"));
+    }
+
+    #[tokio::test]
+    async fn a_decline_leaves_the_refund_unpaid() {
+        let provider = provider().await;
+        let (client, _api) = shop_with_a_released_refund(&provider, "5", ScriptedUser::always(Answer::release())).await;
+        let first = asked(pay(&client, None, None).await);
+        let reply = said(pay(&client, first.request_state, Some(Answer::Decline)).await);
+        assert_eq!(reply, "Not paid: the user didn't connect a payment account. R-0111 stays released, unpaid.");
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_sign_in_stops_after_the_configured_rounds() {
+        let provider = provider().await;
+        let (client, _api) = shop_with_a_released_refund(&provider, "2", ScriptedUser::always(Answer::release())).await;
+        let mut state = asked(pay(&client, None, None).await).request_state;
+        state = asked(pay(&client, state, Some(Answer::Accept(None))).await).request_state;
+        let reply = said(pay(&client, state, Some(Answer::Accept(None))).await);
+        assert!(
+            reply.starts_with("Not paid yet: the payment provider has not seen the lead sign in after 2 rounds."),
+            "{reply}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_form_only_client_cannot_be_sent_to_a_url() {
+        let provider = provider().await;
+        let form_only = serde_json::from_value(json!({})).unwrap();
+        let user = ScriptedUser::always(Answer::release()).declaring(Some(form_only));
+        let (client, _api) = shop_with_a_released_refund(&provider, "5", user).await;
+        let error = client.call_tool("pay_refund", json!({"refund_id": "R-0111"})).await.unwrap_err();
+        let error = error.rpc_error().unwrap();
+        assert_eq!(
+            (error.code.0, &error.data.as_ref().unwrap()["requiredCapabilities"]),
+            (-32021, &json!({"elicitation": {"url": {}}}))
+        );
+    }
+
+    #[tokio::test]
+    async fn only_a_released_refund_is_paid() {
+        let provider = provider().await;
+        let api = start_api().await;
+        let env = [("PAYMENT_PROVIDER_URL", provider.url.as_str())];
+        let (client, _) = serve_with(&api.url, None, &env, ScriptedUser::always(Answer::release())).await;
+        let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
+        let mut issue = params("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]}));
+        issue.input_responses = None;
+        client.call_tool_once(issue).await.unwrap(); // held, nobody answered
+        let result = client.call_tool("pay_refund", json!({"refund_id": "R-0111"})).await.unwrap();
+        assert_eq!(result.is_error, Some(true));
+        assert!(text(&result).contains("R-0111 is needs_confirmation; only a released refund"), "{}", text(&result));
+    }
+}

@@ -2,7 +2,9 @@
 //! confirmation asked in the middle of `issue_refund`.
 //!
 //! - [`server`]: [`Shop`], the rmcp server handler with its tools and name;
-//! - [`tools`]: one file per tool: `lookup_order`, `quote_refund`, `issue_refund`, `refund_status`;
+//! - [`tools`]: one file per tool: `lookup_order`, `quote_refund`, `issue_refund`, `refund_status`,
+//!   `record_return` (a typed form), `pay_refund` (URL mode, through the payment provider);
+//! - [`caller`]: who is calling, when the transport authenticated someone;
 //! - [`quote_store`]: chapter 3's record of quotes this server handed out;
 //! - [`state_keys`]: the sealing policy from `SHOP_REQUEST_STATE_KEY` and `SHOP_REQUEST_STATE_TTL`;
 //! - [`tool_error`]: failures worded for the model, as results rather than protocol errors.
@@ -12,6 +14,7 @@
 //! the lead's answer and the state, which [`mrtr::boundary::Sealed`] opened before the tool ran.
 //! Before the refund is released or cancelled, the answer is claimed in a once-only record.
 
+pub mod caller;
 pub mod quote_store;
 pub mod server;
 pub mod state_keys;
@@ -19,4 +22,4 @@ pub mod tool_error;
 pub mod tools;
 
 pub use server::{SERVER_NAME, Shop};
-pub use tools::issue_refund::AskStyle;
+pub use tools::{issue_refund::AskStyle, pay_refund::Payments};

@@ -19,7 +19,7 @@ use mrtr::form::{FormError, FormSchema};
 
 use crate::{
     quote_store::QuoteStore,
-    tools::{issue_refund::AskStyle, record_return::Inspection},
+    tools::{issue_refund::AskStyle, pay_refund::Payments, record_return::Inspection},
 };
 
 /// Every form the tools ask, built (and checked) when the server is made.
@@ -42,6 +42,7 @@ pub struct Shop {
     pub(crate) state_ttl: Duration,
     pub(crate) ask_style: AskStyle,
     pub(crate) forms: Arc<Forms>,
+    pub(crate) payments: Option<Payments>,
     tool_router: ToolRouter<Shop>,
 }
 
@@ -57,17 +58,25 @@ impl Shop {
             state_ttl,
             ask_style: AskStyle::default(),
             forms: Arc::new(forms),
+            payments: None,
             tool_router: Self::lookup_order_router()
                 + Self::quote_refund_router()
                 + Self::issue_refund_router()
                 + Self::refund_status_router()
-                + Self::record_return_router(),
+                + Self::record_return_router()
+                + Self::pay_refund_router(),
         })
     }
 
     /// Keep once-only claims in `record` (shared storage, for replicas).
     pub fn with_once_only(mut self, record: Arc<dyn OnceOnly>) -> Self {
         self.once_only = record;
+        self
+    }
+
+    /// Pay refunds through `payments`.
+    pub fn with_payments(mut self, payments: Payments) -> Self {
+        self.payments = Some(payments);
         self
     }
 

@@ -2,17 +2,20 @@
 //! the MCP server launched over stdio, and a scripted support lead who answers.
 
 use mrtr::client::{Answer, ScriptedUser, params, scripted::message_of};
+
 use rmcp::model::CallToolResponse;
 use serde_json::json;
 
 use crate::chapter::{self, field, quote_id};
 
-pub async fn run() -> anyhow::Result<()> {
+/// The lead's answers, in turn, unless the command line gives others.
+pub const DEFAULT_ANSWERS: &str = "release; decline; cancel";
+
+pub async fn run(answers: Vec<Answer>) -> anyhow::Result<()> {
     let api = chapter::start_api().await?;
     println!("shop API on {}", &api.url);
 
-    let lead = ScriptedUser::in_turn([Answer::release(), Answer::Decline, Answer::Cancel])
-        .on_question(|q| println!("  the lead is asked: {}", message_of(q)));
+    let lead = ScriptedUser::in_turn(answers).on_question(|q| println!("  the lead is asked: {}", message_of(q)));
     let client = chapter::connect(lead, chapter::launch_self(&api.url, &["serve", "--shop-api", &api.url])?).await?;
     let version = client.protocol_version().map(|v| v.to_string()).unwrap_or_default();
     println!("connected to the shop's MCP server over stdio, protocol revision {version}");
@@ -39,12 +42,12 @@ pub async fn run() -> anyhow::Result<()> {
     let done = client.call_tool("issue_refund", arguments).await?;
     println!("refund {} {}", field(&done, "refund_id")?, field(&done, "status")?);
 
-    step("Another: the lead declines, and the decline stands");
+    step("Another: the lead answers again (declines, unless told otherwise)");
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-1145"})).await?;
     let done = client.call_tool("issue_refund", json!({"quote_id": quote_id(&quote)?})).await?;
     println!("refund {} {}", field(&done, "refund_id")?, field(&done, "status")?);
 
-    step("Another: the lead closes the question, and the refund stays held");
+    step("Another: the lead answers again (closes the question, unless told otherwise)");
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-1145", "skus": ["KG-1043"]})).await?;
     let done = client.call_tool("issue_refund", json!({"quote_id": quote_id(&quote)?})).await?;
     println!("refund {} {}", field(&done, "refund_id")?, field(&done, "status")?);

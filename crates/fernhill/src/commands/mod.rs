@@ -1,6 +1,7 @@
 //! The `fernhill` command's subcommands, one file each.
 
 pub mod demo;
+pub mod host;
 pub mod serve;
 pub mod shop_api;
 pub mod wire;

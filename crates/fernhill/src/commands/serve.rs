@@ -2,8 +2,8 @@
 
 use shop_mcp::AskStyle;
 
-use crate::chapter;
+use crate::chapter::{self, PaymentsConfig};
 
-pub async fn run(shop_api: &str) -> anyhow::Result<()> {
-    chapter::serve_stdio(shop_api, AskStyle::InputRequired).await
+pub async fn run(shop_api: &str, payments: Option<PaymentsConfig>) -> anyhow::Result<()> {
+    chapter::serve_stdio(shop_api, payments, AskStyle::InputRequired).await
 }

@@ -24,7 +24,7 @@ use serde_json::Value;
 use tokio::process::Command;
 
 pub use numbering::FromOne;
-pub use scripted::{Answer, ScriptedUser};
+pub use scripted::{Answer, ScriptError, ScriptedUser, parse_script};
 
 /// The most rounds [`Client::call_tool`] drives before it gives up, as in the other SDKs.
 pub const DEFAULT_MAX_ROUNDS: usize = 10;

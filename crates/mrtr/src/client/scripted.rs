@@ -61,6 +61,52 @@ impl Answer {
     }
 }
 
+/// Why a scripted answer could not be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("answer {given:?} on line {line}: {problem}")]
+pub struct ScriptError {
+    pub line: usize,
+    pub given: String,
+    pub problem: String,
+}
+
+impl std::str::FromStr for Answer {
+    type Err = String;
+
+    /// `accept` (URL mode: consent), `accept {"field": value, ...}`, `release` (the refund
+    /// question's yes), `decline` or `cancel`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        match (word, rest.trim()) {
+            ("accept", "") => Ok(Answer::Accept(None)),
+            ("accept", content) => match serde_json::from_str::<Value>(content) {
+                Ok(Value::Object(map)) => Ok(Answer::Accept(Some(map))),
+                Ok(_) => Err("the content after accept must be a JSON object".into()),
+                Err(error) => Err(format!("the content after accept is not JSON: {error}")),
+            },
+            ("release", "") => Ok(Answer::release()),
+            ("decline", "") => Ok(Answer::Decline),
+            ("cancel", "") => Ok(Answer::Cancel),
+            _ => Err("expected accept [JSON object], release, decline or cancel".into()),
+        }
+    }
+}
+
+/// Answers from a small script: one per line (or separated by `;`), `#` starts a comment.
+pub fn parse_script(text: &str) -> Result<Vec<Answer>, ScriptError> {
+    let mut answers = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("");
+        for part in line.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let answer =
+                part.parse().map_err(|problem| ScriptError { line: index + 1, given: part.to_owned(), problem })?;
+            answers.push(answer);
+        }
+    }
+    Ok(answers)
+}
+
 enum Script {
     Always(Answer),
     InTurn(VecDeque<Answer>),
@@ -170,5 +216,26 @@ impl ClientHandler for ScriptedUser {
             asked.push(request);
         }
         Ok(self.next_answer().into_result())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn reads_a_script() {
+        let script = "release   # the first refund\ndecline; cancel\n\naccept {\"reason\": \"missing part\", \"restock\": true}\naccept";
+        let answers = parse_script(script).unwrap();
+        assert_eq!(answers.len(), 5);
+        assert_eq!(answers[0], Answer::release());
+        assert_eq!((&answers[1], &answers[2]), (&Answer::Decline, &Answer::Cancel));
+        assert_eq!(answers[3], Answer::accept(json!({"reason": "missing part", "restock": true})));
+        assert_eq!(answers[4], Answer::Accept(None));
+        let error = parse_script("release\nmaybe").unwrap_err();
+        assert_eq!((error.line, error.given.as_str()), (2, "maybe"));
+        assert!(parse_script("accept [1]").is_err() && parse_script("accept {").is_err());
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod issue_refund;
 pub mod lookup_order;
+pub mod pay_refund;
 pub mod quote_refund;
 pub mod record_return;
 pub mod refund_status;

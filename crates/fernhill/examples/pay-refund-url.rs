@@ -1,0 +1,88 @@
+//! pay_refund sends the support lead to the payment provider's page to connect their account.
+//! URL mode keeps the sign-in out of the client, and accept means only that the user agreed to
+//! open the page. The provider runs on loopback; the lead's sign-in is posted to its page as a
+//! browser would, after the first accept.
+
+use std::collections::BTreeMap;
+
+use fernhill::chapter::{self, PAYMENTS_ENV, PAYMENTS_PUBLIC_ENV};
+use mrtr::client::{Answer, Client, ScriptedUser, params};
+use rmcp::model::{CallToolResponse, ElicitRequestParams, InputRequest, InputRequiredResult};
+use serde_json::json;
+use shop_mcp::AskStyle;
+
+/// The provider's public address, as the book prints it: a reserved domain that never resolves.
+const PUBLIC: &str = "https://pay.fernhill.example";
+
+fn url_of(result: &InputRequiredResult) -> Option<(&'static str, String)> {
+    match result.input_requests.as_ref()?.get("connect")? {
+        InputRequest::Elicitation(request) => match &request.params {
+            ElicitRequestParams::UrlElicitationParams { url, .. } => Some(("url", url.clone())),
+            ElicitRequestParams::FormElicitationParams { .. } => Some(("form", String::new())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+async fn call(
+    client: &Client<ScriptedUser>,
+    state: Option<String>,
+    answers: Option<Answer>,
+) -> anyhow::Result<CallToolResponse> {
+    let mut call = params("pay_refund", json!({"refund_id": "R-0111"}));
+    call.request_state = state;
+    call.input_responses = answers.map(|a| BTreeMap::from([("connect".to_owned(), a.to_value())]));
+    Ok(client.call_tool_once(call).await?)
+}
+
+/// What the lead's browser does on the provider's page: read the form, sign in.
+async fn sign_in(provider: &str, flow: &str) -> anyhow::Result<()> {
+    let http = reqwest::Client::new();
+    let page = http.get(format!("{provider}/connect/{flow}")).send().await?.error_for_status()?.text().await?;
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .ok_or_else(|| anyhow::anyhow!("the connect page has no sign-in form"))?;
+    let form = [("username", "lead-1"), ("password", "fernhill-lead-1"), ("csrf", csrf)];
+    http.post(format!("{provider}/connect/{flow}")).form(&form).send().await?.error_for_status()?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    if chapter::serve_if_asked(AskStyle::InputRequired).await? {
+        return Ok(());
+    }
+    let api = chapter::start_api().await?;
+    let provider = chapter::start_payments().await?;
+    let mut server = chapter::launch_self(&api.url, &["--serve"])?;
+    server.env(PAYMENTS_ENV, &provider.url).env(PAYMENTS_PUBLIC_ENV, PUBLIC);
+    let client = chapter::connect(ScriptedUser::always(Answer::release()), server).await?; // declares form and url
+
+    // A released refund to pay: R-0111, confirmed by the scripted lead.
+    let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await?;
+    client.call_tool("issue_refund", json!({"quote_id": chapter::quote_id(&quote)?})).await?;
+
+    let CallToolResponse::InputRequired(first) = call(&client, None, None).await? else {
+        anyhow::bail!("expected input_required")
+    };
+    let (mode, url) = url_of(&first).ok_or_else(|| anyhow::anyhow!("no connect request"))?;
+    println!("first call: input_required {mode}");
+    let (base, flow) = url.rsplit_once('/').ok_or_else(|| anyhow::anyhow!("no flow in {url}"))?;
+    println!("url: {base}/…");
+    let accepted = Answer::Accept(None); // the scripted user agrees to open the page
+    let CallToolResponse::InputRequired(second) = call(&client, first.request_state, Some(accepted.clone())).await?
+    else {
+        anyhow::bail!("expected input_required after accept");
+    };
+    println!("after accept: input_required {}", url_of(&second).map(|(m, _)| m).unwrap_or("?"));
+    sign_in(&provider.url, flow).await?; // the lead signs in on the provider's page
+    let third = call(&client, second.request_state, Some(accepted)).await?;
+    let CallToolResponse::Complete(third) = third else { anyhow::bail!("expected complete, got {third:?}") };
+    let text = third.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default();
+    println!("after sign-in: complete {text}");
+    client.close().await?;
+    Ok(())
+}

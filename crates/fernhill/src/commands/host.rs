@@ -1,0 +1,13 @@
+//! `fernhill host`: a terminal MCP host (the `host` crate) that launches a stdio server.
+
+use host::HostOptions;
+
+use crate::logging;
+
+pub async fn run(command: Vec<String>, call: Option<String>, arguments: Option<String>) -> anyhow::Result<()> {
+    // The host's own logs only when asked for: by default the terminal is the person's.
+    if std::env::var_os("RUST_LOG").is_some() {
+        logging::init();
+    }
+    host::run(HostOptions { command, call, arguments }).await
+}

@@ -1,0 +1,237 @@
+//! A real headless Chromium, driven over WebDriver by `fantoccini` through
+//! Debian's `chromedriver`, signs in on the payment provider's connect page the
+//! way a support lead would, in the middle of `pay_refund`'s rounds: the MCP
+//! server sends the lead to the page, the browser signs in, the retry pays.
+//!
+//! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (Debian packages
+//! `chromium` and `chromium-driver`). Without them these tests fail, saying
+//! so; they are never skipped.
+
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+mod support;
+
+use std::collections::BTreeMap;
+
+use mrtr::client::{Answer, ScriptedUser, params};
+use payment_provider::{FlowStatus, PaymentProvider, ProviderState, RunningProvider, spawn_loopback};
+use rmcp::model::{CallToolResponse, ElicitRequestParams, InputRequest};
+use serde_json::json;
+use tempfile::TempDir;
+use tokio::process::{Child, Command};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const INSTALL_HINT: &str = "install them with `apt-get update && apt-get install -y chromium chromium-driver`";
+
+/// How often, and how far apart, to ask a fresh chromedriver whether it is
+/// ready (up to 10 s in all).
+const READINESS_TRIES: u32 = 100;
+const READINESS_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How long the browser may take to show the page after a sign-in.
+const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A chromedriver process on a loopback port, killed when dropped.
+struct Chromedriver {
+    url: String,
+    process: Child,
+}
+
+impl Chromedriver {
+    async fn start() -> Chromedriver {
+        for (binary, package) in [(CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")] {
+            assert!(
+                Path::new(binary).exists(),
+                "{binary} is missing (Debian package {package}); the browser tests need Chromium and \
+                 chromedriver: {INSTALL_HINT}"
+            );
+        }
+        let port = free_port();
+        let mut process = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start {CHROMEDRIVER}: {e}; {INSTALL_HINT}"));
+        let url = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
+        // A readiness probe: the driver has just been started and answers
+        // /status once it listens.
+        for _ in 0..READINESS_TRIES {
+            if let Some(status) = process.try_wait().unwrap() {
+                panic!("{CHROMEDRIVER} --port={port} exited at once ({status}); {INSTALL_HINT}");
+            }
+            let ready = match http.get(format!("{url}/status")).send().await {
+                Ok(response) => response
+                    .json::<serde_json::Value>()
+                    .await
+                    .is_ok_and(|status| status["value"]["ready"] == json!(true)),
+                Err(_) => false,
+            };
+            if ready {
+                return Chromedriver { url, process };
+            }
+            tokio::time::sleep(READINESS_INTERVAL).await;
+        }
+        panic!("{CHROMEDRIVER} did not answer {url}/status within {:?}", READINESS_INTERVAL * READINESS_TRIES);
+    }
+
+    /// A headless Chromium session with a fresh profile in `profile`.
+    async fn browser(&self, profile: &TempDir) -> Client {
+        let args = [
+            "--headless".to_owned(),
+            "--no-sandbox".to_owned(),
+            "--disable-gpu".to_owned(),
+            "--disable-background-networking".to_owned(),
+            "--disable-component-update".to_owned(),
+            "--disable-sync".to_owned(),
+            "--no-first-run".to_owned(),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let capabilities = json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": { "binary": CHROMIUM, "args": args },
+        });
+        let serde_json::Value::Object(capabilities) = capabilities else { unreachable!() };
+        ClientBuilder::rustls()
+            .expect("TLS roots for the WebDriver client")
+            .capabilities(capabilities)
+            .connect(&self.url)
+            .await
+            .unwrap_or_else(|e| panic!("chromedriver at {} could not start {CHROMIUM}: {e}", self.url))
+    }
+
+    async fn stop(mut self) {
+        let _ = self.process.kill().await;
+    }
+}
+
+/// A loopback port that was free a moment ago: bound, read and released.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a free loopback port");
+    listener.local_addr().unwrap().port()
+}
+
+/// The whole chain: the shop's API, the payment provider, `fernhill serve` paying through it,
+/// a released refund R-0111 of 180.00, and pay_refund's first round: the URL the lead is sent to.
+struct Chain {
+    _api: shop_api::RunningApi,
+    running: RunningProvider,
+    provider: PaymentProvider,
+    client: mrtr::client::Client<ScriptedUser>,
+    flow_id: String,
+    state: Option<String>,
+}
+
+async fn pay_refund(client: &mrtr::client::Client<ScriptedUser>, state: Option<String>) -> CallToolResponse {
+    let mut call = params("pay_refund", json!({"refund_id": "R-0111"}));
+    call.input_responses =
+        state.as_ref().map(|_| BTreeMap::from([("connect".to_owned(), Answer::Accept(None).to_value())]));
+    call.request_state = state;
+    client.call_tool_once(call).await.unwrap()
+}
+
+async fn chain() -> Chain {
+    let api = support::start_api().await;
+    let running = spawn_loopback(Arc::new(ProviderState::default())).await.unwrap();
+    let provider = PaymentProvider::new(&running.url).unwrap();
+    let env = [("PAYMENT_PROVIDER_URL", running.url.as_str())];
+    let (client, _) = support::serve_with(&api.url, None, &env, ScriptedUser::always(Answer::release())).await;
+    let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
+    client.call_tool("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]})).await.unwrap();
+    let CallToolResponse::InputRequired(first) = pay_refund(&client, None).await else {
+        panic!("expected input_required")
+    };
+    let InputRequest::Elicitation(request) = &first.input_requests.as_ref().unwrap()["connect"] else { panic!() };
+    let ElicitRequestParams::UrlElicitationParams { url, .. } = &request.params else { panic!("not URL mode") };
+    let flow_id = url.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(url, &provider.connect_url(&flow_id));
+    Chain { _api: api, running, provider, client, flow_id, state: first.request_state }
+}
+
+/// Opens the connect page, checks what it says, signs in as `username` by
+/// typing and clicking, and returns the text of the page that follows once
+/// it shows `outcome`.
+async fn sign_in_in_browser(
+    browser: &Client,
+    provider: &PaymentProvider,
+    flow_id: &str,
+    username: &str,
+    password: &str,
+    outcome: &str,
+) -> String {
+    browser.goto(&provider.connect_url(flow_id)).await.unwrap();
+    assert_eq!(browser.title().await.unwrap(), "Fernhill Pay");
+    let text = browser.find(Locator::Css("main")).await.unwrap().text().await.unwrap();
+    assert!(text.contains("R-0111") && text.contains("180.00"), "{text}");
+    browser.find(Locator::Id("username")).await.unwrap().send_keys(username).await.unwrap();
+    browser.find(Locator::Id("password")).await.unwrap().send_keys(password).await.unwrap();
+    browser.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+    let selector = format!("main[data-outcome=\"{outcome}\"]");
+    let main = browser
+        .wait()
+        .at_most(PAGE_TIMEOUT)
+        .for_element(Locator::Css(&selector))
+        .await
+        .unwrap_or_else(|e| panic!("the browser did not show {selector}: {e}"));
+    main.text().await.unwrap()
+}
+
+#[tokio::test]
+async fn lead_connects_in_a_browser_and_pay_refund_pays() {
+    let Chain { _api, running, provider, client, flow_id, state } = chain().await;
+    let driver = Chromedriver::start().await;
+    let profile = tempfile::tempdir().unwrap();
+    let browser = driver.browser(&profile).await;
+
+    let text = sign_in_in_browser(&browser, &provider, &flow_id, "lead-1", "fernhill-lead-1", "connected").await;
+    assert!(text.contains("Connected. You can go back to your host and retry."), "{text}");
+    assert!(!browser.current_url().await.unwrap().as_str().contains("lead-1"), "personal data in the URL");
+
+    let flow = provider.flow(&flow_id).await.unwrap();
+    assert_eq!((flow.status, flow.finished_by.as_deref()), (FlowStatus::Finished, Some("lead-1")));
+    // The host retries; the server asks the provider, finds the flow finished, and pays.
+    let CallToolResponse::Complete(paid) = pay_refund(&client, state).await else { panic!("expected complete") };
+    assert_eq!(paid.content[0].as_text().unwrap().text, "Paid R-0111 through the payment provider");
+    let (payment, created) = provider.pay_outcome(&flow_id, "R-0111").await.unwrap();
+    assert!(!created, "pay_refund made the payment");
+    assert_eq!(
+        (payment.payment_id.as_str(), payment.amount.as_str(), payment.paid_by.as_str()),
+        ("P-0001", "180.00", "lead-1")
+    );
+
+    browser.close().await.unwrap();
+    driver.stop().await;
+    running.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn another_lead_is_refused_in_a_browser_and_nothing_is_paid() {
+    let Chain { _api, running, provider, client, flow_id, state } = chain().await;
+    let driver = Chromedriver::start().await;
+    let profile = tempfile::tempdir().unwrap();
+    let browser = driver.browser(&profile).await;
+
+    let text = sign_in_in_browser(&browser, &provider, &flow_id, "lead-2", "fernhill-lead-2", "wrong_person").await;
+    assert!(
+        text.contains("This payment was started by another person; sign in as the person who started it."),
+        "{text}"
+    );
+    let flow = provider.flow(&flow_id).await.unwrap();
+    assert_eq!((flow.status, flow.finished_by), (FlowStatus::Pending, None));
+    assert!(provider.pay(&flow_id, "R-0111").await.unwrap_err().is_not_finished());
+    // The host retries: the flow is not finished, so the lead is sent to the page again.
+    assert!(matches!(pay_refund(&client, state).await, CallToolResponse::InputRequired(_)));
+
+    browser.close().await.unwrap();
+    driver.stop().await;
+    running.shutdown().await.unwrap();
+}

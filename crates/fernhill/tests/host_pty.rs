@@ -1,0 +1,152 @@
+//! `fernhill host` as a person uses it: the real binary in a pseudo-terminal, launching the
+//! real `fernhill serve` against the shop's API, with the test typing what the lead would type.
+//! The API then says what became of the refund.
+
+mod support;
+
+use std::{process::Command, time::Duration};
+
+use expectrl::{Expect, Needle, Regex, Session, session::OsSession};
+use shop_api::{RefundId, RefundStatus};
+
+use support::{fernhill, shop, start_api};
+
+const DOWN: &str = "\x1b[B";
+const ENTER: &str = "\r";
+/// How long one step may take before the test fails (a deadline, not a pace).
+const STEP: Duration = Duration::from_secs(30);
+
+/// A person at a terminal running `fernhill host`, with everything the screen has shown.
+struct Terminal {
+    session: OsSession,
+    seen: String,
+}
+
+impl Terminal {
+    /// `fernhill host --call TOOL --args JSON -- fernhill serve`, in an xterm of 200×50.
+    fn host(api_url: &str, tool: &str, arguments: &str) -> Terminal {
+        let mut command = Command::new(fernhill());
+        command
+            .args(["host", "--call", tool, "--args", arguments, "--"])
+            .arg(fernhill())
+            .arg("serve")
+            .env("SHOP_API_URL", api_url)
+            .env("TERM", "xterm-256color")
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .env_remove("SHOP_REQUEST_STATE_KEY");
+        let mut session = Session::spawn(command).expect("fernhill host starts in a pseudo-terminal");
+        session.get_process_mut().set_window_size(200, 50).expect("the window size is set");
+        session.set_expect_timeout(Some(STEP));
+        Terminal { session, seen: String::new() }
+    }
+
+    /// Wait until the screen shows `needle`; what came before it and the match.
+    fn shows<N: Needle>(&mut self, needle: N, what: &str) -> Vec<String> {
+        match self.session.expect(needle) {
+            Ok(found) => {
+                self.seen.push_str(&String::from_utf8_lossy(found.as_bytes()));
+                found.matches().map(|m| String::from_utf8_lossy(m).into_owned()).collect()
+            }
+            Err(error) => panic!("the screen never showed {what} ({error}); it showed:\n{}", self.seen),
+        }
+    }
+
+    fn types(&mut self, keys: &str) {
+        self.session.send(keys).expect("keys reach the terminal");
+    }
+
+    /// The host has quit, with a zero exit status.
+    fn quits(mut self) {
+        self.shows(expectrl::Eof, "the end of the program");
+        let status = self.session.get_process().wait().expect("fernhill host exits");
+        assert_eq!(
+            status,
+            expectrl::process::unix::WaitStatus::Exited(self.session.get_process().pid(), 0),
+            "{}",
+            self.seen
+        );
+    }
+}
+
+/// Quote the order with `--call`, then call issue_refund from the loop with the printed
+/// quote_id, up to the lead's question.
+fn quote_then_issue(terminal: &mut Terminal, order: &str) {
+    terminal.shows("Connected to Fernhill shop", "the server's name");
+    terminal.shows("issue_refund · Issue a refund", "the tool list");
+    terminal.shows("✔ quote_refund returned:", "the quote");
+    let quote_id = terminal.shows(Regex(r#""quote_id": "(Q-\d+)""#), "the quote_id").pop().unwrap();
+    terminal.shows("Call another tool?", "the loop's question");
+    terminal.types(&format!("y{ENTER}"));
+    terminal.shows("Which tool do you want to call?", "the tool menu");
+    terminal.types(&format!("issue_refund{ENTER}"));
+    terminal.shows("Arguments for issue_refund", "the argument prompts");
+    terminal.shows("quote_id", "the quote_id prompt");
+    terminal.types(&format!("{quote_id}{ENTER}"));
+    terminal.shows("Question from Fernhill shop", "which server asks");
+    terminal.shows("during the call to issue_refund", "which tool is being called");
+    let amount = if order == "O-2289" { "180.00" } else { "343.49" };
+    let question =
+        format!("Refund {amount} on order {order}? It is above the policy limit, so a lead must confirm it.");
+    terminal.shows(question.as_str(), "the lead's question");
+    terminal.shows("Release this refund", "the form's field");
+    terminal.shows("How do you want to respond?", "the choice of Answer, Decline or Cancel");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_lead_releases_a_refund_at_the_terminal() {
+    let api = start_api().await;
+    let url = api.url.clone();
+    let transcript = tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::host(&url, "quote_refund", r#"{"order_id":"O-2289"}"#);
+        quote_then_issue(&mut terminal, "O-2289");
+        terminal.shows("Answer", "the Answer option");
+        terminal.types(ENTER);
+        terminal.shows("Release this refund", "the yes/no prompt");
+        terminal.types(&format!("y{ENTER}"));
+        terminal.shows("Review your answers before they are sent", "the review");
+        terminal.shows("Release this refund: yes", "the answer under review");
+        terminal.shows("Send these answers", "the send option");
+        terminal.types(ENTER);
+        terminal.shows("You chose accept", "the answer going out");
+        terminal.shows("✔ issue_refund returned:", "the refund");
+        terminal.shows(r#""refund_id": "R-0111""#, "the refund's ID");
+        terminal.shows(r#""status": "requested""#, "the refund's status");
+        terminal.shows("Call another tool?", "the loop's question");
+        terminal.types(&format!("n{ENTER}"));
+        let transcript = terminal.seen.clone();
+        terminal.quits();
+        transcript
+    })
+    .await
+    .unwrap();
+    let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(refund.status, RefundStatus::Requested, "{transcript}");
+    api.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_lead_declines_and_the_refund_is_cancelled() {
+    let api = start_api().await;
+    let url = api.url.clone();
+    let transcript = tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::host(&url, "quote_refund", r#"{"order_id":"O-1145"}"#);
+        quote_then_issue(&mut terminal, "O-1145");
+        terminal.shows("Decline", "the Decline option");
+        terminal.types(&format!("{DOWN}{ENTER}"));
+        terminal.shows("You chose decline", "the decline going out");
+        terminal.shows("✔ issue_refund returned:", "the refund");
+        terminal.shows(r#""refund_id": "R-0111""#, "the refund's ID");
+        terminal.shows(r#""status": "cancelled""#, "the refund's status");
+        terminal.shows("Call another tool?", "the loop's question");
+        terminal.types(&format!("n{ENTER}"));
+        let transcript = terminal.seen.clone();
+        terminal.quits();
+        transcript
+    })
+    .await
+    .unwrap();
+    let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(refund.status, RefundStatus::Cancelled, "{transcript}");
+    api.shutdown().await.unwrap();
+}

@@ -1,0 +1,40 @@
+//! Fernhill Pay, a small stand-in for the payment provider of the Fernhill
+//! shop, and a typed client for it.
+//!
+//! The MCP tool `pay_refund` pays out a released refund only after a support
+//! lead has connected their provider account on the provider's own page (MCP
+//! URL-mode elicitation): the MCP server registers a random flow ID
+//! (`POST /flows`), sends the lead to `/connect/{flow_id}`, where they sign
+//! in, and on each retry asks whether the flow is finished before paying
+//! (`POST /payments`). Passwords go to this page only, never through the MCP
+//! client. Only the person who started a flow can finish it.
+//!
+//! Layers, from the wire inwards:
+//!
+//! - [`client`]: [`PaymentProvider`], the reqwest client the MCP server uses.
+//! - [`service`] and [`routes`]: the axum server. JSON endpoints answer
+//!   errors as RFC 9457 problems ([`problem`]); the connect page is HTML
+//!   ([`pages`]).
+//! - [`state`]: flows and payments in memory (a `HashMap` behind a `Mutex`,
+//!   lost on exit), checked against the provider's own [`accounts`].
+//! - [`records`] are the JSON bodies; [`ids`] validates what they carry.
+
+pub mod accounts;
+pub mod client;
+pub mod ids;
+pub mod pages;
+pub mod problem;
+pub mod records;
+pub mod routes;
+pub mod service;
+pub mod state;
+pub mod timestamp;
+
+pub use accounts::{Accounts, DEMO_ACCOUNTS};
+pub use client::{PaymentProvider, ProviderError};
+pub use ids::{Amount, FlowId, IdError, RefundId, Username, random_flow_id};
+pub use problem::Problem;
+pub use records::{Flow, FlowStatus, NewFlow, Payment, PaymentRequest};
+pub use routes::router;
+pub use service::{RunningProvider, serve, spawn_loopback};
+pub use state::{ProviderState, StateError};

@@ -1,0 +1,185 @@
+//! `pay_refund`: pay a released refund through the payment provider, in URL mode.
+//!
+//! The provider pays only under a lead's own account, signed in on the provider's own page, so
+//! the sign-in never passes through the MCP client or the model. The tool makes a random ID
+//! for the flow, registers it with the provider for the person who started it, and sends the
+//! lead to `{public}/connect/{flow}`: the URL carries no personal data and signs nobody in.
+//! The flow's ID and the number of rounds ride in `requestState` (sealed by the boundary).
+//! Accept means only that the lead agreed to open the page; each retry asks the provider
+//! whether the flow finished. After a few rounds the tool stops asking and says the step is
+//! unfinished, so an abandoned flow does not loop until the client's round cap.
+
+use std::collections::BTreeMap;
+
+use mrtr::capability::{ElicitationMode, require_elicitation};
+use payment_provider::{NewFlow, PaymentProvider, random_flow_id};
+use rmcp::{
+    ErrorData, RoleServer,
+    handler::server::{
+        tool::{InputResponses, RequestState},
+        wrapper::Parameters,
+    },
+    model::{
+        CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ElicitResult,
+        ElicitationAction, InputRequest, InputRequiredResult,
+    },
+    service::RequestContext,
+    tool, tool_router,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use shop_api::{RefundId, RefundStatus};
+
+use crate::{Shop, tool_error::ToolError};
+
+const TOOL: &str = "pay_refund";
+/// The key of the sign-in question.
+pub const CONNECT: &str = "connect";
+/// What the lead reads before opening the provider's page.
+pub const MESSAGE: &str = "To pay refunds, connect your payment provider account on its own page.";
+
+/// Where payments go, and who starts them.
+#[derive(Debug, Clone)]
+pub struct Payments {
+    /// The provider's API, as this server reaches it.
+    pub provider: PaymentProvider,
+    /// The provider's public address, as the lead's browser reaches it.
+    pub public_url: String,
+    /// Who starts a payment on a transport with no authenticated caller (stdio: the host's user).
+    pub lead: String,
+    /// How many rounds a flow may take before the tool says it is unfinished.
+    pub max_rounds: u32,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PayRefund {
+    /// The released refund to pay, such as R-0111.
+    #[schemars(regex(pattern = RefundId::PATTERN))]
+    pub refund_id: String,
+}
+
+/// What one flow carries from round to round.
+#[derive(Debug, Serialize, Deserialize)]
+struct FlowState {
+    flow: String,
+    rounds: u32,
+}
+
+fn text(message: String) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(message)])
+}
+
+#[tool_router(router = pay_refund_router, vis = "pub(crate)")]
+impl Shop {
+    #[tool(
+        title = "Pay a refund",
+        description = "Pay out a released refund (status requested) through the shop's payment provider, by its \
+                       refund_id. The support lead connects their provider account on the provider's own page; \
+                       the tool then pays. It says so when the lead did not finish.",
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
+    )]
+    pub async fn pay_refund(
+        &self,
+        Parameters(args): Parameters<PayRefund>,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match self.pay(&args.refund_id, state, responses, &context).await {
+            Ok(response) => Ok(response),
+            Err(PayError::Protocol(error)) => Err(error),
+            Err(PayError::Tool(error)) => Ok(error.into_result(TOOL).into()),
+        }
+    }
+}
+
+enum PayError {
+    Protocol(ErrorData),
+    Tool(ToolError),
+}
+
+impl<E: Into<ToolError>> From<E> for PayError {
+    fn from(error: E) -> Self {
+        PayError::Tool(error.into())
+    }
+}
+
+impl Shop {
+    async fn pay(
+        &self,
+        refund_id: &str,
+        state: Option<String>,
+        responses: Option<rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, PayError> {
+        let payments =
+            self.payments.as_ref().ok_or_else(|| ToolError::new("This server has no payment provider configured."))?;
+        let refund_id = RefundId::parse(refund_id)?;
+        let refund = self.api.refund(&refund_id).await?;
+        if refund.status != RefundStatus::Requested {
+            return Err(ToolError::new(format!(
+                "Refund {refund_id} is {}; only a released refund (requested) can be paid.",
+                refund.status
+            ))
+            .into());
+        }
+        let provider_error = |error: payment_provider::ProviderError| ToolError::new(error.to_string());
+        let mut flow = match state.as_deref().map(serde_json::from_str::<FlowState>) {
+            Some(Ok(flow)) => flow,
+            // A new flow: the server's own ID for it, registered for the person who started it.
+            _ => {
+                require_elicitation(context.client_capabilities().as_ref(), ElicitationMode::Url)
+                    .map_err(PayError::Protocol)?;
+                let flow = FlowState { flow: random_flow_id(), rounds: 0 };
+                let lead = crate::caller::subject(context).unwrap_or_else(|| payments.lead.clone());
+                let registration = NewFlow {
+                    flow_id: flow.flow.clone(),
+                    lead,
+                    refund_id: refund_id.to_string(),
+                    amount: refund.amount.to_string(),
+                };
+                payments.provider.register_flow(&registration).await.map_err(provider_error)?;
+                flow
+            }
+        };
+        let record = payments.provider.flow(&flow.flow).await.map_err(provider_error)?;
+        if record.is_finished() {
+            let payment = payments.provider.pay(&flow.flow, refund_id.as_str()).await.map_err(provider_error)?;
+            tracing::info!(%refund_id, payment_id = %payment.payment_id, paid_by = %payment.paid_by, "refund paid");
+            return Ok(text(format!("Paid {refund_id} through the payment provider")).into());
+        }
+        let answer = responses
+            .as_ref()
+            .and_then(|r| r.get(CONNECT))
+            .and_then(|a| serde_json::from_value::<ElicitResult>(a.clone()).ok());
+        if let Some(answer) = answer
+            && answer.action != ElicitationAction::Accept
+        {
+            return Ok(text(format!(
+                "Not paid: the user didn't connect a payment account. {refund_id} stays released, unpaid."
+            ))
+            .into());
+        }
+        flow.rounds += 1;
+        if flow.rounds > payments.max_rounds {
+            return Ok(text(format!(
+                "Not paid yet: the payment provider has not seen the lead sign in after {} rounds. {refund_id} stays \
+                 released, unpaid; call pay_refund again to start a new sign-in.",
+                payments.max_rounds
+            ))
+            .into());
+        }
+        require_elicitation(context.client_capabilities().as_ref(), ElicitationMode::Url)
+            .map_err(PayError::Protocol)?;
+        let url = format!("{}/connect/{}", payments.public_url.trim_end_matches('/'), flow.flow);
+        let ask = ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message: MESSAGE.to_owned(),
+            url,
+            elicitation_id: String::new(),
+        };
+        let requests = BTreeMap::from([(CONNECT.to_owned(), InputRequest::Elicitation(ElicitRequest::new(ask)))]);
+        let state = serde_json::to_string(&flow).expect("plain JSON");
+        Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+    }
+}
