@@ -36,20 +36,6 @@ async fn call(
     Ok(client.call_tool_once(call).await?)
 }
 
-/// What the lead's browser does on the provider's page: read the form, sign in.
-async fn sign_in(provider: &str, flow: &str) -> anyhow::Result<()> {
-    let http = reqwest::Client::new();
-    let page = http.get(format!("{provider}/connect/{flow}")).send().await?.error_for_status()?.text().await?;
-    let csrf = page
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .ok_or_else(|| anyhow::anyhow!("the connect page has no sign-in form"))?;
-    let form = [("username", "lead-1"), ("password", "fernhill-lead-1"), ("csrf", csrf)];
-    http.post(format!("{provider}/connect/{flow}")).form(&form).send().await?.error_for_status()?;
-    Ok(())
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     if chapter::serve_if_asked(AskStyle::InputRequired).await? {
@@ -78,7 +64,7 @@ async fn main() -> anyhow::Result<()> {
         anyhow::bail!("expected input_required after accept");
     };
     println!("after accept: input_required {}", url_of(&second).map(|(m, _)| m).unwrap_or("?"));
-    sign_in(&provider.url, flow).await?; // the lead signs in on the provider's page
+    chapter::sign_in_on_provider_page(&provider.url, flow, "lead-1", "fernhill-lead-1").await?; // the lead signs in on the provider's page
     let third = call(&client, second.request_state, Some(accepted)).await?;
     let CallToolResponse::Complete(third) = third else { anyhow::bail!("expected complete, got {third:?}") };
     let text = third.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default();

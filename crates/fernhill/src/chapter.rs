@@ -75,6 +75,25 @@ pub async fn start_payments() -> anyhow::Result<RunningProvider> {
         .context("starting the payment provider on loopback")
 }
 
+/// What a lead's browser does on the payment provider's page: read the form, sign in.
+pub async fn sign_in_on_provider_page(
+    provider: &str,
+    flow: &str,
+    username: &str,
+    password: &str,
+) -> anyhow::Result<()> {
+    let http = reqwest::Client::new();
+    let page = http.get(format!("{provider}/connect/{flow}")).send().await?.error_for_status()?.text().await?;
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .ok_or_else(|| anyhow::anyhow!("the connect page has no sign-in form"))?;
+    let form = [("username", username), ("password", password), ("csrf", csrf)];
+    http.post(format!("{provider}/connect/{flow}")).form(&form).send().await?.error_for_status()?;
+    Ok(())
+}
+
 /// Serve the shop over stdio until the client closes stdin: what a host launches.
 pub async fn serve_stdio(api_url: &str, payments: Option<PaymentsConfig>, style: AskStyle) -> anyhow::Result<()> {
     logging::init();

@@ -94,8 +94,27 @@ async fn demo_runs_the_chapter_on_embedded_defaults() {
         "refund R-0112 requested",
         "refund R-0113 cancelled",
         "refund R-0114 needs_confirmation",
-        "the lead was asked 3 questions",
+        "Recorded: damaged in transit, restock False.",
+        "the lead signed in as lead-1 on the provider's page",
+        "Paid R-0112 through the payment provider",
+        "the lead was asked 5 questions",
     ] {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
+}
+
+#[tokio::test]
+async fn demo_takes_the_leads_answers_from_the_command_line_or_a_file() {
+    let output = Command::new(fernhill()).args(["demo", "--answers", "decline; release"]).output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("refund R-0112 cancelled") && stdout.contains("refund R-0113 requested"), "{stdout}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("lead.txt");
+    std::fs::write(&script, "release  # the first\nrelease\nmaybe\n").unwrap();
+    let output = Command::new(fernhill()).arg("demo").arg("--answers-file").arg(&script).output().await.unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("answer \"maybe\" on line 3"), "{stderr}");
 }

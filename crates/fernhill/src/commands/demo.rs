@@ -3,20 +3,29 @@
 
 use mrtr::client::{Answer, ScriptedUser, params, scripted::message_of};
 
-use rmcp::model::CallToolResponse;
+use std::collections::BTreeMap;
+
+use rmcp::model::{CallToolResponse, ElicitRequestParams, InputRequest};
 use serde_json::json;
 
 use crate::chapter::{self, field, quote_id};
 
 /// The lead's answers, in turn, unless the command line gives others.
-pub const DEFAULT_ANSWERS: &str = "release; decline; cancel";
+pub const DEFAULT_ANSWERS: &str =
+    r#"release; decline; cancel; accept {"reason": "damaged in transit", "restock": false}; accept"#;
 
 pub async fn run(answers: Vec<Answer>) -> anyhow::Result<()> {
     let api = chapter::start_api().await?;
     println!("shop API on {}", &api.url);
+    let provider = chapter::start_payments().await?;
+    println!("payment provider on {}", &provider.url);
 
     let lead = ScriptedUser::in_turn(answers).on_question(|q| println!("  the lead is asked: {}", message_of(q)));
-    let client = chapter::connect(lead, chapter::launch_self(&api.url, &["serve", "--shop-api", &api.url])?).await?;
+    let client = chapter::connect(
+        lead,
+        chapter::launch_self(&api.url, &["serve", "--shop-api", &api.url, "--payments", &provider.url])?,
+    )
+    .await?;
     let version = client.protocol_version().map(|v| v.to_string()).unwrap_or_default();
     println!("connected to the shop's MCP server over stdio, protocol revision {version}");
 
@@ -52,6 +61,15 @@ pub async fn run(answers: Vec<Answer>) -> anyhow::Result<()> {
     let done = client.call_tool("issue_refund", json!({"quote_id": quote_id(&quote)?})).await?;
     println!("refund {} {}", field(&done, "refund_id")?, field(&done, "status")?);
 
+    step("A returned parcel: whoever opened it fills in a form");
+    let recorded = client.call_tool("record_return", json!({"order_id": "O-1145", "sku": "KG-1043"})).await?;
+    for block in recorded.content.iter().filter_map(|c| c.as_text()).take(2) {
+        println!("{}", block.text);
+    }
+
+    step("Pay refund R-0112: the lead signs in on the provider's own page");
+    pay(&client, &provider.url).await?;
+
     step("A malformed ID is a tool error the model can correct");
     let bad = client.call_tool("lookup_order", json!({"order_id": "2289"})).await?;
     println!("{}", bad.content.first().and_then(|c| c.as_text()).map(|t| t.text.as_str()).unwrap_or(""));
@@ -60,4 +78,39 @@ pub async fn run(answers: Vec<Answer>) -> anyhow::Result<()> {
     client.close().await?;
     api.shutdown().await?;
     Ok(())
+}
+
+/// Pay R-0112 by hand, so the demo can show the sign-in between the rounds.
+async fn pay(client: &mrtr::client::Client<ScriptedUser>, provider: &str) -> anyhow::Result<()> {
+    let first = match client.call_tool_once(params("pay_refund", json!({"refund_id": "R-0112"}))).await? {
+        CallToolResponse::InputRequired(first) => first,
+        CallToolResponse::Complete(result) => {
+            println!("{}", text_of(&result));
+            return Ok(());
+        }
+        other => anyhow::bail!("unexpected answer {other:?}"),
+    };
+    let Some(InputRequest::Elicitation(question)) = first.input_requests.as_ref().and_then(|r| r.get("connect")) else {
+        anyhow::bail!("pay_refund asked no question");
+    };
+    let ElicitRequestParams::UrlElicitationParams { url, .. } = &question.params else { anyhow::bail!("not URL mode") };
+    println!("pay_refund asks the lead to open {url}");
+    let consent = client.handler().answer(&question.params);
+    if matches!(consent, Answer::Accept(_)) {
+        let flow = url.rsplit('/').next().unwrap_or_default();
+        chapter::sign_in_on_provider_page(provider, flow, "lead-1", "fernhill-lead-1").await?;
+        println!("the lead signed in as lead-1 on the provider's page");
+    }
+    let mut retry = params("pay_refund", json!({"refund_id": "R-0112"}));
+    retry.input_responses = Some(BTreeMap::from([("connect".to_owned(), consent.to_value())]));
+    retry.request_state = first.request_state;
+    match client.call_tool_once(retry).await? {
+        CallToolResponse::Complete(result) => println!("{}", text_of(&result)),
+        _ => println!("pay_refund is still waiting for the sign-in"),
+    }
+    Ok(())
+}
+
+fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.as_str()).collect::<Vec<_>>().join("\n")
 }

@@ -179,6 +179,18 @@ impl ScriptedUser {
         self.asked.lock().map(|asked| asked.clone()).unwrap_or_default()
     }
 
+    /// Put `question` to this person by hand (as a host driving rounds itself does): recorded,
+    /// shown to `on_question`, and answered from the script.
+    pub fn answer(&self, question: &ElicitRequestParams) -> Answer {
+        if let Some(f) = &self.on_question {
+            f(question);
+        }
+        if let Ok(mut asked) = self.asked.lock() {
+            asked.push(question.clone());
+        }
+        self.next_answer()
+    }
+
     fn next_answer(&self) -> Answer {
         let mut script = self.script.lock().unwrap_or_else(|p| p.into_inner());
         match &mut *script {
@@ -209,13 +221,7 @@ impl ClientHandler for ScriptedUser {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        if let Some(f) = &self.on_question {
-            f(&request);
-        }
-        if let Ok(mut asked) = self.asked.lock() {
-            asked.push(request);
-        }
-        Ok(self.next_answer().into_result())
+        Ok(self.answer(&request).into_result())
     }
 }
 
