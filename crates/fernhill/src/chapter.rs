@@ -8,11 +8,14 @@ use anyhow::Context as _;
 use mrtr::client::{Client, ScriptedUser};
 use payment_provider::{PaymentProvider, ProviderState, RunningProvider};
 use rmcp::{ServiceExt, transport::stdio};
-use shop_api::{RunningApi, ShopApi, Store};
-use shop_mcp::{AskStyle, Payments, Shop, state_keys};
+use shop_api::{RunningApi, Store};
+use shop_mcp::{AskStyle, Payments};
 use tokio::process::Command;
 
-use crate::logging;
+use crate::{
+    logging,
+    serving::{self, ServeOptions},
+};
 
 /// The variable that points a server at the shop's API.
 pub const SHOP_API_ENV: &str = "SHOP_API_URL";
@@ -50,7 +53,7 @@ impl PaymentsConfig {
         }))
     }
 
-    fn into_payments(self) -> anyhow::Result<Payments> {
+    pub(crate) fn into_payments(self) -> anyhow::Result<Payments> {
         let provider =
             PaymentProvider::new(&self.url).with_context(|| format!("the payment provider at {}", self.url))?;
         Ok(Payments {
@@ -95,17 +98,10 @@ pub async fn sign_in_on_provider_page(
 }
 
 /// Serve the shop over stdio until the client closes stdin: what a host launches.
-pub async fn serve_stdio(api_url: &str, payments: Option<PaymentsConfig>, style: AskStyle) -> anyhow::Result<()> {
+pub async fn serve_stdio(options: &ServeOptions) -> anyhow::Result<()> {
     logging::init();
-    let (security, source) = state_keys::from_env()?;
-    tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
-    let api = ShopApi::new(api_url).with_context(|| format!("{SHOP_API_ENV}={api_url}"))?;
-    let mut shop = Shop::new(api, security.ttl())?.with_ask_style(style);
-    if let Some(payments) = payments {
-        tracing::info!(provider = %payments.url, lead = %payments.lead, "paying refunds through the payment provider");
-        shop = shop.with_payments(payments.into_payments()?);
-    }
-    let running = shop.sealed(security).serve(stdio()).await.context("serving over stdio")?;
+    let server = serving::build(options)?;
+    let running = server.serve(stdio()).await.context("serving over stdio")?;
     running.waiting().await.context("the stdio server stopped")?;
     Ok(())
 }
@@ -130,7 +126,10 @@ pub async fn serve_if_asked(style: AskStyle) -> anyhow::Result<bool> {
         return Ok(false);
     }
     let url = std::env::var(SHOP_API_ENV).with_context(|| format!("{SHOP_API_ENV} is not set"))?;
-    serve_stdio(&url, PaymentsConfig::from_env()?, style).await?;
+    let mut options = ServeOptions::new(url);
+    options.payments = PaymentsConfig::from_env()?;
+    options.style = style;
+    serve_stdio(&options).await?;
     Ok(true)
 }
 

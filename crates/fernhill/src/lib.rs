@@ -4,8 +4,15 @@
 //!   `demo` (the chapter end to end), `wire` (a recording relay);
 //! - [`chapter`]: what the chapter's programs (`examples/`) share: the API on loopback, the
 //!   server behind `--serve`, a client that launches the program itself;
-//! - [`logging`]: tracing to stderr, so stdout carries only what a program prints or MCP.
+//! - [`serving`]: a shop server from its options (keys, records, payments), for either
+//!   transport; [`http`]: the Streamable HTTP server with `/healthz` and [`metrics`];
+//! - [`logging`]: tracing to stderr, so stdout carries only what a program prints or MCP;
+//!   [`shutdown`]: SIGINT and SIGTERM end a server after the requests in flight.
 
 pub mod chapter;
 pub mod commands;
+pub mod http;
 pub mod logging;
+pub mod metrics;
+pub mod serving;
+pub mod shutdown;

@@ -3,8 +3,11 @@
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
-use fernhill::{chapter::PaymentsConfig, commands};
+use std::time::Duration;
+
+use fernhill::{chapter::PaymentsConfig, commands, http::HttpOptions, serving::ServeOptions};
 use mrtr::client::{Answer, parse_script};
+use shop_mcp::state_keys;
 
 /// The demo's scripted answers, from the flag or the file.
 fn demo_answers(answers: &str, file: Option<&std::path::Path>) -> anyhow::Result<Vec<Answer>> {
@@ -51,6 +54,24 @@ enum Command {
         /// How many rounds a payment sign-in may take before pay_refund stops asking.
         #[arg(long, env = "SHOP_PAY_MAX_ROUNDS", default_value_t = 5)]
         pay_rounds: u32,
+        /// Serve Streamable HTTP on this address (such as 127.0.0.1:8711) instead of stdio.
+        #[arg(long)]
+        http: Option<SocketAddr>,
+        /// Where quotes and once-only claims live: memory (one process) or a redis:// URL (a fleet).
+        #[arg(long, env = "SHOP_STORE", default_value = "memory")]
+        store: String,
+        /// One round's lifetime in seconds (overrides SHOP_REQUEST_STATE_TTL; default 600).
+        #[arg(long)]
+        state_ttl: Option<f64>,
+        /// How long a quote stays issuable, in seconds.
+        #[arg(long, default_value_t = 86_400)]
+        quote_ttl: u64,
+        /// Host header values to accept over HTTP (repeat); loopback names by default.
+        #[arg(long = "allowed-host", default_values_t = ["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()])]
+        allowed_hosts: Vec<String>,
+        /// Browser origins to accept over HTTP (repeat), such as https://support.fernhill.example.
+        #[arg(long = "allowed-origin")]
+        allowed_origins: Vec<String>,
     },
     /// Run the chapter end to end on embedded defaults: API, server over stdio, a scripted lead.
     Demo {
@@ -95,15 +116,35 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::ShopApi { listen, db } => commands::shop_api::run(listen, db.as_deref()).await.map(|()| 0),
-        Command::Serve { shop_api, payments, payments_public_url, lead, pay_rounds } => {
-            let payments = payments.map(|url| PaymentsConfig {
-                url,
-                public_url: payments_public_url,
-                lead,
-                max_rounds: pay_rounds,
-            });
-            commands::serve::run(&shop_api, payments).await.map(|()| 0)
-        }
+        Command::Serve {
+            shop_api,
+            payments,
+            payments_public_url,
+            lead,
+            pay_rounds,
+            http,
+            store,
+            state_ttl,
+            quote_ttl,
+            allowed_hosts,
+            allowed_origins,
+        } => match state_ttl.map(state_keys::ttl_from_secs).transpose() {
+            Err(error) => Err(error.into()),
+            Ok(state_ttl) => {
+                let mut options = ServeOptions::new(shop_api);
+                options.payments = payments.map(|url| PaymentsConfig {
+                    url,
+                    public_url: payments_public_url,
+                    lead,
+                    max_rounds: pay_rounds,
+                });
+                options.store = store;
+                options.state_ttl = state_ttl;
+                options.quote_ttl = Duration::from_secs(quote_ttl);
+                let http = http.map(|listen| HttpOptions { listen, allowed_hosts, allowed_origins });
+                commands::serve::run(options, http).await.map(|()| 0)
+            }
+        },
         Command::Demo { answers, answers_file } => match demo_answers(&answers, answers_file.as_deref()) {
             Ok(answers) => commands::demo::run(answers).await.map(|()| 0),
             Err(error) => Err(error),

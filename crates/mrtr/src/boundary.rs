@@ -1,6 +1,6 @@
 //! The one place where `requestState` is sealed and opened.
 //!
-//! [`Sealed`] wraps any rmcp server service. On `tools/call`, `prompts/get` and
+//! [`Sealed`] wraps any rmcp server handler. On `tools/call`, `prompts/get` and
 //! `resources/read` it opens an incoming state before the handler runs, handing the handler the
 //! plaintext it minted last round, and seals the state of every outgoing `input_required`
 //! result. Handlers never see a token and never build one. Every refusal gives the client the
@@ -10,14 +10,15 @@
 //! rmcp has an opt-in HMAC codec (`rs2.`) but no boundary, no encryption, no uniform error and
 //! no binding to the request; this wrapper supplies them without touching rmcp's dispatch.
 
-use std::{borrow::Cow, sync::Arc};
+use std::{borrow::Cow, future::Future, sync::Arc, time::Instant};
 
 use rmcp::{
-    ErrorData, RoleServer, Service,
-    model::{ClientRequest, ServerConfig, ServerResult},
-    service::{NotificationContext, RequestContext, ServiceRole},
+    ErrorData, ErrorData as McpError, RoleServer, ServerHandler,
+    model::*,
+    service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::request_state::{Binding, Rejection, StateSecurity};
 
@@ -31,24 +32,60 @@ pub const REJECTED_MESSAGE: &str = "Invalid or expired requestState";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal(pub String);
 
-/// Called with each refusal, for metrics; the log line is written regardless.
-pub type RejectionHook = Arc<dyn Fn(&str, Rejection) + Send + Sync>;
+/// What the boundary saw of one request, for metrics.
+#[derive(Debug, Clone)]
+pub struct Seen<'a> {
+    /// The JSON-RPC method.
+    pub method: &'a str,
+    /// The tool or prompt name, or the resource URI, for the three methods that can ask.
+    pub target: Option<&'a str>,
+    /// The client's self-reported name (`clientInfo`), if it sent one.
+    pub client: Option<&'a str>,
+    /// How it ended.
+    pub outcome: SeenOutcome,
+    /// Which round of its call this request was (1 without a state).
+    pub round: u32,
+    /// How long the server took.
+    pub elapsed: std::time::Duration,
+}
+
+/// How a request ended, as the boundary saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeenOutcome {
+    /// A result the call is finished with.
+    Complete,
+    /// `input_required`: the call goes on in another round.
+    InputRequired,
+    /// The state did not open, for this reason.
+    Rejected(Rejection),
+    /// A JSON-RPC error with this code.
+    Error(i32),
+}
+
+/// Told of every request the boundary passes, after it is answered.
+pub type Observer = Arc<dyn Fn(&Seen<'_>) + Send + Sync>;
 
 /// A server service whose `requestState` is sealed on the way out and opened on the way in.
 pub struct Sealed<S> {
     inner: S,
     security: Arc<StateSecurity>,
-    on_rejection: Option<RejectionHook>,
+    observer: Option<Observer>,
+}
+
+impl<S: Clone> Clone for Sealed<S> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), security: self.security.clone(), observer: self.observer.clone() }
+    }
 }
 
 impl<S> Sealed<S> {
     pub fn new(inner: S, security: Arc<StateSecurity>) -> Self {
-        Self { inner, security, on_rejection: None }
+        Self { inner, security, observer: None }
     }
 
-    /// Also report each refusal to `hook` (method, reason).
-    pub fn on_rejection(mut self, hook: RejectionHook) -> Self {
-        self.on_rejection = Some(hook);
+    /// Tell `observer` of every request, after it is answered (for metrics).
+    pub fn observed(mut self, observer: Observer) -> Self {
+        self.observer = Some(observer);
         self
     }
 
@@ -66,98 +103,372 @@ fn principal_of(context: &RequestContext<RoleServer>) -> Option<String> {
     if let Some(Principal(who)) = context.extensions.get::<Principal>() {
         return Some(who.clone());
     }
-    None
+    // Over Streamable HTTP, rmcp hands the handler the HTTP request's parts, whose extensions
+    // carry what the transport's middleware (an authorization layer) put there.
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    parts.extensions.get::<Principal>().map(|Principal(who)| who.clone())
 }
 
-/// The carrier of a round: which method, which target, which arguments, which state.
-struct Round<'a> {
+/// One round's carrier, once its state is open: what to seal the answer with, and for whom.
+struct Opened {
     method: &'static str,
     target: String,
-    arguments: Option<Value>,
-    state: &'a mut Option<String>,
+    binding: Binding,
+    round: u32,
+    client: Option<String>,
+    started: Instant,
 }
 
-fn round_of(request: &mut ClientRequest) -> Option<Round<'_>> {
-    match request {
-        ClientRequest::CallToolRequest(call) => Some(Round {
-            method: "tools/call",
-            target: call.params.name.to_string(),
-            arguments: call.params.arguments.clone().map(Value::Object),
-            state: &mut call.params.request_state,
-        }),
-        ClientRequest::GetPromptRequest(get) => Some(Round {
-            method: "prompts/get",
-            target: get.params.name.clone(),
-            arguments: get.params.arguments.clone().map(Value::Object),
-            state: &mut get.params.request_state,
-        }),
-        // A resource's arguments are its URI: the digest covers `{}`, as the Python SDK's does.
-        ClientRequest::ReadResourceRequest(read) => Some(Round {
-            method: "resources/read",
-            target: read.params.uri.clone(),
-            arguments: None,
-            state: &mut read.params.request_state,
-        }),
-        _ => None,
-    }
-}
-
-impl<S: Service<RoleServer>> Service<RoleServer> for Sealed<S> {
-    async fn handle_request(
+impl<H> Sealed<H> {
+    /// Open the incoming state in place (the handler gets the plaintext), or refuse the request.
+    fn open(
         &self,
-        mut request: <RoleServer as ServiceRole>::PeerReq,
-        context: RequestContext<RoleServer>,
-    ) -> Result<<RoleServer as ServiceRole>::Resp, ErrorData> {
-        let principal = principal_of(&context);
-        let binding = match round_of(&mut request) {
-            None => return self.inner.handle_request(request, context).await,
-            Some(round) => {
-                let binding = Binding::new(round.method, &round.target, round.arguments.as_ref(), principal);
-                if let Some(token) = round.state.take() {
-                    match self.security.open(&token, &binding) {
-                        Ok(plaintext) => *round.state = Some(plaintext),
-                        Err(reason) => {
-                            tracing::warn!(
-                                target: LOG_TARGET,
-                                method = round.method,
-                                target_name = %round.target,
-                                request_id = %context.id,
-                                reason = reason.label(),
-                                "requestState rejected on {}: {reason}",
-                                round.method
-                            );
-                            if let Some(hook) = &self.on_rejection {
-                                hook(round.method, reason);
-                            }
-                            return Err(rejected());
-                        }
-                    }
+        method: &'static str,
+        target: String,
+        arguments: Option<Value>,
+        state: &mut Option<String>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Opened, ErrorData> {
+        let started = Instant::now();
+        let client = context.client_info().map(|info| info.name);
+        let binding = Binding::new(method, &target, arguments.as_ref(), principal_of(context));
+        let mut round = 1;
+        if let Some(token) = state.take() {
+            match self.security.open_round(&token, &binding) {
+                Ok(opened) => {
+                    *state = Some(opened.state);
+                    round = opened.round + 1;
                 }
-                binding
+                Err(reason) => {
+                    tracing::warn!(
+                        target: LOG_TARGET,
+                        method,
+                        target_name = %target,
+                        request_id = %context.id,
+                        reason = reason.label(),
+                        "requestState rejected on {method}: {reason}"
+                    );
+                    self.observe(method, &target, client.as_deref(), SeenOutcome::Rejected(reason), round, started);
+                    return Err(rejected());
+                }
             }
-        };
-        let mut result = self.inner.handle_request(request, context).await?;
-        if let ServerResult::InputRequiredResult(input_required) = &mut result
-            && let Some(state) = input_required.request_state.take()
-        {
-            input_required.request_state = Some(self.security.seal(&state, &binding));
         }
-        Ok(result)
+        Ok(Opened { method, target, binding, round, client, started })
     }
 
-    async fn handle_notification(
+    /// Seal the state of an `input_required` answer, and tell the observer how the round ended.
+    fn close<R>(
         &self,
-        notification: <RoleServer as ServiceRole>::PeerNot,
+        opened: Opened,
+        mut answer: Result<R, ErrorData>,
+        input_required: impl FnOnce(&mut R) -> Option<&mut InputRequiredResult>,
+    ) -> Result<R, ErrorData> {
+        let outcome = match &mut answer {
+            Err(error) => SeenOutcome::Error(error.code.0),
+            Ok(result) => match input_required(result) {
+                None => SeenOutcome::Complete,
+                Some(asked) => {
+                    if let Some(state) = asked.request_state.take() {
+                        let now = crate::request_state::epoch_seconds();
+                        asked.request_state =
+                            Some(self.security.seal_round(&state, &opened.binding, opened.round, now));
+                    }
+                    SeenOutcome::InputRequired
+                }
+            },
+        };
+        self.observe(opened.method, &opened.target, opened.client.as_deref(), outcome, opened.round, opened.started);
+        answer
+    }
+
+    fn observe(
+        &self,
+        method: &str,
+        target: &str,
+        client: Option<&str>,
+        outcome: SeenOutcome,
+        round: u32,
+        started: Instant,
+    ) {
+        if let Some(observer) = &self.observer {
+            observer(&Seen { method, target: Some(target), client, outcome, round, elapsed: started.elapsed() });
+        }
+    }
+}
+
+fn span(method: &str, target: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
+    // Every log line of the request carries its JSON-RPC id, method and target.
+    tracing::info_span!("mcp", id = %context.id, method, tool = target)
+}
+
+// rmcp's Streamable HTTP transport takes a `ServerHandler` (not any `Service`), so the boundary
+// is one: the three methods that can ask go through `open` and `close`; every other method is
+// handed to the wrapped handler unchanged (the list below follows rmcp 3.11's `ServerHandler`;
+// a method rmcp adds later falls back to its default until it is added here). The deprecated
+// methods (logging, legacy subscriptions) are handed on too, so a wrapped handler keeps them.
+#[allow(deprecated)]
+impl<H: ServerHandler> ServerHandler for Sealed<H> {
+    fn call_tool(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
+        let span = span("tools/call", &request.name, &context);
+        async move {
+            let arguments = request.arguments.clone().map(Value::Object);
+            let opened =
+                self.open("tools/call", request.name.to_string(), arguments, &mut request.request_state, &context)?;
+            let answer = self.inner.call_tool(request, context).await;
+            self.close(opened, answer, |r| match r {
+                CallToolResponse::InputRequired(asked) => Some(asked),
+                _ => None,
+            })
+        }
+        .instrument(span)
+    }
+
+    fn get_prompt(
+        &self,
+        mut request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + MaybeSendFuture + '_ {
+        let span = span("prompts/get", &request.name, &context);
+        async move {
+            let arguments = request.arguments.clone().map(Value::Object);
+            let opened =
+                self.open("prompts/get", request.name.clone(), arguments, &mut request.request_state, &context)?;
+            let answer = self.inner.get_prompt(request, context).await;
+            self.close(opened, answer, |r| match r {
+                GetPromptResponse::InputRequired(asked) => Some(asked),
+                _ => None,
+            })
+        }
+        .instrument(span)
+    }
+
+    fn read_resource(
+        &self,
+        mut request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + MaybeSendFuture + '_ {
+        let span = span("resources/read", &request.uri, &context);
+        async move {
+            // A resource's arguments are its URI: the digest covers `{}`, as the Python SDK's does.
+            let opened =
+                self.open("resources/read", request.uri.clone(), None, &mut request.request_state, &context)?;
+            let answer = self.inner.read_resource(request, context).await;
+            self.close(opened, answer, |r| match r {
+                ReadResourceResponse::InputRequired(asked) => Some(asked),
+                _ => None,
+            })
+        }
+        .instrument(span)
+    }
+
+    fn ping(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.ping(context)
+    }
+
+    fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<InitializeResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.initialize(request, context)
+    }
+
+    fn negotiate_initialize(&self, request: &InitializeRequestParams) -> Result<InitializeResult, McpError> {
+        self.inner.negotiate_initialize(request)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.inner.supported_protocol_versions()
+    }
+
+    fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<DiscoverResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.discover(context)
+    }
+
+    fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CompleteResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.complete(request, context)
+    }
+
+    fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.set_level(request, context)
+    }
+
+    fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListPromptsResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.list_prompts(request, context)
+    }
+
+    fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListResourcesResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.list_resources(request, context)
+    }
+
+    fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.list_resource_templates(request, context)
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        self.inner.accepted_subscription_filter(requested)
+    }
+
+    fn listen(
+        &self,
+        context: SubscriptionContext,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.listen(context)
+    }
+
+    fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.subscribe(request, context)
+    }
+
+    fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.unsubscribe(request, context)
+    }
+
+    fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListToolsResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.list_tools(request, context)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner.get_tool(name)
+    }
+
+    fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CustomResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.on_custom_request(request, context)
+    }
+
+    fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
         context: NotificationContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.inner.handle_notification(notification, context).await
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.inner.on_cancelled(notification, context)
+    }
+
+    fn on_progress(
+        &self,
+        notification: ProgressNotificationParam,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.inner.on_progress(notification, context)
+    }
+
+    fn on_initialized(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.inner.on_initialized(context)
+    }
+
+    fn on_roots_list_changed(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.inner.on_roots_list_changed(context)
+    }
+
+    fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.inner.on_custom_notification(notification, context)
     }
 
     fn get_info(&self) -> ServerConfig {
         self.inner.get_info()
     }
 
-    fn supported_protocol_versions(&self) -> Cow<'static, [rmcp::model::ProtocolVersion]> {
-        self.inner.supported_protocol_versions()
+    fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetTaskResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.get_task(request, context)
+    }
+
+    fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.update_task(request, context)
+    }
+
+    fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        self.inner.cancel_task(request, context)
+    }
+
+    fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListSkillsResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.list_skills(request, context)
+    }
+
+    fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<GetSkillResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.get_skill(request, context)
+    }
+
+    fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ReadResourceDirectoryResult, McpError>> + MaybeSendFuture + '_ {
+        self.inner.read_resource_directory(request, context)
     }
 }

@@ -9,7 +9,8 @@
 //! - [`request_state`]: the claims inside it, bound to method, target, arguments, server, caller;
 //! - [`boundary`]: [`boundary::Sealed`], the one place that opens every incoming state and seals
 //!   every outgoing one, with one error for every refusal and the reason in the log;
-//! - [`once_only`]: the record claimed before a side effect, so an answer is acted on once;
+//! - [`once_only`]: the record claimed before a side effect, so an answer is acted on once, and
+//!   [`records`]: it and the values kept between rounds, in memory or in Redis for a fleet;
 //! - [`capability`]: -32021 unless the client declared the elicitation mode a question needs;
 //! - [`form`]: typed forms (a Rust type yields the flat form schema) and [`ask`]: typed questions
 //!   with stable keys whose answers ride forward in the state;
@@ -24,6 +25,7 @@ pub mod capability;
 pub mod client;
 pub mod form;
 pub mod once_only;
+pub mod records;
 pub mod request_state;
 pub mod seal;
 pub mod wire;

@@ -115,6 +115,17 @@ struct Claims {
     aud: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     p: Option<String>,
+    /// Which round of the call minted this state (ours; the Python SDK ignores unknown claims
+    /// and writes none, which reads as round 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    r: Option<u32>,
+}
+
+/// What an opened state holds: the tool's plaintext, and which round minted it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opened {
+    pub state: String,
+    pub round: u32,
 }
 
 /// The sealing policy: the key ring, how long one round's state lives, and the audience.
@@ -141,11 +152,16 @@ impl StateSecurity {
 
     /// Seal the tool's plaintext `state` for the request `binding` describes, valid from now.
     pub fn seal(&self, state: &str, binding: &Binding) -> String {
-        self.seal_at(state, binding, now())
+        self.seal_round(state, binding, 1, now())
     }
 
     /// As [`Self::seal`], minted at `iat` (seconds since the epoch).
     pub fn seal_at(&self, state: &str, binding: &Binding, iat: f64) -> String {
+        self.seal_round(state, binding, 1, iat)
+    }
+
+    /// As [`Self::seal`], minted by round `round` of the call at `iat`.
+    pub fn seal_round(&self, state: &str, binding: &Binding, round: u32, iat: f64) -> String {
         let claims = Claims {
             v: ENVELOPE_VERSION,
             iat,
@@ -156,6 +172,7 @@ impl StateSecurity {
             s: state.to_owned(),
             aud: self.audience.clone(),
             p: binding.principal.as_deref().map(principal_claim),
+            r: (round > 1).then_some(round),
         };
         let payload = serde_json::to_vec(&claims).expect("claims are plain JSON");
         self.ring.seal(&payload)
@@ -163,11 +180,11 @@ impl StateSecurity {
 
     /// Open `token` for the request `binding` describes and return the tool's plaintext state.
     pub fn open(&self, token: &str, binding: &Binding) -> Result<String, Rejection> {
-        self.open_at(token, binding, now())
+        self.open_at(token, binding, now()).map(|opened| opened.state)
     }
 
-    /// As [`Self::open`], judged at `now` (seconds since the epoch).
-    pub fn open_at(&self, token: &str, binding: &Binding, now: f64) -> Result<String, Rejection> {
+    /// As [`Self::open`], judged at `now` (seconds since the epoch), with the minting round.
+    pub fn open_at(&self, token: &str, binding: &Binding, now: f64) -> Result<Opened, Rejection> {
         let payload = self.ring.open(token)?;
         let claims: Claims = serde_json::from_slice(&payload).map_err(|_| Rejection::Malformed)?;
         if claims.v != ENVELOPE_VERSION {
@@ -195,8 +212,18 @@ impl StateSecurity {
             }
             _ => return Err(Rejection::PrincipalDrift),
         }
-        Ok(claims.s)
+        Ok(Opened { state: claims.s, round: claims.r.unwrap_or(1) })
     }
+
+    /// As [`Self::open_at`], judged now.
+    pub fn open_round(&self, token: &str, binding: &Binding) -> Result<Opened, Rejection> {
+        self.open_at(token, binding, now())
+    }
+}
+
+/// Seconds since the epoch, as the claims count time.
+pub fn epoch_seconds() -> f64 {
+    now()
 }
 
 fn now() -> f64 {
@@ -257,7 +284,7 @@ mod tests {
     fn each_check_has_its_reason() {
         let s = security(600);
         let token = s.seal_at("R-0111", &call("Q-5001", None), 1_000.0);
-        assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_599.0).unwrap(), "R-0111");
+        assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_599.0).unwrap().state, "R-0111");
         assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_600.0), Err(Rejection::Expired));
         assert_eq!(s.open_at(&token, &call("Q-5001", None), 900.0), Err(Rejection::MintedInTheFuture));
         assert_eq!(s.open_at(&token, &call("Q-5002", None), 1_001.0), Err(Rejection::RequestBinding));
@@ -270,6 +297,15 @@ mod tests {
         );
         assert_eq!(elsewhere.open_at(&token, &call("Q-5001", None), 1_001.0), Err(Rejection::Audience));
         assert_eq!(s.open_at(&token, &call("Q-5001", Some("lead-1")), 1_001.0), Err(Rejection::PrincipalDrift));
+    }
+
+    #[test]
+    fn carries_the_round_that_minted_it() {
+        let s = security(600);
+        let first = s.seal("x", &call("Q-5001", None));
+        assert_eq!(s.open_round(&first, &call("Q-5001", None)).unwrap().round, 1);
+        let third = s.seal_round("x", &call("Q-5001", None), 3, epoch_seconds());
+        assert_eq!(s.open_round(&third, &call("Q-5001", None)).unwrap(), Opened { state: "x".into(), round: 3 });
     }
 
     #[test]

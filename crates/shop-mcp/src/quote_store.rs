@@ -2,29 +2,44 @@
 //! its refund.
 //!
 //! `issue_refund` accepts only a quote that `quote_refund` produced here, so a model cannot
-//! refund an amount nobody quoted to it. The store lives in this process's memory, which is
-//! right for one process and wrong behind replicas: a retry that reaches another process finds
-//! no quote.
+//! refund an amount nobody quoted to it. The quotes live in the server's [`Records`]: in one
+//! process's memory by default, or in Redis, so that a retry that reaches another replica
+//! finds the quote the first round saw. A quote keeps its own expiry.
 
-use std::{collections::HashMap, sync::Mutex};
+use std::{sync::Arc, time::Duration};
 
+use mrtr::records::{Records, RecordsError};
 use shop_api::{Quote, QuoteId};
 
-#[derive(Debug, Default)]
+/// How long a quote stays issuable unless configured otherwise.
+pub const DEFAULT_QUOTE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+#[derive(Clone)]
 pub struct QuoteStore {
-    quotes: Mutex<HashMap<QuoteId, Quote>>,
+    records: Arc<dyn Records>,
+    keep: Duration,
 }
 
 impl QuoteStore {
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(records: Arc<dyn Records>, keep: Duration) -> Self {
+        Self { records, keep }
     }
 
-    pub fn put(&self, quote: Quote) {
-        self.quotes.lock().unwrap_or_else(|p| p.into_inner()).insert(quote.quote_id.clone(), quote);
+    pub async fn put(&self, quote: &Quote) -> Result<(), RecordsError> {
+        let json = serde_json::to_string(quote).map_err(|e| RecordsError(e.to_string()))?;
+        self.records.put(&key(&quote.quote_id), json, self.keep).await
     }
 
-    pub fn get(&self, quote_id: &QuoteId) -> Option<Quote> {
-        self.quotes.lock().unwrap_or_else(|p| p.into_inner()).get(quote_id).cloned()
+    pub async fn get(&self, quote_id: &QuoteId) -> Result<Option<Quote>, RecordsError> {
+        match self.records.get(&key(quote_id)).await? {
+            None => Ok(None),
+            Some(json) => {
+                serde_json::from_str(&json).map(Some).map_err(|e| RecordsError(format!("quote {quote_id}: {e}")))
+            }
+        }
     }
+}
+
+fn key(quote_id: &QuoteId) -> String {
+    format!("quote:{quote_id}")
 }

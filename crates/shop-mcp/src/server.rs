@@ -4,7 +4,7 @@ use std::{sync::Arc, time::Duration};
 
 use mrtr::{
     boundary::Sealed,
-    once_only::{InMemory, OnceOnly},
+    records::{InMemory, Records},
     request_state::StateSecurity,
 };
 use rmcp::{
@@ -18,7 +18,7 @@ use shop_api::ShopApi;
 use mrtr::form::{FormError, FormSchema};
 
 use crate::{
-    quote_store::QuoteStore,
+    quote_store::{DEFAULT_QUOTE_TTL, QuoteStore},
     tools::{issue_refund::AskStyle, pay_refund::Payments, record_return::Inspection},
 };
 
@@ -36,8 +36,9 @@ pub const SERVER_NAME: &str = "shop";
 #[derive(Clone)]
 pub struct Shop {
     pub(crate) api: ShopApi,
-    pub(crate) quotes: Arc<QuoteStore>,
-    pub(crate) once_only: Arc<dyn OnceOnly>,
+    pub(crate) quotes: QuoteStore,
+    /// The once-only record and the quotes, in memory or shared by a fleet.
+    pub(crate) records: Arc<dyn Records>,
     /// How long a claim is kept: no shorter than a state lives.
     pub(crate) state_ttl: Duration,
     pub(crate) ask_style: AskStyle,
@@ -51,10 +52,11 @@ impl Shop {
     /// a tool's form is not one the spec allows, so a bad form stops the server at start.
     pub fn new(api: ShopApi, state_ttl: Duration) -> Result<Self, FormError> {
         let forms = Forms { inspection: FormSchema::of()? };
+        let records: Arc<dyn Records> = Arc::new(InMemory::new());
         Ok(Self {
             api,
-            quotes: Arc::new(QuoteStore::new()),
-            once_only: Arc::new(InMemory::new()),
+            quotes: QuoteStore::new(records.clone(), DEFAULT_QUOTE_TTL),
+            records,
             state_ttl,
             ask_style: AskStyle::default(),
             forms: Arc::new(forms),
@@ -68,9 +70,11 @@ impl Shop {
         })
     }
 
-    /// Keep once-only claims in `record` (shared storage, for replicas).
-    pub fn with_once_only(mut self, record: Arc<dyn OnceOnly>) -> Self {
-        self.once_only = record;
+    /// Keep the quotes (for `quote_ttl`) and the once-only claims in `records`: shared storage
+    /// lets any replica finish a call another one started.
+    pub fn with_records(mut self, records: Arc<dyn Records>, quote_ttl: Duration) -> Self {
+        self.quotes = QuoteStore::new(records.clone(), quote_ttl);
+        self.records = records;
         self
     }
 

@@ -56,6 +56,15 @@ pub fn ttl_from(value: Option<&str>) -> Result<Duration, StateKeyError> {
     }
 }
 
+/// One round's lifetime from a number of seconds given on the command line.
+pub fn ttl_from_secs(secs: f64) -> Result<Duration, StateKeyError> {
+    if secs.is_finite() && secs > 0.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(StateKeyError::Ttl(secs.to_string()))
+    }
+}
+
 /// The policy from the process's environment.
 pub fn from_env() -> Result<(Arc<StateSecurity>, KeySource), StateKeyError> {
     let ttl = ttl_from(std::env::var(TTL_ENV).ok().as_deref())?;

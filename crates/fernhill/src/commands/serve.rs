@@ -1,9 +1,15 @@
-//! `fernhill serve`: the shop's MCP server over stdio, as a host launches it.
+//! `fernhill serve`: the shop's MCP server over stdio (what a host launches) or Streamable HTTP.
 
-use shop_mcp::AskStyle;
+use crate::{
+    chapter,
+    http::{self, HttpOptions},
+    serving::ServeOptions,
+    shutdown,
+};
 
-use crate::chapter::{self, PaymentsConfig};
-
-pub async fn run(shop_api: &str, payments: Option<PaymentsConfig>) -> anyhow::Result<()> {
-    chapter::serve_stdio(shop_api, payments, AskStyle::InputRequired).await
+pub async fn run(options: ServeOptions, http: Option<HttpOptions>) -> anyhow::Result<()> {
+    match http {
+        None => chapter::serve_stdio(&options).await,
+        Some(http) => http::serve(http, options, shutdown::signal()).await,
+    }
 }

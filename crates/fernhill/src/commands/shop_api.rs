@@ -5,7 +5,7 @@ use std::{net::SocketAddr, path::Path, sync::Arc};
 use anyhow::Context as _;
 use shop_api::Store;
 
-use crate::logging;
+use crate::{logging, shutdown};
 
 pub async fn run(listen: SocketAddr, db: Option<&Path>) -> anyhow::Result<()> {
     logging::init();
@@ -17,30 +17,7 @@ pub async fn run(listen: SocketAddr, db: Option<&Path>) -> anyhow::Result<()> {
     let url = format!("http://{}", listener.local_addr()?);
     println!("{url}");
     tracing::info!(%url, db = ?db, "shop API listening");
-    shop_api::serve(listener, Arc::new(store), shutdown_signal()).await.context("serving the shop's API")?;
+    shop_api::serve(listener, Arc::new(store), shutdown::signal()).await.context("serving the shop's API")?;
     tracing::info!("shop API stopped");
     Ok(())
-}
-
-/// Resolves on SIGINT or SIGTERM, so requests in flight finish before the process exits.
-pub async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => {
-                let _ = interrupt.await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = interrupt.await;
-    }
 }

@@ -159,7 +159,13 @@ impl Shop {
     /// the refund (or returns the one it made for this quote before) and decides whether to hold it.
     async fn held_or_issued(&self, quote_id: &str) -> Result<Refund, ToolError> {
         let quote_id = QuoteId::parse(quote_id)?;
-        if self.quotes.get(&quote_id).is_none() {
+        let known = self.quotes.get(&quote_id).await.map_err(|error| {
+            tracing::error!(%error, %quote_id, "quote store unavailable; nothing issued");
+            ToolError::new(format!(
+                "Refund for {quote_id} was not issued: the server could not read its quotes. Try again shortly."
+            ))
+        })?;
+        if known.is_none() {
             return Err(ToolError::new(format!(
                 "There is no quote {quote_id}. Call quote_refund for the order first."
             )));
@@ -178,7 +184,7 @@ impl Shop {
     /// Claim the refund's answer before acting on it: of two identical retries, one acts.
     async fn claim(&self, refund: &Refund) -> Result<(), ToolError> {
         let key = format!("{TOOL}:{}", refund.refund_id);
-        match self.once_only.claim(&key, self.state_ttl).await {
+        match self.records.claim(&key, self.state_ttl).await {
             Ok(Claim::First) => Ok(()),
             Ok(Claim::Taken) => {
                 let now = self.api.refund(&refund.refund_id).await.map(|r| r.status).unwrap_or(refund.status);

@@ -40,7 +40,13 @@ impl Shop {
             };
             let request = QuoteRequest { order_id, skus, include_shipping: None };
             let quote = self.api.create_quote(&request).await?;
-            self.quotes.put(quote.clone());
+            self.quotes.put(&quote).await.map_err(|error| {
+                tracing::error!(%error, quote_id = %quote.quote_id, "could not keep the quote");
+                ToolError::new(format!(
+                    "Quote {} was made, but this server could not keep it for issue_refund: {error}. Try again shortly.",
+                    quote.quote_id
+                ))
+            })?;
             Ok::<_, ToolError>(quote)
         };
         match quoted.await {

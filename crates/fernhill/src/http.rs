@@ -1,0 +1,126 @@
+//! `fernhill serve --http`: the shop's MCP server over Streamable HTTP, at MCP 2026-07-28.
+//!
+//! rmcp's `StreamableHttpService` does the transport: one POST per request, no session for
+//! 2026-07-28 (`legacy_session_mode` off, so GET and DELETE get 405), the `MCP-Protocol-Version`,
+//! `Mcp-Method` and `Mcp-Name` rules with -32020 on a mismatch, `Host` and `Origin` checks, and
+//! a body size limit. A fresh handler serves each request; every replica is interchangeable
+//! when they share the sealing keys and the records. Around it: `/healthz`, `/metrics`, and
+//! one fix-up of HTTP statuses (see [`status_for_errors`]). SIGTERM stops taking requests and
+//! lets those in flight finish.
+
+use std::{future::Future, net::SocketAddr, sync::Arc};
+
+use anyhow::Context as _;
+use axum::{
+    Router,
+    body::{Body, to_bytes},
+    extract::Request,
+    http::{StatusCode, header},
+    middleware::{self, Next},
+    response::Response,
+    routing::get,
+};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    logging, metrics,
+    serving::{self, ServeOptions},
+};
+
+/// The largest request body the MCP endpoint reads.
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+/// The largest JSON response [`status_for_errors`] reads to find its error code.
+const MAX_INSPECTED_BYTES: usize = 1 << 20;
+
+/// Where the server listens, and whom it lets in.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub listen: SocketAddr,
+    /// Hosts (`Host` header) to accept; loopback names by default.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins to accept; a request with any other `Origin` gets 403.
+    pub allowed_origins: Vec<String>,
+}
+
+/// Serve until `shutdown` resolves; prints the MCP endpoint's URL once listening.
+pub async fn serve(
+    http: HttpOptions,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    logging::init();
+    let server = serving::build(&options)?;
+    let stop = CancellationToken::new();
+    let mut config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_cancellation_token(stop.child_token())
+        .with_allowed_hosts(http.allowed_hosts.clone());
+    // An Origin header is validated always: an empty list refuses every browser origin.
+    config = if http.allowed_origins.is_empty() {
+        config.enforce_origin_validation()
+    } else {
+        config.with_allowed_origins(http.allowed_origins.clone())
+    };
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+    let rendered = metrics::install();
+    let app = Router::new()
+        .route_service("/mcp", mcp)
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/metrics", get(move || std::future::ready(rendered.render())))
+        .layer(middleware::from_fn(status_for_errors));
+
+    let listener =
+        tokio::net::TcpListener::bind(http.listen).await.with_context(|| format!("listening on {}", http.listen))?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    println!("{url}");
+    tracing::info!(%url, "serving MCP over Streamable HTTP");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("stopping: finishing the requests in flight");
+            stop.cancel();
+        })
+        .await
+        .context("serving HTTP")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Give a JSON-RPC error the HTTP status its code calls for.
+///
+/// rmcp answers 400 for -32020/-32021/-32022 and a malformed `_meta`, 404 for -32601, and 200
+/// for every other error. A refused `requestState` (-32602), invalid params, an invalid
+/// request (-32600) and a parse error (-32700) are the client's fault and get 400 here, as the
+/// Python SDK's server answers them, so a client sees the same status from either. Only small
+/// JSON error bodies are read; streams and results pass untouched.
+pub async fn status_for_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if response.status() != StatusCode::OK || !is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let bytes = match to_bytes(body, MAX_INSPECTED_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            parts.status = StatusCode::INTERNAL_SERVER_ERROR;
+            return Response::from_parts(parts, Body::empty());
+        }
+    };
+    let code = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|message| message.get("error")?.get("code")?.as_i64());
+    if matches!(code, Some(-32602 | -32600 | -32700)) {
+        parts.status = StatusCode::BAD_REQUEST;
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}

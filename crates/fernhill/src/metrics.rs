@@ -1,0 +1,62 @@
+//! What the server counts, in Prometheus's text format at `/metrics`.
+//!
+//! The counters come from two places: the sealing boundary, which sees every request (its
+//! method, latency, rounds, refused states and their reasons, and -32021 by client name), and
+//! the shop's tools (questions, releases, declines). Both write through the `metrics` facade;
+//! this module installs the Prometheus recorder that renders them.
+
+use std::sync::{Arc, OnceLock};
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use mrtr::boundary::{Observer, Seen, SeenOutcome};
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Install the recorder (once per process) and return the handle that renders it.
+pub fn install() -> PrometheusHandle {
+    HANDLE
+        .get_or_init(|| {
+            let seconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
+            let rounds = [1.0, 2.0, 3.0, 4.0, 5.0, 10.0];
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Full("mcp_request_duration_seconds".into()), &seconds)
+                .and_then(|b| b.set_buckets_for_metric(Matcher::Full("mcp_rounds_per_call".into()), &rounds));
+            match builder.map(PrometheusBuilder::install_recorder) {
+                Ok(Ok(handle)) => handle,
+                _ => {
+                    tracing::warn!("could not install the metrics recorder; /metrics will be empty");
+                    PrometheusBuilder::new().build_recorder().handle()
+                }
+            }
+        })
+        .clone()
+}
+
+/// The boundary's observer: counts every request it answers.
+pub fn observer() -> Observer {
+    Arc::new(|seen: &Seen<'_>| {
+        let method = seen.method.to_owned();
+        let outcome = match seen.outcome {
+            SeenOutcome::Complete => "complete",
+            SeenOutcome::InputRequired => "input_required",
+            SeenOutcome::Rejected(_) => "rejected_state",
+            SeenOutcome::Error(_) => "error",
+        };
+        metrics::counter!("mcp_requests_total", "method" => method.clone(), "outcome" => outcome).increment(1);
+        metrics::histogram!("mcp_request_duration_seconds", "method" => method).record(seen.elapsed.as_secs_f64());
+        match seen.outcome {
+            SeenOutcome::Rejected(reason) => {
+                metrics::counter!("mcp_request_state_rejections_total", "reason" => reason.label()).increment(1);
+            }
+            SeenOutcome::Error(-32021) => {
+                let client = seen.client.unwrap_or("unknown").to_owned();
+                metrics::counter!("mcp_missing_capability_total", "client" => client).increment(1);
+            }
+            SeenOutcome::Complete if seen.target.is_some() => {
+                let tool = seen.target.unwrap_or_default().to_owned();
+                metrics::histogram!("mcp_rounds_per_call", "tool" => tool).record(f64::from(seen.round));
+            }
+            _ => {}
+        }
+    })
+}

@@ -1,0 +1,269 @@
+//! The records a server keeps between rounds, in memory or in storage every replica shares.
+//!
+//! A retry may reach another process than the one that asked. Two records must be there when
+//! it does: what the first round found (for the shop, the quote a refund came from) and the
+//! once-only record of answers already acted on. [`Records`] keeps both behind one interface:
+//! [`InMemory`] for one process, [`Redis`] for a fleet. A claim is atomic (set-if-absent with
+//! an expiry); a value keeps its own expiry. When the storage cannot answer, every call fails
+//! with [`RecordsError`] and the caller must fail closed: act on nothing.
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    pin::Pin,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use redis::{AsyncCommands, SetExpiry, SetOptions, aio::ConnectionManager};
+use tokio::sync::OnceCell;
+
+use crate::once_only::{Claim, Claiming, OnceOnly, OnceOnlyError};
+
+/// A boxed future, so the records can be chosen at run time.
+pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, RecordsError>> + Send + 'a>>;
+
+/// The storage could not answer.
+#[derive(Debug, thiserror::Error)]
+#[error("the shared records are unavailable: {0}")]
+pub struct RecordsError(pub String);
+
+impl From<RecordsError> for OnceOnlyError {
+    fn from(error: RecordsError) -> Self {
+        OnceOnlyError(error.0)
+    }
+}
+
+/// Values kept between rounds, and the once-only record, in one place.
+pub trait Records: OnceOnly {
+    /// Keep `value` under `key` for `keep`.
+    fn put<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()>;
+    /// The value under `key`, if it is there and has not expired.
+    fn get<'a>(&'a self, key: &'a str) -> Pending<'a, Option<String>>;
+    /// What this storage is, for logs.
+    fn describe(&self) -> String;
+}
+
+/// Records in this process's memory: right for one process, wrong behind replicas.
+#[derive(Debug, Default)]
+pub struct InMemory {
+    entries: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+impl InMemory {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, (String, Instant)>, Instant) -> T) -> T {
+        let now = Instant::now();
+        let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Forget what outlived its expiry, now and then, so the map does not grow forever.
+        if entries.len() >= 1024 && entries.len().is_power_of_two() {
+            entries.retain(|_, (_, until)| *until > now);
+        }
+        f(&mut entries, now)
+    }
+}
+
+impl OnceOnly for InMemory {
+    fn claim<'a>(&'a self, key: &'a str, keep: Duration) -> Claiming<'a> {
+        let claim = self.with(|entries, now| {
+            if entries.get(key).is_some_and(|(_, until)| *until > now) {
+                return Claim::Taken;
+            }
+            entries.insert(key.to_owned(), (String::new(), now + keep));
+            Claim::First
+        });
+        Box::pin(async move { Ok(claim) })
+    }
+}
+
+impl Records for InMemory {
+    fn put<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()> {
+        self.with(|entries, now| entries.insert(key.to_owned(), (value, now + keep)));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> Pending<'a, Option<String>> {
+        let value = self
+            .with(|entries, now| entries.get(key).filter(|(_, until)| *until > now).map(|(value, _)| value.clone()));
+        Box::pin(async move { Ok(value) })
+    }
+
+    fn describe(&self) -> String {
+        "memory (this process only)".into()
+    }
+}
+
+/// Records in Redis, shared by every replica that points at the same server.
+///
+/// The connection is made on first use and remade after a failure (rmcp-style lazy start), so
+/// a server starts while Redis is down, fails closed while it stays down, and works again
+/// when it is back. Keys are namespaced by `prefix`.
+pub struct Redis {
+    client: redis::Client,
+    prefix: String,
+    connection: OnceCell<ConnectionManager>,
+    url: String,
+}
+
+impl std::fmt::Debug for Redis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redis").field("url", &self.url).field("prefix", &self.prefix).finish()
+    }
+}
+
+/// How long a Redis call may take before the caller fails closed.
+const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl Redis {
+    /// Records in the Redis at `url` (such as `redis://127.0.0.1:6379`), keys under `prefix`.
+    pub fn new(url: &str, prefix: &str) -> Result<Self, RecordsError> {
+        let client = redis::Client::open(url).map_err(|e| RecordsError(format!("{url}: {e}")))?;
+        Ok(Self { client, prefix: prefix.to_owned(), connection: OnceCell::new(), url: redact(url) })
+    }
+
+    async fn connection(&self) -> Result<ConnectionManager, RecordsError> {
+        let connect = || async {
+            let config = redis::aio::ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(REDIS_TIMEOUT))
+                .set_response_timeout(Some(REDIS_TIMEOUT))
+                .set_number_of_retries(1);
+            self.client
+                .get_connection_manager_with_config(config)
+                .await
+                .map_err(|e| RecordsError(format!("{}: {e}", self.url)))
+        };
+        self.connection.get_or_try_init(connect).await.cloned()
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    fn failed(&self, error: redis::RedisError) -> RecordsError {
+        RecordsError(format!("{}: {error}", self.url))
+    }
+}
+
+/// A Redis URL without its password, for logs.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => format!("{}://…@{}", &url[..scheme], &url[at + 1..]),
+        _ => url.to_owned(),
+    }
+}
+
+fn millis(keep: Duration) -> u64 {
+    u64::try_from(keep.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+impl OnceOnly for Redis {
+    fn claim<'a>(&'a self, key: &'a str, keep: Duration) -> Claiming<'a> {
+        Box::pin(async move {
+            let mut connection = self.connection().await?;
+            // SET key 1 NX PX keep: atomic; of any number of concurrent claims, one sets it.
+            let options = SetOptions::default()
+                .conditional_set(redis::ExistenceCheck::NX)
+                .with_expiration(SetExpiry::PX(millis(keep)));
+            let set: Option<String> =
+                connection.set_options(self.key(key), "1", options).await.map_err(|e| self.failed(e))?;
+            Ok(if set.is_some() { Claim::First } else { Claim::Taken })
+        })
+    }
+}
+
+impl Records for Redis {
+    fn put<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()> {
+        Box::pin(async move {
+            let mut connection = self.connection().await?;
+            let options = SetOptions::default().with_expiration(SetExpiry::PX(millis(keep)));
+            let _: Option<String> =
+                connection.set_options(self.key(key), value, options).await.map_err(|e| self.failed(e))?;
+            Ok(())
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> Pending<'a, Option<String>> {
+        Box::pin(async move {
+            let mut connection = self.connection().await?;
+            connection.get(self.key(key)).await.map_err(|e| self.failed(e))
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("redis at {}", self.url)
+    }
+}
+
+/// Records from a `--store` value: `memory`, or a `redis://` URL.
+pub fn from_url(store: &str, prefix: &str) -> Result<std::sync::Arc<dyn Records>, RecordsError> {
+    match store {
+        "memory" | "" => Ok(std::sync::Arc::new(InMemory::new())),
+        url if url.starts_with("redis://") || url.starts_with("rediss://") => {
+            Ok(std::sync::Arc::new(Redis::new(url, prefix)?))
+        }
+        other => Err(RecordsError(format!("--store takes memory or a redis:// URL, not {other:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    async fn one_claim_of_many(records: Arc<dyn Records>, key: String) {
+        let mut tasks = Vec::new();
+        for _ in 0..32 {
+            let (records, key) = (records.clone(), key.clone());
+            tasks.push(tokio::spawn(async move { records.claim(&key, Duration::from_secs(60)).await.unwrap() }));
+        }
+        let mut firsts = 0;
+        for task in tasks {
+            firsts += usize::from(task.await.unwrap() == Claim::First);
+        }
+        assert_eq!(firsts, 1);
+    }
+
+    #[tokio::test]
+    async fn in_memory_claims_once_and_keeps_values_until_they_expire() {
+        let records: Arc<dyn Records> = Arc::new(InMemory::new());
+        one_claim_of_many(records.clone(), "k".into()).await;
+        records.put("q", "v".into(), Duration::from_secs(60)).await.unwrap();
+        assert_eq!(records.get("q").await.unwrap().as_deref(), Some("v"));
+        records.put("gone", "v".into(), Duration::ZERO).await.unwrap();
+        assert_eq!(records.get("gone").await.unwrap(), None);
+    }
+
+    /// The Redis every machine of this project runs on 127.0.0.1:6379.
+    #[tokio::test]
+    async fn redis_claims_once_and_keeps_values_until_they_expire() {
+        let prefix = format!("mrtr-test:{}:", rand::random::<u64>());
+        let records: Arc<dyn Records> = Arc::new(Redis::new("redis://127.0.0.1:6379", &prefix).unwrap());
+        one_claim_of_many(records.clone(), "k".into()).await;
+        records.put("q", "v".into(), Duration::from_secs(60)).await.unwrap();
+        assert_eq!(records.get("q").await.unwrap().as_deref(), Some("v"));
+        assert_eq!(records.get("missing").await.unwrap(), None);
+        records.put("short", "v".into(), Duration::from_millis(1)).await.unwrap();
+        // Redis expires keys on its own clock; a claim on an expired key is a new claim.
+        records.claim("brief", Duration::from_millis(1)).await.unwrap();
+        let again = loop {
+            match records.claim("brief", Duration::from_millis(1)).await.unwrap() {
+                Claim::First => break Claim::First,
+                Claim::Taken => tokio::task::yield_now().await,
+            }
+        };
+        assert_eq!(again, Claim::First);
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_redis_fails_every_call() {
+        // Port 1 on loopback: nothing listens there.
+        let records = Redis::new("redis://127.0.0.1:1", "x:").unwrap();
+        assert!(records.claim("k", Duration::from_secs(1)).await.is_err());
+        assert!(records.get("k").await.is_err());
+        assert_eq!(redact("redis://user:secret@host:6379/0"), "redis://…@host:6379/0");
+    }
+}
