@@ -6,12 +6,15 @@
 //!   server behind `--serve`, a client that launches the program itself;
 //! - [`serving`]: a shop server from its options (keys, records, payments), for either
 //!   transport; [`http`]: the Streamable HTTP server with `/healthz` and [`metrics`];
+//! - [`load`]: simulated leads confirming refunds across [`fleet`] replicas, and what they measured;
 //! - [`logging`]: tracing to stderr, so stdout carries only what a program prints or MCP;
 //!   [`shutdown`]: SIGINT and SIGTERM end a server after the requests in flight.
 
 pub mod chapter;
 pub mod commands;
+pub mod fleet;
 pub mod http;
+pub mod load;
 pub mod logging;
 pub mod metrics;
 pub mod serving;

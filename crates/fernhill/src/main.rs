@@ -60,6 +60,9 @@ enum Command {
         /// Where quotes and once-only claims live: memory (one process) or a redis:// URL (a fleet).
         #[arg(long, env = "SHOP_STORE", default_value = "memory")]
         store: String,
+        /// Keys under this prefix in a shared store (fleets that share one Redis keep apart).
+        #[arg(long, default_value = "fernhill:")]
+        store_prefix: String,
         /// One round's lifetime in seconds (overrides SHOP_REQUEST_STATE_TTL; default 600).
         #[arg(long)]
         state_ttl: Option<f64>,
@@ -100,6 +103,31 @@ enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Confirm refunds with simulated leads over MCP on HTTP, each round to the next server, and
+    /// check through the shop's API that every refund was released exactly once.
+    Load {
+        /// A server's MCP endpoint (repeat for several); without any, start --replicas here.
+        #[arg(long = "url")]
+        urls: Vec<String>,
+        /// The shop's API behind the given servers.
+        #[arg(long, required_unless_present = "replicas", requires = "urls")]
+        shop_api: Option<String>,
+        /// Start this many replicas of `fernhill serve --http` and a fresh shop API.
+        #[arg(long, conflicts_with = "urls")]
+        replicas: Option<usize>,
+        /// The started replicas' store: memory (only right for one replica) or a redis:// URL.
+        #[arg(long, default_value = "memory")]
+        store: String,
+        /// Leads working at once.
+        #[arg(long, default_value_t = 16)]
+        leads: usize,
+        /// Confirmations in all.
+        #[arg(long, default_value_t = 1000)]
+        confirmations: usize,
+        /// The order every refund is quoted for (its whole refund must need confirming).
+        #[arg(long, default_value = "O-2289")]
+        order: String,
+    },
     /// Launch a stdio server and record every JSON-RPC line, with its direction, to a JSONL file.
     Wire {
         /// The JSONL file to append to.
@@ -124,6 +152,7 @@ async fn main() -> ExitCode {
             pay_rounds,
             http,
             store,
+            store_prefix,
             state_ttl,
             quote_ttl,
             allowed_hosts,
@@ -139,6 +168,7 @@ async fn main() -> ExitCode {
                     max_rounds: pay_rounds,
                 });
                 options.store = store;
+                options.store_prefix = store_prefix;
                 options.state_ttl = state_ttl;
                 options.quote_ttl = Duration::from_secs(quote_ttl);
                 let http = http.map(|listen| HttpOptions { listen, allowed_hosts, allowed_origins });
@@ -150,6 +180,14 @@ async fn main() -> ExitCode {
             Err(error) => Err(error),
         },
         Command::Host { call, arguments, command } => commands::host::run(command, call, arguments).await.map(|()| 0),
+        Command::Load { urls, shop_api, replicas, store, leads, confirmations, order } => {
+            // clap requires --shop-api whenever --replicas is absent.
+            let target = match replicas {
+                Some(replicas) => commands::load::Target::Fleet { replicas, store },
+                None => commands::load::Target::Servers { urls, shop_api: shop_api.unwrap_or_default() },
+            };
+            commands::load::run(target, leads, confirmations, order).await.map(|()| 0)
+        }
         Command::Wire { log, command } => commands::wire::run(&log, &command).await,
     };
     match outcome {

@@ -18,6 +18,8 @@ pub struct ServeOptions {
     pub payments: Option<PaymentsConfig>,
     /// `memory`, or a `redis://` URL shared by every replica.
     pub store: String,
+    /// Keys under this prefix in a shared store.
+    pub store_prefix: String,
     /// One round's lifetime, overriding `SHOP_REQUEST_STATE_TTL`.
     pub state_ttl: Option<Duration>,
     /// How long a quote stays issuable.
@@ -31,6 +33,7 @@ impl ServeOptions {
             api_url: api_url.into(),
             payments: None,
             store: "memory".into(),
+            store_prefix: "fernhill:".into(),
             state_ttl: None,
             quote_ttl: DEFAULT_QUOTE_TTL,
             style: AskStyle::InputRequired,
@@ -46,7 +49,7 @@ pub fn build(options: &ServeOptions) -> anyhow::Result<Sealed<Shop>> {
     };
     tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
     let api = ShopApi::new(&options.api_url).with_context(|| format!("the shop's API at {}", options.api_url))?;
-    let records = records::from_url(&options.store, "fernhill:")?;
+    let records = records::from_url(&options.store, &options.store_prefix)?;
     tracing::info!(records = %records.describe(), "keeping quotes and once-only claims");
     let mut shop =
         Shop::new(api, security.ttl())?.with_ask_style(options.style).with_records(records, options.quote_ttl);

@@ -128,20 +128,12 @@ impl ClientHandler for PersonAtTerminal {
     }
 }
 
-enum Mode {
-    Form,
-    Url,
-}
-
 /// Put one question to the person; whatever goes wrong at the terminal cancels it.
 fn ask(asking: &Asking, request: ElicitRequestParams) -> Answer {
     eprintln!();
     let tool = asking.tool.as_deref().map(|tool| format!(", during the call to {}", line(tool))).unwrap_or_default();
     eprintln!("{}", bold(&format!("── Question from {}{tool}", asking.server)));
-    let request_mode = match &request {
-        ElicitRequestParams::UrlElicitationParams { .. } => Mode::Url,
-        _ => Mode::Form,
-    };
+    let url = matches!(request, ElicitRequestParams::UrlElicitationParams { .. });
     let outcome = match request {
         ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
             print_message(&message);
@@ -153,13 +145,11 @@ fn ask(asking: &Asking, request: ElicitRequestParams) -> Answer {
             print_message(&message);
             ask_url(&url)
         }
-        #[allow(unreachable_patterns)]
         _ => {
             eprintln!("This host cannot show this kind of question, so it declines it.");
             Ok(Answer::Decline)
         }
     };
-    let url = matches!(request_mode, Mode::Url);
     let answer = match outcome {
         Ok(answer) => answer,
         Err(InquireError::OperationCanceled | InquireError::OperationInterrupted) => Answer::Cancel,

@@ -348,7 +348,6 @@ fn print_result(tool: &str, result: &CallToolResult) {
             ContentBlock::Audio(audio) => format!("[audio, {}]", line(&audio.mime_type)),
             ContentBlock::Resource(resource) => format!("[a resource: {}]", line(&resource_uri(&resource.resource))),
             ContentBlock::ResourceLink(link) => format!("[a link to the resource {}]", line(&link.uri)),
-            #[allow(unreachable_patterns)]
             _ => "[content this host cannot show]".to_owned(),
         })
         .collect();
@@ -423,5 +422,43 @@ impl ServerLog {
         for text in lines {
             eprintln!("  {}", dim(&line(&text)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn tool_arguments_become_fields_by_their_first_non_null_type() {
+        let field = argument_field("n", &json!({"type": ["integer", "null"], "minimum": 1}), false);
+        assert_eq!(field.kind, Kind::Number { integer: true, minimum: Some(1.0), maximum: None });
+        assert_eq!(field.parse("2"), Ok(Some(json!(2))));
+        let field = argument_field("skus", &json!({"type": ["array", "null"], "items": {"type": "string"}}), false);
+        assert_eq!(field.kind, Kind::Other("array".to_owned()));
+        assert_eq!(field.parse(r#"["KG-1043"]"#), Ok(Some(json!(["KG-1043"]))));
+        let field =
+            argument_field("size", &json!({"anyOf": [{"type": "null"}, {"type": "string"}], "enum": ["s"]}), true);
+        assert!(matches!(field.kind, Kind::Choice(_)));
+        let field = argument_field("order_id", &json!({"type": "string", "format": "uuid"}), true);
+        assert_eq!(field.parse("O-2289"), Ok(Some(json!("O-2289"))));
+        assert!(field.parse("").is_err());
+    }
+
+    #[test]
+    fn the_server_is_named_by_its_word_and_by_the_command_that_started_it() {
+        let shown = started_as("/usr/local/bin/fernhill", &["serve".to_owned()]);
+        assert_eq!(shown, "fernhill serve");
+        let server = Implementation::new("shop", "0.1.0").with_title("Fernhill \x1b[2Jshop");
+        assert_eq!(
+            server_label(Some(&server), &shown),
+            "Fernhill \\u{1b}[2Jshop (server \"shop\" 0.1.0, started as `fernhill serve`)"
+        );
+        assert_eq!(server_label(None, &shown), "the server started as `fernhill serve`");
+        assert!(parse_arguments(Some("[1]")).is_err());
+        assert!(parse_arguments(Some("{")).is_err());
+        assert_eq!(parse_arguments(None).unwrap(), json!({}));
     }
 }

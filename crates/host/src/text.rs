@@ -2,10 +2,11 @@
 
 use std::{io::IsTerminal, sync::OnceLock};
 
-/// Whether to print ANSI styles: stdout is a terminal and `NO_COLOR` is unset.
+/// Whether to print ANSI styles: stderr (where the host talks to the person) is a terminal and
+/// `NO_COLOR` is unset.
 pub fn styled() -> bool {
     static STYLED: OnceLock<bool> = OnceLock::new();
-    *STYLED.get_or_init(|| std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
+    *STYLED.get_or_init(|| std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
 }
 
 pub fn bold(text: &str) -> String {

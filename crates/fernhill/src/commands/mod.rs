@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod host;
+pub mod load;
 pub mod serve;
 pub mod shop_api;
 pub mod wire;

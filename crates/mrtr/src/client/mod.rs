@@ -18,7 +18,10 @@ use rmcp::{
     ClientHandler, RoleClient, ServiceError,
     model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ProtocolVersion, ServerPeerInfo},
     service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RunningService},
-    transport::{IntoTransport, TokioChildProcess},
+    transport::{
+        IntoTransport, StreamableHttpClientTransport, TokioChildProcess,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
 };
 use serde_json::Value;
 use tokio::process::Command;
@@ -66,6 +69,13 @@ impl<H: ClientHandler> Client<H> {
     pub async fn launch(handler: H, command: Command) -> Result<Self, ClientError> {
         let transport = TokioChildProcess::new(command)?;
         Self::connect(handler, transport).await
+    }
+
+    /// Open a 2026-07-28 connection to a Streamable HTTP server at `url` (its MCP endpoint).
+    /// Up to `concurrency` requests may be in flight at once.
+    pub async fn connect_http(handler: H, url: &str, concurrency: usize) -> Result<Self, ClientError> {
+        let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).max_concurrent_requests(concurrency);
+        Self::connect(handler, StreamableHttpClientTransport::from_config(config)).await
     }
 
     /// Open a 2026-07-28 connection over `transport`.

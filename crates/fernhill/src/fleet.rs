@@ -1,0 +1,104 @@
+//! A fleet on this machine: a fresh shop API and several `fernhill serve --http` replicas that
+//! share one sealing key and one store, with no stickiness between them.
+
+use std::{path::Path, process::Stdio, sync::Arc};
+
+use anyhow::Context as _;
+use shop_api::{RunningApi, Store};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+
+/// The replicas and the API behind them, stopped when dropped.
+pub struct Fleet {
+    pub api: RunningApi,
+    /// Each replica's MCP endpoint.
+    pub urls: Vec<String>,
+    replicas: Vec<Child>,
+}
+
+/// How to start a fleet.
+#[derive(Debug, Clone)]
+pub struct FleetPlan {
+    pub replicas: usize,
+    /// `memory` or a `redis://` URL.
+    pub store: String,
+    /// Keys under this prefix in the store, so fleets sharing a Redis keep apart.
+    pub store_prefix: String,
+    /// The sealing keys every replica shares.
+    pub keys: String,
+    /// Extra arguments for every replica.
+    pub extra: Vec<String>,
+}
+
+impl FleetPlan {
+    /// `replicas` replicas on `store`, with a fresh random shared key and prefix.
+    pub fn new(replicas: usize, store: &str) -> Self {
+        let key: [u8; 32] = rand::random();
+        let prefix: [u8; 6] = rand::random();
+        Self {
+            replicas,
+            store: store.to_owned(),
+            store_prefix: format!("fleet-{}:", hex(&prefix)),
+            keys: hex(&key),
+            extra: Vec::new(),
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Fleet {
+    /// Start a fresh in-memory API and `plan.replicas` replicas of `program` (the fernhill binary).
+    pub async fn start(program: &Path, plan: &FleetPlan) -> anyhow::Result<Fleet> {
+        let api = shop_api::spawn_loopback(Arc::new(Store::open(None)?)).await.context("starting the shop's API")?;
+        let mut fleet = Fleet { api, urls: Vec::new(), replicas: Vec::new() };
+        for _ in 0..plan.replicas {
+            let (child, url) = start_replica(program, &fleet.api.url, plan).await?;
+            fleet.replicas.push(child);
+            fleet.urls.push(url);
+        }
+        Ok(fleet)
+    }
+
+    /// Stop replica `index` (SIGKILL: a crash, or a deploy that does not wait).
+    pub async fn kill(&mut self, index: usize) -> anyhow::Result<()> {
+        self.replicas[index].kill().await.context("stopping a replica")
+    }
+
+    /// Start a new replica in place of `index`, with `plan`'s keys and store.
+    pub async fn restart(&mut self, program: &Path, index: usize, plan: &FleetPlan) -> anyhow::Result<()> {
+        let _ = self.replicas[index].kill().await;
+        let (child, url) = start_replica(program, &self.api.url, plan).await?;
+        self.replicas[index] = child;
+        self.urls[index] = url;
+        Ok(())
+    }
+}
+
+async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::Result<(Child, String)> {
+    let mut command = Command::new(program);
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", api, "--store", &plan.store])
+        .args(["--store-prefix", &plan.store_prefix])
+        .args(&plan.extra)
+        .env("RUST_LOG", std::env::var("FLEET_LOG").unwrap_or_else(|_| "warn".into()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    if plan.keys.is_empty() {
+        command.env_remove("SHOP_REQUEST_STATE_KEY");
+    } else {
+        command.env("SHOP_REQUEST_STATE_KEY", &plan.keys);
+    }
+    let mut child = command.spawn().with_context(|| format!("starting {}", program.display()))?;
+    let stdout = child.stdout.take().context("the replica's stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    // The replica prints its endpoint once it listens.
+    let url = lines.next_line().await?.context("the replica exited before it listened")?;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, url))
+}
