@@ -1,13 +1,19 @@
 //! A fleet on this machine: a fresh shop API and several `fernhill serve --http` replicas that
 //! share one sealing key and one store, with no stickiness between them.
 
-use std::{path::Path, process::Stdio, sync::Arc};
+use std::{
+    path::Path,
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use anyhow::Context as _;
 use shop_api::{RunningApi, Store};
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
     process::{Child, Command},
+    sync::Notify,
 };
 
 /// The replicas and the API behind them, stopped when dropped.
@@ -16,6 +22,48 @@ pub struct Fleet {
     /// Each replica's MCP endpoint.
     pub urls: Vec<String>,
     replicas: Vec<Child>,
+    logs: Vec<Log>,
+}
+
+/// What a replica wrote to stderr (also passed on to this process's stderr).
+#[derive(Clone, Default)]
+pub struct Log {
+    text: Arc<Mutex<String>>,
+    grew: Arc<Notify>,
+}
+
+impl Log {
+    pub fn text(&self) -> String {
+        self.text.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Wait until the log says `needle` (or `deadline` passes: then `None`).
+    pub async fn wait_for(&self, needle: &str, deadline: Duration) -> Option<String> {
+        let until = tokio::time::Instant::now() + deadline;
+        loop {
+            let grew = self.grew.notified();
+            let text = self.text();
+            if text.contains(needle) {
+                return Some(text);
+            }
+            tokio::time::timeout_at(until, grew).await.ok()?;
+        }
+    }
+
+    fn follow(&self, stderr: tokio::process::ChildStderr) {
+        let log = self.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("{line}");
+                if let Ok(mut text) = log.text.lock() {
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+                log.grew.notify_waiters();
+            }
+        });
+    }
 }
 
 /// How to start a fleet.
@@ -55,13 +103,19 @@ impl Fleet {
     /// Start a fresh in-memory API and `plan.replicas` replicas of `program` (the fernhill binary).
     pub async fn start(program: &Path, plan: &FleetPlan) -> anyhow::Result<Fleet> {
         let api = shop_api::spawn_loopback(Arc::new(Store::open(None)?)).await.context("starting the shop's API")?;
-        let mut fleet = Fleet { api, urls: Vec::new(), replicas: Vec::new() };
+        let mut fleet = Fleet { api, urls: Vec::new(), replicas: Vec::new(), logs: Vec::new() };
         for _ in 0..plan.replicas {
-            let (child, url) = start_replica(program, &fleet.api.url, plan).await?;
+            let (child, url, log) = start_replica(program, &fleet.api.url, plan).await?;
             fleet.replicas.push(child);
             fleet.urls.push(url);
+            fleet.logs.push(log);
         }
         Ok(fleet)
+    }
+
+    /// What replica `index` has logged since it (re)started.
+    pub fn log(&self, index: usize) -> &Log {
+        &self.logs[index]
     }
 
     /// Stop replica `index` (SIGKILL: a crash, or a deploy that does not wait).
@@ -72,14 +126,15 @@ impl Fleet {
     /// Start a new replica in place of `index`, with `plan`'s keys and store.
     pub async fn restart(&mut self, program: &Path, index: usize, plan: &FleetPlan) -> anyhow::Result<()> {
         let _ = self.replicas[index].kill().await;
-        let (child, url) = start_replica(program, &self.api.url, plan).await?;
+        let (child, url, log) = start_replica(program, &self.api.url, plan).await?;
         self.replicas[index] = child;
         self.urls[index] = url;
+        self.logs[index] = log;
         Ok(())
     }
 }
 
-async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::Result<(Child, String)> {
+async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::Result<(Child, String, Log)> {
     let mut command = Command::new(program);
     command
         .args(["serve", "--http", "127.0.0.1:0", "--shop-api", api, "--store", &plan.store])
@@ -87,7 +142,7 @@ async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::R
         .args(&plan.extra)
         .env("RUST_LOG", std::env::var("FLEET_LOG").unwrap_or_else(|_| "warn".into()))
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .kill_on_drop(true);
     if plan.keys.is_empty() {
         command.env_remove("SHOP_REQUEST_STATE_KEY");
@@ -95,10 +150,14 @@ async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::R
         command.env("SHOP_REQUEST_STATE_KEY", &plan.keys);
     }
     let mut child = command.spawn().with_context(|| format!("starting {}", program.display()))?;
+    let log = Log::default();
+    if let Some(stderr) = child.stderr.take() {
+        log.follow(stderr);
+    }
     let stdout = child.stdout.take().context("the replica's stdout")?;
     let mut lines = BufReader::new(stdout).lines();
     // The replica prints its endpoint once it listens.
     let url = lines.next_line().await?.context("the replica exited before it listened")?;
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok((child, url))
+    Ok((child, url, log))
 }

@@ -1,0 +1,161 @@
+//! Replicas without sticky sessions: separate `fernhill serve --http` processes sharing one key
+//! and one Redis (the machine's, 127.0.0.1:6379), behind one shop API. The chapter's production
+//! failures, each a test, and the fleet under load.
+
+mod support;
+
+use std::{collections::BTreeMap, time::Duration};
+
+use fernhill::{
+    fleet::{Fleet, FleetPlan},
+    load::{self, LoadPlan},
+};
+use mrtr::{
+    client::{Answer, Client, ScriptedUser, params},
+    request_state::{Binding, StateSecurity},
+    seal::KeyRing,
+};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, InputRequiredResult};
+use serde_json::json;
+use shop_api::{RefundId, RefundStatus};
+use support::{fernhill, shop};
+
+const REDIS: &str = "redis://127.0.0.1:6379";
+
+async fn lead(url: &str) -> Client<ScriptedUser> {
+    Client::connect_http(ScriptedUser::always(Answer::release()), url, 64).await.unwrap()
+}
+
+async fn quote(client: &Client<ScriptedUser>, order: &str) -> String {
+    let result = client.call_tool("quote_refund", json!({"order_id": order})).await.unwrap();
+    result.structured_content.unwrap()["quote_id"].as_str().unwrap().to_owned()
+}
+
+async fn ask(client: &Client<ScriptedUser>, quote_id: &str) -> InputRequiredResult {
+    match client.call_tool_once(params("issue_refund", json!({"quote_id": quote_id}))).await.unwrap() {
+        CallToolResponse::InputRequired(asked) => asked,
+        other => panic!("expected input_required, got {other:?}"),
+    }
+}
+
+fn yes(quote_id: &str, state: Option<String>) -> CallToolRequestParams {
+    let mut retry = params("issue_refund", json!({"quote_id": quote_id}));
+    retry.input_responses = Some(BTreeMap::from([("confirm".to_owned(), Answer::release().to_value())]));
+    retry.request_state = state;
+    retry
+}
+
+fn status_of(response: &CallToolResponse) -> Option<String> {
+    match response {
+        CallToolResponse::Complete(result) if result.is_error != Some(true) => {
+            result.structured_content.as_ref()?["status"].as_str().map(str::to_owned)
+        }
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_retry_that_reaches_another_replica_completes_and_its_replay_is_refused_there() {
+    let plan = FleetPlan::new(2, REDIS);
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let (a, b) = (lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await);
+    let q = quote(&a, "O-2289").await;
+    let state = ask(&a, &q).await.request_state;
+    // The answer goes to B: the shared key opens the state, the shared store has the quote.
+    let done = b.call_tool_once(yes(&q, state.clone())).await.unwrap();
+    assert_eq!(status_of(&done).as_deref(), Some("requested"));
+    // The same answer replayed to A: refused by the shared once-only record.
+    let CallToolResponse::Complete(replay) = a.call_tool_once(yes(&q, state)).await.unwrap() else { panic!() };
+    assert_eq!(replay.is_error, Some(true));
+    let text = &replay.content[0].as_text().unwrap().text;
+    assert!(text.ends_with("Refund R-0111 was already confirmed. Don't send the same answer again."), "{text}");
+    // And behind the record, the shop's API refuses a second release with 409.
+    let again = shop(&fleet.api).confirm(&RefundId::parse("R-0111").unwrap()).await.unwrap_err();
+    assert!(again.is_conflict(), "{again}");
+}
+
+#[tokio::test]
+async fn a_restart_between_question_and_answer_needs_a_shared_key() {
+    // With a shared key, the restarted replica opens the state and completes the refund.
+    let plan = FleetPlan::new(1, REDIS);
+    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let before = lead(&fleet.urls[0]).await;
+    let q = quote(&before, "O-2289").await;
+    let state = ask(&before, &q).await.request_state;
+    fleet.restart(&fernhill(), 0, &plan).await.unwrap();
+    let after = lead(&fleet.urls[0]).await;
+    assert_eq!(status_of(&after.call_tool_once(yes(&q, state)).await.unwrap()).as_deref(), Some("requested"));
+
+    // With a key made at start, the lead's answer dies with the process: -32602.
+    let mut ephemeral = FleetPlan::new(1, REDIS);
+    ephemeral.keys = String::new();
+    ephemeral.extra = vec!["--state-ttl".into(), "600".into()];
+    let mut fleet = Fleet::start(&fernhill(), &ephemeral).await.unwrap();
+    let before = lead(&fleet.urls[0]).await;
+    let q = quote(&before, "O-2289").await;
+    let state = ask(&before, &q).await.request_state;
+    fleet.restart(&fernhill(), 0, &ephemeral).await.unwrap();
+    let after = lead(&fleet.urls[0]).await;
+    let error = after.call_tool_once(yes(&q, state)).await.unwrap_err();
+    assert_eq!(error.rpc_error().unwrap().code.0, -32602);
+    let logged =
+        fleet.log(0).wait_for("requestState rejected on tools/call: unknown key", Duration::from_secs(20)).await;
+    assert!(logged.is_some(), "{}", fleet.log(0).text());
+    let held = shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(held.status, RefundStatus::NeedsConfirmation, "nothing released; the refund waits for a fresh call");
+}
+
+#[tokio::test]
+async fn a_lead_slower_than_the_state_gets_32602_and_a_fresh_call_asks_again() {
+    let plan = FleetPlan::new(2, REDIS);
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let (a, b) = (lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await);
+    let q = quote(&a, "O-2289").await;
+    ask(&a, &q).await;
+    // The state as the fleet sealed it eleven minutes ago: its lifetime (600 s) is over.
+    let security =
+        StateSecurity::new(KeyRing::new(&[&plan.keys]).unwrap(), Duration::from_secs(600), Some("shop".into()));
+    let binding = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": q})), None);
+    let eleven_minutes_ago = mrtr::request_state::epoch_seconds() - 660.0;
+    let stale = security.seal_at("R-0111", &binding, eleven_minutes_ago);
+    let error = b.call_tool_once(yes(&q, Some(stale))).await.unwrap_err();
+    assert_eq!(error.rpc_error().unwrap().code.0, -32602);
+    let logged = fleet.log(1).wait_for("requestState rejected on tools/call: expired", Duration::from_secs(20)).await;
+    assert!(logged.is_some(), "{}", fleet.log(1).text());
+    // The host turns the error into a fresh call, which asks again, and the answer completes.
+    let asked = ask(&b, &q).await;
+    assert_eq!(status_of(&a.call_tool_once(yes(&q, asked.request_state)).await.unwrap()).as_deref(), Some("requested"));
+}
+
+#[tokio::test]
+async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release_nothing_twice() {
+    let plan = FleetPlan::new(3, REDIS);
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let load_plan = LoadPlan {
+        urls: fleet.urls.clone(),
+        shop_api: fleet.api.url.clone(),
+        leads: 16,
+        confirmations: 1000,
+        order: "O-2289".into(),
+    };
+    let report = load::run(&load_plan).await.unwrap();
+    assert!(report.problems.is_empty(), "{}", report.render());
+    assert_eq!((report.confirmations, report.released), (1000, 1000), "{}", report.render());
+
+    // Twenty questions; each honest retry sent ten times at once, spread across the replicas.
+    let leads = [lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await, lead(&fleet.urls[2]).await];
+    let mut retries = Vec::new();
+    for _ in 0..20 {
+        let q = quote(&leads[0], "O-1145").await;
+        let state = ask(&leads[1], &q).await.request_state;
+        retries.push((q, state));
+    }
+    let replays = retries.iter().flat_map(|(q, state)| (0..10).map(move |i| (i, q, state.clone())));
+    let answers =
+        futures::future::join_all(replays.map(|(i, q, state)| leads[i % 3].call_tool_once(yes(q, state)))).await;
+    let released =
+        answers.iter().filter(|a| a.as_ref().ok().and_then(status_of).as_deref() == Some("requested")).count();
+    assert_eq!(released, 20, "one release per question, whatever replica each copy reached");
+    let refunds = shop(&fleet.api).refunds().await.unwrap();
+    assert_eq!(refunds.iter().filter(|r| r.status == RefundStatus::Requested).count(), 1020);
+}

@@ -1,0 +1,186 @@
+//! `fernhill serve --http` on the wire: statuses, headers, no sessions, health and metrics.
+
+mod support;
+
+use std::process::Stdio;
+
+use reqwest::{StatusCode, header::HeaderMap};
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+
+use support::{KEY_A, fernhill, start_api};
+
+struct Server {
+    url: String,
+    child: Child,
+    http: reqwest::Client,
+}
+
+async fn start(api: &str) -> Server {
+    let mut child = Command::new(fernhill())
+        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", api])
+        .env("SHOP_REQUEST_STATE_KEY", KEY_A)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = lines.next_line().await.unwrap().expect("the endpoint");
+    Server { url, child, http: reqwest::Client::new() }
+}
+
+fn meta(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "wire-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    })
+}
+
+impl Server {
+    /// POST one JSON-RPC request with the 2026-07-28 headers, as a conforming client does.
+    async fn post(
+        &self,
+        id: u64,
+        method: &str,
+        mut params: Value,
+        name: Option<&str>,
+    ) -> (StatusCode, HeaderMap, Value) {
+        params["_meta"] = params.get("_meta").cloned().unwrap_or_else(|| meta(json!({"elicitation": {}})));
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        let response = request.send().await.unwrap();
+        let (status, headers) = (response.status(), response.headers().clone());
+        let body = response.json::<Value>().await.unwrap_or(Value::Null);
+        (status, headers, body)
+    }
+
+    async fn call(&self, id: u64, tool: &str, arguments: Value, extra: Value) -> (StatusCode, HeaderMap, Value) {
+        let mut params = json!({"name": tool, "arguments": arguments});
+        params.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        self.post(id, "tools/call", params, Some(tool)).await
+    }
+}
+
+#[tokio::test]
+async fn a_confirmation_over_http_keeps_no_session() {
+    let api = start_api().await;
+    let server = start(&api.url).await;
+    let (status, headers, quote) = server.call(1, "quote_refund", json!({"order_id": "O-2289"}), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers.get("mcp-session-id").is_none());
+    let quote_id = quote["result"]["structuredContent"]["quote_id"].clone();
+    let (status, headers, asked) = server.call(2, "issue_refund", json!({"quote_id": quote_id}), json!({})).await;
+    assert_eq!((status, asked["result"]["resultType"].as_str()), (StatusCode::OK, Some("input_required")));
+    assert!(headers.get("mcp-session-id").is_none());
+    let retry = json!({
+        "inputResponses": {"confirm": {"action": "accept", "content": {"release": true}}},
+        "requestState": asked["result"]["requestState"],
+    });
+    let (status, _, done) = server.call(3, "issue_refund", json!({"quote_id": quote_id}), retry).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(done["result"]["structuredContent"]["status"], "requested");
+}
+
+#[tokio::test]
+async fn errors_carry_the_statuses_the_spec_gives_them() {
+    let api = start_api().await;
+    let server = start(&api.url).await;
+    // A refused state: 400 with -32602.
+    let (quote_status, _, quote) = server.call(1, "quote_refund", json!({"order_id": "O-2289"}), json!({})).await;
+    assert_eq!(quote_status, StatusCode::OK);
+    let forged = json!({"requestState": "v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"});
+    let (status, _, body) = server
+        .call(2, "issue_refund", json!({"quote_id": quote["result"]["structuredContent"]["quote_id"]}), forged)
+        .await;
+    assert_eq!((status, body["error"]["code"].as_i64()), (StatusCode::BAD_REQUEST, Some(-32602)));
+    assert_eq!(body["error"]["message"], "Invalid or expired requestState");
+    // A client that cannot ask: 400 with -32021.
+    let params = json!({"name": "record_return", "arguments": {"order_id": "O-1145", "sku": "KG-1043"}, "_meta": meta(json!({}))});
+    let (status, _, body) = server.post(3, "tools/call", params, Some("record_return")).await;
+    assert_eq!((status, body["error"]["code"].as_i64()), (StatusCode::BAD_REQUEST, Some(-32021)));
+    // A header that disagrees with the body: 400 with -32020.
+    let params = json!({"name": "lookup_order", "arguments": {"order_id": "O-2289"}});
+    let (status, _, body) = server.post(4, "tools/call", params, Some("quote_refund")).await;
+    assert_eq!((status, body["error"]["code"].as_i64()), (StatusCode::BAD_REQUEST, Some(-32020)));
+    // An unknown method: 404 with -32601.
+    let (status, _, body) = server.post(5, "no/such", json!({}), None).await;
+    assert_eq!((status, body["error"]["code"].as_i64()), (StatusCode::NOT_FOUND, Some(-32601)));
+    // An unsupported version: 400 with -32022.
+    let mut params = json!({"name": "lookup_order", "arguments": {"order_id": "O-2289"}, "_meta": meta(json!({}))});
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("1900-01-01");
+    let response = server
+        .http
+        .post(&server.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "1900-01-01")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "lookup_order")
+        .json(&json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": params}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(response.json::<Value>().await.unwrap()["error"]["code"], -32022);
+}
+
+#[tokio::test]
+async fn only_post_is_served_and_strangers_are_refused() {
+    let api = start_api().await;
+    let server = start(&api.url).await;
+    assert_eq!(server.http.get(&server.url).send().await.unwrap().status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(server.http.delete(&server.url).send().await.unwrap().status(), StatusCode::METHOD_NOT_ALLOWED);
+    let foreign =
+        server.http.post(&server.url).header("origin", "https://evil.example").json(&json!({})).send().await.unwrap();
+    assert_eq!(foreign.status(), StatusCode::FORBIDDEN);
+    let huge = "x".repeat(fernhill::http::MAX_BODY_BYTES + 1);
+    let big = server
+        .http
+        .post(&server.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{huge}\"}}}}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status(), StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test]
+async fn health_and_metrics_tell_what_happened() {
+    let api = start_api().await;
+    let server = start(&api.url).await;
+    let base = server.url.trim_end_matches("/mcp");
+    assert_eq!(server.http.get(format!("{base}/healthz")).send().await.unwrap().status(), StatusCode::OK);
+    let forged = json!({"requestState": "v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"});
+    server.call(1, "issue_refund", json!({"quote_id": "Q-5001"}), forged).await;
+    let params = json!({"name": "record_return", "arguments": {"order_id": "O-1145", "sku": "KG-1043"}, "_meta": meta(json!({}))});
+    server.post(2, "tools/call", params, Some("record_return")).await;
+    let metrics = server.http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains(r#"mcp_request_state_rejections_total{reason="unknown_key"} 1"#), "{metrics}");
+    assert!(metrics.contains(r#"mcp_missing_capability_total{client="wire-test"} 1"#), "{metrics}");
+    assert!(metrics.contains("mcp_request_duration_seconds_bucket"), "{metrics}");
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_server_cleanly() {
+    let api = start_api().await;
+    let mut server = start(&api.url).await;
+    let pid = server.child.id().unwrap().to_string();
+    let sent = Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
+    assert!(sent.success());
+    let status = server.child.wait().await.unwrap();
+    assert!(status.success(), "{status}");
+}
