@@ -72,7 +72,8 @@ pub async fn serve(
         .route_service("/mcp", mcp)
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(move || std::future::ready(rendered.render())))
-        .layer(middleware::from_fn(status_for_errors));
+        .layer(middleware::from_fn(status_for_errors))
+        .layer(middleware::from_fn(time_requests));
 
     let listener =
         tokio::net::TcpListener::bind(http.listen).await.with_context(|| format!("listening on {}", http.listen))?;
@@ -89,6 +90,23 @@ pub async fn serve(
         .context("serving HTTP")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Time every HTTP request by its MCP method (the `Mcp-Method` header), whatever it is.
+pub async fn time_requests(request: Request, next: Next) -> Response {
+    let method = request
+        .headers()
+        .get("mcp-method")
+        .and_then(|v| v.to_str().ok())
+        .filter(|m| m.len() <= 64 && m.bytes().all(|b| b.is_ascii_graphic()))
+        .unwrap_or("none")
+        .to_owned();
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    ::metrics::histogram!("mcp_http_request_duration_seconds", "method" => method, "status" => status)
+        .record(started.elapsed().as_secs_f64());
+    response
 }
 
 /// Give a JSON-RPC error the HTTP status its code calls for.

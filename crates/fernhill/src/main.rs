@@ -139,6 +139,11 @@ enum Command {
     },
 }
 
+/// A fifth of the server's time under load went to glibc's malloc and free (perf, 2 cores);
+/// mimalloc serves the many small, short-lived allocations of JSON-RPC handling faster.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();

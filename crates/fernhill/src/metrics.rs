@@ -20,6 +20,9 @@ pub fn install() -> PrometheusHandle {
             let rounds = [1.0, 2.0, 3.0, 4.0, 5.0, 10.0];
             let builder = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Full("mcp_request_duration_seconds".into()), &seconds)
+                .and_then(|b| {
+                    b.set_buckets_for_metric(Matcher::Full("mcp_http_request_duration_seconds".into()), &seconds)
+                })
                 .and_then(|b| b.set_buckets_for_metric(Matcher::Full("mcp_rounds_per_call".into()), &rounds));
             match builder.map(PrometheusBuilder::install_recorder) {
                 Ok(Ok(handle)) => handle,

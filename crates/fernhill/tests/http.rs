@@ -168,7 +168,21 @@ async fn health_and_metrics_tell_what_happened() {
     server.call(1, "issue_refund", json!({"quote_id": "Q-5001"}), forged).await;
     let params = json!({"name": "record_return", "arguments": {"order_id": "O-1145", "sku": "KG-1043"}, "_meta": meta(json!({}))});
     server.post(2, "tools/call", params, Some("record_return")).await;
+    // One confirmation, to count a question, a release and two rounds.
+    let (_, _, quote) = server.call(3, "quote_refund", json!({"order_id": "O-2289"}), json!({})).await;
+    let quote_id = quote["result"]["structuredContent"]["quote_id"].clone();
+    let (_, _, asked) = server.call(4, "issue_refund", json!({"quote_id": quote_id}), json!({})).await;
+    let retry = json!({
+        "inputResponses": {"confirm": {"action": "accept", "content": {"release": true}}},
+        "requestState": asked["result"]["requestState"],
+    });
+    server.call(5, "issue_refund", json!({"quote_id": quote_id}), retry).await;
     let metrics = server.http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(
+        metrics.contains("shop_refund_questions_total 1") && metrics.contains("shop_refund_releases_total 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"mcp_rounds_per_call_bucket{tool="issue_refund",le="2"} 1"#), "{metrics}");
     assert!(metrics.contains(r#"mcp_request_state_rejections_total{reason="unknown_key"} 1"#), "{metrics}");
     assert!(metrics.contains(r#"mcp_missing_capability_total{client="wire-test"} 1"#), "{metrics}");
     assert!(metrics.contains("mcp_request_duration_seconds_bucket"), "{metrics}");

@@ -143,6 +143,7 @@ impl Shop {
                 return Ok(structured(&refund).into());
             }
             require_elicitation(context.client_capabilities().as_ref(), ElicitationMode::Form)?;
+            metrics::counter!("shop_refund_questions_total").increment(1);
             return Ok(self.ask(&refund).into());
         };
         let outcome = match answer {
@@ -212,6 +213,7 @@ impl Shop {
         self.claim(refund).await?;
         match self.api.confirm(&refund.refund_id).await {
             Ok(released) => {
+                metrics::counter!("shop_refund_releases_total").increment(1);
                 tracing::info!(refund_id = %released.refund_id, amount = %released.amount, "refund released by a lead");
                 Ok(structured(&released))
             }
@@ -227,6 +229,7 @@ impl Shop {
         self.claim(refund).await?;
         match self.api.cancel(&refund.refund_id).await {
             Ok(cancelled) => {
+                metrics::counter!("shop_refund_declines_total").increment(1);
                 tracing::info!(refund_id = %cancelled.refund_id, "refund declined by a lead and cancelled");
                 let note = format!(
                     "The lead declined refund {}, so it is cancelled. Don't issue it again unless the customer's case changes.",
@@ -244,6 +247,7 @@ impl Shop {
 
     /// The lead closed the question without answering: nothing is used up.
     async fn still_held(&self, refund: Refund) -> rmcp::model::CallToolResult {
+        metrics::counter!("shop_refund_dismissals_total").increment(1);
         let refund = self.api.refund(&refund.refund_id).await.unwrap_or(refund);
         let note = match refund.status {
             RefundStatus::NeedsConfirmation => format!(
