@@ -119,6 +119,11 @@ pub async fn connect(user: ScriptedUser, command: Command) -> anyhow::Result<Cli
     Client::launch(user, command).await.context("connecting to the server")
 }
 
+/// A client playing `user` that launches this program with `--serve`, against the API at `api_url`.
+pub async fn connect_to_self(user: ScriptedUser, api_url: &str) -> anyhow::Result<Client<ScriptedUser>> {
+    connect(user, launch_self(api_url, &["--serve"])?).await
+}
+
 /// If this program was launched with `--serve`, serve (the API's URL from the environment)
 /// and return true; otherwise return false, and the caller runs as the client.
 pub async fn serve_if_asked(style: AskStyle) -> anyhow::Result<bool> {

@@ -1,20 +1,16 @@
 //! A fleet on this machine: a fresh shop API and several `fernhill serve --http` replicas that
 //! share one sealing key and one store, with no stickiness between them.
 
-use std::{
-    path::Path,
-    process::Stdio,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{path::Path, process::Stdio, sync::Arc};
 
 use anyhow::Context as _;
 use shop_api::{RunningApi, Store};
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
     process::{Child, Command},
-    sync::Notify,
 };
+
+use crate::child_log::ChildLog;
 
 /// The replicas and the API behind them, stopped when dropped.
 pub struct Fleet {
@@ -22,48 +18,7 @@ pub struct Fleet {
     /// Each replica's MCP endpoint.
     pub urls: Vec<String>,
     replicas: Vec<Child>,
-    logs: Vec<Log>,
-}
-
-/// What a replica wrote to stderr (also passed on to this process's stderr).
-#[derive(Clone, Default)]
-pub struct Log {
-    text: Arc<Mutex<String>>,
-    grew: Arc<Notify>,
-}
-
-impl Log {
-    pub fn text(&self) -> String {
-        self.text.lock().map(|t| t.clone()).unwrap_or_default()
-    }
-
-    /// Wait until the log says `needle` (or `deadline` passes: then `None`).
-    pub async fn wait_for(&self, needle: &str, deadline: Duration) -> Option<String> {
-        let until = tokio::time::Instant::now() + deadline;
-        loop {
-            let grew = self.grew.notified();
-            let text = self.text();
-            if text.contains(needle) {
-                return Some(text);
-            }
-            tokio::time::timeout_at(until, grew).await.ok()?;
-        }
-    }
-
-    fn follow(&self, stderr: tokio::process::ChildStderr) {
-        let log = self.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("{line}");
-                if let Ok(mut text) = log.text.lock() {
-                    text.push_str(&line);
-                    text.push('\n');
-                }
-                log.grew.notify_waiters();
-            }
-        });
-    }
+    logs: Vec<ChildLog>,
 }
 
 /// How to start a fleet.
@@ -114,7 +69,7 @@ impl Fleet {
     }
 
     /// What replica `index` has logged since it (re)started.
-    pub fn log(&self, index: usize) -> &Log {
+    pub fn log(&self, index: usize) -> &ChildLog {
         &self.logs[index]
     }
 
@@ -134,7 +89,7 @@ impl Fleet {
     }
 }
 
-async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::Result<(Child, String, Log)> {
+async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::Result<(Child, String, ChildLog)> {
     let mut command = Command::new(program);
     command
         .args(["serve", "--http", "127.0.0.1:0", "--shop-api", api, "--store", &plan.store])
@@ -150,9 +105,9 @@ async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::R
         command.env("SHOP_REQUEST_STATE_KEY", &plan.keys);
     }
     let mut child = command.spawn().with_context(|| format!("starting {}", program.display()))?;
-    let log = Log::default();
+    let log = ChildLog::default();
     if let Some(stderr) = child.stderr.take() {
-        log.follow(stderr);
+        log.follow(stderr, true);
     }
     let stdout = child.stdout.take().context("the replica's stdout")?;
     let mut lines = BufReader::new(stdout).lines();

@@ -11,6 +11,7 @@
 //!   [`shutdown`]: SIGINT and SIGTERM end a server after the requests in flight.
 
 pub mod chapter;
+pub mod child_log;
 pub mod commands;
 pub mod fleet;
 pub mod http;

@@ -21,6 +21,8 @@ use rmcp::model::{CallToolResponse, CallToolResult};
 use serde_json::json;
 use shop_api::{RefundId, RefundStatus, ShopApi};
 
+use crate::chapter::field;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
@@ -209,16 +211,6 @@ fn complete(response: CallToolResponse) -> anyhow::Result<CallToolResult> {
         CallToolResponse::Complete(result) if result.is_error != Some(true) => Ok(result),
         other => anyhow::bail!("expected a result, got {other:?}"),
     }
-}
-
-fn field(result: &CallToolResult, name: &str) -> anyhow::Result<String> {
-    result
-        .structured_content
-        .as_ref()
-        .and_then(|c| c.get(name))
-        .and_then(|v| v.as_str())
-        .map(str::to_owned)
-        .with_context(|| format!("no {name} in {result:?}"))
 }
 
 /// Each refund once, and released: the API's word, not the servers'.

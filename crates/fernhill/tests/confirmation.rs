@@ -10,22 +10,10 @@ use mrtr::{
     request_state::{Binding, StateSecurity},
     seal::KeyRing,
 };
-use rmcp::model::{CallToolResponse, CallToolResult, InputRequiredResult};
+use rmcp::model::{CallToolResponse, CallToolResult};
 use serde_json::{Value, json};
 use shop_api::{RefundId, RefundStatus};
-use support::{KEY_A, KEY_B, serve, shop, start_api};
-
-async fn quote(client: &Client<ScriptedUser>, order: &str) -> String {
-    let result = client.call_tool("quote_refund", json!({"order_id": order})).await.unwrap();
-    result.structured_content.unwrap()["quote_id"].as_str().unwrap().to_owned()
-}
-
-async fn ask(client: &Client<ScriptedUser>, quote_id: &str) -> InputRequiredResult {
-    match client.call_tool_once(params("issue_refund", json!({"quote_id": quote_id}))).await.unwrap() {
-        CallToolResponse::InputRequired(asked) => asked,
-        other => panic!("expected input_required, got {other:?}"),
-    }
-}
+use support::{KEY_A, KEY_B, ask, quote, serve, shop, start_api};
 
 async fn answer(
     client: &Client<ScriptedUser>,

@@ -15,27 +15,15 @@ use mrtr::{
     request_state::{Binding, StateSecurity},
     seal::KeyRing,
 };
-use rmcp::model::{CallToolRequestParams, CallToolResponse, InputRequiredResult};
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use serde_json::json;
 use shop_api::{RefundId, RefundStatus};
-use support::{fernhill, shop};
+use support::{ask, fernhill, quote, shop};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
 async fn lead(url: &str) -> Client<ScriptedUser> {
     Client::connect_http(ScriptedUser::always(Answer::release()), url, 64).await.unwrap()
-}
-
-async fn quote(client: &Client<ScriptedUser>, order: &str) -> String {
-    let result = client.call_tool("quote_refund", json!({"order_id": order})).await.unwrap();
-    result.structured_content.unwrap()["quote_id"].as_str().unwrap().to_owned()
-}
-
-async fn ask(client: &Client<ScriptedUser>, quote_id: &str) -> InputRequiredResult {
-    match client.call_tool_once(params("issue_refund", json!({"quote_id": quote_id}))).await.unwrap() {
-        CallToolResponse::InputRequired(asked) => asked,
-        other => panic!("expected input_required, got {other:?}"),
-    }
 }
 
 fn yes(quote_id: &str, state: Option<String>) -> CallToolRequestParams {

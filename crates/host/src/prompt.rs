@@ -27,10 +27,7 @@ use inquire::{
 use mrtr::client::Answer;
 use rmcp::{
     ClientHandler, ErrorData, RoleClient,
-    model::{
-        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
-        FormElicitationCapability, Implementation, UrlElicitationCapability,
-    },
+    model::{ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability},
     service::RequestContext,
 };
 use serde_json::{Map, Value};
@@ -68,11 +65,7 @@ impl PersonAtTerminal {
     /// there is nobody to ask: a server then refuses a call that needs a question (-32021).
     pub fn new(server: impl Into<String>) -> Self {
         let at_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-        let declares = at_terminal.then(|| {
-            ElicitationCapability::new()
-                .with_form(FormElicitationCapability::new())
-                .with_url(UrlElicitationCapability::new())
-        });
+        let declares = at_terminal.then(mrtr::client::form_and_url);
         Self {
             shared: Arc::new(Shared {
                 asking: Mutex::new(Asking { server: server.into(), tool: None }),
@@ -111,9 +104,7 @@ impl PersonAtTerminal {
 
 impl ClientHandler for PersonAtTerminal {
     fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.elicitation = self.declares.clone();
-        ClientConfig::new(capabilities, Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION")))
+        mrtr::client::client_config(&self.name, self.declares.clone())
     }
 
     async fn create_elicitation(

@@ -3,20 +3,13 @@
 //! line by line so a test can wait for a log line without sleeping.
 #![allow(dead_code)]
 
-use std::{
-    path::PathBuf,
-    process::Stdio,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
+
+use fernhill::child_log::ChildLog;
 
 use mrtr::client::{Client, ScriptedUser};
 use shop_api::{RunningApi, ShopApi, Store};
-use tokio::{
-    io::{AsyncBufReadExt, BufReader},
-    process::Command,
-    sync::Notify,
-};
+use tokio::process::Command;
 
 pub const KEY_A: &str = "test-key-a-0123456789abcdefghijklmnopqrstuvwxyz";
 pub const KEY_B: &str = "test-key-b-0123456789abcdefghijklmnopqrstuvwxyz";
@@ -54,31 +47,19 @@ pub async fn start_api() -> RunningApi {
     shop_api::spawn_loopback(Arc::new(Store::open(None).unwrap())).await.unwrap()
 }
 
-/// A process's stderr, collected as it arrives.
+/// A server's stderr; a test waits for a line, and fails if it never comes.
 #[derive(Clone, Default)]
-pub struct Log {
-    text: Arc<Mutex<String>>,
-    grew: Arc<Notify>,
-}
+pub struct Log(ChildLog);
 
 impl Log {
     pub fn text(&self) -> String {
-        self.text.lock().unwrap().clone()
+        self.0.text()
     }
 
-    /// Wait until the log contains `needle` (the server writes it before it answers, so this
-    /// waits only for the pipe; the deadline is a failure, not a pace).
     pub async fn wait_for(&self, needle: &str) -> String {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let grew = self.grew.notified();
-            let text = self.text();
-            if text.contains(needle) {
-                return text;
-            }
-            if tokio::time::timeout_at(deadline, grew).await.is_err() {
-                panic!("the log never said {needle:?}; it said:\n{text}");
-            }
+        match self.0.wait_for(needle, Duration::from_secs(20)).await {
+            Some(text) => text,
+            None => panic!("the log never said {needle:?}; it said:\n{}", self.0.text()),
         }
     }
 }
@@ -107,21 +88,26 @@ pub async fn serve_with(
         rmcp::transport::TokioChildProcess::builder(command).stderr(Stdio::piped()).spawn().unwrap();
     let log = Log::default();
     if let Some(stderr) = stderr {
-        let log = log.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut text = log.text.lock().unwrap();
-                text.push_str(&line);
-                text.push('\n');
-                drop(text);
-                log.grew.notify_waiters();
-            }
-        });
+        log.0.follow(stderr, false);
     }
     (Client::connect(user, transport).await.unwrap(), log)
 }
 
 pub fn shop(api: &RunningApi) -> ShopApi {
     ShopApi::new(&api.url).unwrap()
+}
+
+/// `quote_refund` for `order`: the quote's ID.
+pub async fn quote(client: &Client<ScriptedUser>, order: &str) -> String {
+    let result = client.call_tool("quote_refund", serde_json::json!({"order_id": order})).await.unwrap();
+    result.structured_content.unwrap()["quote_id"].as_str().unwrap().to_owned()
+}
+
+/// `issue_refund`'s first round, which must ask.
+pub async fn ask(client: &Client<ScriptedUser>, quote_id: &str) -> rmcp::model::InputRequiredResult {
+    let call = mrtr::client::params("issue_refund", serde_json::json!({"quote_id": quote_id}));
+    match client.call_tool_once(call).await.unwrap() {
+        rmcp::model::CallToolResponse::InputRequired(asked) => asked,
+        other => panic!("expected input_required, got {other:?}"),
+    }
 }

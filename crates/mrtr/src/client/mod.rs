@@ -16,7 +16,11 @@ use std::{collections::HashMap, sync::Mutex};
 
 use rmcp::{
     ClientHandler, RoleClient, ServiceError,
-    model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ProtocolVersion, ServerPeerInfo},
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+        ElicitationCapability, FormElicitationCapability, Implementation, JsonObject, ProtocolVersion, ServerPeerInfo,
+        UrlElicitationCapability,
+    },
     service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RunningService},
     transport::{
         IntoTransport, StreamableHttpClientTransport, TokioChildProcess,
@@ -174,6 +178,18 @@ impl<H: ClientHandler> Client<H> {
             Some(problem) => Err(ClientError::OutputSchema { tool: name.to_owned(), problem }),
         }
     }
+}
+
+/// What a host declares: its name, and the elicitation modes it can show (none: it cannot ask).
+pub fn client_config(name: &str, elicitation: Option<ElicitationCapability>) -> ClientConfig {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation = elicitation;
+    ClientConfig::new(capabilities, Implementation::new(name.to_owned(), env!("CARGO_PKG_VERSION")))
+}
+
+/// Both elicitation modes, form and URL: what a host that shows questions to a person declares.
+pub fn form_and_url() -> ElicitationCapability {
+    ElicitationCapability::new().with_form(FormElicitationCapability::new()).with_url(UrlElicitationCapability::new())
 }
 
 /// `tools/call` params for `name` with `arguments` (a JSON object; anything else sends none).

@@ -12,10 +12,7 @@ use std::{
 
 use rmcp::{
     ClientHandler, ErrorData, RoleClient,
-    model::{
-        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-        FormElicitationCapability, Implementation, UrlElicitationCapability,
-    },
+    model::{ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability},
     service::RequestContext,
 };
 use serde_json::{Map, Value};
@@ -144,11 +141,7 @@ impl ScriptedUser {
 
     fn with_script(script: Script) -> Self {
         Self {
-            declares: Some(
-                ElicitationCapability::new()
-                    .with_form(FormElicitationCapability::new())
-                    .with_url(UrlElicitationCapability::new()),
-            ),
+            declares: Some(super::form_and_url()),
             script: Arc::new(Mutex::new(script)),
             asked: Arc::default(),
             on_question: None,
@@ -211,9 +204,7 @@ pub fn message_of(params: &ElicitRequestParams) -> &str {
 
 impl ClientHandler for ScriptedUser {
     fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.elicitation = self.declares.clone();
-        ClientConfig::new(capabilities, Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION")))
+        super::client_config(&self.name, self.declares.clone())
     }
 
     async fn create_elicitation(
