@@ -19,7 +19,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use mrtr::client::{Answer, ScriptedUser, params};
-use payment_provider::{FlowStatus, PaymentProvider, ProviderState, RunningProvider, spawn_loopback};
+use payment_provider::{FlowStatus, PaymentProvider, ProviderErrorExt, ProviderState, RunningProvider, spawn_loopback};
 use rmcp::model::{CallToolResponse, ElicitRequestParams, InputRequest};
 use serde_json::json;
 use tempfile::TempDir;

@@ -9,35 +9,7 @@ use std::fmt;
 
 use getrandom::fill;
 
-/// A value that did not have the expected format.
-///
-/// Its message names the offending text and the expected format, e.g.
-/// `"R-11" is not a refund ID: expected R- followed by 4 to 9 digits, such as R-0111`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{} is not {what}: expected {format}", shown(given))]
-pub struct IdError {
-    given: String,
-    what: &'static str,
-    format: &'static str,
-}
-
-impl IdError {
-    /// The text that failed to parse.
-    pub fn given(&self) -> &str {
-        &self.given
-    }
-}
-
-/// Quotes the offending text for a message, shortening runaway input.
-fn shown(given: &str) -> String {
-    const MAX_CHARS: usize = 40;
-    if given.chars().count() <= MAX_CHARS {
-        format!("{given:?}")
-    } else {
-        let head: String = given.chars().take(MAX_CHARS).collect();
-        format!("{head:?}…")
-    }
-}
+pub use web_service::IdError;
 
 fn is_flow_id(s: &str) -> bool {
     (16..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
@@ -84,7 +56,7 @@ macro_rules! validated {
                 if check(s) {
                     Ok(Self(s.to_owned()))
                 } else {
-                    Err(IdError { given: s.to_owned(), what: $what, format: $format })
+                    Err(IdError::new(s, $what, $format))
                 }
             }
 

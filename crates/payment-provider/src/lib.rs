@@ -18,6 +18,9 @@
 //! - [`state`]: flows and payments in memory (a `HashMap` behind a `Mutex`,
 //!   lost on exit), checked against the provider's own [`accounts`].
 //! - [`records`] are the JSON bodies; [`ids`] validates what they carry.
+//!
+//! Plumbing shared with the shop's API (problems, the JSON client and its
+//! error, serving on loopback) lives in `web-service`.
 
 pub mod accounts;
 pub mod client;
@@ -31,10 +34,13 @@ pub mod state;
 pub mod timestamp;
 
 pub use accounts::{Accounts, DEMO_ACCOUNTS};
-pub use client::{PaymentProvider, ProviderError};
+pub use client::{PaymentProvider, ProviderError, ProviderErrorExt};
 pub use ids::{Amount, FlowId, IdError, RefundId, Username, random_flow_id};
 pub use problem::Problem;
 pub use records::{Flow, FlowStatus, NewFlow, Payment, PaymentRequest};
 pub use routes::router;
 pub use service::{RunningProvider, serve, spawn_loopback};
 pub use state::{ProviderState, StateError};
+
+/// How messages name this service inside a sentence.
+pub const SERVICE_NAME: &str = "the payment provider";

@@ -10,12 +10,13 @@ use std::sync::Arc;
 use axum::extract::rejection::{FormRejection, JsonRejection};
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use serde::Deserialize;
 use tower_http::trace::TraceLayer;
+use web_service::problem::{method_not_allowed, no_such_route};
 
 use crate::ids::{FlowId, IdError};
 use crate::pages::Page;
@@ -48,9 +49,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PathFlowId {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state).await.map_err(|rejection| {
-            Problem::new(rejection.status(), "bad_path", "Malformed path", rejection.body_text())
-        })?;
+        let Path(raw) = Path::<String>::from_request_parts(parts, state).await?;
         FlowId::parse(&raw).map(PathFlowId).map_err(|error| Problem::from(StateError::from(error)))
     }
 }
@@ -156,12 +155,4 @@ async fn sign_in(
         Err(StateError::BadCsrf(_)) => Page::bad_csrf(),
         Err(_) => Page::not_found(),
     }
-}
-
-async fn no_such_route(method: Method, uri: Uri) -> Problem {
-    Problem::no_such_route(method.as_str(), uri.path())
-}
-
-async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
-    Problem::method_not_allowed(method.as_str(), uri.path())
 }

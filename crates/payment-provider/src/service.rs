@@ -1,17 +1,18 @@
 //! Running the provider: on a given listener, or on a loopback port for
-//! tests and for embedding in another process.
+//! tests and for embedding in another process (both from `web-service`).
 
 use std::future::Future;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 use crate::routes::router;
 use crate::state::ProviderState;
+
+/// A provider started by [`spawn_loopback`]: its `url` and `addr`. Dropping
+/// it begins a graceful shutdown; `shutdown()` also waits for it to finish.
+pub type RunningProvider = web_service::RunningService;
 
 /// Serves the provider on `listener` until `shutdown` completes, then stops
 /// accepting connections and waits for in-flight requests to finish.
@@ -20,51 +21,11 @@ pub async fn serve(
     state: Arc<ProviderState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    web_service::serve(listener, router(state), shutdown).await
 }
 
-/// Binds 127.0.0.1 on a free port and serves the provider there on the current
-/// Tokio runtime.
+/// Binds 127.0.0.1 on a free port and serves the provider there on the
+/// current Tokio runtime.
 pub async fn spawn_loopback(state: Arc<ProviderState>) -> io::Result<RunningProvider> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
-    let addr = listener.local_addr()?;
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, state, async {
-        // Either a stop signal or the sender being dropped ends the server.
-        let _ = stopped.await;
-    }));
-    Ok(RunningProvider { url: format!("http://{addr}"), addr, stop: Some(stop), task: Some(task) })
-}
-
-/// A server started by [`spawn_loopback`]. Dropping it begins a graceful
-/// shutdown; [`RunningProvider::shutdown`] also waits for it to finish.
-#[derive(Debug)]
-pub struct RunningProvider {
-    /// Base URL, such as `http://127.0.0.1:54321` (no trailing slash).
-    pub url: String,
-    /// The bound address.
-    pub addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<io::Result<()>>>,
-}
-
-impl RunningProvider {
-    /// Stops the server and waits until in-flight requests are answered.
-    pub async fn shutdown(mut self) -> io::Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        match self.task.take() {
-            Some(task) => task.await.map_err(io::Error::other)?,
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for RunningProvider {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
+    web_service::spawn_loopback(router(state)).await
 }

@@ -5,12 +5,13 @@
 use std::sync::Arc;
 
 use payment_provider::{
-    Accounts, FlowStatus, NewFlow, PaymentProvider, ProviderError, ProviderState, RunningProvider, random_flow_id,
-    spawn_loopback,
+    Accounts, FlowStatus, NewFlow, PaymentProvider, ProviderError, ProviderErrorExt, ProviderState, RunningProvider,
+    random_flow_id, spawn_loopback,
 };
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::{Value, json};
+use web_service::testing::send_raw;
 
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'";
 
@@ -64,22 +65,6 @@ impl Harness {
         flow_id
     }
 
-    /// Sends a raw JSON request; returns the status and body, asserting that
-    /// error responses are problem+json.
-    async fn raw(&self, request: reqwest::RequestBuilder) -> (StatusCode, Value) {
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        if !status.is_success() {
-            assert_eq!(response.headers()[CONTENT_TYPE], "application/problem+json", "{status} is not a problem");
-        }
-        let body: Value = response.json().await.unwrap();
-        if !status.is_success() {
-            assert_eq!(body["status"], status.as_u16(), "{body}");
-            assert!(body["type"].as_str().unwrap().starts_with("/problems/"));
-        }
-        (status, body)
-    }
-
     /// `GET /connect/{flow_id}`, checking the page headers.
     async fn page(&self, flow_id: &str) -> Page {
         page_of(self.http.get(self.url(&format!("/connect/{flow_id}"))).send().await.unwrap()).await
@@ -124,16 +109,16 @@ async fn registering_is_idempotent_and_conflicts_on_other_content() {
         json!({"flow_id": "flow_0123456789-abc", "lead": "lead-1", "refund_id": "R-0111", "amount": "180.00",
                "status": "pending", "finished_by": null, "finished_at": null})
     );
-    let (status, again) = h.raw(h.http.post(h.url("/flows")).json(&body)).await;
+    let (status, again) = send_raw(h.http.post(h.url("/flows")).json(&body)).await;
     assert_eq!((status, &again), (StatusCode::OK, &flow));
     for changed in [("lead", "lead-2"), ("refund_id", "R-0112"), ("amount", "180.01")] {
         let mut other = body.clone();
         other[changed.0] = changed.1.into();
-        let (status, problem) = h.raw(h.http.post(h.url("/flows")).json(&other)).await;
+        let (status, problem) = send_raw(h.http.post(h.url("/flows")).json(&other)).await;
         assert_eq!(status, StatusCode::CONFLICT, "{problem}");
         assert_eq!(problem["type"], "/problems/flow_conflict");
     }
-    let (status, shown) = h.raw(h.http.get(h.url("/flows/flow_0123456789-abc"))).await;
+    let (status, shown) = send_raw(h.http.get(h.url("/flows/flow_0123456789-abc"))).await;
     assert_eq!((status, shown), (StatusCode::OK, flow));
     h.running.shutdown().await.unwrap();
 }
@@ -250,7 +235,7 @@ async fn pays_only_a_finished_flow_once_per_refund() {
     let h = Harness::start().await;
     let flow_id = h.register("lead-1").await;
     let (status, problem) =
-        h.raw(h.http.post(h.url("/payments")).json(&json!({"flow_id": flow_id, "refund_id": "R-0111"}))).await;
+        send_raw(h.http.post(h.url("/payments")).json(&json!({"flow_id": flow_id, "refund_id": "R-0111"}))).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(problem["type"], "/problems/not_finished");
     assert!(problem["detail"].as_str().unwrap().contains(&format!("{flow_id} is not finished")), "{problem}");
@@ -263,7 +248,7 @@ async fn pays_only_a_finished_flow_once_per_refund() {
         json!({"payment_id": "P-0001", "refund_id": "R-0111", "amount": "180.00", "paid_by": "lead-1"})
     );
     let (status, again) =
-        h.raw(h.http.post(h.url("/payments")).json(&json!({"flow_id": flow_id, "refund_id": "R-0111"}))).await;
+        send_raw(h.http.post(h.url("/payments")).json(&json!({"flow_id": flow_id, "refund_id": "R-0111"}))).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(again, serde_json::to_value(&payment).unwrap());
     assert_eq!(h.provider.pay(&flow_id, "R-0111").await.unwrap(), payment);
@@ -289,7 +274,7 @@ async fn pays_only_a_finished_flow_once_per_refund() {
 async fn unknown_flows_are_404() {
     let h = Harness::start().await;
     let unknown = random_flow_id();
-    let (status, problem) = h.raw(h.http.get(h.url(&format!("/flows/{unknown}")))).await;
+    let (status, problem) = send_raw(h.http.get(h.url(&format!("/flows/{unknown}")))).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(problem["type"], "/problems/no_such_flow");
     assert_eq!(problem["flow_id"], unknown.as_str());
@@ -303,9 +288,9 @@ async fn unknown_flows_are_404() {
     assert_eq!(page.status, StatusCode::NOT_FOUND);
     assert_eq!(h.page("not-a-flow").await.status, StatusCode::NOT_FOUND);
 
-    let (status, problem) = h.raw(h.http.get(h.url("/nowhere"))).await;
+    let (status, problem) = send_raw(h.http.get(h.url("/nowhere"))).await;
     assert_eq!((status, problem["type"].as_str()), (StatusCode::NOT_FOUND, Some("/problems/no_such_route")));
-    let (status, _) = h.raw(h.http.delete(h.url("/flows"))).await;
+    let (status, _) = send_raw(h.http.delete(h.url("/flows"))).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
 }
 
@@ -313,7 +298,7 @@ async fn unknown_flows_are_404() {
 async fn malformed_values_are_400() {
     let h = Harness::start().await;
     for bad in ["short", "has%20space-0123456789", &"a".repeat(65), "bad=char0123456789"] {
-        let (status, problem) = h.raw(h.http.get(h.url(&format!("/flows/{bad}")))).await;
+        let (status, problem) = send_raw(h.http.get(h.url(&format!("/flows/{bad}")))).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {problem}");
         assert_eq!(problem["type"], "/problems/bad_id");
     }
@@ -325,21 +310,21 @@ async fn malformed_values_are_400() {
     for (field, value) in [("flow_id", "short"), ("lead", "lead one"), ("refund_id", "R-11"), ("amount", "180")] {
         let mut body = good.clone();
         body[field] = value.into();
-        let (status, problem) = h.raw(h.http.post(h.url("/flows")).json(&body)).await;
+        let (status, problem) = send_raw(h.http.post(h.url("/flows")).json(&body)).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{field}: {problem}");
         assert!(problem["detail"].as_str().unwrap().starts_with(&format!("\"{value}\" is not")), "{problem}");
     }
     let (status, problem) =
-        h.raw(h.http.post(h.url("/payments")).json(&json!({"flow_id": "x", "refund_id": "R-0111"}))).await;
+        send_raw(h.http.post(h.url("/payments")).json(&json!({"flow_id": "x", "refund_id": "R-0111"}))).await;
     assert_eq!((status, problem["type"].as_str()), (StatusCode::BAD_REQUEST, Some("/problems/bad_id")));
 
     // Bodies: missing fields, not JSON, too large.
-    let (status, problem) = h.raw(h.http.post(h.url("/flows")).json(&json!({"flow_id": random_flow_id()}))).await;
+    let (status, problem) = send_raw(h.http.post(h.url("/flows")).json(&json!({"flow_id": random_flow_id()}))).await;
     assert_eq!((status, problem["type"].as_str()), (StatusCode::BAD_REQUEST, Some("/problems/bad_body")));
-    let (status, _) = h.raw(h.http.post(h.url("/flows")).body("{}")).await;
+    let (status, _) = send_raw(h.http.post(h.url("/flows")).body("{}")).await;
     assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     let huge = json!({"flow_id": "x".repeat(100_000), "lead": "", "refund_id": "", "amount": ""});
-    let (status, _) = h.raw(h.http.post(h.url("/flows")).json(&huge)).await;
+    let (status, _) = send_raw(h.http.post(h.url("/flows")).json(&huge)).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
 }
 

@@ -11,45 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// An identifier that did not have the expected format.
-///
-/// Its message names the offending text and the expected format, e.g.
-/// `"O-22" is not an order ID: expected O- followed by 4 digits, such as O-1145`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{} is not {what}: expected {format}", shown(given))]
-pub struct IdError {
-    given: String,
-    what: &'static str,
-    format: &'static str,
-}
-
-impl IdError {
-    /// The text that failed to parse.
-    pub fn given(&self) -> &str {
-        &self.given
-    }
-
-    /// What was expected, in words ("an order ID").
-    pub fn what(&self) -> &'static str {
-        self.what
-    }
-
-    /// The expected format, in words (the type's `FORMAT`).
-    pub fn format(&self) -> &'static str {
-        self.format
-    }
-}
-
-/// Quotes the offending text for a message, shortening runaway input.
-fn shown(given: &str) -> String {
-    const MAX_CHARS: usize = 40;
-    if given.chars().count() <= MAX_CHARS {
-        format!("{given:?}")
-    } else {
-        let head: String = given.chars().take(MAX_CHARS).collect();
-        format!("{head:?}…")
-    }
-}
+pub use web_service::IdError;
 
 /// True when `s` is `prefix` followed by `min..=max` ASCII digits.
 fn is_prefixed_number(s: &str, prefix: &str, min: usize, max: usize) -> bool {
@@ -94,11 +56,7 @@ macro_rules! identifier {
                 if check(s) {
                     Ok(Self(s.to_owned()))
                 } else {
-                    Err(IdError {
-                        given: s.to_owned(),
-                        what: $what,
-                        format: $format,
-                    })
+                    Err(IdError::new(s, $what, $format))
                 }
             }
 

@@ -15,6 +15,9 @@
 //! - [`policy`] decides holds; [`seed`] holds the starting orders.
 //! - [`records`], [`ids`] and [`money`]: the shared vocabulary. IDs are
 //!   validated newtypes and money is integer [`Cents`], written `"180.00"`.
+//!
+//! Plumbing shared with the payment provider (problems, the JSON client and
+//! its [`ClientError`], serving on loopback) lives in `web-service`.
 
 pub mod client;
 pub mod ids;
@@ -38,3 +41,6 @@ pub use records::{
 pub use routes::router;
 pub use service::{RunningApi, serve, spawn_loopback};
 pub use store::{Store, StoreError};
+
+/// How messages name this service inside a sentence.
+pub const SERVICE_NAME: &str = "the shop's API";

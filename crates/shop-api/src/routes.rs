@@ -9,15 +9,16 @@ use std::sync::Arc;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
 use axum::http::request::Parts;
-use axum::http::{Method, StatusCode, Uri, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use tower_http::trace::TraceLayer;
+use web_service::problem::{method_not_allowed, no_such_route};
 
 use crate::ids::{IdError, OrderId, QuoteId, RefundId};
 use crate::policy;
-use crate::problem::Problem;
+use crate::problem::{self, Problem};
 use crate::records::{Policy, QuoteRequest, Refund, RefundRequest, ReturnRequest};
 use crate::store::{Store, StoreError};
 
@@ -71,7 +72,7 @@ where
         Ok(outcome) => outcome.map_err(Problem::from),
         Err(error) => {
             tracing::error!(%error, "store task failed");
-            Err(Problem::internal())
+            Err(problem::internal())
         }
     }
 }
@@ -159,12 +160,4 @@ async fn record_return(
     } else {
         Ok(Json(record).into_response())
     }
-}
-
-async fn no_such_route(method: Method, uri: Uri) -> Problem {
-    Problem::no_such_route(method.as_str(), uri.path())
-}
-
-async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
-    Problem::method_not_allowed(method.as_str(), uri.path())
 }

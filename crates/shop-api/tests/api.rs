@@ -10,6 +10,7 @@ use shop_api::{
     Cents, ClientError, OrderId, QuoteId, QuoteRequest, RefundId, RefundStatus, RunningApi, ShopApi, Sku, Store,
     spawn_loopback,
 };
+use web_service::testing::send_raw;
 
 struct Harness {
     api: RunningApi,
@@ -30,22 +31,6 @@ impl Harness {
 
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.api.url)
-    }
-
-    /// Sends a raw request; returns the status and the JSON body, asserting
-    /// that error responses are problem+json.
-    async fn raw(&self, request: reqwest::RequestBuilder) -> (StatusCode, Value) {
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        if !status.is_success() {
-            assert_eq!(response.headers()[CONTENT_TYPE], "application/problem+json", "{status} is not a problem");
-        }
-        let body: Value = response.json().await.unwrap();
-        if !status.is_success() {
-            assert_eq!(body["status"], status.as_u16(), "{body}");
-            assert!(body["type"].as_str().unwrap().starts_with("/problems/"));
-        }
-        (status, body)
     }
 
     async fn whole_order_quote(&self, order_id: &str) -> shop_api::Quote {
@@ -116,7 +101,7 @@ async fn quotes_for_whole_order_and_chosen_skus() {
     assert_eq!(casserole.quote_id.as_str(), "Q-5002");
 
     let (status, body) =
-        h.raw(h.http.post(h.url("/quotes")).json(&json!({"order_id": "O-1145", "skus": ["GG-0412"]}))).await;
+        send_raw(h.http.post(h.url("/quotes")).json(&json!({"order_id": "O-1145", "skus": ["GG-0412"]}))).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(body["type"], "/problems/no_lines");
     assert_eq!(body["order_skus"], json!(["KG-1043", "GG-2210"]));
@@ -133,7 +118,7 @@ async fn creating_a_refund_twice_returns_the_same_refund() {
     assert_eq!(response.headers()[LOCATION], "/refunds/R-0111");
     let first: Value = response.json().await.unwrap();
 
-    let (status, second) = h.raw(h.http.post(h.url("/refunds")).json(&body)).await;
+    let (status, second) = send_raw(h.http.post(h.url("/refunds")).json(&body)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(second, first);
     assert_eq!(second["status"], "needs_confirmation");
@@ -174,7 +159,7 @@ async fn confirm_releases_a_hold_once() {
     let confirmed = h.shop.confirm(&refund.refund_id).await.unwrap();
     assert_eq!(confirmed.status, RefundStatus::Requested);
 
-    let (status, body) = h.raw(h.http.post(h.url("/refunds/R-0111/confirm"))).await;
+    let (status, body) = send_raw(h.http.post(h.url("/refunds/R-0111/confirm"))).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["type"], "/problems/not_held");
     assert_eq!(body["refund_status"], "requested");
@@ -199,7 +184,7 @@ async fn cancel_withdraws_only_a_held_refund() {
     let small = h.whole_order_quote("O-1021").await;
     let requested = h.shop.create_refund(&small.quote_id).await.unwrap();
     assert_eq!(requested.refund_id.as_str(), "R-0112");
-    let (status, body) = h.raw(h.http.post(h.url("/refunds/R-0112/cancel"))).await;
+    let (status, body) = send_raw(h.http.post(h.url("/refunds/R-0112/cancel"))).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["refund_status"], "requested");
     assert_eq!(h.shop.refund(&requested.refund_id).await.unwrap().status, RefundStatus::Requested);
@@ -208,7 +193,7 @@ async fn cancel_withdraws_only_a_held_refund() {
 #[tokio::test]
 async fn unknown_ids_are_404_problems() {
     let h = Harness::start().await;
-    let (status, body) = h.raw(h.http.get(h.url("/orders/O-9999"))).await;
+    let (status, body) = send_raw(h.http.get(h.url("/orders/O-9999"))).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(body["type"], "/problems/no_such_order");
     assert_eq!(body["detail"], "There is no order O-9999.");
@@ -226,17 +211,17 @@ async fn unknown_ids_are_404_problems() {
 #[tokio::test]
 async fn malformed_ids_are_400_problems() {
     let h = Harness::start().await;
-    let (status, body) = h.raw(h.http.get(h.url("/orders/bad"))).await;
+    let (status, body) = send_raw(h.http.get(h.url("/orders/bad"))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["type"], "/problems/bad_id");
     assert_eq!(body["detail"], r#""bad" is not an order ID: expected O- followed by 4 digits, such as O-1145"#);
-    let (status, body) = h.raw(h.http.get(h.url("/refunds/R-%C3%B6"))).await;
+    let (status, body) = send_raw(h.http.get(h.url("/refunds/R-%C3%B6"))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body["detail"].as_str().unwrap().starts_with(r#""R-ö" is not a refund ID"#));
-    let (status, _) = h.raw(h.http.get(h.url("/quotes/%FF"))).await;
+    let (status, _) = send_raw(h.http.get(h.url("/quotes/%FF"))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 
-    let (status, body) = h.raw(h.http.post(h.url("/refunds")).json(&json!({"quote_id": "Q-12"}))).await;
+    let (status, body) = send_raw(h.http.post(h.url("/refunds")).json(&json!({"quote_id": "Q-12"}))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let detail = body["detail"].as_str().unwrap();
     assert!(detail.contains(r#""Q-12" is not a quote ID: expected Q- followed by 4 to 9 digits"#), "{detail}");
@@ -247,21 +232,22 @@ async fn unreadable_bodies_are_problems() {
     let h = Harness::start().await;
     let post_json =
         |body: &'static str| h.http.post(h.url("/quotes")).header(CONTENT_TYPE, "application/json").body(body);
-    let (status, body) = h.raw(post_json(r#"{"order_id": "O-1145""#)).await;
+    let (status, body) = send_raw(post_json(r#"{"order_id": "O-1145""#)).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["type"], "/problems/bad_json");
     assert!(body["detail"].as_str().unwrap().starts_with("The request body is not valid JSON"));
 
-    let (status, body) = h.raw(post_json(r#"{"skus": []}"#)).await;
+    let (status, body) = send_raw(post_json(r#"{"skus": []}"#)).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body["detail"].as_str().unwrap().contains("order_id"), "{body}");
 
-    let (status, body) = h.raw(h.http.post(h.url("/quotes")).body(r#"{"order_id":"O-1145"}"#)).await;
+    let (status, body) = send_raw(h.http.post(h.url("/quotes")).body(r#"{"order_id":"O-1145"}"#)).await;
     assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(body["type"], "/problems/not_json");
 
     let huge = format!(r#"{{"order_id":"O-1145","pad":"{}"}}"#, "x".repeat(100_000));
-    let (status, body) = h.raw(h.http.post(h.url("/quotes")).header(CONTENT_TYPE, "application/json").body(huge)).await;
+    let (status, body) =
+        send_raw(h.http.post(h.url("/quotes")).header(CONTENT_TYPE, "application/json").body(huge)).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(body["type"], "/problems/body_too_large");
 }
@@ -269,10 +255,10 @@ async fn unreadable_bodies_are_problems() {
 #[tokio::test]
 async fn unknown_routes_and_methods_are_problems() {
     let h = Harness::start().await;
-    let (status, body) = h.raw(h.http.get(h.url("/nowhere"))).await;
+    let (status, body) = send_raw(h.http.get(h.url("/nowhere"))).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(body["type"], "/problems/no_such_route");
-    let (status, body) = h.raw(h.http.delete(h.url("/refunds/R-0111"))).await;
+    let (status, body) = send_raw(h.http.delete(h.url("/refunds/R-0111"))).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(body["type"], "/problems/method_not_allowed");
 }
@@ -284,7 +270,7 @@ async fn policy_and_health() {
     let policy = h.shop.policy().await.unwrap();
     assert_eq!(policy.confirmation_limit.to_string(), "150.00");
     assert_eq!(policy.currency, "EUR");
-    let (_, body) = h.raw(h.http.get(h.url("/policy"))).await;
+    let (_, body) = send_raw(h.http.get(h.url("/policy"))).await;
     assert_eq!(body, json!({"confirmation_limit": "150.00", "currency": "EUR"}));
 }
 
