@@ -199,9 +199,13 @@ async fn the_claim_comes_before_the_release() {
     let released = replies.iter().filter(|r| r.is_error != Some(true)).count();
     assert_eq!(released, 1);
     for refused in replies.iter().filter(|r| r.is_error == Some(true)) {
-        assert_eq!(
-            text(refused),
-            "Error executing tool issue_refund: Refund R-0111 was already confirmed. Don't send the same answer again."
+        // Refused by the record: either after the release, or while it is in flight. Never by
+        // the API ("not held any more"), which would mean the copy reached the release call.
+        let said = text(refused);
+        assert!(
+            said == "Error executing tool issue_refund: Refund R-0111 was already confirmed. Don't send the same answer again."
+                || said.starts_with("Error executing tool issue_refund: Refund R-0111 is already being answered."),
+            "{said}"
         );
     }
 }

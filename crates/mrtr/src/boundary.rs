@@ -62,10 +62,10 @@ pub enum SeenOutcome {
     Error(i32),
 }
 
-/// Told of every request the boundary passes, after it is answered.
+/// Told of every `tools/call`, `prompts/get` and `resources/read` the boundary passes, once answered.
 pub type Observer = Arc<dyn Fn(&Seen<'_>) + Send + Sync>;
 
-/// A server service whose `requestState` is sealed on the way out and opened on the way in.
+/// A server handler whose `requestState` is sealed on the way out and opened on the way in.
 pub struct Sealed<S> {
     inner: S,
     security: Arc<StateSecurity>,
@@ -83,7 +83,7 @@ impl<S> Sealed<S> {
         Self { inner, security, observer: None }
     }
 
-    /// Tell `observer` of every request, after it is answered (for metrics).
+    /// Tell `observer` of every request that can carry a state, once answered (for metrics).
     pub fn observed(mut self, observer: Observer) -> Self {
         self.observer = Some(observer);
         self
@@ -99,7 +99,9 @@ pub fn rejected() -> ErrorData {
     ErrorData::invalid_params(REJECTED_MESSAGE, Some(serde_json::json!({"reason": "invalid_request_state"})))
 }
 
-fn principal_of(context: &RequestContext<RoleServer>) -> Option<String> {
+/// Who the transport authenticated for this request, if anyone: what every state is bound to,
+/// and whom a tool acts for.
+pub fn principal(context: &RequestContext<RoleServer>) -> Option<String> {
     if let Some(Principal(who)) = context.extensions.get::<Principal>() {
         return Some(who.clone());
     }
@@ -131,7 +133,7 @@ impl<H> Sealed<H> {
     ) -> Result<Opened, ErrorData> {
         let started = Instant::now();
         let client = context.client_info().map(|info| info.name);
-        let binding = Binding::new(method, &target, arguments.as_ref(), principal_of(context));
+        let binding = Binding::new(method, &target, arguments.as_ref(), principal(context));
         let mut round = 1;
         if let Some(token) = state.take() {
             match self.security.open_round(&token, &binding) {

@@ -194,9 +194,17 @@ impl Shop {
                         "Refund {} was declined, and a decline stands. Don't send another answer.",
                         refund.refund_id
                     ),
-                    _ => {
+                    RefundStatus::Requested => {
                         format!("Refund {} was already confirmed. Don't send the same answer again.", refund.refund_id)
                     }
+                    // Claimed, but the API has not acted yet (in flight, or the server stopped
+                    // in between): the claim lapses with the state, and a fresh call asks again.
+                    RefundStatus::NeedsConfirmation => format!(
+                        "Refund {} is already being answered. If it is still held in {} minutes, call issue_refund \
+                         again to ask again.",
+                        refund.refund_id,
+                        self.state_ttl.as_secs().div_ceil(60)
+                    ),
                 }))
             }
             Err(error) => {
