@@ -147,3 +147,59 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
     let refunds = shop(&fleet.api).refunds().await.unwrap();
     assert_eq!(refunds.iter().filter(|r| r.status == RefundStatus::Requested).count(), 1020);
 }
+
+/// A Redis of this test's own on a free port, so the test can stop it and start it again.
+struct OwnRedis {
+    port: u16,
+    process: tokio::process::Child,
+}
+
+impl OwnRedis {
+    async fn start(port: u16) -> OwnRedis {
+        let process = tokio::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("redis-server is installed on this machine");
+        // A readiness probe: the server was just started, and answers PING once it listens.
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
+        for _ in 0..200 {
+            if let Ok(mut connection) = client.get_multiplexed_async_connection().await
+                && redis::cmd("PING").query_async::<String>(&mut connection).await.is_ok()
+            {
+                return OwnRedis { port, process };
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("redis-server on port {port} did not answer");
+    }
+
+    async fn stop(mut self) {
+        let _ = self.process.kill().await;
+    }
+}
+
+#[tokio::test]
+async fn with_redis_gone_nothing_is_released_and_it_works_again_when_redis_is_back() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let own = OwnRedis::start(port).await;
+    let plan = FleetPlan::new(1, &format!("redis://127.0.0.1:{port}"));
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let client = lead(&fleet.urls[0]).await;
+    let q = quote(&client, "O-2289").await;
+    let state = ask(&client, &q).await.request_state;
+
+    own.stop().await;
+    let CallToolResponse::Complete(refused) = client.call_tool_once(yes(&q, state)).await.unwrap() else { panic!() };
+    assert_eq!(refused.is_error, Some(true), "a clear tool error, not a crash");
+    let held = shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(held.status, RefundStatus::NeedsConfirmation, "nothing released while the store is gone");
+
+    let back = OwnRedis::start(port).await;
+    let q = quote(&client, "O-1145").await;
+    let asked = ask(&client, &q).await;
+    let done = client.call_tool_once(yes(&q, asked.request_state)).await.unwrap();
+    assert_eq!(status_of(&done).as_deref(), Some("requested"));
+    back.stop().await;
+}
