@@ -30,9 +30,11 @@ async fn main() -> anyhow::Result<()> {
     let log = dir.path().join("refund-confirmed-round-trip.jsonl"); // every line the relay copies
     let yes = Answer::release(); // the scripted user's answer
     let api = chapter::start_api().await?;
-    let me = std::env::current_exe()?.display().to_string();
     let log_arg = log.display().to_string();
-    let server = chapter::launch_self(&api.url, &["--relay", &log_arg, "--", &me, "--serve"])?;
+    let served = chapter::server_command()?; // this program with --serve, unless told otherwise
+    let mut relay_args = vec!["--relay", &log_arg, "--"];
+    relay_args.extend(served.iter().map(String::as_str));
+    let server = chapter::launch_self(&api.url, &relay_args)?;
     let say_yes = ScriptedUser::always(yes.clone()).on_question(|q| println!("user was asked: {}", message_of(q)));
     let client = chapter::connect(say_yes, server).await?;
 

@@ -106,11 +106,36 @@ pub async fn serve_stdio(options: &ServeOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `program --serve` with the API's URL in its environment.
+/// Another server for a program to drive instead of itself: a shell command line, such as
+/// `cd peers/python-shop && python -u refund-asks-to-confirm.py --serve` (the Python reference).
+pub const OTHER_SERVER_ENV: &str = "CHAPTER_SERVER";
+
+/// The command that serves this program's server: itself with `--serve`, or `CHAPTER_SERVER`.
+pub fn server_command() -> anyhow::Result<Vec<String>> {
+    Ok(match std::env::var(OTHER_SERVER_ENV) {
+        Ok(line) => vec!["sh".into(), "-c".into(), line],
+        Err(_) => {
+            vec![std::env::current_exe().context("finding this program")?.display().to_string(), "--serve".into()]
+        }
+    })
+}
+
+/// `program --serve` with the API's URL in its environment (or the server `CHAPTER_SERVER` names).
 pub fn launch_self(api_url: &str, args: &[&str]) -> anyhow::Result<Command> {
-    let me: PathBuf = std::env::current_exe().context("finding this program")?;
-    let mut command = Command::new(me);
-    command.args(args).env(SHOP_API_ENV, api_url);
+    let mut command = match server_command()? {
+        server if args == ["--serve"] => {
+            let mut command = Command::new(&server[0]);
+            command.args(&server[1..]);
+            command
+        }
+        _ => {
+            let me: PathBuf = std::env::current_exe().context("finding this program")?;
+            let mut command = Command::new(me);
+            command.args(args);
+            command
+        }
+    };
+    command.env(SHOP_API_ENV, api_url);
     Ok(command)
 }
 

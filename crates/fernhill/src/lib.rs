@@ -15,6 +15,7 @@ pub mod child_log;
 pub mod commands;
 pub mod fleet;
 pub mod http;
+pub mod http_wire;
 pub mod load;
 pub mod logging;
 pub mod metrics;

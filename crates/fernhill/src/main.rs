@@ -75,6 +75,10 @@ enum Command {
         /// Browser origins to accept over HTTP (repeat), such as https://support.fernhill.example.
         #[arg(long = "allowed-origin")]
         allowed_origins: Vec<String>,
+        /// How issue_refund asks: `input-required` (MCP 2026-07-28), or `wait`, the 2025 way of a
+        /// server-sent elicitation/create, which fails at 2026-07-28 (for showing that it does).
+        #[arg(long, default_value = "input-required", value_parser = ["input-required", "wait"])]
+        ask_style: String,
     },
     /// Run the chapter end to end on embedded defaults: API, server over stdio, a scripted lead.
     Demo {
@@ -128,13 +132,20 @@ enum Command {
         #[arg(long, default_value = "O-2289")]
         order: String,
     },
-    /// Launch a stdio server and record every JSON-RPC line, with its direction, to a JSONL file.
+    /// Record every JSON-RPC message, with its direction, to a JSONL file: launch a stdio server
+    /// (`-- CMD ARGS`) and relay its lines, or front an HTTP server (`--upstream URL`).
     Wire {
         /// The JSONL file to append to.
         #[arg(long)]
         log: PathBuf,
+        /// Relay to this Streamable HTTP endpoint instead of launching a command; prints the URL to use.
+        #[arg(long, conflicts_with = "command")]
+        upstream: Option<String>,
+        /// Where to listen with --upstream.
+        #[arg(long, default_value = "127.0.0.1:0", requires = "upstream")]
+        listen: SocketAddr,
         /// The server command and its arguments, after `--`.
-        #[arg(last = true, required = true)]
+        #[arg(last = true, required_unless_present = "upstream")]
         command: Vec<String>,
     },
 }
@@ -162,6 +173,7 @@ async fn main() -> ExitCode {
             quote_ttl,
             allowed_hosts,
             allowed_origins,
+            ask_style,
         } => match state_ttl.map(state_keys::ttl_from_secs).transpose() {
             Err(error) => Err(error.into()),
             Ok(state_ttl) => {
@@ -176,6 +188,9 @@ async fn main() -> ExitCode {
                 options.store_prefix = store_prefix;
                 options.state_ttl = state_ttl;
                 options.quote_ttl = Duration::from_secs(quote_ttl);
+                if ask_style == "wait" {
+                    options.style = shop_mcp::AskStyle::AskAndWait;
+                }
                 let http = http.map(|listen| HttpOptions { listen, allowed_hosts, allowed_origins });
                 commands::serve::run(options, http).await.map(|()| 0)
             }
@@ -193,7 +208,10 @@ async fn main() -> ExitCode {
             };
             commands::load::run(target, leads, confirmations, order).await.map(|()| 0)
         }
-        Command::Wire { log, command } => commands::wire::run(&log, &command).await,
+        Command::Wire { log, upstream: Some(upstream), listen, .. } => {
+            fernhill::http_wire::run(&log, listen, &upstream, fernhill::shutdown::signal()).await.map(|()| 0)
+        }
+        Command::Wire { log, upstream: None, command, .. } => commands::wire::run(&log, &command).await,
     };
     match outcome {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -150,7 +150,6 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
 
 /// A Redis of this test's own on a free port, so the test can stop it and start it again.
 struct OwnRedis {
-    port: u16,
     process: tokio::process::Child,
 }
 
@@ -168,7 +167,7 @@ impl OwnRedis {
             if let Ok(mut connection) = client.get_multiplexed_async_connection().await
                 && redis::cmd("PING").query_async::<String>(&mut connection).await.is_ok()
             {
-                return OwnRedis { port, process };
+                return OwnRedis { process };
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }

@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::{collections::BTreeMap, path::PathBuf, process::Command, sync::OnceLock, time::Duration};
+use std::{collections::BTreeMap, path::PathBuf, process::Command, time::Duration};
 
 use mrtr::{
     client::{Answer, ScriptedUser, params},
@@ -13,33 +13,7 @@ use mrtr::{
 };
 use rmcp::model::CallToolResponse;
 use serde_json::{Value, json};
-use support::{KEY_A, serve, start_api};
-
-/// A Python with mcp==2.3.0: `FERNHILL_PYTHON`, else a venv under the target dir, made once.
-fn python() -> PathBuf {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            if let Ok(python) = std::env::var("FERNHILL_PYTHON") {
-                return PathBuf::from(python);
-            }
-            let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-2.3.0-venv");
-            let python = venv.join("bin/python");
-            let ready = venv.join("ready");
-            if !ready.exists() {
-                let made = Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3 runs");
-                assert!(made.success(), "python3 -m venv failed");
-                let pip = Command::new(&python)
-                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "mcp==2.3.0"])
-                    .status()
-                    .expect("pip runs");
-                assert!(pip.success(), "pip install mcp==2.3.0 failed: is PyPI reachable?");
-                std::fs::write(&ready, "mcp==2.3.0\n").unwrap();
-            }
-            python
-        })
-        .clone()
-}
+use support::{KEY_A, python, serve, start_api};
 
 /// Run the SDK's boundary: `seal` or `open` for tools/call on `name` with `arguments`.
 fn sdk(verb: &str, key: &str, name: &str, arguments: &Value, value: &str) -> Result<String, String> {

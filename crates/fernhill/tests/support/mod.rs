@@ -111,3 +111,33 @@ pub async fn ask(client: &Client<ScriptedUser>, quote_id: &str) -> rmcp::model::
         other => panic!("expected input_required, got {other:?}"),
     }
 }
+
+/// A Python with mcp==2.3.0: `FERNHILL_PYTHON`, else a venv under the target dir, made once.
+pub fn python() -> PathBuf {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            if let Ok(python) = std::env::var("FERNHILL_PYTHON") {
+                return PathBuf::from(python);
+            }
+            let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-2.3.0-venv");
+            let python = venv.join("bin/python");
+            let ready = venv.join("ready");
+            if !ready.exists() {
+                let made = std::process::Command::new("python3")
+                    .args(["-m", "venv"])
+                    .arg(&venv)
+                    .status()
+                    .expect("python3 runs");
+                assert!(made.success(), "python3 -m venv failed");
+                let pip = std::process::Command::new(&python)
+                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "mcp==2.3.0"])
+                    .status()
+                    .expect("pip runs");
+                assert!(pip.success(), "pip install mcp==2.3.0 failed: is PyPI reachable?");
+                std::fs::write(&ready, "mcp==2.3.0\n").unwrap();
+            }
+            python
+        })
+        .clone()
+}
