@@ -134,8 +134,13 @@ pub async fn status_for_errors(request: Request, next: Next) -> Response {
             return Response::from_parts(parts, Body::empty());
         }
     };
-    let code = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
+    // A JSON-RPC error names `error` near its start, before any result could; only those are parsed.
+    let head = &bytes[..bytes.len().min(256)];
+    let code = head
+        .windows(7)
+        .any(|window| window == b"\"error\"")
+        .then(|| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .flatten()
         .and_then(|message| message.get("error")?.get("code")?.as_i64());
     if matches!(code, Some(-32602 | -32600 | -32700)) {
         parts.status = StatusCode::BAD_REQUEST;
