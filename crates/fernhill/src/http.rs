@@ -45,14 +45,22 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
 }
 
-/// Serve until `shutdown` resolves; prints the MCP endpoint's URL once listening.
+/// Serve the shop until `shutdown` resolves; prints the MCP endpoint's URL once listening.
 pub async fn serve(
     http: HttpOptions,
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     logging::init();
-    let server = serving::build(&options)?;
+    serve_handler(http, serving::build(&options)?, shutdown).await
+}
+
+/// Serve any handler (cloned for each request) as [`serve`] serves the shop.
+pub async fn serve_handler<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
+    http: HttpOptions,
+    server: H,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)

@@ -13,6 +13,7 @@
 pub mod chapter;
 pub mod child_log;
 pub mod commands;
+pub mod conformance;
 pub mod fleet;
 pub mod http;
 pub mod http_wire;

@@ -132,6 +132,12 @@ enum Command {
         #[arg(long, default_value = "O-2289")]
         order: String,
     },
+    /// Serve the MCP conformance suite's fixture (its 2026-07-28 scenarios) on this project's layer.
+    ConformanceFixture {
+        /// Where to listen, such as 127.0.0.1:3001.
+        #[arg(long, default_value = "127.0.0.1:3001")]
+        http: SocketAddr,
+    },
     /// Record every JSON-RPC message, with its direction, to a JSONL file: launch a stdio server
     /// (`-- CMD ARGS`) and relay its lines, or front an HTTP server (`--upstream URL`).
     Wire {
@@ -208,6 +214,7 @@ async fn main() -> ExitCode {
             };
             commands::load::run(target, leads, confirmations, order).await.map(|()| 0)
         }
+        Command::ConformanceFixture { http } => fernhill::conformance::serve(http).await.map(|()| 0),
         Command::Wire { log, upstream: Some(upstream), listen, .. } => {
             fernhill::http_wire::run(&log, listen, &upstream, fernhill::shutdown::signal()).await.map(|()| 0)
         }

@@ -1,0 +1,391 @@
+//! The fixture server the official MCP conformance suite expects, built on this project's own
+//! layer: the sealing boundary (which must refuse a tampered `requestState`), the capability
+//! checks, and `fernhill serve --http`'s transport. It answers the suite's 2026-07-28 server
+//! scenarios (`@modelcontextprotocol/conformance` 0.2.0-alpha.12, `--requirements 2026-07-28`):
+//! the `test_input_required_result_*` tools and prompt, `test_missing_capability`, a resource
+//! (for caching hints and resource-not-found). Not part of the shop: `fernhill conformance-fixture`.
+//! Sampling and roots are deprecated at 2026-07-28 (SEP-2577) but the suite still asks for them.
+#![allow(deprecated)]
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use rmcp::{ErrorData, RoleServer, ServerHandler, model::*, service::RequestContext};
+use serde_json::{Value, json};
+
+/// The fixture: stateless, everything it carries between rounds is in the sealed state.
+#[derive(Debug, Clone, Default)]
+pub struct Fixture;
+
+fn elicit(message: &str, schema: ElicitationSchema) -> InputRequest {
+    InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: message.to_owned(),
+        requested_schema: schema,
+    }))
+}
+
+fn name_form() -> ElicitationSchema {
+    ElicitationSchema::builder()
+        .required_string("name")
+        .build()
+        .unwrap_or_else(|_| ElicitationSchema::new(BTreeMap::new()))
+}
+
+fn sample(text: &str, max_tokens: u32) -> InputRequest {
+    InputRequest::CreateMessage(CreateMessageRequest::new(CreateMessageRequestParams::new(
+        vec![SamplingMessage::user_text(text)],
+        max_tokens,
+    )))
+}
+
+fn roots() -> InputRequest {
+    InputRequest::ListRoots(ListRootsRequest::default())
+}
+
+fn ask(requests: Vec<(&str, InputRequest)>, state: Option<&str>) -> InputRequiredResult {
+    let requests = requests.into_iter().map(|(k, r)| (k.to_owned(), r)).collect();
+    InputRequiredResult::new(Some(requests), state.map(str::to_owned))
+}
+
+fn text(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(message.into())])
+}
+
+/// An answer's content field, as text.
+fn field(answer: Option<&Value>, name: &str) -> String {
+    answer.and_then(|a| a["content"][name].as_str()).unwrap_or_default().to_owned()
+}
+
+const TOOLS: &[(&str, &str)] = &[
+    ("test_input_required_result_elicitation", "MRTR: one elicitation input request"),
+    ("test_input_required_result_sampling", "MRTR: one sampling input request"),
+    ("test_input_required_result_list_roots", "MRTR: one roots/list input request"),
+    ("test_input_required_result_request_state", "MRTR: requestState round-trip"),
+    ("test_input_required_result_multiple_inputs", "MRTR: elicitation, sampling and roots in one round"),
+    ("test_input_required_result_multi_round", "MRTR: three rounds with an evolving requestState"),
+    ("test_input_required_result_tampered_state", "MRTR: an integrity-protected requestState"),
+    ("test_input_required_result_capabilities", "MRTR: asks only for what the client declared"),
+    ("test_missing_capability", "Requires the sampling client capability, else -32021"),
+    ("test_streaming_elicitation", "Asks by input_required, never by a request on the response stream"),
+    ("test_logging_tool", "Would log, but only when the request asks for a log level"),
+    ("test_simple_text", "Returns a simple text response"),
+    ("test_image_content", "Returns an image"),
+    ("test_audio_content", "Returns audio"),
+    ("test_embedded_resource", "Returns an embedded resource"),
+    ("test_multiple_content_types", "Returns text, an image and a resource"),
+    ("test_error_handling", "Fails as a tool, with isError"),
+    ("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100"),
+];
+
+/// A 1×1 PNG and a silent WAV, for the content scenarios.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
+const BINARY: &str = "test://static-binary";
+const TEMPLATE: &str = "test://template/{id}/data";
+
+async fn progress(context: &RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+    if let Some(token) = context.meta.get_progress_token() {
+        for step in [0.0, 50.0, 100.0] {
+            let mut param = ProgressNotificationParam::new(token.clone(), step);
+            param.total = Some(100.0);
+            let _ = context.peer.notify_progress(param).await;
+        }
+    }
+    Ok(text("Progress reported"))
+}
+
+const RESOURCE: &str = "test://static-text";
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources()
+            .enable_completions()
+            .build();
+        let mut config = ServerConfig::new(capabilities);
+        config.server_info = Implementation::new("fernhill-conformance-fixture", env!("CARGO_PKG_VERSION"));
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema: Arc<JsonObject> =
+            Arc::new(json!({"type": "object", "properties": {}}).as_object().cloned().unwrap_or_default());
+        Ok(ListToolsResult::with_all_items(
+            TOOLS.iter().map(|(name, about)| Tool::new(*name, *about, schema.clone())).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let answers = request.input_responses.clone().unwrap_or_default();
+        let state = request.request_state.as_deref();
+        for (key, answer) in &answers {
+            // An answer is a JSON object (an ElicitResult, a CreateMessageResult, a ListRootsResult).
+            if !answer.is_object() {
+                return Err(ErrorData::invalid_params(format!("inputResponses.{key} is not an object"), None));
+            }
+        }
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        Ok(match request.name.as_ref() {
+            "test_simple_text" => text("This is a simple text response for testing.").into(),
+            "test_image_content" => CallToolResult::success(vec![ContentBlock::image(PNG, "image/png")]).into(),
+            "test_audio_content" => CallToolResult::success(vec![ContentBlock::audio(WAV, "audio/wav")]).into(),
+            "test_embedded_resource" => {
+                CallToolResult::success(vec![ContentBlock::resource(ResourceContents::TextResourceContents {
+                    uri: "test://embedded-resource".into(),
+                    mime_type: Some("text/plain".into()),
+                    text: "This is an embedded resource content.".into(),
+                    meta: None,
+                })])
+                .into()
+            }
+            "test_multiple_content_types" => CallToolResult::success(vec![
+                ContentBlock::text("Multiple content types test:"),
+                ContentBlock::image(PNG, "image/png"),
+                ContentBlock::resource(ResourceContents::TextResourceContents {
+                    uri: "test://mixed-content-resource".into(),
+                    mime_type: Some("application/json".into()),
+                    text: "{\"test\":\"data\",\"value\":123}".into(),
+                    meta: None,
+                }),
+            ])
+            .into(),
+            "test_error_handling" => {
+                CallToolResult::error(vec![ContentBlock::text("This tool intentionally returns an error for testing")])
+                    .into()
+            }
+            "test_tool_with_progress" => progress(&context).await?.into(),
+            "test_logging_tool" => text("Nothing was logged: the request asked for no log level").into(),
+            "test_streaming_elicitation" => match answers.get("user_name") {
+                None => ask(vec![("user_name", elicit("What is your name?", name_form()))], None).into(),
+                Some(answer) => text(format!("Hello, {}!", field(Some(answer), "name"))).into(),
+            },
+            "test_input_required_result_elicitation" => match answers.get("user_name") {
+                None => ask(vec![("user_name", elicit("What is your name?", name_form()))], None).into(),
+                Some(answer) => text(format!("Hello, {}!", field(Some(answer), "name"))).into(),
+            },
+            "test_input_required_result_sampling" => match answers.get("capital_question") {
+                None => ask(vec![("capital_question", sample("What is the capital of France?", 100))], None).into(),
+                Some(answer) => {
+                    text(format!("Sampling said: {}", answer["content"]["text"].as_str().unwrap_or(""))).into()
+                }
+            },
+            "test_input_required_result_list_roots" => match answers.get("client_roots") {
+                None => ask(vec![("client_roots", roots())], None).into(),
+                Some(answer) => text(format!("Roots: {}", answer["roots"])).into(),
+            },
+            "test_input_required_result_request_state" | "test_input_required_result_tampered_state" => {
+                let expected =
+                    if request.name == "test_input_required_result_request_state" { "rs-round-1" } else { "tamper-1" };
+                if answers.contains_key("confirm") && state == Some(expected) {
+                    text("state-ok").into()
+                } else {
+                    let form = ElicitationSchema::builder().required_bool("ok").build().unwrap_or_else(|_| name_form());
+                    ask(vec![("confirm", elicit("Please confirm", form))], Some(expected)).into()
+                }
+            }
+            "test_input_required_result_multiple_inputs" => {
+                let all = ["user_name", "greeting", "client_roots"].iter().all(|k| answers.contains_key(*k));
+                if all && state == Some("multi-1") {
+                    text("all inputs received").into()
+                } else {
+                    let requests = vec![
+                        ("user_name", elicit("What is your name?", name_form())),
+                        ("greeting", sample("Generate a greeting", 50)),
+                        ("client_roots", roots()),
+                    ];
+                    ask(requests, Some("multi-1")).into()
+                }
+            }
+            "test_input_required_result_multi_round" => match (state, answers.get("step1"), answers.get("step2")) {
+                (Some("round-2"), _, Some(step2)) => {
+                    text(format!("done, color={}", field(Some(step2), "color"))).into()
+                }
+                (Some("round-1"), Some(_), _) => {
+                    let form =
+                        ElicitationSchema::builder().required_string("color").build().unwrap_or_else(|_| name_form());
+                    ask(vec![("step2", elicit("Step 2: What is your favorite color?", form))], Some("round-2")).into()
+                }
+                _ => ask(vec![("step1", elicit("Step 1: What is your name?", name_form()))], Some("round-1")).into(),
+            },
+            "test_input_required_result_capabilities" => {
+                let mut requests = Vec::new();
+                if capabilities.sampling.is_some() && !answers.contains_key("q") {
+                    requests.push(("q", sample("Say hi", 20)));
+                }
+                if capabilities.elicitation.is_some() && !answers.contains_key("e") {
+                    requests.push(("e", elicit("Name?", name_form())));
+                }
+                if requests.is_empty() { text("capabilities respected").into() } else { ask(requests, None).into() }
+            }
+            "test_missing_capability" => {
+                if capabilities.sampling.is_none() {
+                    let mut required = ClientCapabilities::default();
+                    required.sampling = Some(Default::default());
+                    return Err(ErrorData::missing_required_client_capability(required));
+                }
+                text("sampling declared").into()
+            }
+            other => return Err(ErrorData::invalid_params(format!("Unknown tool: {other}"), None)),
+        })
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let argument = |name: &str| PromptArgument::new(name).with_required(true);
+        Ok(ListPromptsResult::with_all_items(vec![
+            Prompt::new("test_input_required_result_prompt", Some("MRTR on prompts/get"), None),
+            Prompt::new("test_simple_prompt", Some("A simple prompt"), None),
+            Prompt::new(
+                "test_prompt_with_arguments",
+                Some("A prompt with two arguments"),
+                Some(vec![argument("arg1"), argument("arg2")]),
+            ),
+            Prompt::new(
+                "test_prompt_with_embedded_resource",
+                Some("A prompt with a resource"),
+                Some(vec![argument("resourceUri")]),
+            ),
+            Prompt::new("test_prompt_with_image", Some("A prompt with an image"), None),
+        ]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let argument = |name: &str| {
+            request.arguments.as_ref().and_then(|a| a.get(name)).and_then(Value::as_str).unwrap_or_default().to_owned()
+        };
+        let user = |content: ContentBlock| PromptMessage::new(Role::User, content);
+        match request.name.as_str() {
+            "test_input_required_result_prompt" => {}
+            "test_simple_prompt" => {
+                return Ok(GetPromptResult::new(vec![user(ContentBlock::text(
+                    "This is a simple prompt for testing.",
+                ))])
+                .into());
+            }
+            "test_prompt_with_arguments" => {
+                let said = format!("Prompt with arguments: arg1='{}', arg2='{}'", argument("arg1"), argument("arg2"));
+                return Ok(GetPromptResult::new(vec![user(ContentBlock::text(said))]).into());
+            }
+            "test_prompt_with_embedded_resource" => {
+                let resource =
+                    ResourceContents::text("Embedded resource content for testing.", argument("resourceUri"));
+                let messages = vec![
+                    user(ContentBlock::resource(resource)),
+                    user(ContentBlock::text("Please process the embedded resource above.")),
+                ];
+                return Ok(GetPromptResult::new(messages).into());
+            }
+            "test_prompt_with_image" => {
+                let messages = vec![
+                    user(ContentBlock::image(PNG, "image/png")),
+                    user(ContentBlock::text("Please analyze the image above.")),
+                ];
+                return Ok(GetPromptResult::new(messages).into());
+            }
+            other => return Err(ErrorData::invalid_params(format!("Unknown prompt: {other}"), None)),
+        }
+        let answers = request.input_responses.unwrap_or_default();
+        Ok(match answers.get("user_context") {
+            None => {
+                let form =
+                    ElicitationSchema::builder().required_string("context").build().unwrap_or_else(|_| name_form());
+                ask(vec![("user_context", elicit("What context should the prompt use?", form))], None).into()
+            }
+            Some(answer) => {
+                let message =
+                    PromptMessage::new_text(Role::User, format!("Context: {}", field(Some(answer), "context")));
+                GetPromptResult::new(vec![message]).into()
+            }
+        })
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(RESOURCE, "static-text"),
+            Resource::new(BINARY, "static-binary"),
+        ]))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![ResourceTemplate::new(TEMPLATE, "template")]))
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let info = CompletionInfo::new(Vec::new()).map_err(|e| ErrorData::internal_error(e, None))?;
+        Ok(CompleteResult::new(info))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri == BINARY {
+            return Ok(ReadResourceResult::new(vec![ResourceContents::BlobResourceContents {
+                uri: BINARY.into(),
+                mime_type: Some("image/png".into()),
+                blob: PNG.into(),
+                meta: None,
+            }])
+            .into());
+        }
+        if let Some(id) = request.uri.strip_prefix("test://template/").and_then(|rest| rest.strip_suffix("/data")) {
+            let data = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string();
+            return Ok(ReadResourceResult::new(vec![ResourceContents::text(data, request.uri.clone())]).into());
+        }
+        if request.uri != RESOURCE {
+            return Err(ErrorData::resource_not_found(
+                format!("Resource not found: {}", request.uri),
+                Some(json!({"uri": request.uri})),
+            ));
+        }
+        let contents = ResourceContents::text("This is the content of the static text resource.", RESOURCE);
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
+/// Serve the fixture over Streamable HTTP behind the sealing boundary (a per-process key).
+pub async fn serve(listen: std::net::SocketAddr) -> anyhow::Result<()> {
+    crate::logging::init();
+    let security = Arc::new(mrtr::request_state::StateSecurity::new(
+        mrtr::seal::KeyRing::ephemeral(),
+        mrtr::request_state::DEFAULT_TTL,
+        Some("fernhill-conformance-fixture".into()),
+    ));
+    let http = crate::http::HttpOptions {
+        listen,
+        allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+        // The suite sends its own localhost Origin, which a local server accepts.
+        allowed_origins: vec!["http://localhost:*".into(), "http://127.0.0.1:*".into()],
+    };
+    crate::http::serve_handler(http, mrtr::boundary::Sealed::new(Fixture, security), crate::shutdown::signal()).await
+}

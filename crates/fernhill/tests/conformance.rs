@@ -1,0 +1,76 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.2.0-alpha.12,
+//! `--requirements 2026-07-28`) against `fernhill conformance-fixture`, the suite's fixture built
+//! on this project's layer. Every scored scenario must pass (the suite exits 0); the unscored
+//! extension and pending scenarios are reported but do not count. The suite needs Node 22,
+//! which npm installs beside it on first use; the test fails loudly if npm cannot.
+
+mod support;
+
+use std::{
+    path::PathBuf,
+    process::{Command as StdCommand, Stdio},
+};
+
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::Command,
+};
+
+use support::fernhill;
+
+const SUITE: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
+
+fn suite_folder() -> PathBuf {
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("conformance");
+    let ready = folder.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let node = folder.join("node_modules/node/bin/node");
+    if !ready.exists() || !node.exists() {
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("package.json"), "{\"private\": true}\n").unwrap();
+        let installed = StdCommand::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent", "node@22", SUITE])
+            .current_dir(&folder)
+            .status()
+            .expect("npm runs");
+        assert!(installed.success(), "npm install node@22 {SUITE} failed: is the npm registry reachable?");
+    }
+    folder
+}
+
+#[tokio::test]
+async fn every_scored_2026_07_28_server_scenario_passes() {
+    let folder = suite_folder();
+    let mut fixture = Command::new(fernhill())
+        .args(["conformance-fixture", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = BufReader::new(fixture.stdout.take().unwrap()).lines().next_line().await.unwrap().expect("the endpoint");
+    // The DNS-rebinding scenario needs the server addressed as localhost.
+    let url = url.replace("127.0.0.1", "localhost");
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(folder.join("node_modules/node/bin/node"))
+        .arg(folder.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+        .args(["server", "--url", &url, "--requirements", "2026-07-28", "-o"])
+        .arg(out.path())
+        .output()
+        .await
+        .unwrap();
+    let report = String::from_utf8_lossy(&output.stdout);
+    let scored: String = report.split("Not scored").next().unwrap_or_default().to_owned();
+    let failing: Vec<&str> = scored.lines().filter(|l| l.starts_with('✗')).collect();
+    let unscored = ["tasks-", "json-schema-2020-12", "http-custom-header-server-validation", "http-header-validation"];
+    let scored_failures: Vec<&&str> = failing.iter().filter(|l| !unscored.iter().any(|u| l.contains(u))).collect();
+    assert!(scored_failures.is_empty(), "scored scenarios failed: {scored_failures:?}\n{report}");
+    assert!(output.status.success(), "the suite failed:\n{report}\n{}", String::from_utf8_lossy(&output.stderr));
+    for scenario in
+        ["input-required-result-tampered-state", "input-required-result-multi-round", "server-stateless", "caching"]
+    {
+        assert!(
+            scored.lines().any(|l| l.starts_with('✓') && l.contains(scenario)),
+            "{scenario} did not pass:\n{report}"
+        );
+    }
+}
