@@ -14,6 +14,7 @@ pub mod chapter;
 pub mod child_log;
 pub mod commands;
 pub mod conformance;
+pub mod conformance_client;
 pub mod fleet;
 pub mod http;
 pub mod http_wire;

@@ -138,6 +138,11 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:3001")]
         http: SocketAddr,
     },
+    /// Be the conformance suite's client under test: the scenario comes from MCP_CONFORMANCE_SCENARIO.
+    ConformanceClient {
+        /// The suite's mock server.
+        url: String,
+    },
     /// Record every JSON-RPC message, with its direction, to a JSONL file: launch a stdio server
     /// (`-- CMD ARGS`) and relay its lines, or front an HTTP server (`--upstream URL`).
     Wire {
@@ -214,6 +219,7 @@ async fn main() -> ExitCode {
             };
             commands::load::run(target, leads, confirmations, order).await.map(|()| 0)
         }
+        Command::ConformanceClient { url } => fernhill::conformance_client::run(&url).await.map(|()| 0),
         Command::ConformanceFixture { http } => fernhill::conformance::serve(http).await.map(|()| 0),
         Command::Wire { log, upstream: Some(upstream), listen, .. } => {
             fernhill::http_wire::run(&log, listen, &upstream, fernhill::shutdown::signal()).await.map(|()| 0)

@@ -20,7 +20,13 @@ use support::fernhill;
 
 const SUITE: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
 
+/// The suite and Node 22, installed once for both tests of this file.
 fn suite_folder() -> PathBuf {
+    static FOLDER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FOLDER.get_or_init(install_suite).clone()
+}
+
+fn install_suite() -> PathBuf {
     let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("conformance");
     let ready = folder.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     let node = folder.join("node_modules/node/bin/node");
@@ -72,5 +78,37 @@ async fn every_scored_2026_07_28_server_scenario_passes() {
             scored.lines().any(|l| l.starts_with('✓') && l.contains(scenario)),
             "{scenario} did not pass:\n{report}"
         );
+    }
+}
+
+/// The client scenarios this client takes part in: all of the 2026-07-28 set but authorization
+/// (this client has no OAuth flow yet).
+const CLIENT_SCENARIOS: [&str; 8] = [
+    "tools_call",
+    "request-metadata",
+    "sep-2322-client-request-state",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
+];
+
+#[tokio::test]
+async fn our_client_passes_the_suites_non_authorization_client_scenarios() {
+    let folder = suite_folder();
+    let command = format!("{} conformance-client", fernhill().display());
+    for scenario in CLIENT_SCENARIOS {
+        let out = tempfile::tempdir().unwrap();
+        let output = Command::new(folder.join("node_modules/node/bin/node"))
+            .arg(folder.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+            .args(["client", "--command", &command, "--scenario", scenario, "-o"])
+            .arg(out.path())
+            .output()
+            .await
+            .unwrap();
+        let report = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "{scenario} failed:\n{report}");
+        assert!(report.contains(", 0 failed"), "{scenario}:\n{report}");
     }
 }

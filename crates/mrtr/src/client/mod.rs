@@ -78,8 +78,18 @@ impl<H: ClientHandler> Client<H> {
     /// Open a 2026-07-28 connection to a Streamable HTTP server at `url` (its MCP endpoint).
     /// Up to `concurrency` requests may be in flight at once.
     pub async fn connect_http(handler: H, url: &str, concurrency: usize) -> Result<Self, ClientError> {
+        Self::connect_http_with(handler, url, concurrency, modern()).await
+    }
+
+    /// As [`Self::connect_http`], opening as `lifecycle` says (`Auto` falls back to a 2025 server).
+    pub async fn connect_http_with(
+        handler: H,
+        url: &str,
+        concurrency: usize,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<Self, ClientError> {
         let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).max_concurrent_requests(concurrency);
-        Self::connect(handler, StreamableHttpClientTransport::from_config(config)).await
+        Self::connect_with(handler, StreamableHttpClientTransport::from_config(config), lifecycle).await
     }
 
     /// Open a 2026-07-28 connection over `transport`.
@@ -88,7 +98,19 @@ impl<H: ClientHandler> Client<H> {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+        Self::connect_with(handler, transport, modern()).await
+    }
+
+    /// Open a connection over `transport` as `lifecycle` says.
+    pub async fn connect_with<T, E, A>(
+        handler: H,
+        transport: T,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<Self, ClientError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let service = handler
             .serve_with_lifecycle(FromOne::new(transport.into_transport()), lifecycle)
             .await
@@ -190,6 +212,19 @@ pub fn client_config(name: &str, elicitation: Option<ElicitationCapability>) -> 
 /// Both elicitation modes, form and URL: what a host that shows questions to a person declares.
 pub fn form_and_url() -> ElicitationCapability {
     ElicitationCapability::new().with_form(FormElicitationCapability::new()).with_url(UrlElicitationCapability::new())
+}
+
+/// `server/discover` pinned to 2026-07-28, with no fallback: how this client opens by default.
+pub fn modern() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }
+}
+
+/// `server/discover` at 2026-07-28, falling back to the 2025-11-25 handshake for an older server.
+pub fn modern_or_legacy() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
 }
 
 /// `tools/call` params for `name` with `arguments` (a JSON object; anything else sends none).

@@ -1,0 +1,123 @@
+//! The client under test for the MCP conformance suite's client scenarios: this project's
+//! 2026-07-28 client (`mrtr::client`), launched by the suite as `fernhill conformance-client URL`
+//! with the scenario in `MCP_CONFORMANCE_SCENARIO`. It accepts every form with the schema's
+//! defaults, answers sampling with a stub and roots with one folder, lists the tools, and calls
+//! what the scenario asks (every listed tool, for the generic ones). Authorization scenarios are
+//! not handled: this client has no OAuth flow.
+#![allow(deprecated)] // sampling and roots are deprecated at 2026-07-28 but the suite asks for them
+
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient,
+    model::{
+        ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+        ElicitResult, ElicitationAction, Implementation, ListRootsResult, Root, SamplingMessage,
+    },
+    service::RequestContext,
+};
+use serde_json::{Map, Value, json};
+
+use mrtr::client::{Client, form_and_url};
+
+#[derive(Clone)]
+struct UnderTest;
+
+impl ClientHandler for UnderTest {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(form_and_url());
+        capabilities.sampling = Some(Default::default());
+        capabilities.roots = Some(Default::default());
+        ClientConfig::new(capabilities, Implementation::new("fernhill-conformance-client", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let mut result = ElicitResult::new(ElicitationAction::Accept);
+        if let ElicitRequestParams::FormElicitationParams { requested_schema, .. } = request {
+            let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+            let mut content = Map::new();
+            for (name, field) in schema["properties"].as_object().into_iter().flatten() {
+                let value = match (field.get("default"), field["type"].as_str()) {
+                    (Some(default), _) => default.clone(),
+                    (None, Some("boolean")) => json!(true),
+                    (None, Some("number" | "integer")) => json!(1),
+                    (None, _) => json!("conformance"),
+                };
+                content.insert(name.clone(), value);
+            }
+            result.content = Some(Value::Object(content));
+        }
+        Ok(result)
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Ok(CreateMessageResult::new(SamplingMessage::assistant_text("Paris"), "stub".into()))
+    }
+
+    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(vec![Root::new("file:///tmp/project")]))
+    }
+}
+
+/// Arguments for a tool from its input schema: a plain value of each property's type.
+fn arguments_for(schema: &Map<String, Value>) -> Value {
+    let mut arguments = Map::new();
+    for (name, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        let value = match property["type"].as_str() {
+            Some("number") => json!(1.5),
+            Some("integer") => json!(42),
+            Some("boolean") => json!(true),
+            Some("object") => json!({}),
+            Some("array") => json!([]),
+            _ => json!("conformance"),
+        };
+        arguments.insert(name.clone(), value);
+    }
+    Value::Object(arguments)
+}
+
+/// Run the scenario the suite named against `url`.
+pub async fn run(url: &str) -> anyhow::Result<()> {
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let context: Value =
+        std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
+    // A 2026-07-28 client that still talks to the suite's 2025-era mock servers.
+    let client = Client::connect_http_with(UnderTest, url, 16, mrtr::client::modern_or_legacy()).await?;
+    let tools = client.peer().list_all_tools().await?;
+    eprintln!("scenario {scenario}: tools {:?}", tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>());
+    let call = |name: String, arguments: Value| {
+        let client = &client;
+        async move {
+            match client.call_tool(&name, arguments).await {
+                Ok(result) => eprintln!("{name}: {:?}", result.content),
+                Err(error) => eprintln!("{name}: {error}"),
+            }
+        }
+    };
+    if let Some(calls) = context.get("toolCalls").and_then(Value::as_array) {
+        // The scenario says which calls to make, with which arguments.
+        for planned in calls {
+            let name = planned["name"].as_str().unwrap_or_default().to_owned();
+            call(name, planned.get("arguments").cloned().unwrap_or_else(|| json!({}))).await;
+        }
+    } else if scenario == "tools_call" {
+        call("add_numbers".into(), json!({"a": 2, "b": 3})).await;
+    } else if let Some(echo) = tools.iter().find(|t| t.name == "json_schema_echo") {
+        // Send back the 2020-12 schema exactly as the server listed it.
+        let listed = tools.iter().find(|t| t.name == "json_schema_2020_12_tool").unwrap_or(echo);
+        call("json_schema_echo".into(), json!({"schema": Value::Object((*listed.input_schema).clone())})).await;
+    } else {
+        for tool in &tools {
+            call(tool.name.to_string(), arguments_for(&tool.input_schema)).await;
+        }
+    }
+    client.close().await?;
+    Ok(())
+}
