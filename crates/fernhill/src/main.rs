@@ -37,7 +37,7 @@ enum Command {
         #[arg(long)]
         db: Option<PathBuf>,
     },
-    /// Serve the shop's MCP tools over stdio: the command a desktop MCP host launches.
+    /// Serve the shop's MCP tools over stdio (what a desktop MCP host launches), or over Streamable HTTP with --http.
     Serve {
         /// The shop's API, such as http://127.0.0.1:8710.
         #[arg(long, env = "SHOP_API_URL")]
