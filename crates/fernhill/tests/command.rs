@@ -2,18 +2,13 @@
 
 mod support;
 
-use std::process::Stdio;
-
 use mrtr::{
     client::{Answer, Client, ScriptedUser},
     wire::{Direction, read_trace},
 };
 use serde_json::json;
 use shop_api::{OrderId, ShopApi};
-use tokio::{
-    io::{AsyncBufReadExt, BufReader},
-    process::Command,
-};
+use tokio::process::Command;
 
 use support::{fernhill, start_api};
 
@@ -21,16 +16,9 @@ use support::{fernhill, start_api};
 async fn shop_api_prints_its_url_and_serves_the_seeded_shop() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("shop.sqlite");
-    let mut child = Command::new(fernhill())
-        .args(["shop-api", "--listen", "127.0.0.1:0", "--db"])
-        .arg(&db)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = lines.next_line().await.unwrap().expect("a URL line");
+    let mut command = Command::new(fernhill());
+    command.args(["shop-api", "--listen", "127.0.0.1:0", "--db"]).arg(&db);
+    let (mut child, url) = support::spawn_printing_url(&mut command).await;
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let order = ShopApi::new(&url).unwrap().order(&OrderId::parse("O-2289").unwrap()).await.unwrap();
     assert_eq!(order.total.to_string(), "180.00");

@@ -6,15 +6,9 @@
 
 mod support;
 
-use std::{
-    path::PathBuf,
-    process::{Command as StdCommand, Stdio},
-};
+use std::{path::PathBuf, process::Command as StdCommand};
 
-use tokio::{
-    io::{AsyncBufReadExt, BufReader},
-    process::Command,
-};
+use tokio::process::Command;
 
 use support::fernhill;
 
@@ -46,14 +40,9 @@ fn install_suite() -> PathBuf {
 #[tokio::test]
 async fn every_scored_2026_07_28_server_scenario_passes() {
     let folder = suite_folder();
-    let mut fixture = Command::new(fernhill())
-        .args(["conformance-fixture", "--http", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let url = BufReader::new(fixture.stdout.take().unwrap()).lines().next_line().await.unwrap().expect("the endpoint");
+    let (_fixture, url) =
+        support::spawn_printing_url(Command::new(fernhill()).args(["conformance-fixture", "--http", "127.0.0.1:0"]))
+            .await;
     // The DNS-rebinding scenario needs the server addressed as localhost.
     let url = url.replace("127.0.0.1", "localhost");
     let out = tempfile::tempdir().unwrap();

@@ -2,14 +2,9 @@
 
 mod support;
 
-use std::process::Stdio;
-
 use reqwest::{StatusCode, header::HeaderMap};
 use serde_json::{Value, json};
-use tokio::{
-    io::{AsyncBufReadExt, BufReader},
-    process::{Child, Command},
-};
+use tokio::process::{Child, Command};
 
 use support::{KEY_A, fernhill, start_api};
 
@@ -20,16 +15,9 @@ struct Server {
 }
 
 async fn start(api: &str) -> Server {
-    let mut child = Command::new(fernhill())
-        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", api])
-        .env("SHOP_REQUEST_STATE_KEY", KEY_A)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = lines.next_line().await.unwrap().expect("the endpoint");
+    let mut command = Command::new(fernhill());
+    command.args(["serve", "--http", "127.0.0.1:0", "--shop-api", api]).env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    let (child, url) = support::spawn_printing_url(&mut command).await;
     Server { url, child, http: reqwest::Client::new() }
 }
 

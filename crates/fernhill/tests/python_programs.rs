@@ -4,13 +4,10 @@
 
 mod support;
 
-use std::{path::PathBuf, process::Stdio, sync::Arc};
+use std::{path::PathBuf, sync::Arc};
 
 use payment_provider::ProviderState;
-use tokio::{
-    io::{AsyncBufReadExt, BufReader},
-    process::{Child, Command},
-};
+use tokio::process::Command;
 
 use support::{book, fernhill, python, start_api};
 
@@ -32,15 +29,6 @@ fn serve_args(program: &str) -> Vec<&'static str> {
     if program == "refund-waits-for-answer" { vec!["serve", "--ask-style", "wait"] } else { vec!["serve"] }
 }
 
-/// Start a command that prints its URL first; the child and the URL.
-async fn printing_url(command: &mut Command) -> (Child, String) {
-    let mut child = command.stdout(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = lines.next_line().await.unwrap().expect("a URL");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
-}
-
 async fn run(program: &str, http: bool) -> String {
     let api = start_api().await;
     let provider = payment_provider::spawn_loopback(Arc::new(ProviderState::default())).await.unwrap();
@@ -59,10 +47,10 @@ async fn run(program: &str, http: bool) -> String {
     if http {
         let mut serve = Command::new(fernhill());
         serve.args(serve_args(program)).args(["--http", "127.0.0.1:0"]).envs(env.iter().map(|(k, v)| (*k, v.as_str())));
-        let (server, url) = printing_url(&mut serve).await;
+        let (server, url) = support::spawn_printing_url(&mut serve).await;
         let mut wire = Command::new(fernhill());
         wire.arg("wire").arg("--log").arg(&log).args(["--upstream", &url]);
-        let (relay, relayed) = printing_url(&mut wire).await;
+        let (relay, relayed) = support::spawn_printing_url(&mut wire).await;
         _running.extend([server, relay]);
         client.args(["http", &api.url]).arg(&log).arg(relayed);
     } else {

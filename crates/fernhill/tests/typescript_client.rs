@@ -6,16 +6,9 @@
 
 mod support;
 
-use std::{
-    path::PathBuf,
-    process::{Command as StdCommand, Stdio},
-    sync::OnceLock,
-};
+use std::{path::PathBuf, process::Command as StdCommand, sync::OnceLock};
 
-use tokio::{
-    io::{AsyncBufReadExt, BufReader},
-    process::Command,
-};
+use tokio::process::Command;
 
 use support::{fernhill, start_api};
 
@@ -66,13 +59,8 @@ async fn the_typescript_client_confirms_and_declines_over_stdio() {
 #[tokio::test]
 async fn the_typescript_client_confirms_and_declines_over_http() {
     let api = start_api().await;
-    let mut server = Command::new(fernhill())
-        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let url = BufReader::new(server.stdout.take().unwrap()).lines().next_line().await.unwrap().expect("the endpoint");
+    let mut serve = Command::new(fernhill());
+    serve.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url]);
+    let (_server, url) = support::spawn_printing_url(&mut serve).await;
     assert_eq!(node(&["http", &url]).await, EXPECTED);
 }

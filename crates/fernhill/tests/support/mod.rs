@@ -141,3 +141,14 @@ pub fn python() -> PathBuf {
         })
         .clone()
 }
+
+/// Start `fernhill ARGS` that prints its URL first (a server); the child and that URL. Its
+/// stderr is dropped; its stdout is drained after the URL.
+pub async fn spawn_printing_url(command: &mut Command) -> (tokio::process::Child, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::null()).kill_on_drop(true).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = lines.next_line().await.unwrap().expect("the URL it prints first");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
