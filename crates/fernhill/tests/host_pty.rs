@@ -93,13 +93,34 @@ fn quote_then_issue(terminal: &mut Terminal, order: &str) {
     terminal.shows("How do you want to respond?", "the choice of Answer, Decline or Cancel");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_lead_releases_a_refund_at_the_terminal() {
+/// The person at the terminal quotes `order`, issues its refund, answers the question as
+/// `answer` does, and sees the refund end `status`; the shop's API must agree.
+async fn at_terminal(order: &'static str, answer: fn(&mut Terminal), status: RefundStatus) {
     let api = start_api().await;
     let url = api.url.clone();
     let transcript = tokio::task::spawn_blocking(move || {
-        let mut terminal = Terminal::host(&url, "quote_refund", r#"{"order_id":"O-2289"}"#);
-        quote_then_issue(&mut terminal, "O-2289");
+        let mut terminal = Terminal::host(&url, "quote_refund", &format!(r#"{{"order_id":"{order}"}}"#));
+        quote_then_issue(&mut terminal, order);
+        answer(&mut terminal);
+        terminal.shows("✔ issue_refund returned:", "the refund");
+        terminal.shows(r#""refund_id": "R-0111""#, "the refund's ID");
+        terminal.shows(&format!(r#""status": "{status}""#), "the refund's status");
+        terminal.shows("Call another tool?", "the loop's question");
+        terminal.types(&format!("n{ENTER}"));
+        let transcript = terminal.seen.clone();
+        terminal.quits();
+        transcript
+    })
+    .await
+    .unwrap();
+    let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(refund.status, status, "{transcript}");
+    api.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_lead_releases_a_refund_at_the_terminal() {
+    let release = |terminal: &mut Terminal| {
         terminal.shows("Answer", "the Answer option");
         terminal.types(ENTER);
         terminal.shows("Release this refund", "the yes/no prompt");
@@ -109,44 +130,16 @@ async fn the_lead_releases_a_refund_at_the_terminal() {
         terminal.shows("Send these answers", "the send option");
         terminal.types(ENTER);
         terminal.shows("You chose accept", "the answer going out");
-        terminal.shows("✔ issue_refund returned:", "the refund");
-        terminal.shows(r#""refund_id": "R-0111""#, "the refund's ID");
-        terminal.shows(r#""status": "requested""#, "the refund's status");
-        terminal.shows("Call another tool?", "the loop's question");
-        terminal.types(&format!("n{ENTER}"));
-        let transcript = terminal.seen.clone();
-        terminal.quits();
-        transcript
-    })
-    .await
-    .unwrap();
-    let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
-    assert_eq!(refund.status, RefundStatus::Requested, "{transcript}");
-    api.shutdown().await.unwrap();
+    };
+    at_terminal("O-2289", release, RefundStatus::Requested).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_lead_declines_and_the_refund_is_cancelled() {
-    let api = start_api().await;
-    let url = api.url.clone();
-    let transcript = tokio::task::spawn_blocking(move || {
-        let mut terminal = Terminal::host(&url, "quote_refund", r#"{"order_id":"O-1145"}"#);
-        quote_then_issue(&mut terminal, "O-1145");
+    let decline = |terminal: &mut Terminal| {
         terminal.shows("Decline", "the Decline option");
         terminal.types(&format!("{DOWN}{ENTER}"));
         terminal.shows("You chose decline", "the decline going out");
-        terminal.shows("✔ issue_refund returned:", "the refund");
-        terminal.shows(r#""refund_id": "R-0111""#, "the refund's ID");
-        terminal.shows(r#""status": "cancelled""#, "the refund's status");
-        terminal.shows("Call another tool?", "the loop's question");
-        terminal.types(&format!("n{ENTER}"));
-        let transcript = terminal.seen.clone();
-        terminal.quits();
-        transcript
-    })
-    .await
-    .unwrap();
-    let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
-    assert_eq!(refund.status, RefundStatus::Cancelled, "{transcript}");
-    api.shutdown().await.unwrap();
+    };
+    at_terminal("O-1145", decline, RefundStatus::Cancelled).await;
 }
