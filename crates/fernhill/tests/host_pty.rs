@@ -104,7 +104,7 @@ async fn at_terminal(order: &'static str, answer: fn(&mut Terminal), status: Ref
         answer(&mut terminal);
         terminal.shows("✔ issue_refund returned:", "the refund");
         terminal.shows(r#""refund_id": "R-0111""#, "the refund's ID");
-        terminal.shows(&format!(r#""status": "{status}""#), "the refund's status");
+        terminal.shows(format!(r#""status": "{status}""#), "the refund's status");
         terminal.shows("Call another tool?", "the loop's question");
         terminal.types(&format!("n{ENTER}"));
         let transcript = terminal.seen.clone();
