@@ -5,8 +5,6 @@
 //! the boundary and code past it never re-checks a format. A malformed value
 //! becomes a 400 problem whose detail is the [`IdError`] message.
 
-use std::fmt;
-
 use getrandom::fill;
 
 pub use web_service::IdError;
@@ -36,53 +34,7 @@ fn is_amount(s: &str) -> bool {
         && s != "0.00"
 }
 
-/// Defines a string newtype with parsing, accessors and Display.
-macro_rules! validated {
-    (
-        $(#[$meta:meta])*
-        $name:ident, what: $what:literal, format: $format:literal, check: $check:expr
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(String);
-
-        impl $name {
-            /// The format, in words, for error messages.
-            pub const FORMAT: &str = $format;
-
-            /// Parses and validates `s`.
-            pub fn parse(s: &str) -> Result<Self, IdError> {
-                let check: fn(&str) -> bool = $check;
-                if check(s) {
-                    Ok(Self(s.to_owned()))
-                } else {
-                    Err(IdError::new(s, $what, $format))
-                }
-            }
-
-            /// The value as text.
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = IdError;
-
-            fn from_str(s: &str) -> Result<Self, IdError> {
-                Self::parse(s)
-            }
-        }
-    };
-}
-
-validated! {
+web_service::validated_string! {
     /// The ID of one connect flow, chosen at random by the MCP server, such
     /// as `9fJx2kQ_Lm0-a7Rt3WcZbN`. It is the only thing in a connect URL.
     FlowId,
@@ -91,7 +43,7 @@ validated! {
     check: is_flow_id
 }
 
-validated! {
+web_service::validated_string! {
     /// A shop refund, such as `R-0111`.
     RefundId,
     what: "a refund ID",
@@ -99,7 +51,7 @@ validated! {
     check: is_refund_id
 }
 
-validated! {
+web_service::validated_string! {
     /// A provider account's username, such as `lead-1`.
     Username,
     what: "a username",
@@ -107,7 +59,7 @@ validated! {
     check: is_username
 }
 
-validated! {
+web_service::validated_string! {
     /// An amount of money above zero, written with two decimals, such as `180.00`.
     Amount,
     what: "an amount",

@@ -6,9 +6,6 @@
 //! for people (used in error messages) and `PATTERN`, an equivalent regular
 //! expression for JSON schemas.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 pub use web_service::IdError;
@@ -33,37 +30,24 @@ fn is_sku(s: &str) -> bool {
 }
 
 /// Defines a string newtype with parsing, accessors, Display and serde.
+/// An ID of the shop's: the shared validated string, plus serde as a plain validated string,
+/// a JSON schema with its pattern, and conversions to and from `String`.
 macro_rules! identifier {
     (
         $(#[$meta:meta])*
         $name:ident, what: $what:literal, format: $format:literal, pattern: $pattern:literal,
         check: $check:expr
     ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(try_from = "String", into = "String")]
-        pub struct $name(String);
+        web_service::validated_string! {
+            $(#[$meta])*
+            #[derive(Serialize, Deserialize)]
+            #[serde(try_from = "String", into = "String")]
+            $name, what: $what, format: $format, check: $check
+        }
 
         impl $name {
-            /// The format, in words, for error messages and tool descriptions.
-            pub const FORMAT: &str = $format;
             /// The format as a regular expression, for JSON schemas.
             pub const PATTERN: &str = $pattern;
-
-            /// Parses and validates `s`.
-            pub fn parse(s: &str) -> Result<Self, IdError> {
-                let check: fn(&str) -> bool = $check;
-                if check(s) {
-                    Ok(Self(s.to_owned()))
-                } else {
-                    Err(IdError::new(s, $what, $format))
-                }
-            }
-
-            /// The identifier as text.
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
         }
 
         // In JSON schemas an ID is a string with its pattern, so a model sees the format.
@@ -78,20 +62,6 @@ macro_rules! identifier {
 
             fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
                 schemars::json_schema!({"type": "string", "pattern": $pattern, "description": $format})
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = IdError;
-
-            fn from_str(s: &str) -> Result<Self, IdError> {
-                Self::parse(s)
             }
         }
 

@@ -51,6 +51,51 @@ fn shown(given: &str) -> String {
     }
 }
 
+/// Defines a validated string newtype: `parse` (an [`IdError`] naming the format when `check`
+/// refuses), `as_str`, `FORMAT`, `Display` and `FromStr`. Attributes given before the name
+/// (doc comments, extra derives, serde) go on the struct.
+#[macro_export]
+macro_rules! validated_string {
+    (
+        $(#[$meta:meta])*
+        $name:ident, what: $what:literal, format: $format:literal, check: $check:expr
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The format, in words, for error messages and tool descriptions.
+            pub const FORMAT: &str = $format;
+
+            /// Parses and validates `s`.
+            pub fn parse(s: &str) -> Result<Self, $crate::IdError> {
+                let check: fn(&str) -> bool = $check;
+                if check(s) { Ok(Self(s.to_owned())) } else { Err($crate::IdError::new(s, $what, $format)) }
+            }
+
+            /// The value as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::IdError;
+
+            fn from_str(s: &str) -> Result<Self, $crate::IdError> {
+                Self::parse(s)
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
