@@ -8,7 +8,9 @@
 //!   transport; [`http`]: the Streamable HTTP server with `/healthz` and [`metrics`];
 //! - [`load`]: simulated leads confirming refunds across [`fleet`] replicas, and what they measured;
 //! - [`logging`]: tracing to stderr, so stdout carries only what a program prints or MCP;
-//!   [`shutdown`]: SIGINT and SIGTERM end a server after the requests in flight.
+//!   [`shutdown`]: SIGINT and SIGTERM end a server after the requests in flight;
+//! - [`conformance`] and [`conformance_client`]: the official MCP conformance suite's fixture
+//!   server and its client under test, OAuth included.
 
 pub mod chapter;
 pub mod child_log;

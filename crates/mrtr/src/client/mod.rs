@@ -58,6 +58,16 @@ impl ClientError {
             _ => None,
         }
     }
+
+    /// The `WWW-Authenticate` challenge of the 401 or 403 the server answered with, if that is
+    /// why opening the connection or a request failed: what an OAuth client authorizes with.
+    pub fn auth_challenge(&self) -> Option<&str> {
+        match self {
+            ClientError::Connect(error) => error.auth_challenge(),
+            ClientError::Service(error) => error.auth_challenge(),
+            _ => None,
+        }
+    }
 }
 
 /// A 2026-07-28 connection to one server.

@@ -2,8 +2,8 @@
 //! 2026-07-28 client (`mrtr::client`), launched by the suite as `fernhill conformance-client URL`
 //! with the scenario in `MCP_CONFORMANCE_SCENARIO`. It accepts every form with the schema's
 //! defaults, answers sampling with a stub and roots with one folder, lists the tools, and calls
-//! what the scenario asks (every listed tool, for the generic ones). Authorization scenarios are
-//! not handled: this client has no OAuth flow.
+//! what the scenario asks (every listed tool, for the generic ones). In the `auth/*` scenarios it
+//! authorizes as the server's 401 and 403 challenges say ([`authorization`]) and calls `test-tool`.
 #![allow(deprecated)] // sampling and roots are deprecated at 2026-07-28 but the suite asks for them
 
 use rmcp::{
@@ -16,7 +16,14 @@ use rmcp::{
 };
 use serde_json::{Map, Value, json};
 
-use mrtr::client::{Client, form_and_url};
+use mrtr::client::{Client, ClientError, form_and_url, modern_or_legacy};
+use rmcp::transport::{StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig};
+
+pub mod authorization;
+
+/// The most times one run authorizes, a step-up included, before it gives up: a server that keeps
+/// refusing must not keep the client asking (the spec's SHOULD, and `auth/scope-retry-limit`).
+const MAX_AUTHORIZATIONS: usize = 3;
 
 #[derive(Clone)]
 struct UnderTest;
@@ -88,8 +95,11 @@ pub async fn run(url: &str) -> anyhow::Result<()> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let context: Value =
         std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
+    if scenario.starts_with("auth/") {
+        return authorized(url, &context).await;
+    }
     // A 2026-07-28 client that still talks to the suite's 2025-era mock servers.
-    let client = Client::connect_http_with(UnderTest, url, 16, mrtr::client::modern_or_legacy()).await?;
+    let client = Client::connect_http_with(UnderTest, url, 16, modern_or_legacy()).await?;
     let tools = client.peer().list_all_tools().await?;
     eprintln!("scenario {scenario}: tools {:?}", tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>());
     let call = |name: String, arguments: Value| {
@@ -120,4 +130,42 @@ pub async fn run(url: &str) -> anyhow::Result<()> {
     }
     client.close().await?;
     Ok(())
+}
+
+/// An `auth/*` scenario: list the tools and call `test-tool`, authorizing when the server
+/// challenges. A 401 means authorize afresh (the authorization server may have changed); a 403
+/// `insufficient_scope` means step up from the token held.
+async fn authorized(url: &str, context: &Value) -> anyhow::Result<()> {
+    let mut http = authorization::unauthorized(url).await?;
+    let mut authorizations = 0;
+    loop {
+        let error = match call_test_tool(url, http.clone()).await {
+            Ok(()) => return Ok(()),
+            Err(error) => error,
+        };
+        let Some(challenge) = error.auth_challenge().map(str::to_owned) else { return Err(error.into()) };
+        if authorizations == MAX_AUTHORIZATIONS {
+            anyhow::bail!("still refused after {MAX_AUTHORIZATIONS} authorizations: {challenge}");
+        }
+        let holding_a_token = authorizations > 0;
+        authorizations += 1;
+        eprintln!("authorization {authorizations}, challenged with {challenge}");
+        if holding_a_token && authorization::wants_more_scope(url, &challenge)? {
+            authorization::step_up(&http, url, &challenge).await?;
+        } else {
+            http = authorization::authorize(url, &challenge, context).await?;
+        }
+    }
+}
+
+async fn call_test_tool(url: &str, http: authorization::Authorized) -> Result<(), ClientError> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    let client =
+        Client::connect_with(UnderTest, StreamableHttpClientTransport::with_client(http, config), modern_or_legacy())
+            .await?;
+    let tools = client.peer().list_all_tools().await?;
+    eprintln!("tools {:?}", tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>());
+    let result = client.call_tool("test-tool", json!({})).await?;
+    eprintln!("test-tool: {:?}", result.content);
+    client.close().await
 }

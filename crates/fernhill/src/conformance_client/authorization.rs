@@ -1,0 +1,82 @@
+//! OAuth for the suite's `auth/*` scenarios, on rmcp's `auth` feature.
+//!
+//! rmcp does the protocol: from the server's challenge it discovers the protected resource's
+//! metadata and its authorization server, registers (a pre-registered client, a Client ID
+//! Metadata Document, or Dynamic Client Registration, in the spec's order), picks the scopes,
+//! builds the PKCE authorization URL, checks the RFC 9207 `iss` of the answer and exchanges the
+//! code with the RFC 8707 `resource`. What a host adds is a person at a browser; the suite's
+//! authorization endpoint answers at once with a redirect, so [`follow`] reads the code from its
+//! `Location` instead of listening at [`REDIRECT_URI`].
+
+use anyhow::{Context, bail};
+use reqwest::{Url, header::LOCATION, redirect::Policy};
+use rmcp::transport::auth::{
+    AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, OAuthState, WWWAuthenticateParams,
+};
+use serde_json::Value;
+
+/// Where the authorization server sends the code. Nothing listens there: the redirect is read.
+pub const REDIRECT_URI: &str = "http://localhost:3333/callback";
+/// The client ID the suite expects when an authorization server takes Client ID Metadata Documents.
+pub const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+const CLIENT_NAME: &str = "fernhill-conformance-client";
+
+/// The MCP transport's HTTP client, carrying the access token once there is one.
+pub type Authorized = AuthClient<reqwest::Client>;
+
+/// A client with no token yet: its requests go out bare, and the server's 401 says how to authorize.
+pub async fn unauthorized(url: &str) -> anyhow::Result<Authorized> {
+    Ok(AuthClient::new(reqwest::Client::new(), AuthorizationManager::new(url).await?))
+}
+
+/// Authorize afresh as the 401 `challenge` says: discovery, registration, the code, the token.
+/// `context` is the suite's `MCP_CONFORMANCE_CONTEXT`; a `client_id` in it is a pre-registered client.
+pub async fn authorize(url: &str, challenge: &str, context: &Value) -> anyhow::Result<Authorized> {
+    let mut request = AuthorizationRequest::new(REDIRECT_URI)
+        .with_client_name(CLIENT_NAME)
+        .with_client_metadata_url(CLIENT_METADATA_URL)
+        .with_challenge(challenge)
+        // The challenge's scope, else the resource's `scopes_supported`, else none at all.
+        .with_initial_scope_selection();
+    if let Some(client_id) = context["client_id"].as_str() {
+        request = request.with_preregistered_client(client_id);
+        if let Some(secret) = context["client_secret"].as_str() {
+            request = request.with_client_secret(secret);
+        }
+    }
+    let mut state = OAuthState::new(url, None).await?;
+    state.start_authorization(request).await?;
+    let callback = follow(&state.get_authorization_url().await?).await?;
+    state.handle_callback_url(&callback).await?;
+    let manager = state.into_authorization_manager().context("the authorization did not finish")?;
+    Ok(AuthClient::new(reqwest::Client::new(), manager))
+}
+
+/// Whether `challenge` is a 403's `insufficient_scope`, not a 401's missing or rejected token.
+pub fn wants_more_scope(url: &str, challenge: &str) -> anyhow::Result<bool> {
+    Ok(WWWAuthenticateParams::parse(challenge, &Url::parse(url)?).is_insufficient_scope())
+}
+
+/// Ask for more scope after a 403 `insufficient_scope`: the scopes held so far and the challenge's,
+/// with the same registration.
+pub async fn step_up(client: &Authorized, url: &str, challenge: &str) -> anyhow::Result<()> {
+    let challenge = WWWAuthenticateParams::parse(challenge, &Url::parse(url)?);
+    let Some(scope) = challenge.scope else { bail!("the server refused for want of scope but named none") };
+    let manager = client.auth_manager.lock().await;
+    let callback =
+        AuthorizationCallback::from_redirect_url(&follow(&manager.request_scope_upgrade(&scope).await?).await?)?;
+    manager
+        .exchange_code_for_token_with_issuer(&callback.code, &callback.csrf_token, callback.issuer.as_deref())
+        .await?;
+    Ok(())
+}
+
+/// Visit the authorization URL as a browser would, and return where it redirects to.
+async fn follow(authorization_url: &str) -> anyhow::Result<String> {
+    let browser = reqwest::Client::builder().redirect(Policy::none()).build()?;
+    let response = browser.get(authorization_url).send().await?;
+    let Some(location) = response.headers().get(LOCATION) else {
+        bail!("the authorization endpoint answered {} with no redirect", response.status());
+    };
+    Ok(Url::parse(authorization_url)?.join(location.to_str()?)?.into())
+}
