@@ -3,7 +3,8 @@
 //! checks, and `fernhill serve --http`'s transport. It answers the suite's 2026-07-28 server
 //! scenarios (`@modelcontextprotocol/conformance` 0.2.0-alpha.12, `--requirements 2026-07-28`):
 //! the `test_input_required_result_*` tools and prompt, `test_missing_capability`, a resource
-//! (for caching hints and resource-not-found). Not part of the shop: `fernhill conformance-fixture`.
+//! (for caching hints and resource-not-found), a tool with an `x-mcp-header` parameter and one
+//! with JSON Schema 2020-12 keywords. Not part of the shop: `fernhill conformance-fixture`.
 //! Sampling and roots are deprecated at 2026-07-28 (SEP-2577) but the suite still asks for them.
 #![allow(deprecated)]
 
@@ -77,6 +78,46 @@ const TOOLS: &[(&str, &str)] = &[
     ("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100"),
 ];
 
+/// A tool whose `region` travels in an `Mcp-Param-Region` header too (SEP-2243), and one whose
+/// schema uses JSON Schema 2020-12's vocabulary (SEP-1613, SEP-2106), both for the suite.
+fn tools() -> Vec<Tool> {
+    let schema = |value: Value| Arc::new(value.as_object().cloned().unwrap_or_default());
+    let empty = schema(json!({"type": "object", "properties": {}}));
+    let mut tools: Vec<Tool> = TOOLS.iter().map(|(name, about)| Tool::new(*name, *about, empty.clone())).collect();
+    tools.push(Tool::new(
+        "test_custom_header",
+        "Echoes a region that also travels in the Mcp-Param-Region header",
+        schema(json!({
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "required": ["region"],
+        })),
+    ));
+    tools.push(Tool::new(
+        "json_schema_2020_12_tool",
+        "Tool with JSON Schema 2020-12 features",
+        schema(json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"},
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": false,
+        })),
+    ));
+    tools
+}
+
 /// A 1×1 PNG and a silent WAV, for the content scenarios.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
@@ -114,11 +155,12 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema: Arc<JsonObject> =
-            Arc::new(json!({"type": "object", "properties": {}}).as_object().cloned().unwrap_or_default());
-        Ok(ListToolsResult::with_all_items(
-            TOOLS.iter().map(|(name, about)| Tool::new(*name, *about, schema.clone())).collect(),
-        ))
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    /// rmcp's HTTP transport checks the `Mcp-Param-*` headers of a call against the schema found here.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools().into_iter().find(|tool| tool.name == name)
     }
 
     async fn call_tool(
@@ -164,6 +206,11 @@ impl ServerHandler for Fixture {
                     .into()
             }
             "test_tool_with_progress" => progress(&context).await?.into(),
+            "test_custom_header" => {
+                let region = request.arguments.as_ref().and_then(|a| a.get("region")).and_then(Value::as_str);
+                text(format!("region: {}", region.unwrap_or_default())).into()
+            }
+            "json_schema_2020_12_tool" => text("JSON Schema 2020-12 arguments received").into(),
             "test_logging_tool" => text("Nothing was logged: the request asked for no log level").into(),
             "test_streaming_elicitation" => match answers.get("user_name") {
                 None => ask(vec![("user_name", elicit("What is your name?", name_form()))], None).into(),
