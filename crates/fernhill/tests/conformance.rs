@@ -123,4 +123,8 @@ async fn our_client_passes_every_scored_2026_07_28_client_scenario() {
         "auth/authorization-server-migration",
     ];
     assert_every_scored_scenario_passed(status, &report, 32, &required);
+    // Not scored: the client-credentials extension (SEP-1046), with a secret and with a signed JWT.
+    for extension in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
+        assert!(report.contains(&format!("✓ {extension} (extension)")), "{extension} did not pass:\n{report}");
+    }
 }

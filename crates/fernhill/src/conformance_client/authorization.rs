@@ -11,7 +11,8 @@
 use anyhow::{Context, bail};
 use reqwest::{Url, header::LOCATION, redirect::Policy};
 use rmcp::transport::auth::{
-    AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, OAuthState, WWWAuthenticateParams,
+    AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, ClientCredentialsConfig,
+    JwtSigningAlgorithm, OAuthState, WWWAuthenticateParams,
 };
 use serde_json::Value;
 
@@ -55,6 +56,40 @@ pub async fn authorize(url: &str, challenge: &str, context: &Value) -> anyhow::R
 /// Whether `challenge` is a 403's `insufficient_scope`, not a 401's missing or rejected token.
 pub fn wants_more_scope(url: &str, challenge: &str) -> anyhow::Result<bool> {
     Ok(WWWAuthenticateParams::parse(challenge, &Url::parse(url)?).is_insufficient_scope())
+}
+
+/// Authorize as a machine, with no person and no redirect: the `client_credentials` grant
+/// (SEP-1046) with what `context` holds, a client secret or a private key to sign a JWT with
+/// (the suite's `auth/client-credentials-basic` and `-jwt`).
+pub async fn client_credentials(url: &str, context: &Value) -> anyhow::Result<Authorized> {
+    let client_id = context["client_id"].as_str().context("the client_credentials grant needs a client_id")?.into();
+    let (scopes, resource) = (Vec::new(), Some(url.to_owned()));
+    let config = if let Some(pem) = context["private_key_pem"].as_str() {
+        let signing_algorithm = match context["signing_algorithm"].as_str() {
+            Some("ES256") | None => JwtSigningAlgorithm::ES256,
+            Some("ES384") => JwtSigningAlgorithm::ES384,
+            Some("RS256") => JwtSigningAlgorithm::RS256,
+            Some("RS384") => JwtSigningAlgorithm::RS384,
+            Some("RS512") => JwtSigningAlgorithm::RS512,
+            Some(other) => bail!("no signing algorithm {other} for a client assertion"),
+        };
+        let signing_key = pem.as_bytes().to_vec();
+        ClientCredentialsConfig::PrivateKeyJwt {
+            client_id,
+            signing_key,
+            signing_algorithm,
+            token_endpoint_audience: None,
+            scopes,
+            resource,
+        }
+    } else {
+        let client_secret = context["client_secret"].as_str().context("no client_secret and no private key")?.into();
+        ClientCredentialsConfig::ClientSecret { client_id, client_secret, scopes, resource }
+    };
+    let mut state = OAuthState::new(url, None).await?;
+    state.authenticate_client_credentials(config).await?;
+    let manager = state.into_authorization_manager().context("the client_credentials grant did not finish")?;
+    Ok(AuthClient::new(reqwest::Client::new(), manager))
 }
 
 /// Ask for more scope after a 403 `insufficient_scope`: the scopes held so far and the challenge's,

@@ -96,7 +96,7 @@ pub async fn run(url: &str) -> anyhow::Result<()> {
     let context: Value =
         std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
     if scenario.starts_with("auth/") {
-        return authorized(url, &context).await;
+        return authorized(url, &scenario, &context).await;
     }
     // A 2026-07-28 client that still talks to the suite's 2025-era mock servers.
     let client = Client::connect_http_with(UnderTest, url, 16, modern_or_legacy()).await?;
@@ -133,9 +133,10 @@ pub async fn run(url: &str) -> anyhow::Result<()> {
 }
 
 /// An `auth/*` scenario: list the tools and call `test-tool`, authorizing when the server
-/// challenges. A 401 means authorize afresh (the authorization server may have changed); a 403
+/// challenges. A 401 means authorize afresh (the authorization server may have changed): with
+/// the authorization code, or as a machine in the client-credentials scenarios. A 403
 /// `insufficient_scope` means step up from the token held.
-async fn authorized(url: &str, context: &Value) -> anyhow::Result<()> {
+async fn authorized(url: &str, scenario: &str, context: &Value) -> anyhow::Result<()> {
     let mut http = authorization::unauthorized(url).await?;
     let mut authorizations = 0;
     loop {
@@ -152,6 +153,8 @@ async fn authorized(url: &str, context: &Value) -> anyhow::Result<()> {
         eprintln!("authorization {authorizations}, challenged with {challenge}");
         if holding_a_token && authorization::wants_more_scope(url, &challenge)? {
             authorization::step_up(&http, url, &challenge).await?;
+        } else if scenario.starts_with("auth/client-credentials-") {
+            http = authorization::client_credentials(url, context).await?;
         } else {
             http = authorization::authorize(url, &challenge, context).await?;
         }
