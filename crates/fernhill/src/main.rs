@@ -138,7 +138,8 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:3001")]
         http: SocketAddr,
     },
-    /// Be the conformance suite's client under test: the scenario comes from MCP_CONFORMANCE_SCENARIO.
+    /// Be the conformance suite's client under test: the scenario comes from MCP_CONFORMANCE_SCENARIO,
+    /// credentials from MCP_CONFORMANCE_CONTEXT. It authorizes with OAuth when the server challenges.
     ConformanceClient {
         /// The suite's mock server.
         url: String,

@@ -161,6 +161,7 @@ async fn authorized(url: &str, scenario: &str, context: &Value) -> anyhow::Resul
     }
 }
 
+/// Connect through `http`, list the tools and call `test-tool`, as every `auth/*` scenario expects.
 async fn call_test_tool(url: &str, http: authorization::Authorized) -> Result<(), ClientError> {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     let client =
