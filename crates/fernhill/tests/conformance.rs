@@ -123,8 +123,16 @@ async fn our_client_passes_every_scored_2026_07_28_client_scenario() {
         "auth/authorization-server-migration",
     ];
     assert_every_scored_scenario_passed(status, &report, 32, &required);
-    // Not scored: the client-credentials extension (SEP-1046), with a secret and with a signed JWT.
-    for extension in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
+    // Not scored: the extensions' grants for machines, the client-credentials grant with a secret
+    // and with a signed JWT (SEP-1046), enterprise-managed authorization (SEP-990) and workload
+    // identity (SEP-1933). DPoP (SEP-1932) is not done.
+    let extensions = [
+        "auth/client-credentials-basic",
+        "auth/client-credentials-jwt",
+        "auth/enterprise-managed-authorization",
+        "auth/wif-jwt-bearer",
+    ];
+    for extension in extensions {
         assert!(report.contains(&format!("✓ {extension} (extension)")), "{extension} did not pass:\n{report}");
     }
 }

@@ -1,4 +1,5 @@
-//! OAuth for the suite's `auth/*` scenarios, on rmcp's `auth` feature.
+//! OAuth for the suite's `auth/*` scenarios, on rmcp's `auth` feature: the authorization code
+//! for a person, and for machines the client-credentials, enterprise-managed and workload grants.
 //!
 //! rmcp does the protocol: from the server's challenge it discovers the protected resource's
 //! metadata and its authorization server, registers (a pre-registered client, a Client ID
@@ -9,12 +10,14 @@
 //! `Location` instead of listening at [`REDIRECT_URI`].
 
 use anyhow::{Context, bail};
+use oauth2::ClientSecret;
 use reqwest::{Url, header::LOCATION, redirect::Policy};
 use rmcp::transport::auth::{
     AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, ClientCredentialsConfig,
-    JwtSigningAlgorithm, OAuthState, WWWAuthenticateParams,
+    JwtSigningAlgorithm, OAuthState, OAuthTokenResponse, WWWAuthenticateParams, default_oauth_http_client,
+    enterprise::{EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest},
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Where the authorization server sends the code. Nothing listens there: the redirect is read.
 pub const REDIRECT_URI: &str = "http://localhost:3333/callback";
@@ -24,6 +27,41 @@ const CLIENT_NAME: &str = "fernhill-conformance-client";
 
 /// The MCP transport's HTTP client, carrying the access token once there is one.
 pub type Authorized = AuthClient<reqwest::Client>;
+
+/// How a client gets a token afresh. A deployment would configure it; here the scenario says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    /// A person at a browser, the authorization code and PKCE: [`authorize`].
+    AuthorizationCode,
+    /// A machine with a secret or a signing key: [`client_credentials`].
+    ClientCredentials,
+    /// A user's enterprise identity provider: [`enterprise_managed`].
+    EnterpriseManaged,
+    /// A workload's platform-issued JWT: [`workload_identity`].
+    WorkloadIdentity,
+}
+
+impl Grant {
+    /// The grant the suite's `scenario` expects.
+    pub fn for_scenario(scenario: &str) -> Self {
+        match scenario {
+            "auth/client-credentials-basic" | "auth/client-credentials-jwt" => Grant::ClientCredentials,
+            "auth/enterprise-managed-authorization" => Grant::EnterpriseManaged,
+            "auth/wif-jwt-bearer" => Grant::WorkloadIdentity,
+            _ => Grant::AuthorizationCode,
+        }
+    }
+
+    /// Get a token afresh, after the server's 401 `challenge`.
+    pub async fn authorize(self, url: &str, challenge: &str, context: &Value) -> anyhow::Result<Authorized> {
+        match self {
+            Grant::AuthorizationCode => authorize(url, challenge, context).await,
+            Grant::ClientCredentials => client_credentials(url, context).await,
+            Grant::EnterpriseManaged => enterprise_managed(url, context).await,
+            Grant::WorkloadIdentity => workload_identity(url, context).await,
+        }
+    }
+}
 
 /// A client with no token yet: its requests go out bare, and the server's 401 says how to authorize.
 pub async fn unauthorized(url: &str) -> anyhow::Result<Authorized> {
@@ -89,6 +127,59 @@ pub async fn client_credentials(url: &str, context: &Value) -> anyhow::Result<Au
     let mut state = OAuthState::new(url, None).await?;
     state.authenticate_client_credentials(config).await?;
     let manager = state.into_authorization_manager().context("the client_credentials grant did not finish")?;
+    Ok(AuthClient::new(reqwest::Client::new(), manager))
+}
+
+/// Authorize through the enterprise's identity provider, with no person at a browser (SEP-990):
+/// the IdP exchanges the user's ID token for an ID-JAG, and the MCP server's authorization server
+/// exchanges that for an access token. rmcp's `enterprise` module makes both exchanges; the
+/// authorization server is discovered from the MCP server, the rest comes from `context`.
+pub async fn enterprise_managed(url: &str, context: &Value) -> anyhow::Result<Authorized> {
+    let field = |name: &str| context[name].as_str().with_context(|| format!("the context has no {name}"));
+    let metadata = AuthorizationManager::new(url).await?.resolve_metadata().await?.metadata;
+    let issuer = metadata.issuer.context("the authorization server's metadata names no issuer")?;
+    let idp = EmaAuthorizationServer::new(field("idp_issuer")?, field("idp_token_endpoint")?, field("idp_client_id")?);
+    let client_id = field("client_id")?;
+    let secret = ClientSecret::new(field("client_secret")?.to_owned());
+    let resource_server = EmaAuthorizationServer::new(issuer, metadata.token_endpoint, client_id)
+        .with_client_authentication(EmaClientAuthentication::ClientSecretBasic(secret));
+    let http = default_oauth_http_client()?;
+    let token = EmaExchangeRequest::new_with_id_token(idp, resource_server, url, field("idp_id_token")?)
+        .exchange(&http, &http)
+        .await?;
+    let response =
+        serde_json::from_value(json!({"access_token": token.access_token.secret(), "token_type": "Bearer"}))?;
+    holding(url, client_id, response).await
+}
+
+/// Authorize as a workload with the JWT its platform issued it (SEP-1933): the RFC 7523
+/// JWT-bearer grant, no client secret. Written by hand: rmcp makes this grant only inside its
+/// enterprise exchange, and the oauth2 crate has no JWT-bearer grant. A refusal is final; the
+/// client neither retries nor falls back to another grant.
+pub async fn workload_identity(url: &str, context: &Value) -> anyhow::Result<Authorized> {
+    let field = |name: &str| context[name].as_str().with_context(|| format!("the context has no {name}"));
+    let client_id = field("client_id")?;
+    let metadata = AuthorizationManager::new(url).await?.resolve_metadata().await?.metadata;
+    let form = [
+        ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+        ("assertion", field("valid_jwt")?),
+        ("client_id", client_id),
+        ("resource", url),
+    ];
+    let answer = reqwest::Client::new().post(&metadata.token_endpoint).form(&form).send().await?;
+    let status = answer.status();
+    let body = answer.bytes().await?;
+    if !status.is_success() {
+        bail!("the token endpoint refused the workload's JWT ({status}): {}", String::from_utf8_lossy(&body));
+    }
+    holding(url, client_id, serde_json::from_slice(&body)?).await
+}
+
+/// An HTTP client that carries a token got outside rmcp's own flows.
+async fn holding(url: &str, client_id: &str, token: OAuthTokenResponse) -> anyhow::Result<Authorized> {
+    let mut state = OAuthState::new(url, None).await?;
+    state.set_credentials(client_id, token).await?;
+    let manager = state.into_authorization_manager().context("the token did not take")?;
     Ok(AuthClient::new(reqwest::Client::new(), manager))
 }
 

@@ -21,6 +21,8 @@ use rmcp::transport::{StreamableHttpClientTransport, streamable_http_client::Str
 
 pub mod authorization;
 
+use authorization::Grant;
+
 /// The most times one run authorizes, a step-up included, before it gives up: a server that keeps
 /// refusing must not keep the client asking (the spec's SHOULD, and `auth/scope-retry-limit`).
 const MAX_AUTHORIZATIONS: usize = 3;
@@ -133,10 +135,10 @@ pub async fn run(url: &str) -> anyhow::Result<()> {
 }
 
 /// An `auth/*` scenario: list the tools and call `test-tool`, authorizing when the server
-/// challenges. A 401 means authorize afresh (the authorization server may have changed): with
-/// the authorization code, or as a machine in the client-credentials scenarios. A 403
-/// `insufficient_scope` means step up from the token held.
+/// challenges. A 401 means authorize afresh with the scenario's [`Grant`] (the authorization
+/// server may have changed); a 403 `insufficient_scope` means step up from the token held.
 async fn authorized(url: &str, scenario: &str, context: &Value) -> anyhow::Result<()> {
+    let grant = Grant::for_scenario(scenario);
     let mut http = authorization::unauthorized(url).await?;
     let mut authorizations = 0;
     loop {
@@ -153,10 +155,8 @@ async fn authorized(url: &str, scenario: &str, context: &Value) -> anyhow::Resul
         eprintln!("authorization {authorizations}, challenged with {challenge}");
         if holding_a_token && authorization::wants_more_scope(url, &challenge)? {
             authorization::step_up(&http, url, &challenge).await?;
-        } else if scenario.starts_with("auth/client-credentials-") {
-            http = authorization::client_credentials(url, context).await?;
         } else {
-            http = authorization::authorize(url, &challenge, context).await?;
+            http = grant.authorize(url, &challenge, context).await?;
         }
     }
 }
