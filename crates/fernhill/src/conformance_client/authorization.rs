@@ -13,8 +13,9 @@ use anyhow::{Context, bail};
 use oauth2::ClientSecret;
 use reqwest::{Url, header::LOCATION, redirect::Policy};
 use rmcp::transport::auth::{
-    AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, ClientCredentialsConfig,
-    JwtSigningAlgorithm, OAuthState, OAuthTokenResponse, WWWAuthenticateParams, default_oauth_http_client,
+    AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    ClientCredentialsConfig, JwtSigningAlgorithm, OAuthState, OAuthTokenResponse, WWWAuthenticateParams,
+    default_oauth_http_client,
     enterprise::{EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest},
 };
 use serde_json::{Value, json};
@@ -87,20 +88,19 @@ pub async fn authorize(url: &str, challenge: &str, context: &Value) -> anyhow::R
     state.start_authorization(request).await?;
     let callback = follow(&state.get_authorization_url().await?).await?;
     state.handle_callback_url(&callback).await?;
-    let manager = state.into_authorization_manager().context("the authorization did not finish")?;
-    Ok(AuthClient::new(reqwest::Client::new(), manager))
+    carrying(state)
 }
 
-/// Whether `challenge` is a 403's `insufficient_scope`, not a 401's missing or rejected token.
-pub fn wants_more_scope(url: &str, challenge: &str) -> anyhow::Result<bool> {
-    Ok(WWWAuthenticateParams::parse(challenge, &Url::parse(url)?).is_insufficient_scope())
+/// A `WWW-Authenticate` challenge's parameters, its `resource_metadata` resolved against `url`.
+pub fn parse_challenge(url: &str, challenge: &str) -> anyhow::Result<WWWAuthenticateParams> {
+    Ok(WWWAuthenticateParams::parse(challenge, &Url::parse(url)?))
 }
 
 /// Authorize as a machine, with no person and no redirect: the `client_credentials` grant
 /// (SEP-1046) with what `context` holds, a client secret or a private key to sign a JWT with
 /// (the suite's `auth/client-credentials-basic` and `-jwt`).
 pub async fn client_credentials(url: &str, context: &Value) -> anyhow::Result<Authorized> {
-    let client_id = context["client_id"].as_str().context("the client_credentials grant needs a client_id")?.into();
+    let client_id = required(context, "client_id")?.into();
     let (scopes, resource) = (Vec::new(), Some(url.to_owned()));
     let config = if let Some(pem) = context["private_key_pem"].as_str() {
         let signing_algorithm = match context["signing_algorithm"].as_str() {
@@ -126,8 +126,7 @@ pub async fn client_credentials(url: &str, context: &Value) -> anyhow::Result<Au
     };
     let mut state = OAuthState::new(url, None).await?;
     state.authenticate_client_credentials(config).await?;
-    let manager = state.into_authorization_manager().context("the client_credentials grant did not finish")?;
-    Ok(AuthClient::new(reqwest::Client::new(), manager))
+    carrying(state)
 }
 
 /// Authorize through the enterprise's identity provider, with no person at a browser (SEP-990):
@@ -135,8 +134,8 @@ pub async fn client_credentials(url: &str, context: &Value) -> anyhow::Result<Au
 /// exchanges that for an access token. rmcp's `enterprise` module makes both exchanges; the
 /// authorization server is discovered from the MCP server, the rest comes from `context`.
 pub async fn enterprise_managed(url: &str, context: &Value) -> anyhow::Result<Authorized> {
-    let field = |name: &str| context[name].as_str().with_context(|| format!("the context has no {name}"));
-    let metadata = AuthorizationManager::new(url).await?.resolve_metadata().await?.metadata;
+    let field = |name: &str| required(context, name);
+    let metadata = authorization_server(url).await?;
     let issuer = metadata.issuer.context("the authorization server's metadata names no issuer")?;
     let idp = EmaAuthorizationServer::new(field("idp_issuer")?, field("idp_token_endpoint")?, field("idp_client_id")?);
     let client_id = field("client_id")?;
@@ -157,9 +156,9 @@ pub async fn enterprise_managed(url: &str, context: &Value) -> anyhow::Result<Au
 /// enterprise exchange, and the oauth2 crate has no JWT-bearer grant. A refusal is final; the
 /// client neither retries nor falls back to another grant.
 pub async fn workload_identity(url: &str, context: &Value) -> anyhow::Result<Authorized> {
-    let field = |name: &str| context[name].as_str().with_context(|| format!("the context has no {name}"));
+    let field = |name: &str| required(context, name);
     let client_id = field("client_id")?;
-    let metadata = AuthorizationManager::new(url).await?.resolve_metadata().await?.metadata;
+    let metadata = authorization_server(url).await?;
     let form = [
         ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
         ("assertion", field("valid_jwt")?),
@@ -179,14 +178,28 @@ pub async fn workload_identity(url: &str, context: &Value) -> anyhow::Result<Aut
 async fn holding(url: &str, client_id: &str, token: OAuthTokenResponse) -> anyhow::Result<Authorized> {
     let mut state = OAuthState::new(url, None).await?;
     state.set_credentials(client_id, token).await?;
-    let manager = state.into_authorization_manager().context("the token did not take")?;
+    carrying(state)
+}
+
+/// The transport's HTTP client, carrying the token an authorized `state` holds.
+fn carrying(state: OAuthState) -> anyhow::Result<Authorized> {
+    let manager = state.into_authorization_manager().context("the authorization did not finish")?;
     Ok(AuthClient::new(reqwest::Client::new(), manager))
+}
+
+/// A text the suite's `context` must hold.
+fn required<'a>(context: &'a Value, name: &str) -> anyhow::Result<&'a str> {
+    context[name].as_str().with_context(|| format!("the context has no {name}"))
+}
+
+/// The metadata of the MCP server's authorization server, discovered as rmcp does for every flow.
+async fn authorization_server(url: &str) -> anyhow::Result<AuthorizationMetadata> {
+    Ok(AuthorizationManager::new(url).await?.resolve_metadata().await?.metadata)
 }
 
 /// Ask for more scope after a 403 `insufficient_scope`: the scopes held so far and the challenge's,
 /// with the same registration.
-pub async fn step_up(client: &Authorized, url: &str, challenge: &str) -> anyhow::Result<()> {
-    let challenge = WWWAuthenticateParams::parse(challenge, &Url::parse(url)?);
+pub async fn step_up(client: &Authorized, challenge: WWWAuthenticateParams) -> anyhow::Result<()> {
     let Some(scope) = challenge.scope else { bail!("the server refused for want of scope but named none") };
     let manager = client.auth_manager.lock().await;
     let callback =

@@ -153,8 +153,9 @@ async fn authorized(url: &str, scenario: &str, context: &Value) -> anyhow::Resul
         let holding_a_token = authorizations > 0;
         authorizations += 1;
         eprintln!("authorization {authorizations}, challenged with {challenge}");
-        if holding_a_token && authorization::wants_more_scope(url, &challenge)? {
-            authorization::step_up(&http, url, &challenge).await?;
+        let params = authorization::parse_challenge(url, &challenge)?;
+        if holding_a_token && params.is_insufficient_scope() {
+            authorization::step_up(&http, params).await?;
         } else {
             http = grant.authorize(url, &challenge, context).await?;
         }
