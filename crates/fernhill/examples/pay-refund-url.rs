@@ -3,13 +3,14 @@
 //! open the page. The provider runs on loopback; the lead's sign-in is posted to its page as a
 //! browser would, after the first accept.
 
-use std::collections::BTreeMap;
-
-use fernhill::chapter::{self, PAYMENTS_ENV, PAYMENTS_PUBLIC_ENV};
-use mrtr::client::{Answer, Client, ScriptedUser, params};
+use fernhill::chapter;
+use mrtr::client::{Answer, Client, ScriptedUser, params, retry};
 use rmcp::model::{CallToolResponse, ElicitRequestParams, InputRequest, InputRequiredResult};
 use serde_json::json;
-use shop_mcp::AskStyle;
+use shop_mcp::{
+    AskStyle,
+    serve::config::{PAYMENTS_ENV, PAYMENTS_PUBLIC_ENV},
+};
 
 /// The provider's public address, as the book prints it: a reserved domain that never resolves.
 const PUBLIC: &str = "https://pay.fernhill.example";
@@ -30,9 +31,8 @@ async fn call(
     state: Option<String>,
     answers: Option<Answer>,
 ) -> anyhow::Result<CallToolResponse> {
-    let mut call = params("pay_refund", json!({"refund_id": "R-0111"}));
-    call.request_state = state;
-    call.input_responses = answers.map(|a| BTreeMap::from([("connect".to_owned(), a.to_value())]));
+    let call =
+        retry(params("pay_refund", json!({"refund_id": "R-0111"})), state, answers.iter().map(|a| ("connect", a)));
     Ok(client.call_tool_once(call).await?)
 }
 

@@ -5,13 +5,11 @@
 use std::collections::BTreeMap;
 
 use fernhill::chapter;
-use mrtr::{
-    client::{Answer, ScriptedUser, params, scripted::message_of},
-    wire::{Direction, read_trace},
-};
+use mrtr::client::{Answer, ScriptedUser, params, retry, scripted::message_of};
 use rmcp::model::CallToolResponse;
 use serde_json::{Value, json};
 use shop_mcp::AskStyle;
+use wire::{Direction, read_trace};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -20,7 +18,7 @@ async fn main() -> anyhow::Result<()> {
         // This program is also the book's relay: --relay LOG -- COMMAND...
         let log = args.get(at + 1).ok_or_else(|| anyhow::anyhow!("--relay needs a log file"))?;
         let command = &args[at + 3..];
-        let code = mrtr::wire::relay(log.as_ref(), &command[0], &command[1..]).await?;
+        let code = wire::stdio::relay(log.as_ref(), &command[0], &command[1..]).await?;
         std::process::exit(code);
     }
     if chapter::serve_if_asked(AskStyle::InputRequired).await? {
@@ -45,10 +43,8 @@ async fn main() -> anyhow::Result<()> {
     else {
         anyhow::bail!("expected input_required");
     };
-    let mut retry = params("issue_refund", arguments);
-    retry.input_responses = Some(BTreeMap::from([("confirm".to_owned(), yes.to_value())]));
-    retry.request_state = first.request_state;
-    let CallToolResponse::Complete(done) = client.call_tool_once(retry).await? else {
+    let again = retry(params("issue_refund", arguments), first.request_state, [("confirm", &yes)]);
+    let CallToolResponse::Complete(done) = client.call_tool_once(again).await? else {
         anyhow::bail!("expected complete")
     };
     println!("by hand: {} {}", chapter::field(&done, "refund_id")?, chapter::field(&done, "status")?);

@@ -2,8 +2,6 @@
 //! the state with other arguments, and a replay of a retry that worked. The seal stops two;
 //! the server's own checks stop the other two.
 
-use std::collections::BTreeMap;
-
 use fernhill::chapter;
 use mrtr::client::{Answer, Client, ScriptedUser, params};
 use rmcp::model::CallToolResponse;
@@ -16,9 +14,8 @@ async fn retry(
     quote_id: &str,
     state: Option<String>,
 ) -> anyhow::Result<()> {
-    let mut call = params("issue_refund", json!({"quote_id": quote_id}));
-    call.input_responses = Some(BTreeMap::from([("confirm".to_owned(), Answer::release().to_value())]));
-    call.request_state = state;
+    let yes = Answer::release();
+    let call = mrtr::client::retry(params("issue_refund", json!({"quote_id": quote_id})), state, [("confirm", &yes)]);
     match client.call_tool_once(call).await {
         Err(error) => {
             let error = error.rpc_error().ok_or_else(|| anyhow::anyhow!("{error}"))?;

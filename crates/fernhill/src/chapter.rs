@@ -5,65 +5,15 @@
 use std::{path::PathBuf, sync::Arc};
 
 use anyhow::Context as _;
+use clap::Parser as _;
 use mrtr::client::{Client, ScriptedUser};
-use payment_provider::{PaymentProvider, ProviderState, RunningProvider};
-use rmcp::{ServiceExt, transport::stdio};
+use payment_provider::{ProviderState, RunningProvider};
 use shop_api::{RunningApi, Store};
-use shop_mcp::{AskStyle, Payments};
-use tokio::process::Command;
-
-use crate::{
-    logging,
-    serving::{self, ServeOptions},
+use shop_mcp::{
+    AskStyle,
+    serve::{self, ServeConfig, config::SHOP_API_ENV},
 };
-
-/// The variable that points a server at the shop's API.
-pub const SHOP_API_ENV: &str = "SHOP_API_URL";
-/// The payment provider's API, as the server reaches it.
-pub const PAYMENTS_ENV: &str = "PAYMENT_PROVIDER_URL";
-/// The payment provider's address as a lead's browser reaches it (defaults to the API's).
-pub const PAYMENTS_PUBLIC_ENV: &str = "PAYMENT_PUBLIC_URL";
-/// Who the host's user is, where no caller is authenticated (stdio).
-pub const LEAD_ENV: &str = "SHOP_LEAD";
-/// How many rounds a payment sign-in may take before `pay_refund` gives up.
-pub const PAY_ROUNDS_ENV: &str = "SHOP_PAY_MAX_ROUNDS";
-
-/// Where refunds are paid, as `fernhill serve` is told.
-#[derive(Debug, Clone)]
-pub struct PaymentsConfig {
-    pub url: String,
-    pub public_url: Option<String>,
-    pub lead: String,
-    pub max_rounds: u32,
-}
-
-impl PaymentsConfig {
-    /// From the environment, if `PAYMENT_PROVIDER_URL` is set.
-    pub fn from_env() -> anyhow::Result<Option<Self>> {
-        let Ok(url) = std::env::var(PAYMENTS_ENV) else { return Ok(None) };
-        let max_rounds = match std::env::var(PAY_ROUNDS_ENV) {
-            Ok(rounds) => rounds.parse().with_context(|| format!("{PAY_ROUNDS_ENV}={rounds} is not a number"))?,
-            Err(_) => 5,
-        };
-        Ok(Some(Self {
-            url,
-            public_url: std::env::var(PAYMENTS_PUBLIC_ENV).ok(),
-            lead: std::env::var(LEAD_ENV).unwrap_or_else(|_| "lead-1".into()),
-            max_rounds,
-        }))
-    }
-
-    pub(crate) fn into_payments(self) -> anyhow::Result<Payments> {
-        let provider =
-            PaymentProvider::new(&self.url).with_context(|| format!("the payment provider at {}", self.url))?;
-        Ok(Payments {
-            public_url: self.public_url.unwrap_or_else(|| self.url.clone()),
-            provider,
-            lead: self.lead,
-            max_rounds: self.max_rounds,
-        })
-    }
-}
+use tokio::process::Command;
 
 /// A fresh shop API (in memory, seeded) on 127.0.0.1, for as long as the value lives.
 pub async fn start_api() -> anyhow::Result<RunningApi> {
@@ -94,15 +44,6 @@ pub async fn sign_in_on_provider_page(
         .ok_or_else(|| anyhow::anyhow!("the connect page has no sign-in form"))?;
     let form = [("username", username), ("password", password), ("csrf", csrf)];
     http.post(format!("{provider}/connect/{flow}")).form(&form).send().await?.error_for_status()?;
-    Ok(())
-}
-
-/// Serve the shop over stdio until the client closes stdin: what a host launches.
-pub async fn serve_stdio(options: &ServeOptions) -> anyhow::Result<()> {
-    logging::init();
-    let server = serving::build(options)?;
-    let running = server.serve(stdio()).await.context("serving over stdio")?;
-    running.waiting().await.context("the stdio server stopped")?;
     Ok(())
 }
 
@@ -149,17 +90,26 @@ pub async fn connect_to_self(user: ScriptedUser, api_url: &str) -> anyhow::Resul
     connect(user, launch_self(api_url, &["--serve"])?).await
 }
 
-/// If this program was launched with `--serve`, serve (the API's URL from the environment)
-/// and return true; otherwise return false, and the caller runs as the client.
+/// The server's configuration from this program's environment, as `fernhill serve` reads it.
+#[derive(clap::Parser)]
+struct FromEnvironment {
+    #[command(flatten)]
+    config: ServeConfig,
+}
+
+/// If this program was launched with `--serve`, serve over stdio (configured from the
+/// environment, `SHOP_API_URL` first) and return true; otherwise return false, and the caller
+/// runs as the client.
 pub async fn serve_if_asked(style: AskStyle) -> anyhow::Result<bool> {
     if !std::env::args().any(|arg| arg == "--serve") {
         return Ok(false);
     }
-    let url = std::env::var(SHOP_API_ENV).with_context(|| format!("{SHOP_API_ENV} is not set"))?;
-    let mut options = ServeOptions::new(url);
-    options.payments = PaymentsConfig::from_env()?;
-    options.style = style;
-    serve_stdio(&options).await?;
+    let program = std::env::args().next().unwrap_or_default();
+    let mut config = FromEnvironment::try_parse_from([program]).context("configuring the server")?.config;
+    config.ask_style = style;
+    config.http.listen = None;
+    serve::logging::init();
+    serve::run(&config, web_service::shutdown::signal()).await?;
     Ok(true)
 }
 
@@ -168,13 +118,9 @@ pub fn quote_id(result: &rmcp::model::CallToolResult) -> anyhow::Result<String> 
     field(result, "quote_id")
 }
 
-/// A string field of a result's structured content.
+/// A string field of a result's structured content, or why it is missing.
 pub fn field(result: &rmcp::model::CallToolResult, name: &str) -> anyhow::Result<String> {
-    result
-        .structured_content
-        .as_ref()
-        .and_then(|c| c.get(name))
-        .and_then(|v| v.as_str())
+    mrtr::client::field(result, name)
         .map(str::to_owned)
         .with_context(|| format!("the result has no {name}: {result:?}"))
 }

@@ -2,13 +2,11 @@
 
 mod support;
 
-use mrtr::{
-    client::{Answer, Client, ScriptedUser},
-    wire::{Direction, read_trace},
-};
+use mrtr::client::{Answer, Client, ScriptedUser};
 use serde_json::json;
 use shop_api::{OrderId, ShopApi};
 use tokio::process::Command;
+use wire::{Direction, read_trace};
 
 use support::{fernhill, start_api};
 

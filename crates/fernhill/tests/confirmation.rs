@@ -3,10 +3,10 @@
 
 mod support;
 
-use std::{collections::BTreeMap, time::Duration};
+use std::time::Duration;
 
 use mrtr::{
-    client::{Answer, Client, ScriptedUser, params},
+    client::{Answer, Client, ScriptedUser, params, retry, text},
     request_state::{Binding, StateSecurity},
     seal::KeyRing,
 };
@@ -21,10 +21,9 @@ async fn answer(
     said: Answer,
     state: Option<String>,
 ) -> Result<CallToolResponse, mrtr::client::ClientError> {
-    let mut call = params("issue_refund", json!({"quote_id": quote_id}));
-    call.input_responses = Some(BTreeMap::from([("confirm".to_owned(), said.to_value())]));
-    call.request_state = state;
-    client.call_tool_once(call).await
+    client
+        .call_tool_once(retry(params("issue_refund", json!({"quote_id": quote_id})), state, [("confirm", &said)]))
+        .await
 }
 
 fn complete(response: CallToolResponse) -> CallToolResult {
@@ -32,10 +31,6 @@ fn complete(response: CallToolResponse) -> CallToolResult {
         CallToolResponse::Complete(result) => result,
         other => panic!("expected a complete result, got {other:?}"),
     }
-}
-
-fn text(result: &CallToolResult) -> String {
-    result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect::<Vec<_>>().join("\n")
 }
 
 fn refund_of(result: &CallToolResult) -> (String, String) {

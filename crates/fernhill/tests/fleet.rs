@@ -6,9 +6,9 @@ mod support;
 
 use std::{collections::BTreeMap, time::Duration};
 
-use fernhill::{
+use load::{
     fleet::{Fleet, FleetPlan},
-    load::{self, LoadPlan},
+    leads::{self, LoadPlan},
 };
 use mrtr::{
     client::{Answer, Client, ScriptedUser, params},
@@ -126,7 +126,7 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
         confirmations: 1000,
         order: "O-2289".into(),
     };
-    let report = load::run(&load_plan).await.unwrap();
+    let report = leads::run(&load_plan).await.unwrap();
     assert!(report.problems.is_empty(), "{}", report.render());
     assert_eq!((report.confirmations, report.released), (1000, 1000), "{}", report.render());
 

@@ -133,7 +133,7 @@ async fn only_post_is_served_and_strangers_are_refused() {
     let foreign =
         server.http.post(&server.url).header("origin", "https://evil.example").json(&json!({})).send().await.unwrap();
     assert_eq!(foreign.status(), StatusCode::FORBIDDEN);
-    let huge = "x".repeat(fernhill::http::MAX_BODY_BYTES + 1);
+    let huge = "x".repeat(shop_mcp::serve::http::MAX_BODY_BYTES + 1);
     let big = server
         .http
         .post(&server.url)

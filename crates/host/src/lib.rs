@@ -19,7 +19,8 @@ mod prompt;
 mod session;
 mod text;
 
-pub use form::{Choice, Field, Form, Format, Kind};
+pub use form::FieldPrompt;
 pub use link::{Link, inspect as inspect_link};
+pub use mrtr::form::{Choice, Field, FieldKind, FlatForm, Format};
 pub use prompt::PersonAtTerminal;
 pub use session::{HostOptions, run};

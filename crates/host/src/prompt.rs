@@ -24,7 +24,10 @@ use inquire::{
     list_option::ListOption,
     validator::{ErrorMessage, Validation},
 };
-use mrtr::client::Answer;
+use mrtr::{
+    client::Answer,
+    form::{Field, FieldKind, FlatForm, Format},
+};
 use rmcp::{
     ClientHandler, ErrorData, RoleClient,
     model::{ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability},
@@ -33,7 +36,7 @@ use rmcp::{
 use serde_json::{Map, Value};
 
 use crate::{
-    form::{Field, Form, Format, Kind},
+    form::FieldPrompt,
     link,
     text::{bold, dim, emphasis, inert, line},
 };
@@ -130,7 +133,7 @@ fn ask(asking: &Asking, request: ElicitRequestParams) -> Answer {
             print_message(&message);
             let order = requested_schema.property_order.clone();
             let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-            ask_form(&Form::from_schema(&schema, order.as_deref()))
+            ask_form(&FlatForm::from_schema(&schema, order.as_deref()))
         }
         ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
             print_message(&message);
@@ -183,7 +186,7 @@ fn choose(message: &str, options: Vec<String>, help: &str, cursor: usize) -> Res
 const RESPOND_HELP: &str = "↑↓ to move, Enter to choose · Decline tells the server no · Cancel or Esc dismisses it";
 
 /// Answer (fill in the form), decline or cancel; answers are reviewed before they are sent.
-fn ask_form(form: &Form) -> Result<Answer, InquireError> {
+fn ask_form(form: &FlatForm) -> Result<Answer, InquireError> {
     match form.fields.len() {
         0 => eprintln!("  It asks for no details, only whether you accept."),
         1 => eprintln!("  It asks for 1 answer:"),
@@ -218,8 +221,8 @@ fn ask_form(form: &Form) -> Result<Answer, InquireError> {
             let shown = answer.as_ref().map(|value| line(&field.show(value))).unwrap_or_else(|| "(no answer)".into());
             eprintln!("    {}: {shown}", line(field.label()));
         }
-        for (key, problem) in &problems {
-            eprintln!("    ⚠ {}: {problem}", line(key));
+        for problem in &problems {
+            eprintln!("    ⚠ {}: {}", line(&problem.field), problem.rule);
         }
         let mut options = Vec::new();
         if problems.is_empty() {
@@ -250,7 +253,7 @@ pub(crate) fn ask_field(field: &Field, start: Option<&Value>) -> Result<Option<V
     help.push_str(&field.rules());
     let start = start.filter(|value| field.check(value).is_ok());
     match &field.kind {
-        Kind::Boolean if field.required || start.is_some() => {
+        FieldKind::Boolean if field.required || start.is_some() => {
             let mut prompt = Confirm::new(&label).with_help_message(&help);
             match start.and_then(Value::as_bool) {
                 Some(value) => prompt = prompt.with_default(value),
@@ -258,7 +261,7 @@ pub(crate) fn ask_field(field: &Field, start: Option<&Value>) -> Result<Option<V
             }
             Ok(Some(Value::Bool(prompt.prompt()?)))
         }
-        Kind::Boolean => {
+        FieldKind::Boolean => {
             let options = ["Yes", "No", "(no answer)"].map(str::to_owned).to_vec();
             match choose(&label, options, &help, 0)? {
                 0 => Ok(Some(Value::Bool(true))),
@@ -266,7 +269,7 @@ pub(crate) fn ask_field(field: &Field, start: Option<&Value>) -> Result<Option<V
                 _ => Ok(None),
             }
         }
-        Kind::Choice(choices) => {
+        FieldKind::Choice(choices) => {
             let mut options: Vec<String> = choices.iter().map(|choice| line(&choice.label)).collect();
             if !field.required {
                 options.push("(no answer)".to_owned());
@@ -278,7 +281,7 @@ pub(crate) fn ask_field(field: &Field, start: Option<&Value>) -> Result<Option<V
             let chosen = choose(&label, options, &help, cursor)?;
             Ok(choices.get(chosen).map(|choice| Value::String(choice.value.clone())))
         }
-        Kind::Choices { options: choices, .. } => {
+        FieldKind::Choices { options: choices, .. } => {
             let options: Vec<String> = choices.iter().map(|choice| line(&choice.label)).collect();
             let marked: Vec<usize> = start
                 .and_then(Value::as_array)
@@ -295,7 +298,7 @@ pub(crate) fn ask_field(field: &Field, start: Option<&Value>) -> Result<Option<V
                 }
                 Ok(match checked.check(&Value::Array(picked)) {
                     Ok(()) => Validation::Valid,
-                    Err(problem) => Validation::Invalid(ErrorMessage::Custom(problem)),
+                    Err(problem) => Validation::Invalid(ErrorMessage::Custom(problem.rule)),
                 })
             };
             let page = options.len().clamp(1, PAGE);
@@ -310,7 +313,7 @@ pub(crate) fn ask_field(field: &Field, start: Option<&Value>) -> Result<Option<V
             }
             Ok(Some(Value::Array(picked.iter().map(|o| Value::String(choices[o.index].value.clone())).collect())))
         }
-        Kind::Text { .. } | Kind::Number { .. } | Kind::Other(_) => {
+        FieldKind::Text { .. } | FieldKind::Number { .. } | FieldKind::Other(_) => {
             let initial = start.map(|value| field.as_input(value)).unwrap_or_default();
             let checked = field.clone();
             let validator = move |input: &str| {
@@ -320,10 +323,10 @@ pub(crate) fn ask_field(field: &Field, start: Option<&Value>) -> Result<Option<V
                 })
             };
             let placeholder = match &field.kind {
-                Kind::Text { format: Some(Format::Date), .. } => "YYYY-MM-DD",
-                Kind::Text { format: Some(Format::DateTime), .. } => "YYYY-MM-DDTHH:MM:SSZ",
-                Kind::Text { format: Some(Format::Email), .. } => "name@example.com",
-                Kind::Text { format: Some(Format::Uri), .. } => "https://",
+                FieldKind::Text { format: Some(Format::Date), .. } => "YYYY-MM-DD",
+                FieldKind::Text { format: Some(Format::DateTime), .. } => "YYYY-MM-DDTHH:MM:SSZ",
+                FieldKind::Text { format: Some(Format::Email), .. } => "name@example.com",
+                FieldKind::Text { format: Some(Format::Uri), .. } => "https://",
                 _ if !field.required => "(Enter to leave out)",
                 _ => "",
             };

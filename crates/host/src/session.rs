@@ -10,7 +10,10 @@ use std::{
 
 use anyhow::{Context as _, anyhow, bail};
 use inquire::{Confirm, InquireError, Select};
-use mrtr::client::{Client, ClientError};
+use mrtr::{
+    client::{Client, ClientError},
+    form::{Field, FieldKind},
+};
 use rmcp::{
     ServiceError,
     model::{CallToolResult, ContentBlock, Implementation, Tool},
@@ -23,7 +26,6 @@ use tokio::{
 };
 
 use crate::{
-    form::{Field, Kind},
     prompt::{PersonAtTerminal, ask_field},
     text::{bold, dim, line, wrap},
 };
@@ -268,8 +270,8 @@ fn argument_field(key: &str, schema: &Value, required: bool) -> Field {
         object.remove("format");
     }
     let mut field = Field::from_property(key, &property, required);
-    if kind == "array" && !matches!(field.kind, Kind::Choices { .. }) {
-        field.kind = Kind::Other("array".to_owned());
+    if kind == "array" && !matches!(field.kind, FieldKind::Choices { .. }) {
+        field.kind = FieldKind::Other("array".to_owned());
     }
     field
 }
@@ -430,18 +432,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::form::FieldPrompt;
 
     #[test]
     fn tool_arguments_become_fields_by_their_first_non_null_type() {
         let field = argument_field("n", &json!({"type": ["integer", "null"], "minimum": 1}), false);
-        assert_eq!(field.kind, Kind::Number { integer: true, minimum: Some(1.0), maximum: None });
+        assert_eq!(field.kind, FieldKind::Number { integer: true, minimum: Some(1.0), maximum: None });
         assert_eq!(field.parse("2"), Ok(Some(json!(2))));
         let field = argument_field("skus", &json!({"type": ["array", "null"], "items": {"type": "string"}}), false);
-        assert_eq!(field.kind, Kind::Other("array".to_owned()));
+        assert_eq!(field.kind, FieldKind::Other("array".to_owned()));
         assert_eq!(field.parse(r#"["KG-1043"]"#), Ok(Some(json!(["KG-1043"]))));
         let field =
             argument_field("size", &json!({"anyOf": [{"type": "null"}, {"type": "string"}], "enum": ["s"]}), true);
-        assert!(matches!(field.kind, Kind::Choice(_)));
+        assert!(matches!(field.kind, FieldKind::Choice(_)));
         let field = argument_field("order_id", &json!({"type": "string", "format": "uuid"}), true);
         assert_eq!(field.parse("O-2289"), Ok(Some(json!("O-2289"))));
         assert!(field.parse("").is_err());

@@ -14,6 +14,7 @@ use std::{borrow::Cow, future::Future, sync::Arc, time::Instant};
 
 use rmcp::{
     ErrorData, ErrorData as McpError, RoleServer, ServerHandler,
+    handler::server::{common::FromContextPart, tool::ToolCallContext},
     model::*,
     service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -111,6 +112,31 @@ pub fn principal(context: &RequestContext<RoleServer>) -> Option<String> {
     parts.extensions.get::<Principal>().map(|Principal(who)| who.clone())
 }
 
+/// The plaintext of an opened state, in the request's extensions. Its type is private, so
+/// nothing but the boundary can put one there.
+#[derive(Debug, Clone)]
+struct OpenedByBoundary(String);
+
+/// A tool's extractor for the state it minted last round, as the boundary opened it: `None` on
+/// a first round, and always `None` for a handler that is not behind the boundary.
+///
+/// ```ignore
+/// async fn my_tool(&self, OpenedState(state): OpenedState, ...) -> ...
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenedState(pub Option<String>);
+
+impl<S> FromContextPart<ToolCallContext<'_, S>> for OpenedState {
+    fn from_context_part(context: &mut ToolCallContext<S>) -> Result<Self, ErrorData> {
+        Ok(Self(opened_state(context.request_context()).map(str::to_owned)))
+    }
+}
+
+/// The state a handler minted last round, as the boundary opened it for this request.
+pub fn opened_state(context: &RequestContext<RoleServer>) -> Option<&str> {
+    context.extensions.get::<OpenedByBoundary>().map(|opened| opened.0.as_str())
+}
+
 /// One round's carrier, once its state is open: what to seal the answer with, and for whom.
 struct Opened {
     method: &'static str,
@@ -122,23 +148,24 @@ struct Opened {
 }
 
 impl<H> Sealed<H> {
-    /// Open the incoming state in place (the handler gets the plaintext), or refuse the request.
+    /// Open the incoming state into the request's extensions (the handler gets the plaintext
+    /// as an [`OpenedState`]), or refuse the request.
     fn open(
         &self,
         method: &'static str,
         target: String,
         arguments: Option<Value>,
-        state: &mut Option<String>,
-        context: &RequestContext<RoleServer>,
+        state: Option<String>,
+        context: &mut RequestContext<RoleServer>,
     ) -> Result<Opened, ErrorData> {
         let started = Instant::now();
         let client = context.client_info().map(|info| info.name);
         let binding = Binding::new(method, &target, arguments.as_ref(), principal(context));
         let mut round = 1;
-        if let Some(token) = state.take() {
+        if let Some(token) = state {
             match self.security.open_round(&token, &binding) {
                 Ok(opened) => {
-                    *state = Some(opened.state);
+                    context.extensions.insert(OpenedByBoundary(opened.state));
                     round = opened.round + 1;
                 }
                 Err(reason) => {
@@ -203,23 +230,25 @@ fn span(method: &str, target: &str, context: &RequestContext<RoleServer>) -> tra
     tracing::info_span!("mcp", id = %context.id, method, tool = target)
 }
 
-// rmcp's Streamable HTTP transport takes a `ServerHandler` (not any `Service`), so the boundary
-// is one: the three methods that can ask go through `open` and `close`; every other method is
-// handed to the wrapped handler unchanged (the list below follows rmcp 3.11's `ServerHandler`;
-// a method rmcp adds later falls back to its default until it is added here). The deprecated
-// methods (logging, legacy subscriptions) are handed on too, so a wrapped handler keeps them.
+// Why the forwarding below is by hand: rmcp's Streamable HTTP transport takes a `ServerHandler`
+// (not any `Service`), so the boundary must be one, and rmcp exports no macro that delegates a
+// `ServerHandler` to an inner one. The three methods that can ask go through `open` and `close`;
+// every other method is handed to the wrapped handler unchanged (the list follows rmcp 3.11's
+// `ServerHandler`). A method rmcp adds later falls back to its default until it is added here,
+// but it cannot leak a state: the handler reads states only through `OpenedState`, which only
+// `open` makes. The deprecated methods (logging, legacy subscriptions) are handed on too.
 #[allow(deprecated)]
 impl<H: ServerHandler> ServerHandler for Sealed<H> {
     fn call_tool(
         &self,
         mut request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
         let span = span("tools/call", &request.name, &context);
         async move {
             let arguments = request.arguments.clone().map(Value::Object);
-            let opened =
-                self.open("tools/call", request.name.to_string(), arguments, &mut request.request_state, &context)?;
+            let state = request.request_state.take();
+            let opened = self.open("tools/call", request.name.to_string(), arguments, state, &mut context)?;
             let answer = self.inner.call_tool(request, context).await;
             self.close(opened, answer, |r| match r {
                 CallToolResponse::InputRequired(asked) => Some(asked),
@@ -232,13 +261,13 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
     fn get_prompt(
         &self,
         mut request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + MaybeSendFuture + '_ {
         let span = span("prompts/get", &request.name, &context);
         async move {
             let arguments = request.arguments.clone().map(Value::Object);
-            let opened =
-                self.open("prompts/get", request.name.clone(), arguments, &mut request.request_state, &context)?;
+            let state = request.request_state.take();
+            let opened = self.open("prompts/get", request.name.clone(), arguments, state, &mut context)?;
             let answer = self.inner.get_prompt(request, context).await;
             self.close(opened, answer, |r| match r {
                 GetPromptResponse::InputRequired(asked) => Some(asked),
@@ -251,13 +280,13 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
     fn read_resource(
         &self,
         mut request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + MaybeSendFuture + '_ {
         let span = span("resources/read", &request.uri, &context);
         async move {
             // A resource's arguments are its URI: the digest covers `{}`, as the Python SDK's does.
-            let opened =
-                self.open("resources/read", request.uri.clone(), None, &mut request.request_state, &context)?;
+            let state = request.request_state.take();
+            let opened = self.open("resources/read", request.uri.clone(), None, state, &mut context)?;
             let answer = self.inner.read_resource(request, context).await;
             self.close(opened, answer, |r| match r {
                 ReadResourceResponse::InputRequired(asked) => Some(asked),

@@ -12,10 +12,11 @@
 //! - [`once_only`]: the record claimed before a side effect, so an answer is acted on once, and
 //!   [`records`]: it and the values kept between rounds, in memory or in Redis for a fleet;
 //! - [`capability`]: -32021 unless the client declared the elicitation mode a question needs;
-//! - [`form`]: typed forms (a Rust type yields the flat form schema) and [`ask`]: typed questions
+//! - [`form`]: typed forms (a Rust type yields the flat form schema; any schema reads into a
+//!   [`form::FlatForm`], one check of answers for server and host) and [`ask`]: typed questions
 //!   with stable keys whose answers ride forward in the state;
 //! - [`back_channel`]: the pre-2026 way (the server asks and waits), and its -32600;
-//! - [`client`]: a 2026-07-28 client with scripted people, and [`wire`]: a recording relay.
+//! - [`client`]: a 2026-07-28 client with scripted people, retries built and results read.
 
 pub mod ask;
 pub mod back_channel;
@@ -28,4 +29,3 @@ pub mod once_only;
 pub mod records;
 pub mod request_state;
 pub mod seal;
-pub mod wire;

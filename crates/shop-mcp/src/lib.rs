@@ -6,8 +6,9 @@
 //!   `record_return` (a typed form), `pay_refund` (URL mode, through the payment provider);
 //! - [`caller`]: who is calling, when the transport authenticated someone;
 //! - [`quote_store`]: chapter 3's record of quotes this server handed out;
-//! - [`state_keys`]: the sealing policy from `SHOP_REQUEST_STATE_KEY` and `SHOP_REQUEST_STATE_TTL`;
-//! - [`tool_error`]: failures worded for the model, as results rather than protocol errors.
+//! - [`tool_error`]: failures worded for the model, as results rather than protocol errors;
+//! - [`serve`]: the server's assembly: one [`serve::ServeConfig`] (flattened into the binary's
+//!   command line), one [`serve::build`], stdio and Streamable HTTP side by side, metrics, logs.
 //!
 //! The shop's API decides which refunds are held (the 150.00 limit lives there alone). When it
 //! holds one, `issue_refund` answers `input_required` and keeps no call open; the retry brings
@@ -16,8 +17,8 @@
 
 pub mod caller;
 pub mod quote_store;
+pub mod serve;
 pub mod server;
-pub mod state_keys;
 pub mod tool_error;
 pub mod tools;
 

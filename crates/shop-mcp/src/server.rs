@@ -2,11 +2,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use mrtr::{
-    boundary::Sealed,
-    records::{InMemory, Records},
-    request_state::StateSecurity,
-};
+use mrtr::records::{InMemory, Records};
 use rmcp::{
     ServerHandler,
     handler::server::router::tool::ToolRouter,
@@ -33,6 +29,9 @@ pub(crate) struct Forms {
 pub const SERVER_NAME: &str = "shop";
 
 /// The shop's MCP server. Cheap to clone: clones share the API client and the records.
+///
+/// Only a sealed shop leaves this crate: nothing outside can make a `Shop`, and
+/// [`crate::serve::build`] returns it behind [`mrtr::boundary::Sealed`].
 #[derive(Clone)]
 pub struct Shop {
     pub(crate) api: ShopApi,
@@ -50,7 +49,8 @@ pub struct Shop {
 impl Shop {
     /// A server over the shop's API at `api`, with records in this process's memory. Fails if
     /// a tool's form is not one the spec allows, so a bad form stops the server at start.
-    pub fn new(api: ShopApi, state_ttl: Duration) -> Result<Self, FormError> {
+    /// Crate-private: the one way out of this crate is [`crate::serve::build`], which seals it.
+    pub(crate) fn new(api: ShopApi, state_ttl: Duration) -> Result<Self, FormError> {
         let forms = Forms { inspection: FormSchema::of()? };
         let records: Arc<dyn Records> = Arc::new(InMemory::new());
         Ok(Self {
@@ -72,27 +72,22 @@ impl Shop {
 
     /// Keep the quotes (for `quote_ttl`) and the once-only claims in `records`: shared storage
     /// lets any replica finish a call another one started.
-    pub fn with_records(mut self, records: Arc<dyn Records>, quote_ttl: Duration) -> Self {
+    pub(crate) fn with_records(mut self, records: Arc<dyn Records>, quote_ttl: Duration) -> Self {
         self.quotes = QuoteStore::new(records.clone(), quote_ttl);
         self.records = records;
         self
     }
 
     /// Pay refunds through `payments`.
-    pub fn with_payments(mut self, payments: Payments) -> Self {
+    pub(crate) fn with_payments(mut self, payments: Payments) -> Self {
         self.payments = Some(payments);
         self
     }
 
     /// Ask the lead the 2025 way (the first example shows how that fails).
-    pub fn with_ask_style(mut self, style: AskStyle) -> Self {
+    pub(crate) fn with_ask_style(mut self, style: AskStyle) -> Self {
         self.ask_style = style;
         self
-    }
-
-    /// This server behind the sealing boundary: the service to hand to a transport.
-    pub fn sealed(self, security: Arc<StateSecurity>) -> Sealed<Shop> {
-        Sealed::new(self, security)
     }
 }
 

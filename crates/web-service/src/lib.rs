@@ -12,12 +12,14 @@
 //!   [`spawn_loopback`] it as a [`RunningService`] that stops on drop.
 //! - [`client`]: [`JsonClient`] (base URL, timeout, JSON in and out) and
 //!   [`ClientError`], which displays a problem's `detail`.
+//! - [`shutdown`]: SIGINT or SIGTERM, awaited, so a server stops after the requests in flight.
 //! - [`testing`]: assertions for the tests of services built on this crate.
 
 pub mod client;
 pub mod ids;
 pub mod problem;
 pub mod service;
+pub mod shutdown;
 pub mod testing;
 
 pub use client::{ClientError, JsonClient};

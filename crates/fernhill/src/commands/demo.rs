@@ -1,10 +1,10 @@
 //! `fernhill demo`: the chapter end to end on embedded defaults. The shop's API on loopback,
 //! the MCP server launched over stdio, and a scripted support lead who answers.
 
-use mrtr::client::{Answer, ScriptedUser, params, scripted::message_of};
+use std::path::Path;
 
-use std::collections::BTreeMap;
-
+use anyhow::Context as _;
+use mrtr::client::{Answer, ScriptedUser, params, parse_script, retry, scripted::message_of, text};
 use rmcp::model::{CallToolResponse, ElicitRequestParams, InputRequest};
 use serde_json::json;
 
@@ -14,7 +14,17 @@ use crate::chapter::{self, field, quote_id};
 pub const DEFAULT_ANSWERS: &str =
     r#"release; decline; cancel; accept {"reason": "damaged in transit", "restock": false}; accept"#;
 
-pub async fn run(answers: Vec<Answer>) -> anyhow::Result<()> {
+/// The lead's answers, from the flag or the file.
+fn lead_answers(answers: &str, file: Option<&Path>) -> anyhow::Result<Vec<Answer>> {
+    let text = match file {
+        Some(path) => std::fs::read_to_string(path).with_context(|| path.display().to_string())?,
+        None => answers.to_owned(),
+    };
+    Ok(parse_script(&text)?)
+}
+
+pub async fn run(answers: &str, answers_file: Option<&Path>) -> anyhow::Result<()> {
+    let answers = lead_answers(answers, answers_file)?;
     let api = chapter::start_api().await?;
     println!("shop API on {}", &api.url);
     let provider = chapter::start_payments().await?;
@@ -85,7 +95,7 @@ async fn pay(client: &mrtr::client::Client<ScriptedUser>, provider: &str) -> any
     let first = match client.call_tool_once(params("pay_refund", json!({"refund_id": "R-0112"}))).await? {
         CallToolResponse::InputRequired(first) => first,
         CallToolResponse::Complete(result) => {
-            println!("{}", text_of(&result));
+            println!("{}", text(&result));
             return Ok(());
         }
         other => anyhow::bail!("unexpected answer {other:?}"),
@@ -101,16 +111,11 @@ async fn pay(client: &mrtr::client::Client<ScriptedUser>, provider: &str) -> any
         chapter::sign_in_on_provider_page(provider, flow, "lead-1", "fernhill-lead-1").await?;
         println!("the lead signed in as lead-1 on the provider's page");
     }
-    let mut retry = params("pay_refund", json!({"refund_id": "R-0112"}));
-    retry.input_responses = Some(BTreeMap::from([("connect".to_owned(), consent.to_value())]));
-    retry.request_state = first.request_state;
-    match client.call_tool_once(retry).await? {
-        CallToolResponse::Complete(result) => println!("{}", text_of(&result)),
+    let again =
+        retry(params("pay_refund", json!({"refund_id": "R-0112"})), first.request_state, [("connect", &consent)]);
+    match client.call_tool_once(again).await? {
+        CallToolResponse::Complete(result) => println!("{}", text(&result)),
         _ => println!("pay_refund is still waiting for the sign-in"),
     }
     Ok(())
-}
-
-fn text_of(result: &rmcp::model::CallToolResult) -> String {
-    result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.as_str()).collect::<Vec<_>>().join("\n")
 }

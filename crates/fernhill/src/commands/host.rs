@@ -2,7 +2,7 @@
 
 use host::HostOptions;
 
-use crate::logging;
+use shop_mcp::serve::logging;
 
 pub async fn run(command: Vec<String>, call: Option<String>, arguments: Option<String>) -> anyhow::Result<()> {
     // The host's own logs only when asked for: by default the terminal is the person's.

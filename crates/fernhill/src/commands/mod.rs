@@ -2,7 +2,6 @@
 
 pub mod demo;
 pub mod host;
-pub mod load;
 pub mod serve;
 pub mod shop_api;
 pub mod wire;

@@ -1,15 +1,8 @@
 //! `fernhill serve`: the shop's MCP server over stdio (what a host launches) or Streamable HTTP.
 
-use crate::{
-    chapter,
-    http::{self, HttpOptions},
-    serving::ServeOptions,
-    shutdown,
-};
+use shop_mcp::serve::{self, ServeConfig, logging};
 
-pub async fn run(options: ServeOptions, http: Option<HttpOptions>) -> anyhow::Result<()> {
-    match http {
-        None => chapter::serve_stdio(&options).await,
-        Some(http) => http::serve(http, options, shutdown::signal()).await,
-    }
+pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
+    logging::init();
+    Ok(serve::run(&config, web_service::shutdown::signal()).await?)
 }

@@ -5,7 +5,8 @@ use std::{net::SocketAddr, path::Path, sync::Arc};
 use anyhow::Context as _;
 use shop_api::Store;
 
-use crate::{logging, shutdown};
+use shop_mcp::serve::logging;
+use web_service::shutdown;
 
 pub async fn run(listen: SocketAddr, db: Option<&Path>) -> anyhow::Result<()> {
     logging::init();

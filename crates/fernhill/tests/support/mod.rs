@@ -5,7 +5,7 @@
 
 use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 
-use fernhill::child_log::ChildLog;
+use load::child_log::ChildLog;
 
 use mrtr::client::{Client, ScriptedUser};
 use shop_api::{RunningApi, ShopApi, Store};

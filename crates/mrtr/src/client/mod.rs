@@ -9,6 +9,7 @@
 //! SDK's client it checks a result against the tool's output schema, listing the tools once.
 //! [`Client::call_tool_once`] drives one round by hand.
 
+pub mod call;
 pub mod numbering;
 pub mod scripted;
 
@@ -30,6 +31,7 @@ use rmcp::{
 use serde_json::Value;
 use tokio::process::Command;
 
+pub use call::{field, params, retry, text};
 pub use numbering::FromOne;
 pub use scripted::{Answer, ScriptError, ScriptedUser, parse_script};
 
@@ -235,13 +237,4 @@ pub fn modern_or_legacy() -> ClientLifecycleMode {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::V_2025_11_25),
     }
-}
-
-/// `tools/call` params for `name` with `arguments` (a JSON object; anything else sends none).
-pub fn params(name: &str, arguments: Value) -> CallToolRequestParams {
-    let mut params = CallToolRequestParams::new(name.to_owned());
-    if let Value::Object(arguments) = arguments {
-        params.arguments = Some(arguments);
-    }
-    params
 }

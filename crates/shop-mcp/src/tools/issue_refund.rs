@@ -17,13 +17,14 @@ use std::collections::BTreeMap;
 
 use mrtr::{
     back_channel::elicit_and_wait,
+    boundary::OpenedState,
     capability::{ElicitationMode, require_elicitation},
     once_only::Claim,
 };
 use rmcp::{
     ErrorData, RoleServer,
     handler::server::{
-        tool::{InputResponses, RequestState, schema_for_output},
+        tool::{InputResponses, schema_for_output},
         wrapper::Parameters,
     },
     model::{
@@ -48,12 +49,13 @@ const TOOL: &str = "issue_refund";
 pub const CONFIRM: &str = "confirm";
 
 /// How `issue_refund` puts its question to the lead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum AskStyle {
     /// Return `input_required` and finish on the retry (MCP 2026-07-28).
     #[default]
     InputRequired,
     /// Send `elicitation/create` from the server and wait (the 2025 way; fails at 2026-07-28).
+    #[value(name = "wait")]
     AskAndWait,
 }
 
@@ -124,7 +126,7 @@ impl Shop {
     pub async fn issue_refund(
         &self,
         Parameters(args): Parameters<IssueRefund>,
-        RequestState(state): RequestState,
+        OpenedState(state): OpenedState,
         InputResponses(responses): InputResponses,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {

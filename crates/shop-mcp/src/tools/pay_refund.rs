@@ -11,14 +11,14 @@
 
 use std::collections::BTreeMap;
 
-use mrtr::capability::{ElicitationMode, require_elicitation};
+use mrtr::{
+    boundary::OpenedState,
+    capability::{ElicitationMode, require_elicitation},
+};
 use payment_provider::{NewFlow, PaymentProvider, random_flow_id};
 use rmcp::{
     ErrorData, RoleServer,
-    handler::server::{
-        tool::{InputResponses, RequestState},
-        wrapper::Parameters,
-    },
+    handler::server::{tool::InputResponses, wrapper::Parameters},
     model::{
         CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ElicitResult,
         ElicitationAction, InputRequest, InputRequiredResult,
@@ -81,7 +81,7 @@ impl Shop {
     pub async fn pay_refund(
         &self,
         Parameters(args): Parameters<PayRefund>,
-        RequestState(state): RequestState,
+        OpenedState(state): OpenedState,
         InputResponses(responses): InputResponses,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {

@@ -8,14 +8,12 @@
 
 use mrtr::{
     ask::{Asking, Outcome},
+    boundary::OpenedState,
     capability::{ElicitationMode, require_elicitation},
 };
 use rmcp::{
     ErrorData, RoleServer,
-    handler::server::{
-        tool::{InputResponses, RequestState},
-        wrapper::Parameters,
-    },
+    handler::server::{tool::InputResponses, wrapper::Parameters},
     model::{CallToolResponse, CallToolResult, ContentBlock},
     service::RequestContext,
     tool, tool_router,
@@ -74,7 +72,7 @@ impl Shop {
     pub async fn record_return(
         &self,
         Parameters(args): Parameters<RecordReturn>,
-        RequestState(state): RequestState,
+        OpenedState(state): OpenedState,
         InputResponses(responses): InputResponses,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {

@@ -10,6 +10,15 @@
 //!
 //! rmcp's `ElicitationSchema::from_type` converts too, but silently drops what it does not
 //! know (a `pattern` would vanish and the answer go unchecked); this refuses instead.
+//!
+//! Any flat form schema, the server's own or one a host is sent, reads into a [`FlatForm`]
+//! ([`fields`]); [`answers`] checks an answer against it, and [`formats`] holds the one test
+//! of each string format. Server and host check with the same code, so an answer a host lets
+//! through is one the server takes.
+
+pub mod answers;
+pub mod fields;
+pub mod formats;
 
 use std::marker::PhantomData;
 
@@ -17,6 +26,12 @@ use rmcp::model::ElicitationSchema;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+pub use self::{
+    answers::Problem,
+    fields::{Choice, Field, FieldKind, FlatForm},
+    formats::Format,
+};
 
 /// Why a type cannot be a form.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -30,12 +45,14 @@ pub struct FormError {
 #[derive(Debug)]
 pub struct FormSchema<T> {
     schema: Map<String, Value>,
+    /// The schema read as a host reads it, to check answers with.
+    fields: FlatForm,
     _form: PhantomData<fn() -> T>,
 }
 
 impl<T> Clone for FormSchema<T> {
     fn clone(&self) -> Self {
-        Self { schema: self.schema.clone(), _form: PhantomData }
+        Self { schema: self.schema.clone(), fields: self.fields.clone(), _form: PhantomData }
     }
 }
 
@@ -86,7 +103,8 @@ impl<T: JsonSchema + DeserializeOwned> FormSchema<T> {
         // Check that rmcp's typed schema takes it, so nothing fails later on the wire.
         ElicitationSchema::from_json_schema(schema.clone())
             .map_err(|e| fail(format!("rmcp refuses the schema: {e}")))?;
-        Ok(Self { schema, _form: PhantomData })
+        let fields = FlatForm::from_schema(&Value::Object(schema.clone()), Some(&display_order(&schema)));
+        Ok(Self { schema, fields, _form: PhantomData })
     }
 
     /// The schema as rmcp's typed `requestedSchema`.
@@ -107,23 +125,15 @@ impl<T: JsonSchema + DeserializeOwned> FormSchema<T> {
             Some(Value::Object(content)) => content,
             Some(_) => return Err("the answer is not a set of named fields".into()),
         };
-        let properties = self.schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-        for name in
-            self.schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
-        {
-            if content.get(name).is_none_or(Value::is_null) {
-                return Err(format!("{name} is required"));
-            }
+        if let Some(problem) = self.fields.problems(content).into_iter().next() {
+            return Err(problem.to_string());
         }
-        let mut checked = Map::new();
-        for (name, value) in content {
-            // Fields the form did not ask for are ignored, as the spec asks of unknown entries.
-            let Some(property) = properties.get(name) else { continue };
-            if !value.is_null() {
-                check_value(name, value, property)?;
-            }
-            checked.insert(name.clone(), value.clone());
-        }
+        // Fields the form did not ask for are ignored, as the spec asks of unknown entries.
+        let checked: Map<String, Value> = content
+            .iter()
+            .filter(|(name, _)| self.fields.field(name).is_some())
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
         serde_json::from_value(Value::Object(checked)).map_err(|e| format!("the answer does not fit the form: {e}"))
     }
 }
@@ -230,131 +240,9 @@ fn titled_choices(choices: &[Value]) -> Result<Vec<Value>, String> {
         .collect()
 }
 
-/// The values a choice field allows.
-fn choices_of(schema: &Value) -> Option<Vec<String>> {
-    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        return Some(values.iter().filter_map(Value::as_str).map(str::to_owned).collect());
-    }
-    let titled = schema.get("oneOf").or(schema.get("anyOf"))?.as_array()?;
-    Some(titled.iter().filter_map(|c| c.get("const").and_then(Value::as_str)).map(str::to_owned).collect())
-}
-
 /// Check one value against its field's schema; the problem in words for the person.
 pub fn check_value(name: &str, value: &Value, schema: &Value) -> Result<(), String> {
-    let kind = schema.get("type").and_then(Value::as_str).unwrap_or("string");
-    let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
-    match kind {
-        "string" => {
-            let text = value.as_str().ok_or_else(|| format!("{name} must be text"))?;
-            if let Some(choices) = choices_of(schema) {
-                if !choices.iter().any(|c| c == text) {
-                    return Err(format!("{name} must be one of: {}", choices.join(", ")));
-                }
-                return Ok(());
-            }
-            let length = text.chars().count() as f64;
-            if bound("minLength").is_some_and(|min| length < min) {
-                return Err(format!("{name} must be at least {} characters", bound("minLength").unwrap_or(0.0)));
-            }
-            if bound("maxLength").is_some_and(|max| length > max) {
-                return Err(format!("{name} must be at most {} characters", bound("maxLength").unwrap_or(0.0)));
-            }
-            match schema.get("format").and_then(Value::as_str) {
-                Some("email") if !is_email(text) => Err(format!("{name} must be an email address")),
-                Some("uri") if !is_uri(text) => Err(format!("{name} must be a URI, such as https://example.com/")),
-                Some("date") if !is_date(text) => Err(format!("{name} must be a date, such as 2026-07-28")),
-                Some("date-time") if !is_date_time(text) => {
-                    Err(format!("{name} must be a date and time, such as 2026-07-28T09:30:00Z"))
-                }
-                _ => Ok(()),
-            }
-        }
-        "number" | "integer" => {
-            let number = value.as_f64().ok_or_else(|| format!("{name} must be a number"))?;
-            if kind == "integer" && !(value.is_i64() || value.is_u64()) {
-                return Err(format!("{name} must be a whole number"));
-            }
-            if bound("minimum").is_some_and(|min| number < min) {
-                return Err(format!("{name} must be at least {}", schema["minimum"]));
-            }
-            if bound("maximum").is_some_and(|max| number > max) {
-                return Err(format!("{name} must be at most {}", schema["maximum"]));
-            }
-            Ok(())
-        }
-        "boolean" => value.as_bool().map(|_| ()).ok_or_else(|| format!("{name} must be true or false")),
-        "array" => {
-            let picked = value.as_array().ok_or_else(|| format!("{name} must be a list of choices"))?;
-            let choices = schema.get("items").and_then(choices_of).unwrap_or_default();
-            for item in picked {
-                let item = item.as_str().ok_or_else(|| format!("{name} must be a list of choices"))?;
-                if !choices.iter().any(|c| c == item) {
-                    return Err(format!("{name} may only hold: {}", choices.join(", ")));
-                }
-            }
-            let count = picked.len() as f64;
-            if bound("minItems").is_some_and(|min| count < min) {
-                return Err(format!("{name} needs at least {} choices", schema["minItems"]));
-            }
-            if bound("maxItems").is_some_and(|max| count > max) {
-                return Err(format!("{name} takes at most {} choices", schema["maxItems"]));
-            }
-            Ok(())
-        }
-        other => Err(format!("{name} has an unsupported type {other}")),
-    }
-}
-
-fn is_email(text: &str) -> bool {
-    let Some((local, domain)) = text.rsplit_once('@') else { return false };
-    !local.is_empty()
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && !text.contains(char::is_whitespace)
-}
-
-fn is_uri(text: &str) -> bool {
-    let Some((scheme, rest)) = text.split_once(':') else { return false };
-    let mut chars = scheme.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        && !rest.is_empty()
-        && !text.contains(char::is_whitespace)
-}
-
-fn is_date(text: &str) -> bool {
-    let parts: Vec<&str> = text.split('-').collect();
-    let [year, month, day] = parts.as_slice() else { return false };
-    let number = |s: &str, len: usize| {
-        (s.len() == len && s.chars().all(|c| c.is_ascii_digit())).then(|| s.parse::<u32>().ok()).flatten()
-    };
-    match (number(year, 4), number(month, 2), number(day, 2)) {
-        (Some(year), Some(month), Some(day)) => {
-            let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-            let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-            (1..=12).contains(&month) && day >= 1 && day <= days[month as usize - 1]
-        }
-        _ => false,
-    }
-}
-
-fn is_date_time(text: &str) -> bool {
-    let Some((date, time)) = text.split_once(['T', 't']) else { return false };
-    if !is_date(date) {
-        return false;
-    }
-    let (clock, zone_ok) = if let Some(clock) = time.strip_suffix(['Z', 'z']) {
-        (clock, true)
-    } else if let Some(at) = time.rfind(['+', '-']) {
-        let zone = &time[at + 1..];
-        (&time[..at], zone.len() == 5 && zone.as_bytes()[2] == b':')
-    } else {
-        (time, false)
-    };
-    let clock = clock.split('.').next().unwrap_or("");
-    let parts: Vec<u32> = clock.split(':').filter_map(|p| (p.len() == 2).then(|| p.parse().ok()).flatten()).collect();
-    zone_ok && matches!(parts.as_slice(), [h, m, s] if *h < 24 && *m < 60 && *s <= 60)
+    Field::from_property(name, schema, false).check(value).map_err(|problem| problem.to_string())
 }
 
 /// The field names of a form, in the order the schema lists them (for display).
@@ -512,9 +400,15 @@ mod tests {
     }
 
     #[test]
-    fn date_times_and_uris() {
-        assert!(is_date_time("2026-07-28T09:30:00Z") && is_date_time("2026-07-28T09:30:00.5+02:00"));
-        assert!(!is_date_time("2026-07-28 09:30") && !is_date_time("2026-07-28T25:00:00Z"));
-        assert!(is_uri("https://fernhill.example/x") && !is_uri("not a uri") && !is_uri("://x"));
+    fn one_value_is_checked_against_its_property() {
+        let count = json!({"type": "integer", "maximum": 5});
+        assert_eq!(check_value("count", &json!(5), &count), Ok(()));
+        assert_eq!(check_value("count", &json!(6), &count), Err("count must be at most 5".into()));
+        let at = json!({"type": "string", "format": "date-time"});
+        assert_eq!(check_value("at", &json!("2026-07-28T09:30:00+02:00"), &at), Ok(()));
+        assert_eq!(
+            check_value("at", &json!("2026-07-28"), &at),
+            Err("at must be a date and time, such as 2026-07-28T09:30:00Z".into())
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! `fernhill wire --upstream URL`: the wire recorder for Streamable HTTP.
+//! The HTTP relay: the wire recorder for Streamable HTTP.
 //!
 //! It listens on loopback, forwards each POST to the MCP endpoint it fronts (headers that
 //! matter to MCP included), and records the JSON-RPC message each way as the stdio relay
@@ -7,7 +7,6 @@
 
 use std::{net::SocketAddr, path::Path, sync::Arc};
 
-use anyhow::Context as _;
 use axum::{
     Router,
     body::{Body, Bytes},
@@ -16,8 +15,8 @@ use axum::{
     response::Response,
     routing::post,
 };
-use serde_json::{Value, json};
-use tokio::{fs::File, io::AsyncWriteExt, sync::Mutex};
+
+use crate::record::{Direction, Recorder, WireError};
 
 /// Headers a client sends that the server reads.
 const FORWARDED: &[&str] = &[
@@ -34,32 +33,29 @@ const FORWARDED: &[&str] = &[
 struct Relay {
     upstream: String,
     http: reqwest::Client,
-    log: Mutex<File>,
+    log: Recorder,
 }
 
 /// Listen on `listen`, relay to `upstream`, record to `log`; prints the URL to use instead.
-pub async fn run(
+pub async fn relay(
     log: &Path,
     listen: SocketAddr,
     upstream: &str,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let file = tokio::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .await
-        .with_context(|| format!("the wire log {}", log.display()))?;
-    let relay = Arc::new(Relay { upstream: upstream.to_owned(), http: reqwest::Client::new(), log: Mutex::new(file) });
+) -> Result<(), WireError> {
+    let log = Recorder::open(log).await?;
+    let relay = Arc::new(Relay { upstream: upstream.to_owned(), http: reqwest::Client::new(), log });
     let app = Router::new().route("/mcp", post(forward)).with_state(relay);
-    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| WireError::Listen { address: listen.to_string(), source })?;
     println!("http://{}/mcp", listener.local_addr()?);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await.context("relaying HTTP")?;
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     Ok(())
 }
 
 async fn forward(State(relay): State<Arc<Relay>>, headers: HeaderMap, body: Bytes) -> Response {
-    relay.record("out", &body).await;
+    relay.record(Direction::Out, &body).await;
     let mut request = relay.http.post(&relay.upstream).body(body);
     for name in FORWARDED {
         for value in headers.get_all(*name) {
@@ -85,11 +81,11 @@ async fn forward(State(relay): State<Arc<Relay>>, headers: HeaderMap, body: Byte
     if is_sse {
         for line in String::from_utf8_lossy(&bytes).lines() {
             if let Some(data) = line.strip_prefix("data:") {
-                relay.record("in", data.trim().as_bytes()).await;
+                relay.record(Direction::In, data.trim().as_bytes()).await;
             }
         }
     } else if !bytes.is_empty() {
-        relay.record("in", &bytes).await;
+        relay.record(Direction::In, &bytes).await;
     }
     let mut response = Response::builder().status(status.as_u16());
     for (name, value) in &answer_headers {
@@ -101,14 +97,10 @@ async fn forward(State(relay): State<Arc<Relay>>, headers: HeaderMap, body: Byte
 }
 
 impl Relay {
-    async fn record(&self, direction: &str, raw: &[u8]) {
-        let message: Value =
-            serde_json::from_slice(raw).unwrap_or_else(|_| json!({"unparsed": String::from_utf8_lossy(raw)}));
-        let t =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
-        let line = format!("{}\n", json!({"t": t, "direction": direction, "message": message}));
-        let mut log = self.log.lock().await;
-        let _ = log.write_all(line.as_bytes()).await;
-        let _ = log.flush().await;
+    /// A message the relay could not write down is still relayed; the log says so on stderr.
+    async fn record(&self, direction: Direction, raw: &[u8]) {
+        if let Err(error) = self.log.record(direction, raw).await {
+            eprintln!("wire: {error}");
+        }
     }
 }

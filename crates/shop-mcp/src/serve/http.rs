@@ -1,4 +1,4 @@
-//! `fernhill serve --http`: the shop's MCP server over Streamable HTTP, at MCP 2026-07-28.
+//! The shop's MCP server over Streamable HTTP, at MCP 2026-07-28.
 //!
 //! rmcp's `StreamableHttpService` does the transport: one POST per request, no session for
 //! 2026-07-28 (`legacy_session_mode` off, so GET and DELETE get 405), the `MCP-Protocol-Version`,
@@ -10,7 +10,6 @@
 
 use std::{future::Future, net::SocketAddr, sync::Arc};
 
-use anyhow::Context as _;
 use axum::{
     Router,
     body::{Body, to_bytes},
@@ -25,42 +24,22 @@ use rmcp::transport::streamable_http_server::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::{
-    logging, metrics,
-    serving::{self, ServeOptions},
-};
+use crate::serve::{HttpConfig, ServeError, metrics};
 
 /// The largest request body the MCP endpoint reads.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 /// The largest JSON response [`status_for_errors`] reads to find its error code.
 const MAX_INSPECTED_BYTES: usize = 1 << 20;
 
-/// Where the server listens, and whom it lets in.
-#[derive(Debug, Clone)]
-pub struct HttpOptions {
-    pub listen: SocketAddr,
-    /// Hosts (`Host` header) to accept; loopback names by default.
-    pub allowed_hosts: Vec<String>,
-    /// Browser origins to accept; a request with any other `Origin` gets 403.
-    pub allowed_origins: Vec<String>,
-}
-
-/// Serve the shop until `shutdown` resolves; prints the MCP endpoint's URL once listening.
-pub async fn serve(
-    http: HttpOptions,
-    options: ServeOptions,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    logging::init();
-    serve_handler(http, serving::build(&options)?, shutdown).await
-}
-
-/// Serve any handler (cloned for each request) as [`serve`] serves the shop.
-pub async fn serve_handler<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
-    http: HttpOptions,
+/// Serve `server` (cloned for each request) until `shutdown` resolves; prints the MCP
+/// endpoint's URL once listening. The shop is served this way, and so is the conformance
+/// suite's fixture, on the same transport.
+pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
+    http: &HttpConfig,
     server: H,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
+) -> Result<(), ServeError> {
+    let listen = http.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     let stop = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -83,8 +62,9 @@ pub async fn serve_handler<H: rmcp::ServerHandler + Clone + Send + Sync + 'stati
         .layer(middleware::from_fn(status_for_errors))
         .layer(middleware::from_fn(time_requests));
 
-    let listener =
-        tokio::net::TcpListener::bind(http.listen).await.with_context(|| format!("listening on {}", http.listen))?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| ServeError::Listen { address: listen.to_string(), source })?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
     println!("{url}");
     tracing::info!(%url, "serving MCP over Streamable HTTP");
@@ -94,8 +74,7 @@ pub async fn serve_handler<H: rmcp::ServerHandler + Clone + Send + Sync + 'stati
             tracing::info!("stopping: finishing the requests in flight");
             stop.cancel();
         })
-        .await
-        .context("serving HTTP")?;
+        .await?;
     tracing::info!("stopped");
     Ok(())
 }

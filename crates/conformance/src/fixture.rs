@@ -1,10 +1,10 @@
 //! The fixture server the official MCP conformance suite expects, built on this project's own
 //! layer: the sealing boundary (which must refuse a tampered `requestState`), the capability
-//! checks, and `fernhill serve --http`'s transport. It answers the suite's 2026-07-28 server
+//! checks, and the shop's Streamable HTTP transport (`shop_mcp::serve::http`). It answers the suite's 2026-07-28 server
 //! scenarios (`@modelcontextprotocol/conformance` 0.2.0-alpha.12, `--requirements 2026-07-28`):
 //! the `test_input_required_result_*` tools and prompt, `test_missing_capability`, a resource
 //! (for caching hints and resource-not-found), a tool with an `x-mcp-header` parameter and one
-//! with JSON Schema 2020-12 keywords. Not part of the shop: `fernhill conformance-fixture`.
+//! with JSON Schema 2020-12 keywords. Not part of the shop: the `conformance-fixture` binary.
 //! Sampling and roots are deprecated at 2026-07-28 (SEP-2577) but the suite still asks for them.
 #![allow(deprecated)]
 
@@ -12,6 +12,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use rmcp::{ErrorData, RoleServer, ServerHandler, model::*, service::RequestContext};
 use serde_json::{Value, json};
+use shop_mcp::serve::{HttpConfig, ServeError};
 
 /// The fixture: stateless, everything it carries between rounds is in the sealed state.
 #[derive(Debug, Clone, Default)]
@@ -169,7 +170,8 @@ impl ServerHandler for Fixture {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let answers = request.input_responses.clone().unwrap_or_default();
-        let state = request.request_state.as_deref();
+        // The state as the boundary opened it; the client's token never reaches this handler.
+        let state = mrtr::boundary::opened_state(&context);
         for (key, answer) in &answers {
             // An answer is a JSON object (an ElicitResult, a CreateMessageResult, a ListRootsResult).
             if !answer.is_object() {
@@ -421,18 +423,17 @@ impl ServerHandler for Fixture {
 }
 
 /// Serve the fixture over Streamable HTTP behind the sealing boundary (a per-process key).
-pub async fn serve(listen: std::net::SocketAddr) -> anyhow::Result<()> {
-    crate::logging::init();
+pub async fn serve(listen: std::net::SocketAddr) -> Result<(), ServeError> {
     let security = Arc::new(mrtr::request_state::StateSecurity::new(
         mrtr::seal::KeyRing::ephemeral(),
         mrtr::request_state::DEFAULT_TTL,
         Some("fernhill-conformance-fixture".into()),
     ));
-    let http = crate::http::HttpOptions {
-        listen,
-        allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+    let http = HttpConfig {
         // The suite sends its own localhost Origin, which a local server accepts.
         allowed_origins: vec!["http://localhost:*".into(), "http://127.0.0.1:*".into()],
+        ..HttpConfig::loopback(listen)
     };
-    crate::http::serve_handler(http, mrtr::boundary::Sealed::new(Fixture, security), crate::shutdown::signal()).await
+    shop_mcp::serve::http::serve(&http, mrtr::boundary::Sealed::new(Fixture, security), web_service::shutdown::signal())
+        .await
 }

@@ -6,7 +6,7 @@ use tracing_subscriber::{EnvFilter, fmt};
 /// Install the stderr subscriber: our crates at INFO (refused states at WARN), others at WARN.
 pub fn init() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new("warn,fernhill=info,shop_mcp=info,shop_api=info,mrtr=info,request_state=warn")
+        EnvFilter::new("warn,fernhill=info,shop_mcp=info,shop_api=info,mrtr=info,conformance=info,request_state=warn")
     });
     let _ = fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
 }

@@ -7,7 +7,7 @@
 //! can be this project's or any other that serves the chapter's tools (the Python reference).
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::HashSet,
     sync::{
         Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
@@ -16,12 +16,10 @@ use std::{
 };
 
 use anyhow::Context as _;
-use mrtr::client::{Answer, Client, ScriptedUser, params};
+use mrtr::client::{Answer, Client, ScriptedUser, params, retry};
 use rmcp::model::{CallToolResponse, CallToolResult};
 use serde_json::json;
 use shop_api::{RefundId, RefundStatus, ShopApi};
-
-use crate::chapter::field;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -197,13 +195,19 @@ async fn confirm_one<'a>(
         other => anyhow::bail!("issue_refund did not ask: {other:?}"),
     };
     let t2 = Instant::now();
-    let mut retry = params("issue_refund", arguments);
-    retry.input_responses = Some(BTreeMap::from([("confirm".to_owned(), Answer::release().to_value())]));
-    retry.request_state = asked.request_state;
-    let done = complete(pick().call_tool_once(retry).await?)?;
+    let yes = Answer::release();
+    let again = retry(params("issue_refund", arguments), asked.request_state, [("confirm", &yes)]);
+    let done = complete(pick().call_tool_once(again).await?)?;
     let t3 = Instant::now();
     anyhow::ensure!(field(&done, "status")? == "requested", "the refund was not released: {done:?}");
     Ok(([t1 - t0, t2 - t1, t3 - t2], field(&done, "refund_id")?))
+}
+
+/// A string field of a complete result, or why it is missing.
+fn field(result: &CallToolResult, name: &str) -> anyhow::Result<String> {
+    mrtr::client::field(result, name)
+        .map(str::to_owned)
+        .with_context(|| format!("the result has no {name}: {result:?}"))
 }
 
 fn complete(response: CallToolResponse) -> anyhow::Result<CallToolResult> {

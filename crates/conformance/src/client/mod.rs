@@ -1,5 +1,5 @@
 //! The client under test for the MCP conformance suite's client scenarios: this project's
-//! 2026-07-28 client (`mrtr::client`), launched by the suite as `fernhill conformance-client URL`
+//! 2026-07-28 client (`mrtr::client`), launched by the suite as `conformance-client URL`
 //! with the scenario in `MCP_CONFORMANCE_SCENARIO`. It accepts every form with the schema's
 //! defaults, answers sampling with a stub and roots with one folder, lists the tools, and calls
 //! what the scenario asks (every listed tool, for the generic ones). In the `auth/*` scenarios it
@@ -93,12 +93,9 @@ fn arguments_for(schema: &Map<String, Value>) -> Value {
 }
 
 /// Run the scenario the suite named against `url`.
-pub async fn run(url: &str) -> anyhow::Result<()> {
-    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let context: Value =
-        std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
+pub async fn run(url: &str, scenario: &str, context: &Value) -> anyhow::Result<()> {
     if scenario.starts_with("auth/") {
-        return authorized(url, &scenario, &context).await;
+        return authorized(url, scenario, context).await;
     }
     // A 2026-07-28 client that still talks to the suite's 2025-era mock servers.
     let client = Client::connect_http_with(UnderTest, url, 16, modern_or_legacy()).await?;

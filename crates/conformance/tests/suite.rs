@@ -1,20 +1,19 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.2.0-alpha.12,
-//! `--requirements 2026-07-28`) against `fernhill conformance-fixture`, the suite's fixture built
-//! on this project's layer, and against `fernhill conformance-client`, this project's client.
+//! `--requirements 2026-07-28`) against `conformance-fixture`, the suite's fixture built on this
+//! project's layer, and against `conformance-client`, this project's client.
 //! Every scored scenario must pass (the suite exits 0); the unscored extension and pending
 //! scenarios are reported but do not count. The suite needs Node 22, which npm installs beside
 //! it on first use; the test fails loudly if npm cannot.
 
-mod support;
-
 use std::{
     path::PathBuf,
-    process::{Command as StdCommand, ExitStatus},
+    process::{Command as StdCommand, ExitStatus, Stdio},
 };
 
-use tokio::process::Command;
-
-use support::fernhill;
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::Command,
+};
 
 const SUITE: &str = "@modelcontextprotocol/conformance@0.2.0-alpha.12";
 
@@ -39,6 +38,20 @@ fn install_suite() -> PathBuf {
         assert!(installed.success(), "npm install node@22 {SUITE} failed: is the npm registry reachable?");
     }
     folder
+}
+
+/// The fixture on an ephemeral loopback port, and the endpoint's URL it prints first.
+async fn start_fixture() -> (tokio::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_conformance-fixture"))
+        .args(["--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the fixture starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let url = lines.next_line().await.expect("the fixture's stdout").expect("the URL it prints first");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
 }
 
 /// Run the suite's `mode` (`server` or `client`) on the 2026-07-28 requirements, with `target`
@@ -93,9 +106,7 @@ fn assert_unscored_passed(report: &str, kind: &str, scenarios: &[&str]) {
 
 #[tokio::test]
 async fn every_scored_2026_07_28_server_scenario_passes() {
-    let (_fixture, url) =
-        support::spawn_printing_url(Command::new(fernhill()).args(["conformance-fixture", "--http", "127.0.0.1:0"]))
-            .await;
+    let (_fixture, url) = start_fixture().await;
     // The DNS-rebinding scenario needs the server addressed as localhost.
     let url = url.replace("127.0.0.1", "localhost");
     let (status, report) = run_suite("server", ["--url", &url]).await;
@@ -113,7 +124,7 @@ async fn every_scored_2026_07_28_server_scenario_passes() {
 /// and step-up, token-endpoint authentication, RFC 9207 `iss`, resource and issuer mismatches).
 #[tokio::test]
 async fn our_client_passes_every_scored_2026_07_28_client_scenario() {
-    let command = format!("{} conformance-client", fernhill().display());
+    let command = env!("CARGO_BIN_EXE_conformance-client").to_owned();
     let (status, report) = run_suite("client", ["--command", &command]).await;
     let required = [
         "tools_call",

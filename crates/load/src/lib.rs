@@ -1,0 +1,16 @@
+//! Load on a fleet: simulated support leads confirming refunds over MCP on HTTP, against
+//! servers given by URL or a fleet started on this machine, and the books checked afterwards.
+//!
+//! - [`leads`]: the leads. Each does `quote_refund` → `issue_refund` (answered
+//!   `input_required`) → the retry with a yes and the state, each round to the next server in
+//!   turn, so a call's rounds land on different replicas; then the shop's API is asked whether
+//!   every refund was released exactly once. Percentiles per step.
+//! - [`fleet`]: a fresh shop API and several `fernhill serve --http` replicas sharing one key
+//!   and one store, with no stickiness; a replica can be killed and restarted.
+//! - [`child_log`]: a child process's stderr, collected so a caller can wait for a line.
+//!
+//! The binary, `fernhill-load`, is a thin command line over these.
+
+pub mod child_log;
+pub mod fleet;
+pub mod leads;

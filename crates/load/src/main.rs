@@ -1,0 +1,83 @@
+//! `fernhill-load`: confirm refunds with simulated leads over MCP on HTTP, each round to the
+//! next server, and check through the shop's API that every refund was released exactly once.
+
+use std::{path::PathBuf, process::ExitCode};
+
+use anyhow::Context as _;
+use clap::Parser;
+use load::{
+    fleet::{Fleet, FleetPlan},
+    leads::{self, LoadPlan},
+};
+
+/// Confirm refunds with simulated leads against fernhill servers, and check the books.
+///
+/// Either point it at running servers (--url, repeated, and --shop-api), or let it start a
+/// fleet here (--replicas) of `fernhill serve --http` beside a fresh shop API.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    /// A server's MCP endpoint (repeat for several); without any, start --replicas here.
+    #[arg(long = "url")]
+    urls: Vec<String>,
+    /// The shop's API behind the given servers.
+    #[arg(long, required_unless_present = "replicas", requires = "urls")]
+    shop_api: Option<String>,
+    /// Start this many replicas of `fernhill serve --http` and a fresh shop API.
+    #[arg(long, conflicts_with = "urls")]
+    replicas: Option<usize>,
+    /// The started replicas' store: memory (only right for one replica) or a redis:// URL.
+    #[arg(long, default_value = "memory")]
+    store: String,
+    /// The fernhill binary the replicas run (by default the one beside this program).
+    #[arg(long, value_name = "PATH")]
+    fernhill: Option<PathBuf>,
+    /// Leads working at once.
+    #[arg(long, default_value_t = 16)]
+    leads: usize,
+    /// Confirmations in all.
+    #[arg(long, default_value_t = 1000)]
+    confirmations: usize,
+    /// The order every refund is quoted for (its whole refund must need confirming).
+    #[arg(long, default_value = "O-2289")]
+    order: String,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("fernhill-load: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let fleet;
+    let (urls, shop_api) = match cli.replicas {
+        Some(replicas) => {
+            let program = match cli.fernhill {
+                Some(program) => program,
+                None => std::env::current_exe().context("finding this program")?.with_file_name("fernhill"),
+            };
+            fleet = Fleet::start(&program, &FleetPlan::new(replicas, &cli.store)).await?;
+            println!("started {replicas} replicas on {} ({} store)", fleet.urls.join(", "), cli.store);
+            (fleet.urls.clone(), fleet.api.url.clone())
+        }
+        // clap requires --shop-api whenever --replicas is absent.
+        None => (cli.urls, cli.shop_api.unwrap_or_default()),
+    };
+    let plan = LoadPlan { urls, shop_api, leads: cli.leads, confirmations: cli.confirmations, order: cli.order };
+    let report = leads::run(&plan).await?;
+    print!("{}", report.render());
+    anyhow::ensure!(
+        report.problems.is_empty() && report.released == plan.confirmations,
+        "{} problems; {} of {} released",
+        report.problems.len(),
+        report.released,
+        plan.confirmations
+    );
+    Ok(())
+}

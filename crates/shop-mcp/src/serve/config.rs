@@ -1,0 +1,144 @@
+//! What a deployment tells the shop's server: one struct, read by the binary's command line
+//! (each field has its environment twin through clap) and built by hand in tests and programs.
+//! Every default is written here once.
+
+use std::{net::SocketAddr, time::Duration};
+
+use mrtr::request_state::DEFAULT_TTL;
+
+use crate::{quote_store::DEFAULT_QUOTE_TTL, tools::issue_refund::AskStyle};
+
+/// The environment variable that names the shop's API.
+pub const SHOP_API_ENV: &str = "SHOP_API_URL";
+/// The environment variable that holds the sealing keys.
+pub const STATE_KEY_ENV: &str = "SHOP_REQUEST_STATE_KEY";
+/// The environment variable that names the payment provider's API.
+pub const PAYMENTS_ENV: &str = "PAYMENT_PROVIDER_URL";
+/// The environment variable that names the payment provider's public address.
+pub const PAYMENTS_PUBLIC_ENV: &str = "PAYMENT_PUBLIC_URL";
+
+/// The shop's MCP server: where its API is, how it seals and keeps state, what it pays through.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeConfig {
+    /// The shop's API, such as http://127.0.0.1:8710.
+    #[arg(long, env = SHOP_API_ENV, value_name = "URL")]
+    pub shop_api: String,
+
+    /// Where quotes and once-only claims live: `memory` (one process) or a redis:// URL (a fleet).
+    #[arg(long, env = "SHOP_STORE", default_value = "memory", value_name = "STORE")]
+    pub store: String,
+
+    /// Keys under this prefix in a shared store (fleets that share one Redis keep apart).
+    #[arg(long, env = "SHOP_STORE_PREFIX", default_value = "fernhill:", value_name = "PREFIX")]
+    pub store_prefix: String,
+
+    /// Sealing keys for requestState, comma-separated, each at least 32 bytes: the first seals,
+    /// every one opens. Give it in the environment (a command line is visible to other users).
+    /// Unset: a random key made at start, for as long as the process lives.
+    #[arg(long, env = STATE_KEY_ENV, hide_env_values = true, value_name = "KEYS")]
+    pub state_keys: Option<String>,
+
+    /// One round's lifetime in seconds: how long a person may take to answer.
+    #[arg(long, env = "SHOP_REQUEST_STATE_TTL", default_value_t = DEFAULT_TTL.as_secs_f64(), value_name = "SECONDS")]
+    pub state_ttl: f64,
+
+    /// How long a quote stays issuable, in seconds.
+    #[arg(long, env = "SHOP_QUOTE_TTL", default_value_t = DEFAULT_QUOTE_TTL.as_secs(), value_name = "SECONDS")]
+    pub quote_ttl: u64,
+
+    /// How issue_refund asks: `input-required` (MCP 2026-07-28), or `wait`, the 2025 way of a
+    /// server-sent elicitation/create, which fails at 2026-07-28 (for showing that it does).
+    #[arg(long, value_enum, default_value_t = AskStyle::InputRequired)]
+    pub ask_style: AskStyle,
+
+    #[command(flatten)]
+    pub payments: PaymentsConfig,
+
+    #[command(flatten)]
+    pub http: HttpConfig,
+}
+
+impl ServeConfig {
+    /// The defaults, over the shop's API at `shop_api`.
+    pub fn new(shop_api: impl Into<String>) -> Self {
+        Self {
+            shop_api: shop_api.into(),
+            store: "memory".into(),
+            store_prefix: "fernhill:".into(),
+            state_keys: None,
+            state_ttl: DEFAULT_TTL.as_secs_f64(),
+            quote_ttl: DEFAULT_QUOTE_TTL.as_secs(),
+            ask_style: AskStyle::InputRequired,
+            payments: PaymentsConfig::default(),
+            http: HttpConfig::default(),
+        }
+    }
+
+    pub fn quote_ttl(&self) -> Duration {
+        Duration::from_secs(self.quote_ttl)
+    }
+}
+
+/// Who the host's user is where no caller is authenticated (stdio), unless told otherwise.
+pub const DEFAULT_LEAD: &str = "lead-1";
+/// How many rounds a payment sign-in may take before `pay_refund` stops asking.
+pub const DEFAULT_PAY_ROUNDS: u32 = 5;
+
+/// Where `pay_refund` pays refunds; without a provider it says payments are off.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PaymentsConfig {
+    /// The payment provider's API, for pay_refund.
+    #[arg(long = "payments", env = PAYMENTS_ENV, value_name = "URL")]
+    pub provider: Option<String>,
+
+    /// The payment provider's address as a lead's browser reaches it (defaults to --payments).
+    #[arg(long = "payments-public-url", env = PAYMENTS_PUBLIC_ENV, value_name = "URL")]
+    pub public_url: Option<String>,
+
+    /// Who the host's user is, for payments started over stdio (no authenticated caller).
+    #[arg(long, env = "SHOP_LEAD", default_value = DEFAULT_LEAD)]
+    pub lead: String,
+
+    /// How many rounds a payment sign-in may take before pay_refund stops asking.
+    #[arg(long = "pay-rounds", env = "SHOP_PAY_MAX_ROUNDS", default_value_t = DEFAULT_PAY_ROUNDS, value_name = "N")]
+    pub max_rounds: u32,
+}
+
+impl Default for PaymentsConfig {
+    fn default() -> Self {
+        Self { provider: None, public_url: None, lead: DEFAULT_LEAD.into(), max_rounds: DEFAULT_PAY_ROUNDS }
+    }
+}
+
+/// Host header values the HTTP server accepts unless told otherwise: loopback names.
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// Streamable HTTP: where to listen, and whom to let in. Without an address, the server
+/// speaks stdio.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HttpConfig {
+    /// Serve Streamable HTTP on this address (such as 127.0.0.1:8711) instead of stdio.
+    #[arg(long = "http", value_name = "ADDRESS")]
+    pub listen: Option<SocketAddr>,
+
+    /// Host header values to accept over HTTP (repeat); loopback names by default.
+    #[arg(long = "allowed-host", value_name = "HOST", default_values_t = LOOPBACK_HOSTS.map(String::from))]
+    pub allowed_hosts: Vec<String>,
+
+    /// Browser origins to accept over HTTP (repeat), such as https://support.fernhill.example.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+}
+
+impl HttpConfig {
+    /// Listen on `listen`, letting in loopback hosts and no browser origin.
+    pub fn loopback(listen: SocketAddr) -> Self {
+        Self { listen: Some(listen), ..Self::default() }
+    }
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self { listen: None, allowed_hosts: LOOPBACK_HOSTS.map(String::from).to_vec(), allowed_origins: Vec::new() }
+    }
+}

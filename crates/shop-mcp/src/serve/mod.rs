@@ -1,0 +1,85 @@
+//! Serving the shop: one configuration ([`ServeConfig`]), one [`build`], and the two
+//! transports side by side ([`stdio`] for a host that launches the server, [`http`] for
+//! Streamable HTTP with `/healthz` and [`metrics`]). [`logging`] sends logs to stderr.
+//!
+//! Only a sealed shop is served: [`build`] returns the shop behind its sealing boundary, and
+//! the boundary is the only way in.
+
+pub mod config;
+pub mod http;
+pub mod logging;
+pub mod metrics;
+pub mod state_keys;
+pub mod stdio;
+
+use std::{future::Future, sync::Arc};
+
+use mrtr::{
+    boundary::Sealed,
+    records::{self, RecordsError},
+};
+use payment_provider::{PaymentProvider, ProviderError};
+use shop_api::{ClientError, ShopApi};
+
+pub use config::{HttpConfig, PaymentsConfig, ServeConfig};
+
+use crate::{Payments, Shop, serve::state_keys::StateKeyError};
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    StateKeys(#[from] StateKeyError),
+    #[error("the shop's API at {url}: {source}")]
+    ShopApi { url: String, source: ClientError },
+    #[error("the payment provider at {url}: {source}")]
+    Payments { url: String, source: ProviderError },
+    #[error("the store: {0}")]
+    Records(#[from] RecordsError),
+    #[error("a tool's form: {0}")]
+    Form(#[from] mrtr::form::FormError),
+    #[error("listening on {address}: {source}")]
+    Listen { address: String, source: std::io::Error },
+    #[error("serving over stdio: {0}")]
+    Stdio(String),
+    #[error("serving HTTP: {0}")]
+    Http(#[from] std::io::Error),
+}
+
+/// The shop's server behind its sealing boundary, observed for metrics.
+pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
+    let (security, source) = state_keys::state_security(config.state_keys.as_deref(), config.state_ttl)?;
+    tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
+    let api = ShopApi::new(&config.shop_api)
+        .map_err(|source| ServeError::ShopApi { url: config.shop_api.clone(), source })?;
+    let records = records::from_url(&config.store, &config.store_prefix)?;
+    tracing::info!(records = %records.describe(), "keeping quotes and once-only claims");
+    let mut shop =
+        Shop::new(api, security.ttl())?.with_ask_style(config.ask_style).with_records(records, config.quote_ttl());
+    if let Some(payments) = payments(&config.payments)? {
+        tracing::info!(lead = %payments.lead, "paying refunds through the payment provider");
+        shop = shop.with_payments(payments);
+    }
+    metrics::install();
+    Ok(Sealed::new(shop, Arc::clone(&security)).observed(metrics::observer()))
+}
+
+fn payments(config: &PaymentsConfig) -> Result<Option<Payments>, ServeError> {
+    let Some(url) = &config.provider else { return Ok(None) };
+    let provider = PaymentProvider::new(url).map_err(|source| ServeError::Payments { url: url.clone(), source })?;
+    Ok(Some(Payments {
+        public_url: config.public_url.clone().unwrap_or_else(|| url.clone()),
+        provider,
+        lead: config.lead.clone(),
+        max_rounds: config.max_rounds,
+    }))
+}
+
+/// Serve over HTTP when the configuration names an address, else over stdio, until the
+/// client closes stdin or `shutdown` resolves.
+pub async fn run(config: &ServeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+    match config.http.listen {
+        Some(_) => http::serve(&config.http, build(config)?, shutdown).await,
+        None => stdio::serve(build(config)?).await,
+    }
+}

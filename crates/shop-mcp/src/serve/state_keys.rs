@@ -1,0 +1,53 @@
+//! The sealing policy from what a deployment configures.
+//!
+//! The keys are one secret or several separated by commas, each at least 32 bytes: the first
+//! seals, every one opens, so keys rotate `[old, new]` → `[new, old]` → `[new]` without
+//! dropping an answer in flight. Without keys, a random key is made at start and lives as long
+//! as the process. The lifetime is one round's, in seconds.
+
+use std::{sync::Arc, time::Duration};
+
+use mrtr::{
+    request_state::StateSecurity,
+    seal::{KeyRing, KeyRingError},
+};
+
+use crate::server::SERVER_NAME;
+
+/// Why the sealing policy could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum StateKeyError {
+    #[error("the requestState keys (SHOP_REQUEST_STATE_KEY): {0}")]
+    Keys(#[from] KeyRingError),
+    #[error("a requestState lifetime (SHOP_REQUEST_STATE_TTL) must be a positive number of seconds, not {0}")]
+    Ttl(f64),
+}
+
+/// Where the sealing keys came from, for the start-up log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySource {
+    Configured(usize),
+    MadeAtStart,
+}
+
+/// The policy from `keys` (comma-separated, if any) and a lifetime of `ttl_secs` seconds.
+pub fn state_security(keys: Option<&str>, ttl_secs: f64) -> Result<(Arc<StateSecurity>, KeySource), StateKeyError> {
+    let ttl = ttl_from_secs(ttl_secs)?;
+    let secrets: Vec<&str> =
+        keys.into_iter().flat_map(|k| k.split(',')).map(str::trim).filter(|k| !k.is_empty()).collect();
+    let (ring, source) = if secrets.is_empty() {
+        (KeyRing::ephemeral(), KeySource::MadeAtStart)
+    } else {
+        (KeyRing::new(&secrets)?, KeySource::Configured(secrets.len()))
+    };
+    Ok((Arc::new(StateSecurity::new(ring, ttl, Some(SERVER_NAME.to_owned()))), source))
+}
+
+/// One round's lifetime from a number of seconds.
+pub fn ttl_from_secs(secs: f64) -> Result<Duration, StateKeyError> {
+    if secs.is_finite() && secs > 0.0 && secs < 1e9 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(StateKeyError::Ttl(secs))
+    }
+}
