@@ -45,7 +45,7 @@ async fn main() -> anyhow::Result<()> {
     let provider = chapter::start_payments().await?;
     let mut server = chapter::launch_self(&api.url, &["--serve"])?;
     server.env(PAYMENTS_ENV, &provider.url).env(PAYMENTS_PUBLIC_ENV, PUBLIC);
-    let client = chapter::connect(ScriptedUser::always(Answer::release()), server).await?; // declares form and url
+    let client = chapter::connect(ScriptedUser::always(chapter::release()), server).await?; // declares form and url
 
     // A released refund to pay: R-0111, confirmed by the scripted lead.
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await?;

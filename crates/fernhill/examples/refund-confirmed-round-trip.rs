@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use fernhill::chapter;
-use mrtr::client::{Answer, ScriptedUser, params, retry, scripted::message_of};
+use mrtr::client::{ScriptedUser, params, retry, scripted::message_of};
 use rmcp::model::CallToolResponse;
 use serde_json::{Value, json};
 use shop_mcp::AskStyle;
@@ -26,7 +26,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let dir = tempfile::tempdir()?;
     let log = dir.path().join("refund-confirmed-round-trip.jsonl"); // every line the relay copies
-    let yes = Answer::release(); // the scripted user's answer
+    let yes = chapter::release(); // the scripted user's answer
     let api = chapter::start_api().await?;
     let log_arg = log.display().to_string();
     let served = chapter::server_command()?; // this program with --serve, unless told otherwise

@@ -3,7 +3,7 @@
 //! the server's own checks stop the other two.
 
 use fernhill::chapter;
-use mrtr::client::{Answer, Client, ScriptedUser, params};
+use mrtr::client::{Client, ScriptedUser, params};
 use rmcp::model::CallToolResponse;
 use serde_json::json;
 use shop_mcp::AskStyle;
@@ -14,7 +14,7 @@ async fn retry(
     quote_id: &str,
     state: Option<String>,
 ) -> anyhow::Result<()> {
-    let yes = Answer::release();
+    let yes = chapter::release();
     let call = mrtr::client::retry(params("issue_refund", json!({"quote_id": quote_id})), state, [("confirm", &yes)]);
     match client.call_tool_once(call).await {
         Err(error) => {
@@ -42,7 +42,7 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let api = chapter::start_api().await?;
-    let client = chapter::connect_to_self(ScriptedUser::always(Answer::release()), &api.url).await?;
+    let client = chapter::connect_to_self(ScriptedUser::always(chapter::release()), &api.url).await?;
     let mut quotes = Vec::new();
     for order in ["O-2289", "O-1145"] {
         quotes.push(chapter::quote_id(&client.call_tool("quote_refund", json!({"order_id": order})).await?)?);

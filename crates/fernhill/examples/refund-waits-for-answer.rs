@@ -3,7 +3,7 @@
 //! call fails before anyone is asked.
 
 use fernhill::chapter;
-use mrtr::client::{Answer, ScriptedUser};
+use mrtr::client::ScriptedUser;
 use serde_json::json;
 use shop_mcp::AskStyle;
 
@@ -13,7 +13,7 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let api = chapter::start_api().await?;
-    let say_yes = ScriptedUser::always(Answer::release()); // a scripted user, who would release the refund
+    let say_yes = ScriptedUser::always(chapter::release()); // a scripted user, who would release the refund
     let client = chapter::connect_to_self(say_yes.clone(), &api.url).await?;
     println!("protocol revision: {}", client.protocol_version().map(|v| v.to_string()).unwrap_or_default());
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await?;

@@ -6,12 +6,13 @@ use std::{path::PathBuf, sync::Arc};
 
 use anyhow::Context as _;
 use clap::Parser as _;
-use mrtr::client::{Client, ScriptedUser};
+use mrtr::client::{Answer, Client, ScriptedUser, scripted::ScriptWord};
 use payment_provider::{ProviderState, RunningProvider};
 use shop_api::{RunningApi, Store};
 use shop_mcp::{
     AskStyle,
     serve::{self, ServeConfig, config::SHOP_API_ENV},
+    tools::issue_refund::ReleaseForm,
 };
 use tokio::process::Command;
 
@@ -111,6 +112,16 @@ pub async fn serve_if_asked(style: AskStyle) -> anyhow::Result<bool> {
     serve::logging::init();
     serve::run(&config, web_service::shutdown::signal()).await?;
     Ok(true)
+}
+
+/// The support lead's yes to `issue_refund`'s question: its form, accepted with `release`.
+pub fn release() -> Answer {
+    Answer::form(&ReleaseForm::YES)
+}
+
+/// The words a lead's script may use beside accept, decline and cancel: `release`.
+pub fn script_words() -> [ScriptWord<'static>; 1] {
+    [("release", release())]
 }
 
 /// The quote ID in a `quote_refund` result.

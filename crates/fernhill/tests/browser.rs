@@ -7,6 +7,7 @@
 //! `chromium` and `chromium-driver`). Without them these tests fail, saying
 //! so; they are never skipped.
 
+use fernhill::chapter;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
 use std::process::Stdio;
@@ -144,7 +145,7 @@ async fn chain() -> Chain {
     let running = spawn_loopback(Arc::new(ProviderState::default())).await.unwrap();
     let provider = PaymentProvider::new(&running.url).unwrap();
     let env = [("PAYMENT_PROVIDER_URL", running.url.as_str())];
-    let (client, _) = support::serve_with(&api.url, None, &env, ScriptedUser::always(Answer::release())).await;
+    let (client, _) = support::serve_with(&api.url, None, &env, ScriptedUser::always(chapter::release())).await;
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
     client.call_tool("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]})).await.unwrap();
     let CallToolResponse::InputRequired(first) = pay_refund(&client, None).await else {

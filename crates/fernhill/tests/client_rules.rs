@@ -4,6 +4,7 @@
 //! cancel taken as answers. rmcp's loop does this; these tests hold it to it. Time is tokio's
 //! paused clock, so the backoff is measured exactly and nothing waits for real.
 
+use fernhill::chapter;
 use std::{
     collections::BTreeMap,
     sync::{Arc, Mutex},
@@ -112,7 +113,7 @@ fn seen(fixture: &Fixture) -> Vec<Seen> {
 
 #[tokio::test(start_paused = true)]
 async fn state_only_rounds_back_off_50_ms_doubling_to_250() {
-    let (client, fixture) = connect(ScriptedUser::always(Answer::release())).await;
+    let (client, fixture) = connect(ScriptedUser::always(chapter::release())).await;
     let result = client.call_tool("state_only", json!({})).await.unwrap();
     assert_eq!(result.content[0].as_text().unwrap().text, "after 5 rounds");
     let calls = seen(&fixture);

@@ -2,7 +2,8 @@
 
 mod support;
 
-use mrtr::client::{Answer, Client, ScriptedUser};
+use fernhill::chapter;
+use mrtr::client::{Client, ScriptedUser};
 use serde_json::json;
 use shop_api::{OrderId, ShopApi};
 use tokio::process::Command;
@@ -44,7 +45,7 @@ async fn wire_records_every_line_with_its_direction() {
     let log = dir.path().join("trace.jsonl");
     let mut command = Command::new(fernhill());
     command.arg("wire").arg("--log").arg(&log).arg("--").arg(fernhill()).arg("serve").env("SHOP_API_URL", &api.url);
-    let client = Client::launch(ScriptedUser::always(Answer::release()), command).await.unwrap();
+    let client = Client::launch(ScriptedUser::always(chapter::release()), command).await.unwrap();
     client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
     client.close().await.unwrap();
     // The relay exits when its server does; its log then holds the whole exchange.

@@ -4,6 +4,7 @@
 
 mod support;
 
+use fernhill::chapter;
 use std::{collections::BTreeMap, time::Duration};
 
 use load::{
@@ -11,7 +12,7 @@ use load::{
     leads::{self, LoadPlan},
 };
 use mrtr::{
-    client::{Answer, Client, ScriptedUser, params},
+    client::{Client, ScriptedUser, params},
     request_state::{Binding, StateSecurity},
     seal::KeyRing,
 };
@@ -23,12 +24,12 @@ use support::{ask, fernhill, quote, shop};
 const REDIS: &str = "redis://127.0.0.1:6379";
 
 async fn lead(url: &str) -> Client<ScriptedUser> {
-    Client::connect_http(ScriptedUser::always(Answer::release()), url, 64).await.unwrap()
+    Client::connect_http(ScriptedUser::always(chapter::release()), url, 64).await.unwrap()
 }
 
 fn yes(quote_id: &str, state: Option<String>) -> CallToolRequestParams {
     let mut retry = params("issue_refund", json!({"quote_id": quote_id}));
-    retry.input_responses = Some(BTreeMap::from([("confirm".to_owned(), Answer::release().to_value())]));
+    retry.input_responses = Some(BTreeMap::from([("confirm".to_owned(), chapter::release().to_value())]));
     retry.request_state = state;
     retry
 }

@@ -4,10 +4,11 @@
 
 mod support;
 
+use fernhill::chapter;
 use std::{collections::BTreeMap, path::PathBuf, process::Command, time::Duration};
 
 use mrtr::{
-    client::{Answer, ScriptedUser, params},
+    client::{ScriptedUser, params},
     request_state::{Binding, StateSecurity},
     seal::KeyRing,
 };
@@ -38,7 +39,7 @@ fn security(key: &str) -> StateSecurity {
 #[tokio::test]
 async fn a_python_sealed_state_completes_a_refund_on_this_server() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, Some(KEY_A), ScriptedUser::always(Answer::release())).await;
+    let (client, _) = serve(&api.url, Some(KEY_A), ScriptedUser::always(chapter::release())).await;
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
     let arguments = json!({"quote_id": quote.structured_content.unwrap()["quote_id"]});
     let CallToolResponse::InputRequired(asked) =
@@ -59,7 +60,7 @@ async fn a_python_sealed_state_completes_a_refund_on_this_server() {
     // A token the Python SDK sealed finishes the round trip here.
     let theirs = sdk("seal", KEY_A, "issue_refund", &arguments, "R-0111").unwrap();
     let mut retry = params("issue_refund", arguments);
-    retry.input_responses = Some(BTreeMap::from([("confirm".to_owned(), Answer::release().to_value())]));
+    retry.input_responses = Some(BTreeMap::from([("confirm".to_owned(), chapter::release().to_value())]));
     retry.request_state = Some(theirs);
     let CallToolResponse::Complete(done) = client.call_tool_once(retry).await.unwrap() else {
         panic!("expected complete")

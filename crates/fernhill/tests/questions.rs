@@ -3,9 +3,7 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-
-use mrtr::client::{Answer, ScriptedUser, params};
+use mrtr::client::{Answer, ScriptedUser, params, retry};
 use rmcp::model::{CallToolResponse, InputRequiredResult};
 use serde_json::{Value, json};
 use support::{serve, start_api};
@@ -48,19 +46,16 @@ async fn an_answer_that_does_not_fit_is_asked_again_and_a_fitting_one_is_recorde
     let (client, _) = serve(&api.url, None, ScriptedUser::always(Answer::Cancel)).await;
     let first = asked(client.call_tool_once(return_call()).await.unwrap());
 
-    let mut retry = return_call();
     let wrong = Answer::accept(json!({"reason": "broken", "restock": true}));
-    retry.input_responses = Some(BTreeMap::from([("inspection".to_owned(), wrong.to_value())]));
-    retry.request_state = first.request_state.clone();
-    let again = asked(client.call_tool_once(retry).await.unwrap());
+    let again = asked(
+        client.call_tool_once(retry(return_call(), first.request_state, [("inspection", &wrong)])).await.unwrap(),
+    );
     let message = question(&again)["params"]["message"].as_str().unwrap().to_owned();
     assert!(message.starts_with("That answer didn't fit: reason must be one of: damaged in transit,"), "{message}");
 
-    let mut retry = return_call();
     let right = Answer::accept(json!({"reason": "wrong item sent", "restock": true, "note": "Blue, not red"}));
-    retry.input_responses = Some(BTreeMap::from([("inspection".to_owned(), right.to_value())]));
-    retry.request_state = again.request_state;
-    let CallToolResponse::Complete(done) = client.call_tool_once(retry).await.unwrap() else { panic!("complete") };
+    let finished = client.call_tool_once(retry(return_call(), again.request_state, [("inspection", &right)]));
+    let CallToolResponse::Complete(done) = finished.await.unwrap() else { panic!("complete") };
     let texts: Vec<String> = done.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect();
     assert_eq!(texts[0], "Recorded: wrong item sent, restock True.");
     assert_eq!(texts[1], "RT-0001 The policy refunds shipping for this reason.");
@@ -80,9 +75,10 @@ async fn a_url_only_client_cannot_be_shown_a_form() {
 }
 
 mod paying {
-    use std::{collections::BTreeMap, sync::Arc};
+    use std::sync::Arc;
 
-    use mrtr::client::{Answer, Client, ScriptedUser, params};
+    use fernhill::chapter;
+    use mrtr::client::{Answer, Client, ScriptedUser, params, retry};
     use payment_provider::{ProviderState, RunningProvider};
     use rmcp::model::{CallToolResponse, CallToolResult, ElicitRequestParams, InputRequest, InputRequiredResult};
     use serde_json::json;
@@ -104,20 +100,17 @@ mod paying {
         let (client, _) = serve_with(&api.url, None, &env, user).await;
         let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
         let quote_id = quote.structured_content.unwrap()["quote_id"].clone();
-        let mut issue = params("issue_refund", json!({"quote_id": quote_id}));
+        let issue = params("issue_refund", json!({"quote_id": quote_id}));
         let CallToolResponse::InputRequired(asked) = client.call_tool_once(issue.clone()).await.unwrap() else {
             panic!()
         };
-        issue.input_responses = Some(BTreeMap::from([("confirm".to_owned(), Answer::release().to_value())]));
-        issue.request_state = asked.request_state;
-        client.call_tool_once(issue).await.unwrap();
+        client.call_tool_once(retry(issue, asked.request_state, [("confirm", &chapter::release())])).await.unwrap();
         (client, api)
     }
 
     async fn pay(client: &Client<ScriptedUser>, state: Option<String>, answer: Option<Answer>) -> CallToolResponse {
-        let mut call = params("pay_refund", json!({"refund_id": "R-0111"}));
-        call.request_state = state;
-        call.input_responses = answer.map(|a| BTreeMap::from([("connect".to_owned(), a.to_value())]));
+        let call =
+            retry(params("pay_refund", json!({"refund_id": "R-0111"})), state, answer.iter().map(|a| ("connect", a)));
         client.call_tool_once(call).await.unwrap()
     }
 
@@ -146,7 +139,8 @@ mod paying {
     #[tokio::test]
     async fn the_url_names_only_the_flow_and_the_state_keeps_it_across_rounds() {
         let provider = provider().await;
-        let (client, _api) = shop_with_a_released_refund(&provider, "5", ScriptedUser::always(Answer::release())).await;
+        let (client, _api) =
+            shop_with_a_released_refund(&provider, "5", ScriptedUser::always(chapter::release())).await;
         let first = asked(pay(&client, None, None).await);
         let link = url(&first);
         let flow = link.strip_prefix(&format!("{}/connect/", provider.url)).expect("the provider's connect page");
@@ -162,7 +156,8 @@ mod paying {
     #[tokio::test]
     async fn a_decline_leaves_the_refund_unpaid() {
         let provider = provider().await;
-        let (client, _api) = shop_with_a_released_refund(&provider, "5", ScriptedUser::always(Answer::release())).await;
+        let (client, _api) =
+            shop_with_a_released_refund(&provider, "5", ScriptedUser::always(chapter::release())).await;
         let first = asked(pay(&client, None, None).await);
         let reply = said(pay(&client, first.request_state, Some(Answer::Decline)).await);
         assert_eq!(reply, "Not paid: the user didn't connect a payment account. R-0111 stays released, unpaid.");
@@ -171,7 +166,8 @@ mod paying {
     #[tokio::test]
     async fn an_abandoned_sign_in_stops_after_the_configured_rounds() {
         let provider = provider().await;
-        let (client, _api) = shop_with_a_released_refund(&provider, "2", ScriptedUser::always(Answer::release())).await;
+        let (client, _api) =
+            shop_with_a_released_refund(&provider, "2", ScriptedUser::always(chapter::release())).await;
         let mut state = asked(pay(&client, None, None).await).request_state;
         state = asked(pay(&client, state, Some(Answer::Accept(None))).await).request_state;
         let reply = said(pay(&client, state, Some(Answer::Accept(None))).await);
@@ -185,7 +181,7 @@ mod paying {
     async fn a_form_only_client_cannot_be_sent_to_a_url() {
         let provider = provider().await;
         let form_only = serde_json::from_value(json!({})).unwrap();
-        let user = ScriptedUser::always(Answer::release()).declaring(Some(form_only));
+        let user = ScriptedUser::always(chapter::release()).declaring(Some(form_only));
         let (client, _api) = shop_with_a_released_refund(&provider, "5", user).await;
         let error = client.call_tool("pay_refund", json!({"refund_id": "R-0111"})).await.unwrap_err();
         let error = error.rpc_error().unwrap();
@@ -200,10 +196,9 @@ mod paying {
         let provider = provider().await;
         let api = start_api().await;
         let env = [("PAYMENT_PROVIDER_URL", provider.url.as_str())];
-        let (client, _) = serve_with(&api.url, None, &env, ScriptedUser::always(Answer::release())).await;
+        let (client, _) = serve_with(&api.url, None, &env, ScriptedUser::always(chapter::release())).await;
         let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
-        let mut issue = params("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]}));
-        issue.input_responses = None;
+        let issue = params("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]}));
         client.call_tool_once(issue).await.unwrap(); // held, nobody answered
         let result = client.call_tool("pay_refund", json!({"refund_id": "R-0111"})).await.unwrap();
         assert_eq!(result.is_error, Some(true));

@@ -20,6 +20,7 @@ use mrtr::client::{Answer, Client, ScriptedUser, params, retry};
 use rmcp::model::{CallToolResponse, CallToolResult};
 use serde_json::json;
 use shop_api::{RefundId, RefundStatus, ShopApi};
+use shop_mcp::tools::issue_refund::ReleaseForm;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -131,7 +132,7 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
     for lead in 0..plan.leads.max(1) {
         let mut clients = Vec::new();
         for url in &plan.urls {
-            let user = ScriptedUser::always(Answer::release()).named(format!("load-lead-{lead}"));
+            let user = ScriptedUser::always(Answer::form(&ReleaseForm::YES)).named(format!("load-lead-{lead}"));
             clients.push(Client::connect_http(user, url, 1).await.with_context(|| format!("connecting to {url}"))?);
         }
         leads.push(clients);
@@ -195,7 +196,7 @@ async fn confirm_one<'a>(
         other => anyhow::bail!("issue_refund did not ask: {other:?}"),
     };
     let t2 = Instant::now();
-    let yes = Answer::release();
+    let yes = Answer::form(&ReleaseForm::YES);
     let again = retry(params("issue_refund", arguments), asked.request_state, [("confirm", &yes)]);
     let done = complete(pick().call_tool_once(again).await?)?;
     let t3 = Instant::now();

@@ -1,11 +1,14 @@
-//! Asking, made short: typed questions with stable keys, answers carried across rounds.
+//! The one way a tool asks: typed questions with stable keys, answers carried across rounds.
 //!
 //! A tool makes an [`Asking`] from the retry's `inputResponses` and its opened `requestState`,
 //! and asks [`Asking::form`] for each answer it needs. Each call gives the outcome when the
 //! person has answered *that* question (accepted and valid, declined, or cancelled), or `None`
 //! when it must still be asked; then the tool returns [`Asking::input_required`], which holds
 //! every question still open (several keys ask several questions in one round) and a state
-//! that carries every outcome so far, so answers of earlier rounds are never lost.
+//! that carries every outcome so far, so answers of earlier rounds are never lost. A URL
+//! question ([`Asking::ask_url`], [`Asking::url_answer`]) is asked the same way; its accept
+//! means only that the person agreed to open the page, so the tool decides from its own records
+//! whether to ask again.
 //!
 //! - Keys are names chosen in code, so every replica recognises every question.
 //! - An answer counts only for the question that was asked: the state records a digest of each
@@ -62,6 +65,15 @@ struct Carried {
 
 const ENVELOPE: u8 = 1;
 
+/// How the state carries a call from round to round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Carrying {
+    /// This layer's envelope: the questions asked, the answers so far, the tool's own state.
+    Envelope,
+    /// The tool's own string alone, as a tool written by hand for the Python SDK sends it.
+    Bare,
+}
+
 /// One tool call's questions and answers, across its rounds.
 #[derive(Debug)]
 pub struct Asking {
@@ -70,6 +82,7 @@ pub struct Asking {
     next: Carried,
     pending: InputRequests,
     capabilities: Option<ClientCapabilities>,
+    carrying: Carrying,
 }
 
 impl Asking {
@@ -85,7 +98,64 @@ impl Asking {
             .filter(|c| c.ask == ENVELOPE)
             .unwrap_or_default();
         let next = Carried { ask: ENVELOPE, own: carried.own.clone(), ..Carried::default() };
-        Self { responses: responses.unwrap_or_default(), carried, next, pending: InputRequests::new(), capabilities }
+        Self {
+            responses: responses.unwrap_or_default(),
+            carried,
+            next,
+            pending: InputRequests::new(),
+            capabilities,
+            carrying: Carrying::Envelope,
+        }
+    }
+
+    /// A call whose state is the tool's own string `expected` alone, with no envelope: for a
+    /// tool whose state must read as another SDK's tool writes it by hand. Answers count only
+    /// when the state that came back is `expected`: an answer with no state, or with another
+    /// record's, is an answer to a question never asked, and the question is asked again.
+    pub fn bare(
+        expected: &str,
+        state: Option<String>,
+        responses: Option<InputResponses>,
+        capabilities: Option<ClientCapabilities>,
+    ) -> Self {
+        let responses = responses.unwrap_or_default();
+        let responses = if state.as_deref() == Some(expected) {
+            responses
+        } else {
+            if !responses.is_empty() {
+                tracing::info!("discarding answers: they came without this call's state, so nothing asked them");
+            }
+            InputResponses::new()
+        };
+        let next = Carried { ask: ENVELOPE, own: Some(expected.to_owned()), ..Carried::default() };
+        Self {
+            responses,
+            carried: Carried::default(),
+            next,
+            pending: InputRequests::new(),
+            capabilities,
+            carrying: Carrying::Bare,
+        }
+    }
+
+    /// Whether the retry brought an answer to the question `key` that was asked (readable or not).
+    pub fn has_answer(&self, key: &str) -> bool {
+        self.was_asked(key) && (self.responses.contains_key(key) || self.carried.answered.contains_key(key))
+    }
+
+    /// Whether the question `key` went out last round (a bare state cannot tell, so it trusts
+    /// the state's match).
+    fn was_asked(&self, key: &str) -> bool {
+        match self.carrying {
+            Carrying::Envelope => self.carried.asked.contains_key(key),
+            Carrying::Bare => true,
+        }
+    }
+
+    /// -32021 unless the client declared `mode`: for a tool that must know before a side effect
+    /// that only makes sense if the question can then be asked.
+    pub fn require(&self, mode: ElicitationMode) -> Result<(), ErrorData> {
+        require_elicitation(self.capabilities.as_ref(), mode)
     }
 
     /// The tool's own state, carried from the last round.
@@ -112,7 +182,10 @@ impl Asking {
             requested_schema: form.requested_schema(),
         };
         let digest = digest_of(&question);
-        let asked_this = self.carried.asked.get(key) == Some(&digest);
+        let asked_this = match self.carrying {
+            Carrying::Envelope => self.carried.asked.get(key) == Some(&digest),
+            Carrying::Bare => true,
+        };
         let answer = match (self.carried.answered.get(key), self.responses.get(key)) {
             (Some(earlier), _) if asked_this => Some(earlier.clone()),
             (_, Some(now)) if asked_this => Some(now.clone()),
@@ -163,6 +236,38 @@ impl Asking {
         Ok(None)
     }
 
+    /// The person's answer to the URL question `key` of the last round, if it was asked and
+    /// answered. Accepted means only that they agreed to open the page, not that they finished.
+    pub fn url_answer(&self, key: &str) -> Option<Outcome<()>> {
+        if !self.was_asked(key) {
+            return None;
+        }
+        let answer: ElicitResult = serde_json::from_value(self.responses.get(key)?.clone()).ok()?;
+        match answer.action {
+            ElicitationAction::Accept => Some(Outcome::Accepted(())),
+            ElicitationAction::Decline => Some(Outcome::Declined),
+            ElicitationAction::Cancel => Some(Outcome::Cancelled),
+            _ => None,
+        }
+    }
+
+    /// Ask the URL question `key` this round: send the person to `url` with `message`.
+    /// -32021 unless the client can open URLs.
+    pub fn ask_url(&mut self, key: &str, url: String, message: &str) -> Result<(), ErrorData> {
+        self.require(ElicitationMode::Url)?;
+        // rmcp 3.11 still has the 2025-11-25 `elicitationId`; 2026-07-28 removed it, and the
+        // flow's own ID rides in the state instead.
+        let question = ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message: message.to_owned(),
+            url,
+            elicitation_id: String::new(),
+        };
+        self.next.asked.insert(key.to_owned(), digest_of(&question));
+        self.pending.insert(key.to_owned(), InputRequest::Elicitation(ElicitRequest::new(question)));
+        Ok(())
+    }
+
     /// Whether any question is still to be asked this round.
     pub fn has_questions(&self) -> bool {
         !self.pending.is_empty()
@@ -171,7 +276,11 @@ impl Asking {
     /// The `input_required` result: this round's questions and the state that carries the
     /// answers so far.
     pub fn input_required(self) -> InputRequiredResult {
-        let state = serde_json::to_string(&self.next).expect("the envelope is plain JSON");
+        let state = match self.carrying {
+            // A map of strings and JSON values always serializes.
+            Carrying::Envelope => serde_json::to_string(&self.next).unwrap_or_default(),
+            Carrying::Bare => self.next.own.unwrap_or_default(),
+        };
         let requests = (!self.pending.is_empty()).then_some(self.pending);
         InputRequiredResult::new(requests, Some(state))
     }
@@ -254,6 +363,43 @@ mod tests {
         // The re-asked question is still the same question: a fitting answer now counts.
         let mut third = round(again.request_state, json!({"pick": {"action": "accept", "content": {"count": 2}}}));
         assert_eq!(third.form("pick", &form, "How many?").unwrap(), Some(Outcome::Accepted(Pick { count: 2 })));
+    }
+
+    #[test]
+    fn a_bare_state_counts_answers_only_when_it_names_the_record() {
+        let form = FormSchema::<Pick>::of().unwrap();
+        let mut first = Asking::bare("R-0111", None, None, caps());
+        assert_eq!(first.form("pick", &form, "How many?").unwrap(), None);
+        let asked = first.input_required();
+        assert_eq!(asked.request_state.as_deref(), Some("R-0111"));
+        let answer = json!({"pick": {"action": "accept", "content": {"count": 3}}});
+        let responses: InputResponses = serde_json::from_value(answer).unwrap();
+        let mut right = Asking::bare("R-0111", Some("R-0111".into()), Some(responses.clone()), caps());
+        assert!(right.has_answer("pick"));
+        assert_eq!(right.form("pick", &form, "How many?").unwrap(), Some(Outcome::Accepted(Pick { count: 3 })));
+        let mut other = Asking::bare("R-0111", Some("R-0112".into()), Some(responses.clone()), caps());
+        assert!(!other.has_answer("pick"));
+        assert_eq!(other.form("pick", &form, "How many?").unwrap(), None);
+        let mut stateless = Asking::bare("R-0111", None, Some(responses), caps());
+        assert_eq!(stateless.form("pick", &form, "How many?").unwrap(), None);
+    }
+
+    #[test]
+    fn a_url_question_is_asked_and_its_answer_read_next_round() {
+        let both = serde_json::from_value(json!({"elicitation": {"form": {}, "url": {}}})).ok();
+        let mut first = Asking::new(None, None, both.clone());
+        assert_eq!(first.url_answer("connect"), None);
+        first.set_own_state("flow-1");
+        first.ask_url("connect", "https://pay.example/connect/flow-1".into(), "Connect").unwrap();
+        let asked = first.input_required();
+        let responses: InputResponses = serde_json::from_value(json!({"connect": {"action": "accept"}})).unwrap();
+        let second = Asking::new(asked.request_state, Some(responses.clone()), both);
+        assert_eq!(second.own_state(), Some("flow-1"));
+        assert_eq!(second.url_answer("connect"), Some(Outcome::Accepted(())));
+        // Never asked: no answer counts.
+        assert_eq!(Asking::new(None, Some(responses), caps()).url_answer("connect"), None);
+        // A client that declared forms only cannot be sent to a page.
+        assert_eq!(Asking::new(None, None, caps()).ask_url("connect", "u".into(), "m").unwrap_err().code.0, -32021);
     }
 
     #[test]

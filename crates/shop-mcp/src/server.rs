@@ -15,12 +15,17 @@ use mrtr::form::{FormError, FormSchema};
 
 use crate::{
     quote_store::{DEFAULT_QUOTE_TTL, QuoteStore},
-    tools::{issue_refund::AskStyle, pay_refund::Payments, record_return::Inspection},
+    tools::{
+        issue_refund::{AskStyle, ReleaseForm},
+        pay_refund::Payments,
+        record_return::Inspection,
+    },
 };
 
 /// Every form the tools ask, built (and checked) when the server is made.
 #[derive(Debug)]
 pub(crate) struct Forms {
+    pub(crate) release: FormSchema<ReleaseForm>,
     pub(crate) inspection: FormSchema<Inspection>,
 }
 
@@ -51,7 +56,7 @@ impl Shop {
     /// a tool's form is not one the spec allows, so a bad form stops the server at start.
     /// Crate-private: the one way out of this crate is [`crate::serve::build`], which seals it.
     pub(crate) fn new(api: ShopApi, state_ttl: Duration) -> Result<Self, FormError> {
-        let forms = Forms { inspection: FormSchema::of()? };
+        let forms = Forms { release: FormSchema::of()?, inspection: FormSchema::of()? };
         let records: Arc<dyn Records> = Arc::new(InMemory::new());
         Ok(Self {
             api,

@@ -6,7 +6,10 @@
 //! `requestState`, a client that cannot show a question. The text starts as the Python SDK's
 //! tool errors do, `Error executing tool NAME: `, so hosts see one wording from either server.
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::{
+    ErrorData,
+    model::{CallToolResponse, CallToolResult, ContentBlock},
+};
 use shop_api::ClientError;
 
 /// A failure inside a tool, worded for the model.
@@ -33,5 +36,38 @@ impl From<ClientError> for ToolError {
 impl From<shop_api::IdError> for ToolError {
     fn from(error: shop_api::IdError) -> Self {
         ToolError(error.to_string())
+    }
+}
+
+/// Why a tool call ended early: a tool error the model reads, or a protocol error (a state the
+/// boundary refused, a client that cannot be asked). `?` turns either into this.
+#[derive(Debug)]
+pub enum Failure {
+    Tool(ToolError),
+    Protocol(ErrorData),
+}
+
+impl<E: Into<ToolError>> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Failure::Tool(error.into())
+    }
+}
+
+impl From<ErrorData> for Failure {
+    fn from(error: ErrorData) -> Self {
+        Failure::Protocol(error)
+    }
+}
+
+/// The one conversion from a tool's outcome to what rmcp sends: a result or an input request
+/// as it is, a tool error as an error result for the model, a protocol error as a JSON-RPC error.
+pub fn respond(
+    tool: &str,
+    outcome: Result<impl Into<CallToolResponse>, Failure>,
+) -> Result<CallToolResponse, ErrorData> {
+    match outcome {
+        Ok(response) => Ok(response.into()),
+        Err(Failure::Tool(error)) => Ok(error.into_result(tool).into()),
+        Err(Failure::Protocol(error)) => Err(error),
     }
 }

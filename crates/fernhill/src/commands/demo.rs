@@ -20,7 +20,7 @@ fn lead_answers(answers: &str, file: Option<&Path>) -> anyhow::Result<Vec<Answer
         Some(path) => std::fs::read_to_string(path).with_context(|| path.display().to_string())?,
         None => answers.to_owned(),
     };
-    Ok(parse_script(&text)?)
+    Ok(parse_script(&text, &chapter::script_words())?)
 }
 
 pub async fn run(answers: &str, answers_file: Option<&Path>) -> anyhow::Result<()> {

@@ -35,9 +35,9 @@ impl Answer {
         }
     }
 
-    /// The support lead's yes to the refund question.
-    pub fn release() -> Self {
-        Answer::accept(serde_json::json!({"release": true}))
+    /// Accept a form with a typed answer (the server's form type, serialized).
+    pub fn form<T: serde::Serialize>(content: &T) -> Self {
+        Answer::accept(serde_json::to_value(content).unwrap_or(Value::Null))
     }
 
     pub fn into_result(self) -> ElicitResult {
@@ -67,13 +67,17 @@ pub struct ScriptError {
     pub problem: String,
 }
 
-impl std::str::FromStr for Answer {
-    type Err = String;
+/// A word that stands for an answer in a script, such as a shop's `release` for its form's yes.
+pub type ScriptWord<'a> = (&'a str, Answer);
 
-    /// `accept` (URL mode: consent), `accept {"field": value, ...}`, `release` (the refund
-    /// question's yes), `decline` or `cancel`.
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
+impl Answer {
+    /// `accept` (URL mode: consent), `accept {"field": value, ...}`, `decline`, `cancel`, or one
+    /// of the caller's `words`.
+    pub fn parse(text: &str, words: &[ScriptWord<'_>]) -> Result<Self, String> {
         let text = text.trim();
+        if let Some((_, answer)) = words.iter().find(|(word, _)| *word == text) {
+            return Ok(answer.clone());
+        }
         let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
         match (word, rest.trim()) {
             ("accept", "") => Ok(Answer::Accept(None)),
@@ -82,22 +86,28 @@ impl std::str::FromStr for Answer {
                 Ok(_) => Err("the content after accept must be a JSON object".into()),
                 Err(error) => Err(format!("the content after accept is not JSON: {error}")),
             },
-            ("release", "") => Ok(Answer::release()),
             ("decline", "") => Ok(Answer::Decline),
             ("cancel", "") => Ok(Answer::Cancel),
-            _ => Err("expected accept [JSON object], release, decline or cancel".into()),
+            _ => {
+                let named: String = words.iter().map(|(word, _)| format!("{word}, ")).collect();
+                Err(format!("expected accept [JSON object], {named}decline or cancel"))
+            }
         }
     }
 }
 
-/// Answers from a small script: one per line (or separated by `;`), `#` starts a comment.
-pub fn parse_script(text: &str) -> Result<Vec<Answer>, ScriptError> {
+/// Answers from a small script: one per line (or separated by `;`), `#` starts a comment;
+/// `words` names answers the caller's people give often.
+pub fn parse_script(text: &str, words: &[ScriptWord<'_>]) -> Result<Vec<Answer>, ScriptError> {
     let mut answers = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("");
         for part in line.split(';').map(str::trim).filter(|p| !p.is_empty()) {
-            let answer =
-                part.parse().map_err(|problem| ScriptError { line: index + 1, given: part.to_owned(), problem })?;
+            let answer = Answer::parse(part, words).map_err(|problem| ScriptError {
+                line: index + 1,
+                given: part.to_owned(),
+                problem,
+            })?;
             answers.push(answer);
         }
     }
@@ -224,15 +234,19 @@ mod tests {
 
     #[test]
     fn reads_a_script() {
-        let script = "release   # the first refund\ndecline; cancel\n\naccept {\"reason\": \"missing part\", \"restock\": true}\naccept";
-        let answers = parse_script(script).unwrap();
+        let yes = Answer::accept(json!({"ok": true}));
+        let words = [("yes", yes.clone())];
+        let script = "yes   # the first question\ndecline; cancel\n\naccept {\"reason\": \"missing part\", \"restock\": true}\naccept";
+        let answers = parse_script(script, &words).unwrap();
         assert_eq!(answers.len(), 5);
-        assert_eq!(answers[0], Answer::release());
+        assert_eq!(answers[0], yes);
         assert_eq!((&answers[1], &answers[2]), (&Answer::Decline, &Answer::Cancel));
         assert_eq!(answers[3], Answer::accept(json!({"reason": "missing part", "restock": true})));
         assert_eq!(answers[4], Answer::Accept(None));
-        let error = parse_script("release\nmaybe").unwrap_err();
+        let error = parse_script("yes\nmaybe", &words).unwrap_err();
         assert_eq!((error.line, error.given.as_str()), (2, "maybe"));
-        assert!(parse_script("accept [1]").is_err() && parse_script("accept {").is_err());
+        assert_eq!(error.problem, "expected accept [JSON object], yes, decline or cancel");
+        assert!(parse_script("accept [1]", &words).is_err() && parse_script("accept {", &words).is_err());
+        assert!(parse_script("yes", &[]).is_err(), "a word means something only when the caller names it");
     }
 }

@@ -2,23 +2,22 @@
 //! when the shop's API holds it.
 //!
 //! The API decides: the tool posts the refund, and only when the API holds it (above the
-//! policy limit) does the tool ask. It asks by returning `input_required` with one form-mode
-//! question under the key `confirm` and the refund's ID as the state; the boundary seals the
-//! state. On the retry:
+//! policy limit) does the tool ask. It asks through `mrtr::ask` like every tool: one form-mode
+//! question, the typed [`ReleaseForm`], under the key `confirm`, with the refund's ID as the
+//! state; the boundary seals the state. On the retry:
 //!
 //! - no answer, or a state that names another refund: a question never asked, so ask again;
+//! - an accept that does not fit the form: asked again, with the problem named;
 //! - accept with `release: true`: claim the refund in the once-only record, then confirm it;
 //! - decline (or `release: false`): claim it too, and cancel the refund: a decline stands;
 //! - cancel (the lead dismissed the question): nothing is used up, the refund stays held.
 //!
 //! [`AskStyle::AskAndWait`] is the pre-2026 way, kept to show how it fails at 2026-07-28.
 
-use std::collections::BTreeMap;
-
 use mrtr::{
+    ask::{Asking, Outcome},
     back_channel::elicit_and_wait,
     boundary::OpenedState,
-    capability::{ElicitationMode, require_elicitation},
     once_only::Claim,
 };
 use rmcp::{
@@ -27,20 +26,17 @@ use rmcp::{
         tool::{InputResponses, schema_for_output},
         wrapper::Parameters,
     },
-    model::{
-        BooleanSchema, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-        ElicitationSchema, InputRequest, InputRequiredResult, PrimitiveSchemaDefinition,
-    },
+    model::{CallToolResponse, CallToolResult, ElicitRequestParams, ElicitationAction},
     service::RequestContext,
     tool, tool_router,
 };
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use shop_api::{QuoteId, Refund, RefundStatus};
 
 use crate::{
     Shop,
-    tool_error::ToolError,
+    tool_error::{Failure, ToolError, respond},
     tools::{structured, structured_with_note},
 };
 
@@ -66,13 +62,17 @@ pub struct IssueRefund {
     pub quote_id: String,
 }
 
-/// The confirmation form: one required yes-or-no field, `release`.
-pub fn release_form() -> ElicitationSchema {
-    let release = BooleanSchema::new()
-        .title("Release this refund")
-        .description("Yes releases the refund the shop's API holds; no leaves it held.");
-    ElicitationSchema::new(BTreeMap::from([("release".to_owned(), PrimitiveSchemaDefinition::Boolean(release))]))
-        .with_required(vec!["release".to_owned()])
+/// The confirmation form: one required yes-or-no field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReleaseForm {
+    /// Yes releases the refund the shop's API holds; no leaves it held.
+    #[schemars(title = "Release this refund")]
+    pub release: bool,
+}
+
+impl ReleaseForm {
+    /// The support lead's yes.
+    pub const YES: ReleaseForm = ReleaseForm { release: true };
 }
 
 /// The question the lead sees.
@@ -81,36 +81,6 @@ pub fn question(refund: &Refund) -> String {
         "Refund {} on order {}? It is above the policy limit, so a lead must confirm it.",
         refund.amount, refund.order_id
     )
-}
-
-fn form_params(refund: &Refund) -> ElicitRequestParams {
-    ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message: question(refund),
-        requested_schema: release_form(),
-    }
-}
-
-/// What the lead said, read from the retry.
-enum Said {
-    Release,
-    Refuse,
-    Dismissed,
-}
-
-/// The lead's answer, if the retry carries a readable one. An accept without a boolean
-/// `release` does not match the form, and counts as no answer: the question is asked again.
-fn said(answer: &serde_json::Value) -> Option<Said> {
-    let answer: ElicitResult = serde_json::from_value(answer.clone()).ok()?;
-    match answer.action {
-        ElicitationAction::Accept => match answer.content.as_ref()?.get("release")?.as_bool()? {
-            true => Some(Said::Release),
-            false => Some(Said::Refuse),
-        },
-        ElicitationAction::Decline => Some(Said::Refuse),
-        ElicitationAction::Cancel => Some(Said::Dismissed),
-        _ => None,
-    }
 }
 
 #[tool_router(router = issue_refund_router, vis = "pub(crate)")]
@@ -130,34 +100,46 @@ impl Shop {
         InputResponses(responses): InputResponses,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let refund = match self.held_or_issued(&args.quote_id).await {
-            Ok(refund) => refund,
-            Err(error) => return Ok(error.into_result(TOOL).into()),
-        };
-        if self.ask_style == AskStyle::AskAndWait {
-            return self.ask_and_wait(refund, &context).await;
-        }
-        let answer = responses.as_ref().and_then(|r| r.get(CONFIRM)).and_then(said);
-        let answer = answer.filter(|_| state.as_deref() == Some(refund.refund_id.as_str()));
-        let Some(answer) = answer else {
-            // First round, or an answer to a question this refund never asked.
-            if refund.status != RefundStatus::NeedsConfirmation {
-                return Ok(structured(&refund).into());
-            }
-            require_elicitation(context.client_capabilities().as_ref(), ElicitationMode::Form)?;
-            metrics::counter!("shop_refund_questions_total").increment(1);
-            return Ok(self.ask(&refund).into());
-        };
-        let outcome = match answer {
-            Said::Release => self.release(&refund).await,
-            Said::Refuse => self.refuse(&refund).await,
-            Said::Dismissed => Ok(self.still_held(refund).await),
-        };
-        Ok(outcome.unwrap_or_else(|error| error.into_result(TOOL)).into())
+        respond(TOOL, self.issue(&args.quote_id, state, responses, &context).await)
     }
 }
 
 impl Shop {
+    async fn issue(
+        &self,
+        quote_id: &str,
+        state: Option<String>,
+        responses: Option<rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, Failure> {
+        let refund = self.held_or_issued(quote_id).await?;
+        if self.ask_style == AskStyle::AskAndWait {
+            return self.ask_and_wait(refund, context).await;
+        }
+        // The state is the refund's ID alone, not the asking layer's envelope: the book's server
+        // (and the Python reference) send exactly that, so a state either one sealed under a
+        // shared key finishes on the other.
+        let held = refund.status == RefundStatus::NeedsConfirmation;
+        let mut asking = Asking::bare(refund.refund_id.as_str(), state, responses, context.client_capabilities());
+        if !held && !asking.has_answer(CONFIRM) {
+            return Ok(structured(&refund).into());
+        }
+        let Some(said) = asking.form(CONFIRM, &self.forms.release, &question(&refund))? else {
+            if !held {
+                // An answer that did not fit, for a refund that is no longer held: nothing to ask.
+                return Ok(structured(&refund).into());
+            }
+            metrics::counter!("shop_refund_questions_total").increment(1);
+            return Ok(asking.input_required().into());
+        };
+        let result = match said {
+            Outcome::Accepted(ReleaseForm { release: true }) => self.release(&refund).await?,
+            Outcome::Accepted(ReleaseForm { release: false }) | Outcome::Declined => self.refuse(&refund).await?,
+            Outcome::Cancelled => self.still_held(refund).await,
+        };
+        Ok(result.into())
+    }
+
     /// Chapter 3's `issue_refund`: the quote must be one this server gave out; the API creates
     /// the refund (or returns the one it made for this quote before) and decides whether to hold it.
     async fn held_or_issued(&self, quote_id: &str) -> Result<Refund, ToolError> {
@@ -174,14 +156,6 @@ impl Shop {
             )));
         }
         Ok(self.api.create_refund(&quote_id).await?)
-    }
-
-    fn ask(&self, refund: &Refund) -> InputRequiredResult {
-        let request = InputRequest::Elicitation(ElicitRequest::new(form_params(refund)));
-        InputRequiredResult::new(
-            Some(BTreeMap::from([(CONFIRM.to_owned(), request)])),
-            Some(refund.refund_id.to_string()),
-        )
     }
 
     /// Claim the refund's answer before acting on it: of two identical retries, one acts.
@@ -219,7 +193,7 @@ impl Shop {
         }
     }
 
-    async fn release(&self, refund: &Refund) -> Result<rmcp::model::CallToolResult, ToolError> {
+    async fn release(&self, refund: &Refund) -> Result<CallToolResult, ToolError> {
         self.claim(refund).await?;
         match self.api.confirm(&refund.refund_id).await {
             Ok(released) => {
@@ -235,7 +209,7 @@ impl Shop {
         }
     }
 
-    async fn refuse(&self, refund: &Refund) -> Result<rmcp::model::CallToolResult, ToolError> {
+    async fn refuse(&self, refund: &Refund) -> Result<CallToolResult, ToolError> {
         self.claim(refund).await?;
         match self.api.cancel(&refund.refund_id).await {
             Ok(cancelled) => {
@@ -256,7 +230,7 @@ impl Shop {
     }
 
     /// The lead closed the question without answering: nothing is used up.
-    async fn still_held(&self, refund: Refund) -> rmcp::model::CallToolResult {
+    async fn still_held(&self, refund: Refund) -> CallToolResult {
         metrics::counter!("shop_refund_dismissals_total").increment(1);
         let refund = self.api.refund(&refund.refund_id).await.unwrap_or(refund);
         let note = match refund.status {
@@ -275,16 +249,21 @@ impl Shop {
         &self,
         refund: Refund,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> Result<CallToolResponse, Failure> {
         if refund.status != RefundStatus::NeedsConfirmation {
             return Ok(structured(&refund).into());
         }
-        let answer = elicit_and_wait(&context.peer, form_params(&refund)).await?;
+        let question = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question(&refund),
+            requested_schema: self.forms.release.requested_schema(),
+        };
+        let answer = elicit_and_wait(&context.peer, question).await?;
         let released = answer.action == ElicitationAction::Accept
-            && answer.content.as_ref().and_then(|c| c.get("release")).and_then(|r| r.as_bool()) == Some(true);
+            && self.forms.release.accept(answer.content.as_ref()) == Ok(ReleaseForm::YES);
         if !released {
             return Ok(structured(&refund).into());
         }
-        Ok(self.release(&refund).await.unwrap_or_else(|error| error.into_result(TOOL)).into())
+        Ok(self.release(&refund).await?.into())
     }
 }

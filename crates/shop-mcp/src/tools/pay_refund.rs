@@ -4,25 +4,23 @@
 //! the sign-in never passes through the MCP client or the model. The tool makes a random ID
 //! for the flow, registers it with the provider for the person who started it, and sends the
 //! lead to `{public}/connect/{flow}`: the URL carries no personal data and signs nobody in.
-//! The flow's ID and the number of rounds ride in `requestState` (sealed by the boundary).
+//! The flow's ID and the number of rounds ride in `requestState` (sealed by the boundary), as
+//! the tool's own state inside `mrtr::ask`'s envelope; the tool asks through [`Asking`] as every
+//! tool does.
 //! Accept means only that the lead agreed to open the page; each retry asks the provider
 //! whether the flow finished. After a few rounds the tool stops asking and says the step is
 //! unfinished, so an abandoned flow does not loop until the client's round cap.
 
-use std::collections::BTreeMap;
-
 use mrtr::{
+    ask::{Asking, Outcome},
     boundary::OpenedState,
-    capability::{ElicitationMode, require_elicitation},
+    capability::ElicitationMode,
 };
 use payment_provider::{NewFlow, PaymentProvider, random_flow_id};
 use rmcp::{
     ErrorData, RoleServer,
     handler::server::{tool::InputResponses, wrapper::Parameters},
-    model::{
-        CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams, ElicitResult,
-        ElicitationAction, InputRequest, InputRequiredResult,
-    },
+    model::{CallToolResponse, CallToolResult, ContentBlock},
     service::RequestContext,
     tool, tool_router,
 };
@@ -30,7 +28,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use shop_api::{RefundId, RefundStatus};
 
-use crate::{Shop, tool_error::ToolError};
+use crate::{
+    Shop,
+    tool_error::{Failure, ToolError, respond},
+};
 
 const TOOL: &str = "pay_refund";
 /// The key of the sign-in question.
@@ -85,22 +86,7 @@ impl Shop {
         InputResponses(responses): InputResponses,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        match self.pay(&args.refund_id, state, responses, &context).await {
-            Ok(response) => Ok(response),
-            Err(PayError::Protocol(error)) => Err(error),
-            Err(PayError::Tool(error)) => Ok(error.into_result(TOOL).into()),
-        }
-    }
-}
-
-enum PayError {
-    Protocol(ErrorData),
-    Tool(ToolError),
-}
-
-impl<E: Into<ToolError>> From<E> for PayError {
-    fn from(error: E) -> Self {
-        PayError::Tool(error.into())
+        respond(TOOL, self.pay(&args.refund_id, state, responses, &context).await)
     }
 }
 
@@ -111,7 +97,7 @@ impl Shop {
         state: Option<String>,
         responses: Option<rmcp::model::InputResponses>,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, PayError> {
+    ) -> Result<CallToolResponse, Failure> {
         let payments =
             self.payments.as_ref().ok_or_else(|| ToolError::new("This server has no payment provider configured."))?;
         let refund_id = RefundId::parse(refund_id)?;
@@ -124,12 +110,13 @@ impl Shop {
             .into());
         }
         let provider_error = |error: payment_provider::ProviderError| ToolError::new(error.to_string());
-        let mut flow = match state.as_deref().map(serde_json::from_str::<FlowState>) {
+        let mut asking = Asking::new(state, responses, context.client_capabilities());
+        let mut flow = match asking.own_state().map(serde_json::from_str::<FlowState>) {
             Some(Ok(flow)) => flow,
-            // A new flow: the server's own ID for it, registered for the person who started it.
+            // A new flow: the server's own ID for it, registered for the person who started it,
+            // once the client is known to be able to open the page.
             _ => {
-                require_elicitation(context.client_capabilities().as_ref(), ElicitationMode::Url)
-                    .map_err(PayError::Protocol)?;
+                asking.require(ElicitationMode::Url)?;
                 let flow = FlowState { flow: random_flow_id(), rounds: 0 };
                 let lead = crate::caller::subject(context).unwrap_or_else(|| payments.lead.clone());
                 let registration = NewFlow {
@@ -148,13 +135,7 @@ impl Shop {
             tracing::info!(%refund_id, payment_id = %payment.payment_id, paid_by = %payment.paid_by, "refund paid");
             return Ok(text(format!("Paid {refund_id} through the payment provider")).into());
         }
-        let answer = responses
-            .as_ref()
-            .and_then(|r| r.get(CONNECT))
-            .and_then(|a| serde_json::from_value::<ElicitResult>(a.clone()).ok());
-        if let Some(answer) = answer
-            && answer.action != ElicitationAction::Accept
-        {
+        if let Some(Outcome::Declined | Outcome::Cancelled) = asking.url_answer(CONNECT) {
             return Ok(text(format!(
                 "Not paid: the user didn't connect a payment account. {refund_id} stays released, unpaid."
             ))
@@ -169,17 +150,10 @@ impl Shop {
             ))
             .into());
         }
-        require_elicitation(context.client_capabilities().as_ref(), ElicitationMode::Url)
-            .map_err(PayError::Protocol)?;
         let url = format!("{}/connect/{}", payments.public_url.trim_end_matches('/'), flow.flow);
-        let ask = ElicitRequestParams::UrlElicitationParams {
-            meta: None,
-            message: MESSAGE.to_owned(),
-            url,
-            elicitation_id: String::new(),
-        };
-        let requests = BTreeMap::from([(CONNECT.to_owned(), InputRequest::Elicitation(ElicitRequest::new(ask)))]);
-        let state = serde_json::to_string(&flow).expect("plain JSON");
-        Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+        asking.ask_url(CONNECT, url, MESSAGE)?;
+        // Plain strings and a number always serialize.
+        asking.set_own_state(serde_json::to_string(&flow).unwrap_or_default());
+        Ok(asking.input_required().into())
     }
 }

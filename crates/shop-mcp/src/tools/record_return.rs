@@ -9,7 +9,7 @@
 use mrtr::{
     ask::{Asking, Outcome},
     boundary::OpenedState,
-    capability::{ElicitationMode, require_elicitation},
+    capability::ElicitationMode,
 };
 use rmcp::{
     ErrorData, RoleServer,
@@ -22,7 +22,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use shop_api::{OrderId, ReturnReason, ReturnRequest, Sku};
 
-use crate::{Shop, tool_error::ToolError};
+use crate::{
+    Shop,
+    tool_error::{Failure, ToolError, respond},
+};
 
 const TOOL: &str = "record_return";
 /// The key of the inspection question: a name chosen in code, the same on every replica.
@@ -76,13 +79,24 @@ impl Shop {
         InputResponses(responses): InputResponses,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let capabilities = context.client_capabilities();
-        require_elicitation(capabilities.as_ref(), ElicitationMode::Form)?;
-        let (order_id, sku) = match (OrderId::parse(&args.order_id), Sku::parse(&args.sku)) {
-            (Ok(order_id), Ok(sku)) => (order_id, sku),
-            (Err(error), _) | (_, Err(error)) => return Ok(ToolError::from(error).into_result(TOOL).into()),
-        };
-        let mut asking = Asking::new(state, responses, capabilities);
+        respond(TOOL, self.record(&args, state, responses, &context).await)
+    }
+}
+
+impl Shop {
+    async fn record(
+        &self,
+        args: &RecordReturn,
+        state: Option<String>,
+        responses: Option<rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, Failure> {
+        let mut asking = Asking::new(state, responses, context.client_capabilities());
+        // As the Python SDK's resolver does: a client that cannot show the form is told before
+        // the tool looks at anything.
+        asking.require(ElicitationMode::Form)?;
+        let order_id = OrderId::parse(&args.order_id)?;
+        let sku = Sku::parse(&args.sku)?;
         let message = format!("You opened the return of {sku} from order {order_id}. What did you find?");
         let found = match asking.form(INSPECTION, &self.forms.inspection, &message)? {
             None => return Ok(asking.input_required().into()),
@@ -112,7 +126,7 @@ impl Shop {
                             ContentBlock::text(record),
                         ])
                     }
-                    Err(error) => ToolError::from(error).into_result(TOOL),
+                    Err(error) => return Err(ToolError::from(error).into()),
                 }
             }
             Outcome::Declined => CallToolResult::success(vec![ContentBlock::text(DECLINED)]),
