@@ -33,6 +33,8 @@ pub struct FleetPlan {
     pub keys: String,
     /// Extra arguments for every replica.
     pub extra: Vec<String>,
+    /// The replicas' log filter (`RUST_LOG`); their logs pass through to this process's stderr.
+    pub log_filter: String,
 }
 
 impl FleetPlan {
@@ -46,6 +48,7 @@ impl FleetPlan {
             store_prefix: format!("fleet-{}:", hex(&prefix)),
             keys: hex(&key),
             extra: Vec::new(),
+            log_filter: "warn".to_owned(),
         }
     }
 }
@@ -95,7 +98,7 @@ async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::R
         .args(["serve", "--http", "127.0.0.1:0", "--shop-api", api, "--store", &plan.store])
         .args(["--store-prefix", &plan.store_prefix])
         .args(&plan.extra)
-        .env("RUST_LOG", std::env::var("FLEET_LOG").unwrap_or_else(|_| "warn".into()))
+        .env("RUST_LOG", &plan.log_filter)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);

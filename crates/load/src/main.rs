@@ -32,6 +32,9 @@ struct Cli {
     /// The fernhill binary the replicas run (by default the one beside this program).
     #[arg(long, value_name = "PATH")]
     fernhill: Option<PathBuf>,
+    /// The started replicas' log filter, such as `info` (their logs go to stderr).
+    #[arg(long, default_value = "warn", value_name = "FILTER")]
+    replica_log: String,
     /// Leads working at once.
     #[arg(long, default_value_t = 16)]
     leads: usize,
@@ -58,11 +61,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let fleet;
     let (urls, shop_api) = match cli.replicas {
         Some(replicas) => {
+            anyhow::ensure!(
+                replicas <= 1 || cli.store != "memory",
+                "{replicas} replicas need a store they share, such as --store redis://127.0.0.1:6379: with memory, \
+                 each replica knows only its own quotes and claims"
+            );
             let program = match cli.fernhill {
                 Some(program) => program,
                 None => std::env::current_exe().context("finding this program")?.with_file_name("fernhill"),
             };
-            fleet = Fleet::start(&program, &FleetPlan::new(replicas, &cli.store)).await?;
+            let plan = FleetPlan { log_filter: cli.replica_log, ..FleetPlan::new(replicas, &cli.store) };
+            fleet = Fleet::start(&program, &plan).await?;
             println!("started {replicas} replicas on {} ({} store)", fleet.urls.join(", "), cli.store);
             (fleet.urls.clone(), fleet.api.url.clone())
         }
