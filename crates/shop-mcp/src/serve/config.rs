@@ -17,6 +17,11 @@ pub const PAYMENTS_ENV: &str = "PAYMENT_PROVIDER_URL";
 /// The environment variable that names the payment provider's public address.
 pub const PAYMENTS_PUBLIC_ENV: &str = "PAYMENT_PUBLIC_URL";
 
+/// Where quotes and once-only claims live unless told otherwise: this process's memory.
+pub const DEFAULT_STORE: &str = "memory";
+/// The prefix of every key in a shared store unless told otherwise.
+pub const DEFAULT_STORE_PREFIX: &str = "fernhill:";
+
 /// The shop's MCP server: where its API is, how it seals and keeps state, what it pays through.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeConfig {
@@ -25,11 +30,11 @@ pub struct ServeConfig {
     pub shop_api: String,
 
     /// Where quotes and once-only claims live: `memory` (one process) or a redis:// URL (a fleet).
-    #[arg(long, env = "SHOP_STORE", default_value = "memory", value_name = "STORE")]
+    #[arg(long, env = "SHOP_STORE", default_value = DEFAULT_STORE, value_name = "STORE")]
     pub store: String,
 
     /// Keys under this prefix in a shared store (fleets that share one Redis keep apart).
-    #[arg(long, env = "SHOP_STORE_PREFIX", default_value = "fernhill:", value_name = "PREFIX")]
+    #[arg(long, env = "SHOP_STORE_PREFIX", default_value = DEFAULT_STORE_PREFIX, value_name = "PREFIX")]
     pub store_prefix: String,
 
     /// Sealing keys for requestState, comma-separated, each at least 32 bytes: the first seals,
@@ -63,8 +68,8 @@ impl ServeConfig {
     pub fn new(shop_api: impl Into<String>) -> Self {
         Self {
             shop_api: shop_api.into(),
-            store: "memory".into(),
-            store_prefix: "fernhill:".into(),
+            store: DEFAULT_STORE.into(),
+            store_prefix: DEFAULT_STORE_PREFIX.into(),
             state_keys: None,
             state_ttl: DEFAULT_TTL.as_secs_f64(),
             quote_ttl: DEFAULT_QUOTE_TTL.as_secs(),
