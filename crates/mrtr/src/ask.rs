@@ -16,9 +16,16 @@
 //! - An accepted answer that does not match the form is asked again, with the problem named.
 //! - Before a question goes out, the client's capability for its mode is checked (-32021).
 //!
+//! The protocol era is chosen per connection ([`Era::of`]): at 2026-07-28 and later a question
+//! ends the round with `input_required`; on a connection that opened with the 2025
+//! `initialize` handshake there are no rounds, so the same question goes out as a server-sent
+//! `elicitation/create` on the back-channel and the call waits for the answer, at most a round's
+//! lifetime. The tool's code is the same for both: [`Asking::form`] gives an outcome, or `None`
+//! when the round must end with the question.
+//!
 //! The state is plaintext JSON here; the boundary seals it like any other.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Duration};
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use rmcp::{
@@ -33,10 +40,77 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use rmcp::{
+    RoleServer, ServiceError,
+    model::{CustomNotification, ErrorCode, ProtocolVersion, ServerNotification},
+    service::{Peer, RequestContext},
+};
+
 use crate::{
+    back_channel::no_back_channel,
     capability::{ElicitationMode, require_elicitation},
     form::FormSchema,
 };
+
+/// How many times a waiting call puts a form again when the answer does not fit it.
+const WAITING_ATTEMPTS: usize = 3;
+
+/// How questions reach the person on one connection.
+#[derive(Clone)]
+pub enum Era {
+    /// MCP 2026-07-28 and later: the round ends with `input_required`, and the retry answers.
+    Rounds,
+    /// Older revisions: a server-sent `elicitation/create`, answered while the call waits, for
+    /// at most `wait`.
+    BackChannel { peer: Peer<RoleServer>, wait: Duration },
+}
+
+impl Era {
+    /// The era of the connection `context` came on: rounds unless it negotiated a revision
+    /// before 2026-07-28 (the 2025 `initialize` handshake).
+    pub fn of(context: &RequestContext<RoleServer>, wait: Duration) -> Self {
+        match context.protocol_version() {
+            Some(version) if version < ProtocolVersion::V_2026_07_28 => Self::back_channel(context, wait),
+            _ => Era::Rounds,
+        }
+    }
+
+    /// Ask on the back-channel whatever the connection: the pre-2026 way, which at 2026-07-28
+    /// fails with -32600 before anything is sent (the book's first program shows it).
+    pub fn back_channel(context: &RequestContext<RoleServer>, wait: Duration) -> Self {
+        Era::BackChannel { peer: context.peer.clone(), wait }
+    }
+}
+
+impl std::fmt::Debug for Era {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Era::Rounds => f.write_str("Rounds"),
+            Era::BackChannel { wait, .. } => f.debug_struct("BackChannel").field("wait", wait).finish(),
+        }
+    }
+}
+
+/// Why a question got no outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// A protocol error for the client: it cannot show the question (-32021), or the
+    /// connection has no back-channel (-32600).
+    #[error("{}", .0.message)]
+    Protocol(ErrorData),
+    /// A waiting call: nobody answered within the round's lifetime.
+    #[error("nobody answered within {} seconds", .0.as_secs())]
+    Unanswered(Duration),
+    /// A waiting call: the client went away (or cancelled the call) before answering.
+    #[error("the client went away before answering")]
+    Gone,
+}
+
+impl From<ErrorData> for AskError {
+    fn from(error: ErrorData) -> Self {
+        AskError::Protocol(error)
+    }
+}
 
 /// What became of one question.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +157,7 @@ pub struct Asking {
     pending: InputRequests,
     capabilities: Option<ClientCapabilities>,
     carrying: Carrying,
+    era: Era,
 }
 
 impl Asking {
@@ -105,6 +180,7 @@ impl Asking {
             pending: InputRequests::new(),
             capabilities,
             carrying: Carrying::Envelope,
+            era: Era::Rounds,
         }
     }
 
@@ -135,7 +211,19 @@ impl Asking {
             pending: InputRequests::new(),
             capabilities,
             carrying: Carrying::Bare,
+            era: Era::Rounds,
         }
+    }
+
+    /// Ask in `era` ([`Era::Rounds`] unless told).
+    pub fn in_era(mut self, era: Era) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// The era this call asks in.
+    pub fn era(&self) -> &Era {
+        &self.era
     }
 
     /// Whether the retry brought an answer to the question `key` that was asked (readable or not).
@@ -169,8 +257,56 @@ impl Asking {
     }
 
     /// The outcome of the form question `key`, or `None` if it must (still) be asked; then it
-    /// joins this round's questions. -32021 if the client cannot show a form.
-    pub fn form<T: JsonSchema + DeserializeOwned>(
+    /// joins this round's questions. -32021 if the client cannot show a form. In the
+    /// back-channel era the question is sent now and the outcome awaited: never `None`.
+    pub async fn form<T: JsonSchema + DeserializeOwned>(
+        &mut self,
+        key: &str,
+        form: &FormSchema<T>,
+        message: &str,
+    ) -> Result<Option<Outcome<T>>, AskError> {
+        if let Era::BackChannel { peer, wait } = &self.era {
+            let (peer, wait) = (peer.clone(), *wait);
+            return self.form_waiting(&peer, wait, form, message).await.map(Some);
+        }
+        Ok(self.form_in_rounds(key, form, message)?)
+    }
+
+    /// Put the form to the person over the back-channel and wait for a fitting answer.
+    async fn form_waiting<T: JsonSchema + DeserializeOwned>(
+        &self,
+        peer: &Peer<RoleServer>,
+        wait: Duration,
+        form: &FormSchema<T>,
+        message: &str,
+    ) -> Result<Outcome<T>, AskError> {
+        self.require(ElicitationMode::Form)?;
+        let mut shown = message.to_owned();
+        let mut problem = String::new();
+        for _ in 0..WAITING_ATTEMPTS {
+            let question = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: shown,
+                requested_schema: form.requested_schema(),
+            };
+            let answer = elicit_waiting(peer, question, wait).await?;
+            match answer.action {
+                ElicitationAction::Accept => match form.accept(answer.content.as_ref()) {
+                    Ok(value) => return Ok(Outcome::Accepted(value)),
+                    Err(why) => problem = why,
+                },
+                ElicitationAction::Decline => return Ok(Outcome::Declined),
+                ElicitationAction::Cancel => return Ok(Outcome::Cancelled),
+                _ => problem = "the answer's action is not accept, decline or cancel".to_owned(),
+            }
+            // Ask again, naming what was wrong, as the rounds do.
+            shown = format!("That answer didn't fit: {problem}. {message}");
+        }
+        tracing::info!(%problem, "no fitting answer after {WAITING_ATTEMPTS} attempts; treating it as dismissed");
+        Ok(Outcome::Cancelled)
+    }
+
+    fn form_in_rounds<T: JsonSchema + DeserializeOwned>(
         &mut self,
         key: &str,
         form: &FormSchema<T>,
@@ -251,6 +387,40 @@ impl Asking {
         }
     }
 
+    /// Send the person to `url` with `message` over the back-channel and wait for their answer:
+    /// the 2025-11-25 URL mode, with `elicitation_id` naming the flow (the server later sends
+    /// `notifications/elicitation/complete` with it). -32021 unless the client can open URLs.
+    pub async fn url_waiting(&self, url: String, message: &str, elicitation_id: &str) -> Result<Outcome<()>, AskError> {
+        let Era::BackChannel { peer, wait } = &self.era else {
+            return Err(AskError::Protocol(no_back_channel("elicitation/create")));
+        };
+        self.require(ElicitationMode::Url)?;
+        let question = ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message: message.to_owned(),
+            url,
+            elicitation_id: elicitation_id.to_owned(),
+        };
+        let answer = elicit_waiting(peer, question, *wait).await?;
+        Ok(match answer.action {
+            ElicitationAction::Accept => Outcome::Accepted(()),
+            ElicitationAction::Decline => Outcome::Declined,
+            _ => Outcome::Cancelled,
+        })
+    }
+
+    /// Tell the client that the URL flow `elicitation_id` finished (2025-11-25's
+    /// `notifications/elicitation/complete`); nothing to say in the rounds era, which removed it.
+    pub async fn url_finished(&self, elicitation_id: &str) {
+        let Era::BackChannel { peer, .. } = &self.era else { return };
+        // rmcp 3.11 has no typed notification for it: a custom one carries the same JSON.
+        let params = serde_json::json!({ "elicitationId": elicitation_id });
+        let notification = CustomNotification::new("notifications/elicitation/complete", Some(params));
+        if let Err(error) = peer.send_notification(ServerNotification::CustomNotification(notification)).await {
+            tracing::info!(%error, "could not tell the client that the URL flow finished");
+        }
+    }
+
     /// Ask the URL question `key` this round: send the person to `url` with `message`.
     /// -32021 unless the client can open URLs.
     pub fn ask_url(&mut self, key: &str, url: String, message: &str) -> Result<(), ErrorData> {
@@ -286,6 +456,27 @@ impl Asking {
     }
 }
 
+/// Send `question` to the client on the back-channel and wait at most `wait` for the answer.
+async fn elicit_waiting(
+    peer: &Peer<RoleServer>,
+    question: ElicitRequestParams,
+    wait: Duration,
+) -> Result<ElicitResult, AskError> {
+    match peer.create_elicitation_with_timeout(question, Some(wait)).await {
+        Ok(answer) => Ok(answer),
+        // rmcp refuses a server-sent request on a 2026-07-28 connection before sending it.
+        Err(ServiceError::McpError(error)) if error.code == ErrorCode::INVALID_REQUEST => {
+            Err(AskError::Protocol(no_back_channel("elicitation/create")))
+        }
+        Err(ServiceError::McpError(error)) => Err(AskError::Protocol(error)),
+        Err(ServiceError::Timeout { timeout }) => Err(AskError::Unanswered(timeout)),
+        Err(other) => {
+            tracing::info!(error = %other, "the question on the back-channel got no answer");
+            Err(AskError::Gone)
+        }
+    }
+}
+
 /// A digest of a question as sent: key-independent, so the same question reads the same.
 fn digest_of(question: &ElicitRequestParams) -> String {
     let json = serde_json::to_vec(question).unwrap_or_default();
@@ -318,21 +509,27 @@ mod tests {
     fn asks_then_reads_the_answer_and_carries_it_forward() {
         let form = FormSchema::<Pick>::of().unwrap();
         let mut first = Asking::new(None, None, caps());
-        assert_eq!(first.form("pick", &form, "How many?").unwrap(), None);
-        assert_eq!(first.form("second", &form, "And now?").unwrap(), None);
+        assert_eq!(first.form_in_rounds("pick", &form, "How many?").unwrap(), None);
+        assert_eq!(first.form_in_rounds("second", &form, "And now?").unwrap(), None);
         let asked = first.input_required();
         assert_eq!(asked.input_requests.as_ref().unwrap().len(), 2);
 
         let mut second = round(asked.request_state, json!({"pick": {"action": "accept", "content": {"count": 3}}}));
-        assert_eq!(second.form("pick", &form, "How many?").unwrap(), Some(Outcome::Accepted(Pick { count: 3 })));
-        assert_eq!(second.form("second", &form, "And now?").unwrap(), None);
+        assert_eq!(
+            second.form_in_rounds("pick", &form, "How many?").unwrap(),
+            Some(Outcome::Accepted(Pick { count: 3 }))
+        );
+        assert_eq!(second.form_in_rounds("second", &form, "And now?").unwrap(), None);
         let asked = second.input_required();
         assert_eq!(asked.input_requests.as_ref().unwrap().keys().collect::<Vec<_>>(), ["second"]);
 
         // The third round brings only the second answer; the first rides in the state.
         let mut third = round(asked.request_state, json!({"second": {"action": "decline"}}));
-        assert_eq!(third.form("pick", &form, "How many?").unwrap(), Some(Outcome::Accepted(Pick { count: 3 })));
-        assert_eq!(third.form("second", &form, "And now?").unwrap(), Some(Outcome::Declined));
+        assert_eq!(
+            third.form_in_rounds("pick", &form, "How many?").unwrap(),
+            Some(Outcome::Accepted(Pick { count: 3 }))
+        );
+        assert_eq!(third.form_in_rounds("second", &form, "And now?").unwrap(), Some(Outcome::Declined));
         assert!(!third.has_questions());
     }
 
@@ -340,48 +537,54 @@ mod tests {
     fn an_answer_to_another_question_is_no_answer() {
         let form = FormSchema::<Pick>::of().unwrap();
         let mut first = Asking::new(None, None, caps());
-        first.form("pick", &form, "How many?").unwrap();
+        first.form_in_rounds("pick", &form, "How many?").unwrap();
         let state = first.input_required().request_state;
         let mut changed = round(state, json!({"pick": {"action": "accept", "content": {"count": 3}}}));
-        assert_eq!(changed.form("pick", &form, "How many now?").unwrap(), None);
+        assert_eq!(changed.form_in_rounds("pick", &form, "How many now?").unwrap(), None);
         // Without any state the answer was never asked for.
         let mut stateless = round(None, json!({"pick": {"action": "accept", "content": {"count": 3}}}));
-        assert_eq!(stateless.form("pick", &form, "How many?").unwrap(), None);
+        assert_eq!(stateless.form_in_rounds("pick", &form, "How many?").unwrap(), None);
     }
 
     #[test]
     fn an_answer_that_does_not_fit_is_asked_again_with_the_problem() {
         let form = FormSchema::<Pick>::of().unwrap();
         let mut first = Asking::new(None, None, caps());
-        first.form("pick", &form, "How many?").unwrap();
+        first.form_in_rounds("pick", &form, "How many?").unwrap();
         let state = first.input_required().request_state;
         let mut second = round(state, json!({"pick": {"action": "accept", "content": {"count": 9}}}));
-        assert_eq!(second.form("pick", &form, "How many?").unwrap(), None);
+        assert_eq!(second.form_in_rounds("pick", &form, "How many?").unwrap(), None);
         let again = second.input_required();
         let request = serde_json::to_value(&again.input_requests.unwrap()["pick"]).unwrap();
         assert_eq!(request["params"]["message"], "That answer didn't fit: count must be at most 5. How many?");
         // The re-asked question is still the same question: a fitting answer now counts.
         let mut third = round(again.request_state, json!({"pick": {"action": "accept", "content": {"count": 2}}}));
-        assert_eq!(third.form("pick", &form, "How many?").unwrap(), Some(Outcome::Accepted(Pick { count: 2 })));
+        assert_eq!(
+            third.form_in_rounds("pick", &form, "How many?").unwrap(),
+            Some(Outcome::Accepted(Pick { count: 2 }))
+        );
     }
 
     #[test]
     fn a_bare_state_counts_answers_only_when_it_names_the_record() {
         let form = FormSchema::<Pick>::of().unwrap();
         let mut first = Asking::bare("R-0111", None, None, caps());
-        assert_eq!(first.form("pick", &form, "How many?").unwrap(), None);
+        assert_eq!(first.form_in_rounds("pick", &form, "How many?").unwrap(), None);
         let asked = first.input_required();
         assert_eq!(asked.request_state.as_deref(), Some("R-0111"));
         let answer = json!({"pick": {"action": "accept", "content": {"count": 3}}});
         let responses: InputResponses = serde_json::from_value(answer).unwrap();
         let mut right = Asking::bare("R-0111", Some("R-0111".into()), Some(responses.clone()), caps());
         assert!(right.has_answer("pick"));
-        assert_eq!(right.form("pick", &form, "How many?").unwrap(), Some(Outcome::Accepted(Pick { count: 3 })));
+        assert_eq!(
+            right.form_in_rounds("pick", &form, "How many?").unwrap(),
+            Some(Outcome::Accepted(Pick { count: 3 }))
+        );
         let mut other = Asking::bare("R-0111", Some("R-0112".into()), Some(responses.clone()), caps());
         assert!(!other.has_answer("pick"));
-        assert_eq!(other.form("pick", &form, "How many?").unwrap(), None);
+        assert_eq!(other.form_in_rounds("pick", &form, "How many?").unwrap(), None);
         let mut stateless = Asking::bare("R-0111", None, Some(responses), caps());
-        assert_eq!(stateless.form("pick", &form, "How many?").unwrap(), None);
+        assert_eq!(stateless.form_in_rounds("pick", &form, "How many?").unwrap(), None);
     }
 
     #[test]
@@ -407,6 +610,6 @@ mod tests {
         let form = FormSchema::<Pick>::of().unwrap();
         let url_only = serde_json::from_value(json!({"elicitation": {"url": {}}})).ok();
         let mut asking = Asking::new(None, None, url_only);
-        assert_eq!(asking.form("pick", &form, "How many?").unwrap_err().code.0, -32021);
+        assert_eq!(asking.form_in_rounds("pick", &form, "How many?").unwrap_err().code.0, -32021);
     }
 }

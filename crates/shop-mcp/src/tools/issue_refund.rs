@@ -12,11 +12,12 @@
 //! - decline (or `release: false`): claim it too, and cancel the refund: a decline stands;
 //! - cancel (the lead dismissed the question): nothing is used up, the refund stays held.
 //!
-//! [`AskStyle::AskAndWait`] is the pre-2026 way, kept to show how it fails at 2026-07-28.
+//! The era is the connection's (`mrtr::ask::Era`): a 2025 host is asked on the back-channel
+//! while the call waits, with the same rules. [`AskStyle::AskAndWait`] asks that way on every
+//! connection, kept to show how it fails at 2026-07-28.
 
 use mrtr::{
-    ask::{Asking, Outcome},
-    back_channel::elicit_and_wait,
+    ask::{AskError, Asking, Era, Outcome},
     boundary::OpenedState,
     once_only::Claim,
 };
@@ -26,7 +27,8 @@ use rmcp::{
         tool::{InputResponses, schema_for_output},
         wrapper::Parameters,
     },
-    model::{CallToolResponse, CallToolResult, ElicitRequestParams, ElicitationAction},
+    model::CallToolResponse,
+    model::CallToolResult,
     service::RequestContext,
     tool, tool_router,
 };
@@ -113,23 +115,28 @@ impl Shop {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Failure> {
         let refund = self.held_or_issued(quote_id).await?;
-        if self.ask_style == AskStyle::AskAndWait {
-            return self.ask_and_wait(refund, context).await;
-        }
+        let era = match self.ask_style {
+            AskStyle::InputRequired => Era::of(context, self.state_ttl),
+            AskStyle::AskAndWait => Era::back_channel(context, self.state_ttl),
+        };
         // The state is the refund's ID alone, not the asking layer's envelope: the book's server
         // (and the Python reference) send exactly that, so a state either one sealed under a
         // shared key finishes on the other.
         let held = refund.status == RefundStatus::NeedsConfirmation;
-        let mut asking = Asking::bare(refund.refund_id.as_str(), state, responses, context.client_capabilities());
-        if !held && !asking.has_answer(CONFIRM) {
-            return Ok(structured(&refund).into());
+        let mut asking =
+            Asking::bare(refund.refund_id.as_str(), state, responses, context.client_capabilities()).in_era(era);
+        if !asking.has_answer(CONFIRM) {
+            if !held {
+                return Ok(structured(&refund).into());
+            }
+            metrics::counter!("shop_refund_questions_total").increment(1);
         }
-        let Some(said) = asking.form(CONFIRM, &self.forms.release, &question(&refund))? else {
+        let asked = asking.form(CONFIRM, &self.forms.release, &question(&refund)).await;
+        let Some(said) = asked.map_err(|error| self.unanswered(&refund, error))? else {
             if !held {
                 // An answer that did not fit, for a refund that is no longer held: nothing to ask.
                 return Ok(structured(&refund).into());
             }
-            metrics::counter!("shop_refund_questions_total").increment(1);
             return Ok(asking.input_required().into());
         };
         let result = match said {
@@ -244,26 +251,20 @@ impl Shop {
         structured_with_note(&refund, note)
     }
 
-    /// The 2025 way: ask over a back-channel and wait for the answer inside the call.
-    async fn ask_and_wait(
-        &self,
-        refund: Refund,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, Failure> {
-        if refund.status != RefundStatus::NeedsConfirmation {
-            return Ok(structured(&refund).into());
-        }
-        let question = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: question(&refund),
-            requested_schema: self.forms.release.requested_schema(),
+    /// A question that got no outcome: a protocol error stays one; a waiting call that nobody
+    /// answered says so to the model, and the refund stays held.
+    fn unanswered(&self, refund: &Refund, error: AskError) -> Failure {
+        let waited = match error {
+            AskError::Protocol(error) => return Failure::Protocol(error),
+            AskError::Unanswered(waited) => format!("within {} minutes", waited.as_secs().div_ceil(60)),
+            AskError::Gone => "before the host went away".to_owned(),
         };
-        let answer = elicit_and_wait(&context.peer, question).await?;
-        let released = answer.action == ElicitationAction::Accept
-            && self.forms.release.accept(answer.content.as_ref()) == Ok(ReleaseForm::YES);
-        if !released {
-            return Ok(structured(&refund).into());
-        }
-        Ok(self.release(&refund).await?.into())
+        tracing::info!(refund_id = %refund.refund_id, "the lead did not answer {waited}; the refund stays held");
+        ToolError::new(format!(
+            "Nobody answered the question about refund {} {waited}, so the shop's API still holds it. Call \
+             issue_refund again to ask again.",
+            refund.refund_id
+        ))
+        .into()
     }
 }

@@ -12,7 +12,7 @@
 //! unfinished, so an abandoned flow does not loop until the client's round cap.
 
 use mrtr::{
-    ask::{Asking, Outcome},
+    ask::{AskError, Asking, Era, Outcome},
     boundary::OpenedState,
     capability::ElicitationMode,
 };
@@ -70,6 +70,34 @@ fn text(message: String) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(message)])
 }
 
+fn not_connected(refund_id: &RefundId) -> CallToolResult {
+    text(format!("Not paid: the user didn't connect a payment account. {refund_id} stays released, unpaid."))
+}
+
+/// How often a waiting call asks the provider whether the lead has signed in.
+const SIGN_IN_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+impl Payments {
+    /// Whether the provider sees the flow finished within `wait`, asking it every [`SIGN_IN_POLL`]:
+    /// the provider tells nobody, so a call that waits (a 2025 host) asks until it knows.
+    async fn signed_in_within(
+        &self,
+        flow: &str,
+        wait: std::time::Duration,
+    ) -> Result<bool, payment_provider::ProviderError> {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            if self.provider.flow(flow).await?.is_finished() {
+                return Ok(true);
+            }
+            if tokio::time::Instant::now() + SIGN_IN_POLL > until {
+                return Ok(false);
+            }
+            tokio::time::sleep(SIGN_IN_POLL).await;
+        }
+    }
+}
+
 #[tool_router(router = pay_refund_router, vis = "pub(crate)")]
 impl Shop {
     #[tool(
@@ -110,7 +138,8 @@ impl Shop {
             .into());
         }
         let provider_error = |error: payment_provider::ProviderError| ToolError::new(error.to_string());
-        let mut asking = Asking::new(state, responses, context.client_capabilities());
+        let era = Era::of(context, self.state_ttl);
+        let mut asking = Asking::new(state, responses, context.client_capabilities()).in_era(era);
         let mut flow = match asking.own_state().map(serde_json::from_str::<FlowState>) {
             Some(Ok(flow)) => flow,
             // A new flow: the server's own ID for it, registered for the person who started it,
@@ -129,6 +158,26 @@ impl Shop {
                 flow
             }
         };
+        let url = format!("{}/connect/{}", payments.public_url.trim_end_matches('/'), flow.flow);
+        if let Era::BackChannel { wait, .. } = asking.era() {
+            // A 2025 host: the question goes out now, its accept is the lead's consent, and the
+            // call waits (at most a round's lifetime) for the provider to see the sign-in.
+            let wait = *wait;
+            match asking.url_waiting(url.clone(), MESSAGE, &flow.flow).await {
+                Ok(Outcome::Accepted(())) => {}
+                Ok(_) => return Ok(not_connected(&refund_id).into()),
+                Err(AskError::Protocol(error)) => return Err(error.into()),
+                Err(other) => return Ok(text(format!("Not paid: {other}. {refund_id} stays released, unpaid.")).into()),
+            }
+            if !payments.signed_in_within(&flow.flow, wait).await.map_err(provider_error)? {
+                return Ok(text(format!(
+                    "Not paid yet: the payment provider has not seen the lead sign in. {refund_id} stays released, \
+                     unpaid; call pay_refund again to start a new sign-in."
+                ))
+                .into());
+            }
+            asking.url_finished(&flow.flow).await;
+        }
         let record = payments.provider.flow(&flow.flow).await.map_err(provider_error)?;
         if record.is_finished() {
             let payment = payments.provider.pay(&flow.flow, refund_id.as_str()).await.map_err(provider_error)?;
@@ -136,10 +185,7 @@ impl Shop {
             return Ok(text(format!("Paid {refund_id} through the payment provider")).into());
         }
         if let Some(Outcome::Declined | Outcome::Cancelled) = asking.url_answer(CONNECT) {
-            return Ok(text(format!(
-                "Not paid: the user didn't connect a payment account. {refund_id} stays released, unpaid."
-            ))
-            .into());
+            return Ok(not_connected(&refund_id).into());
         }
         flow.rounds += 1;
         if flow.rounds > payments.max_rounds {
@@ -150,7 +196,6 @@ impl Shop {
             ))
             .into());
         }
-        let url = format!("{}/connect/{}", payments.public_url.trim_end_matches('/'), flow.flow);
         asking.ask_url(CONNECT, url, MESSAGE)?;
         // Plain strings and a number always serialize.
         asking.set_own_state(serde_json::to_string(&flow).unwrap_or_default());

@@ -7,7 +7,7 @@
 //! open. A client that cannot show a form gets -32021 before the tool does anything.
 
 use mrtr::{
-    ask::{Asking, Outcome},
+    ask::{AskError, Asking, Era, Outcome},
     boundary::OpenedState,
     capability::ElicitationMode,
 };
@@ -91,14 +91,15 @@ impl Shop {
         responses: Option<rmcp::model::InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Failure> {
-        let mut asking = Asking::new(state, responses, context.client_capabilities());
+        let era = Era::of(context, self.state_ttl);
+        let mut asking = Asking::new(state, responses, context.client_capabilities()).in_era(era);
         // As the Python SDK's resolver does: a client that cannot show the form is told before
         // the tool looks at anything.
         asking.require(ElicitationMode::Form)?;
         let order_id = OrderId::parse(&args.order_id)?;
         let sku = Sku::parse(&args.sku)?;
         let message = format!("You opened the return of {sku} from order {order_id}. What did you find?");
-        let found = match asking.form(INSPECTION, &self.forms.inspection, &message)? {
+        let found = match asking.form(INSPECTION, &self.forms.inspection, &message).await.map_err(unanswered)? {
             None => return Ok(asking.input_required().into()),
             Some(found) => found,
         };
@@ -133,6 +134,15 @@ impl Shop {
             Outcome::Cancelled => CallToolResult::success(vec![ContentBlock::text(CANCELLED)]),
         };
         Ok(result.into())
+    }
+}
+
+/// A question that got no outcome: a protocol error stays one; a waiting call that nobody
+/// answered says so, and nothing is recorded.
+fn unanswered(error: AskError) -> Failure {
+    match error {
+        AskError::Protocol(error) => Failure::Protocol(error),
+        other => ToolError::new(format!("Nothing was recorded: {other}. Ask again later.")).into(),
     }
 }
 
