@@ -1,4 +1,5 @@
-//! `fernhill serve --http` on the wire: statuses, headers, no sessions, health and metrics.
+//! `fernhill serve --http` on the wire: statuses, headers, no sessions at 2026-07-28 (2025-era
+//! clients get one), health and metrics.
 
 mod support;
 
@@ -124,12 +125,28 @@ async fn errors_carry_the_statuses_the_spec_gives_them() {
     assert_eq!(response.json::<Value>().await.unwrap()["error"]["code"], -32022);
 }
 
+/// GET (the SSE stream) and DELETE belong to 2025-era sessions: without one they are refused,
+/// and a session this replica does not know is 404, so a client starts over.
 #[tokio::test]
-async fn only_post_is_served_and_strangers_are_refused() {
+async fn get_and_delete_need_a_2025_session_and_strangers_are_refused() {
     let api = start_api().await;
     let server = start(&api.url).await;
-    assert_eq!(server.http.get(&server.url).send().await.unwrap().status(), StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(server.http.delete(&server.url).send().await.unwrap().status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(server.http.get(&server.url).send().await.unwrap().status(), StatusCode::NOT_ACCEPTABLE);
+    let sse = |request: reqwest::RequestBuilder| request.header("accept", "text/event-stream");
+    assert_eq!(sse(server.http.get(&server.url)).send().await.unwrap().status(), StatusCode::BAD_REQUEST);
+    assert_eq!(server.http.delete(&server.url).send().await.unwrap().status(), StatusCode::BAD_REQUEST);
+    let unknown = |request: reqwest::RequestBuilder| {
+        sse(request).header("mcp-session-id", "not-a-session").header("mcp-protocol-version", "2025-11-25")
+    };
+    assert_eq!(unknown(server.http.get(&server.url)).send().await.unwrap().status(), StatusCode::NOT_FOUND);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let posted = unknown(server.http.post(&server.url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), StatusCode::NOT_FOUND);
     let foreign =
         server.http.post(&server.url).header("origin", "https://evil.example").json(&json!({})).send().await.unwrap();
     assert_eq!(foreign.status(), StatusCode::FORBIDDEN);

@@ -231,6 +231,12 @@ pub fn modern() -> ClientLifecycleMode {
     ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }
 }
 
+/// The 2025 `initialize` handshake, as most hosts in use open: the server asks on the
+/// back-channel and the call waits for the answer.
+pub fn legacy() -> ClientLifecycleMode {
+    ClientLifecycleMode::Initialize
+}
+
 /// `server/discover` at 2026-07-28, falling back to the 2025-11-25 handshake for an older server.
 pub fn modern_or_legacy() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {

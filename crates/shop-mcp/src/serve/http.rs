@@ -1,7 +1,10 @@
 //! The shop's MCP server over Streamable HTTP, at MCP 2026-07-28.
 //!
-//! rmcp's `StreamableHttpService` does the transport: one POST per request, no session for
-//! 2026-07-28 (`legacy_session_mode` off, so GET and DELETE get 405), the `MCP-Protocol-Version`,
+//! rmcp's `StreamableHttpService` does the transport: one POST per request and no session at
+//! 2026-07-28; a 2025-era client (the `initialize` handshake) gets a session (`Mcp-Session-Id`,
+//! kept in this process), so a question the server asks reaches it on the SSE stream and its
+//! answer is POSTed back while the call waits. A replica that does not know a session answers
+//! 404 and the client starts over. Also rmcp's: the `MCP-Protocol-Version`,
 //! `Mcp-Method` and `Mcp-Name` rules with -32020 on a mismatch, `Host` and `Origin` checks, and
 //! a body size limit. A fresh handler serves each request; every replica is interchangeable
 //! when they share the sealing keys and the records. Around it: `/healthz`, `/metrics`, and
@@ -42,7 +45,7 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     let listen = http.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     let stop = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
+        .with_legacy_session_mode(true)
         .with_json_response(true)
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(stop.child_token())
