@@ -117,3 +117,46 @@ async fn a_2025_host_over_http_without_elicitation_gets_32021() {
     assert_eq!(error.rpc_error().map(|e| e.code.0), Some(-32021), "{error}");
     assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
 }
+
+/// The Python SDK in legacy mode, over stdio (`http` false) or HTTP; what it printed.
+async fn python_legacy(api: &RunningApi, http: bool) -> String {
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/legacy_client.py");
+    let mut client = Command::new(support::python());
+    client.arg(script).env("RUST_LOG", "warn");
+    let _server = if http {
+        let (server, url) = http_server(api).await;
+        client.args(["http", &api.url, &url]);
+        Some(server)
+    } else {
+        client.args(["stdio", &api.url, "--"]).arg(fernhill()).arg("serve");
+        None
+    };
+    let run = client.kill_on_drop(true).output();
+    let output = tokio::time::timeout(std::time::Duration::from_secs(120), run).await.expect("it finished").unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
+const PYTHON_LEGACY: &str = "confirm: 2025-11-25, R-0111 requested, questions asked: 1
+decline: 2025-11-25, R-0112 cancelled, questions asked: 1
+no elicitation: 2025-11-25, error -32021, questions asked: 0
+";
+
+#[tokio::test]
+async fn the_python_sdk_in_legacy_mode_confirms_and_declines_over_stdio() {
+    let api = start_api().await;
+    assert_eq!(python_legacy(&api, false).await, PYTHON_LEGACY);
+    assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested);
+    assert_eq!(status(&api, "R-0112").await, RefundStatus::Cancelled);
+    assert_eq!(status(&api, "R-0113").await, RefundStatus::NeedsConfirmation);
+}
+
+#[tokio::test]
+async fn the_python_sdk_in_legacy_mode_confirms_and_declines_over_http() {
+    let api = start_api().await;
+    assert_eq!(python_legacy(&api, true).await, PYTHON_LEGACY);
+    assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested);
+    assert_eq!(status(&api, "R-0112").await, RefundStatus::Cancelled);
+    assert_eq!(status(&api, "R-0113").await, RefundStatus::NeedsConfirmation);
+}

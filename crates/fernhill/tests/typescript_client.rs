@@ -1,49 +1,71 @@
-//! The TypeScript SDK's 2026-07-28 client (`@modelcontextprotocol/client` 2.4.0, pinned to
-//! 2026-07-28) drives `fernhill serve` over stdio and over Streamable HTTP: one refund released,
-//! one declined. Over stdio that client starts the server twice (the first only answers
-//! `server/discover`, then gets SIGTERM); the server takes it calmly. The SDK is installed with
-//! npm into the target dir on first use, and the test fails loudly if npm cannot reach it.
+//! The TypeScript SDK's clients drive `fernhill serve` over stdio and over Streamable HTTP:
+//! - v2's 2026-07-28 client (`@modelcontextprotocol/client` 2.4.0, pinned to 2026-07-28): one
+//!   refund released, one declined. Over stdio that client starts the server twice (the first
+//!   only answers `server/discover`, then gets SIGTERM); the server takes it calmly.
+//! - v1, a 2025-era host (`@modelcontextprotocol/sdk` 1.32.2, 2025-11-25 only): asked on the
+//!   back-channel while the call waits; one released, one declined, one host without
+//!   elicitation refused with -32021, each refund's status read from the shop's API.
+//!
+//! Each SDK is installed with npm into the target dir on first use, and the test fails loudly if
+//! npm cannot reach it.
 
 mod support;
 
-use std::{path::PathBuf, process::Command as StdCommand, sync::OnceLock};
+use std::{path::PathBuf, process::Command as StdCommand, sync::OnceLock, time::Duration};
 
+use shop_api::{RefundId, RefundStatus};
 use tokio::process::Command;
 
-use support::{fernhill, start_api};
+use support::{fernhill, shop, start_api};
 
-const SDK: &str = "@modelcontextprotocol/client@2.4.0";
-
-/// A folder with the SDK installed and the script beside it (ES modules resolve from there).
-fn npm_folder() -> PathBuf {
-    static FOLDER: OnceLock<PathBuf> = OnceLock::new();
-    FOLDER
-        .get_or_init(|| {
-            let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ts-sdk");
-            let ready = folder.join("node_modules/@modelcontextprotocol/client/package.json");
-            if !ready.exists() {
-                std::fs::create_dir_all(&folder).unwrap();
-                std::fs::write(folder.join("package.json"), "{\"private\": true, \"type\": \"module\"}\n").unwrap();
-                let installed = StdCommand::new("npm")
-                    .args(["install", "--no-audit", "--no-fund", "--silent", SDK])
-                    .current_dir(&folder)
-                    .status()
-                    .expect("npm runs");
-                assert!(installed.success(), "npm install {SDK} failed: is the npm registry reachable?");
-            }
-            let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node/confirm.mjs");
-            std::fs::copy(script, folder.join("confirm.mjs")).unwrap();
-            folder
-        })
-        .clone()
+/// One SDK from npm, and the script that drives it.
+struct Sdk {
+    /// What npm installs, `name@version`.
+    package: &'static str,
+    /// Where under the target dir.
+    folder: &'static str,
+    /// The script, under `tests/node/`.
+    script: &'static str,
 }
 
-async fn node(args: &[&str]) -> String {
-    let folder = npm_folder();
-    let output =
-        Command::new("node").arg(folder.join("confirm.mjs")).args(args).current_dir(&folder).output().await.unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
+const V2: Sdk = Sdk { package: "@modelcontextprotocol/client@2.4.0", folder: "ts-sdk", script: "confirm.mjs" };
+const V1: Sdk = Sdk { package: "@modelcontextprotocol/sdk@1.32.2", folder: "ts-sdk-v1", script: "legacy.mjs" };
+
+/// A folder with `sdk` installed and its script beside it (ES modules resolve from there).
+fn npm_folder(sdk: &Sdk) -> PathBuf {
+    static V2_FOLDER: OnceLock<PathBuf> = OnceLock::new();
+    static V1_FOLDER: OnceLock<PathBuf> = OnceLock::new();
+    let once = if sdk.folder == V1.folder { &V1_FOLDER } else { &V2_FOLDER };
+    once.get_or_init(|| {
+        let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(sdk.folder);
+        let name = sdk.package.rsplit_once('@').map_or(sdk.package, |(name, _)| name);
+        let ready = folder.join("node_modules").join(name).join("package.json");
+        if !ready.exists() {
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(folder.join("package.json"), "{\"private\": true, \"type\": \"module\"}\n").unwrap();
+            let installed = StdCommand::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--silent", sdk.package])
+                .current_dir(&folder)
+                .status()
+                .expect("npm runs");
+            let package = sdk.package;
+            assert!(installed.success(), "npm install {package} failed: is the npm registry reachable?");
+        }
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node").join(sdk.script);
+        std::fs::copy(script, folder.join(sdk.script)).unwrap();
+        folder
+    })
+    .clone()
+}
+
+async fn node(sdk: &Sdk, args: &[&str]) -> String {
+    let folder = npm_folder(sdk);
+    let run =
+        Command::new("node").arg(folder.join(sdk.script)).args(args).current_dir(&folder).kill_on_drop(true).output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run).await.expect("node finished").unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    stdout
 }
 
 const EXPECTED: &str = "asked and released: R-0111 requested\nasked and declined: R-0112 cancelled\nquestions: 2\n\
@@ -53,7 +75,7 @@ first question: Refund 180.00 on order O-2289? It is above the policy limit, so 
 async fn the_typescript_client_confirms_and_declines_over_stdio() {
     let api = start_api().await;
     let binary = fernhill().display().to_string();
-    assert_eq!(node(&["stdio", &binary, &api.url]).await, EXPECTED);
+    assert_eq!(node(&V2, &["stdio", &binary, &api.url]).await, EXPECTED);
 }
 
 #[tokio::test]
@@ -62,5 +84,37 @@ async fn the_typescript_client_confirms_and_declines_over_http() {
     let mut serve = Command::new(fernhill());
     serve.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url]);
     let (_server, url) = support::spawn_printing_url(&mut serve).await;
-    assert_eq!(node(&["http", &url]).await, EXPECTED);
+    assert_eq!(node(&V2, &["http", &url]).await, EXPECTED);
+}
+
+const LEGACY: &str = "confirm: 2025-11-25, R-0111 requested, questions asked: 1
+decline: 2025-11-25, R-0112 cancelled, questions asked: 1
+no elicitation: 2025-11-25, error -32021, questions asked: 0
+";
+
+/// The refunds as the shop's API has them after the three 2025 hosts.
+async fn assert_released_cancelled_held(api: &shop_api::RunningApi) {
+    let status =
+        |refund: &'static str| async move { shop(api).refund(&RefundId::parse(refund).unwrap()).await.unwrap().status };
+    assert_eq!(status("R-0111").await, RefundStatus::Requested);
+    assert_eq!(status("R-0112").await, RefundStatus::Cancelled);
+    assert_eq!(status("R-0113").await, RefundStatus::NeedsConfirmation);
+}
+
+#[tokio::test]
+async fn the_2025_typescript_client_confirms_and_declines_over_stdio() {
+    let api = start_api().await;
+    let binary = fernhill().display().to_string();
+    assert_eq!(node(&V1, &["stdio", &binary, &api.url]).await, LEGACY);
+    assert_released_cancelled_held(&api).await;
+}
+
+#[tokio::test]
+async fn the_2025_typescript_client_confirms_and_declines_over_http() {
+    let api = start_api().await;
+    let mut serve = Command::new(fernhill());
+    serve.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url]);
+    let (_server, url) = support::spawn_printing_url(&mut serve).await;
+    assert_eq!(node(&V1, &["http", &url]).await, LEGACY);
+    assert_released_cancelled_held(&api).await;
 }
