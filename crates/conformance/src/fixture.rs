@@ -429,11 +429,9 @@ pub async fn serve(listen: std::net::SocketAddr) -> Result<(), ServeError> {
         mrtr::request_state::DEFAULT_TTL,
         Some("fernhill-conformance-fixture".into()),
     ));
-    let http = HttpConfig {
-        // The suite sends its own localhost Origin, which a local server accepts.
-        allowed_origins: vec!["http://localhost:*".into(), "http://127.0.0.1:*".into()],
-        ..HttpConfig::loopback(listen)
-    };
+    // The suite's DNS-rebinding scenario sends the server's own localhost Origin, which the
+    // shop's transport accepts by default, and a foreign one, which it refuses.
+    let http = HttpConfig::loopback(listen);
     shop_mcp::serve::http::serve(&http, mrtr::boundary::Sealed::new(Fixture, security), web_service::shutdown::signal())
         .await
 }

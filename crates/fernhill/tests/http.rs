@@ -163,6 +163,35 @@ async fn get_and_delete_need_a_2025_session_and_strangers_are_refused() {
     assert_eq!(big.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }
 
+/// A browser page from the server's own loopback origin may call it (the conformance suite's
+/// DNS-rebinding scenario, a local inspector); a page from another origin, even another local
+/// port, may not.
+#[tokio::test]
+async fn the_servers_own_loopback_origin_is_let_in_and_others_are_not() {
+    let api = start_api().await;
+    let server = start(&api.url).await;
+    let port = server.url.trim_start_matches("http://127.0.0.1:").split('/').next().unwrap().to_owned();
+    let localhost = server.url.replace("127.0.0.1", "localhost");
+    let from = |origin: String| {
+        server
+            .http
+            .post(&localhost)
+            .header("origin", origin)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "server/discover")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta(json!({}))}}),
+            )
+            .send()
+    };
+    assert_eq!(from(format!("http://localhost:{port}")).await.unwrap().status(), StatusCode::OK);
+    assert_eq!(from(format!("http://127.0.0.1:{port}")).await.unwrap().status(), StatusCode::OK);
+    let other_port = if port == "1" { "2".to_owned() } else { "1".to_owned() };
+    assert_eq!(from(format!("http://localhost:{other_port}")).await.unwrap().status(), StatusCode::FORBIDDEN);
+    assert_eq!(from("https://evil.example".to_owned()).await.unwrap().status(), StatusCode::FORBIDDEN);
+}
+
 #[tokio::test]
 async fn health_and_metrics_tell_what_happened() {
     let api = start_api().await;

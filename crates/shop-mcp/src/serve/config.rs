@@ -130,7 +130,8 @@ pub struct HttpConfig {
     #[arg(long = "allowed-host", value_name = "HOST", default_values_t = LOOPBACK_HOSTS.map(String::from))]
     pub allowed_hosts: Vec<String>,
 
-    /// Browser origins to accept over HTTP (repeat), such as https://support.fernhill.example.
+    /// Browser origins to accept over HTTP (repeat), such as https://support.fernhill.example;
+    /// by default only this server's own loopback origin (http://localhost:PORT).
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     pub allowed_origins: Vec<String>,
 }

@@ -43,19 +43,26 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let listen = http.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| ServeError::Listen { address: listen.to_string(), source })?;
+    let port = listener.local_addr()?.port();
     let stop = CancellationToken::new();
-    let mut config = StreamableHttpServerConfig::default()
+    // An Origin header is always checked: a browser page may call only from the origins
+    // allowed, and by default from this server's own loopback origin (a page it serves itself,
+    // or a local inspector on the same port), never from another site.
+    let origins = if http.allowed_origins.is_empty() {
+        ["localhost", "127.0.0.1", "[::1]"].map(|host| format!("http://{host}:{port}")).to_vec()
+    } else {
+        http.allowed_origins.clone()
+    };
+    let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
         .with_json_response(true)
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(stop.child_token())
-        .with_allowed_hosts(http.allowed_hosts.clone());
-    // An Origin header is validated always: an empty list refuses every browser origin.
-    config = if http.allowed_origins.is_empty() {
-        config.enforce_origin_validation()
-    } else {
-        config.with_allowed_origins(http.allowed_origins.clone())
-    };
+        .with_allowed_hosts(http.allowed_hosts.clone())
+        .with_allowed_origins(origins);
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
     let rendered = metrics::install();
     let app = Router::new()
@@ -65,9 +72,6 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         .layer(middleware::from_fn(status_for_errors))
         .layer(middleware::from_fn(time_requests));
 
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|source| ServeError::Listen { address: listen.to_string(), source })?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
     println!("{url}");
     tracing::info!(%url, "serving MCP over Streamable HTTP");
