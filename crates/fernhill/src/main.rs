@@ -27,7 +27,13 @@ enum Command {
         db: Option<PathBuf>,
     },
     /// Serve the shop's MCP tools over stdio (what a desktop MCP host launches), or over Streamable HTTP with --http.
-    Serve(ServeConfig),
+    Serve {
+        #[command(flatten)]
+        config: ServeConfig,
+        /// Say more on stderr: -v what the server does, -vv everything (RUST_LOG, when set, decides).
+        #[arg(short, long, action = clap::ArgAction::Count)]
+        verbose: u8,
+    },
     /// Run the chapter end to end on embedded defaults: API, server over stdio, a scripted lead.
     Demo {
         /// The lead's answers in turn: release, decline, cancel, accept [JSON], separated by `;`.
@@ -82,7 +88,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::ShopApi { listen, db } => commands::shop_api::run(listen, db.as_deref()).await.map(|()| 0),
-        Command::Serve(config) => commands::serve::run(config).await.map(|()| 0),
+        Command::Serve { config, verbose } => commands::serve::run(config, verbose).await.map(|()| 0),
         Command::Demo { answers, answers_file } => {
             commands::demo::run(&answers, answers_file.as_deref()).await.map(|()| 0)
         }

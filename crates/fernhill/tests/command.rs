@@ -25,6 +25,48 @@ async fn shop_api_prints_its_url_and_serves_the_seeded_shop() {
     assert!(db.exists());
 }
 
+/// A host's console sees nothing from a server that has nothing to warn about: a host that
+/// only probes (closes stdin at once) ends it quietly, and a whole session says nothing by
+/// default; `-v` says what it does.
+#[tokio::test]
+async fn a_stdio_server_is_quiet_in_the_hosts_console_unless_asked() {
+    let api = start_api().await;
+    let probe = Command::new(fernhill())
+        .args(["serve", "--shop-api", &api.url])
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(probe.status.success(), "{}", String::from_utf8_lossy(&probe.stderr));
+    assert_eq!((probe.stdout.len(), String::from_utf8_lossy(&probe.stderr).as_ref()), (0, ""));
+
+    let session = |verbose: bool| {
+        let mut command = Command::new(fernhill());
+        command.args(["serve", "--shop-api", &api.url]).env_remove("RUST_LOG");
+        if verbose {
+            command.arg("-v");
+        }
+        let (transport, stderr) =
+            rmcp::transport::TokioChildProcess::builder(command).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        (transport, stderr.unwrap())
+    };
+    for verbose in [false, true] {
+        let (transport, mut stderr) = session(verbose);
+        let client = Client::connect(ScriptedUser::unable_to_ask(), transport).await.unwrap();
+        client.call_tool("lookup_order", json!({"order_id": "O-2289"})).await.unwrap();
+        client.close().await.unwrap();
+        let mut said = String::new();
+        let read = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut said);
+        tokio::time::timeout(std::time::Duration::from_secs(20), read).await.expect("the server exited").unwrap();
+        if verbose {
+            assert!(said.contains("INFO") && said.contains("sealing requestState"), "{said}");
+        } else {
+            assert_eq!(said, "", "a quiet stdio server said something");
+        }
+    }
+}
+
 #[tokio::test]
 async fn serve_without_an_api_says_what_is_missing() {
     let output = Command::new(fernhill()).arg("serve").env_remove("SHOP_API_URL").output().await.unwrap();

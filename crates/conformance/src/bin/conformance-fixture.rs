@@ -17,7 +17,7 @@ struct Cli {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    shop_mcp::serve::logging::init();
+    shop_mcp::serve::logging::init(shop_mcp::serve::logging::Verbosity::Info);
     match conformance::fixture::serve(cli.http).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

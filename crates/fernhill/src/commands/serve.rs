@@ -1,8 +1,15 @@
 //! `fernhill serve`: the shop's MCP server over stdio (what a host launches) or Streamable HTTP.
 
-use shop_mcp::serve::{self, ServeConfig, logging};
+use shop_mcp::serve::{
+    self, ServeConfig,
+    logging::{self, Verbosity},
+};
 
-pub async fn run(config: ServeConfig) -> anyhow::Result<()> {
-    logging::init();
+/// Serve until the host closes stdin, or SIGINT or SIGTERM over HTTP. Over stdio the logs say
+/// only warnings and errors unless `verbose` (each `-v`) asks for more; over HTTP they say what
+/// the service does.
+pub async fn run(config: ServeConfig, verbose: u8) -> anyhow::Result<()> {
+    let default = if config.http.listen.is_some() { Verbosity::Info } else { Verbosity::Quiet };
+    logging::init(default.raised(verbose));
     Ok(serve::run(&config, web_service::shutdown::signal()).await?)
 }

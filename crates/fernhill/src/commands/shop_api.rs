@@ -9,7 +9,7 @@ use shop_mcp::serve::logging;
 use web_service::shutdown;
 
 pub async fn run(listen: SocketAddr, db: Option<&Path>) -> anyhow::Result<()> {
-    logging::init();
+    logging::init(logging::Verbosity::Info);
     let store = Store::open(db).with_context(|| match db {
         Some(path) => format!("opening the store at {}", path.display()),
         None => "opening an in-memory store".to_owned(),

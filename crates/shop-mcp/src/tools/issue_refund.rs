@@ -60,7 +60,7 @@ pub enum AskStyle {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct IssueRefund {
     /// The quote_id that quote_refund returned, such as Q-5001.
-    #[schemars(regex(pattern = QuoteId::PATTERN))]
+    #[schemars(title = "Quote", regex(pattern = QuoteId::PATTERN))]
     pub quote_id: String,
 }
 

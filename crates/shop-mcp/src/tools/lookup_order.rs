@@ -14,7 +14,7 @@ use crate::{Shop, tool_error::ToolError, tools::structured};
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LookupOrder {
     /// The shop's order ID, such as O-1145.
-    #[schemars(regex(pattern = OrderId::PATTERN))]
+    #[schemars(title = "Order", regex(pattern = OrderId::PATTERN))]
     pub order_id: String,
 }
 

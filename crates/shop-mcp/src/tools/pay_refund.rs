@@ -55,7 +55,7 @@ pub struct Payments {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PayRefund {
     /// The released refund to pay, such as R-0111.
-    #[schemars(regex(pattern = RefundId::PATTERN))]
+    #[schemars(title = "Refund", regex(pattern = RefundId::PATTERN))]
     pub refund_id: String,
 }
 

@@ -14,12 +14,19 @@ use crate::{Shop, tool_error::ToolError, tools::structured};
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct QuoteRefund {
     /// The shop's order ID, such as O-1145.
-    #[schemars(regex(pattern = OrderId::PATTERN))]
+    #[schemars(title = "Order", regex(pattern = OrderId::PATTERN))]
     pub order_id: String,
-    /// The SKUs of the order's lines to refund, such as KG-1043. Leave out to refund the whole
-    /// order, shipping included.
-    #[serde(default)]
-    pub skus: Option<Vec<String>>,
+    /// The SKUs of the order's lines to refund, such as KG-1043. Leave out (or empty) to refund
+    /// the whole order, shipping included.
+    // A plain array, not `["array", "null"]`, which some hosts cannot render; a null still reads
+    // as "the whole order".
+    #[schemars(title = "Order lines", inner(regex(pattern = Sku::PATTERN)))]
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub skus: Vec<String>,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    Ok(Option::<Vec<String>>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 #[tool_router(router = quote_refund_router, vis = "pub(crate)")]
@@ -34,9 +41,9 @@ impl Shop {
     pub async fn quote_refund(&self, Parameters(args): Parameters<QuoteRefund>) -> CallToolResult {
         let quoted = async {
             let order_id = OrderId::parse(&args.order_id)?;
-            let skus = match args.skus {
-                None => None,
-                Some(skus) => Some(skus.iter().map(|sku| Sku::parse(sku)).collect::<Result<Vec<_>, _>>()?),
+            let skus = match args.skus.as_slice() {
+                [] => None,
+                skus => Some(skus.iter().map(|sku| Sku::parse(sku)).collect::<Result<Vec<_>, _>>()?),
             };
             let request = QuoteRequest { order_id, skus, include_shipping: None };
             let quote = self.api.create_quote(&request).await?;

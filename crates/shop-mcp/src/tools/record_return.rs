@@ -34,10 +34,10 @@ pub const INSPECTION: &str = "inspection";
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RecordReturn {
     /// The order the parcel came back from, such as O-1145.
-    #[schemars(regex(pattern = OrderId::PATTERN))]
+    #[schemars(title = "Order", regex(pattern = OrderId::PATTERN))]
     pub order_id: String,
     /// The SKU of the returned item, such as KG-1043.
-    #[schemars(regex(pattern = Sku::PATTERN))]
+    #[schemars(title = "Returned item", regex(pattern = Sku::PATTERN))]
     pub sku: String,
 }
 

@@ -14,7 +14,7 @@ use crate::{Shop, tool_error::ToolError, tools::structured};
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RefundStatus {
     /// The shop's refund ID, such as R-0111.
-    #[schemars(regex(pattern = RefundId::PATTERN))]
+    #[schemars(title = "Refund", regex(pattern = RefundId::PATTERN))]
     pub refund_id: String,
 }
 
