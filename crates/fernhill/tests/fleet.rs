@@ -5,14 +5,14 @@
 mod support;
 
 use fernhill::chapter;
-use std::{collections::BTreeMap, time::Duration};
+use std::time::Duration;
 
 use load::{
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
 };
 use mrtr::{
-    client::{Client, ScriptedUser, params},
+    client::{Client, ScriptedUser, params, retry},
     request_state::{Binding, StateSecurity},
     seal::KeyRing,
 };
@@ -28,10 +28,7 @@ async fn lead(url: &str) -> Client<ScriptedUser> {
 }
 
 fn yes(quote_id: &str, state: Option<String>) -> CallToolRequestParams {
-    let mut retry = params("issue_refund", json!({"quote_id": quote_id}));
-    retry.input_responses = Some(BTreeMap::from([("confirm".to_owned(), chapter::release().to_value())]));
-    retry.request_state = state;
-    retry
+    retry(params("issue_refund", json!({"quote_id": quote_id})), state, [("confirm", &chapter::release())])
 }
 
 fn status_of(response: &CallToolResponse) -> Option<String> {

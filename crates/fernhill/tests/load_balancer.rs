@@ -1,0 +1,146 @@
+//! A fleet behind a real load balancer: HAProxy from Debian with the repository's
+//! `deploy/haproxy.cfg`, in front of 3 `fernhill serve --http` replicas that share one key and
+//! the machine's Redis. 2026-07-28 requests spread round-robin, so a call's rounds land on
+//! different replicas; a 2025-era client's session sticks to the replica that made it. What
+//! became of every refund is read from the shop's API.
+
+mod support;
+
+use std::{net::TcpListener, os::fd::OwnedFd, path::PathBuf, process::Stdio};
+
+use fernhill::chapter;
+use load::fleet::{Fleet, FleetPlan};
+use mrtr::client::{Answer, Client, ScriptedUser, legacy, modern, params, retry};
+use rmcp::model::CallToolResponse;
+use serde_json::json;
+use shop_api::{RefundId, RefundStatus};
+use tokio::process::{Child, Command};
+
+use support::{ask, fernhill, quote, shop};
+
+const REDIS: &str = "redis://127.0.0.1:6379";
+
+/// HAProxy in front of `fleet`; the child and the MCP endpoint it serves. It inherits a
+/// listening socket on an ephemeral loopback port (as its stdin, `bind fd@0`), so no port is
+/// picked, freed and raced for, and a client can connect before HAProxy has started.
+fn balancer(fleet: &Fleet) -> (Child, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/haproxy.cfg");
+    let mut command = Command::new("haproxy");
+    command.arg("-db").arg("-f").arg(config).env("FERNHILL_LISTEN", "fd@0");
+    for (index, replica) in fleet.urls.iter().enumerate() {
+        let address = replica.trim_start_matches("http://").trim_end_matches("/mcp");
+        command.env(format!("FERNHILL_REPLICA_{}", index + 1), address);
+    }
+    let child = command
+        .stdin(Stdio::from(OwnedFd::from(listener)))
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("haproxy runs (Debian's haproxy package)");
+    (child, url)
+}
+
+async fn status(fleet: &Fleet, refund: &str) -> RefundStatus {
+    shop(&fleet.api).refund(&RefundId::parse(refund).unwrap()).await.unwrap().status
+}
+
+async fn issue(client: &Client<ScriptedUser>, order: &str) -> String {
+    let quote_id = quote(client, order).await;
+    let done = client.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    mrtr::client::field(&done, "status").unwrap_or_else(|| panic!("no status: {done:?}")).to_owned()
+}
+
+#[tokio::test]
+async fn a_2026_client_and_a_2025_client_confirm_and_decline_through_haproxy() {
+    let fleet = Fleet::start(&fernhill(), &FleetPlan::new(3, REDIS)).await.unwrap();
+    let (_haproxy, url) = balancer(&fleet);
+
+    let modern_lead = ScriptedUser::in_turn([chapter::release(), Answer::Decline]);
+    let client = Client::connect_http_with(modern_lead.clone(), &url, 4, modern()).await.unwrap();
+    assert_eq!(issue(&client, "O-2289").await, "requested");
+    assert_eq!(issue(&client, "O-1145").await, "cancelled");
+
+    // Its session sticks to one replica: the question waits there, and the answer finds it.
+    let old_lead = ScriptedUser::in_turn([chapter::release(), Answer::Decline]);
+    let old = Client::connect_http_with(old_lead.clone(), &url, 4, legacy()).await.unwrap();
+    assert_eq!(old.protocol_version(), Some(rmcp::model::ProtocolVersion::V_2025_11_25));
+    assert_eq!(issue(&old, "O-2289").await, "requested");
+    assert_eq!(issue(&old, "O-1145").await, "cancelled");
+
+    assert_eq!((modern_lead.asked().len(), old_lead.asked().len()), (2, 2));
+    for (refund, expected) in [
+        ("R-0111", RefundStatus::Requested),
+        ("R-0112", RefundStatus::Cancelled),
+        ("R-0113", RefundStatus::Requested),
+        ("R-0114", RefundStatus::Cancelled),
+    ] {
+        assert_eq!(status(&fleet, refund).await, expected, "{refund}");
+    }
+}
+
+/// A replica stopped between the question and the answer: the answer reaches a replica that is
+/// still there, which opens the state with the shared key and finds the quote in the shared
+/// store. Nothing is lost and nothing is released twice.
+#[tokio::test]
+async fn a_replica_stopped_mid_question_loses_no_answer() {
+    let mut fleet = Fleet::start(&fernhill(), &FleetPlan::new(3, REDIS)).await.unwrap();
+    let (_haproxy, url) = balancer(&fleet);
+    let client = Client::connect_http_with(ScriptedUser::always(chapter::release()), &url, 4, modern()).await.unwrap();
+    let quote_id = quote(&client, "O-2289").await;
+    let asked = ask(&client, &quote_id).await;
+    // Whichever replica asked, stop all but one: the answer can only land on the survivor.
+    fleet.kill(0).await.unwrap();
+    fleet.kill(1).await.unwrap();
+    let again = retry(
+        params("issue_refund", json!({"quote_id": quote_id})),
+        asked.request_state,
+        [("confirm", &chapter::release())],
+    );
+    let CallToolResponse::Complete(done) = client.call_tool_once(again).await.unwrap() else { panic!("complete") };
+    assert_eq!(mrtr::client::field(&done, "status"), Some("requested"), "{done:?}");
+    assert_eq!(status(&fleet, "R-0111").await, RefundStatus::Requested);
+}
+
+/// A 2025 session whose replica is gone: HAProxy sends its next request to another replica,
+/// which does not know the session and answers 404, so the client starts a new session.
+#[tokio::test]
+async fn a_2025_session_whose_replica_is_gone_gets_404_elsewhere() {
+    let mut fleet = Fleet::start(&fernhill(), &FleetPlan::new(3, REDIS)).await.unwrap();
+    let (_haproxy, url) = balancer(&fleet);
+    let http = reqwest::Client::new();
+    let post = |to: &str, session: Option<&str>, body: serde_json::Value| {
+        let mut request = http
+            .post(to)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "lb-test", "version": "1"}}});
+    let opened = post(&url, None, initialize).await.unwrap();
+    assert!(opened.status().is_success(), "{}", opened.status());
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    drop(opened);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    // The replica that knows the session answers it; the others say 404.
+    let mut owner = None;
+    for (index, replica) in fleet.urls.iter().enumerate() {
+        let answer = post(replica, Some(&session), list.clone()).await.unwrap();
+        match answer.status().as_u16() {
+            200 => owner = Some(index),
+            404 => {}
+            other => panic!("replica {index} answered {other}"),
+        }
+    }
+    let owner = owner.expect("one replica knows the session");
+    assert_eq!(post(&url, Some(&session), list.clone()).await.unwrap().status().as_u16(), 200, "it sticks");
+    fleet.kill(owner).await.unwrap();
+    let elsewhere = post(&url, Some(&session), list).await.unwrap();
+    assert_eq!(elsewhere.status().as_u16(), 404, "{:?}", elsewhere.text().await);
+}
