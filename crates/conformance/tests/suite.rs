@@ -57,11 +57,18 @@ async fn start_fixture() -> (tokio::process::Child, String) {
 /// Run the suite's `mode` (`server` or `client`) on the 2026-07-28 requirements, with `target`
 /// (`--url URL` or `--command CMD`), and return its exit status and its report.
 async fn run_suite(mode: &str, target: [&str; 2]) -> (ExitStatus, String) {
+    run_selected(mode, target, &["--requirements", "2026-07-28"]).await
+}
+
+/// Run the suite's `mode` against `target` on the scenarios `selection` names.
+async fn run_selected(mode: &str, target: [&str; 2], selection: &[&str]) -> (ExitStatus, String) {
     let folder = suite_folder();
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(folder.join("node_modules/node/bin/node"))
         .arg(folder.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
-        .args([mode, target[0], target[1], "--requirements", "2026-07-28", "-o"])
+        .args([mode, target[0], target[1]])
+        .args(selection)
+        .arg("-o")
         .arg(out.path())
         .output()
         .await
@@ -150,4 +157,18 @@ async fn our_client_passes_every_scored_2026_07_28_client_scenario() {
         "auth/wif-jwt-bearer",
     ];
     assert_unscored_passed(&report, "extension", &extensions);
+}
+
+/// The 2025-era mocks (outside the 2026-07-28 requirements): the client opens with
+/// `server/discover` and, when the server answers it with an empty result as these do, falls
+/// back to the `initialize` handshake; `sse-retry` then checks its SSE reconnection.
+#[tokio::test]
+async fn our_client_falls_back_to_the_2025_handshake() {
+    let command = env!("CARGO_BIN_EXE_conformance-client");
+    for scenario in ["initialize", "sse-retry"] {
+        let (status, report) = run_selected("client", ["--command", command], &["--scenario", scenario]).await;
+        assert!(status.success(), "{scenario} failed:\n{report}");
+        assert!(report.contains("OVERALL: PASSED"), "{scenario}:\n{report}");
+        assert!(!report.contains("Passed: 0/"), "{scenario} passed no check:\n{report}");
+    }
 }

@@ -98,7 +98,7 @@ pub async fn run(url: &str, scenario: &str, context: &Value) -> anyhow::Result<(
         return authorized(url, scenario, context).await;
     }
     // A 2026-07-28 client that still talks to the suite's 2025-era mock servers.
-    let client = Client::connect_http_with(UnderTest, url, 16, modern_or_legacy()).await?;
+    let client = Client::connect_http_either(UnderTest, url, 16).await?;
     let tools = client.peer().list_all_tools().await?;
     eprintln!("scenario {scenario}: tools {:?}", tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>());
     let call = |name: String, arguments: Value| {
