@@ -160,3 +160,38 @@ async fn the_python_sdk_in_legacy_mode_confirms_and_declines_over_http() {
     assert_eq!(status(&api, "R-0112").await, RefundStatus::Cancelled);
     assert_eq!(status(&api, "R-0113").await, RefundStatus::NeedsConfirmation);
 }
+
+/// Two 2025 sessions race on one refund: both are asked before either answers (each lead
+/// waits at a barrier until both questions are out), both say yes, and the once-only record
+/// lets one release it. The other is told, and the shop's API released it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_2025_sessions_racing_on_one_refund_release_it_once() {
+    let api = start_api().await;
+    let (_server, url) = http_server(&api).await;
+    let both_asked = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let lead = |barrier: std::sync::Arc<std::sync::Barrier>| {
+        ScriptedUser::always(chapter::release()).on_question(move |_| {
+            barrier.wait();
+        })
+    };
+    let first = Client::connect_http_with(lead(both_asked.clone()), &url, 4, legacy()).await.unwrap();
+    let second = Client::connect_http_with(lead(both_asked), &url, 4, legacy()).await.unwrap();
+    let quote_id = support::quote(&first, "O-2289").await;
+    let arguments = json!({"quote_id": quote_id});
+    let both = async {
+        tokio::join!(first.call_tool("issue_refund", arguments.clone()), second.call_tool("issue_refund", arguments))
+    };
+    let (a, b) = tokio::time::timeout(std::time::Duration::from_secs(30), both).await.expect("both calls ended");
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let released = [&a, &b].iter().filter(|r| r.is_error != Some(true)).count();
+    let refused: Vec<String> =
+        [&a, &b].iter().filter(|r| r.is_error == Some(true)).map(|r| mrtr::client::text(r)).collect();
+    assert_eq!(released, 1, "{a:?}\n{b:?}");
+    assert!(
+        refused[0].contains("Refund R-0111 was already confirmed") || refused[0].contains("is already being answered"),
+        "{refused:?}"
+    );
+    assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested);
+    let metrics = reqwest::get(url.replace("/mcp", "/metrics")).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("shop_refund_releases_total 1\n"), "{metrics}");
+}
