@@ -432,6 +432,11 @@ pub async fn serve(listen: std::net::SocketAddr) -> Result<(), ServeError> {
     // The suite's DNS-rebinding scenario sends the server's own localhost Origin, which the
     // shop's transport accepts by default, and a foreign one, which it refuses.
     let http = HttpConfig::loopback(listen);
-    shop_mcp::serve::http::serve(&http, mrtr::boundary::Sealed::new(Fixture, security), web_service::shutdown::signal())
-        .await
+    shop_mcp::serve::http::serve(
+        &http,
+        mrtr::boundary::Sealed::new(Fixture, security),
+        None,
+        web_service::shutdown::signal(),
+    )
+    .await
 }

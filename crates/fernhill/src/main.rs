@@ -29,7 +29,7 @@ enum Command {
     /// Serve the shop's MCP tools over stdio (what a desktop MCP host launches), or over Streamable HTTP with --http.
     Serve {
         #[command(flatten)]
-        config: ServeConfig,
+        config: Box<ServeConfig>,
         /// Say more on stderr: -v what the server does, -vv everything (RUST_LOG, when set, decides).
         #[arg(short, long, action = clap::ArgAction::Count)]
         verbose: u8,
@@ -88,7 +88,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::ShopApi { listen, db } => commands::shop_api::run(listen, db.as_deref()).await.map(|()| 0),
-        Command::Serve { config, verbose } => commands::serve::run(config, verbose).await.map(|()| 0),
+        Command::Serve { config, verbose } => commands::serve::run(*config, verbose).await.map(|()| 0),
         Command::Demo { answers, answers_file } => {
             commands::demo::run(&answers, answers_file.as_deref()).await.map(|()| 0)
         }
@@ -104,5 +104,16 @@ async fn main() -> ExitCode {
             eprintln!("fernhill: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks a command line's definition only when it parses one: check all of it here.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
     }
 }

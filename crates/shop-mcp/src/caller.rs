@@ -5,9 +5,15 @@
 //! the request's extensions; the tools act for that person, and the boundary binds every state
 //! to them. Both read it the same way.
 
+use oauth_resource::Caller;
 use rmcp::{RoleServer, service::RequestContext};
 
-/// The authenticated caller's subject, if any.
+/// The authenticated caller's subject (the token's `sub`), if any.
 pub fn subject(context: &RequestContext<RoleServer>) -> Option<String> {
-    mrtr::boundary::principal(context)
+    let parts = context.extensions.get::<http::request::Parts>();
+    let caller = context.extensions.get::<Caller>().or_else(|| parts?.extensions.get::<Caller>());
+    match caller {
+        Some(caller) => Some(caller.subject.clone()),
+        None => mrtr::boundary::principal(context),
+    }
 }

@@ -3,6 +3,8 @@
 //! line by line so a test can wait for a log line without sleeping.
 #![allow(dead_code)]
 
+pub mod issuer;
+
 use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 
 use load::child_log::ChildLog;
@@ -151,4 +153,16 @@ pub async fn spawn_printing_url(command: &mut Command) -> (tokio::process::Child
     let url = lines.next_line().await.unwrap().expect("the URL it prints first");
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, url)
+}
+
+/// As [`spawn_printing_url`], keeping the child's stderr as a [`Log`] to wait on.
+pub async fn spawn_printing_url_with_log(command: &mut Command) -> (tokio::process::Child, String, Log) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
+    let log = Log::default();
+    log.0.follow(child.stderr.take().unwrap(), false);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = lines.next_line().await.unwrap().unwrap_or_else(|| panic!("no URL; stderr:\n{}", log.text()));
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url, log)
 }

@@ -97,7 +97,7 @@ pub struct PaymentsConfig {
     pub provider: Option<String>,
 
     /// The payment provider's address as a lead's browser reaches it (defaults to --payments).
-    #[arg(long = "payments-public-url", env = PAYMENTS_PUBLIC_ENV, value_name = "URL")]
+    #[arg(id = "payments_public_url", long = "payments-public-url", env = PAYMENTS_PUBLIC_ENV, value_name = "URL")]
     pub public_url: Option<String>,
 
     /// Who the host's user is, for payments started over stdio (no authenticated caller).
@@ -134,6 +134,23 @@ pub struct HttpConfig {
     /// by default only this server's own loopback origin (http://localhost:PORT).
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     pub allowed_origins: Vec<String>,
+
+    /// The OAuth authorization server (its issuer URL) whose access tokens callers must show
+    /// over HTTP; its metadata and signing keys are found from it.
+    #[arg(long, env = "SHOP_AUTH_ISSUER", value_name = "URL")]
+    pub auth_issuer: Option<String>,
+
+    /// The MCP endpoint's canonical URL as clients reach it, such as https://mcp.fernhill.example/mcp:
+    /// the audience every token must name, and the protected resource metadata's `resource`.
+    /// Without it, http://ADDRESS/mcp of the address the server listens on (right on loopback;
+    /// behind a proxy or a name, give it).
+    #[arg(long, env = "SHOP_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+
+    /// Serve HTTP on a non-loopback address without authorization. Anyone who reaches the port
+    /// can then release and pay refunds; the server warns at every start.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
 }
 
 impl HttpConfig {
@@ -145,6 +162,13 @@ impl HttpConfig {
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        Self { listen: None, allowed_hosts: LOOPBACK_HOSTS.map(String::from).to_vec(), allowed_origins: Vec::new() }
+        Self {
+            listen: None,
+            allowed_hosts: LOOPBACK_HOSTS.map(String::from).to_vec(),
+            allowed_origins: Vec::new(),
+            auth_issuer: None,
+            public_url: None,
+            insecure_no_auth: false,
+        }
     }
 }

@@ -27,6 +27,8 @@ use rmcp::transport::streamable_http_server::{
 };
 use tokio_util::sync::CancellationToken;
 
+use oauth_resource::{ResourceServer, ScopePolicy};
+
 use crate::serve::{HttpConfig, ServeError, metrics};
 
 /// The largest request body the MCP endpoint reads.
@@ -37,16 +39,29 @@ const MAX_INSPECTED_BYTES: usize = 1 << 20;
 /// Serve `server` (cloned for each request) until `shutdown` resolves; prints the MCP
 /// endpoint's URL once listening. The shop is served this way, and so is the conformance
 /// suite's fixture, on the same transport.
+///
+/// With an issuer in `http`, every request to `/mcp` must show an access token from it (and a
+/// tool call the scopes `scopes` says its tool needs), and the protected resource metadata is
+/// served beside it.
 pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     http: &HttpConfig,
     server: H,
+    scopes: Option<Box<dyn ScopePolicy>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let listen = http.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|source| ServeError::Listen { address: listen.to_string(), source })?;
-    let port = listener.local_addr()?.port();
+    let bound = listener.local_addr()?;
+    let port = bound.port();
+    let gate = match (&http.auth_issuer, scopes) {
+        (Some(issuer), Some(scopes)) => {
+            let public_url = http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
+            Some(ResourceServer::new(issuer, &public_url, "Fernhill shop", scopes, MAX_BODY_BYTES)?)
+        }
+        _ => None,
+    };
     let stop = CancellationToken::new();
     // An Origin header is always checked: a browser page may call only from the origins
     // allowed, and by default from this server's own loopback origin (a page it serves itself,
@@ -65,8 +80,17 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         .with_allowed_origins(origins);
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
     let rendered = metrics::install();
-    let app = Router::new()
-        .route_service("/mcp", mcp)
+    let endpoint = match &gate {
+        Some(gate) => {
+            gate.start().await;
+            Router::new()
+                .route_service("/mcp", mcp)
+                .layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::gate))
+                .merge(gate.metadata_routes())
+        }
+        None => Router::new().route_service("/mcp", mcp),
+    };
+    let app = endpoint
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(move || std::future::ready(rendered.render())))
         .layer(middleware::from_fn(status_for_errors))

@@ -5,6 +5,7 @@
 //! Only a sealed shop is served: [`build`] returns the shop behind its sealing boundary, and
 //! the boundary is the only way in.
 
+pub mod authorization;
 pub mod config;
 pub mod http;
 pub mod logging;
@@ -44,6 +45,13 @@ pub enum ServeError {
     Stdio(String),
     #[error("serving HTTP: {0}")]
     Http(#[from] std::io::Error),
+    #[error(transparent)]
+    Authorization(#[from] oauth_resource::gate::GateError),
+    #[error(
+        "refusing to serve HTTP on {0} without authorization: anyone who reaches it could release refunds. \
+         Give --auth-issuer and --public-url, or --insecure-no-auth if something else guards it"
+    )]
+    Insecure(std::net::SocketAddr),
 }
 
 /// The shop's server behind its sealing boundary, observed for metrics.
@@ -78,8 +86,12 @@ fn payments(config: &PaymentsConfig) -> Result<Option<Payments>, ServeError> {
 /// Serve over HTTP when the configuration names an address, else over stdio, until the
 /// client closes stdin or `shutdown` resolves.
 pub async fn run(config: &ServeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
-    match config.http.listen {
-        Some(_) => http::serve(&config.http, build(config)?, shutdown).await,
-        None => stdio::serve(build(config)?).await,
+    let Some(listen) = config.http.listen else { return stdio::serve(build(config)?).await };
+    if config.http.auth_issuer.is_none() && !listen.ip().is_loopback() {
+        if !config.http.insecure_no_auth {
+            return Err(ServeError::Insecure(listen));
+        }
+        tracing::warn!(%listen, "serving HTTP without authorization (--insecure-no-auth): anyone who reaches it can release refunds");
     }
+    http::serve(&config.http, build(config)?, Some(Box::new(authorization::ShopScopes)), shutdown).await
 }

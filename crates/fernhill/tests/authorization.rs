@@ -1,0 +1,262 @@
+//! `fernhill serve --http` as an OAuth resource server, against an issuer on loopback that signs
+//! whatever token a test needs: the protected resource metadata, 401 challenges for every bad
+//! token, 403 `insufficient_scope` for a tool the token's scopes do not reach, each question
+//! bound to its caller, a rotated signing key, an issuer that is down, and a server that
+//! refuses to serve an open port without authorization.
+
+mod support;
+
+use fernhill::chapter;
+use mrtr::client::{Client, ScriptedUser, params, retry};
+use reqwest::{StatusCode, header::WWW_AUTHENTICATE};
+use rmcp::{
+    model::CallToolResponse,
+    transport::{StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig},
+};
+use serde_json::{Value, json};
+use shop_api::{RefundId, RefundStatus, RunningApi};
+use tokio::process::{Child, Command};
+
+use support::{KEY_A, Log, fernhill, issuer::Issuer, shop, start_api};
+
+struct Server {
+    url: String,
+    _child: Child,
+    log: Log,
+}
+
+/// `fernhill serve --http` on an ephemeral loopback port, its tokens from `issuer`; without
+/// `--public-url` its public URL is the address it listens on.
+async fn serve(api: &RunningApi, issuer: &str) -> Server {
+    let mut command = Command::new(fernhill());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--auth-issuer", issuer])
+        .env("SHOP_REQUEST_STATE_KEY", KEY_A)
+        .env("RUST_LOG", "info,request_state=warn");
+    let (child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
+    Server { url, _child: child, log }
+}
+
+async fn post(url: &str, token: Option<&str>, body: Value) -> reqwest::Response {
+    let method = body["method"].as_str().unwrap_or_default().to_owned();
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", &method)
+        .json(&body);
+    if let Some(name) = body["params"]["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap()
+}
+
+fn list_tools() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "auth-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}}}})
+}
+
+/// A 2026-07-28 client that shows `token` on every request and answers as `user`.
+async fn client(url: &str, token: &str, user: ScriptedUser) -> Client<ScriptedUser> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    Client::connect(user, StreamableHttpClientTransport::from_config(config)).await.unwrap()
+}
+
+fn challenge(response: &reqwest::Response) -> String {
+    response.headers().get(WWW_AUTHENTICATE).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_metadata_names_the_issuer_and_a_request_without_a_token_is_challenged() {
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    let server = serve(&api, &issuer.url).await;
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    for path in ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"] {
+        let metadata: Value = reqwest::get(format!("{base}{path}")).await.unwrap().json().await.unwrap();
+        assert_eq!(metadata["resource"], server.url.as_str(), "{path}");
+        assert_eq!(metadata["authorization_servers"], json!([issuer.url]));
+        assert_eq!(metadata["scopes_supported"], json!(["orders:read", "refunds:write"]));
+        assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
+        assert!(metadata["resource_name"].is_string());
+    }
+    let refused = post(&server.url, None, list_tools()).await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        challenge(&refused),
+        format!(r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp", scope="orders:read""#)
+    );
+}
+
+#[tokio::test]
+async fn every_bad_token_gets_401_with_invalid_token() {
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    let server = serve(&api, &issuer.url).await;
+    let good = issuer.claims("alice", "refunds:write", &server.url);
+    let expired = issuer.sign(&support::issuer::Claims { exp: -120, nbf: -300, ..good.clone() });
+    let wrong_audience =
+        issuer.sign(&support::issuer::Claims { aud: "http://other.example/mcp".into(), ..good.clone() });
+    let wrong_issuer = issuer.sign(&support::issuer::Claims { iss: "http://evil.example".into(), ..good.clone() });
+    let not_an_access_token = issuer.sign(&support::issuer::Claims { typ: "JWT".into(), ..good.clone() });
+    let no_subject = issuer.sign(&support::issuer::Claims { sub: None, ..good.clone() });
+    let cases = [
+        ("garbage", "not-a-token".to_owned(), "malformed"),
+        ("expired", expired, "expired"),
+        ("wrong audience", wrong_audience, "wrong_audience"),
+        ("wrong issuer", wrong_issuer, "wrong_issuer"),
+        ("alg none", issuer.unsigned(&good), "algorithm"),
+        ("HS256 with the public key", issuer.sign_hs256_with_public_key(&good), "algorithm"),
+        ("typ JWT", not_an_access_token, "not_an_access_token"),
+        ("no sub", no_subject, "no_subject"),
+    ];
+    for (case, token, _) in &cases {
+        let refused = post(&server.url, Some(token), list_tools()).await;
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{case}");
+        let said = challenge(&refused);
+        assert!(said.starts_with(r#"Bearer error="invalid_token""#), "{case}: {said}");
+        assert!(said.contains("resource_metadata=\"http://127.0.0.1:"), "{case}: {said}");
+    }
+    let in_query = reqwest::Client::new()
+        .post(format!("{}?access_token={}", server.url, issuer.sign(&good)))
+        .json(&list_tools())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(in_query.status(), StatusCode::UNAUTHORIZED, "a token in the query string");
+    // The good token gets through, and every refusal was counted by its reason.
+    assert_eq!(post(&server.url, Some(&issuer.sign(&good)), list_tools()).await.status(), StatusCode::OK);
+    let metrics = reqwest::get(server.url.replace("/mcp", "/metrics")).await.unwrap().text().await.unwrap();
+    for (case, _, reason) in &cases {
+        assert!(metrics.contains(&format!("mcp_auth_failures_total{{reason=\"{reason}\"}}")), "{case}: {metrics}");
+    }
+    assert!(metrics.contains(r#"mcp_auth_failures_total{reason="in_query"} 1"#), "{metrics}");
+    assert!(metrics.contains(r#"mcp_auth_failures_total{reason="issuer_unreachable"} 0"#), "{metrics}");
+}
+
+#[tokio::test]
+async fn reading_needs_orders_read_and_releasing_needs_refunds_write() {
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    let server = serve(&api, &issuer.url).await;
+    let reader = issuer.sign(&issuer.claims("carol", "orders:read", &server.url));
+    let carol = client(&server.url, &reader, ScriptedUser::always(chapter::release())).await;
+    let quote_id = support::quote(&carol, "O-2289").await;
+    let refused = carol.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap_err();
+    assert!(refused.to_string().contains("403") || refused.auth_challenge().is_some(), "{refused}");
+    let raw = post(
+        &server.url,
+        Some(&reader),
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "issue_refund",
+            "arguments": {"quote_id": quote_id}, "_meta": list_tools()["params"]["_meta"]}}),
+    )
+    .await;
+    assert_eq!(raw.status(), StatusCode::FORBIDDEN);
+    let said = challenge(&raw);
+    assert!(said.starts_with(r#"Bearer error="insufficient_scope", scope="refunds:write""#), "{said}");
+    assert!(shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.is_err(), "nothing was issued");
+
+    // A lead's refunds:write implies reading.
+    let lead = issuer.sign(&issuer.claims("alice", "refunds:write", &server.url));
+    let alice = client(&server.url, &lead, ScriptedUser::always(chapter::release())).await;
+    let quote_id = support::quote(&alice, "O-2289").await;
+    let done = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    assert_eq!(mrtr::client::field(&done, "status"), Some("requested"));
+}
+
+#[tokio::test]
+async fn a_state_alice_was_asked_with_does_not_open_for_bob() {
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    let server = serve(&api, &issuer.url).await;
+    let token = |who: &str| issuer.sign(&issuer.claims(who, "refunds:write", &server.url));
+    let alice = client(&server.url, &token("alice"), ScriptedUser::always(chapter::release())).await;
+    let bob = client(&server.url, &token("bob"), ScriptedUser::always(chapter::release())).await;
+    let quote_id = support::quote(&alice, "O-2289").await;
+    let asked = support::ask(&alice, &quote_id).await;
+    let call = params("issue_refund", json!({"quote_id": quote_id}));
+    let yes = chapter::release();
+    let stolen = bob.call_tool_once(retry(call.clone(), asked.request_state.clone(), [("confirm", &yes)])).await;
+    let error = stolen.unwrap_err();
+    assert_eq!(error.rpc_error().map(|e| e.code.0), Some(-32602), "{error}");
+    server.log.wait_for(r#"reason="principal""#).await;
+    assert_eq!(
+        shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status,
+        RefundStatus::NeedsConfirmation
+    );
+    let CallToolResponse::Complete(done) =
+        alice.call_tool_once(retry(call, asked.request_state, [("confirm", &yes)])).await.unwrap()
+    else {
+        panic!("alice's own retry completes")
+    };
+    assert_eq!(mrtr::client::field(&done, "status"), Some("requested"));
+}
+
+#[tokio::test]
+async fn a_rotated_key_is_fetched_and_cached_keys_serve_while_the_issuer_is_down() {
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    let server = serve(&api, &issuer.url).await;
+    let claims = issuer.claims("alice", "orders:read", &server.url);
+    let first = issuer.sign(&claims);
+    assert_eq!(post(&server.url, Some(&first), list_tools()).await.status(), StatusCode::OK);
+    issuer.rotate("key-2");
+    let rotated = issuer.sign(&claims);
+    assert_eq!(post(&server.url, Some(&rotated), list_tools()).await.status(), StatusCode::OK, "the new kid");
+    server.log.wait_for("fetched the issuer's keys again for an unknown kid").await;
+    issuer.set_up(false);
+    assert_eq!(post(&server.url, Some(&rotated), list_tools()).await.status(), StatusCode::OK, "cached keys");
+}
+
+#[tokio::test]
+async fn an_issuer_down_at_start_gets_503_until_it_is_back() {
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    issuer.set_up(false);
+    let server = serve(&api, &issuer.url).await;
+    server.log.wait_for("cannot fetch the authorization server's keys yet").await;
+    let token = issuer.sign(&issuer.claims("alice", "orders:read", &server.url));
+    let waiting = post(&server.url, Some(&token), list_tools()).await;
+    assert_eq!(waiting.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(waiting.headers().contains_key("retry-after"));
+    issuer.set_up(true);
+    assert_eq!(post(&server.url, Some(&token), list_tools()).await.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn an_open_port_without_authorization_is_refused_unless_said_so() {
+    let api = start_api().await;
+    let refused =
+        Command::new(fernhill()).args(["serve", "--http", "0.0.0.0:0", "--shop-api", &api.url]).output().await.unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("refusing to serve HTTP on 0.0.0.0:0 without authorization"), "{stderr}");
+    assert!(stderr.contains("--auth-issuer"), "{stderr}");
+
+    let mut insecure = Command::new(fernhill());
+    insecure.args(["serve", "--http", "0.0.0.0:0", "--shop-api", &api.url, "--insecure-no-auth"]);
+    let (_child, url, log) = support::spawn_printing_url_with_log(&mut insecure).await;
+    assert!(url.starts_with("http://0.0.0.0:"), "{url}");
+    log.wait_for("serving HTTP without authorization (--insecure-no-auth)").await;
+}
+
+/// Tokens naming keys the issuer never published are refused, and they do not make the server
+/// fetch the issuer's keys more than once per cooldown.
+#[tokio::test]
+async fn made_up_key_ids_do_not_hammer_the_issuer() {
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    let server = serve(&api, &issuer.url).await;
+    let claims = issuer.claims("mallory", "orders:read", &server.url);
+    issuer.rotate("made-up-1");
+    let first = issuer.sign(&claims);
+    issuer.rotate("key-1b");
+    // The server fetches once for the first unknown kid (and finds key-1b, not made-up-1).
+    assert_eq!(post(&server.url, Some(&first), list_tools()).await.status(), StatusCode::UNAUTHORIZED);
+    issuer.rotate("made-up-2");
+    let second = issuer.sign(&claims);
+    issuer.rotate("key-1c");
+    // Within the cooldown the second unknown kid is refused without a fetch: key-1c stays unseen.
+    assert_eq!(post(&server.url, Some(&second), list_tools()).await.status(), StatusCode::UNAUTHORIZED);
+    let said = server.log.wait_for("fetched the issuer's keys again").await;
+    let fetches = said.matches("fetched the issuer's keys again").count();
+    assert_eq!(fetches, 1, "{}", server.log.text());
+}

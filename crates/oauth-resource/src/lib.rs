@@ -1,0 +1,31 @@
+//! An MCP server over HTTP as an OAuth 2.1 resource server: what the authorization spec asks
+//! of it, and rmcp (whose `auth` feature is client-only) does not give.
+//!
+//! - [`metadata`]: the protected resource metadata (RFC 9728), served at the path-inserted
+//!   well-known URI and at the root;
+//! - [`issuer`]: the authorization server's metadata (RFC 8414, or OpenID discovery), found
+//!   from its issuer URL;
+//! - [`keys`]: the issuer's signing keys (JWKS), fetched at start, fetched again for an unknown
+//!   `kid` at most once per cooldown, the last good set kept while the issuer is down;
+//! - [`token`]: a bearer JWT checked as RFC 9068 and RFC 8707 say: an algorithm allowlist,
+//!   `typ` `at+jwt`, the exact issuer, this resource in `aud`, `exp`/`nbf`, a `sub`; its scopes;
+//! - [`scopes`]: what each request needs ([`scopes::ScopePolicy`], given by the server), with
+//!   scope hierarchies;
+//! - [`gate`]: the axum middleware in front of rmcp: 401 with a `WWW-Authenticate` challenge,
+//!   403 `insufficient_scope` naming every scope a tool call needs (read from the JSON-RPC body
+//!   before rmcp runs), and the caller put where the sealing boundary binds states to it;
+//! - [`failure`]: why a request was refused, a closed set that labels the metrics.
+//!
+//! It knows nothing of any shop: a server gives its public URL, its issuer and its policy.
+
+pub mod failure;
+pub mod gate;
+pub mod issuer;
+pub mod keys;
+pub mod metadata;
+pub mod scopes;
+pub mod token;
+
+pub use failure::Failure;
+pub use gate::{Caller, ResourceServer};
+pub use scopes::ScopePolicy;

@@ -1,0 +1,98 @@
+//! A bearer token checked as an OAuth access token for this resource.
+//!
+//! JWT access tokens (RFC 9068) only: an allowlist of asymmetric algorithms (never `none`,
+//! never an HMAC, which would let anyone holding the public key sign), `typ` `at+jwt`, a key
+//! the issuer publishes, the exact issuer, this resource in `aud` (RFC 8707: a token meant for
+//! another server is refused), `exp` and `nbf` with a small leeway, and a `sub`. The scopes come
+//! from the space-separated `scope` claim.
+
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use jsonwebtoken::{Algorithm, Validation, decode, decode_header, errors::ErrorKind};
+use serde::Deserialize;
+
+use crate::{
+    failure::Failure,
+    keys::{IssuerKeys, KeyError},
+};
+
+/// The algorithms a token may be signed with: asymmetric only.
+pub const ALGORITHMS: [Algorithm; 9] = [
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::EdDSA,
+];
+
+/// Seconds of clock skew allowed on `exp` and `nbf`.
+pub const LEEWAY_SECS: u64 = 30;
+
+/// What a valid token says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub issuer: String,
+    pub subject: String,
+    pub scopes: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    iss: String,
+    sub: String,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+/// Check `token` against the issuer's `keys`, for `issuer` and the resource `audience`.
+pub async fn check(token: &str, keys: &IssuerKeys, issuer: &str, audience: &str) -> Result<Checked, Failure> {
+    let header = decode_header(token).map_err(|_| unreadable_header(token))?;
+    if !ALGORITHMS.contains(&header.alg) {
+        return Err(Failure::Algorithm);
+    }
+    let typ = header.typ.as_deref().unwrap_or_default().to_ascii_lowercase();
+    if typ != "at+jwt" && typ != "application/at+jwt" {
+        return Err(Failure::NotAnAccessToken);
+    }
+    let key = keys.key(header.kid.as_deref().unwrap_or_default()).await.map_err(|error| match error {
+        KeyError::Unreachable => Failure::IssuerUnreachable,
+        KeyError::Unknown(_) => Failure::UnknownKey,
+        KeyError::Unusable(_) => Failure::Algorithm,
+    })?;
+    let mut validation = Validation::new(header.alg);
+    validation.algorithms = vec![header.alg];
+    validation.leeway = LEEWAY_SECS;
+    validation.validate_nbf = true;
+    validation.set_issuer(&[issuer]);
+    validation.set_audience(&[audience]);
+    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    let claims = decode::<Claims>(token, &key, &validation).map_err(|error| match error.kind() {
+        ErrorKind::ExpiredSignature | ErrorKind::ImmatureSignature => Failure::Expired,
+        ErrorKind::InvalidIssuer => Failure::WrongIssuer,
+        ErrorKind::InvalidAudience => Failure::WrongAudience,
+        ErrorKind::InvalidSignature => Failure::Signature,
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => Failure::Algorithm,
+        ErrorKind::MissingRequiredClaim(claim) if claim == "sub" => Failure::NoSubject,
+        _ => Failure::Malformed,
+    })?;
+    if claims.claims.sub.is_empty() {
+        return Err(Failure::NoSubject);
+    }
+    let scopes = claims.claims.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+    Ok(Checked { issuer: claims.claims.iss, subject: claims.claims.sub, scopes })
+}
+
+/// Why a header did not parse: an algorithm the library does not even name (such as `none`) is
+/// an algorithm refused; anything else is a malformed token.
+fn unreadable_header(token: &str) -> Failure {
+    let named_alg = token
+        .split('.')
+        .next()
+        .and_then(|head| URL_SAFE_NO_PAD.decode(head).ok())
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .is_some_and(|header| header.get("alg").is_some_and(serde_json::Value::is_string));
+    if named_alg { Failure::Algorithm } else { Failure::Malformed }
+}
