@@ -123,6 +123,7 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
         leads: 16,
         confirmations: 1000,
         order: "O-2289".into(),
+        credentials: Default::default(),
     };
     let report = leads::run(&load_plan).await.unwrap();
     assert!(report.problems.is_empty(), "{}", report.render());

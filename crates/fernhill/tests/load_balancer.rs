@@ -6,40 +6,22 @@
 
 mod support;
 
-use std::{net::TcpListener, os::fd::OwnedFd, path::PathBuf, process::Stdio};
-
 use fernhill::chapter;
 use load::fleet::{Fleet, FleetPlan};
 use mrtr::client::{Answer, Client, ScriptedUser, legacy, modern, params, retry};
 use rmcp::model::CallToolResponse;
 use serde_json::json;
 use shop_api::{RefundId, RefundStatus};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-use support::{ask, fernhill, quote, shop};
+use support::{Balancer, ask, fernhill, quote, shop};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
-/// HAProxy in front of `fleet`; the child and the MCP endpoint it serves. It inherits a
-/// listening socket on an ephemeral loopback port (as its stdin, `bind fd@0`), so no port is
-/// picked, freed and raced for, and a client can connect before HAProxy has started.
 fn balancer(fleet: &Fleet) -> (Child, String) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/haproxy.cfg");
-    let mut command = Command::new("haproxy");
-    command.arg("-db").arg("-f").arg(config).env("FERNHILL_LISTEN", "fd@0");
-    for (index, replica) in fleet.urls.iter().enumerate() {
-        let address = replica.trim_start_matches("http://").trim_end_matches("/mcp");
-        command.env(format!("FERNHILL_REPLICA_{}", index + 1), address);
-    }
-    let child = command
-        .stdin(Stdio::from(OwnedFd::from(listener)))
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("haproxy runs (Debian's haproxy package)");
-    (child, url)
+    let front = Balancer::bind();
+    let url = front.url.clone();
+    (front.start(fleet), url)
 }
 
 async fn status(fleet: &Fleet, refund: &str) -> RefundStatus {

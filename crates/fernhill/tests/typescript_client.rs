@@ -11,7 +11,7 @@
 
 mod support;
 
-use std::{path::PathBuf, process::Command as StdCommand, sync::OnceLock, time::Duration};
+use std::time::Duration;
 
 use shop_api::{RefundId, RefundStatus};
 use tokio::process::Command;
@@ -31,35 +31,8 @@ struct Sdk {
 const V2: Sdk = Sdk { package: "@modelcontextprotocol/client@2.4.0", folder: "ts-sdk", script: "confirm.mjs" };
 const V1: Sdk = Sdk { package: "@modelcontextprotocol/sdk@1.32.2", folder: "ts-sdk-v1", script: "legacy.mjs" };
 
-/// A folder with `sdk` installed and its script beside it (ES modules resolve from there).
-fn npm_folder(sdk: &Sdk) -> PathBuf {
-    static V2_FOLDER: OnceLock<PathBuf> = OnceLock::new();
-    static V1_FOLDER: OnceLock<PathBuf> = OnceLock::new();
-    let once = if sdk.folder == V1.folder { &V1_FOLDER } else { &V2_FOLDER };
-    once.get_or_init(|| {
-        let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(sdk.folder);
-        let name = sdk.package.rsplit_once('@').map_or(sdk.package, |(name, _)| name);
-        let ready = folder.join("node_modules").join(name).join("package.json");
-        if !ready.exists() {
-            std::fs::create_dir_all(&folder).unwrap();
-            std::fs::write(folder.join("package.json"), "{\"private\": true, \"type\": \"module\"}\n").unwrap();
-            let installed = StdCommand::new("npm")
-                .args(["install", "--no-audit", "--no-fund", "--silent", sdk.package])
-                .current_dir(&folder)
-                .status()
-                .expect("npm runs");
-            let package = sdk.package;
-            assert!(installed.success(), "npm install {package} failed: is the npm registry reachable?");
-        }
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node").join(sdk.script);
-        std::fs::copy(script, folder.join(sdk.script)).unwrap();
-        folder
-    })
-    .clone()
-}
-
 async fn node(sdk: &Sdk, args: &[&str]) -> String {
-    let folder = npm_folder(sdk);
+    let folder = support::npm(sdk.folder, &[sdk.package], &[sdk.script]);
     let run =
         Command::new("node").arg(folder.join(sdk.script)).args(args).current_dir(&folder).kill_on_drop(true).output();
     let output = tokio::time::timeout(Duration::from_secs(120), run).await.expect("node finished").unwrap();

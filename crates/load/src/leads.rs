@@ -22,6 +22,8 @@ use serde_json::json;
 use shop_api::{RefundId, RefundStatus, ShopApi};
 use shop_mcp::tools::issue_refund::ReleaseForm;
 
+use crate::authorization::{self, Credentials};
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
@@ -35,6 +37,8 @@ pub struct LoadPlan {
     pub confirmations: usize,
     /// The order every refund is quoted for (its whole refund must be above the limit).
     pub order: String,
+    /// What the leads authorize with.
+    pub credentials: Credentials,
 }
 
 /// Latency percentiles of one step.
@@ -133,7 +137,8 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
         let mut clients = Vec::new();
         for url in &plan.urls {
             let user = ScriptedUser::always(Answer::form(&ReleaseForm::YES)).named(format!("load-lead-{lead}"));
-            clients.push(Client::connect_http(user, url, 1).await.with_context(|| format!("connecting to {url}"))?);
+            let client = authorization::connect(user, url, &plan.credentials).await;
+            clients.push(client.with_context(|| format!("connecting to {url}"))?);
         }
         leads.push(clients);
     }

@@ -7,10 +7,12 @@
 //!   every refund was released exactly once. Percentiles per step.
 //! - [`fleet`]: a fresh shop API and several `fernhill serve --http` replicas sharing one key
 //!   and one store, with no stickiness; a replica can be killed and restarted.
-//! - [`child_log`]: a child process's stderr, collected so a caller can wait for a line.
+//! - [`child_log`]: a child process's stderr, collected so a caller can wait for a line;
+//! - [`authorization`]: how the leads authorize with servers that ask for OAuth.
 //!
 //! The binary, `fernhill-load`, is a thin command line over these.
 
+pub mod authorization;
 pub mod child_log;
 pub mod fleet;
 pub mod leads;

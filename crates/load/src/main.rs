@@ -6,6 +6,7 @@ use std::{path::PathBuf, process::ExitCode};
 use anyhow::Context as _;
 use clap::Parser;
 use load::{
+    authorization::Credentials,
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
 };
@@ -44,6 +45,18 @@ struct Cli {
     /// The order every refund is quoted for (its whole refund must need confirming).
     #[arg(long, default_value = "O-2289")]
     order: String,
+    /// Authorize as this OAuth client with the client credentials grant (servers with --auth-issuer).
+    #[arg(long, requires = "client_secret", conflicts_with = "token_command")]
+    client_id: Option<String>,
+    /// The client's secret (set it in the environment: a command line is visible to other users).
+    #[arg(long, env = "FERNHILL_LOAD_CLIENT_SECRET", hide_env_values = true)]
+    client_secret: Option<String>,
+    /// The scopes to ask for, space-separated.
+    #[arg(long, default_value = "orders:read refunds:write")]
+    scope: String,
+    /// Instead, a shell command that prints a bearer token.
+    #[arg(long, value_name = "COMMAND")]
+    token_command: Option<String>,
 }
 
 #[tokio::main]
@@ -78,7 +91,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         // clap requires --shop-api whenever --replicas is absent.
         None => (cli.urls, cli.shop_api.unwrap_or_default()),
     };
-    let plan = LoadPlan { urls, shop_api, leads: cli.leads, confirmations: cli.confirmations, order: cli.order };
+    let credentials = match (cli.client_id, cli.client_secret, cli.token_command) {
+        (Some(client_id), Some(client_secret), _) => Credentials::ClientSecret {
+            client_id,
+            client_secret,
+            scopes: cli.scope.split_whitespace().map(str::to_owned).collect(),
+        },
+        (_, _, Some(command)) => Credentials::TokenCommand(command),
+        _ => Credentials::None,
+    };
+    let plan =
+        LoadPlan { urls, shop_api, leads: cli.leads, confirmations: cli.confirmations, order: cli.order, credentials };
     let report = leads::run(&plan).await?;
     print!("{}", report.render());
     anyhow::ensure!(

@@ -166,3 +166,65 @@ pub async fn spawn_printing_url_with_log(command: &mut Command) -> (tokio::proce
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, url, log)
 }
+
+/// A folder under the target dir with `packages` installed from npm (once per machine, and
+/// once at a time), and `scripts` from `tests/node/` copied beside them so ES modules resolve
+/// from there. Fails loudly when npm cannot reach the registry.
+pub fn npm(folder: &str, packages: &[&str], scripts: &[&str]) -> PathBuf {
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(folder);
+    let installed = |package: &str| {
+        let name = package.rsplit_once('@').filter(|(name, _)| !name.is_empty()).map_or(package, |(name, _)| name);
+        folder.join("node_modules").join(name).join("package.json").exists()
+    };
+    if !packages.iter().all(|package| installed(package)) {
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("package.json"), "{\"private\": true, \"type\": \"module\"}\n").unwrap();
+        let status = std::process::Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent"])
+            .args(packages)
+            .current_dir(&folder)
+            .status()
+            .expect("npm runs");
+        assert!(status.success(), "npm install {packages:?} failed: is the npm registry reachable?");
+    }
+    for script in scripts {
+        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node").join(script);
+        std::fs::copy(source, folder.join(script)).unwrap();
+    }
+    folder
+}
+
+/// HAProxy with the repository's `deploy/haproxy.cfg`, on a loopback socket bound before it
+/// starts: its URL is known first (a fleet's public URL), and it inherits the socket as its
+/// stdin (`bind fd@0`), so no port is picked, freed and raced for.
+pub struct Balancer {
+    pub url: String,
+    listener: std::net::TcpListener,
+}
+
+impl Balancer {
+    pub fn bind() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        Self { url, listener }
+    }
+
+    /// Start HAProxy in front of `fleet`'s replicas; it stops when the child is dropped.
+    pub fn start(self, fleet: &load::fleet::Fleet) -> tokio::process::Child {
+        let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/haproxy.cfg");
+        let mut command = Command::new("haproxy");
+        command.arg("-db").arg("-f").arg(config).env("FERNHILL_LISTEN", "fd@0");
+        for (index, replica) in fleet.urls.iter().enumerate() {
+            let address = replica.trim_start_matches("http://").trim_end_matches("/mcp");
+            command.env(format!("FERNHILL_REPLICA_{}", index + 1), address);
+        }
+        command
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(self.listener)))
+            .stdout(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("haproxy runs (Debian's haproxy package)")
+    }
+}

@@ -1,0 +1,64 @@
+// A real OAuth authorization server for the tests: oidc-provider (npm), on an ephemeral
+// loopback port, issuing ES256 JWT access tokens (typ at+jwt) whose audience is the MCP
+// endpoint a client names as its resource (RFC 8707). Prints its issuer URL, then serves
+// until killed.
+//
+// Clients:
+//   lead     confidential (client_secret_basic, secret "lead-secret"): client credentials,
+//            scopes orders:read and refunds:write
+//   other-lead  the same as lead, another person (secret "other-lead-secret")
+//   reader   confidential (secret "reader-secret"): client credentials, orders:read only
+//   host     public (PKCE, no secret): authorization code with a loopback redirect
+// The dev login form (`/interaction/:uid`) signs anyone in by name.
+import { createServer } from 'node:http';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import Provider, { errors } from 'oidc-provider';
+
+const server = createServer();
+await new Promise(resolve => server.listen(0, '127.0.0.1', resolve));
+const issuer = `http://127.0.0.1:${server.address().port}`;
+
+const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const signing = { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), alg: 'ES256', use: 'sig' };
+const mcpResource = /^http:\/\/(127\.0\.0\.1|localhost):\d+\/mcp$/;
+
+const provider = new Provider(issuer, {
+    clients: [
+        { client_id: 'lead', client_secret: 'lead-secret', grant_types: ['client_credentials'], redirect_uris: [],
+          response_types: [], scope: 'orders:read refunds:write' },
+        { client_id: 'other-lead', client_secret: 'other-lead-secret', grant_types: ['client_credentials'],
+          redirect_uris: [], response_types: [], scope: 'orders:read refunds:write' },
+        { client_id: 'reader', client_secret: 'reader-secret', grant_types: ['client_credentials'], redirect_uris: [],
+          response_types: [], scope: 'orders:read' },
+        { client_id: 'host', token_endpoint_auth_method: 'none', application_type: 'native',
+          grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
+          redirect_uris: ['http://127.0.0.1/callback'], scope: 'openid orders:read refunds:write' },
+    ],
+    jwks: { keys: [signing] },
+    clientDefaults: { id_token_signed_response_alg: 'ES256' },
+    scopes: ['openid', 'offline_access', 'orders:read', 'refunds:write'],
+    pkce: { required: () => true },
+    features: {
+        devInteractions: { enabled: true },
+        clientCredentials: { enabled: true },
+        introspection: { enabled: true },
+        resourceIndicators: {
+            enabled: true,
+            defaultResource: () => undefined,
+            useGrantedResource: () => true,
+            getResourceServerInfo(ctx, resource) {
+                if (!mcpResource.test(resource)) throw new errors.InvalidTarget();
+                return {
+                    scope: 'orders:read refunds:write',
+                    audience: resource,
+                    accessTokenFormat: 'jwt',
+                    accessTokenTTL: 600,
+                    jwt: { sign: { alg: 'ES256' } },
+                };
+            },
+        },
+    },
+});
+provider.proxy = false;
+server.on('request', provider.callback());
+console.log(issuer);

@@ -1,0 +1,124 @@
+//! Against a real authorization server: `oidc-provider` from npm on loopback, issuing ES256
+//! JWT access tokens for the MCP endpoint a client names. Leads authorize as machines with the
+//! client credentials grant (rmcp's `auth` client, through `load::authorization`); a fleet of 3
+//! replicas behind HAProxy shares one public URL, and any replica opens a state for the caller
+//! it was sealed for, never for another.
+
+mod support;
+
+use std::time::Duration;
+
+use fernhill::chapter;
+use load::{
+    authorization::{self, Credentials},
+    fleet::{Fleet, FleetPlan},
+    leads::{self, LoadPlan},
+};
+use mrtr::client::{ScriptedUser, params, retry};
+use rmcp::model::CallToolResponse;
+use serde_json::json;
+use shop_api::{RefundId, RefundStatus, RunningApi};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+
+use support::{Balancer, fernhill, shop, start_api};
+
+const REDIS: &str = "redis://127.0.0.1:6379";
+
+/// oidc-provider on an ephemeral loopback port; the child and its issuer URL.
+async fn issuer() -> (Child, String) {
+    let folder = support::npm("oidc", &["oidc-provider@9.13.3"], &["issuer.mjs"]);
+    let mut child = Command::new("node")
+        .arg(folder.join("issuer.mjs"))
+        .current_dir(&folder)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.expect("the issuer started");
+    let url = first.unwrap().expect("the issuer printed its URL");
+    (child, url)
+}
+
+fn lead(client_id: &str) -> Credentials {
+    Credentials::ClientSecret {
+        client_id: client_id.to_owned(),
+        client_secret: format!("{client_id}-secret"),
+        scopes: vec!["orders:read".into(), "refunds:write".into()],
+    }
+}
+
+async fn serve(api: &RunningApi, issuer: &str) -> (Child, String) {
+    let mut command = Command::new(fernhill());
+    command.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--auth-issuer", issuer]);
+    support::spawn_printing_url(&mut command).await
+}
+
+async fn status(api: &RunningApi, refund: &str) -> RefundStatus {
+    shop(api).refund(&RefundId::parse(refund).unwrap()).await.unwrap().status
+}
+
+#[tokio::test]
+async fn leads_with_client_credentials_confirm_refunds_and_a_reader_cannot() {
+    let (api, (_issuer, issuer_url)) = (start_api().await, issuer().await);
+    let (_server, url) = serve(&api, &issuer_url).await;
+    let plan = |credentials| LoadPlan {
+        urls: vec![url.clone()],
+        shop_api: api.url.clone(),
+        leads: 2,
+        confirmations: 4,
+        order: "O-2289".into(),
+        credentials,
+    };
+    let report = leads::run(&plan(lead("lead"))).await.unwrap();
+    assert!(report.problems.is_empty() && report.released == 4, "{}", report.render());
+
+    let reader = Credentials::ClientSecret {
+        client_id: "reader".into(),
+        client_secret: "reader-secret".into(),
+        scopes: vec!["orders:read".into()],
+    };
+    let report = leads::run(&plan(reader)).await.unwrap();
+    assert_eq!(report.released, 0, "{}", report.render());
+    assert!(
+        report.problems.iter().all(|p| p.contains("403") || p.contains("insufficient_scope")),
+        "{}",
+        report.render()
+    );
+}
+
+#[tokio::test]
+async fn a_fleet_with_auth_opens_a_state_for_its_caller_on_any_replica_and_never_for_another() {
+    let (_issuer, issuer_url) = issuer().await;
+    let front = Balancer::bind();
+    let mut plan = FleetPlan::new(3, REDIS);
+    plan.extra = ["--auth-issuer", &issuer_url, "--public-url", &front.url].map(str::to_owned).to_vec();
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let url = front.url.clone();
+    let _haproxy = front.start(&fleet);
+
+    let yes = ScriptedUser::always(chapter::release());
+    let alice = authorization::connect(yes.clone(), &url, &lead("lead")).await.unwrap();
+    let bob = authorization::connect(yes, &url, &lead("other-lead")).await.unwrap();
+    let quote_id = support::quote(&alice, "O-2289").await;
+    let asked = support::ask(&alice, &quote_id).await;
+    let call = params("issue_refund", json!({"quote_id": quote_id}));
+    let answer = chapter::release();
+    // Bob's retries go round the replicas: none opens Alice's state for him.
+    for _ in 0..3 {
+        let stolen = bob.call_tool_once(retry(call.clone(), asked.request_state.clone(), [("confirm", &answer)])).await;
+        assert_eq!(stolen.unwrap_err().rpc_error().map(|e| e.code.0), Some(-32602));
+    }
+    assert_eq!(status(&fleet.api, "R-0111").await, RefundStatus::NeedsConfirmation);
+    let CallToolResponse::Complete(done) =
+        alice.call_tool_once(retry(call, asked.request_state, [("confirm", &answer)])).await.unwrap()
+    else {
+        panic!("alice's retry completes")
+    };
+    assert_eq!(mrtr::client::field(&done, "status"), Some("requested"), "{done:?}");
+    assert_eq!(status(&fleet.api, "R-0111").await, RefundStatus::Requested);
+}

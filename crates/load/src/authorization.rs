@@ -1,0 +1,62 @@
+//! How the simulated leads show who they are to servers that ask for OAuth: as a machine with
+//! the `client_credentials` grant (rmcp's `auth` client discovers the authorization server from
+//! the MCP server, asks with `resource` = the server's URL, and renews), or with a token that a
+//! command prints (any issuer's CLI).
+
+use anyhow::Context as _;
+use mrtr::client::{Client, modern};
+use rmcp::{
+    ClientHandler,
+    transport::{
+        StreamableHttpClientTransport,
+        auth::{AuthClient, ClientCredentialsConfig, OAuthState},
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+
+/// What the leads authorize with.
+#[derive(Debug, Clone, Default)]
+pub enum Credentials {
+    /// Nothing: the servers ask for no token.
+    #[default]
+    None,
+    /// A confidential client's ID and secret, and the scopes to ask for.
+    ClientSecret { client_id: String, client_secret: String, scopes: Vec<String> },
+    /// A shell command whose output is a bearer token.
+    TokenCommand(String),
+}
+
+/// A client of the server at `url`, playing `handler`, authorized as `credentials` say.
+pub async fn connect<H: ClientHandler>(handler: H, url: &str, credentials: &Credentials) -> anyhow::Result<Client<H>> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).max_concurrent_requests(1);
+    let client = match credentials {
+        Credentials::None => {
+            Client::connect_with(handler, StreamableHttpClientTransport::from_config(config), modern()).await?
+        }
+        Credentials::TokenCommand(command) => {
+            let output = tokio::process::Command::new("sh").args(["-c", command]).output().await?;
+            anyhow::ensure!(
+                output.status.success(),
+                "the token command failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let token = String::from_utf8(output.stdout).context("the token command printed no text")?;
+            let config = config.auth_header(token.trim().to_owned());
+            Client::connect_with(handler, StreamableHttpClientTransport::from_config(config), modern()).await?
+        }
+        Credentials::ClientSecret { client_id, client_secret, scopes } => {
+            let mut state = OAuthState::new(url, None).await.context("discovering the authorization server")?;
+            let grant = ClientCredentialsConfig::ClientSecret {
+                client_id: client_id.clone(),
+                client_secret: client_secret.clone(),
+                scopes: scopes.clone(),
+                resource: Some(url.to_owned()),
+            };
+            state.authenticate_client_credentials(grant).await.context("the client credentials grant")?;
+            let manager = state.into_authorization_manager().context("the authorization did not finish")?;
+            let http = AuthClient::new(reqwest::Client::new(), manager);
+            Client::connect_with(handler, StreamableHttpClientTransport::with_client(http, config), modern()).await?
+        }
+    };
+    Ok(client)
+}
