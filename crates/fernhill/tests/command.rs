@@ -25,6 +25,39 @@ async fn shop_api_prints_its_url_and_serves_the_seeded_shop() {
     assert!(db.exists());
 }
 
+/// With a service credential the shop's API answers only callers that show it (`/healthz`
+/// stays open), and `fernhill serve` calls it as itself with `SHOP_API_TOKEN`.
+#[tokio::test]
+async fn the_shop_api_answers_only_callers_with_its_credential() {
+    let mut command = Command::new(fernhill());
+    command.args(["shop-api", "--listen", "127.0.0.1:0"]).env("SHOP_API_TOKEN", "service-secret-1");
+    let (_api, url) = support::spawn_printing_url(&mut command).await;
+    let order = OrderId::parse("O-2289").unwrap();
+    let refused = ShopApi::new(&url).unwrap().order(&order).await.unwrap_err();
+    assert_eq!(refused.status(), Some(401), "{refused}");
+    let wrong = ShopApi::new(&url).unwrap().with_token(Some("service-secret-2".into())).order(&order).await;
+    assert_eq!(wrong.unwrap_err().status(), Some(401));
+    let right = ShopApi::new(&url).unwrap().with_token(Some("service-secret-1".into()));
+    assert_eq!(right.order(&order).await.unwrap().total.to_string(), "180.00");
+    ShopApi::new(&url).unwrap().health().await.expect("/healthz needs no credential");
+
+    for (token, works) in [(Some("service-secret-1"), true), (None, false)] {
+        let mut serve = Command::new(fernhill());
+        serve.arg("serve").env("SHOP_API_URL", &url).env_remove("SHOP_API_TOKEN");
+        if let Some(token) = token {
+            serve.env("SHOP_API_TOKEN", token);
+        }
+        let transport = rmcp::transport::TokioChildProcess::new(serve).unwrap();
+        let client = Client::connect(ScriptedUser::unable_to_ask(), transport).await.unwrap();
+        let looked_up = client.call_tool("lookup_order", json!({"order_id": "O-2289"})).await.unwrap();
+        assert_eq!(looked_up.is_error != Some(true), works, "{looked_up:?}");
+        if !works {
+            assert!(mrtr::client::text(&looked_up).contains("credential"), "{looked_up:?}");
+        }
+        client.close().await.unwrap();
+    }
+}
+
 /// A host's console sees nothing from a server that has nothing to warn about: a host that
 /// only probes (closes stdin at once) ends it quietly, and a whole session says nothing by
 /// default; `-v` says what it does.

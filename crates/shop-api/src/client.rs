@@ -29,6 +29,11 @@ impl ShopApi {
         Ok(ShopApi { client: JsonClient::new(SERVICE_NAME, base_url)? })
     }
 
+    /// Show `token`, the API's service credential, on every request.
+    pub fn with_token(self, token: Option<String>) -> ShopApi {
+        ShopApi { client: self.client.with_bearer(token) }
+    }
+
     /// The normalized base URL, without a trailing slash.
     pub fn base_url(&self) -> &str {
         self.client.base_url()

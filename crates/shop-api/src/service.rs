@@ -15,13 +15,15 @@ use crate::store::Store;
 pub type RunningApi = web_service::RunningService;
 
 /// Serves the API on `listener` until `shutdown` completes, then stops
-/// accepting connections and waits for in-flight requests to finish.
+/// accepting connections and waits for in-flight requests to finish. With a
+/// `token`, every caller must show it as a bearer credential.
 pub async fn serve(
     listener: TcpListener,
     store: Arc<Store>,
+    token: Option<&str>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    web_service::serve(listener, router(store), shutdown).await
+    web_service::serve(listener, web_service::credential::require(router(store), token), shutdown).await
 }
 
 /// Binds 127.0.0.1 on a free port and serves the API there on the current

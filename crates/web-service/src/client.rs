@@ -84,6 +84,8 @@ pub struct JsonClient {
     http: reqwest::Client,
     base_url: String,
     name: &'static str,
+    /// The service's own credential, shown on every request.
+    bearer: Option<String>,
 }
 
 impl JsonClient {
@@ -111,7 +113,14 @@ impl JsonClient {
             .connect_timeout(TIMEOUT)
             .build()
             .map_err(|e| ClientError::Setup(format!("could not set up an HTTP client: {e}")))?;
-        Ok(JsonClient { http, base_url: url.as_str().trim_end_matches('/').to_owned(), name })
+        Ok(JsonClient { http, base_url: url.as_str().trim_end_matches('/').to_owned(), name, bearer: None })
+    }
+
+    /// Show `token` as a bearer credential on every request (the service's own, see
+    /// [`crate::credential`]).
+    pub fn with_bearer(mut self, token: Option<String>) -> Self {
+        self.bearer = token.filter(|token| !token.is_empty());
+        self
     }
 
     /// The normalized base URL, without a trailing slash.
@@ -154,7 +163,11 @@ impl JsonClient {
     /// A request for `path`, which starts with `/` and is already escaped
     /// (validated IDs need no escaping).
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        self.http.request(method, format!("{}{path}", self.base_url))
+        let request = self.http.request(method, format!("{}{path}", self.base_url));
+        match &self.bearer {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
     }
 
     /// Sends `request`; returns the success status and decoded body, or the

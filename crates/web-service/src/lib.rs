@@ -10,12 +10,14 @@
 //! - [`ids`]: [`IdError`], why a value failed validation (a 400 `bad_id`).
 //! - [`service`]: [`serve`] a router until a shutdown signal, or
 //!   [`spawn_loopback`] it as a [`RunningService`] that stops on drop.
-//! - [`client`]: [`JsonClient`] (base URL, timeout, JSON in and out) and
-//!   [`ClientError`], which displays a problem's `detail`.
+//! - [`client`]: [`JsonClient`] (base URL, timeout, JSON in and out, and the service's own
+//!   credential when it has one) and [`ClientError`], which displays a problem's `detail`.
+//! - [`credential`]: a service's own bearer credential, checked in constant time.
 //! - [`shutdown`]: SIGINT or SIGTERM, awaited, so a server stops after the requests in flight.
 //! - [`testing`]: assertions for the tests of services built on this crate.
 
 pub mod client;
+pub mod credential;
 pub mod ids;
 pub mod problem;
 pub mod service;

@@ -29,6 +29,11 @@ pub struct ServeConfig {
     #[arg(long, env = SHOP_API_ENV, value_name = "URL")]
     pub shop_api: String,
 
+    /// The shop's API's service credential, if it asks for one: the server calls the API as
+    /// itself, never with a caller's token. Give it in the environment.
+    #[arg(long, env = "SHOP_API_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub shop_api_token: Option<String>,
+
     /// Where quotes and once-only claims live: `memory` (one process) or a redis:// URL (a fleet).
     #[arg(long, env = "SHOP_STORE", default_value = DEFAULT_STORE, value_name = "STORE")]
     pub store: String,
@@ -68,6 +73,7 @@ impl ServeConfig {
     pub fn new(shop_api: impl Into<String>) -> Self {
         Self {
             shop_api: shop_api.into(),
+            shop_api_token: None,
             store: DEFAULT_STORE.into(),
             store_prefix: DEFAULT_STORE_PREFIX.into(),
             state_keys: None,

@@ -59,7 +59,8 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     let (security, source) = state_keys::state_security(config.state_keys.as_deref(), config.state_ttl)?;
     tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
     let api = ShopApi::new(&config.shop_api)
-        .map_err(|source| ServeError::ShopApi { url: config.shop_api.clone(), source })?;
+        .map_err(|source| ServeError::ShopApi { url: config.shop_api.clone(), source })?
+        .with_token(config.shop_api_token.clone());
     let records = records::from_url(&config.store, &config.store_prefix)?;
     tracing::info!(records = %records.describe(), "keeping quotes and once-only claims");
     let mut shop =
