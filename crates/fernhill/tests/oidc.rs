@@ -122,3 +122,44 @@ async fn a_fleet_with_auth_opens_a_state_for_its_caller_on_any_replica_and_never
     assert_eq!(mrtr::client::field(&done, "status"), Some("requested"), "{done:?}");
     assert_eq!(status(&fleet.api, "R-0111").await, RefundStatus::Requested);
 }
+
+/// The TypeScript SDK v2 client with its `ClientCredentialsProvider`, and the Python SDK with its
+/// `ClientCredentialsOAuthProvider`: each finds the issuer from the server's 401, gets a token
+/// for the server's URL, and a lead confirms one refund and declines another.
+#[tokio::test]
+async fn the_typescript_and_python_sdks_authorize_and_confirm() {
+    let (_issuer, issuer_url) = issuer().await;
+    let sdk = support::npm("ts-sdk", &["@modelcontextprotocol/client@2.4.0"], &["confirm.mjs"]);
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/oauth_client.py");
+    let clients: [(&str, Command); 2] = [
+        ("typescript", {
+            let mut node = Command::new("node");
+            node.arg(sdk.join("confirm.mjs")).current_dir(&sdk);
+            node
+        }),
+        ("python", {
+            let mut python = Command::new(support::python());
+            python.arg(&script);
+            python
+        }),
+    ];
+    for (name, mut client) in clients {
+        let api = start_api().await;
+        let (_server, url) = serve(&api, &issuer_url).await;
+        if name == "typescript" {
+            client.args(["http", &url, &issuer_url, "lead", "lead-secret"]);
+        } else {
+            client.args([&url, &issuer_url, "lead", "lead-secret"]);
+        }
+        let run = client.kill_on_drop(true).output();
+        let output = tokio::time::timeout(Duration::from_secs(120), run).await.expect("it finished").unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{name}: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+        let expected =
+            if name == "typescript" { "asked and released: R-0111 requested" } else { "released: R-0111 requested" };
+        assert!(stdout.contains(expected), "{name}: {stdout}");
+        assert!(stdout.contains("R-0112 cancelled"), "{name}: {stdout}");
+        assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested, "{name}");
+        assert_eq!(status(&api, "R-0112").await, RefundStatus::Cancelled, "{name}");
+    }
+}

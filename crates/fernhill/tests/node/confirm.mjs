@@ -2,11 +2,14 @@
 // `fernhill serve`, over stdio or Streamable HTTP: one refund released, one declined.
 //
 //   node confirm.mjs stdio FERNHILL_BINARY SHOP_API_URL
-//   node confirm.mjs http MCP_URL
+//   node confirm.mjs http MCP_URL [ISSUER CLIENT_ID CLIENT_SECRET]
+//
+// With an issuer, the client authorizes as a machine (the SDK's ClientCredentialsProvider:
+// discovery from the server's 401, a token for the server's URL).
 //
 // Prints one line per step; the Rust test compares them. NODE_PATH names the folder where
 // npm installed the SDK.
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 const [transportKind, ...rest] = process.argv.slice(2);
@@ -26,7 +29,11 @@ client.setRequestHandler('elicitation/create', async request => {
 const transport =
     transportKind === 'stdio'
         ? new StdioClientTransport({ command: rest[0], args: ['serve'], env: { ...process.env, SHOP_API_URL: rest[1] } })
-        : new StreamableHTTPClientTransport(new URL(rest[0]));
+        : new StreamableHTTPClientTransport(new URL(rest[0]), rest[1] ? { authProvider: credentials(rest) } : {});
+
+function credentials([, expectedIssuer, clientId, clientSecret]) {
+    return new ClientCredentialsProvider({ clientId, clientSecret, expectedIssuer, scope: 'orders:read refunds:write' });
+}
 await client.connect(transport);
 
 async function refund(order) {
