@@ -5,6 +5,7 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 use fernhill::commands;
+use host::HostOptions;
 use shop_mcp::serve::ServeConfig;
 
 /// The Fernhill shop's MCP server, which asks a support lead before it pays a large refund.
@@ -47,14 +48,22 @@ enum Command {
         #[arg(long, conflicts_with = "answers")]
         answers_file: Option<PathBuf>,
     },
-    /// A terminal MCP host: launch a stdio server, call its tools, answer its questions yourself.
+    /// A terminal MCP host: launch a stdio server (or reach one over HTTP with --url), call its
+    /// tools, answer its questions yourself.
     ///
     /// Prints the server's name and tools, calls --call TOOL with --args JSON (if given), then
     /// asks which tool to call next until you quit. Questions a tool asks (elicitation, form or
     /// URL) come to you, with Answer, Decline and Cancel, and a review before answers are sent.
+    /// A server over HTTP that asks who you are gets a sign-in in your browser (OAuth, PKCE).
     ///
     /// Example: fernhill host --call quote_refund --args '{"order_id":"O-2289"}' -- fernhill serve
     Host {
+        /// A Streamable HTTP server's MCP endpoint, instead of a command.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// The OAuth client ID the authorization server knows this host by (else it registers).
+        #[arg(long, requires = "url")]
+        client_id: Option<String>,
         /// The tool to call first.
         #[arg(long, value_name = "TOOL")]
         call: Option<String>,
@@ -62,7 +71,7 @@ enum Command {
         #[arg(long = "args", value_name = "JSON", requires = "call")]
         arguments: Option<String>,
         /// The server command and its arguments, after `--`.
-        #[arg(last = true, required = true)]
+        #[arg(last = true, required_unless_present = "url")]
         command: Vec<String>,
     },
     /// Record every JSON-RPC message, with its direction, to a JSONL file: launch a stdio server
@@ -98,7 +107,9 @@ async fn main() -> ExitCode {
         Command::Demo { answers, answers_file } => {
             commands::demo::run(&answers, answers_file.as_deref()).await.map(|()| 0)
         }
-        Command::Host { call, arguments, command } => commands::host::run(command, call, arguments).await.map(|()| 0),
+        Command::Host { url, client_id, call, arguments, command } => {
+            commands::host::run(HostOptions { command, url, client_id, call, arguments }).await.map(|()| 0)
+        }
         Command::Wire { log, upstream: Some(upstream), listen, .. } => {
             commands::wire::run_http(&log, listen, &upstream).await.map(|()| 0)
         }

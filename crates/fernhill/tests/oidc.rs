@@ -41,6 +41,8 @@ async fn issuer() -> (Child, String) {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.expect("the issuer started");
     let url = first.unwrap().expect("the issuer printed its URL");
+    // Keep reading: oidc-provider prints warnings later, and a closed pipe would end it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, url)
 }
 
@@ -162,4 +164,90 @@ async fn the_typescript_and_python_sdks_authorize_and_confirm() {
         assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested, "{name}");
         assert_eq!(status(&api, "R-0112").await, RefundStatus::Cancelled, "{name}");
     }
+}
+
+/// A person's browser on oidc-provider's development sign-in pages: follow the authorization
+/// address, sign in as `login`, consent, and deliver the redirect to the host's loopback
+/// listener. Returns the host's answer page.
+async fn browser_signs_in(address: &str, login: &str) -> String {
+    let browser =
+        reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let mut next = reqwest::Url::parse(address).unwrap();
+    for _ in 0..12 {
+        if next.path() == "/callback" {
+            return browser.get(next).send().await.unwrap().text().await.unwrap();
+        }
+        let page = browser.get(next.clone()).send().await.unwrap();
+        let response = match page.headers().get("location") {
+            Some(_) => page,
+            None => {
+                // A sign-in or consent form: post what it asks for.
+                let html = page.text().await.unwrap();
+                let action = html.split("action=\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap().to_owned();
+                let prompt = html.split("name=\"prompt\" value=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
+                let form: Vec<(&str, &str)> = match prompt {
+                    "login" => vec![("prompt", "login"), ("login", login), ("password", "any")],
+                    other => vec![("prompt", other)],
+                };
+                browser.post(&action).form(&form).send().await.unwrap()
+            }
+        };
+        let location = response.headers().get("location").expect("a redirect").to_str().unwrap().to_owned();
+        next = next.join(&location).unwrap();
+    }
+    panic!("the sign-in did not come back to the host");
+}
+
+/// The host signs in with the authorization code grant (PKCE, a loopback redirect): first for
+/// `orders:read`, enough to quote; then, when `issue_refund` answers 403 `insufficient_scope`,
+/// again for `refunds:write`, and the call goes through.
+#[tokio::test]
+async fn the_host_signs_in_in_a_browser_and_steps_up_for_refunds_write() {
+    let (api, (_issuer, issuer_url)) = (start_api().await, issuer().await);
+    let (_server, url) = serve(&api, &issuer_url).await;
+    let run_host = |call: &str, arguments: String| {
+        let mut host = Command::new(fernhill());
+        host.args(["host", "--url", &url, "--client-id", "host", "--call", call, "--args", &arguments])
+            .env("FERNHILL_NO_BROWSER", "1")
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        host.spawn().unwrap()
+    };
+    // Each sign-in the host asks for, signed in by the browser, until the host exits.
+    let finish = |mut host: Child, sign_ins: usize| async move {
+        let mut errors = BufReader::new(host.stderr.take().unwrap()).lines();
+        let mut said = String::new();
+        for _ in 0..sign_ins {
+            let address = loop {
+                let line = errors.next_line().await.unwrap().unwrap_or_else(|| panic!("no sign-in asked:\n{said}"));
+                said.push_str(&line);
+                said.push('\n');
+                if line.starts_with("  http") {
+                    break line.trim().to_owned();
+                }
+            };
+            assert!(browser_signs_in(&address, "alice").await.starts_with("Signed in."), "{said}");
+        }
+        let output = tokio::time::timeout(Duration::from_secs(60), host.wait_with_output()).await.unwrap().unwrap();
+        while let Ok(Some(line)) = errors.next_line().await {
+            said.push_str(&line);
+            said.push('\n');
+        }
+        (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned(), said)
+    };
+
+    let (ok, printed, said) = finish(run_host("quote_refund", json!({"order_id": "O-2289"}).to_string()), 1).await;
+    assert!(ok, "{printed}\n{said}");
+    let at = printed.find("Q-").unwrap_or_else(|| panic!("no quote in {printed}"));
+    let quote_id: String = printed[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+
+    // With no terminal the host declares no elicitation, so the tool, reached after the
+    // step-up, answers -32021 for the question it would ask: past the gate, at the tool.
+    let (_, printed, said) = finish(run_host("issue_refund", json!({"quote_id": quote_id}).to_string()), 2).await;
+    assert!(said.contains("The server needs more permission for issue_refund"), "{said}");
+    assert!(printed.contains("-32021"), "the call reached the tool after the step-up: {printed}\n{said}");
+    assert!(!printed.contains("insufficient_scope") && !printed.contains("403"), "{printed}");
 }

@@ -1,6 +1,8 @@
-//! A terminal MCP host: the person at the keyboard meets a stdio MCP server.
+//! A terminal MCP host: the person at the keyboard meets an MCP server, launched over stdio or
+//! reached over Streamable HTTP (signing in with OAuth when the server asks: the authorization
+//! code grant with PKCE and a loopback redirect, and more scope on a 403).
 //!
-//! [`run`] launches the server command, opens a 2026-07-28 connection with mrtr's
+//! [`run`] launches the server command (or connects to the URL), opens a 2026-07-28 connection with mrtr's
 //! [`Client`](mrtr::client::Client) (`server/discover`, never `initialize`), prints the
 //! server's name and its tools, then calls the tool given with `--call` or asks which tool to
 //! call and for each of its arguments, prints the result, and asks again until the person quits.
@@ -17,6 +19,7 @@ mod form;
 mod link;
 mod prompt;
 mod session;
+mod sign_in;
 mod text;
 
 pub use form::FieldPrompt;

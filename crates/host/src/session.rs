@@ -11,13 +11,15 @@ use std::{
 use anyhow::{Context as _, anyhow, bail};
 use inquire::{Confirm, InquireError, Select};
 use mrtr::{
-    client::{Client, ClientError},
+    client::{Client, ClientError, modern},
     form::{Field, FieldKind},
 };
 use rmcp::{
     ServiceError,
     model::{CallToolResult, ContentBlock, Implementation, Tool},
-    transport::TokioChildProcess,
+    transport::{
+        StreamableHttpClientTransport, TokioChildProcess, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
 };
 use serde_json::{Map, Value};
 use tokio::{
@@ -27,14 +29,20 @@ use tokio::{
 
 use crate::{
     prompt::{PersonAtTerminal, ask_field},
+    sign_in::{Authorized, SignIn},
     text::{bold, dim, line, wrap},
 };
 
 /// What `fernhill host` was asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct HostOptions {
-    /// The stdio server's command and its arguments.
+    /// The stdio server's command and its arguments (empty with `url`).
     pub command: Vec<String>,
+    /// A Streamable HTTP server's MCP endpoint, instead of a command.
+    pub url: Option<String>,
+    /// The OAuth client ID the authorization server knows this host by, if it does not let the
+    /// host register itself.
+    pub client_id: Option<String>,
     /// A tool to call first.
     pub call: Option<String>,
     /// That call's arguments, a JSON object (none: `{}`).
@@ -50,32 +58,12 @@ pub async fn run(options: HostOptions) -> anyhow::Result<()> {
         (None, Some(_)) => bail!("--args goes with --call TOOL"),
         (None, None) => None,
     };
-    let (program, args) = options.command.split_first().context("host needs the server's command after --")?;
-    let started_as = started_as(program, args);
-    let mut command = Command::new(program);
-    command.args(args);
-    // Its own process group: Ctrl-C at the terminal is for this host, not for the server.
-    #[cfg(unix)]
-    command.process_group(0);
-
-    let person = PersonAtTerminal::new(format!("the server started as `{started_as}`"));
-    let interactive = person.can_ask();
-    if first.is_none() && !interactive {
-        bail!("there is no terminal to ask which tool to call: give --call TOOL [--args JSON]");
-    }
-    eprintln!("Starting the server: {started_as}");
-    let (transport, stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("starting the server {started_as}"))?;
-    let log = ServerLog::collect(stderr);
-    let client = match Client::connect(person, transport).await {
-        Ok(client) => client,
-        Err(error) => {
-            log.show().await;
-            return Err(anyhow!(error).context("opening an MCP 2026-07-28 connection to the server"));
-        }
+    let connected = match &options.url {
+        Some(url) => connect_http(url, options.client_id.as_deref(), &first).await?,
+        None => launch(&options.command, &first).await?,
     };
+    let Connected { client, started_as, log, sign_in } = connected;
+    let interactive = client.handler().can_ask();
 
     let info = client.server();
     let implementation = info.as_ref().and_then(|info| info.server_info.as_ref());
@@ -106,7 +94,7 @@ pub async fn run(options: HostOptions) -> anyhow::Result<()> {
     print_tools(&tools);
 
     if let Some((tool, arguments)) = first {
-        let last_ok = call(&client, &tool, arguments, &log).await?;
+        let last_ok = call(&client, &tool, arguments, &log, sign_in.as_ref()).await?;
         if !interactive {
             client.close().await?;
             return if last_ok { Ok(()) } else { Err(anyhow!("the call to {tool} failed")) };
@@ -126,7 +114,7 @@ pub async fn run(options: HostOptions) -> anyhow::Result<()> {
             eprintln!("Not called.");
             continue;
         };
-        call(&client, &name, Value::Object(arguments), &log).await?;
+        call(&client, &name, Value::Object(arguments), &log, sign_in.as_ref()).await?;
         if !ask(|| Confirm::new("Call another tool?").with_default(true).prompt()).await?.unwrap_or(false) {
             break;
         }
@@ -167,12 +155,12 @@ fn started_as(program: &str, args: &[String]) -> String {
 fn server_label(server: Option<&Implementation>, started_as: &str) -> String {
     match server {
         Some(server) => format!(
-            "{} (server \"{}\" {}, started as `{started_as}`)",
+            "{} (server \"{}\" {}, {started_as})",
             line(server.title.as_deref().unwrap_or(&server.name)),
             line(&server.name),
             line(&server.version)
         ),
-        None => format!("the server started as `{started_as}`"),
+        None => format!("the server {started_as}"),
     }
 }
 
@@ -283,10 +271,19 @@ async fn call(
     tool: &str,
     arguments: Value,
     log: &ServerLog,
+    sign_in: Option<&(SignIn, Authorized)>,
 ) -> anyhow::Result<bool> {
     eprintln!("Calling {} with {arguments}", bold(&line(tool)));
     client.handler().set_tool(Some(tool));
-    let outcome = client.call_tool(tool, arguments).await;
+    let mut outcome = client.call_tool(tool, arguments.clone()).await;
+    // A 403 for want of scope: sign in for more, once, and call again.
+    if let (Err(error), Some((sign_in, authorized))) = (&outcome, sign_in)
+        && let Some(challenge) = error.auth_challenge().filter(|c| c.contains("insufficient_scope"))
+    {
+        eprintln!("The server needs more permission for {}: signing in for it.", line(tool));
+        sign_in.step_up(authorized, challenge).await?;
+        outcome = client.call_tool(tool, arguments).await;
+    }
     client.handler().set_tool(None);
     match outcome {
         Ok(result) => {
@@ -302,6 +299,79 @@ async fn call(
             Ok(false)
         }
     }
+}
+
+/// A connection, and what the session keeps of how it was made.
+struct Connected {
+    client: Client<PersonAtTerminal>,
+    /// How each question names where the server came from.
+    started_as: String,
+    log: ServerLog,
+    /// The sign-in and its token, over HTTP with OAuth.
+    sign_in: Option<(SignIn, Authorized)>,
+}
+
+/// Launch a stdio server and connect to it.
+async fn launch(command: &[String], first: &Option<(String, Value)>) -> anyhow::Result<Connected> {
+    let (program, args) = command.split_first().context("host needs the server's command after --, or --url")?;
+    let started_as = started_as(program, args);
+    let mut command = Command::new(program);
+    command.args(args);
+    // Its own process group: Ctrl-C at the terminal is for this host, not for the server.
+    #[cfg(unix)]
+    command.process_group(0);
+    let started_as = format!("started as `{started_as}`");
+    let person = PersonAtTerminal::new(format!("the server {started_as}"));
+    if first.is_none() && !person.can_ask() {
+        bail!("there is no terminal to ask which tool to call: give --call TOOL [--args JSON]");
+    }
+    eprintln!("Starting the server: {}", started_as.trim_start_matches("started as "));
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting the server, {started_as}"))?;
+    let log = ServerLog::collect(stderr);
+    match Client::connect(person, transport).await {
+        Ok(client) => Ok(Connected { client, started_as, log, sign_in: None }),
+        Err(error) => {
+            log.show().await;
+            Err(anyhow!(error).context("opening an MCP 2026-07-28 connection to the server"))
+        }
+    }
+}
+
+/// Connect to a Streamable HTTP server, signing in first if it asks for a token.
+async fn connect_http(
+    url: &str,
+    client_id: Option<&str>,
+    first: &Option<(String, Value)>,
+) -> anyhow::Result<Connected> {
+    let started_as = format!("at {}", line(url));
+    let person = PersonAtTerminal::new(format!("the server {started_as}"));
+    if first.is_none() && !person.can_ask() {
+        bail!("there is no terminal to ask which tool to call: give --call TOOL [--args JSON]");
+    }
+    eprintln!("Connecting to {url}");
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    let open =
+        Client::connect_with(person.clone(), StreamableHttpClientTransport::from_config(config.clone()), modern());
+    let (client, sign_in) = match open.await {
+        Ok(client) => (client, None),
+        Err(error) => {
+            let Some(challenge) = error.auth_challenge().map(str::to_owned) else {
+                return Err(anyhow!(error).context("opening an MCP 2026-07-28 connection to the server"));
+            };
+            eprintln!("The server asks who you are.");
+            let sign_in = SignIn::new(url).await?;
+            let authorized = sign_in.authorize(&challenge, client_id).await?;
+            let transport = StreamableHttpClientTransport::with_client(authorized.clone(), config);
+            let client = Client::connect_with(person, transport, modern())
+                .await
+                .context("opening an MCP 2026-07-28 connection to the server after signing in")?;
+            (client, Some((sign_in, authorized)))
+        }
+    };
+    Ok(Connected { client, started_as, log: ServerLog::default(), sign_in })
 }
 
 fn gone(error: &ClientError) -> bool {
@@ -454,6 +524,7 @@ mod tests {
     fn the_server_is_named_by_its_word_and_by_the_command_that_started_it() {
         let shown = started_as("/usr/local/bin/fernhill", &["serve".to_owned()]);
         assert_eq!(shown, "fernhill serve");
+        let shown = format!("started as `{shown}`");
         let server = Implementation::new("shop", "0.1.0").with_title("Fernhill \x1b[2Jshop");
         assert_eq!(
             server_label(Some(&server), &shown),

@@ -4,10 +4,10 @@ use host::HostOptions;
 
 use shop_mcp::serve::logging;
 
-pub async fn run(command: Vec<String>, call: Option<String>, arguments: Option<String>) -> anyhow::Result<()> {
+pub async fn run(options: HostOptions) -> anyhow::Result<()> {
     // The host's own logs only when asked for: by default the terminal is the person's.
     if std::env::var_os("RUST_LOG").is_some() {
         logging::init(logging::Verbosity::Info);
     }
-    host::run(HostOptions { command, call, arguments }).await
+    host::run(options).await
 }
