@@ -29,9 +29,15 @@ const REDIS: &str = "redis://127.0.0.1:6379";
 
 /// oidc-provider on an ephemeral loopback port; the child and its issuer URL.
 async fn issuer() -> (Child, String) {
+    issuer_of("jwt").await
+}
+
+/// The same, issuing `tokens` (`jwt` or `opaque`) access tokens.
+async fn issuer_of(tokens: &str) -> (Child, String) {
     let folder = support::npm("oidc", &["oidc-provider@9.13.3"], &["issuer.mjs"]);
     let mut child = Command::new("node")
         .arg(folder.join("issuer.mjs"))
+        .env("ACCESS_TOKENS", tokens)
         .current_dir(&folder)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -250,4 +256,34 @@ async fn the_host_signs_in_in_a_browser_and_steps_up_for_refunds_write() {
     assert!(said.contains("The server needs more permission for issue_refund"), "{said}");
     assert!(printed.contains("-32021"), "the call reached the tool after the step-up: {printed}\n{said}");
     assert!(!printed.contains("insufficient_scope") && !printed.contains("403"), "{printed}");
+}
+
+/// Opaque tokens, checked by asking the issuer (RFC 7662 introspection) as the server's own
+/// client: a lead confirms, a reader cannot release.
+#[tokio::test]
+async fn opaque_tokens_are_checked_by_introspection() {
+    let (api, (_issuer, issuer_url)) = (start_api().await, issuer_of("opaque").await);
+    let mut command = Command::new(fernhill());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--auth-issuer", &issuer_url])
+        .args(["--auth-introspection", "--auth-client-id", "fernhill-mcp"])
+        .env("SHOP_AUTH_CLIENT_SECRET", "fernhill-mcp-secret");
+    let (_server, url) = support::spawn_printing_url(&mut command).await;
+    let plan = |credentials| LoadPlan {
+        urls: vec![url.clone()],
+        shop_api: api.url.clone(),
+        leads: 1,
+        confirmations: 2,
+        order: "O-2289".into(),
+        credentials,
+    };
+    let report = leads::run(&plan(lead("lead"))).await.unwrap();
+    assert!(report.problems.is_empty() && report.released == 2, "{}", report.render());
+    let reader = Credentials::ClientSecret {
+        client_id: "reader".into(),
+        client_secret: "reader-secret".into(),
+        scopes: vec!["orders:read".into()],
+    };
+    let report = leads::run(&plan(reader)).await.unwrap();
+    assert_eq!(report.released, 0, "{}", report.render());
 }

@@ -29,6 +29,8 @@ use serde::Deserialize;
 
 use crate::{
     failure::Failure,
+    introspection::Introspector,
+    issuer,
     keys::IssuerKeys,
     metadata::ProtectedResource,
     scopes::{self, ScopePolicy},
@@ -63,8 +65,20 @@ struct Inner {
     metadata_path: String,
     metadata_url: String,
     keys: IssuerKeys,
+    http: reqwest::Client,
+    /// How opaque tokens are checked, if they are accepted at all.
+    introspection: Option<IntrospectionClient>,
+    /// The issuer's introspection endpoint, found once.
+    introspection_endpoint: tokio::sync::OnceCell<String>,
     policy: Box<dyn ScopePolicy>,
     max_body: usize,
+}
+
+/// This server's own credentials at the issuer, for introspection.
+#[derive(Clone)]
+pub struct IntrospectionClient {
+    pub client_id: String,
+    pub client_secret: String,
 }
 
 impl ResourceServer {
@@ -89,11 +103,23 @@ impl ResourceServer {
                 metadata,
                 metadata_path: ProtectedResource::well_known_path(&resource),
                 metadata_url: ProtectedResource::url(&resource),
-                keys: IssuerKeys::new(issuer, http),
+                keys: IssuerKeys::new(issuer, http.clone()),
+                introspection: None,
+                introspection_endpoint: tokio::sync::OnceCell::new(),
+                http,
                 policy,
                 max_body,
             }),
         })
+    }
+
+    /// Accept opaque tokens too, asking the issuer's introspection endpoint about each, as
+    /// `client` (this server's own credentials there).
+    pub fn with_introspection(mut self, client: IntrospectionClient) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.introspection = Some(client);
+        }
+        self
     }
 
     /// Fetch the issuer's keys now. A server that cannot, starts anyway: it answers 503 until
@@ -142,9 +168,7 @@ impl ResourceServer {
             Some(None) => return Err(self.refuse(Failure::Malformed, &[])),
             Some(Some(token)) => token.trim().to_owned(),
         };
-        let checked = token::check(&token, &self.inner.keys, &self.inner.issuer, &self.inner.resource)
-            .await
-            .map_err(|failure| self.refuse(failure, &[]))?;
+        let checked = self.check(&token).await.map_err(|failure| self.refuse(failure, &[]))?;
         let (parts, body) = request.into_parts();
         let bytes = to_bytes(body, self.inner.max_body)
             .await
@@ -164,6 +188,40 @@ impl ResourceServer {
             scopes: checked.scopes,
         });
         Ok(request)
+    }
+
+    /// A JWT against the issuer's keys; anything else, when introspection is configured, at the
+    /// issuer's introspection endpoint.
+    async fn check(&self, token: &str) -> Result<token::Checked, Failure> {
+        let inner = &self.inner;
+        let looks_like_jwt = token.split('.').count() == 3;
+        match &inner.introspection {
+            Some(client) if !looks_like_jwt => {
+                let endpoint = inner
+                    .introspection_endpoint
+                    .get_or_try_init(|| async {
+                        match issuer::discover(&inner.http, &inner.issuer).await {
+                            Ok(metadata) => metadata.introspection_endpoint.ok_or_else(|| {
+                                tracing::warn!("the authorization server publishes no introspection endpoint");
+                                Failure::Malformed
+                            }),
+                            Err(error) => {
+                                tracing::warn!(%error, "cannot find the introspection endpoint");
+                                Err(Failure::IssuerUnreachable)
+                            }
+                        }
+                    })
+                    .await?;
+                let introspector = Introspector {
+                    endpoint: endpoint.clone(),
+                    client_id: client.client_id.clone(),
+                    client_secret: client.client_secret.clone(),
+                    http: inner.http.clone(),
+                };
+                introspector.check(token, &inner.issuer, &inner.resource).await
+            }
+            _ => token::check(token, &inner.keys, &inner.issuer, &inner.resource).await,
+        }
     }
 
     /// The answer to a refused request, counted by its reason.

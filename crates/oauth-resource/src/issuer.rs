@@ -19,6 +19,8 @@ pub enum IssuerError {
 pub struct IssuerMetadata {
     pub issuer: String,
     pub jwks_uri: String,
+    #[serde(default)]
+    pub introspection_endpoint: Option<String>,
 }
 
 /// Fetch the metadata of `issuer`, and check that it names exactly that issuer.

@@ -9,6 +9,7 @@
 //!   `kid` at most once per cooldown, the last good set kept while the issuer is down;
 //! - [`token`]: a bearer JWT checked as RFC 9068 and RFC 8707 say: an algorithm allowlist,
 //!   `typ` `at+jwt`, the exact issuer, this resource in `aud`, `exp`/`nbf`, a `sub`; its scopes;
+//! - [`introspection`]: opaque tokens, asked about at the issuer (RFC 7662), when configured;
 //! - [`scopes`]: what each request needs ([`scopes::ScopePolicy`], given by the server), with
 //!   scope hierarchies;
 //! - [`gate`]: the axum middleware in front of rmcp: 401 with a `WWW-Authenticate` challenge,
@@ -20,6 +21,7 @@
 
 pub mod failure;
 pub mod gate;
+pub mod introspection;
 pub mod issuer;
 pub mod keys;
 pub mod metadata;

@@ -9,6 +9,9 @@
 //   other-lead  the same as lead, another person (secret "other-lead-secret")
 //   reader   confidential (secret "reader-secret"): client credentials, orders:read only
 //   host     public (PKCE, no secret): authorization code with a loopback redirect
+//   fernhill-mcp  the MCP server's own client, for introspection (secret "fernhill-mcp-secret")
+// With ACCESS_TOKENS=opaque in the environment it issues opaque tokens instead of JWTs, which a
+// resource server can only check by introspection.
 // The dev login form (`/interaction/:uid`) signs anyone in by name.
 import { createServer } from 'node:http';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
@@ -30,6 +33,8 @@ const provider = new Provider(issuer, {
           redirect_uris: [], response_types: [], scope: 'orders:read refunds:write' },
         { client_id: 'reader', client_secret: 'reader-secret', grant_types: ['client_credentials'], redirect_uris: [],
           response_types: [], scope: 'orders:read' },
+        { client_id: 'fernhill-mcp', client_secret: 'fernhill-mcp-secret', grant_types: [], redirect_uris: [],
+          response_types: [] },
         { client_id: 'host', token_endpoint_auth_method: 'none', application_type: 'native',
           grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
           redirect_uris: ['http://127.0.0.1/callback'], scope: 'openid orders:read refunds:write' },
@@ -41,7 +46,7 @@ const provider = new Provider(issuer, {
     features: {
         devInteractions: { enabled: true },
         clientCredentials: { enabled: true },
-        introspection: { enabled: true },
+        introspection: { enabled: true, allowedPolicy: async () => true },
         resourceIndicators: {
             enabled: true,
             defaultResource: () => undefined,
@@ -51,7 +56,7 @@ const provider = new Provider(issuer, {
                 return {
                     scope: 'orders:read refunds:write',
                     audience: resource,
-                    accessTokenFormat: 'jwt',
+                    accessTokenFormat: process.env.ACCESS_TOKENS === 'opaque' ? 'opaque' : 'jwt',
                     accessTokenTTL: 600,
                     jwt: { sign: { alg: 'ES256' } },
                 };

@@ -153,6 +153,19 @@ pub struct HttpConfig {
     #[arg(long, env = "SHOP_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
 
+    /// Accept opaque access tokens too, asking the authorization server about each (RFC 7662
+    /// introspection) as this server's own client (--auth-client-id, secret in the environment).
+    #[arg(long, requires_all = ["auth_issuer", "auth_client_id"])]
+    pub auth_introspection: bool,
+
+    /// This server's own OAuth client at the authorization server, for introspection.
+    #[arg(long, env = "SHOP_AUTH_CLIENT_ID", value_name = "ID")]
+    pub auth_client_id: Option<String>,
+
+    /// That client's secret.
+    #[arg(long, env = "SHOP_AUTH_CLIENT_SECRET", hide_env_values = true, value_name = "SECRET")]
+    pub auth_client_secret: Option<String>,
+
     /// Serve HTTP on a non-loopback address without authorization. Anyone who reaches the port
     /// can then release and pay refunds; the server warns at every start.
     #[arg(long)]
@@ -174,6 +187,9 @@ impl Default for HttpConfig {
             allowed_origins: Vec::new(),
             auth_issuer: None,
             public_url: None,
+            auth_introspection: false,
+            auth_client_id: None,
+            auth_client_secret: None,
             insecure_no_auth: false,
         }
     }

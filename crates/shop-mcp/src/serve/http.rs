@@ -27,7 +27,7 @@ use rmcp::transport::streamable_http_server::{
 };
 use tokio_util::sync::CancellationToken;
 
-use oauth_resource::{ResourceServer, ScopePolicy};
+use oauth_resource::{ResourceServer, ScopePolicy, gate::IntrospectionClient};
 
 use crate::serve::{HttpConfig, ServeError, metrics};
 
@@ -58,7 +58,14 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     let gate = match (&http.auth_issuer, scopes) {
         (Some(issuer), Some(scopes)) => {
             let public_url = http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
-            Some(ResourceServer::new(issuer, &public_url, "Fernhill shop", scopes, MAX_BODY_BYTES)?)
+            let gate = ResourceServer::new(issuer, &public_url, "Fernhill shop", scopes, MAX_BODY_BYTES)?;
+            Some(match (http.auth_introspection, &http.auth_client_id) {
+                (true, Some(client_id)) => gate.with_introspection(IntrospectionClient {
+                    client_id: client_id.clone(),
+                    client_secret: http.auth_client_secret.clone().unwrap_or_default(),
+                }),
+                _ => gate,
+            })
         }
         _ => None,
     };

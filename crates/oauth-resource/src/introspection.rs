@@ -1,0 +1,83 @@
+//! Opaque access tokens, checked by asking the authorization server (RFC 7662 introspection).
+//!
+//! The server authenticates to the introspection endpoint as its own client
+//! (`client_secret_basic`). A token counts only when the answer says it is `active`, names this
+//! resource in `aud` and this issuer in `iss` (when it names one), has a `sub` (or, for a
+//! machine's token, a `client_id`), and has not expired. The answer is not cached: every request asks, and an issuer that cannot be reached
+//! refuses the request (503), as it would for JWTs whose keys were never fetched.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::{failure::Failure, token::Checked};
+
+/// How the server asks about a token.
+#[derive(Clone)]
+pub struct Introspector {
+    pub endpoint: String,
+    pub client_id: String,
+    pub client_secret: String,
+    pub http: reqwest::Client,
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    active: bool,
+    #[serde(default)]
+    sub: Option<String>,
+    #[serde(default)]
+    client_id: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    iss: Option<String>,
+    #[serde(default)]
+    aud: Option<Value>,
+    #[serde(default)]
+    exp: Option<u64>,
+}
+
+impl Introspector {
+    /// Ask about `token`, for `issuer` and the resource `audience`.
+    pub async fn check(&self, token: &str, issuer: &str, audience: &str) -> Result<Checked, Failure> {
+        let asked = self
+            .http
+            .post(&self.endpoint)
+            .basic_auth(&self.client_id, Some(&self.client_secret))
+            .form(&[("token", token), ("token_type_hint", "access_token")])
+            .send()
+            .await;
+        let response = asked.map_err(|error| {
+            tracing::warn!(%error, "the introspection endpoint did not answer");
+            Failure::IssuerUnreachable
+        })?;
+        if !response.status().is_success() {
+            tracing::warn!(status = %response.status(), "the introspection endpoint refused this server");
+            return Err(Failure::IssuerUnreachable);
+        }
+        let answer: Answer = response.json().await.map_err(|_| Failure::IssuerUnreachable)?;
+        if !answer.active {
+            return Err(Failure::Expired);
+        }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        if answer.exp.is_some_and(|exp| exp + crate::token::LEEWAY_SECS < now) {
+            return Err(Failure::Expired);
+        }
+        if answer.iss.as_deref().is_some_and(|iss| iss != issuer) {
+            return Err(Failure::WrongIssuer);
+        }
+        let for_us = match &answer.aud {
+            Some(Value::String(aud)) => aud == audience,
+            Some(Value::Array(auds)) => auds.iter().any(|aud| aud.as_str() == Some(audience)),
+            _ => false,
+        };
+        if !for_us {
+            return Err(Failure::WrongAudience);
+        }
+        // A machine's token (client credentials) may name no `sub`: the client is the subject,
+        // as RFC 9068 has it for JWTs.
+        let subject = answer.sub.or(answer.client_id).filter(|sub| !sub.is_empty()).ok_or(Failure::NoSubject)?;
+        let scopes = answer.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+        Ok(Checked { issuer: answer.iss.unwrap_or_else(|| issuer.to_owned()), subject, scopes })
+    }
+}
