@@ -260,3 +260,39 @@ async fn made_up_key_ids_do_not_hammer_the_issuer() {
     let fetches = said.matches("fetched the issuer's keys again").count();
     assert_eq!(fetches, 1, "{}", server.log.text());
 }
+
+/// Over HTTP the person a payment is for is the token's subject: the provider's page lets only
+/// that person finish the sign-in, and another lead's sign-in is refused.
+#[tokio::test]
+async fn a_payment_is_bound_to_the_caller_the_token_names() {
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    let provider = chapter::start_payments().await.unwrap();
+    let mut command = Command::new(fernhill());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--auth-issuer", &issuer.url])
+        .args(["--payments", &provider.url])
+        .env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    let (_child, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let token = issuer.sign(&issuer.claims("lead-1", "refunds:write", &url));
+    let lead = client(&url, &token, ScriptedUser::always(chapter::release())).await;
+    let quote_id = support::quote(&lead, "O-2289").await;
+    lead.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+
+    let pay = params("pay_refund", json!({"refund_id": "R-0111"}));
+    let CallToolResponse::InputRequired(asked) = lead.call_tool_once(pay.clone()).await.unwrap() else {
+        panic!("pay_refund asks the lead to sign in")
+    };
+    let question = serde_json::to_value(&asked.input_requests.as_ref().unwrap()["connect"]).unwrap();
+    let page = question["params"]["url"].as_str().unwrap().to_owned();
+    let flow = page.rsplit('/').next().unwrap();
+    let someone_else = chapter::sign_in_on_provider_page(&provider.url, flow, "lead-2", "fernhill-lead-2").await;
+    assert!(someone_else.is_err(), "another lead's sign-in must be refused");
+    chapter::sign_in_on_provider_page(&provider.url, flow, "lead-1", "fernhill-lead-1").await.unwrap();
+    let consent = mrtr::client::Answer::Accept(None);
+    let CallToolResponse::Complete(paid) =
+        lead.call_tool_once(retry(pay, asked.request_state, [("connect", &consent)])).await.unwrap()
+    else {
+        panic!("paid after the sign-in")
+    };
+    assert_eq!(mrtr::client::text(&paid), "Paid R-0111 through the payment provider");
+}
