@@ -232,3 +232,28 @@ async fn sigterm_stops_the_server_cleanly() {
     let status = server.child.wait().await.unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// A form reaches hosts with its fields in the form's order (the required ones as declared,
+/// then the rest), not sorted by name: the return form shows `reason` first, `note` last.
+#[tokio::test]
+async fn form_fields_reach_the_host_in_the_forms_order() {
+    let api = start_api().await;
+    let server = start(&api.url).await;
+    let response = server
+        .http
+        .post(&server.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "record_return")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "record_return", "arguments": {"order_id": "O-1145", "sku": "KG-1043"},
+            "_meta": meta(json!({"elicitation": {}}))}}))
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    let schema = &text[text.find("\"requestedSchema\"").expect("a form")..];
+    let at = |field: &str| schema.find(&format!("\"{field}\":{{")).unwrap_or_else(|| panic!("{field} in {schema}"));
+    assert!(at("reason") < at("restock") && at("restock") < at("note"), "{schema}");
+}

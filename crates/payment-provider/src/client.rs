@@ -131,7 +131,7 @@ mod tests {
             status: 409,
             kind: kind.to_owned(),
             detail: "Flow x is not finished.".to_owned(),
-            problem: Value::Null,
+            problem: Box::new(Value::Null),
         };
         assert!(api("not_finished").is_not_finished() && api("not_finished").is_conflict());
         assert!(!api("wrong_refund").is_not_finished());

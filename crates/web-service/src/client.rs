@@ -32,8 +32,8 @@ pub enum ClientError {
         /// The problem's kind, such as `no_such_order`.
         kind: String,
         detail: String,
-        /// The whole problem body (a string if it was not JSON).
-        problem: Value,
+        /// The whole problem body (a string if it was not JSON), boxed so the error stays small.
+        problem: Box<Value>,
     },
     /// No answer: connection refused or reset, or a timeout.
     #[error("{0}")]
@@ -222,7 +222,7 @@ fn api_error(name: &str, status: u16, body: &[u8]) -> ClientError {
         }
         _ => format!("{} answered {status}.", sentence_start(name)),
     };
-    ClientError::Api { status, kind, detail, problem }
+    ClientError::Api { status, kind, detail, problem: Box::new(problem) }
 }
 
 #[cfg(test)]

@@ -210,8 +210,8 @@ mod tests {
         assert_eq!(
             problems,
             [
-                "reason is required",
                 "release is required",
+                "reason is required",
                 "count must be at least 1",
                 "name must be at least 2 characters"
             ]

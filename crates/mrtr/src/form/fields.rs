@@ -226,7 +226,8 @@ mod tests {
         let keys: Vec<&str> = form.fields.iter().map(|field| field.key.as_str()).collect();
         assert_eq!(
             keys,
-            ["release", "reason", "channels", "colour", "count", "email", "extra", "name", "site", "size", "tags"]
+            // The order given first, then the rest as the server listed them.
+            ["release", "reason", "email", "channels", "tags", "size", "count", "site", "colour", "extra", "name"]
         );
         assert!(form.fields[0].required && !form.fields[1].required);
         let release = form.field("release").unwrap();

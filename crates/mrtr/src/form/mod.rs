@@ -109,7 +109,16 @@ impl<T: JsonSchema + DeserializeOwned> FormSchema<T> {
 
     /// The schema as rmcp's typed `requestedSchema`.
     pub fn requested_schema(&self) -> ElicitationSchema {
-        ElicitationSchema::from_json_schema(self.schema.clone()).expect("checked when the form was made")
+        let mut schema =
+            ElicitationSchema::from_json_schema(self.schema.clone()).expect("checked when the form was made");
+        // The one place the fields' order on the wire is set. Hosts show fields in the order
+        // they arrive; rmcp keeps `properties` in a sorted map and writes them in
+        // `property_order`, so that is set to the form's order: its required fields as
+        // declared, then the rest. For the order to survive rmcp's trips through
+        // `serde_json::Value`, serde_json keeps objects in insertion order (`preserve_order`,
+        // in this crate's manifest); digests never rely on it (`canonical_json` sorts).
+        schema.property_order = Some(display_order(&self.schema));
+        schema
     }
 
     /// The schema as JSON.
