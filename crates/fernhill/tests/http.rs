@@ -257,3 +257,71 @@ async fn form_fields_reach_the_host_in_the_forms_order() {
     let at = |field: &str| schema.find(&format!("\"{field}\":{{")).unwrap_or_else(|| panic!("{field} in {schema}"));
     assert!(at("reason") < at("restock") && at("restock") < at("note"), "{schema}");
 }
+
+/// Bad bodies get the spec's answer, each a JSON-RPC error with HTTP 400, and the server goes
+/// on answering: -32700 for what is not JSON, -32600 for JSON that is not one JSON-RPC message.
+#[tokio::test]
+async fn bad_bodies_get_json_rpc_errors_not_5xx() {
+    let api = start_api().await;
+    let server = start(&api.url).await;
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let cases: [(&str, Vec<u8>, i64); 8] = [
+        ("malformed", b"{\"jsonrpc\": \"2.0\", \"id\": 1,".to_vec(), -32700),
+        ("empty", Vec::new(), -32700),
+        ("not UTF-8", b"{\"jsonrpc\": \"2.0\", \"method\": \"\xff\xfe\"}".to_vec(), -32700),
+        ("nested 100,000 deep", deep.into_bytes(), -32700),
+        ("a batch", br#"[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]"#.to_vec(), -32600),
+        ("a bare value", b"42".to_vec(), -32600),
+        ("jsonrpc 1.0", br#"{"jsonrpc": "1.0", "id": 1, "method": "ping"}"#.to_vec(), -32600),
+        ("no method, result or error", br#"{"jsonrpc": "2.0", "id": 1}"#.to_vec(), -32600),
+    ];
+    for (case, body, code) in cases {
+        let response = server
+            .http
+            .post(&server.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2026-07-28")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{case}");
+        let answer: Value = response.json().await.unwrap_or_else(|e| panic!("{case}: not JSON: {e}"));
+        assert_eq!(answer["error"]["code"], code, "{case}: {answer}");
+        assert_eq!(answer["id"], Value::Null, "{case}");
+    }
+    // Still answering.
+    let (status, _, _) = server.post(9, "tools/list", json!({}), None).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// Metric labels come from closed sets: invented methods count as `other`, and the counters
+/// an alert watches exist at zero before anything happened.
+#[tokio::test]
+async fn metric_labels_are_a_closed_set_and_start_at_zero() {
+    let api = start_api().await;
+    let server = start(&api.url).await;
+    let fresh = reqwest::get(server.url.replace("/mcp", "/metrics")).await.unwrap().text().await.unwrap();
+    for zero in [
+        r#"mcp_request_state_rejections_total{reason="seal"} 0"#,
+        r#"mcp_request_state_rejections_total{reason="principal"} 0"#,
+        "shop_refund_releases_total 0",
+    ] {
+        assert!(fresh.contains(zero), "{zero} missing from a fresh server:\n{fresh}");
+    }
+    for n in 0..3 {
+        server
+            .http
+            .post(&server.url)
+            .header("mcp-method", format!("evil-{n}"))
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+    }
+    let after = reqwest::get(server.url.replace("/mcp", "/metrics")).await.unwrap().text().await.unwrap();
+    assert!(!after.contains("evil-"), "{after}");
+    assert!(after.contains(r#"method="other""#), "{after}");
+}

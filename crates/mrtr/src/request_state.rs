@@ -48,6 +48,19 @@ pub enum Rejection {
 }
 
 impl Rejection {
+    /// Every reason, so a metric can start each at zero.
+    pub const ALL: [Rejection; 9] = [
+        Rejection::Malformed,
+        Rejection::UnknownKey,
+        Rejection::Seal,
+        Rejection::MintedInTheFuture,
+        Rejection::Expired,
+        Rejection::RequestBinding,
+        Rejection::Audience,
+        Rejection::PrincipalDrift,
+        Rejection::Principal,
+    ];
+
     /// A short label for metrics and structured logs.
     pub fn label(self) -> &'static str {
         match self {

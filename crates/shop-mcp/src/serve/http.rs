@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use oauth_resource::{ResourceServer, ScopePolicy, gate::IntrospectionClient};
 
-use crate::serve::{HttpConfig, ServeError, metrics};
+use crate::serve::{HttpConfig, ServeError, json_rpc_check, metrics};
 
 /// The largest request body the MCP endpoint reads.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -87,15 +87,15 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         .with_allowed_origins(origins);
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
     let rendered = metrics::install();
+    let checked = Router::new().route_service("/mcp", mcp).layer(middleware::from_fn(json_rpc_check::check));
     let endpoint = match &gate {
         Some(gate) => {
             gate.start().await;
-            Router::new()
-                .route_service("/mcp", mcp)
+            checked
                 .layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::gate))
                 .merge(gate.metadata_routes())
         }
-        None => Router::new().route_service("/mcp", mcp),
+        None => checked,
     };
     let app = endpoint
         .route("/healthz", get(|| async { "ok\n" }))
@@ -117,15 +117,9 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     Ok(())
 }
 
-/// Time every HTTP request by its MCP method (the `Mcp-Method` header), whatever it is.
+/// Time every HTTP request by its MCP method (the `Mcp-Method` header), from a closed set.
 pub async fn time_requests(request: Request, next: Next) -> Response {
-    let method = request
-        .headers()
-        .get("mcp-method")
-        .and_then(|v| v.to_str().ok())
-        .filter(|m| m.len() <= 64 && m.bytes().all(|b| b.is_ascii_graphic()))
-        .unwrap_or("none")
-        .to_owned();
+    let method = metrics::method_label(request.headers().get("mcp-method").and_then(|v| v.to_str().ok()));
     let started = std::time::Instant::now();
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();

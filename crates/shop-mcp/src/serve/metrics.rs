@@ -8,9 +8,74 @@
 use std::sync::{Arc, OnceLock};
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use mrtr::boundary::{Observer, Seen, SeenOutcome};
+use mrtr::{
+    boundary::{Observer, Seen, SeenOutcome},
+    request_state::Rejection,
+};
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// The MCP methods a request may be labelled with; anything else is `other`, so a client
+/// cannot grow the server's series by inventing methods.
+pub const METHODS: [&str; 16] = [
+    "initialize",
+    "notifications/initialized",
+    "notifications/cancelled",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "completion/complete",
+    "logging/setLevel",
+    "subscriptions/listen",
+    "none",
+];
+
+/// `method` if it is one of [`METHODS`], else `other`.
+pub fn method_label(method: Option<&str>) -> &'static str {
+    let method = method.unwrap_or("none");
+    METHODS.iter().find(|known| **known == method).copied().unwrap_or("other")
+}
+
+/// The most distinct client names the metrics keep; later names count as `other`.
+pub const MAX_CLIENT_LABELS: usize = 32;
+
+/// A client's self-reported name as a label: the first [`MAX_CLIENT_LABELS`] names seen, then
+/// `other`, so a client cannot grow the series by naming itself anew on every request.
+pub fn client_label(name: &str) -> String {
+    static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let name: String = name.chars().filter(|c| !c.is_control()).take(64).collect();
+    if seen.contains(&name) {
+        return name;
+    }
+    if seen.len() < MAX_CLIENT_LABELS {
+        seen.push(name.clone());
+        return name;
+    }
+    "other".to_owned()
+}
+
+/// Make every counter whose labels are known exist at zero, so an alert can tell "none" from
+/// "missing" on a fresh replica.
+fn start_at_zero() {
+    for reason in Rejection::ALL {
+        metrics::counter!("mcp_request_state_rejections_total", "reason" => reason.label()).increment(0);
+    }
+    for counter in [
+        "shop_refund_questions_total",
+        "shop_refund_releases_total",
+        "shop_refund_declines_total",
+        "shop_refund_dismissals_total",
+    ] {
+        metrics::counter!(counter).increment(0);
+    }
+}
 
 /// Install the recorder (once per process) and return the handle that renders it.
 pub fn install() -> PrometheusHandle {
@@ -25,7 +90,10 @@ pub fn install() -> PrometheusHandle {
                 })
                 .and_then(|b| b.set_buckets_for_metric(Matcher::Full("mcp_rounds_per_call".into()), &rounds));
             match builder.map(PrometheusBuilder::install_recorder) {
-                Ok(Ok(handle)) => handle,
+                Ok(Ok(handle)) => {
+                    start_at_zero();
+                    handle
+                }
                 _ => {
                     tracing::warn!("could not install the metrics recorder; /metrics will be empty");
                     PrometheusBuilder::new().build_recorder().handle()
@@ -52,7 +120,7 @@ pub fn observer() -> Observer {
                 metrics::counter!("mcp_request_state_rejections_total", "reason" => reason.label()).increment(1);
             }
             SeenOutcome::Error(-32021) => {
-                let client = seen.client.unwrap_or("unknown").to_owned();
+                let client = client_label(seen.client.unwrap_or("unknown"));
                 metrics::counter!("mcp_missing_capability_total", "client" => client).increment(1);
             }
             SeenOutcome::Complete if seen.target.is_some() => {

@@ -1,6 +1,7 @@
 //! Serving the shop: one configuration ([`ServeConfig`]), one [`build`], and the two
 //! transports side by side ([`stdio`] for a host that launches the server, [`http`] for
-//! Streamable HTTP with `/healthz` and [`metrics`]). [`logging`] sends logs to stderr.
+//! Streamable HTTP with `/healthz` and [`metrics`], [`authorization`] and a
+//! [`json_rpc_check`] of every body). [`logging`] sends logs to stderr.
 //!
 //! Only a sealed shop is served: [`build`] returns the shop behind its sealing boundary, and
 //! the boundary is the only way in.
@@ -8,6 +9,7 @@
 pub mod authorization;
 pub mod config;
 pub mod http;
+pub mod json_rpc_check;
 pub mod logging;
 pub mod metrics;
 pub mod state_keys;

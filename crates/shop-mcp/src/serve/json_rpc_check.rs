@@ -1,0 +1,88 @@
+//! Bad JSON-RPC bodies get the spec's answer instead of rmcp's.
+//!
+//! rmcp answers a body it cannot deserialize with 415 and a plain-text message, whether the
+//! body is not JSON, nested past any sense, or JSON of the wrong shape. A client should get a
+//! JSON-RPC error it can read instead: -32700 Parse error for a body that is not JSON (empty,
+//! truncated, invalid UTF-8, nested deeper than serde_json's 128 levels), -32600 Invalid
+//! Request for JSON that is not one JSON-RPC message (a batch, which 2026-07-28 does not
+//! have, a bare value, a wrong `jsonrpc`), each with HTTP 400.
+//!
+//! The body goes to rmcp first, so its own checks (`Host`, `Origin`, headers) keep their
+//! order and their answers; only when rmcp refuses a body that declared JSON as undecodable
+//! (415) is the body judged here and the answer replaced.
+
+use axum::{
+    Json,
+    body::{Body, to_bytes},
+    extract::Request,
+    http::{Method, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use serde_json::{Value, json};
+
+use crate::serve::http::MAX_BODY_BYTES;
+
+/// The middleware: pass the request to rmcp, and word its refusal of an undecodable body.
+pub async fn check(request: Request, next: Next) -> Response {
+    let declares_json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("application/json"));
+    if request.method() != Method::POST || !declares_json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = to_bytes(body, MAX_BODY_BYTES).await else {
+        let limit = MAX_BODY_BYTES / 1024;
+        return refuse(StatusCode::PAYLOAD_TOO_LARGE, -32600, format!("Invalid Request: the body is over {limit} KiB"));
+    };
+    // `Bytes` clones share the buffer: the copy kept here costs nothing.
+    let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    judge(&bytes).unwrap_or(response)
+}
+
+/// Why `body`, which rmcp could not decode, is not one JSON-RPC message, as the response to
+/// give. Only refused bodies get here, so building a `Value` costs nothing that matters, and
+/// serde_json's recursion limit (128) turns absurd nesting into a parse error.
+fn judge(body: &[u8]) -> Option<Response> {
+    let invalid = |why: &str| Some(refuse(StatusCode::BAD_REQUEST, -32600, format!("Invalid Request: {why}")));
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => text,
+        Err(error) => {
+            return Some(refuse(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                format!("Parse error: the body is not UTF-8 ({error})"),
+            ));
+        }
+    };
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(error) => return Some(refuse(StatusCode::BAD_REQUEST, -32700, format!("Parse error: {error}"))),
+    };
+    let Value::Object(message) = value else {
+        return match value {
+            Value::Array(items) if items.first().is_some_and(Value::is_object) => {
+                invalid("batches are not supported at 2026-07-28")
+            }
+            _ => invalid("the body is not a JSON-RPC message (an object)"),
+        };
+    };
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid("jsonrpc must be \"2.0\"");
+    }
+    if !["method", "result", "error"].iter().any(|key| message.contains_key(*key)) {
+        return invalid("neither a request, a notification nor a response");
+    }
+    invalid("the message does not match the protocol's schema")
+}
+
+fn refuse(status: StatusCode, code: i32, message: String) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    (status, Json(body)).into_response()
+}
