@@ -201,3 +201,21 @@ async fn with_redis_gone_nothing_is_released_and_it_works_again_when_redis_is_ba
     assert_eq!(status_of(&done).as_deref(), Some("requested"));
     back.stop().await;
 }
+
+/// Two shops sharing one Redis and one key prefix (or one shop whose API was reset): both hand
+/// out R-0111, and each lead's yes releases its own. A claim belongs to the question it
+/// answers, so one shop's claim never stands in another's way.
+#[tokio::test]
+async fn two_shops_sharing_a_redis_never_meet_each_others_claims() {
+    let first_plan = FleetPlan::new(1, REDIS);
+    let second_plan = FleetPlan { store_prefix: first_plan.store_prefix.clone(), ..FleetPlan::new(1, REDIS) };
+    let first = Fleet::start(&fernhill(), &first_plan).await.unwrap();
+    let second = Fleet::start(&fernhill(), &second_plan).await.unwrap();
+    for fleet in [&first, &second] {
+        let lead = lead(&fleet.urls[0]).await;
+        let quote_id = quote(&lead, "O-2289").await;
+        let done = lead.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+        assert_eq!(mrtr::client::field(&done, "refund_id"), Some("R-0111"), "{done:?}");
+        assert_eq!(mrtr::client::field(&done, "status"), Some("requested"), "{done:?}");
+    }
+}

@@ -12,6 +12,7 @@
 
 use std::{borrow::Cow, future::Future, sync::Arc, time::Instant};
 
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use rmcp::{
     ErrorData, ErrorData as McpError, RoleServer, ServerHandler,
     handler::server::{common::FromContextPart, tool::ToolCallContext},
@@ -19,6 +20,7 @@ use rmcp::{
     service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
+use sha2::Digest as _;
 use tracing::Instrument;
 
 use crate::request_state::{Binding, Rejection, StateSecurity};
@@ -115,7 +117,10 @@ pub fn principal(context: &RequestContext<RoleServer>) -> Option<String> {
 /// The plaintext of an opened state, in the request's extensions. Its type is private, so
 /// nothing but the boundary can put one there.
 #[derive(Debug, Clone)]
-struct OpenedByBoundary(String);
+struct OpenedByBoundary {
+    state: String,
+    question: String,
+}
 
 /// A tool's extractor for the state it minted last round, as the boundary opened it: `None` on
 /// a first round, and always `None` for a handler that is not behind the boundary.
@@ -134,7 +139,31 @@ impl<S> FromContextPart<ToolCallContext<'_, S>> for OpenedState {
 
 /// The state a handler minted last round, as the boundary opened it for this request.
 pub fn opened_state(context: &RequestContext<RoleServer>) -> Option<&str> {
-    context.extensions.get::<OpenedByBoundary>().map(|opened| opened.0.as_str())
+    context.extensions.get::<OpenedByBoundary>().map(|opened| opened.state.as_str())
+}
+
+/// What only the question this retry answers has: a digest of the sealed token the client sent
+/// back. Every replay of the same answer carries the same token, so it names the same
+/// question; another question, even about the same record, names another. A once-only record
+/// keyed by it never meets a claim of another shop, or of a shop whose records were reset.
+pub fn question_id(context: &RequestContext<RoleServer>) -> Option<&str> {
+    context.extensions.get::<OpenedByBoundary>().map(|opened| opened.question.as_str())
+}
+
+/// A question ID for a question that no sealed state names: one put to the person on the
+/// back-channel while the call waits (a 2025 connection). Random, so it meets no other claim.
+pub fn fresh_question_id() -> String {
+    URL_SAFE_NO_PAD.encode(rand::random::<[u8; 18]>())
+}
+
+/// A tool's extractor for [`question_id`].
+#[derive(Debug, Clone)]
+pub struct QuestionId(pub Option<String>);
+
+impl<S> FromContextPart<ToolCallContext<'_, S>> for QuestionId {
+    fn from_context_part(context: &mut ToolCallContext<S>) -> Result<Self, ErrorData> {
+        Ok(Self(question_id(context.request_context()).map(str::to_owned)))
+    }
 }
 
 /// One round's carrier, once its state is open: what to seal the answer with, and for whom.
@@ -165,7 +194,9 @@ impl<H> Sealed<H> {
         if let Some(token) = state {
             match self.security.open_round(&token, &binding) {
                 Ok(opened) => {
-                    context.extensions.insert(OpenedByBoundary(opened.state));
+                    let digest = sha2::Sha256::digest(token.as_bytes());
+                    let question = URL_SAFE_NO_PAD.encode(&digest[..18]);
+                    context.extensions.insert(OpenedByBoundary { state: opened.state, question });
                     round = opened.round + 1;
                 }
                 Err(reason) => {

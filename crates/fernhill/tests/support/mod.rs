@@ -190,8 +190,15 @@ pub fn npm(folder: &str, packages: &[&str], scripts: &[&str]) -> PathBuf {
         assert!(status.success(), "npm install {packages:?} failed: is the npm registry reachable?");
     }
     for script in scripts {
-        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node").join(script);
-        std::fs::copy(source, folder.join(script)).unwrap();
+        // Another test may be running this script right now: replace it only when it changed,
+        // and then whole (a rename), never by truncating the file node is reading.
+        let source = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node").join(script)).unwrap();
+        let target = folder.join(script);
+        if std::fs::read(&target).ok().as_deref() != Some(source.as_slice()) {
+            let staged = folder.join(format!("{script}.{}", std::process::id()));
+            std::fs::write(&staged, &source).unwrap();
+            std::fs::rename(&staged, &target).unwrap();
+        }
     }
     folder
 }

@@ -18,7 +18,7 @@
 
 use mrtr::{
     ask::{AskError, Asking, Era, Outcome},
-    boundary::OpenedState,
+    boundary::{OpenedState, QuestionId, fresh_question_id},
     once_only::Claim,
 };
 use rmcp::{
@@ -99,10 +99,11 @@ impl Shop {
         &self,
         Parameters(args): Parameters<IssueRefund>,
         OpenedState(state): OpenedState,
+        QuestionId(question): QuestionId,
         InputResponses(responses): InputResponses,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        respond(TOOL, self.issue(&args.quote_id, state, responses, &context).await)
+        respond(TOOL, self.issue(&args.quote_id, state, question, responses, &context).await)
     }
 }
 
@@ -111,6 +112,7 @@ impl Shop {
         &self,
         quote_id: &str,
         state: Option<String>,
+        question_id: Option<String>,
         responses: Option<rmcp::model::InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Failure> {
@@ -139,9 +141,15 @@ impl Shop {
             }
             return Ok(asking.input_required().into());
         };
+        // The claim is this question's: a replay of its answer meets it, and nothing of another
+        // shop, or of this one before its records were reset, does. A question asked on the
+        // back-channel has no sealed state; it cannot be answered twice, and gets its own ID.
+        let answered = question_id.unwrap_or_else(fresh_question_id);
         let result = match said {
-            Outcome::Accepted(ReleaseForm { release: true }) => self.release(&refund).await?,
-            Outcome::Accepted(ReleaseForm { release: false }) | Outcome::Declined => self.refuse(&refund).await?,
+            Outcome::Accepted(ReleaseForm { release: true }) => self.release(&refund, &answered).await?,
+            Outcome::Accepted(ReleaseForm { release: false }) | Outcome::Declined => {
+                self.refuse(&refund, &answered).await?
+            }
             Outcome::Cancelled => self.still_held(refund).await,
         };
         Ok(result.into())
@@ -166,8 +174,8 @@ impl Shop {
     }
 
     /// Claim the refund's answer before acting on it: of two identical retries, one acts.
-    async fn claim(&self, refund: &Refund) -> Result<(), ToolError> {
-        let key = format!("{TOOL}:{}", refund.refund_id);
+    async fn claim(&self, refund: &Refund, question: &str) -> Result<(), ToolError> {
+        let key = format!("{TOOL}:{}:{question}", refund.refund_id);
         match self.records.claim(&key, self.state_ttl).await {
             Ok(Claim::First) => Ok(()),
             Ok(Claim::Taken) => {
@@ -200,8 +208,8 @@ impl Shop {
         }
     }
 
-    async fn release(&self, refund: &Refund) -> Result<CallToolResult, ToolError> {
-        self.claim(refund).await?;
+    async fn release(&self, refund: &Refund, question: &str) -> Result<CallToolResult, ToolError> {
+        self.claim(refund, question).await?;
         match self.api.confirm(&refund.refund_id).await {
             Ok(released) => {
                 metrics::counter!("shop_refund_releases_total").increment(1);
@@ -216,8 +224,8 @@ impl Shop {
         }
     }
 
-    async fn refuse(&self, refund: &Refund) -> Result<CallToolResult, ToolError> {
-        self.claim(refund).await?;
+    async fn refuse(&self, refund: &Refund, question: &str) -> Result<CallToolResult, ToolError> {
+        self.claim(refund, question).await?;
         match self.api.cancel(&refund.refund_id).await {
             Ok(cancelled) => {
                 metrics::counter!("shop_refund_declines_total").increment(1);
