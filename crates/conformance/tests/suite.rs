@@ -64,14 +64,18 @@ async fn run_suite(mode: &str, target: [&str; 2]) -> (ExitStatus, String) {
 async fn run_selected(mode: &str, target: [&str; 2], selection: &[&str]) -> (ExitStatus, String) {
     let folder = suite_folder();
     let out = tempfile::tempdir().unwrap();
-    let output = Command::new(folder.join("node_modules/node/bin/node"))
+    let run = Command::new(folder.join("node_modules/node/bin/node"))
         .arg(folder.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
         .args([mode, target[0], target[1]])
         .args(selection)
         .arg("-o")
         .arg(out.path())
-        .output()
+        .kill_on_drop(true)
+        .output();
+    // A hung suite fails the test instead of stalling the whole run.
+    let output = tokio::time::timeout(std::time::Duration::from_secs(600), run)
         .await
+        .expect("the suite finished within ten minutes")
         .unwrap();
     let report = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     (output.status, report)
@@ -97,6 +101,12 @@ fn assert_every_scored_scenario_passed(status: ExitStatus, report: &str, at_leas
     let scored = scored(report);
     let failing: Vec<&&str> = scored.iter().filter(|l| l.starts_with('✗')).collect();
     assert!(failing.is_empty(), "scored scenarios failed: {failing:?}\n{report}");
+    // A scenario whose every check was skipped passed nothing: it does not count as a pass.
+    let passed = |line: &str| {
+        line.split(": ").nth(1).and_then(|counts| counts.split(' ').next()).and_then(|n| n.parse::<usize>().ok())
+    };
+    let empty: Vec<&&str> = scored.iter().filter(|l| passed(l).unwrap_or(0) == 0).collect();
+    assert!(empty.is_empty(), "scored scenarios passed no check: {empty:?}\n{report}");
     assert!(status.success(), "the suite failed:\n{report}");
     assert!(scored.len() >= at_least, "only {} scored scenarios passed:\n{report}", scored.len());
     for scenario in required {

@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::Within;
+
 use fernhill::chapter;
 use mrtr::client::{Client, ScriptedUser, params, retry};
 use reqwest::{StatusCode, header::WWW_AUTHENTICATE};
@@ -226,7 +228,7 @@ async fn an_issuer_down_at_start_gets_503_until_it_is_back() {
 async fn an_open_port_without_authorization_is_refused_unless_said_so() {
     let api = start_api().await;
     let refused =
-        Command::new(fernhill()).args(["serve", "--http", "0.0.0.0:0", "--shop-api", &api.url]).output().await.unwrap();
+        Command::new(fernhill()).args(["serve", "--http", "0.0.0.0:0", "--shop-api", &api.url]).output_within().await;
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("refusing to serve HTTP on 0.0.0.0:0 without authorization"), "{stderr}");

@@ -2,6 +2,8 @@
 
 mod support;
 
+use support::Within;
+
 use fernhill::chapter;
 use mrtr::client::{Client, ScriptedUser};
 use serde_json::json;
@@ -68,9 +70,8 @@ async fn a_stdio_server_is_quiet_in_the_hosts_console_unless_asked() {
         .args(["serve", "--shop-api", &api.url])
         .env_remove("RUST_LOG")
         .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .unwrap();
+        .output_within()
+        .await;
     assert!(probe.status.success(), "{}", String::from_utf8_lossy(&probe.stderr));
     assert_eq!((probe.stdout.len(), String::from_utf8_lossy(&probe.stderr).as_ref()), (0, ""));
 
@@ -102,13 +103,13 @@ async fn a_stdio_server_is_quiet_in_the_hosts_console_unless_asked() {
 
 #[tokio::test]
 async fn serve_without_an_api_says_what_is_missing() {
-    let output = Command::new(fernhill()).arg("serve").env_remove("SHOP_API_URL").output().await.unwrap();
+    let output = Command::new(fernhill()).arg("serve").env_remove("SHOP_API_URL").output_within().await;
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--shop-api"), "{stderr}");
     assert!(output.stdout.is_empty(), "a stdio server must not print anything but MCP to stdout");
 
-    let output = Command::new(fernhill()).args(["serve", "--shop-api", "not a url"]).output().await.unwrap();
+    let output = Command::new(fernhill()).args(["serve", "--shop-api", "not a url"]).output_within().await;
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("not a url"));
 }
@@ -137,7 +138,7 @@ async fn wire_records_every_line_with_its_direction() {
 
 #[tokio::test]
 async fn help_names_every_command() {
-    let output = Command::new(fernhill()).arg("--help").output().await.unwrap();
+    let output = Command::new(fernhill()).arg("--help").output_within().await;
     let help = String::from_utf8_lossy(&output.stdout);
     for command in ["shop-api", "serve", "demo", "wire"] {
         assert!(help.contains(command), "{help}");
@@ -146,7 +147,7 @@ async fn help_names_every_command() {
 
 #[tokio::test]
 async fn demo_runs_the_chapter_on_embedded_defaults() {
-    let output = Command::new(fernhill()).arg("demo").env_remove("SHOP_API_URL").output().await.unwrap();
+    let output = Command::new(fernhill()).arg("demo").env_remove("SHOP_API_URL").output_within().await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     for line in [
@@ -167,7 +168,7 @@ async fn demo_runs_the_chapter_on_embedded_defaults() {
 
 #[tokio::test]
 async fn demo_takes_the_leads_answers_from_the_command_line_or_a_file() {
-    let output = Command::new(fernhill()).args(["demo", "--answers", "decline; release"]).output().await.unwrap();
+    let output = Command::new(fernhill()).args(["demo", "--answers", "decline; release"]).output_within().await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(stdout.contains("refund R-0112 cancelled") && stdout.contains("refund R-0113 requested"), "{stdout}");
@@ -175,7 +176,7 @@ async fn demo_takes_the_leads_answers_from_the_command_line_or_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("lead.txt");
     std::fs::write(&script, "release  # the first\nrelease\nmaybe\n").unwrap();
-    let output = Command::new(fernhill()).arg("demo").arg("--answers-file").arg(&script).output().await.unwrap();
+    let output = Command::new(fernhill()).arg("demo").arg("--answers-file").arg(&script).output_within().await;
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("answer \"maybe\" on line 3"), "{stderr}");

@@ -229,7 +229,10 @@ async fn sigterm_stops_the_server_cleanly() {
     let pid = server.child.id().unwrap().to_string();
     let sent = Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
     assert!(sent.success());
-    let status = server.child.wait().await.unwrap();
+    let status = tokio::time::timeout(std::time::Duration::from_secs(30), server.child.wait())
+        .await
+        .expect("the server stopped within 30 seconds")
+        .unwrap();
     assert!(status.success(), "{status}");
 }
 

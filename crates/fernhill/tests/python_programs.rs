@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::Within;
+
 use std::{path::PathBuf, sync::Arc};
 
 use payment_provider::ProviderState;
@@ -56,7 +58,7 @@ async fn run(program: &str, http: bool) -> String {
     } else {
         client.args(["stdio", &api.url]).arg(&log).arg("--").arg(fernhill()).args(serve_args(program));
     }
-    let output = client.output().await.unwrap();
+    let output = client.output_within().await;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(output.status.success(), "{program}: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
     stdout
@@ -98,9 +100,8 @@ async fn our_client_gets_the_books_output_from_the_python_reference_server() {
         let output = Command::new(support::example(program))
             .env("CHAPTER_SERVER", server)
             .env("RUST_LOG", "error")
-            .output()
-            .await
-            .unwrap();
+            .output_within()
+            .await;
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "{program}: {}", String::from_utf8_lossy(&output.stderr));
         assert_eq!(stdout, book(program), "{program} against the Python reference");

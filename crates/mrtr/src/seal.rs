@@ -16,6 +16,7 @@ use aes_gcm::{
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use hkdf::Hkdf;
 use sha2::{Digest, Sha256};
+use zeroize::Zeroizing;
 
 const PREFIX: &str = "v1.";
 const KDF_INFO: &[u8] = b"mcp/request-state/v1/aes-256-gcm";
@@ -81,12 +82,15 @@ impl KeyRing {
             if secret.len() < MIN_SECRET_LEN {
                 return Err(KeyRingError::TooShort { index, len: secret.len() });
             }
-            let derived = derive_key(secret);
+            // The derived key is wiped when it goes out of scope, and the cipher (aes-gcm with
+            // its `zeroize` feature) wipes its key schedule when the ring is dropped. The
+            // temporary the cipher is made from lives on the stack for that one call.
+            let derived = Zeroizing::new(derive_key(secret));
             let kid = key_id(&derived);
             if by_kid.insert(kid, index).is_some() {
                 return Err(KeyRingError::Duplicate { index });
             }
-            let cipher = Aes256Gcm::new(&Key::<Aes256Gcm>::from(derived));
+            let cipher = Aes256Gcm::new(&Key::<Aes256Gcm>::from(*derived));
             keys.push(RingKey { kid, cipher });
         }
         Ok(Self { keys, by_kid })
@@ -94,8 +98,8 @@ impl KeyRing {
 
     /// A ring of one random key that lives as long as this process.
     pub fn ephemeral() -> Self {
-        let secret: [u8; 32] = rand::random();
-        Self::new(&[secret]).expect("one 32-byte key is a valid ring")
+        let secret = Zeroizing::new(rand::random::<[u8; 32]>());
+        Self::new(&[*secret]).expect("one 32-byte key is a valid ring")
     }
 
     /// The sealing key's id, as hex (for logs; it reveals nothing of the key).

@@ -235,3 +235,22 @@ impl Balancer {
             .expect("haproxy runs (Debian's haproxy package)")
     }
 }
+
+/// How long any child a test runs to completion may take before the test fails (not hangs).
+pub const CHILD_DEADLINE: Duration = Duration::from_secs(180);
+
+/// Run a command to completion within [`CHILD_DEADLINE`]: a child that hangs fails the test
+/// and is killed, instead of stalling the suite.
+pub trait Within {
+    fn output_within(&mut self) -> impl std::future::Future<Output = std::process::Output>;
+}
+
+impl Within for Command {
+    async fn output_within(&mut self) -> std::process::Output {
+        let run = self.kill_on_drop(true).output();
+        match tokio::time::timeout(CHILD_DEADLINE, run).await {
+            Ok(output) => output.expect("the command ran"),
+            Err(_) => panic!("{self:?} did not finish within {CHILD_DEADLINE:?}"),
+        }
+    }
+}
