@@ -328,3 +328,137 @@ async fn metric_labels_are_a_closed_set_and_start_at_zero() {
     assert!(!after.contains("evil-"), "{after}");
     assert!(after.contains(r#"method="other""#), "{after}");
 }
+
+/// The rest of the bad-input table (README, "What bad input gets"): each row's HTTP status and
+/// JSON-RPC code (or a tool error the model reads), and the server still answers afterwards.
+#[tokio::test]
+async fn every_row_of_the_bad_input_table() {
+    let api = start_api().await;
+    let server = start(&api.url).await;
+    let with_meta = |mut params: Value| {
+        params["_meta"] = meta(json!({"elicitation": {}}));
+        params
+    };
+    let call = |tool: &str, arguments: Value, extra: Value| {
+        let mut params = with_meta(json!({"name": tool, "arguments": arguments}));
+        params.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+    };
+    let meta_text = meta(json!({})).to_string();
+    // (case, Mcp-Method header, Mcp-Name header, body, content type, status, JSON-RPC code or 0 for a tool error)
+    let rows: Vec<(&str, &str, Option<&str>, Vec<u8>, &str, u16, i64)> = vec![
+        ("wrong content type", "tools/list", None, b"{}".to_vec(), "text/plain", 415, 0),
+        (
+            "lone surrogate",
+            "tools/list",
+            None,
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"x":"\ud800","_meta":{meta_text}}}}}"#
+            )
+            .into_bytes(),
+            "application/json",
+            400,
+            -32700,
+        ),
+        (
+            "duplicate keys",
+            "tools/list",
+            None,
+            format!(r#"{{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list","params":{{"_meta":{meta_text}}}}}"#)
+                .into_bytes(),
+            "application/json",
+            400,
+            -32600,
+        ),
+        (
+            "unknown method",
+            "foo/bar",
+            None,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "foo/bar", "params": with_meta(json!({}))})
+                .to_string()
+                .into_bytes(),
+            "application/json",
+            404,
+            -32601,
+        ),
+        (
+            "header and body disagree",
+            "tools/list",
+            None,
+            call("lookup_order", json!({"order_id": "O-2289"}), json!({})).to_string().into_bytes(),
+            "application/json",
+            400,
+            -32020,
+        ),
+        (
+            "a huge requestState",
+            "tools/call",
+            Some("issue_refund"),
+            call(
+                "issue_refund",
+                json!({"quote_id": "Q-5001"}),
+                json!({"requestState": format!("v1.{}", "A".repeat(200_000))}),
+            )
+            .to_string()
+            .into_bytes(),
+            "application/json",
+            400,
+            -32602,
+        ),
+        (
+            "an argument of the wrong type",
+            "tools/call",
+            Some("issue_refund"),
+            call("issue_refund", json!({"quote_id": 5}), json!({})).to_string().into_bytes(),
+            "application/json",
+            200,
+            0,
+        ),
+        (
+            "a malformed ID",
+            "tools/call",
+            Some("lookup_order"),
+            call("lookup_order", json!({"order_id": "O-22\u{0}"}), json!({})).to_string().into_bytes(),
+            "application/json",
+            200,
+            0,
+        ),
+        (
+            "answers of the wrong type",
+            "tools/call",
+            Some("issue_refund"),
+            call("issue_refund", json!({"quote_id": "Q-9999"}), json!({"inputResponses": {"confirm": "yes"}}))
+                .to_string()
+                .into_bytes(),
+            "application/json",
+            200,
+            0,
+        ),
+    ];
+    for (case, method, name, body, content_type, status, code) in rows {
+        let mut request = server
+            .http
+            .post(&server.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", content_type)
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .body(body);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), status, "{case}");
+        if status == 415 {
+            continue;
+        }
+        let answer: Value = response.json().await.unwrap_or_else(|e| panic!("{case}: not JSON: {e}"));
+        if code == 0 {
+            assert_eq!(answer["result"]["isError"], true, "{case}: {answer}");
+        } else {
+            assert_eq!(answer["error"]["code"], code, "{case}: {answer}");
+        }
+    }
+    let (status, _, _) = server.post(99, "tools/list", json!({}), None).await;
+    assert_eq!(status, StatusCode::OK, "still answering");
+}
