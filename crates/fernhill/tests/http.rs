@@ -329,6 +329,10 @@ async fn metric_labels_are_a_closed_set_and_start_at_zero() {
     assert!(after.contains(r#"method="other""#), "{after}");
 }
 
+/// One row: the case, the `Mcp-Method` and `Mcp-Name` headers, the body, its content type, the
+/// status, and the JSON-RPC code (0: a tool error the model reads).
+type Row<'a> = (&'a str, &'a str, Option<&'a str>, Vec<u8>, &'a str, u16, i64);
+
 /// The rest of the bad-input table (README, "What bad input gets"): each row's HTTP status and
 /// JSON-RPC code (or a tool error the model reads), and the server still answers afterwards.
 #[tokio::test]
@@ -345,8 +349,7 @@ async fn every_row_of_the_bad_input_table() {
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
     };
     let meta_text = meta(json!({})).to_string();
-    // (case, Mcp-Method header, Mcp-Name header, body, content type, status, JSON-RPC code or 0 for a tool error)
-    let rows: Vec<(&str, &str, Option<&str>, Vec<u8>, &str, u16, i64)> = vec![
+    let rows: Vec<Row> = vec![
         ("wrong content type", "tools/list", None, b"{}".to_vec(), "text/plain", 415, 0),
         (
             "lone surrogate",
