@@ -47,30 +47,32 @@ pub async fn check(request: Request, next: Next) -> Response {
 }
 
 /// Why `body`, which rmcp could not decode, is not one JSON-RPC message, as the response to
-/// give. Only refused bodies get here, so building a `Value` costs nothing that matters, and
-/// serde_json's recursion limit (128) turns absurd nesting into a parse error.
+/// give (a message of the right shape whose content rmcp refused is an Invalid Request too).
 fn judge(body: &[u8]) -> Option<Response> {
-    let invalid = |why: &str| Some(refuse(StatusCode::BAD_REQUEST, -32600, format!("Invalid Request: {why}")));
+    let (code, message) =
+        problem(body).unwrap_or((-32600, "Invalid Request: the message does not match the protocol's schema".into()));
+    Some(refuse(StatusCode::BAD_REQUEST, code, message))
+}
+
+/// The JSON-RPC error for a body that is not one JSON-RPC message, or `None` for one that is.
+/// Building a `Value` makes serde_json's recursion limit (128) turn absurd nesting into a parse
+/// error. Shared by both transports: HTTP asks only for bodies rmcp refused, stdio for every line.
+pub fn problem(body: &[u8]) -> Option<(i32, String)> {
+    let invalid = |why: &str| Some((-32600, format!("Invalid Request: {why}")));
     let text = match std::str::from_utf8(body) {
         Ok(text) => text,
-        Err(error) => {
-            return Some(refuse(
-                StatusCode::BAD_REQUEST,
-                -32700,
-                format!("Parse error: the body is not UTF-8 ({error})"),
-            ));
-        }
+        Err(error) => return Some((-32700, format!("Parse error: the message is not UTF-8 ({error})"))),
     };
     let value: Value = match serde_json::from_str(text) {
         Ok(value) => value,
-        Err(error) => return Some(refuse(StatusCode::BAD_REQUEST, -32700, format!("Parse error: {error}"))),
+        Err(error) => return Some((-32700, format!("Parse error: {error}"))),
     };
     let Value::Object(message) = value else {
         return match value {
             Value::Array(items) if items.first().is_some_and(Value::is_object) => {
                 invalid("batches are not supported at 2026-07-28")
             }
-            _ => invalid("the body is not a JSON-RPC message (an object)"),
+            _ => invalid("not a JSON-RPC message (an object)"),
         };
     };
     if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -79,10 +81,14 @@ fn judge(body: &[u8]) -> Option<Response> {
     if !["method", "result", "error"].iter().any(|key| message.contains_key(*key)) {
         return invalid("neither a request, a notification nor a response");
     }
-    invalid("the message does not match the protocol's schema")
+    None
 }
 
 fn refuse(status: StatusCode, code: i32, message: String) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
-    (status, Json(body)).into_response()
+    (status, Json(error_message(code, message))).into_response()
+}
+
+/// A JSON-RPC error response for a message whose id cannot be known.
+pub fn error_message(code: i32, message: String) -> Value {
+    json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})
 }

@@ -1,14 +1,45 @@
 //! The shop over stdio: what a desktop host launches. Stdout carries only MCP messages.
+//!
+//! rmcp's stdio codec answers a line it cannot decode with -32600 and no `id`, or drops it.
+//! Every line is judged here first, as the HTTP transport judges a body
+//! ([`json_rpc_check::problem`]): a line that is not JSON gets -32700, one that is not a
+//! JSON-RPC message -32600, both with `"id": null`, and the server goes on. Well-formed lines
+//! pass to rmcp unchanged through an in-memory pipe; one writer puts rmcp's lines and these
+//! answers on stdout, a whole line at a time.
 
 use mrtr::boundary::Sealed;
-use rmcp::{ServiceExt, service::ServerInitializeError, transport::stdio};
+use rmcp::{ServiceExt, service::ServerInitializeError};
+use tokio::{
+    io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader},
+    sync::mpsc,
+};
 
-use crate::{Shop, serve::ServeError};
+use crate::{
+    Shop,
+    serve::{ServeError, json_rpc_check},
+};
+
+/// The longest line read from the host; a longer one is refused, not buffered without bound.
+pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Serve `server` over this process's stdin and stdout until the client closes stdin. A host
 /// that closes stdin before its first request (one that only probed the server) ends it quietly.
 pub async fn serve(server: Sealed<Shop>) -> Result<(), ServeError> {
-    let running = match server.serve(stdio()).await {
+    let (to_rmcp, rmcp_reads) = tokio::io::duplex(256 * 1024);
+    let (rmcp_writes, from_rmcp) = tokio::io::duplex(256 * 1024);
+    let (lines, mut to_stdout) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = to_stdout.recv().await {
+            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(relay_from_rmcp(from_rmcp, lines.clone()));
+    tokio::spawn(judge_stdin(to_rmcp, lines));
+
+    let running = match server.serve((rmcp_reads, rmcp_writes)).await {
         Ok(running) => running,
         Err(ServerInitializeError::ConnectionClosed(during)) => {
             tracing::info!(%during, "the host closed the connection before its first request");
@@ -17,5 +48,88 @@ pub async fn serve(server: Sealed<Shop>) -> Result<(), ServeError> {
         Err(error) => return Err(ServeError::Stdio(error.to_string())),
     };
     running.waiting().await.map_err(|error| ServeError::Stdio(error.to_string()))?;
+    // rmcp is done: what it wrote reaches stdout before the process ends.
+    let _ = writer.await;
     Ok(())
+}
+
+/// Read the host's lines: pass JSON-RPC messages to rmcp, answer anything else directly.
+async fn judge_stdin(mut to_rmcp: impl AsyncWrite + Unpin, lines: mpsc::UnboundedSender<Vec<u8>>) {
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut stdin).take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.len() > MAX_LINE_BYTES && !line.ends_with(b"\n") {
+            // Drop the rest of the oversized line, then say why.
+            skip_line(&mut stdin).await;
+            let message = format!("Invalid Request: a line over {} MiB", MAX_LINE_BYTES >> 20);
+            let _ = lines.send(answer(-32600, message));
+            continue;
+        }
+        let text = line.trim_ascii();
+        if text.is_empty() {
+            continue;
+        }
+        match json_rpc_check::problem(text) {
+            Some((code, message)) => {
+                tracing::warn!(code, %message, "refused a line from the host");
+                let _ = lines.send(answer(code, message));
+            }
+            None => {
+                let mut whole = text.to_vec();
+                whole.push(b'\n');
+                if to_rmcp.write_all(&whole).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    // The host closed stdin: rmcp sees the end too, and stops.
+    let _ = to_rmcp.shutdown().await;
+}
+
+/// Read past the end of the current line without keeping it.
+async fn skip_line(reader: &mut (impl AsyncBufRead + Unpin)) {
+    loop {
+        let Ok(buffer) = reader.fill_buf().await else { return };
+        if buffer.is_empty() {
+            return;
+        }
+        match buffer.iter().position(|byte| *byte == b'\n') {
+            Some(end) => {
+                reader.consume(end + 1);
+                return;
+            }
+            None => {
+                let all = buffer.len();
+                reader.consume(all);
+            }
+        }
+    }
+}
+
+/// rmcp's lines, to stdout through the one writer.
+async fn relay_from_rmcp(from_rmcp: tokio::io::DuplexStream, lines: mpsc::UnboundedSender<Vec<u8>>) {
+    let mut reader = BufReader::new(from_rmcp);
+    loop {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn answer(code: i32, message: String) -> Vec<u8> {
+    let mut line = json_rpc_check::error_message(code, message).to_string().into_bytes();
+    line.push(b'\n');
+    line
 }
