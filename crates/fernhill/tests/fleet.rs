@@ -143,6 +143,19 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
     let released =
         answers.iter().filter(|a| a.as_ref().ok().and_then(status_of).as_deref() == Some("requested")).count();
     assert_eq!(released, 20, "one release per question, whatever replica each copy reached");
+    // Every other copy was refused by the shared record, before the shop's API was asked: the
+    // API's 409 would keep the count right even if the record were not shared.
+    for answer in &answers {
+        let Ok(CallToolResponse::Complete(result)) = answer else { panic!("{answer:?}") };
+        if result.is_error == Some(true) {
+            let text = mrtr::client::text(result);
+            assert!(
+                text.contains("was already confirmed. Don't send the same answer again.")
+                    || text.contains("is already being answered."),
+                "refused by something other than the record: {text}"
+            );
+        }
+    }
     let refunds = shop(&fleet.api).refunds().await.unwrap();
     assert_eq!(refunds.iter().filter(|r| r.status == RefundStatus::Requested).count(), 1020);
 }
@@ -218,4 +231,36 @@ async fn two_shops_sharing_a_redis_never_meet_each_others_claims() {
         assert_eq!(mrtr::client::field(&done, "refund_id"), Some("R-0111"), "{done:?}");
         assert_eq!(mrtr::client::field(&done, "status"), Some("requested"), "{done:?}");
     }
+}
+
+/// The once-only record failing while everything else works (a Redis user that may read every
+/// key and write quotes, but not claims): the tool fails closed with its own words, and nothing
+/// is released.
+#[tokio::test]
+async fn a_claim_that_cannot_be_recorded_releases_nothing() {
+    let plan = FleetPlan::new(1, REDIS);
+    let user = format!("fernhill-{}", plan.store_prefix.trim_end_matches(':'));
+    let redis = redis::Client::open(REDIS).unwrap();
+    let mut admin = redis.get_multiplexed_async_connection().await.unwrap();
+    let prefix = &plan.store_prefix;
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", &user, "on", ">claims-forbidden", "resetkeys", &format!("%R~{prefix}*")][..])
+        .arg(&[format!("%W~{prefix}quote:*"), "+@all".to_owned()][..])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let limited = FleetPlan { store: format!("redis://{user}:claims-forbidden@127.0.0.1:6379"), ..plan };
+    let fleet = Fleet::start(&fernhill(), &limited).await.unwrap();
+    let lead = lead(&fleet.urls[0]).await;
+    let q = quote(&lead, "O-2289").await; // the quote is written and read back: reads work
+    let state = ask(&lead, &q).await.request_state;
+    let CallToolResponse::Complete(refused) = lead.call_tool_once(yes(&q, state)).await.unwrap() else { panic!() };
+    let _: Result<(), _> = redis::cmd("ACL").arg(&["DELUSER", &user][..]).query_async(&mut admin).await;
+    assert_eq!(
+        mrtr::client::text(&refused),
+        "Error executing tool issue_refund: Refund R-0111 was not released: the server could not record the answer. \
+         It stays held; try again shortly."
+    );
+    let held = shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(held.status, RefundStatus::NeedsConfirmation);
 }
