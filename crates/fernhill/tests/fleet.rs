@@ -5,7 +5,7 @@
 mod support;
 
 use fernhill::chapter;
-use std::time::Duration;
+use std::{path::Path, time::Duration};
 
 use load::{
     fleet::{Fleet, FleetPlan},
@@ -160,30 +160,36 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
     assert_eq!(refunds.iter().filter(|r| r.status == RefundStatus::Requested).count(), 1020);
 }
 
-/// A Redis of this test's own on a free port, so the test can stop it and start it again.
+/// A Redis of this test's own on a socket of its own, so the test can stop it and start it again.
 struct OwnRedis {
     process: tokio::process::Child,
 }
 
 impl OwnRedis {
-    async fn start(port: u16) -> OwnRedis {
-        let process = tokio::process::Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(std::process::Stdio::null())
+    /// redis-server on a Unix socket at `socket` (no TCP port to pick or race for), once it
+    /// says it is ready.
+    async fn start(socket: &Path) -> OwnRedis {
+        use tokio::io::{AsyncBufReadExt, BufReader};
+        let mut process = tokio::process::Command::new("redis-server")
+            .args(["--port", "0", "--unixsocket"])
+            .arg(socket)
+            .args(["--unixsocketperm", "700", "--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("redis-server is installed on this machine");
-        // A readiness probe: the server was just started, and answers PING once it listens.
-        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
-        for _ in 0..200 {
-            if let Ok(mut connection) = client.get_multiplexed_async_connection().await
-                && redis::cmd("PING").query_async::<String>(&mut connection).await.is_ok()
-            {
-                return OwnRedis { process };
+        let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
+        let ready = async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.to_ascii_lowercase().contains("ready to accept connections") {
+                    return;
+                }
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("redis-server on port {port} did not answer");
+            panic!("redis-server exited before it was ready");
+        };
+        tokio::time::timeout(Duration::from_secs(20), ready).await.expect("redis-server became ready");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        OwnRedis { process }
     }
 
     async fn stop(mut self) {
@@ -193,9 +199,10 @@ impl OwnRedis {
 
 #[tokio::test]
 async fn with_redis_gone_nothing_is_released_and_it_works_again_when_redis_is_back() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let own = OwnRedis::start(port).await;
-    let plan = FleetPlan::new(1, &format!("redis://127.0.0.1:{port}"));
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("redis.sock");
+    let own = OwnRedis::start(&socket).await;
+    let plan = FleetPlan::new(1, &format!("redis+unix://{}", socket.display()));
     let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
     let client = lead(&fleet.urls[0]).await;
     let q = quote(&client, "O-2289").await;
@@ -207,7 +214,7 @@ async fn with_redis_gone_nothing_is_released_and_it_works_again_when_redis_is_ba
     let held = shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
     assert_eq!(held.status, RefundStatus::NeedsConfirmation, "nothing released while the store is gone");
 
-    let back = OwnRedis::start(port).await;
+    let back = OwnRedis::start(&socket).await;
     let q = quote(&client, "O-1145").await;
     let asked = ask(&client, &q).await;
     let done = client.call_tool_once(yes(&q, asked.request_state)).await.unwrap();

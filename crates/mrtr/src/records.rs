@@ -201,10 +201,12 @@ impl Records for Redis {
 pub fn from_url(store: &str, prefix: &str) -> Result<std::sync::Arc<dyn Records>, RecordsError> {
     match store {
         "memory" | "" => Ok(std::sync::Arc::new(InMemory::new())),
-        url if url.starts_with("redis://") || url.starts_with("rediss://") => {
+        url if ["redis://", "rediss://", "redis+unix://", "unix://"].iter().any(|scheme| url.starts_with(scheme)) => {
             Ok(std::sync::Arc::new(Redis::new(url, prefix)?))
         }
-        other => Err(RecordsError(format!("--store takes memory or a redis:// URL, not {other:?}"))),
+        other => Err(RecordsError(format!(
+            "--store takes memory, a redis:// URL, or a Redis socket as redis+unix:///path, not {other:?}"
+        ))),
     }
 }
 
@@ -247,15 +249,22 @@ mod tests {
         assert_eq!(records.get("q").await.unwrap().as_deref(), Some("v"));
         assert_eq!(records.get("missing").await.unwrap(), None);
         records.put("short", "v".into(), Duration::from_millis(1)).await.unwrap();
-        // Redis expires keys on its own clock; a claim on an expired key is a new claim.
+        // Redis expires keys on its own clock: ask until it has (within a deadline, not for
+        // ever). An expired value reads as none, and a claim on an expired key is a new claim.
         records.claim("brief", Duration::from_millis(1)).await.unwrap();
-        let again = loop {
-            match records.claim("brief", Duration::from_millis(1)).await.unwrap() {
-                Claim::First => break Claim::First,
-                Claim::Taken => tokio::task::yield_now().await,
+        let expired = async {
+            while records.get("short").await.unwrap().is_some() {
+                tokio::task::yield_now().await;
+            }
+            loop {
+                if records.claim("brief", Duration::from_millis(1)).await.unwrap() == Claim::First {
+                    break;
+                }
+                tokio::task::yield_now().await;
             }
         };
-        assert_eq!(again, Claim::First);
+        tokio::time::timeout(Duration::from_secs(10), expired).await.expect("Redis expired both keys");
+        assert_eq!(records.get("short").await.unwrap(), None, "an expired value is never read back");
     }
 
     #[tokio::test]
