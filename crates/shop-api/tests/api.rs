@@ -172,6 +172,34 @@ async fn confirm_releases_a_hold_once() {
     assert_eq!(err.to_string(), "Refund R-0111 is not held; its status is requested.");
 }
 
+/// Sixteen confirms of one held refund at once, and a decline racing them: exactly one of all
+/// of them acts, every other gets 409 `not_held`. The money's last line of defence holds under
+/// concurrency, not only in sequence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_confirms_and_a_cancel_act_once() {
+    let h = Harness::start().await;
+    let quote = h.whole_order_quote("O-2289").await;
+    let refund = h.shop.create_refund(&quote.quote_id).await.unwrap();
+    let mut calls: Vec<_> = (0..16)
+        .map(|_| {
+            let (shop, id) = (h.shop.clone(), refund.refund_id.clone());
+            tokio::spawn(async move { shop.confirm(&id).await.map(|r| r.status) })
+        })
+        .collect();
+    let (shop, id) = (h.shop.clone(), refund.refund_id.clone());
+    calls.push(tokio::spawn(async move { shop.cancel(&id).await.map(|r| r.status) }));
+    let mut acted = Vec::new();
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(status) => acted.push(status),
+            Err(error) => assert_eq!(error.kind(), Some("not_held"), "{error}"),
+        }
+    }
+    assert_eq!(acted.len(), 1, "one call acted: {acted:?}");
+    let now = h.shop.refund(&refund.refund_id).await.unwrap().status;
+    assert_eq!(now, acted[0], "the refund is as the one call that acted left it");
+}
+
 #[tokio::test]
 async fn cancel_withdraws_only_a_held_refund() {
     let h = Harness::start().await;
