@@ -168,6 +168,31 @@ async fn a_decline_stands() {
     assert_eq!(refund.status, RefundStatus::Cancelled);
 }
 
+/// Answers that do not fit the form are no answer: the question comes again, naming the
+/// problem, and nothing is used up; `release: false` is a decline.
+#[tokio::test]
+async fn answers_that_do_not_fit_are_asked_again_and_false_declines() {
+    let api = start_api().await;
+    let (client, _) = serve(&api.url, None, ScriptedUser::always(chapter::release())).await;
+    let q = quote(&client, "O-2289").await;
+    let state = ask(&client, &q).await.request_state;
+    for (said, problem) in [
+        (Answer::accept(json!({"release": "true"})), "release must be true or false"),
+        (Answer::Accept(None), "release is required"),
+    ] {
+        let CallToolResponse::InputRequired(again) = answer(&client, &q, said, state.clone()).await.unwrap() else {
+            panic!("asked again")
+        };
+        let question = serde_json::to_value(&again.input_requests.unwrap()["confirm"]).unwrap();
+        let message = question["params"]["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("That answer didn't fit: {problem}.")), "{message}");
+    }
+    let held = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(held.status, RefundStatus::NeedsConfirmation, "nothing was used up");
+    let no = complete(answer(&client, &q, Answer::accept(json!({"release": false})), state).await.unwrap());
+    assert_eq!(refund_of(&no), ("R-0111".into(), "cancelled".into()));
+}
+
 #[tokio::test]
 async fn a_dismissed_question_uses_nothing_up() {
     let api = start_api().await;
