@@ -272,6 +272,23 @@ impl Asking {
         Ok(self.form_in_rounds(key, form, message)?)
     }
 
+    /// The outcome of the form question `key` if the retry brought an answer that counts and
+    /// fits the form, without asking anything: for a tool that can finish from its state alone
+    /// and would otherwise need more to word the question. Rounds only.
+    pub fn answered<T: JsonSchema + DeserializeOwned>(&self, key: &str, form: &FormSchema<T>) -> Option<Outcome<T>> {
+        if !matches!(self.era, Era::Rounds) || !self.was_asked(key) {
+            return None;
+        }
+        let answer = self.carried.answered.get(key).or_else(|| self.responses.get(key))?;
+        let answer: ElicitResult = serde_json::from_value(answer.clone()).ok()?;
+        match answer.action {
+            ElicitationAction::Accept => form.accept(answer.content.as_ref()).ok().map(Outcome::Accepted),
+            ElicitationAction::Decline => Some(Outcome::Declined),
+            ElicitationAction::Cancel => Some(Outcome::Cancelled),
+            _ => None,
+        }
+    }
+
     /// Put the form to the person over the back-channel and wait for a fitting answer.
     async fn form_waiting<T: JsonSchema + DeserializeOwned>(
         &self,

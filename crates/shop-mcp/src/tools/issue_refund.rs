@@ -34,7 +34,7 @@ use rmcp::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use shop_api::{QuoteId, Refund, RefundStatus};
+use shop_api::{QuoteId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
@@ -116,6 +116,20 @@ impl Shop {
         responses: Option<rmcp::model::InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Failure> {
+        // The claim is this question's: a replay of its answer meets it, and nothing of another
+        // shop, or of this one before its records were reset, does. A question asked on the
+        // back-channel has no sealed state; it cannot be answered twice, and gets its own ID.
+        let answered = question_id.unwrap_or_else(fresh_question_id);
+        // A retry that carries this call's state and a fitting answer finishes from the state:
+        // the boundary opened it for exactly these arguments, and it names the refund round 1
+        // found for this quote, so neither the quote store nor `POST /refunds` is asked again.
+        // The shop's API still refuses a second release (409).
+        if let Some(refund_id) = state.as_deref().and_then(|state| RefundId::parse(state).ok()) {
+            let finishing = Asking::bare(refund_id.as_str(), state.clone(), responses.clone(), None);
+            if let Some(said) = finishing.answered(CONFIRM, &self.forms.release) {
+                return Ok(self.act(&refund_id, said, &answered).await?.into());
+            }
+        }
         let refund = self.held_or_issued(quote_id).await?;
         let era = match self.ask_style {
             AskStyle::InputRequired => Era::of(context, self.state_ttl),
@@ -134,25 +148,30 @@ impl Shop {
             metrics::counter!("shop_refund_questions_total").increment(1);
         }
         let asked = asking.form(CONFIRM, &self.forms.release, &question(&refund)).await;
-        let Some(said) = asked.map_err(|error| self.unanswered(&refund, error))? else {
+        let Some(said) = asked.map_err(|error| self.unanswered(&refund.refund_id, error))? else {
             if !held {
                 // An answer that did not fit, for a refund that is no longer held: nothing to ask.
                 return Ok(structured(&refund).into());
             }
             return Ok(asking.input_required().into());
         };
-        // The claim is this question's: a replay of its answer meets it, and nothing of another
-        // shop, or of this one before its records were reset, does. A question asked on the
-        // back-channel has no sealed state; it cannot be answered twice, and gets its own ID.
-        let answered = question_id.unwrap_or_else(fresh_question_id);
-        let result = match said {
-            Outcome::Accepted(ReleaseForm { release: true }) => self.release(&refund, &answered).await?,
+        Ok(self.act(&refund.refund_id, said, &answered).await?.into())
+    }
+
+    /// Do what the lead said about `refund_id`, claiming `question` first.
+    async fn act(
+        &self,
+        refund_id: &RefundId,
+        said: Outcome<ReleaseForm>,
+        question: &str,
+    ) -> Result<CallToolResult, ToolError> {
+        match said {
+            Outcome::Accepted(ReleaseForm { release: true }) => self.release(refund_id, question).await,
             Outcome::Accepted(ReleaseForm { release: false }) | Outcome::Declined => {
-                self.refuse(&refund, &answered).await?
+                self.refuse(refund_id, question).await
             }
-            Outcome::Cancelled => self.still_held(refund).await,
-        };
-        Ok(result.into())
+            Outcome::Cancelled => self.still_held(refund_id).await,
+        }
     }
 
     /// Chapter 3's `issue_refund`: the quote must be one this server gave out; the API creates
@@ -174,59 +193,57 @@ impl Shop {
     }
 
     /// Claim the refund's answer before acting on it: of two identical retries, one acts.
-    async fn claim(&self, refund: &Refund, question: &str) -> Result<(), ToolError> {
-        let key = format!("{TOOL}:{}:{question}", refund.refund_id);
+    async fn claim(&self, refund_id: &RefundId, question: &str) -> Result<(), ToolError> {
+        let key = format!("{TOOL}:{refund_id}:{question}");
         match self.records.claim(&key, self.state_ttl).await {
             Ok(Claim::First) => Ok(()),
             Ok(Claim::Taken) => {
-                let now = self.api.refund(&refund.refund_id).await.map(|r| r.status).unwrap_or(refund.status);
+                let now = self.api.refund(refund_id).await.map(|r| r.status).unwrap_or(RefundStatus::NeedsConfirmation);
                 Err(ToolError::new(match now {
-                    RefundStatus::Cancelled => format!(
-                        "Refund {} was declined, and a decline stands. Don't send another answer.",
-                        refund.refund_id
-                    ),
+                    RefundStatus::Cancelled => {
+                        format!("Refund {} was declined, and a decline stands. Don't send another answer.", refund_id)
+                    }
                     RefundStatus::Requested => {
-                        format!("Refund {} was already confirmed. Don't send the same answer again.", refund.refund_id)
+                        format!("Refund {} was already confirmed. Don't send the same answer again.", refund_id)
                     }
                     // Claimed, but the API has not acted yet (in flight, or the server stopped
                     // in between): the claim lapses with the state, and a fresh call asks again.
                     RefundStatus::NeedsConfirmation => format!(
                         "Refund {} is already being answered. If it is still held in {} minutes, call issue_refund \
                          again to ask again.",
-                        refund.refund_id,
+                        refund_id,
                         self.state_ttl.as_secs().div_ceil(60)
                     ),
                 }))
             }
             Err(error) => {
-                tracing::error!(refund_id = %refund.refund_id, %error, "once-only record unavailable; nothing released");
+                tracing::error!(refund_id = %refund_id, %error, "once-only record unavailable; nothing released");
                 Err(ToolError::new(format!(
                     "Refund {} was not released: the server could not record the answer. It stays held; try again shortly.",
-                    refund.refund_id
+                    refund_id
                 )))
             }
         }
     }
 
-    async fn release(&self, refund: &Refund, question: &str) -> Result<CallToolResult, ToolError> {
-        self.claim(refund, question).await?;
-        match self.api.confirm(&refund.refund_id).await {
+    async fn release(&self, refund_id: &RefundId, question: &str) -> Result<CallToolResult, ToolError> {
+        self.claim(refund_id, question).await?;
+        match self.api.confirm(refund_id).await {
             Ok(released) => {
                 metrics::counter!("shop_refund_releases_total").increment(1);
                 tracing::info!(refund_id = %released.refund_id, amount = %released.amount, "refund released by a lead");
                 Ok(structured(&released))
             }
-            Err(error) if error.is_conflict() => Err(ToolError::new(format!(
-                "Refund {} is not held any more, so it can't be released again.",
-                refund.refund_id
-            ))),
+            Err(error) if error.is_conflict() => {
+                Err(ToolError::new(format!("Refund {refund_id} is not held any more, so it can't be released again.")))
+            }
             Err(error) => Err(error.into()),
         }
     }
 
-    async fn refuse(&self, refund: &Refund, question: &str) -> Result<CallToolResult, ToolError> {
-        self.claim(refund, question).await?;
-        match self.api.cancel(&refund.refund_id).await {
+    async fn refuse(&self, refund_id: &RefundId, question: &str) -> Result<CallToolResult, ToolError> {
+        self.claim(refund_id, question).await?;
+        match self.api.cancel(refund_id).await {
             Ok(cancelled) => {
                 metrics::counter!("shop_refund_declines_total").increment(1);
                 tracing::info!(refund_id = %cancelled.refund_id, "refund declined by a lead and cancelled");
@@ -236,18 +253,17 @@ impl Shop {
                 );
                 Ok(structured_with_note(&cancelled, note))
             }
-            Err(error) if error.is_conflict() => Err(ToolError::new(format!(
-                "Refund {} is not held any more, so it can't be declined.",
-                refund.refund_id
-            ))),
+            Err(error) if error.is_conflict() => {
+                Err(ToolError::new(format!("Refund {refund_id} is not held any more, so it can't be declined.")))
+            }
             Err(error) => Err(error.into()),
         }
     }
 
     /// The lead closed the question without answering: nothing is used up.
-    async fn still_held(&self, refund: Refund) -> CallToolResult {
+    async fn still_held(&self, refund_id: &RefundId) -> Result<CallToolResult, ToolError> {
         metrics::counter!("shop_refund_dismissals_total").increment(1);
-        let refund = self.api.refund(&refund.refund_id).await.unwrap_or(refund);
+        let refund = self.api.refund(refund_id).await?;
         let note = match refund.status {
             RefundStatus::NeedsConfirmation => format!(
                 "The lead closed the question without answering. Refund {} stays held by the shop's API; \
@@ -256,22 +272,21 @@ impl Shop {
             ),
             status => format!("Refund {} is {status}; nothing more to confirm.", refund.refund_id),
         };
-        structured_with_note(&refund, note)
+        Ok(structured_with_note(&refund, note))
     }
 
     /// A question that got no outcome: a protocol error stays one; a waiting call that nobody
     /// answered says so to the model, and the refund stays held.
-    fn unanswered(&self, refund: &Refund, error: AskError) -> Failure {
+    fn unanswered(&self, refund_id: &RefundId, error: AskError) -> Failure {
         let waited = match error {
             AskError::Protocol(error) => return Failure::Protocol(error),
             AskError::Unanswered(waited) => format!("within {} minutes", waited.as_secs().div_ceil(60)),
             AskError::Gone => "before the host went away".to_owned(),
         };
-        tracing::info!(refund_id = %refund.refund_id, "the lead did not answer {waited}; the refund stays held");
+        tracing::info!(%refund_id, "the lead did not answer {waited}; the refund stays held");
         ToolError::new(format!(
-            "Nobody answered the question about refund {} {waited}, so the shop's API still holds it. Call \
-             issue_refund again to ask again.",
-            refund.refund_id
+            "Nobody answered the question about refund {refund_id} {waited}, so the shop's API still holds it. \
+             Call issue_refund again to ask again."
         ))
         .into()
     }
