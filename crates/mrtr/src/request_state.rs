@@ -300,6 +300,9 @@ mod tests {
         assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_599.0).unwrap().state, "R-0111");
         assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_600.0), Err(Rejection::Expired));
         assert_eq!(s.open_at(&token, &call("Q-5001", None), 900.0), Err(Rejection::MintedInTheFuture));
+        // Clock skew between replicas: a state minted up to 60 s "in the future" still opens.
+        assert_eq!(s.open_at(&token, &call("Q-5001", None), 940.0).unwrap().state, "R-0111");
+        assert_eq!(s.open_at(&token, &call("Q-5001", None), 939.5), Err(Rejection::MintedInTheFuture));
         assert_eq!(s.open_at(&token, &call("Q-5002", None), 1_001.0), Err(Rejection::RequestBinding));
         let other = Binding::new("prompts/get", "issue_refund", Some(&json!({"quote_id": "Q-5001"})), None);
         assert_eq!(s.open_at(&token, &other, 1_001.0), Err(Rejection::RequestBinding));
