@@ -143,22 +143,17 @@ decline: 2025-11-25, R-0112 cancelled, questions asked: 1
 no elicitation: 2025-11-25, error -32021, questions asked: 0
 ";
 
+/// The Python SDK in legacy mode over stdio, then over HTTP: a yes releases, a no cancels, a
+/// host without elicitation gets -32021 and the refund stays held.
 #[tokio::test]
-async fn the_python_sdk_in_legacy_mode_confirms_and_declines_over_stdio() {
-    let api = start_api().await;
-    assert_eq!(python_legacy(&api, false).await, PYTHON_LEGACY);
-    assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested);
-    assert_eq!(status(&api, "R-0112").await, RefundStatus::Cancelled);
-    assert_eq!(status(&api, "R-0113").await, RefundStatus::NeedsConfirmation);
-}
-
-#[tokio::test]
-async fn the_python_sdk_in_legacy_mode_confirms_and_declines_over_http() {
-    let api = start_api().await;
-    assert_eq!(python_legacy(&api, true).await, PYTHON_LEGACY);
-    assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested);
-    assert_eq!(status(&api, "R-0112").await, RefundStatus::Cancelled);
-    assert_eq!(status(&api, "R-0113").await, RefundStatus::NeedsConfirmation);
+async fn the_python_sdk_in_legacy_mode_confirms_and_declines_over_stdio_and_http() {
+    for http in [false, true] {
+        let api = start_api().await;
+        assert_eq!(python_legacy(&api, http).await, PYTHON_LEGACY, "over HTTP: {http}");
+        assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested);
+        assert_eq!(status(&api, "R-0112").await, RefundStatus::Cancelled);
+        assert_eq!(status(&api, "R-0113").await, RefundStatus::NeedsConfirmation);
+    }
 }
 
 /// Two 2025 sessions race on one refund: both are asked before either answers (each lead

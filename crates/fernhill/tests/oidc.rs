@@ -70,27 +70,36 @@ async fn status(api: &RunningApi, refund: &str) -> RefundStatus {
     shop(api).refund(&RefundId::parse(refund).unwrap()).await.unwrap().status
 }
 
+/// A support agent who may read orders but not release refunds.
+fn reader() -> Credentials {
+    Credentials::ClientSecret {
+        client_id: "reader".into(),
+        client_secret: "reader-secret".into(),
+        scopes: vec!["orders:read".into()],
+    }
+}
+
+/// `confirmations` refunds of O-2289 confirmed by one lead authorized as `credentials`, against
+/// the server at `url` over `api`: every refund released, or (a reader) none.
+async fn leads_confirm(url: &str, api: &RunningApi, confirmations: usize, credentials: Credentials) -> leads::Report {
+    let plan = LoadPlan {
+        urls: vec![url.to_owned()],
+        shop_api: api.url.clone(),
+        leads: 1,
+        confirmations,
+        order: "O-2289".into(),
+        credentials,
+    };
+    leads::run(&plan).await.unwrap()
+}
+
 #[tokio::test]
 async fn leads_with_client_credentials_confirm_refunds_and_a_reader_cannot() {
     let (api, (_issuer, issuer_url)) = (start_api().await, issuer().await);
     let (_server, url) = serve(&api, &issuer_url).await;
-    let plan = |credentials| LoadPlan {
-        urls: vec![url.clone()],
-        shop_api: api.url.clone(),
-        leads: 2,
-        confirmations: 4,
-        order: "O-2289".into(),
-        credentials,
-    };
-    let report = leads::run(&plan(lead("lead"))).await.unwrap();
+    let report = leads_confirm(&url, &api, 4, lead("lead")).await;
     assert!(report.problems.is_empty() && report.released == 4, "{}", report.render());
-
-    let reader = Credentials::ClientSecret {
-        client_id: "reader".into(),
-        client_secret: "reader-secret".into(),
-        scopes: vec!["orders:read".into()],
-    };
-    let report = leads::run(&plan(reader)).await.unwrap();
+    let report = leads_confirm(&url, &api, 2, reader()).await;
     assert_eq!(report.released, 0, "{}", report.render());
     assert!(
         report.problems.iter().all(|p| p.contains("403") || p.contains("insufficient_scope")),
@@ -269,21 +278,8 @@ async fn opaque_tokens_are_checked_by_introspection() {
         .args(["--auth-introspection", "--auth-client-id", "fernhill-mcp"])
         .env("SHOP_AUTH_CLIENT_SECRET", "fernhill-mcp-secret");
     let (_server, url) = support::spawn_printing_url(&mut command).await;
-    let plan = |credentials| LoadPlan {
-        urls: vec![url.clone()],
-        shop_api: api.url.clone(),
-        leads: 1,
-        confirmations: 2,
-        order: "O-2289".into(),
-        credentials,
-    };
-    let report = leads::run(&plan(lead("lead"))).await.unwrap();
+    let report = leads_confirm(&url, &api, 2, lead("lead")).await;
     assert!(report.problems.is_empty() && report.released == 2, "{}", report.render());
-    let reader = Credentials::ClientSecret {
-        client_id: "reader".into(),
-        client_secret: "reader-secret".into(),
-        scopes: vec!["orders:read".into()],
-    };
-    let report = leads::run(&plan(reader)).await.unwrap();
+    let report = leads_confirm(&url, &api, 2, reader()).await;
     assert_eq!(report.released, 0, "{}", report.render());
 }
