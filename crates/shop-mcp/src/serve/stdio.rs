@@ -37,7 +37,7 @@ pub async fn serve(server: Sealed<Shop>) -> Result<(), ServeError> {
         }
     });
     tokio::spawn(relay_from_rmcp(from_rmcp, lines.clone()));
-    tokio::spawn(judge_stdin(to_rmcp, lines));
+    let judging = tokio::spawn(judge_stdin(to_rmcp, lines));
 
     let running = match server.serve((rmcp_reads, rmcp_writes)).await {
         Ok(running) => running,
@@ -47,10 +47,12 @@ pub async fn serve(server: Sealed<Shop>) -> Result<(), ServeError> {
         }
         Err(error) => return Err(ServeError::Stdio(error.to_string())),
     };
-    running.waiting().await.map_err(|error| ServeError::Stdio(error.to_string()))?;
-    // rmcp is done: what it wrote reaches stdout before the process ends.
-    let _ = writer.await;
-    Ok(())
+    let stopped = running.waiting().await.map_err(|error| ServeError::Stdio(error.to_string()));
+    // rmcp is done. Stop reading stdin (if rmcp stopped for another reason, the host may still
+    // hold it open), then let what was written reach stdout, within a bound.
+    judging.abort();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
+    stopped.map(drop)
 }
 
 /// Read the host's lines: pass JSON-RPC messages to rmcp, answer anything else directly.
