@@ -1,10 +1,10 @@
 //! How the simulated leads show who they are to servers that ask for OAuth: as a machine with
 //! the `client_credentials` grant (rmcp's `auth` client discovers the authorization server from
 //! the MCP server, asks with `resource` = the server's URL, and renews), or with a token that a
-//! command prints (any issuer's CLI).
+//! command prints (any issuer's CLI). Every lead keeps its connections alive, as a host does.
 
 use anyhow::Context as _;
-use mrtr::client::{Client, modern};
+use mrtr::client::{Client, modern, pooled_http_client};
 use rmcp::{
     ClientHandler,
     transport::{
@@ -31,7 +31,8 @@ pub async fn connect<H: ClientHandler>(handler: H, url: &str, credentials: &Cred
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).max_concurrent_requests(1);
     let client = match credentials {
         Credentials::None => {
-            Client::connect_with(handler, StreamableHttpClientTransport::from_config(config), modern()).await?
+            let transport = StreamableHttpClientTransport::with_client(pooled_http_client(), config);
+            Client::connect_with(handler, transport, modern()).await?
         }
         Credentials::TokenCommand(command) => {
             let output = tokio::process::Command::new("sh").args(["-c", command]).output().await?;
@@ -42,7 +43,8 @@ pub async fn connect<H: ClientHandler>(handler: H, url: &str, credentials: &Cred
             );
             let token = String::from_utf8(output.stdout).context("the token command printed no text")?;
             let config = config.auth_header(token.trim().to_owned());
-            Client::connect_with(handler, StreamableHttpClientTransport::from_config(config), modern()).await?
+            let transport = StreamableHttpClientTransport::with_client(pooled_http_client(), config);
+            Client::connect_with(handler, transport, modern()).await?
         }
         Credentials::ClientSecret { client_id, client_secret, scopes } => {
             let mut state = OAuthState::new(url, None).await.context("discovering the authorization server")?;
@@ -54,7 +56,7 @@ pub async fn connect<H: ClientHandler>(handler: H, url: &str, credentials: &Cred
             };
             state.authenticate_client_credentials(grant).await.context("the client credentials grant")?;
             let manager = state.into_authorization_manager().context("the authorization did not finish")?;
-            let http = AuthClient::new(reqwest::Client::new(), manager);
+            let http = AuthClient::new(pooled_http_client(), manager);
             Client::connect_with(handler, StreamableHttpClientTransport::with_client(http, config), modern()).await?
         }
     };

@@ -101,7 +101,8 @@ impl<H: ClientHandler> Client<H> {
         lifecycle: ClientLifecycleMode,
     ) -> Result<Self, ClientError> {
         let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).max_concurrent_requests(concurrency);
-        Self::connect_with(handler, StreamableHttpClientTransport::from_config(config), lifecycle).await
+        Self::connect_with(handler, StreamableHttpClientTransport::with_client(pooled_http_client(), config), lifecycle)
+            .await
     }
 
     /// Open a connection to a Streamable HTTP server of either era: `server/discover` at
@@ -250,6 +251,17 @@ pub fn form_and_url() -> ElicitationCapability {
 /// `server/discover` pinned to 2026-07-28, with no fallback: how this client opens by default.
 pub fn modern() -> ClientLifecycleMode {
     ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }
+}
+
+/// The HTTP client this project's clients talk to MCP servers with: connections kept alive, as
+/// a host keeps them.
+///
+/// rmcp's default client (`StreamableHttpClientTransport::from_config`) turns connection pooling
+/// off, so every request opens a TCP connection; it does so to dodge a delayed-ACK stall when a
+/// response body was left unread. This client reads every body to the end, so it keeps the pool
+/// (and Nagle off). Redirects are not followed: an MCP endpoint that moves says so.
+pub fn pooled_http_client() -> reqwest::Client {
+    reqwest::Client::builder().tcp_nodelay(true).redirect(reqwest::redirect::Policy::none()).build().unwrap_or_default()
 }
 
 /// The 2025 `initialize` handshake, as most hosts in use open: the server asks on the
