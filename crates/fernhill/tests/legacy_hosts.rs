@@ -188,3 +188,55 @@ async fn two_2025_sessions_racing_on_one_refund_release_it_once() {
     let metrics = reqwest::get(url.replace("/mcp", "/metrics")).await.unwrap().text().await.unwrap();
     assert!(metrics.contains("shop_refund_releases_total 1\n"), "{metrics}");
 }
+
+/// `pay_refund` for a 2025 host: URL mode as 2025-11-25 has it. The lead is sent to the
+/// provider's page with the flow's ID as `elicitationId`, agrees, and signs in there while the
+/// call waits; the call then pays.
+#[tokio::test]
+async fn a_2025_host_pays_a_refund_through_the_providers_page() {
+    let api = start_api().await;
+    let provider = chapter::start_payments().await.unwrap();
+    let (flows, mut flow) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let lead = ScriptedUser::always(chapter::release()).on_question(move |question| {
+        if let rmcp::model::ElicitRequestParams::UrlElicitationParams { url, elicitation_id, .. } = question {
+            assert_eq!(url.rsplit('/').next(), Some(elicitation_id.as_str()), "the flow's ID names the flow");
+            let _ = flows.send(elicitation_id.clone());
+        }
+    });
+    let mut command = Command::new(fernhill());
+    command.arg("serve").env("SHOP_API_URL", &api.url).env("PAYMENT_PROVIDER_URL", &provider.url);
+    let client = Client::connect_with(lead, TokioChildProcess::new(command).unwrap(), legacy()).await.unwrap();
+    assert_eq!(field(&issue(&client, "O-2289").await, "status"), "requested");
+
+    let signs_in = async {
+        let flow = flow.recv().await.expect("the lead is sent to the provider's page");
+        chapter::sign_in_on_provider_page(&provider.url, &flow, "lead-1", "fernhill-lead-1").await.unwrap();
+    };
+    let pays = client.call_tool("pay_refund", json!({"refund_id": "R-0111"}));
+    let (paid, ()) = tokio::time::timeout(std::time::Duration::from_secs(60), async { tokio::join!(pays, signs_in) })
+        .await
+        .expect("paid within a minute");
+    assert_eq!(mrtr::client::text(&paid.unwrap()), "Paid R-0111 through the payment provider");
+}
+
+/// A waiting call is bounded: a lead slower than the round's lifetime (here one second) gets
+/// no say, the tool tells the model so, and the refund stays held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_question_nobody_answers_in_time_leaves_the_refund_held() {
+    let api = start_api().await;
+    let slow = ScriptedUser::always(chapter::release()).on_question(|_| {
+        // A person who reads the question, then takes a phone call.
+        std::thread::sleep(std::time::Duration::from_secs(3));
+    });
+    let mut command = Command::new(fernhill());
+    command.args(["serve", "--state-ttl", "1"]).env("SHOP_API_URL", &api.url);
+    let client = Client::connect_with(slow, TokioChildProcess::new(command).unwrap(), legacy()).await.unwrap();
+    let late = issue(&client, "O-2289").await;
+    assert_eq!(late.is_error, Some(true), "{late:?}");
+    assert_eq!(
+        mrtr::client::text(&late),
+        "Error executing tool issue_refund: Nobody answered the question about refund R-0111 within a second, so the \
+         shop's API still holds it. Call issue_refund again to ask again."
+    );
+    assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
+}

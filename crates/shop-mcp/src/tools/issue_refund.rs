@@ -280,7 +280,11 @@ impl Shop {
     fn unanswered(&self, refund_id: &RefundId, error: AskError) -> Failure {
         let waited = match error {
             AskError::Protocol(error) => return Failure::Protocol(error),
-            AskError::Unanswered(waited) => format!("within {} minutes", waited.as_secs().div_ceil(60)),
+            AskError::Unanswered(waited) => match waited.as_secs() {
+                0..=1 => "within a second".to_owned(),
+                seconds @ 2..=119 => format!("within {seconds} seconds"),
+                seconds => format!("within {} minutes", seconds.div_ceil(60)),
+            },
             AskError::Gone => "before the host went away".to_owned(),
         };
         tracing::info!(%refund_id, "the lead did not answer {waited}; the refund stays held");
