@@ -31,26 +31,26 @@ fn meta(capabilities: Value) -> Value {
 }
 
 impl Server {
-    /// POST one JSON-RPC request with the 2026-07-28 headers, as a conforming client does.
-    async fn post(
-        &self,
-        id: u64,
-        method: &str,
-        mut params: Value,
-        name: Option<&str>,
-    ) -> (StatusCode, HeaderMap, Value) {
+    /// One JSON-RPC request with the 2026-07-28 headers, as a conforming client sends it
+    /// (`_meta` declaring form elicitation unless `params` has its own).
+    fn request(&self, id: u64, method: &str, mut params: Value, name: Option<&str>) -> reqwest::RequestBuilder {
         params["_meta"] = params.get("_meta").cloned().unwrap_or_else(|| meta(json!({"elicitation": {}})));
-        let mut request = self
+        let request = self
             .http
             .post(&self.url)
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
             .header("mcp-method", method)
             .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        if let Some(name) = name {
-            request = request.header("mcp-name", name);
+        match name {
+            Some(name) => request.header("mcp-name", name),
+            None => request,
         }
-        let response = request.send().await.unwrap();
+    }
+
+    /// POST [`Server::request`]: its status, headers and JSON body.
+    async fn post(&self, id: u64, method: &str, params: Value, name: Option<&str>) -> (StatusCode, HeaderMap, Value) {
+        let response = self.request(id, method, params, name).send().await.unwrap();
         let (status, headers) = (response.status(), response.headers().clone());
         let body = response.json::<Value>().await.unwrap_or(Value::Null);
         (status, headers, body)
@@ -242,20 +242,10 @@ async fn sigterm_stops_the_server_cleanly() {
 async fn form_fields_reach_the_host_in_the_forms_order() {
     let api = start_api().await;
     let server = start(&api.url).await;
-    let response = server
-        .http
-        .post(&server.url)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "record_return")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "record_return", "arguments": {"order_id": "O-1145", "sku": "KG-1043"},
-            "_meta": meta(json!({"elicitation": {}}))}}))
-        .send()
-        .await
-        .unwrap();
-    let text = response.text().await.unwrap();
+    let params = json!({"name": "record_return", "arguments": {"order_id": "O-1145", "sku": "KG-1043"}});
+    // The raw text, not parsed: the order on the wire is what a host reads.
+    let text =
+        server.request(1, "tools/call", params, Some("record_return")).send().await.unwrap().text().await.unwrap();
     let schema = &text[text.find("\"requestedSchema\"").expect("a form")..];
     let at = |field: &str| schema.find(&format!("\"{field}\":{{")).unwrap_or_else(|| panic!("{field} in {schema}"));
     assert!(at("reason") < at("restock") && at("restock") < at("note"), "{schema}");

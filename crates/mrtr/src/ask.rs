@@ -281,12 +281,7 @@ impl Asking {
         }
         let answer = self.carried.answered.get(key).or_else(|| self.responses.get(key))?;
         let answer: ElicitResult = serde_json::from_value(answer.clone()).ok()?;
-        match answer.action {
-            ElicitationAction::Accept => form.accept(answer.content.as_ref()).ok().map(Outcome::Accepted),
-            ElicitationAction::Decline => Some(Outcome::Declined),
-            ElicitationAction::Cancel => Some(Outcome::Cancelled),
-            _ => None,
-        }
+        read_form_answer(&answer, form).ok()
     }
 
     /// Put the form to the person over the back-channel and wait for a fitting answer.
@@ -307,14 +302,9 @@ impl Asking {
                 requested_schema: form.requested_schema(),
             };
             let answer = elicit_waiting(peer, question, wait).await?;
-            match answer.action {
-                ElicitationAction::Accept => match form.accept(answer.content.as_ref()) {
-                    Ok(value) => return Ok(Outcome::Accepted(value)),
-                    Err(why) => problem = why,
-                },
-                ElicitationAction::Decline => return Ok(Outcome::Declined),
-                ElicitationAction::Cancel => return Ok(Outcome::Cancelled),
-                _ => problem = "the answer's action is not accept, decline or cancel".to_owned(),
+            match read_form_answer(&answer, form) {
+                Ok(outcome) => return Ok(outcome),
+                Err(why) => problem = why,
             }
             // Ask again, naming what was wrong, as the rounds do.
             shown = format!("That answer didn't fit: {problem}. {message}");
@@ -354,22 +344,14 @@ impl Asking {
         let mut problem = None;
         if let Some(answer) = answer {
             match serde_json::from_value::<ElicitResult>(answer.clone()) {
-                Ok(result) => {
-                    let outcome = match result.action {
-                        ElicitationAction::Accept => form.accept(result.content.as_ref()).map(Outcome::Accepted),
-                        ElicitationAction::Decline => Ok(Outcome::Declined),
-                        ElicitationAction::Cancel => Ok(Outcome::Cancelled),
-                        _ => Err("the answer's action is not accept, decline or cancel".to_owned()),
-                    };
-                    match outcome {
-                        Ok(outcome) => {
-                            self.next.asked.insert(key.to_owned(), digest);
-                            self.next.answered.insert(key.to_owned(), answer);
-                            return Ok(Some(outcome));
-                        }
-                        Err(why) => problem = Some(why),
+                Ok(result) => match read_form_answer(&result, form) {
+                    Ok(outcome) => {
+                        self.next.asked.insert(key.to_owned(), digest);
+                        self.next.answered.insert(key.to_owned(), answer);
+                        return Ok(Some(outcome));
                     }
-                }
+                    Err(why) => problem = Some(why),
+                },
                 Err(_) => problem = Some("the answer could not be read".to_owned()),
             }
         }
@@ -470,6 +452,19 @@ impl Asking {
         };
         let requests = (!self.pending.is_empty()).then_some(self.pending);
         InputRequiredResult::new(requests, Some(state))
+    }
+}
+
+/// What an answer to a form says, in either era: the outcome, or why it does not count.
+fn read_form_answer<T: JsonSchema + DeserializeOwned>(
+    answer: &ElicitResult,
+    form: &FormSchema<T>,
+) -> Result<Outcome<T>, String> {
+    match answer.action {
+        ElicitationAction::Accept => form.accept(answer.content.as_ref()).map(Outcome::Accepted),
+        ElicitationAction::Decline => Ok(Outcome::Declined),
+        ElicitationAction::Cancel => Ok(Outcome::Cancelled),
+        _ => Err("the answer's action is not accept, decline or cancel".to_owned()),
     }
 }
 

@@ -102,10 +102,7 @@ impl Issuer {
     pub fn sign(&self, claims: &Claims) -> String {
         let keys = self.shared.keys.lock().unwrap();
         let key = keys.last().unwrap();
-        let mut header = Header::new(Algorithm::ES256);
-        header.typ = Some(claims.typ.clone());
-        header.kid = Some(key.kid.clone());
-        encode(&header, &body(claims), &key.encoding).unwrap()
+        encode(&header(Algorithm::ES256, claims, key), &body(claims), &key.encoding).unwrap()
     }
 
     /// A token signed with HS256 under the current key's public bytes as the secret: what an
@@ -113,10 +110,8 @@ impl Issuer {
     pub fn sign_hs256_with_public_key(&self, claims: &Claims) -> String {
         let keys = self.shared.keys.lock().unwrap();
         let key = keys.last().unwrap();
-        let mut header = Header::new(Algorithm::HS256);
-        header.typ = Some(claims.typ.clone());
-        header.kid = Some(key.kid.clone());
-        encode(&header, &body(claims), &EncodingKey::from_secret(&key.public_point)).unwrap()
+        let secret = EncodingKey::from_secret(&key.public_point);
+        encode(&header(Algorithm::HS256, claims, key), &body(claims), &secret).unwrap()
     }
 
     /// An unsigned token, `alg: none`.
@@ -136,6 +131,14 @@ impl Issuer {
     pub fn set_up(&self, up: bool) {
         self.shared.up.store(up, Ordering::SeqCst);
     }
+}
+
+/// A token's header: `alg`, the claims' `typ`, and the current key's `kid`.
+fn header(alg: Algorithm, claims: &Claims, key: &SigningKey) -> Header {
+    let mut header = Header::new(alg);
+    header.typ = Some(claims.typ.clone());
+    header.kid = Some(key.kid.clone());
+    header
 }
 
 fn body(claims: &Claims) -> Value {

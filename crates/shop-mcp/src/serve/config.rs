@@ -121,6 +121,9 @@ impl Default for PaymentsConfig {
     }
 }
 
+/// The largest request body the MCP endpoint over HTTP reads.
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
 /// Host header values the HTTP server accepts unless told otherwise: loopback names.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 

@@ -31,8 +31,8 @@ use oauth_resource::{ResourceServer, ScopePolicy, gate::IntrospectionClient};
 
 use crate::serve::{HttpConfig, ServeError, json_rpc_check, metrics};
 
-/// The largest request body the MCP endpoint reads.
-pub const MAX_BODY_BYTES: usize = 256 * 1024;
+pub use crate::serve::config::MAX_BODY_BYTES;
+
 /// The largest JSON response [`status_for_errors`] reads to find its error code.
 const MAX_INSPECTED_BYTES: usize = 1 << 20;
 

@@ -21,7 +21,7 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use crate::serve::http::MAX_BODY_BYTES;
+use crate::serve::config::MAX_BODY_BYTES;
 
 /// The middleware: pass the request to rmcp, and word its refusal of an undecodable body.
 pub async fn check(request: Request, next: Next) -> Response {
