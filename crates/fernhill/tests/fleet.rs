@@ -5,11 +5,12 @@
 mod support;
 
 use fernhill::chapter;
-use std::{path::Path, time::Duration};
+use std::time::Duration;
 
 use load::{
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
+    redis_server::RedisServer,
 };
 use mrtr::{
     client::{Client, ScriptedUser, params, retry},
@@ -117,17 +118,10 @@ async fn a_lead_slower_than_the_state_gets_32602_and_a_fresh_call_asks_again() {
 async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release_nothing_twice() {
     let plan = FleetPlan::new(3, REDIS);
     let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
-    let load_plan = LoadPlan {
-        urls: fleet.urls.clone(),
-        shop_api: fleet.api.url.clone(),
-        leads: 16,
-        confirmations: 1000,
-        order: "O-2289".into(),
-        credentials: Default::default(),
-    };
+    let load_plan = LoadPlan { replay_every: 7, ..LoadPlan::new(fleet.urls.clone(), &fleet.api.url, 1000) };
     let report = leads::run(&load_plan).await.unwrap();
     assert!(report.problems.is_empty(), "{}", report.render());
-    assert_eq!((report.confirmations, report.released), (1000, 1000), "{}", report.render());
+    assert_eq!((report.confirmations, report.released, report.released_twice), (1000, 1000, 0), "{}", report.render());
 
     // Twenty questions; each honest retry sent ten times at once, spread across the replicas.
     let leads = [lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await, lead(&fleet.urls[2]).await];
@@ -160,66 +154,28 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
     assert_eq!(refunds.iter().filter(|r| r.status == RefundStatus::Requested).count(), 1020);
 }
 
-/// A Redis of this test's own on a socket of its own, so the test can stop it and start it again.
-struct OwnRedis {
-    process: tokio::process::Child,
-}
-
-impl OwnRedis {
-    /// redis-server on a Unix socket at `socket` (no TCP port to pick or race for), once it
-    /// says it is ready.
-    async fn start(socket: &Path) -> OwnRedis {
-        use tokio::io::{AsyncBufReadExt, BufReader};
-        let mut process = tokio::process::Command::new("redis-server")
-            .args(["--port", "0", "--unixsocket"])
-            .arg(socket)
-            .args(["--unixsocketperm", "700", "--save", "", "--appendonly", "no"])
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("redis-server is installed on this machine");
-        let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
-        let ready = async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if line.to_ascii_lowercase().contains("ready to accept connections") {
-                    return;
-                }
-            }
-            panic!("redis-server exited before it was ready");
-        };
-        tokio::time::timeout(Duration::from_secs(20), ready).await.expect("redis-server became ready");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        OwnRedis { process }
-    }
-
-    async fn stop(mut self) {
-        let _ = self.process.kill().await;
-    }
-}
-
 #[tokio::test]
 async fn with_redis_gone_nothing_is_released_and_it_works_again_when_redis_is_back() {
     let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("redis.sock");
-    let own = OwnRedis::start(&socket).await;
-    let plan = FleetPlan::new(1, &format!("redis+unix://{}", socket.display()));
+    let own = RedisServer::start(dir.path()).await.unwrap();
+    let plan = FleetPlan::new(1, &own.url());
     let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
     let client = lead(&fleet.urls[0]).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
 
-    own.stop().await;
+    own.kill().await.unwrap();
     let CallToolResponse::Complete(refused) = client.call_tool_once(yes(&q, state)).await.unwrap() else { panic!() };
     assert_eq!(refused.is_error, Some(true), "a clear tool error, not a crash");
     let held = shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
     assert_eq!(held.status, RefundStatus::NeedsConfirmation, "nothing released while the store is gone");
 
-    let back = OwnRedis::start(&socket).await;
+    let back = RedisServer::start(dir.path()).await.unwrap();
     let q = quote(&client, "O-1145").await;
     let asked = ask(&client, &q).await;
     let done = client.call_tool_once(yes(&q, asked.request_state)).await.unwrap();
     assert_eq!(status_of(&done).as_deref(), Some("requested"));
-    back.stop().await;
+    back.stop().await.unwrap();
 }
 
 /// Two shops sharing one Redis and one key prefix (or one shop whose API was reset): both hand

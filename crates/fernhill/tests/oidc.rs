@@ -82,14 +82,7 @@ fn reader() -> Credentials {
 /// `confirmations` refunds of O-2289 confirmed by one lead authorized as `credentials`, against
 /// the server at `url` over `api`: every refund released, or (a reader) none.
 async fn leads_confirm(url: &str, api: &RunningApi, confirmations: usize, credentials: Credentials) -> leads::Report {
-    let plan = LoadPlan {
-        urls: vec![url.to_owned()],
-        shop_api: api.url.clone(),
-        leads: 1,
-        confirmations,
-        order: "O-2289".into(),
-        credentials,
-    };
+    let plan = LoadPlan { leads: 1, credentials, ..LoadPlan::new(vec![url.to_owned()], &api.url, confirmations) };
     leads::run(&plan).await.unwrap()
 }
 

@@ -1,7 +1,9 @@
 //! A fleet on this machine: a fresh shop API and several `fernhill serve --http` replicas that
-//! share one sealing key and one store, with no stickiness between them.
+//! share one sealing key and one store, with no stickiness between them. Linked
+//! ([`FleetPlan::linked`]), every replica and the API sit behind a [`Link`] each, so a fault run
+//! can cut or slow them, and a restarted replica keeps its address.
 
-use std::{path::Path, process::Stdio, sync::Arc};
+use std::{net::SocketAddr, path::Path, process::Stdio, sync::Arc};
 
 use anyhow::Context as _;
 use shop_api::{RunningApi, Store};
@@ -10,15 +12,21 @@ use tokio::{
     process::{Child, Command},
 };
 
-use crate::child_log::ChildLog;
+use crate::{
+    child_log::ChildLog,
+    link::{Condition, Link},
+};
 
 /// The replicas and the API behind them, stopped when dropped.
 pub struct Fleet {
     pub api: RunningApi,
-    /// Each replica's MCP endpoint.
+    /// Each replica's MCP endpoint, as clients reach it (its link's, when linked).
     pub urls: Vec<String>,
     replicas: Vec<Child>,
     logs: Vec<ChildLog>,
+    /// When linked: the API's link, and each replica's.
+    api_link: Option<Link>,
+    replica_links: Vec<Link>,
 }
 
 /// How to start a fleet.
@@ -35,6 +43,8 @@ pub struct FleetPlan {
     pub extra: Vec<String>,
     /// The replicas' log filter (`RUST_LOG`); their logs pass through to this process's stderr.
     pub log_filter: String,
+    /// Put the API and every replica behind a [`Link`] of its own.
+    pub linked: bool,
 }
 
 impl FleetPlan {
@@ -49,6 +59,7 @@ impl FleetPlan {
             keys: hex(&key),
             extra: Vec::new(),
             log_filter: "warn".to_owned(),
+            linked: false,
         }
     }
 }
@@ -61,14 +72,38 @@ impl Fleet {
     /// Start a fresh in-memory API and `plan.replicas` replicas of `program` (the fernhill binary).
     pub async fn start(program: &Path, plan: &FleetPlan) -> anyhow::Result<Fleet> {
         let api = shop_api::spawn_loopback(Arc::new(Store::open(None)?)).await.context("starting the shop's API")?;
-        let mut fleet = Fleet { api, urls: Vec::new(), replicas: Vec::new(), logs: Vec::new() };
+        let api_link = match plan.linked {
+            true => Some(Link::start(api.addr).await?),
+            false => None,
+        };
+        let api_url = api_link.as_ref().map_or_else(|| api.url.clone(), |link| link.url(""));
+        let mut fleet = Fleet {
+            api,
+            urls: Vec::new(),
+            replicas: Vec::new(),
+            logs: Vec::new(),
+            api_link,
+            replica_links: Vec::new(),
+        };
         for _ in 0..plan.replicas {
-            let (child, url, log) = start_replica(program, &fleet.api.url, plan).await?;
+            let (child, mut url, log) = start_replica(program, &api_url, plan).await?;
+            if plan.linked {
+                let link = Link::start(address_of(&url)?).await?;
+                url = link.url("/mcp");
+                fleet.replica_links.push(link);
+            }
             fleet.replicas.push(child);
             fleet.urls.push(url);
             fleet.logs.push(log);
         }
         Ok(fleet)
+    }
+
+    /// Cut, slow or restore the replicas' way to the shop's API (a linked fleet only).
+    pub fn set_api(&self, condition: Condition) {
+        if let Some(link) = &self.api_link {
+            link.set(condition);
+        }
     }
 
     /// What replica `index` has logged since it (re)started.
@@ -84,12 +119,23 @@ impl Fleet {
     /// Start a new replica in place of `index`, with `plan`'s keys and store.
     pub async fn restart(&mut self, program: &Path, index: usize, plan: &FleetPlan) -> anyhow::Result<()> {
         let _ = self.replicas[index].kill().await;
-        let (child, url, log) = start_replica(program, &self.api.url, plan).await?;
+        let api_url = self.api_link.as_ref().map_or_else(|| self.api.url.clone(), |link| link.url(""));
+        let (child, url, log) = start_replica(program, &api_url, plan).await?;
+        match self.replica_links.get(index) {
+            // Clients keep the link's address; it now leads to the new process.
+            Some(link) => link.point_at(address_of(&url)?),
+            None => self.urls[index] = url,
+        }
         self.replicas[index] = child;
-        self.urls[index] = url;
         self.logs[index] = log;
         Ok(())
     }
+}
+
+/// The socket address of a loopback `http://host:port/...` URL this fleet started.
+fn address_of(url: &str) -> anyhow::Result<SocketAddr> {
+    let authority = url.strip_prefix("http://").and_then(|rest| rest.split('/').next());
+    authority.and_then(|a| a.parse().ok()).with_context(|| format!("{url} is not an http://address:port URL"))
 }
 
 async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::Result<(Child, String, ChildLog)> {

@@ -5,9 +5,15 @@
 //! next server URL in turn, so a call's rounds land on different replicas. At the end the shop's
 //! API is asked for every refund: each must be released (`requested`) exactly once. The servers
 //! can be this project's or any other that serves the chapter's tools (the Python reference).
+//!
+//! Under faults ([`crate::faults`]) the leads behave as a host behind a load balancer does: a
+//! round that meets no server (connection refused or cut) goes to the next one, which is safe
+//! because every round can be sent twice (the state is sealed, the answer is claimed once); a
+//! confirmation that ends in an error is counted, with its words. Some leads say no
+//! ([`LoadPlan::decline_every`]), so the books can show that every refund ended as its lead said.
 
 use std::{
-    collections::HashSet,
+    collections::{HashMap, HashSet},
     sync::{
         Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
@@ -16,13 +22,22 @@ use std::{
 };
 
 use anyhow::Context as _;
-use mrtr::client::{Answer, Client, ScriptedUser, params, retry};
-use rmcp::model::{CallToolResponse, CallToolResult};
+use mrtr::client::{Answer, Client, ClientError, ScriptedUser, params, retry};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use serde_json::json;
-use shop_api::{RefundId, RefundStatus, ShopApi};
+use shop_api::{RefundStatus, ShopApi};
 use shop_mcp::tools::issue_refund::ReleaseForm;
+use tokio::sync::watch;
 
 use crate::authorization::{self, Credentials};
+
+/// How long one round may take before the lead gives up on it (no run hangs on a lost reply).
+const ROUND_DEADLINE: Duration = Duration::from_secs(30);
+/// A shed round (state only, no questions) is sent again after a pause that starts here and
+/// doubles up to [`SHED_PAUSE_MAX`], as the Python SDK's client does, at most [`SHED_ROUNDS`] times.
+const SHED_PAUSE: Duration = Duration::from_millis(50);
+const SHED_PAUSE_MAX: Duration = Duration::from_millis(250);
+const SHED_ROUNDS: usize = 10;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -39,6 +54,30 @@ pub struct LoadPlan {
     pub order: String,
     /// What the leads authorize with.
     pub credentials: Credentials,
+    /// Every n-th confirmation, the lead says no (0: every lead says yes).
+    pub decline_every: usize,
+    /// Every n-th confirmation, the lead sends its answer a second time, to the next server, as
+    /// a host does whose reply was lost (0: never). A second release would show here.
+    pub replay_every: usize,
+    /// Told the number of confirmations finished so far, as they finish.
+    pub progress: Option<watch::Sender<usize>>,
+}
+
+impl LoadPlan {
+    /// `confirmations` by 16 leads saying yes, to `urls` in turn, over the API at `shop_api`.
+    pub fn new(urls: Vec<String>, shop_api: &str, confirmations: usize) -> Self {
+        Self {
+            urls,
+            shop_api: shop_api.to_owned(),
+            leads: 16,
+            confirmations,
+            order: "O-2289".to_owned(),
+            credentials: Credentials::None,
+            decline_every: 0,
+            replay_every: 0,
+            progress: None,
+        }
+    }
 }
 
 /// Latency percentiles of one step.
@@ -64,18 +103,45 @@ impl Percentiles {
     }
 }
 
+/// Where the refunds of a run ended, by the shop's API.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ended {
+    pub requested: usize,
+    pub needs_confirmation: usize,
+    pub cancelled: usize,
+}
+
 /// What a run measured and found.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// Confirmations started.
+    pub attempted: usize,
+    /// Confirmations that ended as their lead said (released on a yes, cancelled on a no).
     pub confirmations: usize,
+    /// Confirmations that ended in an error the server worded (a tool error, a JSON-RPC error).
+    pub failed_clear: usize,
+    /// Confirmations that ended with no word from any server (every replica unreachable, no
+    /// reply within the round's deadline, an answer of the wrong shape).
+    pub failed_unclear: usize,
+    /// Rounds that met no server and went to the next one.
+    pub rerouted: usize,
+    /// Rounds a busy server shed (answered with a state only), sent again after a pause.
+    pub shed: usize,
     pub elapsed: Duration,
     pub quote: Percentiles,
     pub ask: Percentiles,
     pub confirm: Percentiles,
     pub whole: Percentiles,
-    /// Refunds the API shows released, each counted once.
+    /// Refunds the API shows released that a lead was told were released, each counted once.
     pub released: usize,
-    /// What went wrong: failed calls, refunds not released, refunds seen twice.
+    /// Refunds that more than one reply called released.
+    pub released_twice: usize,
+    /// Where this run's refunds ended, by the API.
+    pub ended: Ended,
+    /// Refunds that ended otherwise than their lead said (a yes cancelled, a no released, a
+    /// reply that the API contradicts).
+    pub inconsistent: usize,
+    /// What went wrong, in words: failed confirmations, and what the books showed.
     pub problems: Vec<String>,
 }
 
@@ -97,6 +163,13 @@ impl Report {
             self.released,
             self.confirmations
         );
+        if self.attempted != self.confirmations || self.rerouted > 0 || self.shed > 0 {
+            out.push_str(&format!(
+                "attempted {}, failed with a clear error {}, failed unclearly {}, rounds rerouted {}, rounds shed {}, \
+                 released twice {}\n",
+                self.attempted, self.failed_clear, self.failed_unclear, self.rerouted, self.shed, self.released_twice
+            ));
+        }
         out.push_str(&format!("{:<22} {:>9} {:>9} {:>9}\n", "latency (ms)", "p50", "p95", "p99"));
         out.push_str(&row("quote_refund", &self.quote));
         out.push_str(&row("issue_refund, asks", &self.ask));
@@ -109,28 +182,35 @@ impl Report {
     }
 }
 
-struct Samples {
-    quote: Vec<Duration>,
-    ask: Vec<Duration>,
-    confirm: Vec<Duration>,
-    whole: Vec<Duration>,
-    refunds: Vec<String>,
-    problems: Vec<String>,
+/// How one confirmation ended.
+enum Ending {
+    /// As the lead said; the refund's ID and the status the server reported.
+    Done { times: [Duration; 3], refund_id: String, status: String },
+    /// In an error the server worded.
+    Clear(String),
+    /// With no word from any server.
+    Unclear(String),
+}
+
+/// One confirmation as its lead lived it.
+struct Confirmation {
+    quote_id: Option<String>,
+    /// The lead was asked: the API made (or holds) the quote's refund.
+    asked: bool,
+    says_yes: bool,
+    ending: Ending,
+    /// Replies that called the refund released (more than one is a double release).
+    released_replies: usize,
 }
 
 /// Run `plan` and check the shop's API afterwards.
 pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
     anyhow::ensure!(!plan.urls.is_empty(), "load needs at least one server URL");
     let next_url = Arc::new(AtomicUsize::new(0));
-    let remaining = Arc::new(AtomicUsize::new(plan.confirmations));
-    let samples = Arc::new(Mutex::new(Samples {
-        quote: Vec::new(),
-        ask: Vec::new(),
-        confirm: Vec::new(),
-        whole: Vec::new(),
-        refunds: Vec::new(),
-        problems: Vec::new(),
-    }));
+    let next_confirmation = Arc::new(AtomicUsize::new(0));
+    let rerouted = Arc::new(AtomicUsize::new(0));
+    let shed = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(Mutex::new(Vec::with_capacity(plan.confirmations)));
     // Every lead has a connection to every server, so any round can go anywhere.
     let mut leads = Vec::new();
     for lead in 0..plan.leads.max(1) {
@@ -145,21 +225,30 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for clients in leads {
-        let (next_url, remaining, samples, order) =
-            (next_url.clone(), remaining.clone(), samples.clone(), plan.order.clone());
+        let (next_url, next_confirmation, rerouted, shed, finished, plan) = (
+            next_url.clone(),
+            next_confirmation.clone(),
+            rerouted.clone(),
+            shed.clone(),
+            finished.clone(),
+            plan.clone(),
+        );
         tasks.push(tokio::spawn(async move {
-            let pick = || &clients[next_url.fetch_add(1, Ordering::Relaxed) % clients.len()];
-            while remaining.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok() {
-                match confirm_one(&pick, &order).await {
-                    Ok((times, refund_id)) => {
-                        let mut s = samples.lock().unwrap_or_else(|p| p.into_inner());
-                        s.quote.push(times[0]);
-                        s.ask.push(times[1]);
-                        s.confirm.push(times[2]);
-                        s.whole.push(times[0] + times[1] + times[2]);
-                        s.refunds.push(refund_id);
-                    }
-                    Err(error) => samples.lock().unwrap_or_else(|p| p.into_inner()).problems.push(format!("{error:#}")),
+            let lead = Lead { clients: &clients, next_url: &next_url, rerouted: &rerouted, shed: &shed };
+            loop {
+                let number = next_confirmation.fetch_add(1, Ordering::Relaxed);
+                if number >= plan.confirmations {
+                    break;
+                }
+                let nth = |every: usize| every != 0 && (number + 1) % every == 0;
+                let confirmation = lead.confirm(&plan.order, !nth(plan.decline_every), nth(plan.replay_every)).await;
+                let done = {
+                    let mut finished = finished.lock().unwrap_or_else(|p| p.into_inner());
+                    finished.push(confirmation);
+                    finished.len()
+                };
+                if let Some(progress) = &plan.progress {
+                    progress.send_replace(done);
                 }
             }
             for client in clients {
@@ -171,74 +260,255 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
         task.await.context("a lead's task failed")?;
     }
     let elapsed = started.elapsed();
-    let mut samples =
-        Arc::try_unwrap(samples).ok().context("leads still running")?.into_inner().unwrap_or_else(|p| p.into_inner());
-    let released = check_released(&plan.shop_api, &samples.refunds, &mut samples.problems).await?;
-    Ok(Report {
-        confirmations: samples.whole.len(),
+    let finished = std::mem::take(&mut *finished.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut report = Report {
+        attempted: finished.len(),
+        confirmations: 0,
+        failed_clear: 0,
+        failed_unclear: 0,
+        rerouted: rerouted.load(Ordering::Relaxed),
+        shed: shed.load(Ordering::Relaxed),
         elapsed,
-        quote: Percentiles::of(&mut samples.quote),
-        ask: Percentiles::of(&mut samples.ask),
-        confirm: Percentiles::of(&mut samples.confirm),
-        whole: Percentiles::of(&mut samples.whole),
-        released,
-        problems: samples.problems,
-    })
+        quote: Percentiles::default(),
+        ask: Percentiles::default(),
+        confirm: Percentiles::default(),
+        whole: Percentiles::default(),
+        released: 0,
+        released_twice: 0,
+        ended: Ended::default(),
+        inconsistent: 0,
+        problems: Vec::new(),
+    };
+    let (mut quote, mut ask, mut confirm, mut whole) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for confirmation in &finished {
+        match &confirmation.ending {
+            Ending::Done { times, .. } => {
+                report.confirmations += 1;
+                quote.push(times[0]);
+                ask.push(times[1]);
+                confirm.push(times[2]);
+                whole.push(times[0] + times[1] + times[2]);
+            }
+            Ending::Clear(words) => {
+                report.failed_clear += 1;
+                report.problems.push(words.clone());
+            }
+            Ending::Unclear(words) => {
+                report.failed_unclear += 1;
+                report.problems.push(format!("no word from any server: {words}"));
+            }
+        }
+    }
+    (report.quote, report.ask, report.confirm, report.whole) = (
+        Percentiles::of(&mut quote),
+        Percentiles::of(&mut ask),
+        Percentiles::of(&mut confirm),
+        Percentiles::of(&mut whole),
+    );
+    check_books(&plan.shop_api, &finished, &mut report).await?;
+    Ok(report)
 }
 
-/// One lead's confirmation, its three rounds each sent to the next server.
-async fn confirm_one<'a>(
-    pick: &impl Fn() -> &'a Client<ScriptedUser>,
-    order: &str,
-) -> anyhow::Result<([Duration; 3], String)> {
-    let t0 = Instant::now();
-    let quote = complete(pick().call_tool_once(params("quote_refund", json!({"order_id": order}))).await?)?;
-    let quote_id = field(&quote, "quote_id")?;
-    let t1 = Instant::now();
-    let arguments = json!({"quote_id": quote_id});
-    let asked = match pick().call_tool_once(params("issue_refund", arguments.clone())).await? {
-        CallToolResponse::InputRequired(asked) => asked,
-        other => anyhow::bail!("issue_refund did not ask: {other:?}"),
-    };
-    let t2 = Instant::now();
-    let yes = Answer::form(&ReleaseForm::YES);
-    let again = retry(params("issue_refund", arguments), asked.request_state, [("confirm", &yes)]);
-    let done = complete(pick().call_tool_once(again).await?)?;
-    let t3 = Instant::now();
-    anyhow::ensure!(field(&done, "status")? == "requested", "the refund was not released: {done:?}");
-    Ok(([t1 - t0, t2 - t1, t3 - t2], field(&done, "refund_id")?))
+/// One lead's connections, one per server, and where the next round goes.
+struct Lead<'a> {
+    clients: &'a [Client<ScriptedUser>],
+    next_url: &'a AtomicUsize,
+    rerouted: &'a AtomicUsize,
+    shed: &'a AtomicUsize,
+}
+
+/// How a round ended, for the lead. (Short-lived, one at a time: its size does not matter.)
+#[allow(clippy::large_enum_variant)]
+enum Round {
+    Answered(CallToolResponse),
+    /// A JSON-RPC error: the server's words.
+    Refused(String),
+    /// No server answered.
+    Unreached(String),
+}
+
+impl Lead<'_> {
+    /// Send a round, and again after a pause while a busy server sheds it (answers with a
+    /// state and no questions): the retry carries that state and no answers.
+    async fn round(&self, mut call: CallToolRequestParams) -> Round {
+        let mut pause = SHED_PAUSE;
+        for _ in 0..SHED_ROUNDS {
+            match self.reach(call.clone()).await {
+                Round::Answered(CallToolResponse::InputRequired(shed))
+                    if shed.input_requests.as_ref().is_none_or(|asked| asked.is_empty())
+                        && shed.request_state.is_some() =>
+                {
+                    self.shed.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(SHED_PAUSE_MAX);
+                    call.request_state = shed.request_state;
+                    call.input_responses = None;
+                }
+                other => return other,
+            }
+        }
+        Round::Refused(format!("the servers were busy for {SHED_ROUNDS} rounds"))
+    }
+
+    /// Send a round to the next server; when it meets none (refused, cut, no reply in time),
+    /// to the one after, until every server was tried.
+    async fn reach(&self, call: CallToolRequestParams) -> Round {
+        let first = self.next_url.fetch_add(1, Ordering::Relaxed);
+        let mut last = String::new();
+        for attempt in 0..self.clients.len() {
+            if attempt > 0 {
+                self.rerouted.fetch_add(1, Ordering::Relaxed);
+            }
+            let client = &self.clients[(first + attempt) % self.clients.len()];
+            match tokio::time::timeout(ROUND_DEADLINE, client.call_tool_once(call.clone())).await {
+                Ok(Ok(response)) => return Round::Answered(response),
+                Ok(Err(error)) => match error.rpc_error() {
+                    Some(refused) => return Round::Refused(format!("{} ({})", refused.message, refused.code.0)),
+                    None => last = unreached(&error),
+                },
+                Err(_) => last = format!("no reply within {} s", ROUND_DEADLINE.as_secs()),
+            }
+        }
+        Round::Unreached(last)
+    }
+
+    /// One confirmation: quote, ask, answer, each round to the next server.
+    async fn confirm(&self, order: &str, says_yes: bool, replays: bool) -> Confirmation {
+        let mut confirmation = Confirmation {
+            quote_id: None,
+            asked: false,
+            says_yes,
+            ending: Ending::Unclear(String::new()),
+            released_replies: 0,
+        };
+        confirmation.ending = self.rounds(order, replays, &mut confirmation).await.unwrap_or_else(|ending| ending);
+        confirmation
+    }
+
+    async fn rounds(&self, order: &str, replays: bool, confirmation: &mut Confirmation) -> Result<Ending, Ending> {
+        let t0 = Instant::now();
+        let quote = complete(self.round(params("quote_refund", json!({"order_id": order}))).await)?;
+        let quote_id = field(&quote, "quote_id")?;
+        confirmation.quote_id = Some(quote_id.clone());
+        let t1 = Instant::now();
+        let arguments = json!({"quote_id": quote_id});
+        let asked = match self.round(params("issue_refund", arguments.clone())).await {
+            Round::Answered(CallToolResponse::InputRequired(asked)) => asked,
+            other => return Err(ending(other, "issue_refund did not ask")),
+        };
+        confirmation.asked = true;
+        let t2 = Instant::now();
+        let answer = Answer::form(&ReleaseForm { release: confirmation.says_yes });
+        let again = retry(params("issue_refund", arguments), asked.request_state, [("confirm", &answer)]);
+        let done = complete(self.round(again.clone()).await)?;
+        let t3 = Instant::now();
+        let (refund_id, status) = (field(&done, "refund_id")?, field(&done, "status")?);
+        if status == "requested" {
+            confirmation.released_replies += 1;
+        }
+        if replays
+            && let Round::Answered(CallToolResponse::Complete(replayed)) = self.round(again).await
+            && mrtr::client::field(&replayed, "status") == Some("requested")
+        {
+            confirmation.released_replies += 1;
+        }
+        let expected = if confirmation.says_yes { "requested" } else { "cancelled" };
+        if status != expected {
+            return Err(Ending::Unclear(format!("refund {refund_id} came back {status} after the lead's answer")));
+        }
+        Ok(Ending::Done { times: [t1 - t0, t2 - t1, t3 - t2], refund_id, status })
+    }
+}
+
+fn unreached(error: &ClientError) -> String {
+    let mut words = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        words = format!("{words}: {cause}");
+        source = cause.source();
+    }
+    words
+}
+
+/// How a round that did not go on ends the confirmation.
+fn ending(round: Round, unexpected: &str) -> Ending {
+    match round {
+        Round::Answered(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
+            Ending::Clear(mrtr::client::text(&result))
+        }
+        Round::Answered(other) => Ending::Unclear(format!("{unexpected}: {other:?}")),
+        Round::Refused(words) => Ending::Clear(words),
+        Round::Unreached(words) => Ending::Unclear(words),
+    }
 }
 
 /// A string field of a complete result, or why it is missing.
-fn field(result: &CallToolResult, name: &str) -> anyhow::Result<String> {
+fn field(result: &CallToolResult, name: &str) -> Result<String, Ending> {
     mrtr::client::field(result, name)
         .map(str::to_owned)
-        .with_context(|| format!("the result has no {name}: {result:?}"))
+        .ok_or_else(|| Ending::Unclear(format!("the result has no {name}: {result:?}")))
 }
 
-fn complete(response: CallToolResponse) -> anyhow::Result<CallToolResult> {
-    match response {
-        CallToolResponse::Complete(result) if result.is_error != Some(true) => Ok(result),
-        other => anyhow::bail!("expected a result, got {other:?}"),
+fn complete(round: Round) -> Result<CallToolResult, Ending> {
+    match round {
+        Round::Answered(CallToolResponse::Complete(result)) if result.is_error != Some(true) => Ok(result),
+        other => Err(ending(other, "expected a result")),
     }
 }
 
-/// Each refund once, and released: the API's word, not the servers'.
-async fn check_released(api: &str, refunds: &[String], problems: &mut Vec<String>) -> anyhow::Result<usize> {
+/// The books: the API's word on every refund this run's quotes made, against what each lead
+/// said and was told. A yes ends `requested` or still held; a no ends `cancelled` or still
+/// held; a confirmation a lead saw finish ends as the reply said; a refund a lead was asked
+/// about is there; no refund is called released by two replies.
+async fn check_books(api: &str, finished: &[Confirmation], report: &mut Report) -> anyhow::Result<()> {
     let api = ShopApi::new(api)?;
+    let by_quote: HashMap<&str, &Confirmation> =
+        finished.iter().filter_map(|c| Some((c.quote_id.as_deref()?, c))).collect();
     let mut seen = HashSet::new();
-    let mut released = 0;
-    for refund_id in refunds {
-        if !seen.insert(refund_id.clone()) {
-            problems.push(format!("refund {refund_id} was confirmed twice"));
-            continue;
+    for refund in api.refunds().await.context("listing the shop's refunds")? {
+        let Some(confirmation) = by_quote.get(refund.quote_id.as_str()) else { continue };
+        seen.insert(refund.quote_id.as_str().to_owned());
+        match refund.status {
+            RefundStatus::Requested => report.ended.requested += 1,
+            RefundStatus::NeedsConfirmation => report.ended.needs_confirmation += 1,
+            RefundStatus::Cancelled => report.ended.cancelled += 1,
         }
-        let refund = api.refund(&RefundId::parse(refund_id)?).await?;
-        if refund.status == RefundStatus::Requested {
-            released += 1;
-        } else {
-            problems.push(format!("refund {refund_id} is {}", refund.status));
+        let said = match refund.status {
+            RefundStatus::Requested => confirmation.says_yes,
+            RefundStatus::Cancelled => !confirmation.says_yes,
+            RefundStatus::NeedsConfirmation => true,
+        };
+        let told = match &confirmation.ending {
+            Ending::Done { status, .. } => *status == refund.status.to_string(),
+            _ => true,
+        };
+        if !said || !told {
+            report.inconsistent += 1;
+            let answer = if confirmation.says_yes { "yes" } else { "no" };
+            report
+                .problems
+                .push(format!("refund {} is {} after its lead said {answer}", refund.refund_id, refund.status));
+        }
+        if confirmation.released_replies > 1 {
+            report.released_twice += 1;
+            report.problems.push(format!("refund {} was called released by two replies", refund.refund_id));
+        }
+        if let Ending::Done { refund_id, .. } = &confirmation.ending
+            && refund.status == RefundStatus::Requested
+            && *refund_id == refund.refund_id.as_str()
+        {
+            report.released += 1;
         }
     }
-    Ok(released)
+    for confirmation in finished {
+        if let (true, Some(quote_id)) = (confirmation.asked, &confirmation.quote_id)
+            && !seen.contains(quote_id)
+        {
+            report.inconsistent += 1;
+            report
+                .problems
+                .push(format!("a lead was asked about {quote_id}'s refund, which the shop's API does not have"));
+        }
+    }
+    Ok(())
 }

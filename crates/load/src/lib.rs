@@ -7,6 +7,10 @@
 //!   every refund was released exactly once. Percentiles per step.
 //! - [`fleet`]: a fresh shop API and several `fernhill serve --http` replicas sharing one key
 //!   and one store, with no stickiness; a replica can be killed and restarted.
+//! - [`faults`]: a fault (a replica killed or restarted, Redis restarted, the API down or
+//!   slow) striking a linked fleet under load, and the books checked: one row of a table each.
+//! - [`link`]: a TCP relay in front of a replica or the API, that a fault run cuts or slows;
+//! - [`redis_server`]: a Redis of a run's own, to stop and start again;
 //! - [`child_log`]: a child process's stderr, collected so a caller can wait for a line;
 //! - [`authorization`]: how the leads authorize with servers that ask for OAuth.
 //!
@@ -14,5 +18,8 @@
 
 pub mod authorization;
 pub mod child_log;
+pub mod faults;
 pub mod fleet;
 pub mod leads;
+pub mod link;
+pub mod redis_server;

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use load::{
     authorization::Credentials,
+    faults::{self, Fault, FaultPlan},
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
 };
@@ -14,7 +15,9 @@ use load::{
 /// Confirm refunds with simulated leads against fernhill servers, and check the books.
 ///
 /// Either point it at running servers (--url, repeated, and --shop-api), or let it start a
-/// fleet here (--replicas) of `fernhill serve --http` beside a fresh shop API.
+/// fleet here (--replicas) of `fernhill serve --http` beside a fresh shop API. With --fault,
+/// start a fleet of three on a Redis of its own for each fault named, strike it under load, and
+/// print a table of what the leads saw and where the refunds ended.
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
@@ -57,6 +60,13 @@ struct Cli {
     /// Instead, a shell command that prints a bearer token.
     #[arg(long, value_name = "COMMAND")]
     token_command: Option<String>,
+    /// Run this fault under load (repeat for several) and print the table; --confirmations is
+    /// the load it strikes. Needs redis-server installed, no service running.
+    #[arg(long = "fault", value_enum, conflicts_with_all = ["urls", "replicas"])]
+    faults: Vec<Fault>,
+    /// Every fault of --fault's list, one after another.
+    #[arg(long, conflicts_with_all = ["urls", "replicas", "faults"])]
+    all_faults: bool,
 }
 
 #[tokio::main]
@@ -70,7 +80,18 @@ async fn main() -> ExitCode {
     }
 }
 
+fn fernhill_program(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(program) => Ok(program),
+        None => Ok(std::env::current_exe().context("finding this program")?.with_file_name("fernhill")),
+    }
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    let strike = if cli.all_faults { Fault::ALL.to_vec() } else { cli.faults.clone() };
+    if !strike.is_empty() {
+        return strike_faults(cli, &strike).await;
+    }
     let fleet;
     let (urls, shop_api) = match cli.replicas {
         Some(replicas) => {
@@ -79,10 +100,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 "{replicas} replicas need a store they share, such as --store redis://127.0.0.1:6379: with memory, \
                  each replica knows only its own quotes and claims"
             );
-            let program = match cli.fernhill {
-                Some(program) => program,
-                None => std::env::current_exe().context("finding this program")?.with_file_name("fernhill"),
-            };
+            let program = fernhill_program(cli.fernhill)?;
             let plan = FleetPlan { log_filter: cli.replica_log, ..FleetPlan::new(replicas, &cli.store) };
             fleet = Fleet::start(&program, &plan).await?;
             println!("started {replicas} replicas on {} ({} store)", fleet.urls.join(", "), cli.store);
@@ -100,8 +118,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         (_, _, Some(command)) => Credentials::TokenCommand(command),
         _ => Credentials::None,
     };
-    let plan =
-        LoadPlan { urls, shop_api, leads: cli.leads, confirmations: cli.confirmations, order: cli.order, credentials };
+    let plan = LoadPlan {
+        leads: cli.leads,
+        order: cli.order,
+        credentials,
+        ..LoadPlan::new(urls, &shop_api, cli.confirmations)
+    };
     let report = leads::run(&plan).await?;
     print!("{}", report.render());
     anyhow::ensure!(
@@ -111,5 +133,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         report.released,
         plan.confirmations
     );
+    Ok(())
+}
+
+/// Each fault in turn on a fleet of its own; the table, then whether every row held.
+async fn strike_faults(cli: Cli, strike: &[Fault]) -> anyhow::Result<()> {
+    let program = fernhill_program(cli.fernhill)?;
+    let plan = FaultPlan { confirmations: cli.confirmations, leads: cli.leads, ..FaultPlan::default() };
+    let mut rows = Vec::new();
+    for fault in strike {
+        eprintln!("fernhill-load: {fault}, under {} confirmations", plan.confirmations);
+        rows.push(faults::run(&program, *fault, &plan).await?);
+    }
+    print!("{}", faults::render(&rows));
+    let broken: Vec<String> = rows.iter().filter(|row| !row.holds()).map(|row| row.fault.to_string()).collect();
+    anyhow::ensure!(broken.is_empty(), "the books did not hold under: {}", broken.join(", "));
     Ok(())
 }

@@ -23,7 +23,10 @@ use serde_json::Value;
 use sha2::Digest as _;
 use tracing::Instrument;
 
-use crate::request_state::{Binding, Rejection, StateSecurity};
+use crate::{
+    request_state::{self, Binding, HeldOver, Rejection, StateSecurity},
+    shedding::Shedding,
+};
 
 /// The tracing target under which every refused state is logged with its reason.
 pub const LOG_TARGET: &str = "request_state";
@@ -63,6 +66,8 @@ pub enum SeenOutcome {
     Rejected(Rejection),
     /// A JSON-RPC error with this code.
     Error(i32),
+    /// Shed: answered with a state-only round, the server being busy (see [`crate::shedding`]).
+    Shed,
 }
 
 /// Told of every `tools/call`, `prompts/get` and `resources/read` the boundary passes, once answered.
@@ -73,22 +78,35 @@ pub struct Sealed<S> {
     inner: S,
     security: Arc<StateSecurity>,
     observer: Option<Observer>,
+    shedding: Option<Shedding>,
 }
 
 impl<S: Clone> Clone for Sealed<S> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), security: self.security.clone(), observer: self.observer.clone() }
+        Self {
+            inner: self.inner.clone(),
+            security: self.security.clone(),
+            observer: self.observer.clone(),
+            shedding: self.shedding.clone(),
+        }
     }
 }
 
 impl<S> Sealed<S> {
     pub fn new(inner: S, security: Arc<StateSecurity>) -> Self {
-        Self { inner, security, observer: None }
+        Self { inner, security, observer: None, shedding: None }
     }
 
     /// Tell `observer` of every request that can carry a state, once answered (for metrics).
     pub fn observed(mut self, observer: Observer) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// Work on at most `shedding`'s limit of tool calls at once, and shed the rest as
+    /// state-only rounds (callers of earlier revisions wait instead).
+    pub fn shedding(mut self, shedding: Shedding) -> Self {
+        self.shedding = Some(shedding);
         self
     }
 
@@ -174,6 +192,20 @@ struct Opened {
     round: u32,
     client: Option<String>,
     started: Instant,
+    /// The sealed state the call carries (a held-over round's is the one it held).
+    carried: Option<String>,
+    /// The answers a held-over round held, to put back into the request.
+    restored: Option<Value>,
+    /// The call comes back from being shed (its state was a held-over round's).
+    returning: bool,
+}
+
+/// A state opened through: the plain state under the token it came in (if any), and the
+/// answers a held-over round held.
+struct Through {
+    plain: Option<(String, request_state::Opened)>,
+    responses: Option<Value>,
+    held_over: bool,
 }
 
 impl<H> Sealed<H> {
@@ -190,14 +222,19 @@ impl<H> Sealed<H> {
         let started = Instant::now();
         let client = context.client_info().map(|info| info.name);
         let binding = Binding::new(method, &target, arguments.as_ref(), principal(context));
-        let mut round = 1;
+        let (mut round, mut carried, mut restored, mut returning) = (1, None, None, false);
         if let Some(token) = state {
-            match self.security.open_round(&token, &binding) {
-                Ok(opened) => {
-                    let digest = sha2::Sha256::digest(token.as_bytes());
-                    let question = URL_SAFE_NO_PAD.encode(&digest[..18]);
-                    context.extensions.insert(OpenedByBoundary { state: opened.state, question });
-                    round = opened.round + 1;
+            match self.open_through(token, &binding) {
+                Ok(through) => {
+                    if let Some((token, opened)) = through.plain {
+                        let digest = sha2::Sha256::digest(token.as_bytes());
+                        let question = URL_SAFE_NO_PAD.encode(&digest[..18]);
+                        context.extensions.insert(OpenedByBoundary { state: opened.state, question });
+                        round = opened.round + 1;
+                        carried = Some(token);
+                    }
+                    restored = through.responses;
+                    returning = through.held_over;
                 }
                 Err(reason) => {
                     tracing::warn!(
@@ -213,7 +250,45 @@ impl<H> Sealed<H> {
                 }
             }
         }
-        Ok(Opened { method, target, binding, round, client, started })
+        Ok(Opened { method, target, binding, round, client, started, carried, restored, returning })
+    }
+
+    /// Open `token`; a held-over round's, through to the state it held (which must be a plain
+    /// one: a round is held over once, whatever it carried).
+    fn open_through(&self, token: String, binding: &Binding) -> Result<Through, Rejection> {
+        let opened = self.security.open_round(&token, binding)?;
+        let Some(HeldOver { token: held, responses }) = opened.held else {
+            return Ok(Through { plain: Some((token, opened)), responses: None, held_over: false });
+        };
+        let plain = match held {
+            None => None,
+            Some(inner) => {
+                let opened = self.security.open_round(&inner, binding)?;
+                if opened.held.is_some() {
+                    return Err(Rejection::Malformed);
+                }
+                Some((inner, opened))
+            }
+        };
+        Ok(Through { plain, responses, held_over: true })
+    }
+
+    /// The state-only round that sheds this call: it holds the call's state and answers.
+    fn shed(&self, opened: Opened, responses: Option<&InputResponses>) -> InputRequiredResult {
+        let held = HeldOver {
+            token: opened.carried.clone(),
+            responses: responses.map(|r| Value::Object(r.iter().map(|(k, v)| (k.clone(), v.clone())).collect())),
+        };
+        let state = self.security.hold_over(held, &opened.binding, request_state::epoch_seconds());
+        self.observe(
+            opened.method,
+            &opened.target,
+            opened.client.as_deref(),
+            SeenOutcome::Shed,
+            opened.round,
+            opened.started,
+        );
+        InputRequiredResult::from_request_state(state)
     }
 
     /// Seal the state of an `input_required` answer, and tell the observer how the round ended.
@@ -256,6 +331,11 @@ impl<H> Sealed<H> {
     }
 }
 
+/// Whether the caller speaks 2026-07-28 or later (or did not say): it can be sent a round.
+fn takes_rounds(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_none_or(|version| version >= ProtocolVersion::V_2026_07_28)
+}
+
 fn span(method: &str, target: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
     // Every log line of the request carries its JSON-RPC id, method and target.
     tracing::info_span!("mcp", id = %context.id, method, tool = target)
@@ -279,7 +359,24 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         async move {
             let arguments = request.arguments.clone().map(Value::Object);
             let state = request.request_state.take();
-            let opened = self.open("tools/call", request.name.to_string(), arguments, state, &mut context)?;
+            let mut opened = self.open("tools/call", request.name.to_string(), arguments, state, &mut context)?;
+            if let Some(Value::Object(restored)) = opened.restored.take()
+                && request.input_responses.is_none()
+            {
+                request.input_responses = Some(restored.into_iter().collect());
+            }
+            let _slot = match &self.shedding {
+                None => None,
+                Some(shedding) => match shedding.try_enter(opened.returning).await {
+                    Some(slot) => Some(slot),
+                    None if takes_rounds(&context) => {
+                        return Ok(CallToolResponse::InputRequired(
+                            self.shed(opened, request.input_responses.as_ref()),
+                        ));
+                    }
+                    None => Some(shedding.enter().await),
+                },
+            };
             let answer = self.inner.call_tool(request, context).await;
             self.close(opened, answer, |r| match r {
                 CallToolResponse::InputRequired(asked) => Some(asked),

@@ -132,13 +132,29 @@ struct Claims {
     /// and writes none, which reads as round 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     r: Option<u32>,
+    /// A held-over round's cargo (ours; see [`HeldOver`]). Its `s` is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    h: Option<HeldOver>,
 }
 
-/// What an opened state holds: the tool's plaintext, and which round minted it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a shed round holds for its retry (`crate::shedding`): the sealed state the shed request
+/// carried, unopened, and the answers it carried. A state-only round's retry carries no
+/// answers of its own, so they travel here, sealed and bound like any state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldOver {
+    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    #[serde(rename = "i", default, skip_serializing_if = "Option::is_none")]
+    pub responses: Option<Value>,
+}
+
+/// What an opened state holds: the tool's plaintext, and which round minted it; or, for a
+/// held-over round, what it held.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Opened {
     pub state: String,
     pub round: u32,
+    pub held: Option<HeldOver>,
 }
 
 /// The sealing policy: the key ring, how long one round's state lives, and the audience.
@@ -175,6 +191,16 @@ impl StateSecurity {
 
     /// As [`Self::seal`], minted by round `round` of the call at `iat`.
     pub fn seal_round(&self, state: &str, binding: &Binding, round: u32, iat: f64) -> String {
+        self.seal_claims(state, binding, round, iat, None)
+    }
+
+    /// A held-over round's state for the request `binding` describes: it carries `held` to the
+    /// retry, and lives as long as any state.
+    pub fn hold_over(&self, held: HeldOver, binding: &Binding, iat: f64) -> String {
+        self.seal_claims("", binding, 1, iat, Some(held))
+    }
+
+    fn seal_claims(&self, state: &str, binding: &Binding, round: u32, iat: f64, held: Option<HeldOver>) -> String {
         let claims = Claims {
             v: ENVELOPE_VERSION,
             iat,
@@ -186,6 +212,7 @@ impl StateSecurity {
             aud: self.audience.clone(),
             p: binding.principal.as_deref().map(principal_claim),
             r: (round > 1).then_some(round),
+            h: held,
         };
         let payload = serde_json::to_vec(&claims).expect("claims are plain JSON");
         self.ring.seal(&payload)
@@ -225,7 +252,7 @@ impl StateSecurity {
             }
             _ => return Err(Rejection::PrincipalDrift),
         }
-        Ok(Opened { state: claims.s, round: claims.r.unwrap_or(1) })
+        Ok(Opened { state: claims.s, round: claims.r.unwrap_or(1), held: claims.h })
     }
 
     /// As [`Self::open_at`], judged now.
@@ -321,7 +348,25 @@ mod tests {
         let first = s.seal("x", &call("Q-5001", None));
         assert_eq!(s.open_round(&first, &call("Q-5001", None)).unwrap().round, 1);
         let third = s.seal_round("x", &call("Q-5001", None), 3, epoch_seconds());
-        assert_eq!(s.open_round(&third, &call("Q-5001", None)).unwrap(), Opened { state: "x".into(), round: 3 });
+        assert_eq!(
+            s.open_round(&third, &call("Q-5001", None)).unwrap(),
+            Opened { state: "x".into(), round: 3, held: None }
+        );
+    }
+
+    #[test]
+    fn a_held_over_round_carries_the_shed_state_and_answers_bound_like_any_state() {
+        let s = security(600);
+        let inner = s.seal("R-0111", &call("Q-5001", None));
+        let held = HeldOver {
+            token: Some(inner.clone()),
+            responses: Some(json!({"confirm": {"action": "accept", "content": {"release": true}}})),
+        };
+        let token = s.hold_over(held.clone(), &call("Q-5001", None), epoch_seconds());
+        let opened = s.open_round(&token, &call("Q-5001", None)).unwrap();
+        assert_eq!((opened.state.as_str(), opened.held), ("", Some(held)));
+        assert_eq!(s.open_round(&token, &call("Q-5002", None)), Err(Rejection::RequestBinding));
+        assert_eq!(s.open_round(&inner, &call("Q-5001", None)).unwrap().held, None);
     }
 
     #[test]

@@ -28,10 +28,21 @@ impl ToolError {
 }
 
 impl From<ClientError> for ToolError {
+    /// The API's own words for what it refused; for no answer at all, plain words (the
+    /// connection's details go to the log, not to the model).
     fn from(error: ClientError) -> Self {
-        ToolError(error.to_string())
+        match error {
+            ClientError::Unreachable(detail) => {
+                tracing::warn!(%detail, "the shop's API did not answer");
+                ToolError(UNREACHABLE.to_owned())
+            }
+            other => ToolError(other.to_string()),
+        }
     }
 }
+
+/// What a tool says when the shop's API did not answer.
+pub const UNREACHABLE: &str = "The shop's API did not answer. Try again shortly.";
 
 impl From<shop_api::IdError> for ToolError {
     fn from(error: shop_api::IdError) -> Self {

@@ -259,10 +259,20 @@ pub fn modern() -> ClientLifecycleMode {
 /// rmcp's default client (`StreamableHttpClientTransport::from_config`) turns connection pooling
 /// off, so every request opens a TCP connection; it does so to dodge a delayed-ACK stall when a
 /// response body was left unread. This client reads every body to the end, so it keeps the pool
-/// (and Nagle off). Redirects are not followed: an MCP endpoint that moves says so.
+/// (and Nagle off). Redirects are not followed: an MCP endpoint that moves says so. An idle
+/// connection is dropped after [`POOL_IDLE`], before a server's idle cut (this project's
+/// servers wait 30 s), so a request never races the server's close.
 pub fn pooled_http_client() -> reqwest::Client {
-    reqwest::Client::builder().tcp_nodelay(true).redirect(reqwest::redirect::Policy::none()).build().unwrap_or_default()
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(POOL_IDLE)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default()
 }
+
+/// How long [`pooled_http_client`] keeps an idle connection.
+pub const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// The 2025 `initialize` handshake, as most hosts in use open: the server asks on the
 /// back-channel and the call waits for the answer.

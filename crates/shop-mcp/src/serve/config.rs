@@ -61,6 +61,12 @@ pub struct ServeConfig {
     #[arg(long, value_enum, default_value_t = AskStyle::InputRequired)]
     pub ask_style: AskStyle,
 
+    /// Tool calls worked on at once. Past it, a 2026-07-28 caller's call is answered at once
+    /// with a state-only round (it comes back shortly and finishes; nothing is lost), and an
+    /// earlier caller's waits. 0: no bound.
+    #[arg(long, env = "SHOP_MAX_TOOL_CALLS", default_value_t = DEFAULT_MAX_TOOL_CALLS, value_name = "N")]
+    pub max_tool_calls: usize,
+
     #[command(flatten)]
     pub payments: PaymentsConfig,
 
@@ -80,6 +86,7 @@ impl ServeConfig {
             state_ttl: DEFAULT_TTL.as_secs_f64(),
             quote_ttl: DEFAULT_QUOTE_TTL.as_secs(),
             ask_style: AskStyle::InputRequired,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             payments: PaymentsConfig::default(),
             http: HttpConfig::default(),
         }
@@ -89,6 +96,10 @@ impl ServeConfig {
         Duration::from_secs(self.quote_ttl)
     }
 }
+
+/// Tool calls one server works on at once unless told otherwise: enough to keep the shop's API
+/// and Redis busy from one replica, few enough that a burst is shed rather than queued.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 64;
 
 /// Who the host's user is where no caller is authenticated (stdio), unless told otherwise.
 pub const DEFAULT_LEAD: &str = "lead-1";
@@ -123,6 +134,12 @@ impl Default for PaymentsConfig {
 
 /// The largest request body the MCP endpoint over HTTP reads.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
+/// HTTP connections open at once unless told otherwise.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// How long a request's headers (from the connection's opening or its last answer), and then
+/// its body, may take to arrive unless told otherwise: hyper's own default for headers. Hosts'
+/// HTTP clients drop idle connections sooner (httpx after 5 s, Node's after 4 s, ours 20 s).
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Host header values the HTTP server accepts unless told otherwise: loopback names.
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -173,6 +190,23 @@ pub struct HttpConfig {
     /// can then release and pay refunds; the server warns at every start.
     #[arg(long)]
     pub insecure_no_auth: bool,
+
+    /// HTTP connections open at once; past it, a new connection waits to be accepted.
+    #[arg(long, env = "SHOP_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    pub max_connections: usize,
+
+    /// Seconds a request's headers may take to arrive, from the connection's opening or its
+    /// last answer (else the connection is closed), and then its body (else 408).
+    #[arg(long, env = "SHOP_READ_TIMEOUT", default_value = "30", value_parser = seconds, value_name = "SECONDS")]
+    pub read_timeout: Duration,
+}
+
+/// A positive number of seconds, such as `10` or `0.5`.
+fn seconds(text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 && secs < 1e6 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("{text:?} is not a positive number of seconds")),
+    }
 }
 
 impl HttpConfig {
@@ -194,6 +228,8 @@ impl Default for HttpConfig {
             auth_client_id: None,
             auth_client_secret: None,
             insecure_no_auth: false,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            read_timeout: DEFAULT_READ_TIMEOUT,
         }
     }
 }

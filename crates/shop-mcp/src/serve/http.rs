@@ -29,7 +29,11 @@ use tokio_util::sync::CancellationToken;
 
 use oauth_resource::{ResourceServer, ScopePolicy, gate::IntrospectionClient};
 
-use crate::serve::{HttpConfig, ServeError, json_rpc_check, metrics};
+use crate::serve::{
+    HttpConfig, ServeError,
+    connections::{self, Bounds},
+    json_rpc_check, metrics,
+};
 
 pub use crate::serve::config::MAX_BODY_BYTES;
 
@@ -87,17 +91,16 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         .with_allowed_origins(origins);
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
     let rendered = metrics::install();
-    let checked = Router::new().route_service("/mcp", mcp).layer(middleware::from_fn(json_rpc_check::check));
+    let mcp = Router::new().route_service("/mcp", mcp);
     let endpoint = match &gate {
         Some(gate) => {
             gate.start().await;
-            checked
-                .layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::gate))
-                .merge(gate.metadata_routes())
+            mcp.layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::gate)).merge(gate.metadata_routes())
         }
-        None => checked,
+        None => mcp,
     };
     let app = endpoint
+        .layer(middleware::from_fn_with_state(http.read_timeout, json_rpc_check::check))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(move || std::future::ready(rendered.render())))
         .layer(middleware::from_fn(status_for_errors))
@@ -106,13 +109,13 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     let url = format!("http://{}/mcp", listener.local_addr()?);
     println!("{url}");
     tracing::info!(%url, "serving MCP over Streamable HTTP");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("stopping: finishing the requests in flight");
-            stop.cancel();
-        })
-        .await?;
+    let bounds = Bounds { max_connections: http.max_connections, read_timeout: http.read_timeout };
+    connections::serve(listener, app, bounds, async move {
+        shutdown.await;
+        tracing::info!("stopping: finishing the requests in flight");
+        stop.cancel();
+    })
+    .await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -10,11 +10,17 @@
 //! The body goes to rmcp first, so its own checks (`Host`, `Origin`, headers) keep their
 //! order and their answers; only when rmcp refuses a body that declared JSON as undecodable
 //! (415) is the body judged here and the answer replaced.
+//!
+//! The body is read here first, whole, within the server's read timeout (a sender that
+//! trickles it gets 408) and its size limit (413): the layers after this one, the
+//! authorization gate among them, find it already in memory.
+
+use std::time::Duration;
 
 use axum::{
     Json,
     body::{Body, to_bytes},
-    extract::Request,
+    extract::{Request, State},
     http::{Method, StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Response},
@@ -23,8 +29,9 @@ use serde_json::{Value, json};
 
 use crate::serve::config::MAX_BODY_BYTES;
 
-/// The middleware: pass the request to rmcp, and word its refusal of an undecodable body.
-pub async fn check(request: Request, next: Next) -> Response {
+/// The middleware: read the body within `read_timeout`, pass the request on to rmcp, and word
+/// its refusal of an undecodable body.
+pub async fn check(State(read_timeout): State<Duration>, request: Request, next: Next) -> Response {
     let declares_json = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -34,9 +41,24 @@ pub async fn check(request: Request, next: Next) -> Response {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = to_bytes(body, MAX_BODY_BYTES).await else {
-        let limit = MAX_BODY_BYTES / 1024;
-        return refuse(StatusCode::PAYLOAD_TOO_LARGE, -32600, format!("Invalid Request: the body is over {limit} KiB"));
+    let bytes = match tokio::time::timeout(read_timeout, to_bytes(body, MAX_BODY_BYTES)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            let limit = MAX_BODY_BYTES / 1024;
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                format!("Invalid Request: the body is over {limit} KiB"),
+            );
+        }
+        Err(_) => {
+            let secs = read_timeout.as_secs_f64();
+            return refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                -32600,
+                format!("Invalid Request: the body did not arrive within {secs} s"),
+            );
+        }
     };
     // `Bytes` clones share the buffer: the copy kept here costs nothing.
     let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;

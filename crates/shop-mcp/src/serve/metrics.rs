@@ -72,6 +72,7 @@ fn start_at_zero() {
         "shop_refund_releases_total",
         "shop_refund_declines_total",
         "shop_refund_dismissals_total",
+        "mcp_shed_total",
     ] {
         metrics::counter!(counter).increment(0);
     }
@@ -112,6 +113,7 @@ pub fn observer() -> Observer {
             SeenOutcome::InputRequired => "input_required",
             SeenOutcome::Rejected(_) => "rejected_state",
             SeenOutcome::Error(_) => "error",
+            SeenOutcome::Shed => "shed",
         };
         metrics::counter!("mcp_requests_total", "method" => method.clone(), "outcome" => outcome).increment(1);
         metrics::histogram!("mcp_request_duration_seconds", "method" => method).record(seen.elapsed.as_secs_f64());
@@ -123,6 +125,7 @@ pub fn observer() -> Observer {
                 let client = client_label(seen.client.unwrap_or("unknown"));
                 metrics::counter!("mcp_missing_capability_total", "client" => client).increment(1);
             }
+            SeenOutcome::Shed => metrics::counter!("mcp_shed_total").increment(1),
             SeenOutcome::Complete if seen.target.is_some() => {
                 let tool = seen.target.unwrap_or_default().to_owned();
                 metrics::histogram!("mcp_rounds_per_call", "tool" => tool).record(f64::from(seen.round));

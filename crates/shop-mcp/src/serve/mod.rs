@@ -1,13 +1,15 @@
 //! Serving the shop: one configuration ([`ServeConfig`]), one [`build`], and the two
 //! transports side by side ([`stdio`] for a host that launches the server, [`http`] for
-//! Streamable HTTP with `/healthz` and [`metrics`], [`authorization`] and a
-//! [`json_rpc_check`] of every body). [`logging`] sends logs to stderr.
+//! Streamable HTTP with `/healthz` and [`metrics`], [`authorization`], a [`json_rpc_check`]
+//! of every body, and [`connections`] accepted within bounds). [`logging`] sends logs to
+//! stderr. Past `--max-tool-calls`, calls are shed as state-only rounds (`mrtr::shedding`).
 //!
 //! Only a sealed shop is served: [`build`] returns the shop behind its sealing boundary, and
 //! the boundary is the only way in.
 
 pub mod authorization;
 pub mod config;
+pub mod connections;
 pub mod http;
 pub mod json_rpc_check;
 pub mod logging;
@@ -20,6 +22,7 @@ use std::{future::Future, sync::Arc};
 use mrtr::{
     boundary::Sealed,
     records::{self, RecordsError},
+    shedding::Shedding,
 };
 use payment_provider::{PaymentProvider, ProviderError};
 use shop_api::{ClientError, ShopApi};
@@ -72,7 +75,14 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
         shop = shop.with_payments(payments);
     }
     metrics::install();
-    Ok(Sealed::new(shop, Arc::clone(&security)).observed(metrics::observer()))
+    let sealed = Sealed::new(shop, Arc::clone(&security)).observed(metrics::observer());
+    Ok(match config.max_tool_calls {
+        0 => sealed,
+        limit => {
+            tracing::info!(limit, "tool calls past the limit are shed as state-only rounds");
+            sealed.shedding(Shedding::new(limit))
+        }
+    })
 }
 
 fn payments(config: &PaymentsConfig) -> Result<Option<Payments>, ServeError> {

@@ -34,7 +34,7 @@ use rmcp::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use shop_api::{QuoteId, Refund, RefundId, RefundStatus};
+use shop_api::{ClientError, QuoteId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
@@ -236,6 +236,13 @@ impl Shop {
             }
             Err(error) if error.is_conflict() => {
                 Err(ToolError::new(format!("Refund {refund_id} is not held any more, so it can't be released again.")))
+            }
+            Err(ClientError::Unreachable(detail)) => {
+                tracing::warn!(%refund_id, %detail, "the shop's API did not answer a release");
+                Err(ToolError::new(format!(
+                    "The shop's API did not answer the release of refund {refund_id}, so it may or may not have gone \
+                     through. Call issue_refund again with the same quote: it says where the refund stands."
+                )))
             }
             Err(error) => Err(error.into()),
         }

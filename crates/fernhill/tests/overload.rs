@@ -1,0 +1,113 @@
+//! One replica past its bounds: tool calls beyond `--max-tool-calls` shed as state-only rounds
+//! that finish when the client comes back (nothing lost, nothing released twice); a sender
+//! that trickles its headers or its body is cut off at `--read-timeout`; past
+//! `--max-connections` a connection waits to be accepted.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use load::{
+    fleet::{Fleet, FleetPlan},
+    leads::{self, LoadPlan},
+    link::Condition,
+};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+    process::Command,
+};
+
+use shop_api::RunningApi;
+use support::{KEY_A, fernhill, start_api};
+
+/// Long enough for any server on this machine to act, short enough to fail a test soon.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The number a Prometheus text line `name value` gives.
+fn counter(metrics: &str, name: &str) -> Option<f64> {
+    metrics.lines().find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_past_the_bound_are_shed_as_rounds_and_every_one_finishes_once() {
+    // One tool call at a time, and every request to the API held up 20 ms: sixteen leads at
+    // once are mostly shed, and come back.
+    let plan =
+        FleetPlan { linked: true, extra: vec!["--max-tool-calls".into(), "1".into()], ..FleetPlan::new(1, "memory") };
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    fleet.set_api(Condition::Slow(Duration::from_millis(20)));
+    let load = LoadPlan { decline_every: 4, replay_every: 5, ..LoadPlan::new(fleet.urls.clone(), &fleet.api.url, 64) };
+    let report = leads::run(&load).await.unwrap();
+    assert!(report.problems.is_empty(), "{}", report.render());
+    assert_eq!((report.confirmations, report.released, report.released_twice), (64, 48, 0), "{}", report.render());
+    assert_eq!((report.ended.requested, report.ended.cancelled, report.inconsistent), (48, 16, 0));
+    assert!(report.shed > 0, "sixteen leads on one slot were shed: {}", report.render());
+    let metrics = reqwest::get(fleet.urls[0].replace("/mcp", "/metrics")).await.unwrap().text().await.unwrap();
+    assert_eq!(counter(&metrics, "mcp_shed_total"), Some(report.shed as f64), "the server counted what the leads saw");
+}
+
+async fn serve(extra: &[&str]) -> (tokio::process::Child, String, RunningApi) {
+    let api = start_api().await;
+    let mut command = Command::new(fernhill());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url])
+        .args(extra)
+        .env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    let (child, url) = support::spawn_printing_url(&mut command).await;
+    (child, url, api)
+}
+
+fn address(url: &str) -> String {
+    url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned()
+}
+
+/// Everything the server sends on `stream` until it closes it, within the deadline.
+async fn until_closed(stream: &mut TcpStream) -> String {
+    let mut answer = Vec::new();
+    tokio::time::timeout(DEADLINE, stream.read_to_end(&mut answer))
+        .await
+        .expect("the server closed the connection in time")
+        .expect("reading the connection");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn a_sender_that_trickles_its_headers_is_cut_off() {
+    let (_server, url, _api) = serve(&["--read-timeout", "0.5"]).await;
+    let mut stream = TcpStream::connect(address(&url)).await.unwrap();
+    stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+    let started = Instant::now();
+    let answer = until_closed(&mut stream).await;
+    assert!(started.elapsed() >= Duration::from_millis(400), "not before the timeout: {answer}");
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_gets_408_and_a_json_rpc_error() {
+    let (_server, url, _api) = serve(&["--read-timeout", "0.5"]).await;
+    let mut stream = TcpStream::connect(address(&url)).await.unwrap();
+    let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+                Content-Length: 100\r\n\r\n{\"jsonrpc\":";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 4096];
+    let read = tokio::time::timeout(DEADLINE, stream.read(&mut answer)).await.expect("an answer in time").unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]).into_owned();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains(r#""code":-32600"#) && answer.contains("did not arrive within 0.5 s"), "{answer}");
+}
+
+#[tokio::test]
+async fn past_the_connection_bound_a_connection_waits_until_one_closes() {
+    let (_server, url, _api) = serve(&["--max-connections", "1", "--read-timeout", "0.5"]).await;
+    // The only slot, taken by a connection that says nothing: the header timeout frees it.
+    let mut idle = TcpStream::connect(address(&url)).await.unwrap();
+    let started = Instant::now();
+    let health = url.replace("/mcp", "/healthz");
+    let waiting = tokio::spawn(async move { reqwest::get(health).await.map(|r| r.status()) });
+    until_closed(&mut idle).await;
+    let status = tokio::time::timeout(DEADLINE, waiting).await.expect("answered once a slot was free").unwrap();
+    assert_eq!(status.unwrap(), 200);
+    assert!(started.elapsed() >= Duration::from_millis(400), "the second connection waited for the first");
+}

@@ -1,0 +1,225 @@
+//! Faults under load, with the books checked: a linked fleet of three replicas on a Redis of
+//! its own takes a load of leads (some saying no, some sending their answer twice), a fault
+//! strikes a third of the way in, and afterwards fresh leads must confirm on the same fleet
+//! with nothing failing (it recovered without a restart). Each run is one row of a table:
+//! attempted, completed, failed with a clear error, failed with no word, released twice (must
+//! be 0), and where the refunds ended by the shop's API, each as its lead said.
+
+use std::{collections::BTreeMap, fmt, path::Path, time::Duration};
+
+use anyhow::Context as _;
+use tokio::sync::watch;
+
+use crate::{
+    fleet::{Fleet, FleetPlan},
+    leads::{self, LoadPlan, Report},
+    link::Condition,
+    redis_server::RedisServer,
+};
+
+/// The replicas of a fault run's fleet.
+const REPLICAS: usize = 3;
+/// The replica a replica fault strikes.
+const STRUCK: usize = 1;
+
+/// What goes wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fault {
+    /// A replica is killed (SIGKILL) with requests in flight, and stays down.
+    KillReplica,
+    /// A replica is killed and a new one takes its place, with the fleet's shared key.
+    RestartReplica,
+    /// Redis is stopped and started again (`SHUTDOWN`, then a new process on its data).
+    RestartRedis,
+    /// The shop's API cannot be reached for the run's outage.
+    ApiDown,
+    /// Every request to the shop's API is held up by the run's slowdown, for a third of the run.
+    ApiSlow,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 5] =
+        [Fault::KillReplica, Fault::RestartReplica, Fault::RestartRedis, Fault::ApiDown, Fault::ApiSlow];
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fault::KillReplica => "kill -9 of a replica",
+            Fault::RestartReplica => "a replica restarted, shared key",
+            Fault::RestartRedis => "Redis restarted",
+            Fault::ApiDown => "the shop's API down",
+            Fault::ApiSlow => "the shop's API slowed",
+        })
+    }
+}
+
+/// How big a fault run is.
+#[derive(Debug, Clone)]
+pub struct FaultPlan {
+    /// Confirmations while the fault strikes.
+    pub confirmations: usize,
+    /// Leads at once.
+    pub leads: usize,
+    /// How long the API stays down.
+    pub outage: Duration,
+    /// What the slowed API adds to every request.
+    pub slowdown: Duration,
+    /// Confirmations afterwards, all of which must complete.
+    pub recovery: usize,
+}
+
+impl Default for FaultPlan {
+    fn default() -> Self {
+        Self {
+            confirmations: 300,
+            leads: 16,
+            outage: Duration::from_secs(1),
+            slowdown: Duration::from_millis(50),
+            recovery: 50,
+        }
+    }
+}
+
+/// One fault's run.
+#[derive(Debug)]
+pub struct FaultRow {
+    pub fault: Fault,
+    /// The load the fault struck.
+    pub during: Report,
+    /// The load afterwards, on the same fleet.
+    pub after: Report,
+}
+
+impl FaultRow {
+    /// Nothing released twice, every refund as its lead said, every failure worded by a
+    /// server, and the fleet working afterwards.
+    pub fn holds(&self) -> bool {
+        self.during.released_twice == 0
+            && self.during.inconsistent == 0
+            && self.during.failed_unclear == 0
+            && self.after.problems.is_empty()
+            && self.after.released == self.after.attempted
+    }
+
+    /// The errors the leads saw, refund and quote IDs blanked, most frequent first.
+    pub fn errors(&self) -> Vec<(String, usize)> {
+        let mut counts = BTreeMap::<String, usize>::new();
+        for problem in &self.during.problems {
+            *counts.entry(blank_ids(problem)).or_default() += 1;
+        }
+        let mut counts: Vec<_> = counts.into_iter().collect();
+        counts.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
+        counts
+    }
+}
+
+fn blank_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if matches!(c, 'R' | 'Q') && chars.peek() == Some(&'-') {
+            out.push(chars.next().unwrap_or('-'));
+            while chars.peek().is_some_and(char::is_ascii_digit) {
+                chars.next();
+            }
+            out.push('…');
+        }
+    }
+    out
+}
+
+/// The rows as a Markdown table, then each fault's errors.
+pub fn render(rows: &[FaultRow]) -> String {
+    let mut out = String::from(
+        "| fault | attempted | completed | failed, clear error | failed, no word | rounds rerouted | released twice \
+         | requested / held / cancelled | not as the lead said | afterwards | whole p50 ms |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let (d, e) = (&row.during, &row.during.ended);
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} of {} | {:.1} |\n",
+            row.fault,
+            d.attempted,
+            d.confirmations,
+            d.failed_clear,
+            d.failed_unclear,
+            d.rerouted,
+            d.released_twice,
+            e.requested,
+            e.needs_confirmation,
+            e.cancelled,
+            d.inconsistent,
+            row.after.released,
+            row.after.attempted,
+            d.whole.p50.as_secs_f64() * 1000.0,
+        ));
+    }
+    for row in rows {
+        for (words, count) in row.errors().iter().take(4) {
+            out.push_str(&format!("{}: {count} × {words}\n", row.fault));
+        }
+    }
+    out
+}
+
+/// Run `fault` against a fresh linked fleet of `program` (the fernhill binary) on a fresh Redis.
+pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Result<FaultRow> {
+    let dir = tempfile::tempdir().context("a directory for the run's Redis")?;
+    let mut redis = Some(RedisServer::start(dir.path()).await?);
+    let store = redis.as_ref().map(RedisServer::url).unwrap_or_default();
+    let fleet_plan = FleetPlan { linked: true, ..FleetPlan::new(REPLICAS, &store) };
+    let mut fleet = Fleet::start(program, &fleet_plan).await?;
+    let (progress, mut finished) = watch::channel(0);
+    let load = LoadPlan {
+        leads: plan.leads,
+        decline_every: 5,
+        replay_every: 7,
+        progress: Some(progress),
+        ..LoadPlan::new(fleet.urls.clone(), &fleet.api.url, plan.confirmations)
+    };
+    let at = |share: usize| move |done: &usize| *done >= plan.confirmations * share / 3;
+    // The load runs beside the fault: a third of the way in (or at the load's end, if it failed
+    // early), the fault strikes.
+    let strike = async {
+        let _ = finished.wait_for(at(1)).await;
+        match fault {
+            Fault::KillReplica => fleet.kill(STRUCK).await,
+            Fault::RestartReplica => fleet.restart(program, STRUCK, &fleet_plan).await,
+            Fault::RestartRedis => {
+                redis.take().context("the run's Redis")?.stop().await?;
+                redis = Some(RedisServer::start(dir.path()).await?);
+                Ok(())
+            }
+            Fault::ApiDown => {
+                fleet.set_api(Condition::Down);
+                tokio::time::sleep(plan.outage).await;
+                fleet.set_api(Condition::Up);
+                Ok(())
+            }
+            Fault::ApiSlow => {
+                fleet.set_api(Condition::Slow(plan.slowdown));
+                let _ = finished.wait_for(at(2)).await;
+                fleet.set_api(Condition::Up);
+                Ok(())
+            }
+        }
+    };
+    // The plan (and with it the progress sender) goes when the load ends, so no wait outlives it.
+    let running = async move { leads::run(&load).await };
+    let (during, struck) = tokio::join!(running, strike);
+    struck.with_context(|| format!("striking with {fault}"))?;
+    let during = during?;
+    let live: Vec<String> = match fault {
+        Fault::KillReplica => {
+            fleet.urls.iter().enumerate().filter(|(i, _)| *i != STRUCK).map(|(_, u)| u.clone()).collect()
+        }
+        _ => fleet.urls.clone(),
+    };
+    let after =
+        leads::run(&LoadPlan { leads: plan.leads, ..LoadPlan::new(live, &fleet.api.url, plan.recovery) }).await?;
+    drop(redis);
+    Ok(FaultRow { fault, during, after })
+}
