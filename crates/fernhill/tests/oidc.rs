@@ -112,8 +112,8 @@ async fn a_fleet_with_auth_opens_a_state_for_its_caller_on_any_replica_and_never
     let _haproxy = front.start(&fleet);
 
     let yes = ScriptedUser::always(chapter::release());
-    let alice = authorization::connect(yes.clone(), &url, &lead("lead")).await.unwrap();
-    let bob = authorization::connect(yes, &url, &lead("other-lead")).await.unwrap();
+    let alice = authorization::connect(yes.clone(), &url, &lead("lead"), 1).await.unwrap();
+    let bob = authorization::connect(yes, &url, &lead("other-lead"), 1).await.unwrap();
     let quote_id = support::quote(&alice, "O-2289").await;
     let asked = support::ask(&alice, &quote_id).await;
     let call = params("issue_refund", json!({"quote_id": quote_id}));

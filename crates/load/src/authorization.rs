@@ -26,9 +26,15 @@ pub enum Credentials {
     TokenCommand(String),
 }
 
-/// A client of the server at `url`, playing `handler`, authorized as `credentials` say.
-pub async fn connect<H: ClientHandler>(handler: H, url: &str, credentials: &Credentials) -> anyhow::Result<Client<H>> {
-    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).max_concurrent_requests(1);
+/// A client of the server at `url`, playing `handler`, authorized as `credentials` say, with at
+/// most `concurrency` requests in flight (a lead has one; a stream of arrivals, many).
+pub async fn connect<H: ClientHandler>(
+    handler: H,
+    url: &str,
+    credentials: &Credentials,
+    concurrency: usize,
+) -> anyhow::Result<Client<H>> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).max_concurrent_requests(concurrency);
     let client = match credentials {
         Credentials::None => {
             let transport = StreamableHttpClientTransport::with_client(pooled_http_client(), config);

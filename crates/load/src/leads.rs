@@ -123,6 +123,8 @@ pub struct Report {
     /// Confirmations that ended with no word from any server (every replica unreachable, no
     /// reply within the round's deadline, an answer of the wrong shape).
     pub failed_unclear: usize,
+    /// Failed confirmations whose lead had been asked (and answered): lost answers.
+    pub failed_after_asking: usize,
     /// Rounds that met no server and went to the next one.
     pub rerouted: usize,
     /// Rounds a busy server shed (answered with a state only), sent again after a pause.
@@ -183,7 +185,7 @@ impl Report {
 }
 
 /// How one confirmation ended.
-enum Ending {
+pub(crate) enum Ending {
     /// As the lead said; the refund's ID and the status the server reported.
     Done { times: [Duration; 3], refund_id: String, status: String },
     /// In an error the server worded.
@@ -193,12 +195,12 @@ enum Ending {
 }
 
 /// One confirmation as its lead lived it.
-struct Confirmation {
+pub(crate) struct Confirmation {
     quote_id: Option<String>,
     /// The lead was asked: the API made (or holds) the quote's refund.
     asked: bool,
     says_yes: bool,
-    ending: Ending,
+    pub(crate) ending: Ending,
     /// Replies that called the refund released (more than one is a double release).
     released_replies: usize,
 }
@@ -217,7 +219,7 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
         let mut clients = Vec::new();
         for url in &plan.urls {
             let user = ScriptedUser::always(Answer::form(&ReleaseForm::YES)).named(format!("load-lead-{lead}"));
-            let client = authorization::connect(user, url, &plan.credentials).await;
+            let client = authorization::connect(user, url, &plan.credentials, 1).await;
             clients.push(client.with_context(|| format!("connecting to {url}"))?);
         }
         leads.push(clients);
@@ -266,6 +268,7 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
         confirmations: 0,
         failed_clear: 0,
         failed_unclear: 0,
+        failed_after_asking: 0,
         rerouted: rerouted.load(Ordering::Relaxed),
         shed: shed.load(Ordering::Relaxed),
         elapsed,
@@ -281,6 +284,9 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
     };
     let (mut quote, mut ask, mut confirm, mut whole) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for confirmation in &finished {
+        if confirmation.asked && !matches!(confirmation.ending, Ending::Done { .. }) {
+            report.failed_after_asking += 1;
+        }
         match &confirmation.ending {
             Ending::Done { times, .. } => {
                 report.confirmations += 1;
@@ -310,11 +316,11 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
 }
 
 /// One lead's connections, one per server, and where the next round goes.
-struct Lead<'a> {
-    clients: &'a [Client<ScriptedUser>],
-    next_url: &'a AtomicUsize,
-    rerouted: &'a AtomicUsize,
-    shed: &'a AtomicUsize,
+pub(crate) struct Lead<'a> {
+    pub(crate) clients: &'a [Client<ScriptedUser>],
+    pub(crate) next_url: &'a AtomicUsize,
+    pub(crate) rerouted: &'a AtomicUsize,
+    pub(crate) shed: &'a AtomicUsize,
 }
 
 /// How a round ended, for the lead. (Short-lived, one at a time: its size does not matter.)
@@ -373,7 +379,7 @@ impl Lead<'_> {
     }
 
     /// One confirmation: quote, ask, answer, each round to the next server.
-    async fn confirm(&self, order: &str, says_yes: bool, replays: bool) -> Confirmation {
+    pub(crate) async fn confirm(&self, order: &str, says_yes: bool, replays: bool) -> Confirmation {
         let mut confirmation = Confirmation {
             quote_id: None,
             asked: false,

@@ -7,8 +7,12 @@
 //!   every refund was released exactly once. Percentiles per step.
 //! - [`fleet`]: a fresh shop API and several `fernhill serve --http` replicas sharing one key
 //!   and one store, with no stickiness; a replica can be killed and restarted.
+//! - [`arrivals`]: confirmations arriving at a fixed rate (an open loop, to overload a
+//!   server), and the goodput: those finished within a person's patience;
 //! - [`faults`]: a fault (a replica killed or restarted, Redis restarted, the API down or
 //!   slow) striking a linked fleet under load, and the books checked: one row of a table each.
+//! - [`overload`]: one bounded replica's capacity, then 2x and 5x that arriving, shed or
+//!   queued past the bound: goodput side by side;
 //! - [`link`]: a TCP relay in front of a replica or the API, that a fault run cuts or slows;
 //! - [`redis_server`]: a Redis of a run's own, to stop and start again;
 //! - [`child_log`]: a child process's stderr, collected so a caller can wait for a line;
@@ -16,10 +20,12 @@
 //!
 //! The binary, `fernhill-load`, is a thin command line over these.
 
+pub mod arrivals;
 pub mod authorization;
 pub mod child_log;
 pub mod faults;
 pub mod fleet;
 pub mod leads;
 pub mod link;
+pub mod overload;
 pub mod redis_server;

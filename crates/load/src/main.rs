@@ -1,15 +1,17 @@
 //! `fernhill-load`: confirm refunds with simulated leads over MCP on HTTP, each round to the
 //! next server, and check through the shop's API that every refund was released exactly once.
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context as _;
 use clap::Parser;
 use load::{
+    arrivals::{self, ArrivalPlan},
     authorization::Credentials,
     faults::{self, Fault, FaultPlan},
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
+    overload::{self, OverloadPlan},
 };
 
 /// Confirm refunds with simulated leads against fernhill servers, and check the books.
@@ -25,7 +27,7 @@ struct Cli {
     #[arg(long = "url")]
     urls: Vec<String>,
     /// The shop's API behind the given servers.
-    #[arg(long, required_unless_present = "replicas", requires = "urls")]
+    #[arg(long, required_unless_present_any = ["replicas", "faults", "all_faults", "overload"], requires = "urls")]
     shop_api: Option<String>,
     /// Start this many replicas of `fernhill serve --http` and a fresh shop API.
     #[arg(long, conflicts_with = "urls")]
@@ -67,6 +69,20 @@ struct Cli {
     /// Every fault of --fault's list, one after another.
     #[arg(long, conflicts_with_all = ["urls", "replicas", "faults"])]
     all_faults: bool,
+    /// Instead of leads, confirmations arriving at this many per second whether or not the
+    /// servers keep up (an open loop, to overload them); reports goodput.
+    #[arg(long, value_name = "PER_SECOND")]
+    rate: Option<f64>,
+    /// With --rate or --overload: for how many seconds confirmations arrive (a run).
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    duration: f64,
+    /// With --rate or --overload: how many seconds a person waits for a confirmation.
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    patience: f64,
+    /// Measure overload: one replica bounded to a few tool calls at once over a slowed API,
+    /// its capacity, then arrivals at 2x and 5x that with shedding and with queueing; a table.
+    #[arg(long, conflicts_with_all = ["urls", "replicas", "faults", "all_faults", "rate"])]
+    overload: bool,
 }
 
 #[tokio::main]
@@ -88,6 +104,19 @@ fn fernhill_program(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    let seconds = |s: f64, what: &str| {
+        Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()).with_context(|| format!("--{what} {s}"))
+    };
+    if cli.overload {
+        let plan = OverloadPlan {
+            duration: seconds(cli.duration, "duration")?,
+            patience: seconds(cli.patience, "patience")?,
+            ..OverloadPlan::default()
+        };
+        let (capacity, rows) = overload::run(&fernhill_program(cli.fernhill)?, &plan).await?;
+        print!("{}", overload::render(&plan, capacity, &rows));
+        return Ok(());
+    }
     let strike = if cli.all_faults { Fault::ALL.to_vec() } else { cli.faults.clone() };
     if !strike.is_empty() {
         return strike_faults(cli, &strike).await;
@@ -118,6 +147,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         (_, _, Some(command)) => Credentials::TokenCommand(command),
         _ => Credentials::None,
     };
+    if let Some(rate) = cli.rate {
+        let plan = ArrivalPlan {
+            urls,
+            rate,
+            duration: seconds(cli.duration, "duration")?,
+            patience: seconds(cli.patience, "patience")?,
+            order: cli.order,
+            credentials,
+        };
+        println!("{}", arrivals::run(&plan).await?.render(rate));
+        return Ok(());
+    }
     let plan = LoadPlan {
         leads: cli.leads,
         order: cli.order,

@@ -196,8 +196,6 @@ struct Opened {
     carried: Option<String>,
     /// The answers a held-over round held, to put back into the request.
     restored: Option<Value>,
-    /// The call comes back from being shed (its state was a held-over round's).
-    returning: bool,
 }
 
 /// A state opened through: the plain state under the token it came in (if any), and the
@@ -205,7 +203,6 @@ struct Opened {
 struct Through {
     plain: Option<(String, request_state::Opened)>,
     responses: Option<Value>,
-    held_over: bool,
 }
 
 impl<H> Sealed<H> {
@@ -222,7 +219,7 @@ impl<H> Sealed<H> {
         let started = Instant::now();
         let client = context.client_info().map(|info| info.name);
         let binding = Binding::new(method, &target, arguments.as_ref(), principal(context));
-        let (mut round, mut carried, mut restored, mut returning) = (1, None, None, false);
+        let (mut round, mut carried, mut restored) = (1, None, None);
         if let Some(token) = state {
             match self.open_through(token, &binding) {
                 Ok(through) => {
@@ -234,7 +231,6 @@ impl<H> Sealed<H> {
                         carried = Some(token);
                     }
                     restored = through.responses;
-                    returning = through.held_over;
                 }
                 Err(reason) => {
                     tracing::warn!(
@@ -250,7 +246,7 @@ impl<H> Sealed<H> {
                 }
             }
         }
-        Ok(Opened { method, target, binding, round, client, started, carried, restored, returning })
+        Ok(Opened { method, target, binding, round, client, started, carried, restored })
     }
 
     /// Open `token`; a held-over round's, through to the state it held (which must be a plain
@@ -258,7 +254,7 @@ impl<H> Sealed<H> {
     fn open_through(&self, token: String, binding: &Binding) -> Result<Through, Rejection> {
         let opened = self.security.open_round(&token, binding)?;
         let Some(HeldOver { token: held, responses }) = opened.held else {
-            return Ok(Through { plain: Some((token, opened)), responses: None, held_over: false });
+            return Ok(Through { plain: Some((token, opened)), responses: None });
         };
         let plain = match held {
             None => None,
@@ -270,7 +266,7 @@ impl<H> Sealed<H> {
                 Some((inner, opened))
             }
         };
-        Ok(Through { plain, responses, held_over: true })
+        Ok(Through { plain, responses })
     }
 
     /// The state-only round that sheds this call: it holds the call's state and answers.
@@ -367,9 +363,9 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
             }
             let _slot = match &self.shedding {
                 None => None,
-                Some(shedding) => match shedding.try_enter(opened.returning).await {
+                Some(shedding) => match shedding.try_enter(opened.carried.is_some()).await {
                     Some(slot) => Some(slot),
-                    None if takes_rounds(&context) => {
+                    None if shedding.sheds() && takes_rounds(&context) => {
                         return Ok(CallToolResponse::InputRequired(
                             self.shed(opened, request.input_responses.as_ref()),
                         ));

@@ -67,6 +67,11 @@ pub struct ServeConfig {
     #[arg(long, env = "SHOP_MAX_TOOL_CALLS", default_value_t = DEFAULT_MAX_TOOL_CALLS, value_name = "N")]
     pub max_tool_calls: usize,
 
+    /// Past --max-tool-calls: `shed` answers a 2026-07-28 caller with a state-only round;
+    /// `wait` queues every call until a slot is free (to compare with).
+    #[arg(long, env = "SHOP_WHEN_BUSY", value_enum, default_value_t = WhenBusy::Shed)]
+    pub when_busy: WhenBusy,
+
     #[command(flatten)]
     pub payments: PaymentsConfig,
 
@@ -87,6 +92,7 @@ impl ServeConfig {
             quote_ttl: DEFAULT_QUOTE_TTL.as_secs(),
             ask_style: AskStyle::InputRequired,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+            when_busy: WhenBusy::Shed,
             payments: PaymentsConfig::default(),
             http: HttpConfig::default(),
         }
@@ -100,6 +106,16 @@ impl ServeConfig {
 /// Tool calls one server works on at once unless told otherwise: enough to keep the shop's API
 /// and Redis busy from one replica, few enough that a burst is shed rather than queued.
 pub const DEFAULT_MAX_TOOL_CALLS: usize = 64;
+
+/// What a call past `--max-tool-calls` gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum WhenBusy {
+    /// A state-only round: come back shortly (callers before 2026-07-28 wait).
+    #[default]
+    Shed,
+    /// A place in the queue.
+    Wait,
+}
 
 /// Who the host's user is where no caller is authenticated (stdio), unless told otherwise.
 pub const DEFAULT_LEAD: &str = "lead-1";

@@ -27,7 +27,7 @@ use mrtr::{
 use payment_provider::{PaymentProvider, ProviderError};
 use shop_api::{ClientError, ShopApi};
 
-pub use config::{HttpConfig, PaymentsConfig, ServeConfig};
+pub use config::{HttpConfig, PaymentsConfig, ServeConfig, WhenBusy};
 
 use crate::{Payments, Shop, serve::state_keys::StateKeyError};
 
@@ -76,11 +76,15 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     }
     metrics::install();
     let sealed = Sealed::new(shop, Arc::clone(&security)).observed(metrics::observer());
-    Ok(match config.max_tool_calls {
-        0 => sealed,
-        limit => {
+    Ok(match (config.max_tool_calls, config.when_busy) {
+        (0, _) => sealed,
+        (limit, WhenBusy::Shed) => {
             tracing::info!(limit, "tool calls past the limit are shed as state-only rounds");
             sealed.shedding(Shedding::new(limit))
+        }
+        (limit, WhenBusy::Wait) => {
+            tracing::info!(limit, "tool calls past the limit wait for a slot");
+            sealed.shedding(Shedding::queueing(limit))
         }
     })
 }
