@@ -36,8 +36,9 @@ impl ChildLog {
         }
     }
 
-    /// Read `stderr` line by line into this log (and pass it on to ours when `echo`).
-    pub fn follow(&self, stderr: tokio::process::ChildStderr, echo: bool) {
+    /// Read `stderr` (or any output of a child) line by line into this log (and pass it on to
+    /// our stderr when `echo`).
+    pub fn follow(&self, stderr: impl tokio::io::AsyncRead + Unpin + Send + 'static, echo: bool) {
         let log = self.clone();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();

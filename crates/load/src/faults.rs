@@ -15,6 +15,7 @@ use crate::{
     leads::{self, LoadPlan, Report},
     link::Condition,
     redis_server::RedisServer,
+    sentinel::SentinelGroup,
 };
 
 /// The replicas of a fault run's fleet.
@@ -31,6 +32,9 @@ pub enum Fault {
     RestartReplica,
     /// Redis is stopped and started again (`SHUTDOWN`, then a new process on its data).
     RestartRedis,
+    /// The Redis primary is killed and Sentinel promotes its replica (the fleet's store is
+    /// `redis+sentinel://`); claims not yet replicated are lost.
+    FailOverRedis,
     /// The shop's API cannot be reached for the run's outage.
     ApiDown,
     /// Every request to the shop's API is held up by the run's slowdown, for a third of the run.
@@ -38,8 +42,14 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 5] =
-        [Fault::KillReplica, Fault::RestartReplica, Fault::RestartRedis, Fault::ApiDown, Fault::ApiSlow];
+    pub const ALL: [Fault; 6] = [
+        Fault::KillReplica,
+        Fault::RestartReplica,
+        Fault::RestartRedis,
+        Fault::FailOverRedis,
+        Fault::ApiDown,
+        Fault::ApiSlow,
+    ];
 }
 
 impl fmt::Display for Fault {
@@ -48,6 +58,7 @@ impl fmt::Display for Fault {
             Fault::KillReplica => "kill -9 of a replica",
             Fault::RestartReplica => "a replica restarted, shared key",
             Fault::RestartRedis => "Redis restarted",
+            Fault::FailOverRedis => "Redis primary killed, Sentinel fails over",
             Fault::ApiDown => "the shop's API down",
             Fault::ApiSlow => "the shop's API slowed",
         })
@@ -168,8 +179,12 @@ pub fn render(rows: &[FaultRow]) -> String {
 /// Run `fault` against a fresh linked fleet of `program` (the fernhill binary) on a fresh Redis.
 pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Result<FaultRow> {
     let dir = tempfile::tempdir().context("a directory for the run's Redis")?;
-    let mut redis = Some(RedisServer::start(dir.path()).await?);
-    let store = redis.as_ref().map(RedisServer::url).unwrap_or_default();
+    let (mut redis, mut sentinels) = (None, None);
+    let store = if fault == Fault::FailOverRedis {
+        sentinels.insert(SentinelGroup::start(dir.path()).await?).store_url()
+    } else {
+        redis.insert(RedisServer::start(dir.path()).await?).url()
+    };
     let fleet_plan = FleetPlan { linked: true, ..FleetPlan::new(REPLICAS, &store) };
     let mut fleet = Fleet::start(program, &fleet_plan).await?;
     let (progress, mut finished) = watch::channel(0);
@@ -193,6 +208,7 @@ pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Resu
                 redis = Some(RedisServer::start(dir.path()).await?);
                 Ok(())
             }
+            Fault::FailOverRedis => sentinels.as_mut().context("the run's Sentinels")?.fail_over().await,
             Fault::ApiDown => {
                 fleet.set_api(Condition::Down);
                 tokio::time::sleep(plan.outage).await;
@@ -220,6 +236,6 @@ pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Resu
     };
     let after =
         leads::run(&LoadPlan { leads: plan.leads, ..LoadPlan::new(live, &fleet.api.url, plan.recovery) }).await?;
-    drop(redis);
+    drop((redis, sentinels));
     Ok(FaultRow { fault, during, after })
 }

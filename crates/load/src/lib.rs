@@ -9,12 +9,13 @@
 //!   and one store, with no stickiness; a replica can be killed and restarted.
 //! - [`arrivals`]: confirmations arriving at a fixed rate (an open loop, to overload a
 //!   server), and the goodput: those finished within a person's patience;
-//! - [`faults`]: a fault (a replica killed or restarted, Redis restarted, the API down or
-//!   slow) striking a linked fleet under load, and the books checked: one row of a table each.
+//! - [`faults`]: a fault (a replica killed or restarted, Redis restarted or failed over, the
+//!   API down or slow) striking a linked fleet under load, and the books checked: one row of a table each.
 //! - [`overload`]: one bounded replica's capacity, then 2x and 5x that arriving, shed or
 //!   queued past the bound: goodput side by side;
 //! - [`link`]: a TCP relay in front of a replica or the API, that a fault run cuts or slows;
-//! - [`redis_server`]: a Redis of a run's own, to stop and start again;
+//! - [`redis_server`]: a Redis of a run's own, to stop and start again, and [`sentinel`]: a
+//!   primary, a replica and a Sentinel, to fail over;
 //! - [`child_log`]: a child process's stderr, collected so a caller can wait for a line;
 //! - [`authorization`]: how the leads authorize with servers that ask for OAuth.
 //!
@@ -29,3 +30,4 @@ pub mod leads;
 pub mod link;
 pub mod overload;
 pub mod redis_server;
+pub mod sentinel;

@@ -15,8 +15,12 @@ use std::{
     time::{Duration, Instant},
 };
 
-use redis::{AsyncCommands, SetExpiry, SetOptions, aio::ConnectionManager};
-use tokio::sync::OnceCell;
+use redis::{
+    AsyncCommands, SetExpiry, SetOptions,
+    aio::ConnectionManager,
+    sentinel::{SentinelClient, SentinelServerType},
+};
+use tokio::sync::{OnceCell, RwLock};
 
 use crate::once_only::{Claim, Claiming, OnceOnly, OnceOnlyError};
 
@@ -102,10 +106,23 @@ impl Records for InMemory {
 /// a server starts while Redis is down, fails closed while it stays down, and works again
 /// when it is back. Keys are namespaced by `prefix`.
 pub struct Redis {
-    client: redis::Client,
+    source: Source,
     prefix: String,
-    connection: OnceCell<ConnectionManager>,
     url: String,
+}
+
+/// Where the connection comes from: one Redis, or whichever Redis the Sentinels name primary.
+enum Source {
+    Direct {
+        client: redis::Client,
+        connection: OnceCell<ConnectionManager>,
+    },
+    /// After a failover the old primary refuses writes (`READONLY`) or is gone: the connection
+    /// is then dropped, and the next call asks the Sentinels again.
+    Sentinel {
+        sentinels: tokio::sync::Mutex<SentinelClient>,
+        connection: RwLock<Option<ConnectionManager>>,
+    },
 }
 
 impl std::fmt::Debug for Redis {
@@ -121,21 +138,55 @@ impl Redis {
     /// Records in the Redis at `url` (such as `redis://127.0.0.1:6379`), keys under `prefix`.
     pub fn new(url: &str, prefix: &str) -> Result<Self, RecordsError> {
         let client = redis::Client::open(url).map_err(|e| RecordsError(format!("{url}: {e}")))?;
-        Ok(Self { client, prefix: prefix.to_owned(), connection: OnceCell::new(), url: redact(url) })
+        let source = Source::Direct { client, connection: OnceCell::new() };
+        Ok(Self { source, prefix: prefix.to_owned(), url: redact(url) })
+    }
+
+    /// Records in the primary that the Sentinels at `url` name for their service:
+    /// `redis+sentinel://HOST:PORT[,HOST:PORT...]/SERVICE` (no credentials: give the Redis
+    /// nodes none, or use a `redis://` URL).
+    pub fn sentinel(url: &str, prefix: &str) -> Result<Self, RecordsError> {
+        let invalid = |why: &str| RecordsError(format!("{url}: {why}"));
+        let rest = url.strip_prefix(SENTINEL_SCHEME).ok_or_else(|| invalid("not a redis+sentinel:// URL"))?;
+        let (hosts, service) = rest.split_once('/').ok_or_else(|| invalid("no /SERVICE after the Sentinels"))?;
+        if service.is_empty() || service.contains('/') {
+            return Err(invalid("the service name is one path segment"));
+        }
+        let nodes: Vec<String> = hosts.split(',').filter(|h| !h.is_empty()).map(|h| format!("redis://{h}")).collect();
+        if nodes.is_empty() {
+            return Err(invalid("no Sentinel named"));
+        }
+        let sentinels = SentinelClient::build(nodes, service.to_owned(), None, SentinelServerType::Master)
+            .map_err(|e| invalid(&e.to_string()))?;
+        let source = Source::Sentinel { sentinels: tokio::sync::Mutex::new(sentinels), connection: RwLock::new(None) };
+        Ok(Self { source, prefix: prefix.to_owned(), url: url.to_owned() })
     }
 
     async fn connection(&self) -> Result<ConnectionManager, RecordsError> {
-        let connect = || async {
-            let config = redis::aio::ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(REDIS_TIMEOUT))
-                .set_response_timeout(Some(REDIS_TIMEOUT))
-                .set_number_of_retries(1);
-            self.client
-                .get_connection_manager_with_config(config)
-                .await
-                .map_err(|e| RecordsError(format!("{}: {e}", self.url)))
-        };
-        self.connection.get_or_try_init(connect).await.cloned()
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(REDIS_TIMEOUT))
+            .set_response_timeout(Some(REDIS_TIMEOUT))
+            .set_number_of_retries(1);
+        let unavailable = |e: redis::RedisError| RecordsError(format!("{}: {e}", self.url));
+        match &self.source {
+            Source::Direct { client, connection } => {
+                let connect = || async { client.get_connection_manager_with_config(config).await.map_err(unavailable) };
+                connection.get_or_try_init(connect).await.cloned()
+            }
+            Source::Sentinel { sentinels, connection } => {
+                if let Some(open) = connection.read().await.as_ref() {
+                    return Ok(open.clone());
+                }
+                let mut slot = connection.write().await;
+                if let Some(open) = slot.as_ref() {
+                    return Ok(open.clone());
+                }
+                let primary = sentinels.lock().await.async_get_client().await.map_err(unavailable)?;
+                let open = primary.get_connection_manager_with_config(config).await.map_err(unavailable)?;
+                *slot = Some(open.clone());
+                Ok(open)
+            }
+        }
     }
 
     fn key(&self, key: &str) -> String {
@@ -143,9 +194,21 @@ impl Redis {
     }
 
     fn failed(&self, error: redis::RedisError) -> RecordsError {
+        // A primary that was demoted, or is gone: ask the Sentinels again next time.
+        if let Source::Sentinel { connection, .. } = &self.source
+            && (error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+                || error.is_io_error()
+                || error.is_timeout())
+            && let Ok(mut slot) = connection.try_write()
+        {
+            *slot = None;
+        }
         RecordsError(format!("{}: {error}", self.url))
     }
 }
+
+/// The scheme of a `--store` that names Redis Sentinels.
+pub const SENTINEL_SCHEME: &str = "redis+sentinel://";
 
 /// A Redis URL without its password, for logs.
 fn redact(url: &str) -> String {
@@ -201,11 +264,13 @@ impl Records for Redis {
 pub fn from_url(store: &str, prefix: &str) -> Result<std::sync::Arc<dyn Records>, RecordsError> {
     match store {
         "memory" | "" => Ok(std::sync::Arc::new(InMemory::new())),
+        url if url.starts_with(SENTINEL_SCHEME) => Ok(std::sync::Arc::new(Redis::sentinel(url, prefix)?)),
         url if ["redis://", "rediss://", "redis+unix://", "unix://"].iter().any(|scheme| url.starts_with(scheme)) => {
             Ok(std::sync::Arc::new(Redis::new(url, prefix)?))
         }
         other => Err(RecordsError(format!(
-            "--store takes memory, a redis:// URL, or a Redis socket as redis+unix:///path, not {other:?}"
+            "--store takes memory, a redis:// URL, a Redis socket as redis+unix:///path, or Sentinels as \
+             redis+sentinel://HOST:PORT[,HOST:PORT]/SERVICE, not {other:?}"
         ))),
     }
 }
