@@ -13,7 +13,7 @@ use load::{
     redis_server::RedisServer,
 };
 use mrtr::{
-    client::{Client, ScriptedUser, params, retry},
+    client::{Answer, Client, ScriptedUser, params, retry},
     request_state::{Binding, StateSecurity},
     seal::KeyRing,
 };
@@ -59,6 +59,27 @@ async fn a_retry_that_reaches_another_replica_completes_and_its_replay_is_refuse
     // And behind the record, the shop's API refuses a second release with 409.
     let again = shop(&fleet.api).confirm(&RefundId::parse("R-0111").unwrap()).await.unwrap_err();
     assert!(again.is_conflict(), "{again}");
+}
+
+/// A decline sent to another replica than the one that asked cancels the refund there, and the
+/// same decline replayed to the first is refused by the shared record: a decline stands.
+#[tokio::test]
+async fn a_decline_that_reaches_another_replica_stands_and_its_replay_is_refused() {
+    let plan = FleetPlan::new(2, REDIS);
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let (a, b) = (lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await);
+    let q = quote(&a, "O-2289").await;
+    let state = ask(&a, &q).await.request_state;
+    let no = |state| retry(params("issue_refund", json!({"quote_id": q})), state, [("confirm", &Answer::Decline)]);
+    let declined = b.call_tool_once(no(state.clone())).await.unwrap();
+    assert_eq!(status_of(&declined).as_deref(), Some("cancelled"));
+    let CallToolResponse::Complete(replay) = a.call_tool_once(no(state)).await.unwrap() else { panic!() };
+    assert_eq!(
+        mrtr::client::text(&replay),
+        "Error executing tool issue_refund: Refund R-0111 was declined, and a decline stands. Don't send another answer."
+    );
+    let refund = shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(refund.status, RefundStatus::Cancelled);
 }
 
 #[tokio::test]

@@ -240,3 +240,56 @@ async fn a_2025_question_nobody_answers_in_time_leaves_the_refund_held() {
     );
     assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
 }
+
+/// A host that shows the question and is closed before anyone answers.
+#[derive(Clone)]
+struct WalksAway {
+    user: ScriptedUser,
+    asked: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ClientHandler for WalksAway {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        self.user.get_info()
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.asked.notify_one();
+        std::future::pending().await
+    }
+}
+
+/// The host goes away while its lead is being asked (stdio: its end of the pipe closes): the
+/// waiting call ends, the server says so in its log and exits calmly, and the refund stays held.
+#[tokio::test]
+async fn a_2025_host_that_goes_away_while_asked_leaves_the_refund_held() {
+    use std::process::Stdio;
+    let api = start_api().await;
+    let mut command = Command::new(fernhill());
+    command.arg("serve").env("SHOP_API_URL", &api.url).env("SHOP_REQUEST_STATE_KEY", KEY_A).env("RUST_LOG", "info");
+    let (transport, stderr) = TokioChildProcess::builder(command).stderr(Stdio::piped()).spawn().unwrap();
+    let log = support::Log::default();
+    log.follow(stderr.unwrap());
+    let asked = std::sync::Arc::new(tokio::sync::Notify::new());
+    let host = WalksAway { user: ScriptedUser::always(chapter::release()), asked: asked.clone() };
+    let client = std::sync::Arc::new(Client::connect_with(host, transport, legacy()).await.unwrap());
+    let quote_id = {
+        let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
+        field(&quote, "quote_id").to_owned()
+    };
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("issue_refund", json!({"quote_id": quote_id})).await })
+    };
+    tokio::time::timeout(support::CHILD_DEADLINE, asked.notified()).await.expect("the lead was asked");
+    waiting.abort();
+    let _ = waiting.await;
+    let Ok(client) = std::sync::Arc::try_unwrap(client) else { panic!("the call still holds the client") };
+    client.close().await.unwrap();
+    log.wait_for("the lead did not answer before the host went away; the refund stays held").await;
+    assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
+}

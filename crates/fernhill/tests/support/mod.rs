@@ -58,6 +58,11 @@ impl Log {
         self.0.text()
     }
 
+    /// Collect what `stderr` says.
+    pub fn follow(&self, stderr: impl tokio::io::AsyncRead + Unpin + Send + 'static) {
+        self.0.follow(stderr, false);
+    }
+
     pub async fn wait_for(&self, needle: &str) -> String {
         match self.0.wait_for(needle, Duration::from_secs(20)).await {
             Some(text) => text,
