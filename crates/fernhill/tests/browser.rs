@@ -8,7 +8,6 @@
 //! so; they are never skipped.
 
 use fernhill::chapter;
-use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -24,16 +23,17 @@ use payment_provider::{FlowStatus, PaymentProvider, ProviderErrorExt, ProviderSt
 use rmcp::model::{CallToolResponse, ElicitRequestParams, InputRequest};
 use serde_json::json;
 use tempfile::TempDir;
-use tokio::process::{Child, Command};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const INSTALL_HINT: &str = "install them with `apt-get update && apt-get install -y chromium chromium-driver`";
 
-/// How often, and how far apart, to ask a fresh chromedriver whether it is
-/// ready (up to 10 s in all).
-const READINESS_TRIES: u32 = 100;
-const READINESS_INTERVAL: Duration = Duration::from_millis(100);
+/// How long a fresh chromedriver may take to say it listens.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// How long the browser may take to show the page after a sign-in.
 const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -53,36 +53,33 @@ impl Chromedriver {
                  chromedriver: {INSTALL_HINT}"
             );
         }
-        let port = free_port();
+        // Port 0: the driver binds a free port itself and says which, so none is picked here
+        // and raced for.
         let mut process = Command::new(CHROMEDRIVER)
-            .arg(format!("--port={port}"))
+            .arg("--port=0")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .unwrap_or_else(|e| panic!("could not start {CHROMEDRIVER}: {e}; {INSTALL_HINT}"));
-        let url = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
-        // A readiness probe: the driver has just been started and answers
-        // /status once it listens.
-        for _ in 0..READINESS_TRIES {
-            if let Some(status) = process.try_wait().unwrap() {
-                panic!("{CHROMEDRIVER} --port={port} exited at once ({status}); {INSTALL_HINT}");
+        let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
+        let started = async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                // "ChromeDriver was started successfully on port 43715."
+                if let Some(port) = line.split("started successfully on port ").nth(1) {
+                    return Some(port.trim_end_matches('.').to_owned());
+                }
             }
-            let ready = match http.get(format!("{url}/status")).send().await {
-                Ok(response) => response
-                    .json::<serde_json::Value>()
-                    .await
-                    .is_ok_and(|status| status["value"]["ready"] == json!(true)),
-                Err(_) => false,
-            };
-            if ready {
-                return Chromedriver { url, process };
-            }
-            tokio::time::sleep(READINESS_INTERVAL).await;
-        }
-        panic!("{CHROMEDRIVER} did not answer {url}/status within {:?}", READINESS_INTERVAL * READINESS_TRIES);
+            None
+        };
+        let port = match tokio::time::timeout(STARTUP_TIMEOUT, started).await {
+            Ok(Some(port)) => port,
+            Ok(None) => panic!("{CHROMEDRIVER} --port=0 exited without saying its port; {INSTALL_HINT}"),
+            Err(_) => panic!("{CHROMEDRIVER} did not say its port within {STARTUP_TIMEOUT:?}"),
+        };
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Chromedriver { url: format!("http://127.0.0.1:{port}"), process }
     }
 
     /// A headless Chromium session with a fresh profile in `profile`.
@@ -113,12 +110,6 @@ impl Chromedriver {
     async fn stop(mut self) {
         let _ = self.process.kill().await;
     }
-}
-
-/// A loopback port that was free a moment ago: bound, read and released.
-fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a free loopback port");
-    listener.local_addr().unwrap().port()
 }
 
 /// The whole chain: the shop's API, the payment provider, `fernhill serve` paying through it,
