@@ -143,6 +143,7 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
     let report = leads::run(&load_plan).await.unwrap();
     assert!(report.problems.is_empty(), "{}", report.render());
     assert_eq!((report.confirmations, report.released, report.released_twice), (1000, 1000, 0), "{}", report.render());
+    assert_eq!(report.replays_past_the_record, 0, "every replay was refused by the shared record");
 
     // Twenty questions; each honest retry sent ten times at once, spread across the replicas.
     let leads = [lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await, lead(&fleet.urls[2]).await];

@@ -20,6 +20,8 @@ use support::{KEY_A, fernhill, start_api};
 
 const CI_CASES: usize = 3000;
 const AT_ONCE: usize = 8;
+/// No altered request may leave the server silent longer than this.
+const ANSWER_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// One recorded request, ready to send again: its body and the headers a client sends with it.
 #[derive(Clone)]
@@ -206,7 +208,7 @@ async fn altered_copies_of_recorded_requests_get_no_5xx_and_the_server_keeps_ser
         .map(|(request, kind)| {
             let (http, url) = (http.clone(), url.clone());
             async move {
-                let mut post = http.post(&url).body(request.body.clone());
+                let mut post = http.post(&url).timeout(ANSWER_DEADLINE).body(request.body.clone());
                 for (name, value) in &request.headers {
                     post = post.header(name, value);
                 }

@@ -87,7 +87,11 @@ impl ArrivalReport {
 
 /// Offer `plan`'s arrivals and wait for every one to finish or be given up.
 pub async fn run(plan: &ArrivalPlan) -> anyhow::Result<ArrivalReport> {
-    anyhow::ensure!(plan.rate > 0.0 && plan.rate.is_finite(), "the rate must be a positive number");
+    anyhow::ensure!(
+        plan.rate >= 0.01 && plan.rate <= 1e6,
+        "the rate is confirmations per second, from 0.01 to 1,000,000, not {}",
+        plan.rate
+    );
     let mut clients = Vec::new();
     for url in &plan.urls {
         let user = ScriptedUser::always(Answer::form(&ReleaseForm::YES)).named("arrivals");
@@ -99,11 +103,11 @@ pub async fn run(plan: &ArrivalPlan) -> anyhow::Result<ArrivalReport> {
         (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     let offered = (plan.rate * plan.duration.as_secs_f64()).round() as usize;
-    let gap = Duration::from_secs_f64(1.0 / plan.rate);
+    let gap = Duration::from_secs_f64(1.0 / plan.rate); // at most 100 s: the rate is bounded above
     let start = Instant::now();
     let mut arrivals = Vec::with_capacity(offered);
     for n in 0..offered {
-        tokio::time::sleep_until(start + gap * n as u32).await;
+        tokio::time::sleep_until(start + gap.mul_f64(n as f64)).await;
         // A confirmation arrives when it is sent: a generator that falls behind its schedule
         // sends less than it was asked to, and says so, rather than charging its own delay
         // to the servers.

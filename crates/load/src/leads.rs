@@ -138,6 +138,9 @@ pub struct Report {
     pub released: usize,
     /// Refunds that more than one reply called released.
     pub released_twice: usize,
+    /// Replayed answers that the once-only record let through (a claim lost) and only the
+    /// shop's API refused: the API keeps the count right, so this shows what the record did.
+    pub replays_past_the_record: usize,
     /// Where this run's refunds ended, by the API.
     pub ended: Ended,
     /// Refunds that ended otherwise than their lead said (a yes cancelled, a no released, a
@@ -203,6 +206,8 @@ pub(crate) struct Confirmation {
     pub(crate) ending: Ending,
     /// Replies that called the refund released (more than one is a double release).
     released_replies: usize,
+    /// Its replayed answer passed the once-only record (a claim lost) and met the API's 409.
+    past_the_record: bool,
 }
 
 /// Run `plan` and check the shop's API afterwards.
@@ -278,6 +283,7 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
         whole: Percentiles::default(),
         released: 0,
         released_twice: 0,
+        replays_past_the_record: finished.iter().filter(|c| c.past_the_record).count(),
         ended: Ended::default(),
         inconsistent: 0,
         problems: Vec::new(),
@@ -386,6 +392,7 @@ impl Lead<'_> {
             says_yes,
             ending: Ending::Unclear(String::new()),
             released_replies: 0,
+            past_the_record: false,
         };
         confirmation.ending = self.rounds(order, replays, &mut confirmation).await.unwrap_or_else(|ending| ending);
         confirmation
@@ -412,11 +419,14 @@ impl Lead<'_> {
         if status == "requested" {
             confirmation.released_replies += 1;
         }
-        if replays
-            && let Round::Answered(CallToolResponse::Complete(replayed)) = self.round(again).await
-            && mrtr::client::field(&replayed, "status") == Some("requested")
-        {
-            confirmation.released_replies += 1;
+        if replays && let Round::Answered(CallToolResponse::Complete(replayed)) = self.round(again).await {
+            if mrtr::client::field(&replayed, "status") == Some("requested") {
+                confirmation.released_replies += 1;
+            }
+            // The once-only record should have refused the replay; the API's 409 did instead.
+            if mrtr::client::text(&replayed).contains("is not held any more") {
+                confirmation.past_the_record = true;
+            }
         }
         let expected = if confirmation.says_yes { "requested" } else { "cancelled" };
         if status != expected {

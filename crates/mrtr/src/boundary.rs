@@ -357,7 +357,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
             let state = request.request_state.take();
             let mut opened = self.open("tools/call", request.name.to_string(), arguments, state, &mut context)?;
             if let Some(Value::Object(restored)) = opened.restored.take()
-                && request.input_responses.is_none()
+                && request.input_responses.as_ref().is_none_or(|given| given.is_empty())
             {
                 request.input_responses = Some(restored.into_iter().collect());
             }

@@ -181,7 +181,12 @@ impl Redis {
                 if let Some(open) = slot.as_ref() {
                     return Ok(open.clone());
                 }
-                let primary = sentinels.lock().await.async_get_client().await.map_err(unavailable)?;
+                // The Sentinels get the same bound as Redis: a silent one fails the call closed.
+                let asking = async { sentinels.lock().await.async_get_client().await };
+                let primary = tokio::time::timeout(REDIS_TIMEOUT, asking)
+                    .await
+                    .map_err(|_| RecordsError(format!("{}: the Sentinels did not answer in time", self.url)))?
+                    .map_err(unavailable)?;
                 let open = primary.get_connection_manager_with_config(config).await.map_err(unavailable)?;
                 *slot = Some(open.clone());
                 Ok(open)

@@ -72,5 +72,12 @@ pub async fn serve(listener: TcpListener, app: Router, bounds: Bounds, shutdown:
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    // A client that stops reading its answer would hold its connection forever (hyper has no
+    // write timeout): the wait for the connections in flight is bounded.
+    if tokio::time::timeout(GRACE, graceful.shutdown()).await.is_err() {
+        tracing::warn!(grace_secs = GRACE.as_secs(), "connections still open after the grace period; stopping anyway");
+    }
 }
+
+/// How long, after SIGTERM, the connections in flight may take to finish.
+const GRACE: Duration = Duration::from_secs(30);
