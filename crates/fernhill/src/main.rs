@@ -93,7 +93,9 @@ enum Command {
 }
 
 /// A fifth of the server's time under load went to glibc's malloc and free (perf, 2 cores);
-/// mimalloc serves the many small, short-lived allocations of JSON-RPC handling faster.
+/// mimalloc serves the many small, short-lived allocations of JSON-RPC handling faster. Built
+/// without transparent huge pages (`no_thp`): with them, its first arena is committed as 2 MiB
+/// pages, and a stdio server that answers one request held 7 MiB more (and started 1.5 ms later).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -96,6 +96,12 @@ async fn errors_carry_the_statuses_the_spec_gives_them() {
         .await;
     assert_eq!((status, body["error"]["code"].as_i64()), (StatusCode::BAD_REQUEST, Some(-32602)));
     assert_eq!(body["error"]["message"], "Invalid or expired requestState");
+    // A tool the server does not have: 400 with -32602 too (the boundary tells the HTTP layer
+    // the code; no response is read back). Arguments that do not fit a tool are a tool error.
+    let (status, _, body) = server.call(7, "no_such_tool", json!({}), json!({})).await;
+    assert_eq!((status, body["error"]["code"].as_i64()), (StatusCode::BAD_REQUEST, Some(-32602)), "{body}");
+    let (status, _, body) = server.call(8, "issue_refund", json!({"quote_id": 5}), json!({})).await;
+    assert_eq!((status, &body["result"]["isError"]), (StatusCode::OK, &json!(true)), "{body}");
     // A client that cannot ask: 400 with -32021.
     let params = json!({"name": "record_return", "arguments": {"order_id": "O-1145", "sku": "KG-1043"}, "_meta": meta(json!({}))});
     let (status, _, body) = server.post(3, "tools/call", params, Some("record_return")).await;

@@ -99,6 +99,11 @@ impl Fleet {
         Ok(fleet)
     }
 
+    /// The replicas' process IDs (the API runs inside this process).
+    pub fn pids(&self) -> Vec<u32> {
+        self.replicas.iter().filter_map(Child::id).collect()
+    }
+
     /// Cut, slow or restore the replicas' way to the shop's API (a linked fleet only).
     pub fn set_api(&self, condition: Condition) {
         if let Some(link) = &self.api_link {

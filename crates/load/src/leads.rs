@@ -29,7 +29,10 @@ use shop_api::{RefundStatus, ShopApi};
 use shop_mcp::tools::issue_refund::ReleaseForm;
 use tokio::sync::watch;
 
-use crate::authorization::{self, Credentials};
+use crate::{
+    authorization::{self, Credentials},
+    usage::{self, CpuWatch},
+};
 
 /// How long one round may take before the lead gives up on it (no run hangs on a lost reply).
 const ROUND_DEADLINE: Duration = Duration::from_secs(30);
@@ -61,6 +64,14 @@ pub struct LoadPlan {
     pub replay_every: usize,
     /// Told the number of confirmations finished so far, as they finish.
     pub progress: Option<watch::Sender<usize>>,
+    /// Server processes on this machine whose CPU time the run reports (none: no such figure).
+    pub server_pids: Vec<u32>,
+    /// Check the books through the shop's API afterwards (off only for servers with no API
+    /// behind them, such as the echo floor).
+    pub books: bool,
+    /// Each lead quotes and is asked, and leaves the question unanswered (to show what an
+    /// open question costs a server: nothing, its state is with the client).
+    pub leave_unanswered: bool,
 }
 
 impl LoadPlan {
@@ -76,6 +87,9 @@ impl LoadPlan {
             decline_every: 0,
             replay_every: 0,
             progress: None,
+            server_pids: Vec::new(),
+            books: true,
+            leave_unanswered: false,
         }
     }
 }
@@ -134,8 +148,11 @@ pub struct Report {
     pub ask: Percentiles,
     pub confirm: Percentiles,
     pub whole: Percentiles,
-    /// Refunds the API shows released that a lead was told were released, each counted once.
+    /// Refunds the API shows released that a lead was told were released, each counted once
+    /// (when the books were checked).
     pub released: usize,
+    /// Whether the books were checked through the shop's API.
+    pub books: bool,
     /// Refunds that more than one reply called released.
     pub released_twice: usize,
     /// Replayed answers that the once-only record let through (a claim lost) and only the
@@ -148,11 +165,21 @@ pub struct Report {
     pub inconsistent: usize,
     /// What went wrong, in words: failed confirmations, and what the books showed.
     pub problems: Vec<String>,
+    /// The CPU time each watched server process spent during the run (none watched: empty).
+    pub server_cpu: Vec<(u32, Duration)>,
+    /// Each watched server process's resident memory at the end of the run, in bytes.
+    pub server_memory: Vec<(u32, u64)>,
 }
 
 impl Report {
     pub fn per_second(&self) -> f64 {
         self.confirmations as f64 / self.elapsed.as_secs_f64().max(f64::EPSILON)
+    }
+
+    /// The watched servers' CPU time per confirmation that ended as its lead said.
+    pub fn server_cpu_per_confirmation(&self) -> Option<Duration> {
+        let spent: Duration = self.server_cpu.iter().map(|(_, spent)| *spent).sum();
+        (!self.server_cpu.is_empty()).then(|| spent.div_f64(self.confirmations.max(1) as f64))
     }
 
     /// The report as a person reads it.
@@ -161,19 +188,39 @@ impl Report {
         let row =
             |name: &str, p: &Percentiles| format!("{name:<22} {:>9} {:>9} {:>9}\n", ms(p.p50), ms(p.p95), ms(p.p99));
         let mut out = format!(
-            "confirmations: {} in {:.2} s = {:.1} per second\nreleased exactly once: {} of {}\n",
+            "confirmations: {} in {:.2} s = {:.1} per second\n",
             self.confirmations,
             self.elapsed.as_secs_f64(),
-            self.per_second(),
-            self.released,
-            self.confirmations
+            self.per_second()
         );
+        if self.books {
+            out.push_str(&format!("released exactly once: {} of {}\n", self.released, self.confirmations));
+        }
         if self.attempted != self.confirmations || self.rerouted > 0 || self.shed > 0 {
             out.push_str(&format!(
                 "attempted {}, failed with a clear error {}, failed unclearly {}, rounds rerouted {}, rounds shed {}, \
                  released twice {}\n",
                 self.attempted, self.failed_clear, self.failed_unclear, self.rerouted, self.shed, self.released_twice
             ));
+        }
+        if let Some(each) = self.server_cpu_per_confirmation() {
+            let per_process: Vec<String> = (self.server_cpu.iter())
+                .map(|(pid, spent)| {
+                    let ms = spent.as_secs_f64() * 1000.0 / self.confirmations.max(1) as f64;
+                    format!("pid {pid} {ms:.3} ms")
+                })
+                .collect();
+            out.push_str(&format!(
+                "server CPU: {:.3} ms per confirmation, user + system ({})\n",
+                each.as_secs_f64() * 1000.0,
+                per_process.join(", ")
+            ));
+        }
+        if !self.server_memory.is_empty() {
+            let each: Vec<String> = (self.server_memory.iter())
+                .map(|(pid, bytes)| format!("pid {pid} {:.1} MiB", *bytes as f64 / (1024.0 * 1024.0)))
+                .collect();
+            out.push_str(&format!("server memory at the end: {}\n", each.join(", ")));
         }
         out.push_str(&format!("{:<22} {:>9} {:>9} {:>9}\n", "latency (ms)", "p50", "p95", "p99"));
         out.push_str(&row("quote_refund", &self.quote));
@@ -229,6 +276,10 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
         }
         leads.push(clients);
     }
+    let cpu = match plan.server_pids.is_empty() {
+        true => None,
+        false => Some(CpuWatch::start(&plan.server_pids)?),
+    };
     let started = Instant::now();
     let mut tasks = Vec::new();
     for clients in leads {
@@ -248,7 +299,10 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
                     break;
                 }
                 let nth = |every: usize| every != 0 && (number + 1) % every == 0;
-                let confirmation = lead.confirm(&plan.order, !nth(plan.decline_every), nth(plan.replay_every)).await;
+                let confirmation = match plan.leave_unanswered {
+                    true => lead.ask(&plan.order).await,
+                    false => lead.confirm(&plan.order, !nth(plan.decline_every), nth(plan.replay_every)).await,
+                };
                 let done = {
                     let mut finished = finished.lock().unwrap_or_else(|p| p.into_inner());
                     finished.push(confirmation);
@@ -267,6 +321,12 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
         task.await.context("a lead's task failed")?;
     }
     let elapsed = started.elapsed();
+    let server_cpu = match &cpu {
+        Some(watch) => watch.spent()?,
+        None => Vec::new(),
+    };
+    let server_memory =
+        plan.server_pids.iter().map(|&pid| Ok((pid, usage::memory(pid, "VmRSS")?))).collect::<anyhow::Result<_>>()?;
     let finished = std::mem::take(&mut *finished.lock().unwrap_or_else(|p| p.into_inner()));
     let mut report = Report {
         attempted: finished.len(),
@@ -282,11 +342,14 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
         confirm: Percentiles::default(),
         whole: Percentiles::default(),
         released: 0,
+        books: plan.books,
         released_twice: 0,
         replays_past_the_record: finished.iter().filter(|c| c.past_the_record).count(),
         ended: Ended::default(),
         inconsistent: 0,
         problems: Vec::new(),
+        server_cpu,
+        server_memory,
     };
     let (mut quote, mut ask, mut confirm, mut whole) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for confirmation in &finished {
@@ -317,7 +380,9 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
         Percentiles::of(&mut confirm),
         Percentiles::of(&mut whole),
     );
-    check_books(&plan.shop_api, &finished, &mut report).await?;
+    if plan.books {
+        check_books(&plan.shop_api, &finished, &mut report).await?;
+    }
     Ok(report)
 }
 
@@ -382,6 +447,33 @@ impl Lead<'_> {
             }
         }
         Round::Unreached(last)
+    }
+
+    /// A question left open: quote, and be asked (the time to the answer counts as zero).
+    pub(crate) async fn ask(&self, order: &str) -> Confirmation {
+        let mut confirmation = Confirmation {
+            quote_id: None,
+            asked: false,
+            says_yes: true,
+            ending: Ending::Unclear(String::new()),
+            released_replies: 0,
+            past_the_record: false,
+        };
+        let asking = async {
+            let t0 = Instant::now();
+            let quote = complete(self.round(params("quote_refund", json!({"order_id": order}))).await)?;
+            let quote_id = field(&quote, "quote_id")?;
+            let t1 = Instant::now();
+            match self.round(params("issue_refund", json!({"quote_id": quote_id}))).await {
+                Round::Answered(CallToolResponse::InputRequired(_)) => {}
+                other => return Err(ending(other, "issue_refund did not ask")),
+            }
+            let times = [t1 - t0, t1.elapsed(), Duration::ZERO];
+            Ok(Ending::Done { times, refund_id: String::new(), status: "asked".to_owned() })
+        };
+        confirmation.ending = asking.await.unwrap_or_else(|ending| ending);
+        confirmation.asked = matches!(confirmation.ending, Ending::Done { .. });
+        confirmation
     }
 
     /// One confirmation: quote, ask, answer, each round to the next server.
@@ -472,6 +564,24 @@ fn complete(round: Round) -> Result<CallToolResult, Ending> {
     }
 }
 
+/// Every refund of the shop's API; from an API that lists none (the Python reference's answers
+/// 405), each refund a lead was told of, read one by one.
+async fn refunds_of(api: &ShopApi, finished: &[Confirmation]) -> anyhow::Result<Vec<shop_api::Refund>> {
+    match api.refunds().await {
+        Err(error) if matches!(error.status(), Some(404 | 405)) => {}
+        listed => return listed.context("listing the shop's refunds"),
+    }
+    let mut refunds = Vec::with_capacity(finished.len());
+    for confirmation in finished {
+        if let Ending::Done { refund_id, .. } = &confirmation.ending {
+            let id =
+                shop_api::RefundId::parse(refund_id).with_context(|| format!("a server named refund {refund_id}"))?;
+            refunds.push(api.refund(&id).await.with_context(|| format!("reading refund {refund_id}"))?);
+        }
+    }
+    Ok(refunds)
+}
+
 /// The books: the API's word on every refund this run's quotes made, against what each lead
 /// said and was told. A yes ends `requested` or still held; a no ends `cancelled` or still
 /// held; a confirmation a lead saw finish ends as the reply said; a refund a lead was asked
@@ -481,7 +591,7 @@ async fn check_books(api: &str, finished: &[Confirmation], report: &mut Report) 
     let by_quote: HashMap<&str, &Confirmation> =
         finished.iter().filter_map(|c| Some((c.quote_id.as_deref()?, c))).collect();
     let mut seen = HashSet::new();
-    for refund in api.refunds().await.context("listing the shop's refunds")? {
+    for refund in refunds_of(&api, finished).await? {
         let Some(confirmation) = by_quote.get(refund.quote_id.as_str()) else { continue };
         seen.insert(refund.quote_id.as_str().to_owned());
         match refund.status {

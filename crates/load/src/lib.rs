@@ -16,6 +16,10 @@
 //! - [`link`]: a TCP relay in front of a replica or the API, that a fault run cuts or slows;
 //! - [`redis_server`]: a Redis of a run's own, to stop and start again, and [`sentinel`]: a
 //!   primary, a replica and a Sentinel, to fail over;
+//! - [`cold_start`]: a stdio server's start to its first answer, and its peak memory;
+//! - [`usage`]: the CPU time server processes spend during a run, and their memory;
+//! - [`echo`]: the floor, a bare JSON service answering a confirmation's requests with canned
+//!   bytes of the same shape, to read the servers' figures against;
 //! - [`child_log`]: a child process's stderr, collected so a caller can wait for a line;
 //! - [`authorization`]: how the leads authorize with servers that ask for OAuth.
 //!
@@ -24,6 +28,8 @@
 pub mod arrivals;
 pub mod authorization;
 pub mod child_log;
+pub mod cold_start;
+pub mod echo;
 pub mod faults;
 pub mod fleet;
 pub mod leads;
@@ -31,3 +37,4 @@ pub mod link;
 pub mod overload;
 pub mod redis_server;
 pub mod sentinel;
+pub mod usage;

@@ -1,13 +1,14 @@
 //! `fernhill-load`: confirm refunds with simulated leads over MCP on HTTP, each round to the
 //! next server, and check through the shop's API that every refund was released exactly once.
 
-use std::{path::PathBuf, process::ExitCode, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context as _;
 use clap::Parser;
 use load::{
     arrivals::{self, ArrivalPlan},
     authorization::Credentials,
+    cold_start, echo,
     faults::{self, Fault, FaultPlan},
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
@@ -27,8 +28,34 @@ struct Cli {
     #[arg(long = "url")]
     urls: Vec<String>,
     /// The shop's API behind the given servers.
-    #[arg(long, required_unless_present_any = ["replicas", "faults", "all_faults", "overload"], requires = "urls")]
+    #[arg(
+        long,
+        required_unless_present_any = ["replicas", "faults", "all_faults", "overload", "echo", "serve_echo", "cold_start"],
+        requires = "urls"
+    )]
     shop_api: Option<String>,
+    /// A server process on this machine (repeat for several, API included) whose CPU time to
+    /// report per confirmation; started replicas are watched without it.
+    #[arg(long = "pid", value_name = "PID")]
+    pids: Vec<u32>,
+    /// Each lead quotes and is asked, and leaves every question unanswered (the books are not
+    /// checked: every refund stays held).
+    #[arg(long, conflicts_with_all = ["faults", "all_faults", "overload", "rate", "echo"])]
+    leave_unanswered: bool,
+    /// Drive the floor instead of a shop: a bare JSON service, started here, that answers each
+    /// request of a confirmation with canned bytes of the server's shape and does no work.
+    #[arg(long, conflicts_with_all = ["urls", "replicas", "faults", "all_faults", "overload", "rate"])]
+    echo: bool,
+    /// Instead, start the stdio server given after `--` this many times, each until it answers
+    /// `server/discover`, and report the time to that answer and the peak memory.
+    #[arg(long, value_name = "RUNS", requires = "command", conflicts_with_all = ["urls", "replicas", "echo"])]
+    cold_start: Option<usize>,
+    /// The stdio server for --cold-start, with its arguments.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+    /// Be that floor on this address, saying its URL on stdout (what --echo starts).
+    #[arg(long, value_name = "ADDRESS", hide = true, exclusive = true)]
+    serve_echo: Option<SocketAddr>,
     /// Start this many replicas of `fernhill serve --http` and a fresh shop API.
     #[arg(long, conflicts_with = "urls")]
     replicas: Option<usize>,
@@ -107,6 +134,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let seconds = |s: f64, what: &str| {
         Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()).with_context(|| format!("--{what} {s}"))
     };
+    if let Some(address) = cli.serve_echo {
+        echo::serve(echo::bind(address).await?).await?;
+        return Ok(());
+    }
+    if let Some(runs) = cli.cold_start {
+        print!("{}", cold_start::measure(&cli.command, runs).await?.render());
+        return Ok(());
+    }
     if cli.overload {
         let plan = OverloadPlan {
             duration: seconds(cli.duration, "duration")?,
@@ -121,8 +156,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if !strike.is_empty() {
         return strike_faults(cli, &strike).await;
     }
-    let fleet;
+    let (fleet, echo_server);
+    let mut server_pids = cli.pids;
     let (urls, shop_api) = match cli.replicas {
+        None if cli.echo => {
+            let (child, url) = echo::start(&std::env::current_exe().context("finding this program")?).await?;
+            server_pids.extend(child.id());
+            echo_server = child;
+            println!("started the echo floor on {url} (pid {})", echo_server.id().unwrap_or_default());
+            (vec![url], String::new())
+        }
         Some(replicas) => {
             anyhow::ensure!(
                 replicas <= 1 || cli.store != "memory",
@@ -133,6 +176,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let plan = FleetPlan { log_filter: cli.replica_log, ..FleetPlan::new(replicas, &cli.store) };
             fleet = Fleet::start(&program, &plan).await?;
             println!("started {replicas} replicas on {} ({} store)", fleet.urls.join(", "), cli.store);
+            server_pids.extend(fleet.pids());
             (fleet.urls.clone(), fleet.api.url.clone())
         }
         // clap requires --shop-api whenever --replicas is absent.
@@ -163,15 +207,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         leads: cli.leads,
         order: cli.order,
         credentials,
+        server_pids,
+        books: !cli.echo && !cli.leave_unanswered,
+        leave_unanswered: cli.leave_unanswered,
         ..LoadPlan::new(urls, &shop_api, cli.confirmations)
     };
     let report = leads::run(&plan).await?;
     print!("{}", report.render());
+    let released = if plan.books { report.released } else { report.confirmations };
     anyhow::ensure!(
-        report.problems.is_empty() && report.released == plan.confirmations,
+        report.problems.is_empty() && released == plan.confirmations,
         "{} problems; {} of {} released",
         report.problems.len(),
-        report.released,
+        released,
         plan.confirmations
     );
     Ok(())

@@ -1,5 +1,6 @@
-//! `fernhill-load` as a person runs it: its help, and a small fleet it starts itself whose
-//! every refund it checks in the shop's API.
+//! `fernhill-load` as a person runs it: its help, a small fleet it starts itself whose every
+//! refund it checks in the shop's API and whose CPU time it reports, the echo floor, questions
+//! left unanswered, and a stdio server's cold start.
 
 use std::{path::PathBuf, time::Duration};
 
@@ -21,7 +22,19 @@ async fn help_says_what_it_does() {
     let output = Command::new(load()).arg("--help").output().await.unwrap();
     let help = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success());
-    for flag in ["--replicas", "--url", "--shop-api", "--store", "--leads", "--confirmations", "--fernhill"] {
+    for flag in [
+        "--replicas",
+        "--url",
+        "--shop-api",
+        "--store",
+        "--leads",
+        "--confirmations",
+        "--fernhill",
+        "--pid",
+        "--echo",
+        "--cold-start",
+        "--leave-unanswered",
+    ] {
         assert!(help.contains(flag), "--help does not mention {flag}:\n{help}");
     }
 }
@@ -39,6 +52,54 @@ async fn a_fleet_it_starts_releases_every_refund_once() {
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert!(stdout.contains("started 2 replicas on http://127.0.0.1:"), "{stdout}");
     assert!(stdout.contains("released exactly once: 6 of 6"), "{stdout}");
+    // The replicas it started are watched: their CPU time per confirmation and their memory.
+    let cpu = stdout.lines().find(|line| line.starts_with("server CPU: ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(cpu.matches("pid ").count(), 2, "{cpu}");
+    assert!(stdout.contains("server memory at the end: pid "), "{stdout}");
+}
+
+async fn run(args: &[&str]) -> (bool, String, String) {
+    let run = Command::new(load()).args(args).kill_on_drop(true).output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run).await.expect("the run ended").unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), stdout.into_owned(), stderr.into_owned())
+}
+
+#[tokio::test]
+async fn the_echo_floor_answers_confirmations_and_its_cpu_is_reported() {
+    let (ok, stdout, stderr) = run(&["--echo", "--leads", "2", "--confirmations", "20"]).await;
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.contains("started the echo floor on http://127.0.0.1:"), "{stdout}");
+    assert!(stdout.contains("confirmations: 20 in "), "{stdout}");
+    assert!(stdout.contains("server CPU: "), "{stdout}");
+    // It has no shop behind it: no books to check.
+    assert!(!stdout.contains("released exactly once"), "{stdout}");
+}
+
+#[tokio::test]
+async fn questions_left_unanswered_leave_their_refunds_held() {
+    let fernhill = fernhill().display().to_string();
+    let args =
+        ["--replicas", "1", "--leave-unanswered", "--leads", "2", "--confirmations", "8", "--fernhill", &fernhill];
+    let (ok, stdout, stderr) = run(&args).await;
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.contains("confirmations: 8 in "), "{stdout}");
+    assert!(!stdout.contains("released exactly once"), "{stdout}");
+}
+
+#[tokio::test]
+async fn a_stdio_servers_cold_start_is_timed_and_an_answer_of_the_wrong_kind_is_refused() {
+    let fernhill = fernhill().display().to_string();
+    // The shop's API is not asked before the first tool call: none needs to run.
+    let args = ["--cold-start", "2", "--", &fernhill, "serve", "--shop-api", "http://127.0.0.1:9"];
+    let (ok, stdout, stderr) = run(&args).await;
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.contains("cold start to the server/discover answer, 2 runs: p50 "), "{stdout}");
+    assert!(stdout.contains("peak memory: ") && stdout.contains("of which its own (heap and stacks): "), "{stdout}");
+    // `cat` sends the request back: not an answer.
+    let (ok, _, stderr) = run(&["--cold-start", "1", "--", "cat"]).await;
+    assert!(!ok);
+    assert!(stderr.contains("cat answered something else: {\"jsonrpc\""), "{stderr}");
 }
 
 #[tokio::test]

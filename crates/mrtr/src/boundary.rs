@@ -10,7 +10,15 @@
 //! rmcp has an opt-in HMAC codec (`rs2.`) but no boundary, no encryption, no uniform error and
 //! no binding to the request; this wrapper supplies them without touching rmcp's dispatch.
 
-use std::{borrow::Cow, future::Future, sync::Arc, time::Instant};
+use std::{
+    borrow::Cow,
+    future::Future,
+    sync::{
+        Arc,
+        atomic::{AtomicI32, Ordering},
+    },
+    time::Instant,
+};
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use rmcp::{
@@ -130,6 +138,38 @@ pub fn principal(context: &RequestContext<RoleServer>) -> Option<String> {
     // carry what the transport's middleware (an authorization layer) put there.
     let parts = context.extensions.get::<http::request::Parts>()?;
     parts.extensions.get::<Principal>().map(|Principal(who)| who.clone())
+}
+
+/// Where a transport learns the JSON-RPC error code a call that can ask ended in, to give the
+/// answer the status the code calls for (HTTP's 400 for a refused state) without reading the
+/// response back. The transport puts one in the request's extensions, as it puts a
+/// [`Principal`]; the boundary fills it when `tools/call`, `prompts/get` or `resources/read`
+/// ends in an error.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorCode(Arc<AtomicI32>);
+
+impl ErrorCode {
+    /// The code the call ended in, if it ended in an error.
+    pub fn get(&self) -> Option<i32> {
+        Some(self.0.load(Ordering::Relaxed)).filter(|code| *code != 0)
+    }
+}
+
+/// Tell the transport's [`ErrorCode`], if it gave one, what `answer` ended in.
+fn note_error<R>(
+    context: &RequestContext<RoleServer>,
+) -> impl FnOnce(Result<R, ErrorData>) -> Result<R, ErrorData> + use<R> {
+    let slot = context
+        .extensions
+        .get::<ErrorCode>()
+        .or_else(|| context.extensions.get::<http::request::Parts>()?.extensions.get::<ErrorCode>())
+        .cloned();
+    move |answer| {
+        if let (Err(error), Some(ErrorCode(code))) = (&answer, &slot) {
+            code.store(error.code.0, Ordering::Relaxed);
+        }
+        answer
+    }
 }
 
 /// The plaintext of an opened state, in the request's extensions. Its type is private, so
@@ -352,32 +392,39 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         mut context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
         let span = span("tools/call", &request.name, &context);
+        let noted = note_error(&context);
         async move {
-            let arguments = request.arguments.clone().map(Value::Object);
-            let state = request.request_state.take();
-            let mut opened = self.open("tools/call", request.name.to_string(), arguments, state, &mut context)?;
-            if let Some(Value::Object(restored)) = opened.restored.take()
-                && request.input_responses.as_ref().is_none_or(|given| given.is_empty())
-            {
-                request.input_responses = Some(restored.into_iter().collect());
-            }
-            let _slot = match &self.shedding {
-                None => None,
-                Some(shedding) => match shedding.try_enter(opened.carried.is_some()).await {
-                    Some(slot) => Some(slot),
-                    None if shedding.sheds() && takes_rounds(&context) => {
-                        return Ok(CallToolResponse::InputRequired(
-                            self.shed(opened, request.input_responses.as_ref()),
-                        ));
+            noted(
+                async {
+                    let arguments = request.arguments.clone().map(Value::Object);
+                    let state = request.request_state.take();
+                    let mut opened =
+                        self.open("tools/call", request.name.to_string(), arguments, state, &mut context)?;
+                    if let Some(Value::Object(restored)) = opened.restored.take()
+                        && request.input_responses.as_ref().is_none_or(|given| given.is_empty())
+                    {
+                        request.input_responses = Some(restored.into_iter().collect());
                     }
-                    None => Some(shedding.enter().await),
-                },
-            };
-            let answer = self.inner.call_tool(request, context).await;
-            self.close(opened, answer, |r| match r {
-                CallToolResponse::InputRequired(asked) => Some(asked),
-                _ => None,
-            })
+                    let _slot = match &self.shedding {
+                        None => None,
+                        Some(shedding) => match shedding.try_enter(opened.carried.is_some()).await {
+                            Some(slot) => Some(slot),
+                            None if shedding.sheds() && takes_rounds(&context) => {
+                                return Ok(CallToolResponse::InputRequired(
+                                    self.shed(opened, request.input_responses.as_ref()),
+                                ));
+                            }
+                            None => Some(shedding.enter().await),
+                        },
+                    };
+                    let answer = self.inner.call_tool(request, context).await;
+                    self.close(opened, answer, |r| match r {
+                        CallToolResponse::InputRequired(asked) => Some(asked),
+                        _ => None,
+                    })
+                }
+                .await,
+            )
         }
         .instrument(span)
     }
@@ -388,15 +435,21 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         mut context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + MaybeSendFuture + '_ {
         let span = span("prompts/get", &request.name, &context);
+        let noted = note_error(&context);
         async move {
-            let arguments = request.arguments.clone().map(Value::Object);
-            let state = request.request_state.take();
-            let opened = self.open("prompts/get", request.name.clone(), arguments, state, &mut context)?;
-            let answer = self.inner.get_prompt(request, context).await;
-            self.close(opened, answer, |r| match r {
-                GetPromptResponse::InputRequired(asked) => Some(asked),
-                _ => None,
-            })
+            noted(
+                async {
+                    let arguments = request.arguments.clone().map(Value::Object);
+                    let state = request.request_state.take();
+                    let opened = self.open("prompts/get", request.name.clone(), arguments, state, &mut context)?;
+                    let answer = self.inner.get_prompt(request, context).await;
+                    self.close(opened, answer, |r| match r {
+                        GetPromptResponse::InputRequired(asked) => Some(asked),
+                        _ => None,
+                    })
+                }
+                .await,
+            )
         }
         .instrument(span)
     }
@@ -407,15 +460,21 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         mut context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + MaybeSendFuture + '_ {
         let span = span("resources/read", &request.uri, &context);
+        let noted = note_error(&context);
         async move {
-            // A resource's arguments are its URI: the digest covers `{}`, as the Python SDK's does.
-            let state = request.request_state.take();
-            let opened = self.open("resources/read", request.uri.clone(), None, state, &mut context)?;
-            let answer = self.inner.read_resource(request, context).await;
-            self.close(opened, answer, |r| match r {
-                ReadResourceResponse::InputRequired(asked) => Some(asked),
-                _ => None,
-            })
+            noted(
+                async {
+                    // A resource's arguments are its URI: the digest covers `{}`, as the Python SDK's does.
+                    let state = request.request_state.take();
+                    let opened = self.open("resources/read", request.uri.clone(), None, state, &mut context)?;
+                    let answer = self.inner.read_resource(request, context).await;
+                    self.close(opened, answer, |r| match r {
+                        ReadResourceResponse::InputRequired(asked) => Some(asked),
+                        _ => None,
+                    })
+                }
+                .await,
+            )
         }
         .instrument(span)
     }

@@ -61,13 +61,16 @@ where
     }
 }
 
-/// Runs a store operation on the blocking pool (a file-backed commit waits
-/// for the disk) and maps its error to a problem.
+/// Runs a store operation, on the blocking pool when the store is a file (a
+/// commit may wait for the disk), and maps its error to a problem.
 async fn with_store<T, F>(store: Arc<Store>, operation: F) -> Result<T, Problem>
 where
     T: Send + 'static,
     F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
 {
+    if !store.on_disk() {
+        return operation(&store).map_err(Problem::from);
+    }
     match tokio::task::spawn_blocking(move || operation(&store)).await {
         Ok(outcome) => outcome.map_err(Problem::from),
         Err(error) => {

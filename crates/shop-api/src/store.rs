@@ -4,8 +4,11 @@
 //! operation takes the lock, runs a few indexed statements (microseconds in
 //! memory, one disk sync for a file-backed commit) and releases it; the lock
 //! is never held across an `.await`, so a synchronous mutex is the right tool
-//! and an async one would only add overhead. The HTTP layer calls the store
-//! on Tokio's blocking pool so a slow disk cannot stall the runtime. The lock
+//! and an async one would only add overhead. The HTTP layer calls a
+//! file-backed store on Tokio's blocking pool so a slow disk cannot stall the
+//! runtime, and an in-memory one in place (handing microseconds of work to
+//! another thread would cost more than the work). Statements are prepared
+//! once and cached; a file runs in WAL mode with `synchronous = NORMAL`. The lock
 //! also serializes writers, which together with transactions and conditional
 //! `UPDATE`s makes refund creation and confirmation atomic.
 //!
@@ -122,6 +125,7 @@ const RETURN_ID_OFFSET: i64 = 0;
 #[derive(Debug)]
 pub struct Store {
     conn: Mutex<Connection>,
+    on_disk: bool,
 }
 
 impl Store {
@@ -135,16 +139,30 @@ impl Store {
         };
         conn.busy_timeout(Duration::from_secs(5))?;
         conn.pragma_update(None, "foreign_keys", true)?;
+        // Every statement is prepared once and kept (`prepare_cached`); there are fewer than this.
+        conn.set_prepared_statement_cache_capacity(32);
+        if path.is_some() {
+            // A file: readers do not wait for the writer, and a commit is durable at the next
+            // checkpoint rather than fsynced on its own (a power cut may lose the last commits,
+            // never corrupt the file).
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+        }
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute_batch(SCHEMA)?;
-        let orders: i64 = tx.query_row("SELECT COUNT(*) FROM orders", [], |row| row.get(0))?;
+        let orders: i64 = tx.prepare_cached("SELECT COUNT(*) FROM orders")?.query_row([], |row| row.get(0))?;
         if orders == 0 {
             for order in seed::orders() {
                 insert_order(&tx, &order)?;
             }
         }
         tx.commit()?;
-        Ok(Store { conn: Mutex::new(conn) })
+        Ok(Store { conn: Mutex::new(conn), on_disk: path.is_some() })
+    }
+
+    /// Whether an operation may wait for the disk (a file), or only for memory.
+    pub fn on_disk(&self) -> bool {
+        self.on_disk
     }
 
     /// Locks the connection. A panic while holding the lock cannot leave a
@@ -187,22 +205,23 @@ impl Store {
         let skus: Vec<Sku> = lines.iter().map(|line| line.sku.clone()).collect();
         let needs_confirmation = policy::status_for(amount) == RefundStatus::NeedsConfirmation;
 
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO quotes (order_id, skus, includes_shipping, amount_cents, currency,
                                  needs_confirmation)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                order.order_id.as_str(),
-                serde_json::to_string(&skus).map_err(|e| StoreError::Corrupt(e.to_string()))?,
-                includes_shipping,
-                amount.0,
-                policy::CURRENCY,
-                needs_confirmation,
-            ],
-        )?;
+        )?
+        .execute(params![
+            order.order_id.as_str(),
+            serde_json::to_string(&skus).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            includes_shipping,
+            amount.0,
+            policy::CURRENCY,
+            needs_confirmation,
+        ])?;
         let rowid = tx.last_insert_rowid();
         let quote_id: QuoteId = numbered("Q", QUOTE_ID_OFFSET, rowid)?;
-        tx.execute("UPDATE quotes SET quote_id = ?1 WHERE id = ?2", params![quote_id.as_str(), rowid])?;
+        tx.prepare_cached("UPDATE quotes SET quote_id = ?1 WHERE id = ?2")?
+            .execute(params![quote_id.as_str(), rowid])?;
         tx.commit()?;
         Ok(Quote {
             quote_id,
@@ -232,14 +251,21 @@ impl Store {
         }
         let quote = load_quote(&tx, quote_id)?;
         let status = policy::status_for(quote.amount);
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO refunds (quote_id, order_id, amount_cents, currency, status)
              VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![quote.quote_id.as_str(), quote.order_id.as_str(), quote.amount.0, quote.currency, status.as_str(),],
-        )?;
+        )?
+        .execute(params![
+            quote.quote_id.as_str(),
+            quote.order_id.as_str(),
+            quote.amount.0,
+            quote.currency,
+            status.as_str(),
+        ])?;
         let rowid = tx.last_insert_rowid();
         let refund_id: RefundId = numbered("R", REFUND_ID_OFFSET, rowid)?;
-        tx.execute("UPDATE refunds SET refund_id = ?1 WHERE id = ?2", params![refund_id.as_str(), rowid])?;
+        tx.prepare_cached("UPDATE refunds SET refund_id = ?1 WHERE id = ?2")?
+            .execute(params![refund_id.as_str(), rowid])?;
         tx.commit()?;
         let refund = Refund {
             refund_id,
@@ -269,10 +295,7 @@ impl Store {
                 order_skus: order.lines.iter().map(|line| line.sku.clone()).collect(),
             });
         }
-        let existing = tx
-            .query_row(
-                "SELECT return_id, reason, restock, note, refund_shipping FROM returns WHERE order_id = ?1 AND sku = ?2",
-                params![request.order_id.as_str(), request.sku.as_str()],
+        let existing = tx.prepare_cached("SELECT return_id, reason, restock, note, refund_shipping FROM returns WHERE order_id = ?1 AND sku = ?2")?.query_row(params![request.order_id.as_str(), request.sku.as_str()],
                 |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, bool>(2)?, row.get::<_, Option<String>>(3)?, row.get::<_, bool>(4)?)),
             )
             .optional()?;
@@ -293,9 +316,7 @@ impl Store {
             return Ok((record, false));
         }
         let refund_shipping = policy::refunds_shipping(request.reason);
-        tx.execute(
-            "INSERT INTO returns (order_id, sku, reason, restock, note, refund_shipping) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
+        tx.prepare_cached("INSERT INTO returns (order_id, sku, reason, restock, note, refund_shipping) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?.execute(params![
                 request.order_id.as_str(),
                 request.sku.as_str(),
                 request.reason.as_str(),
@@ -306,7 +327,8 @@ impl Store {
         )?;
         let rowid = tx.last_insert_rowid();
         let return_id: ReturnId = numbered("RT", RETURN_ID_OFFSET, rowid)?;
-        tx.execute("UPDATE returns SET return_id = ?1 WHERE id = ?2", params![return_id.as_str(), rowid])?;
+        tx.prepare_cached("UPDATE returns SET return_id = ?1 WHERE id = ?2")?
+            .execute(params![return_id.as_str(), rowid])?;
         tx.commit()?;
         let record = Return {
             return_id,
@@ -340,10 +362,9 @@ impl Store {
     /// refund that is still held, so two racing calls cannot both succeed.
     fn release_hold(&self, refund_id: &RefundId, to: RefundStatus) -> Result<Refund, StoreError> {
         let conn = self.conn();
-        let changed = conn.execute(
-            "UPDATE refunds SET status = ?1 WHERE refund_id = ?2 AND status = ?3",
-            params![to.as_str(), refund_id.as_str(), RefundStatus::NeedsConfirmation.as_str()],
-        )?;
+        let changed = conn
+            .prepare_cached("UPDATE refunds SET status = ?1 WHERE refund_id = ?2 AND status = ?3")?
+            .execute(params![to.as_str(), refund_id.as_str(), RefundStatus::NeedsConfirmation.as_str()])?;
         let refund = find_refund(&conn, "refund_id", refund_id.as_str())?
             .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
         if changed == 0 {
@@ -362,17 +383,24 @@ impl Store {
 }
 
 fn insert_order(conn: &Connection, order: &Order) -> Result<(), StoreError> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO orders (order_id, customer, status, shipping_cents, currency)
          VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![order.order_id.as_str(), order.customer, order.status, order.shipping.0, order.currency],
-    )?;
+    )?
+    .execute(params![order.order_id.as_str(), order.customer, order.status, order.shipping.0, order.currency])?;
     for (position, line) in (0i64..).zip(&order.lines) {
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO order_lines (order_id, position, sku, name, quantity, unit_price_cents)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![order.order_id.as_str(), position, line.sku.as_str(), line.name, line.quantity, line.unit_price.0],
-        )?;
+        )?
+        .execute(params![
+            order.order_id.as_str(),
+            position,
+            line.sku.as_str(),
+            line.name,
+            line.quantity,
+            line.unit_price.0
+        ])?;
     }
     Ok(())
 }
@@ -400,23 +428,15 @@ fn stored_id<T: FromStr<Err = IdError>>(text: &str) -> Result<T, StoreError> {
 
 fn load_order(conn: &Connection, order_id: &OrderId) -> Result<Order, StoreError> {
     let header = conn
-        .query_row(
-            "SELECT customer, status, shipping_cents, currency FROM orders WHERE order_id = ?1",
-            [order_id.as_str()],
-            |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, i64>(2)?,
-                    row.get::<_, String>(3)?,
-                ))
-            },
-        )
+        .prepare_cached("SELECT customer, status, shipping_cents, currency FROM orders WHERE order_id = ?1")?
+        .query_row([order_id.as_str()], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, i64>(2)?, row.get::<_, String>(3)?))
+        })
         .optional()?;
     let Some((customer, status, shipping, currency)) = header else {
         return Err(StoreError::NoSuchOrder(order_id.clone()));
     };
-    let mut statement = conn.prepare(
+    let mut statement = conn.prepare_cached(
         "SELECT sku, name, quantity, unit_price_cents FROM order_lines
          WHERE order_id = ?1 ORDER BY position",
     )?;
@@ -438,21 +458,20 @@ fn load_order(conn: &Connection, order_id: &OrderId) -> Result<Order, StoreError
 
 fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<Quote, StoreError> {
     let row = conn
-        .query_row(
+        .prepare_cached(
             "SELECT order_id, skus, includes_shipping, amount_cents, currency, needs_confirmation
              FROM quotes WHERE quote_id = ?1",
-            [quote_id.as_str()],
-            |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, bool>(2)?,
-                    row.get::<_, i64>(3)?,
-                    row.get::<_, String>(4)?,
-                    row.get::<_, bool>(5)?,
-                ))
-            },
-        )
+        )?
+        .query_row([quote_id.as_str()], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, bool>(2)?,
+                row.get::<_, i64>(3)?,
+                row.get::<_, String>(4)?,
+                row.get::<_, bool>(5)?,
+            ))
+        })
         .optional()?;
     let Some((order_id, skus, includes_shipping, amount, currency, needs_confirmation)) = row else {
         return Err(StoreError::NoSuchQuote(quote_id.clone()));
@@ -506,7 +525,8 @@ impl RefundRow {
 
 /// The refund whose `column` (`refund_id` or `quote_id`) equals `value`.
 fn find_refund(conn: &Connection, column: &'static str, value: &str) -> Result<Option<Refund>, StoreError> {
-    conn.query_row(&format!("{REFUND_COLUMNS} WHERE {column} = ?1"), [value], RefundRow::read)
+    conn.prepare_cached(&format!("{REFUND_COLUMNS} WHERE {column} = ?1"))?
+        .query_row([value], RefundRow::read)
         .optional()?
         .map(RefundRow::into_refund)
         .transpose()

@@ -48,7 +48,9 @@ pub struct Shop {
     pub(crate) ask_style: AskStyle,
     pub(crate) forms: Arc<Forms>,
     pub(crate) payments: Option<Payments>,
-    tool_router: ToolRouter<Shop>,
+    /// Shared: the HTTP transport clones the server for every request, and a router is a map
+    /// of tools, each with its schemas.
+    tool_router: Arc<ToolRouter<Shop>>,
 }
 
 impl Shop {
@@ -66,12 +68,14 @@ impl Shop {
             ask_style: AskStyle::default(),
             forms: Arc::new(forms),
             payments: None,
-            tool_router: Self::lookup_order_router()
-                + Self::quote_refund_router()
-                + Self::issue_refund_router()
-                + Self::refund_status_router()
-                + Self::record_return_router()
-                + Self::pay_refund_router(),
+            tool_router: Arc::new(
+                Self::lookup_order_router()
+                    + Self::quote_refund_router()
+                    + Self::issue_refund_router()
+                    + Self::refund_status_router()
+                    + Self::record_return_router()
+                    + Self::pay_refund_router(),
+            ),
         })
     }
 

@@ -83,6 +83,9 @@ impl ClientError {
 pub struct JsonClient {
     http: reqwest::Client,
     base_url: String,
+    /// The base URL parsed once: a request's URL is a copy with its path set, so the host is
+    /// not parsed (and IDNA-checked) again for every request.
+    base: Url,
     name: &'static str,
     /// The service's own credential, shown on every request.
     bearer: Option<String>,
@@ -108,12 +111,16 @@ impl JsonClient {
         if !url.username().is_empty() || url.password().is_some() {
             return Err(bad("must not contain credentials"));
         }
-        let http = reqwest::Client::builder()
-            .timeout(TIMEOUT)
-            .connect_timeout(TIMEOUT)
-            .build()
-            .map_err(|e| ClientError::Setup(format!("could not set up an HTTP client: {e}")))?;
-        Ok(JsonClient { http, base_url: url.as_str().trim_end_matches('/').to_owned(), name, bearer: None })
+        // A plain-HTTP service (a sidecar on loopback, say) never needs the system's TLS roots:
+        // loading them reads and parses every file in /etc/ssl/certs, milliseconds and
+        // megabytes at every start of a stdio server.
+        let mut http = reqwest::Client::builder().timeout(TIMEOUT).connect_timeout(TIMEOUT);
+        if url.scheme() == "http" {
+            http = http.tls_certs_only([]);
+        }
+        let http = http.build().map_err(|e| ClientError::Setup(format!("could not set up an HTTP client: {e}")))?;
+        let base_url = url.as_str().trim_end_matches('/').to_owned();
+        Ok(JsonClient { http, base_url, base: url, name, bearer: None })
     }
 
     /// Show `token` as a bearer credential on every request (the service's own, see
@@ -163,7 +170,9 @@ impl JsonClient {
     /// A request for `path`, which starts with `/` and is already escaped
     /// (validated IDs need no escaping).
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        let request = self.http.request(method, format!("{}{path}", self.base_url));
+        let mut url = self.base.clone();
+        url.set_path(&format!("{}{path}", self.base.path().trim_end_matches('/')));
+        let request = self.http.request(method, url);
         match &self.bearer {
             Some(token) => request.bearer_auth(token),
             None => request,

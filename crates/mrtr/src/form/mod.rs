@@ -47,12 +47,19 @@ pub struct FormSchema<T> {
     schema: Map<String, Value>,
     /// The schema read as a host reads it, to check answers with.
     fields: FlatForm,
+    /// rmcp's typed `requestedSchema`, made once: every question of this form sends a copy.
+    requested: ElicitationSchema,
     _form: PhantomData<fn() -> T>,
 }
 
 impl<T> Clone for FormSchema<T> {
     fn clone(&self) -> Self {
-        Self { schema: self.schema.clone(), fields: self.fields.clone(), _form: PhantomData }
+        Self {
+            schema: self.schema.clone(),
+            fields: self.fields.clone(),
+            requested: self.requested.clone(),
+            _form: PhantomData,
+        }
     }
 }
 
@@ -100,25 +107,23 @@ impl<T: JsonSchema + DeserializeOwned> FormSchema<T> {
         if !required.is_empty() {
             schema.insert("required".into(), Value::Array(required));
         }
-        // Check that rmcp's typed schema takes it, so nothing fails later on the wire.
-        ElicitationSchema::from_json_schema(schema.clone())
+        // rmcp's typed schema must take it, so nothing fails later on the wire.
+        let mut requested = ElicitationSchema::from_json_schema(schema.clone())
             .map_err(|e| fail(format!("rmcp refuses the schema: {e}")))?;
-        let fields = FlatForm::from_schema(&Value::Object(schema.clone()), Some(&display_order(&schema)));
-        Ok(Self { schema, fields, _form: PhantomData })
-    }
-
-    /// The schema as rmcp's typed `requestedSchema`.
-    pub fn requested_schema(&self) -> ElicitationSchema {
-        let mut schema =
-            ElicitationSchema::from_json_schema(self.schema.clone()).expect("checked when the form was made");
         // The one place the fields' order on the wire is set. Hosts show fields in the order
         // they arrive; rmcp keeps `properties` in a sorted map and writes them in
         // `property_order`, so that is set to the form's order: its required fields as
         // declared, then the rest. For the order to survive rmcp's trips through
         // `serde_json::Value`, serde_json keeps objects in insertion order (`preserve_order`,
         // in this crate's manifest); digests never rely on it (`canonical_json` sorts).
-        schema.property_order = Some(display_order(&self.schema));
-        schema
+        requested.property_order = Some(display_order(&schema));
+        let fields = FlatForm::from_schema(&Value::Object(schema.clone()), Some(&display_order(&schema)));
+        Ok(Self { schema, fields, requested, _form: PhantomData })
+    }
+
+    /// The schema as rmcp's typed `requestedSchema`.
+    pub fn requested_schema(&self) -> ElicitationSchema {
+        self.requested.clone()
     }
 
     /// The schema as JSON.

@@ -15,9 +15,8 @@ use std::{future::Future, net::SocketAddr, sync::Arc};
 
 use axum::{
     Router,
-    body::{Body, to_bytes},
     extract::Request,
-    http::{StatusCode, header},
+    http::StatusCode,
     middleware::{self, Next},
     response::Response,
     routing::get,
@@ -27,6 +26,7 @@ use rmcp::transport::streamable_http_server::{
 };
 use tokio_util::sync::CancellationToken;
 
+use mrtr::boundary::ErrorCode;
 use oauth_resource::{ResourceServer, ScopePolicy, gate::IntrospectionClient};
 
 use crate::serve::{
@@ -36,9 +36,6 @@ use crate::serve::{
 };
 
 pub use crate::serve::config::MAX_BODY_BYTES;
-
-/// The largest JSON response [`status_for_errors`] reads to find its error code.
-const MAX_INSPECTED_BYTES: usize = 1 << 20;
 
 /// Serve `server` (cloned for each request) until `shutdown` resolves; prints the MCP
 /// endpoint's URL once listening. The shop is served this way, and so is the conformance
@@ -136,36 +133,16 @@ pub async fn time_requests(request: Request, next: Next) -> Response {
 /// rmcp answers 400 for -32020/-32021/-32022 and a malformed `_meta`, 404 for -32601, and 200
 /// for every other error. A refused `requestState` (-32602), invalid params, an invalid
 /// request (-32600) and a parse error (-32700) are the client's fault and get 400 here, as the
-/// Python SDK's server answers them, so a client sees the same status from either. Only small
-/// JSON error bodies are read; streams and results pass untouched.
-pub async fn status_for_errors(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if response.status() != StatusCode::OK || !is_json {
-        return response;
+/// Python SDK's server answers them, so a client sees the same status from either. The
+/// boundary says which code a call ended in, through the [`ErrorCode`] put in the request's
+/// extensions here: no response is read back. (The body check answers its own -32700 and
+/// -32600 with 400 already.)
+pub async fn status_for_errors(mut request: Request, next: Next) -> Response {
+    let code = ErrorCode::default();
+    request.extensions_mut().insert(code.clone());
+    let mut response = next.run(request).await;
+    if response.status() == StatusCode::OK && matches!(code.get(), Some(-32602 | -32600 | -32700)) {
+        *response.status_mut() = StatusCode::BAD_REQUEST;
     }
-    let (mut parts, body) = response.into_parts();
-    let bytes = match to_bytes(body, MAX_INSPECTED_BYTES).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            parts.status = StatusCode::INTERNAL_SERVER_ERROR;
-            return Response::from_parts(parts, Body::empty());
-        }
-    };
-    // A JSON-RPC error names `error` near its start, before any result could; only those are parsed.
-    let head = &bytes[..bytes.len().min(256)];
-    let code = head
-        .windows(7)
-        .any(|window| window == b"\"error\"")
-        .then(|| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-        .flatten()
-        .and_then(|message| message.get("error")?.get("code")?.as_i64());
-    if matches!(code, Some(-32602 | -32600 | -32700)) {
-        parts.status = StatusCode::BAD_REQUEST;
-    }
-    Response::from_parts(parts, Body::from(bytes))
+    response
 }

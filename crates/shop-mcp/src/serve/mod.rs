@@ -74,7 +74,9 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
         tracing::info!(lead = %payments.lead, "paying refunds through the payment provider");
         shop = shop.with_payments(payments);
     }
-    metrics::install();
+    // The Prometheus recorder is installed by the HTTP transport, which serves /metrics; over
+    // stdio nothing would read it, and installing it calibrates a clock (milliseconds of
+    // spinning at every start). Without it the metrics below cost nothing.
     let sealed = Sealed::new(shop, Arc::clone(&security)).observed(metrics::observer());
     Ok(match (config.max_tool_calls, config.when_busy) {
         (0, _) => sealed,
