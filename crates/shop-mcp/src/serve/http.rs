@@ -50,6 +50,8 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     scopes: Option<Box<dyn ScopePolicy>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    // The recorder first: the layers built below make their series exist at zero through it.
+    let rendered = metrics::install();
     let listen = http.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -87,7 +89,6 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         .with_allowed_hosts(http.allowed_hosts.clone())
         .with_allowed_origins(origins);
     let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
-    let rendered = metrics::install();
     let mcp = Router::new().route_service("/mcp", mcp);
     let endpoint = match &gate {
         Some(gate) => {
