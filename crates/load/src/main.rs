@@ -20,7 +20,9 @@ use load::{
 /// Either point it at running servers (--url, repeated, and --shop-api), or let it start a
 /// fleet here (--replicas) of `fernhill serve --http` beside a fresh shop API. With --fault,
 /// start a fleet of three on a Redis of its own for each fault named, strike it under load, and
-/// print a table of what the leads saw and where the refunds ended.
+/// print a table of what the leads saw and where the refunds ended. For speed: --pid reports the
+/// servers' CPU time per confirmation and their memory, --echo drives a bare JSON service as
+/// the floor, and --cold-start times a stdio server's start to its first answer.
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
@@ -34,8 +36,9 @@ struct Cli {
         requires = "urls"
     )]
     shop_api: Option<String>,
-    /// A server process on this machine (repeat for several, API included) whose CPU time to
-    /// report per confirmation; started replicas are watched without it.
+    /// A server process on this machine (repeat for several, API included) whose CPU time per
+    /// confirmation and memory to report; started replicas are watched without it (a started
+    /// fleet's API runs inside this program and is not counted).
     #[arg(long = "pid", value_name = "PID")]
     pids: Vec<u32>,
     /// Each lead quotes and is asked, and leaves every question unanswered (the books are not
