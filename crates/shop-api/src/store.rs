@@ -8,7 +8,7 @@
 //! file-backed store on Tokio's blocking pool so a slow disk cannot stall the
 //! runtime, and an in-memory one in place (handing microseconds of work to
 //! another thread would cost more than the work). Statements are prepared
-//! once and cached; a file runs in WAL mode with `synchronous = NORMAL`. The lock
+//! once and cached; a file runs in WAL mode, each commit synced. The lock
 //! also serializes writers, which together with transactions and conditional
 //! `UPDATE`s makes refund creation and confirmation atomic.
 //!
@@ -142,11 +142,10 @@ impl Store {
         // Every statement is prepared once and kept (`prepare_cached`); there are fewer than this.
         conn.set_prepared_statement_cache_capacity(32);
         if path.is_some() {
-            // A file: readers do not wait for the writer, and a commit is durable at the next
-            // checkpoint rather than fsynced on its own (a power cut may lose the last commits,
-            // never corrupt the file).
+            // A file: readers do not wait for the writer. `synchronous` stays FULL: a refund
+            // the API answered for is on disk (NORMAL would be faster and could lose the last
+            // commits to a power cut, and a lead's confirmation with them).
             conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
         }
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute_batch(SCHEMA)?;
