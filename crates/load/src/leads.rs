@@ -451,46 +451,37 @@ impl Lead<'_> {
 
     /// A question left open: quote, and be asked (the time to the answer counts as zero).
     pub(crate) async fn ask(&self, order: &str) -> Confirmation {
-        let mut confirmation = Confirmation {
-            quote_id: None,
-            asked: false,
-            says_yes: true,
-            ending: Ending::Unclear(String::new()),
-            released_replies: 0,
-            past_the_record: false,
-        };
-        let asking = async {
-            let t0 = Instant::now();
-            let quote = complete(self.round(params("quote_refund", json!({"order_id": order}))).await)?;
-            let quote_id = field(&quote, "quote_id")?;
-            let t1 = Instant::now();
-            match self.round(params("issue_refund", json!({"quote_id": quote_id}))).await {
-                Round::Answered(CallToolResponse::InputRequired(_)) => {}
-                other => return Err(ending(other, "issue_refund did not ask")),
-            }
-            let times = [t1 - t0, t1.elapsed(), Duration::ZERO];
-            Ok(Ending::Done { times, refund_id: String::new(), status: "asked".to_owned() })
-        };
-        confirmation.ending = asking.await.unwrap_or_else(|ending| ending);
-        confirmation.asked = matches!(confirmation.ending, Ending::Done { .. });
-        confirmation
+        self.go_through(order, None, false).await
     }
 
     /// One confirmation: quote, ask, answer, each round to the next server.
     pub(crate) async fn confirm(&self, order: &str, says_yes: bool, replays: bool) -> Confirmation {
+        self.go_through(order, Some(says_yes), replays).await
+    }
+
+    /// Quote, ask, and answer `says` (none: leave the question open).
+    async fn go_through(&self, order: &str, says: Option<bool>, replays: bool) -> Confirmation {
         let mut confirmation = Confirmation {
             quote_id: None,
             asked: false,
-            says_yes,
+            says_yes: says.unwrap_or(true),
             ending: Ending::Unclear(String::new()),
             released_replies: 0,
             past_the_record: false,
         };
-        confirmation.ending = self.rounds(order, replays, &mut confirmation).await.unwrap_or_else(|ending| ending);
+        let answers = says.is_some();
+        confirmation.ending =
+            self.rounds(order, answers, replays, &mut confirmation).await.unwrap_or_else(|ending| ending);
         confirmation
     }
 
-    async fn rounds(&self, order: &str, replays: bool, confirmation: &mut Confirmation) -> Result<Ending, Ending> {
+    async fn rounds(
+        &self,
+        order: &str,
+        answers: bool,
+        replays: bool,
+        confirmation: &mut Confirmation,
+    ) -> Result<Ending, Ending> {
         let t0 = Instant::now();
         let quote = complete(self.round(params("quote_refund", json!({"order_id": order}))).await)?;
         let quote_id = field(&quote, "quote_id")?;
@@ -503,6 +494,10 @@ impl Lead<'_> {
         };
         confirmation.asked = true;
         let t2 = Instant::now();
+        if !answers {
+            let times = [t1 - t0, t2 - t1, Duration::ZERO];
+            return Ok(Ending::Done { times, refund_id: String::new(), status: "asked".to_owned() });
+        }
         let answer = Answer::form(&ReleaseForm { release: confirmation.says_yes });
         let again = retry(params("issue_refund", arguments), asked.request_state, [("confirm", &answer)]);
         let done = complete(self.round(again.clone()).await)?;

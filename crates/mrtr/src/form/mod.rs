@@ -116,8 +116,9 @@ impl<T: JsonSchema + DeserializeOwned> FormSchema<T> {
         // declared, then the rest. For the order to survive rmcp's trips through
         // `serde_json::Value`, serde_json keeps objects in insertion order (`preserve_order`,
         // in this crate's manifest); digests never rely on it (`canonical_json` sorts).
-        requested.property_order = Some(display_order(&schema));
-        let fields = FlatForm::from_schema(&Value::Object(schema.clone()), Some(&display_order(&schema)));
+        let order = display_order(&schema);
+        let fields = FlatForm::from_schema(&Value::Object(schema.clone()), Some(&order));
+        requested.property_order = Some(order);
         Ok(Self { schema, fields, requested, _form: PhantomData })
     }
 

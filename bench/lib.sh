@@ -1,0 +1,15 @@
+# Shared by bench/run and bench/ab (sourced).
+
+# Start a process that prints its URL as its first stdout line, its stderr going to LOG; sets
+# $url and $pid. Fails the script if the process ends before it says its URL.
+start_printing_url() {
+  local log=$1; shift
+  local said; said=$(mktemp "$(dirname "$log")/url.XXXXXX")
+  "$@" >"$said" 2>>"$log" &
+  pid=$!
+  until [ -s "$said" ]; do
+    kill -0 "$pid" 2>/dev/null || { echo "bench: $* exited; see $log" >&2; exit 1; }
+    sleep 0.05
+  done
+  url=$(head -1 "$said")
+}
