@@ -113,7 +113,7 @@ function structured(record, note) {
 }
 
 // ---- the tools' schemas (as `fernhill serve` lists them), compiled once ----------------------
-const ID = { order: '^O-[0-9]{4}$', quote: '^Q-[0-9]{4,9}$', refund: '^R-[0-9]{4,9}$', sku: '^[A-Z]{2}-[0-9]{4}$' };
+const ID = { order: '^O-[0-9]{4,9}$', quote: '^Q-[0-9]{4,9}$', refund: '^R-[0-9]{4,9}$', sku: '^[A-Z]{2}-[0-9]{4}$' };
 const AMOUNT = { type: 'string', pattern: '^-?[0-9]+\\.[0-9]{2}$', description: 'An amount in euros with two decimals, such as 180.00' };
 const schema = s => fromJsonSchema({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', ...s });
 const quoteInput = schema({ required: ['order_id'], properties: {

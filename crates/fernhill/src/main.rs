@@ -19,18 +19,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the shop's HTTP API (orders, quotes, refunds); prints the URL it listens on.
-    ShopApi {
-        /// Address to listen on, such as 127.0.0.1:8710 (port 0 picks a free one).
-        #[arg(long, default_value = "127.0.0.1:8710")]
-        listen: SocketAddr,
-        /// SQLite file to keep the shop's data in (created and seeded if new); in memory if absent.
-        #[arg(long)]
-        db: Option<PathBuf>,
-        /// A service credential every caller must show as a bearer token (give it in the
-        /// environment); without it the API answers anyone who reaches it.
-        #[arg(long, env = "SHOP_API_TOKEN", hide_env_values = true, value_name = "TOKEN")]
-        token: Option<String>,
-    },
+    ShopApi(commands::shop_api::ShopApiOptions),
     /// Serve the shop's MCP tools over stdio (what a desktop MCP host launches), or over Streamable HTTP with --http.
     Serve {
         #[command(flatten)]
@@ -102,9 +91,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
-        Command::ShopApi { listen, db, token } => {
-            commands::shop_api::run(listen, db.as_deref(), token.as_deref()).await.map(|()| 0)
-        }
+        Command::ShopApi(options) => commands::shop_api::run(options).await.map(|()| 0),
         Command::Serve { config, verbose } => commands::serve::run(*config, verbose).await.map(|()| 0),
         Command::Demo { answers, answers_file } => {
             commands::demo::run(&answers, answers_file.as_deref()).await.map(|()| 0)

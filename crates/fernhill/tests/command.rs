@@ -27,6 +27,31 @@ async fn shop_api_prints_its_url_and_serves_the_seeded_shop() {
     assert!(db.exists());
 }
 
+/// On an address other hosts reach, the shop's API starts only with a credential, or when told
+/// in so many words that something else guards it, and then it warns.
+#[tokio::test]
+async fn the_shop_api_on_an_open_port_needs_a_credential_unless_said_so() {
+    let refused = Command::new(fernhill())
+        .args(["shop-api", "--listen", "0.0.0.0:0"])
+        .env_remove("SHOP_API_TOKEN")
+        .output_within()
+        .await;
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("refusing to serve the shop's API on 0.0.0.0:0 without a credential"), "{stderr}");
+    assert!(stderr.contains("SHOP_API_TOKEN"), "{stderr}");
+
+    let mut with_token = Command::new(fernhill());
+    with_token.args(["shop-api", "--listen", "0.0.0.0:0"]).env("SHOP_API_TOKEN", "service-secret-1");
+    let (_api, url) = support::spawn_printing_url(&mut with_token).await;
+    assert!(url.starts_with("http://0.0.0.0:"), "{url}");
+
+    let mut insecure = Command::new(fernhill());
+    insecure.args(["shop-api", "--listen", "0.0.0.0:0", "--insecure-no-auth"]).env_remove("SHOP_API_TOKEN");
+    let (_api, _url, log) = support::spawn_printing_url_with_log(&mut insecure).await;
+    log.wait_for("serving the shop's API without a credential (--insecure-no-auth)").await;
+}
+
 /// With a service credential the shop's API answers only callers that show it (`/healthz`
 /// stays open), and `fernhill serve` calls it as itself with `SHOP_API_TOKEN`.
 #[tokio::test]

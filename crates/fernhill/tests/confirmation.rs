@@ -78,6 +78,38 @@ async fn below_the_limit_nobody_is_asked() {
     assert!(user.asked().is_empty());
 }
 
+/// The same line quoted and issued again and again, as a determined caller would: one refund,
+/// then tool errors that name the refund that has the line; nothing is refunded twice.
+#[tokio::test]
+async fn a_line_quoted_and_issued_again_is_refunded_once() {
+    let api = start_api().await;
+    let user = ScriptedUser::always(chapter::release());
+    let (client, _) = serve(&api.url, None, user.clone()).await;
+    let line = json!({"order_id": "O-1145", "skus": ["GG-2210"]});
+    let first = client.call_tool("quote_refund", line.clone()).await.unwrap();
+    let second = client.call_tool("quote_refund", line.clone()).await.unwrap();
+    let issue = |quote: &CallToolResult| json!({"quote_id": quote.structured_content.as_ref().unwrap()["quote_id"]});
+    let done = client.call_tool("issue_refund", issue(&first)).await.unwrap();
+    assert_eq!(refund_of(&done), ("R-0111".into(), "requested".into()));
+    let again = client.call_tool("issue_refund", issue(&second)).await.unwrap();
+    assert_eq!(again.is_error, Some(true));
+    assert!(
+        text(&again).contains("is already refunded or held for refund there (GG-2210 by R-0111)"),
+        "{}",
+        text(&again)
+    );
+    let third = client.call_tool("quote_refund", line).await.unwrap();
+    assert_eq!(third.is_error, Some(true));
+    assert!(
+        text(&third).starts_with("Error executing tool quote_refund: Nothing quoted: Order O-1145"),
+        "{}",
+        text(&third)
+    );
+    let refunds = shop(&api).refunds().await.unwrap();
+    assert_eq!(refunds.len(), 1, "{refunds:?}");
+    assert!(user.asked().is_empty(), "85.00 asks nobody");
+}
+
 #[tokio::test]
 async fn every_refused_state_gets_one_error_and_its_own_logged_reason() {
     let api = start_api().await;
@@ -126,9 +158,9 @@ async fn keys_rotate_without_dropping_an_answer() {
     let api = start_api().await;
     let old = StateSecurity::new(KeyRing::new(&[KEY_A]).unwrap(), Duration::from_secs(600), Some("shop".into()));
     let both = format!("{KEY_B},{KEY_A}");
-    for (keys, opens) in [(KEY_A, true), (both.as_str(), true), (KEY_B, false)] {
+    for (keys, opens, order) in [(KEY_A, true, "O-2289"), (both.as_str(), true, "O-1145"), (KEY_B, false, "O-5150")] {
         let (client, log) = serve(&api.url, Some(keys), ScriptedUser::always(chapter::release())).await;
-        let q = quote(&client, "O-2289").await;
+        let q = quote(&client, order).await;
         let asked = ask(&client, &q).await;
         let refund_id = "R-".to_owned() + &format!("{:04}", 110 + api_refunds(&api).await);
         // The state as a server holding only the old key sealed it.

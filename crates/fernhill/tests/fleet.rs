@@ -139,7 +139,7 @@ async fn a_lead_slower_than_the_state_gets_32602_and_a_fresh_call_asks_again() {
 async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release_nothing_twice() {
     let plan = FleetPlan::new(3, REDIS);
     let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
-    let load_plan = LoadPlan { replay_every: 7, ..LoadPlan::new(fleet.urls.clone(), &fleet.api.url, 1000) };
+    let load_plan = LoadPlan { replay_every: 7, ..fleet.load_plan(1000).unwrap() };
     let report = leads::run(&load_plan).await.unwrap();
     assert!(report.problems.is_empty(), "{}", report.render());
     assert_eq!((report.confirmations, report.released, report.released_twice), (1000, 1000, 0), "{}", report.render());
@@ -148,8 +148,9 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
     // Twenty questions; each honest retry sent ten times at once, spread across the replicas.
     let leads = [lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await, lead(&fleet.urls[2]).await];
     let mut retries = Vec::new();
+    let orders = fleet.orders(20).unwrap();
     for _ in 0..20 {
-        let q = quote(&leads[0], "O-1145").await;
+        let q = quote(&leads[0], &orders.next()).await;
         let state = ask(&leads[1], &q).await.request_state;
         retries.push((q, state));
     }

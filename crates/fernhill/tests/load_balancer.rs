@@ -48,7 +48,7 @@ async fn a_2026_client_and_a_2025_client_confirm_and_decline_through_haproxy() {
     let old_lead = ScriptedUser::in_turn([chapter::release(), Answer::Decline]);
     let old = Client::connect_http_with(old_lead.clone(), &url, 4, legacy()).await.unwrap();
     assert_eq!(old.protocol_version(), Some(rmcp::model::ProtocolVersion::V_2025_11_25));
-    assert_eq!(issue(&old, "O-2289").await, "requested");
+    assert_eq!(issue(&old, "O-5150").await, "requested");
     assert_eq!(issue(&old, "O-1145").await, "cancelled");
 
     assert_eq!((modern_lead.asked().len(), old_lead.asked().len()), (2, 2));

@@ -16,7 +16,8 @@ use rand::{RngExt, SeedableRng, rngs::StdRng};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use support::{KEY_A, fernhill, start_api};
+use shop_api::RefundStatus;
+use support::{KEY_A, fernhill, shop, start_api};
 
 const CI_CASES: usize = 3000;
 const AT_ONCE: usize = 8;
@@ -240,11 +241,17 @@ async fn altered_copies_of_recorded_requests_get_no_5xx_and_the_server_keeps_ser
     println!("answers by status: {by_status:?}");
     assert!(by_status.len() >= 3, "the mutations reached more than one kind of answer: {by_status:?}");
 
+    // The books: whatever the altered copies did, the one refund a lead released is the only one
+    // released, and the one a lead declined stays cancelled.
+    let refunds = shop(&api).refunds().await.unwrap();
+    let ended: Vec<(&str, RefundStatus)> = refunds.iter().map(|r| (r.refund_id.as_str(), r.status)).collect();
+    assert_eq!(ended, [("R-0111", RefundStatus::Requested), ("R-0112", RefundStatus::Cancelled)], "{refunds:?}");
+
     assert!(server.try_wait().unwrap().is_none(), "the server is still running");
     let health = http.get(url.replace("/mcp", "/healthz")).send().await.unwrap();
     assert_eq!(health.status(), 200);
     let lead = Client::connect_http(ScriptedUser::always(fernhill::chapter::release()), &url, 64).await.unwrap();
-    let quote = lead.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
+    let quote = lead.call_tool("quote_refund", json!({"order_id": "O-5150"})).await.unwrap();
     let quote_id = mrtr::client::field(&quote, "quote_id").unwrap().to_owned();
     let done = lead.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
     assert_eq!(mrtr::client::field(&done, "status"), Some("requested"), "{done:?}");

@@ -13,6 +13,7 @@ use load::{
     authorization::{self, Credentials},
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
+    orders::Orders,
 };
 use mrtr::client::{ScriptedUser, params, retry};
 use rmcp::model::CallToolResponse;
@@ -79,10 +80,22 @@ fn reader() -> Credentials {
     }
 }
 
-/// `confirmations` refunds of O-2289 confirmed by one lead authorized as `credentials`, against
-/// the server at `url` over `api`: every refund released, or (a reader) none.
-async fn leads_confirm(url: &str, api: &RunningApi, confirmations: usize, credentials: Credentials) -> leads::Report {
-    let plan = LoadPlan { leads: 1, credentials, ..LoadPlan::new(vec![url.to_owned()], &api.url, confirmations) };
+/// `confirmations` refunds confirmed by one lead authorized as `credentials`, of the load
+/// orders from `O-{first}`, against the server at `url` over `api`: every refund released, or
+/// (a reader) none.
+async fn leads_confirm(
+    url: &str,
+    api: &RunningApi,
+    first: u32,
+    confirmations: usize,
+    credentials: Credentials,
+) -> leads::Report {
+    let plan = LoadPlan {
+        leads: 1,
+        credentials,
+        orders: Orders::numbered_from(first),
+        ..LoadPlan::new(vec![url.to_owned()], &api.url, confirmations)
+    };
     leads::run(&plan).await.unwrap()
 }
 
@@ -90,9 +103,9 @@ async fn leads_confirm(url: &str, api: &RunningApi, confirmations: usize, creden
 async fn leads_with_client_credentials_confirm_refunds_and_a_reader_cannot() {
     let (api, (_issuer, issuer_url)) = (start_api().await, issuer().await);
     let (_server, url) = serve(&api, &issuer_url).await;
-    let report = leads_confirm(&url, &api, 4, lead("lead")).await;
+    let report = leads_confirm(&url, &api, 100_001, 4, lead("lead")).await;
     assert!(report.problems.is_empty() && report.released == 4, "{}", report.render());
-    let report = leads_confirm(&url, &api, 2, reader()).await;
+    let report = leads_confirm(&url, &api, 100_101, 2, reader()).await;
     assert_eq!(report.released, 0, "{}", report.render());
     assert!(
         report.problems.iter().all(|p| p.contains("403") || p.contains("insufficient_scope")),
@@ -271,8 +284,8 @@ async fn opaque_tokens_are_checked_by_introspection() {
         .args(["--auth-introspection", "--auth-client-id", "fernhill-mcp"])
         .env("SHOP_AUTH_CLIENT_SECRET", "fernhill-mcp-secret");
     let (_server, url) = support::spawn_printing_url(&mut command).await;
-    let report = leads_confirm(&url, &api, 2, lead("lead")).await;
+    let report = leads_confirm(&url, &api, 100_001, 2, lead("lead")).await;
     assert!(report.problems.is_empty() && report.released == 2, "{}", report.render());
-    let report = leads_confirm(&url, &api, 2, reader()).await;
+    let report = leads_confirm(&url, &api, 100_101, 2, reader()).await;
     assert_eq!(report.released, 0, "{}", report.render());
 }

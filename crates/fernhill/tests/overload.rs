@@ -38,7 +38,7 @@ async fn past_the_bound_new_calls_are_shed_as_rounds_and_no_answer_is_lost() {
         FleetPlan { linked: true, extra: vec!["--max-tool-calls".into(), "1".into()], ..FleetPlan::new(1, "memory") };
     let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
     fleet.set_api(Condition::Slow(Duration::from_millis(10)));
-    let load = LoadPlan { decline_every: 4, replay_every: 5, ..LoadPlan::new(fleet.urls.clone(), &fleet.api.url, 64) };
+    let load = LoadPlan { decline_every: 4, replay_every: 5, ..fleet.load_plan(64).unwrap() };
     let report = leads::run(&load).await.unwrap();
     let shown = report.render();
     assert!(report.shed > 0, "sixteen leads on one slot were shed: {shown}");

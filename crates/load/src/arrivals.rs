@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use crate::{
     authorization::{self, Credentials},
     leads::{Ending, Lead, Percentiles},
+    orders::Orders,
 };
 
 /// Requests one arrivals client keeps in flight to one server at most.
@@ -35,7 +36,7 @@ pub struct ArrivalPlan {
     pub duration: Duration,
     /// How long a person waits for a confirmation before giving up on it.
     pub patience: Duration,
-    pub order: String,
+    pub orders: Orders,
     pub credentials: Credentials,
 }
 
@@ -114,7 +115,7 @@ pub async fn run(plan: &ArrivalPlan) -> anyhow::Result<ArrivalReport> {
         let arrives = Instant::now();
         let (clients, next_url, rerouted, shed, outcomes) =
             (clients.clone(), next_url.clone(), rerouted.clone(), shed.clone(), outcomes.clone());
-        let (order, patience) = (plan.order.clone(), plan.patience);
+        let (order, patience) = (plan.orders.next(), plan.patience);
         arrivals.push(tokio::spawn(async move {
             let lead = Lead { clients: &clients, next_url: &next_url, rerouted: &rerouted, shed: &shed };
             let outcome = match tokio::time::timeout_at(arrives + patience, lead.confirm(&order, true, false)).await {

@@ -198,7 +198,7 @@ pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Resu
         decline_every: 5,
         replay_every: 7,
         progress: Some(progress),
-        ..LoadPlan::new(fleet.urls.clone(), &fleet.api.url, plan.confirmations)
+        ..fleet.load_plan(plan.confirmations)?
     };
     let at = |share: usize| move |done: &usize| *done >= plan.confirmations * share / 3;
     // The load runs beside the fault: a third of the way in (or at the load's end, if it failed
@@ -239,8 +239,7 @@ pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Resu
         }
         _ => fleet.urls.clone(),
     };
-    let after =
-        leads::run(&LoadPlan { leads: plan.leads, ..LoadPlan::new(live, &fleet.api.url, plan.recovery) }).await?;
+    let after = leads::run(&LoadPlan { leads: plan.leads, urls: live, ..fleet.load_plan(plan.recovery)? }).await?;
     drop((redis, sentinels));
     Ok(FaultRow { fault, during, after })
 }

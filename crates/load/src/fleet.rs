@@ -3,10 +3,18 @@
 //! ([`FleetPlan::linked`]), every replica and the API sit behind a [`Link`] each, so a fault run
 //! can cut or slow them, and a restarted replica keeps its address.
 
-use std::{net::SocketAddr, path::Path, process::Stdio, sync::Arc};
+use std::{
+    net::SocketAddr,
+    path::Path,
+    process::Stdio,
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+};
 
 use anyhow::Context as _;
-use shop_api::{RunningApi, Store};
+use shop_api::{RunningApi, Store, seed::FIRST_LOAD_ORDER};
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
     process::{Child, Command},
@@ -14,12 +22,17 @@ use tokio::{
 
 use crate::{
     child_log::ChildLog,
+    leads::LoadPlan,
     link::{Condition, Link},
+    orders::Orders,
 };
 
 /// The replicas and the API behind them, stopped when dropped.
 pub struct Fleet {
     pub api: RunningApi,
+    store: Arc<Store>,
+    /// The first load order no run has been given yet.
+    next_order: AtomicU32,
     /// Each replica's MCP endpoint, as clients reach it (its link's, when linked).
     pub urls: Vec<String>,
     replicas: Vec<Child>,
@@ -71,7 +84,8 @@ fn hex(bytes: &[u8]) -> String {
 impl Fleet {
     /// Start a fresh in-memory API and `plan.replicas` replicas of `program` (the fernhill binary).
     pub async fn start(program: &Path, plan: &FleetPlan) -> anyhow::Result<Fleet> {
-        let api = shop_api::spawn_loopback(Arc::new(Store::open(None)?)).await.context("starting the shop's API")?;
+        let store = Arc::new(Store::open(None)?);
+        let api = shop_api::spawn_loopback(store.clone()).await.context("starting the shop's API")?;
         let api_link = match plan.linked {
             true => Some(Link::start(api.addr).await?),
             false => None,
@@ -79,6 +93,8 @@ impl Fleet {
         let api_url = api_link.as_ref().map_or_else(|| api.url.clone(), |link| link.url(""));
         let mut fleet = Fleet {
             api,
+            store,
+            next_order: AtomicU32::new(FIRST_LOAD_ORDER),
             urls: Vec::new(),
             replicas: Vec::new(),
             logs: Vec::new(),
@@ -97,6 +113,21 @@ impl Fleet {
             fleet.logs.push(log);
         }
         Ok(fleet)
+    }
+
+    /// `count` orders of the API's, refunded by no run yet: one for each confirmation of a run.
+    pub fn orders(&self, count: usize) -> anyhow::Result<Orders> {
+        let count = u32::try_from(count).context("too many orders")?;
+        let first = self.next_order.fetch_add(count, Ordering::Relaxed);
+        self.store.add_load_orders(first, count).context("adding orders for the run")?;
+        Ok(Orders::numbered_from(first))
+    }
+
+    /// `confirmations` by 16 leads saying yes, to every replica in turn, each refunding an
+    /// order of its own.
+    pub fn load_plan(&self, confirmations: usize) -> anyhow::Result<LoadPlan> {
+        let orders = self.orders(confirmations)?;
+        Ok(LoadPlan { orders, ..LoadPlan::new(self.urls.clone(), &self.api.url, confirmations) })
     }
 
     /// The replicas' process IDs (the API runs inside this process).

@@ -31,6 +31,7 @@ use tokio::sync::watch;
 
 use crate::{
     authorization::{self, Credentials},
+    orders::Orders,
     usage::{self, CpuWatch},
 };
 
@@ -53,8 +54,8 @@ pub struct LoadPlan {
     pub leads: usize,
     /// Confirmations in all.
     pub confirmations: usize,
-    /// The order every refund is quoted for (its whole refund must be above the limit).
-    pub order: String,
+    /// The order each confirmation refunds (its whole refund must be above the limit).
+    pub orders: Orders,
     /// What the leads authorize with.
     pub credentials: Credentials,
     /// Every n-th confirmation, the lead says no (0: every lead says yes).
@@ -82,7 +83,7 @@ impl LoadPlan {
             shop_api: shop_api.to_owned(),
             leads: 16,
             confirmations,
-            order: "O-2289".to_owned(),
+            orders: Orders::default(),
             credentials: Credentials::None,
             decline_every: 0,
             replay_every: 0,
@@ -299,9 +300,10 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
                     break;
                 }
                 let nth = |every: usize| every != 0 && (number + 1) % every == 0;
+                let order = plan.orders.next();
                 let confirmation = match plan.leave_unanswered {
-                    true => lead.ask(&plan.order).await,
-                    false => lead.confirm(&plan.order, !nth(plan.decline_every), nth(plan.replay_every)).await,
+                    true => lead.ask(&order).await,
+                    false => lead.confirm(&order, !nth(plan.decline_every), nth(plan.replay_every)).await,
                 };
                 let done = {
                     let mut finished = finished.lock().unwrap_or_else(|p| p.into_inner());

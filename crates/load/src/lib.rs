@@ -13,6 +13,8 @@
 //!   API down or slow) striking a linked fleet under load, and the books checked: one row of a table each.
 //! - [`overload`]: one bounded replica's capacity, then 2x and 5x that arriving, shed or
 //!   queued past the bound: goodput side by side;
+//! - [`orders`]: which order each confirmation refunds (an order is refunded once, so a run
+//!   needs one for each; the API adds them for load tests);
 //! - [`link`]: a TCP relay in front of a replica or the API, that a fault run cuts or slows;
 //! - [`redis_server`]: a Redis of a run's own, to stop and start again, and [`sentinel`]: a
 //!   primary, a replica and a Sentinel, to fail over;
@@ -34,6 +36,7 @@ pub mod faults;
 pub mod fleet;
 pub mod leads;
 pub mod link;
+pub mod orders;
 pub mod overload;
 pub mod redis_server;
 pub mod sentinel;

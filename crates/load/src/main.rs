@@ -12,6 +12,7 @@ use load::{
     faults::{self, Fault, FaultPlan},
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
+    orders::Orders,
     overload::{self, OverloadPlan},
 };
 
@@ -77,9 +78,12 @@ struct Cli {
     /// Confirmations in all.
     #[arg(long, default_value_t = 1000)]
     confirmations: usize,
-    /// The order every refund is quoted for (its whole refund must need confirming).
-    #[arg(long, default_value = "O-2289")]
-    order: String,
+    /// The orders refunded: O-100001+ gives each confirmation its own, O-100001 upwards (start
+    /// the shop's API with --load-orders N; a started fleet adds them itself), since an order
+    /// is refunded once. One order, such as O-2289, for an API that refunds it again and again
+    /// (the Python reference). Each order's whole refund must need confirming.
+    #[arg(long = "order", default_value = "O-100001+", value_name = "ORDER")]
+    orders: Orders,
     /// Authorize as this OAuth client with the client credentials grant (servers with --auth-issuer).
     #[arg(long, requires = "client_secret", conflicts_with = "token_command")]
     client_id: Option<String>,
@@ -159,14 +163,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if !strike.is_empty() {
         return strike_faults(cli, &strike).await;
     }
-    let (fleet, echo_server);
+    // Held until the run ends.
+    let (mut fleet, mut echo_server) = (None, None);
     let mut server_pids = cli.pids;
     let (urls, shop_api) = match cli.replicas {
         None if cli.echo => {
             let (child, url) = echo::start(&std::env::current_exe().context("finding this program")?).await?;
             server_pids.extend(child.id());
-            echo_server = child;
-            println!("started the echo floor on {url} (pid {})", echo_server.id().unwrap_or_default());
+            println!("started the echo floor on {url} (pid {})", child.id().unwrap_or_default());
+            echo_server = Some(child);
             (vec![url], String::new())
         }
         Some(replicas) => {
@@ -177,10 +182,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             let program = fernhill_program(cli.fernhill)?;
             let plan = FleetPlan { log_filter: cli.replica_log, ..FleetPlan::new(replicas, &cli.store) };
-            fleet = Fleet::start(&program, &plan).await?;
-            println!("started {replicas} replicas on {} ({} store)", fleet.urls.join(", "), cli.store);
-            server_pids.extend(fleet.pids());
-            (fleet.urls.clone(), fleet.api.url.clone())
+            let started = fleet.insert(Fleet::start(&program, &plan).await?);
+            println!("started {replicas} replicas on {} ({} store)", started.urls.join(", "), cli.store);
+            server_pids.extend(started.pids());
+            (started.urls.clone(), started.api.url.clone())
         }
         // clap requires --shop-api whenever --replicas is absent.
         None => (cli.urls, cli.shop_api.unwrap_or_default()),
@@ -200,7 +205,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             rate,
             duration: seconds(cli.duration, "duration")?,
             patience: seconds(cli.patience, "patience")?,
-            order: cli.order,
+            orders: match &fleet {
+                Some(fleet) => fleet.orders((rate * cli.duration).ceil() as usize + 64)?,
+                None => cli.orders,
+            },
             credentials,
         };
         println!("{}", arrivals::run(&plan).await?.render(rate));
@@ -208,7 +216,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let plan = LoadPlan {
         leads: cli.leads,
-        order: cli.order,
+        orders: match &fleet {
+            Some(fleet) => fleet.orders(cli.confirmations)?,
+            None => cli.orders,
+        },
         credentials,
         server_pids,
         books: !cli.echo && !cli.leave_unanswered,
@@ -216,6 +227,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         ..LoadPlan::new(urls, &shop_api, cli.confirmations)
     };
     let report = leads::run(&plan).await?;
+    drop(echo_server);
     print!("{}", report.render());
     let released = if plan.books { report.released } else { report.confirmations };
     anyhow::ensure!(

@@ -12,7 +12,7 @@ use crate::{
     arrivals::{self, ArrivalPlan, ArrivalReport},
     authorization::Credentials,
     fleet::{Fleet, FleetPlan},
-    leads::{self, LoadPlan},
+    leads,
     link::Condition,
 };
 
@@ -54,8 +54,7 @@ pub struct OverloadRow {
 pub async fn run(program: &Path, plan: &OverloadPlan) -> anyhow::Result<(f64, Vec<OverloadRow>)> {
     let capacity = {
         let fleet = replica(program, plan, "shed").await?;
-        let leads = LoadPlan::new(fleet.urls.clone(), &fleet.api.url, 1000);
-        leads::run(&leads).await?.per_second()
+        leads::run(&fleet.load_plan(1000)?).await?.per_second()
     };
     let mut rows = Vec::new();
     for &factor in &plan.factors {
@@ -66,7 +65,9 @@ pub async fn run(program: &Path, plan: &OverloadPlan) -> anyhow::Result<(f64, Ve
                 rate: capacity * factor,
                 duration: plan.duration,
                 patience: plan.patience,
-                order: "O-2289".to_owned(),
+                // Every arrival refunds an order of its own; a few more than planned are sent
+                // when the loop catches up.
+                orders: fleet.orders((capacity * factor * plan.duration.as_secs_f64()).ceil() as usize + 64)?,
                 credentials: Credentials::None,
             };
             rows.push(OverloadRow { factor, shedding, report: arrivals::run(&arrivals).await? });

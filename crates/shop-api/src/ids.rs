@@ -91,9 +91,9 @@ identifier! {
     /// An order, such as `O-1145`.
     OrderId,
     what: "an order ID",
-    format: "O- followed by 4 digits, such as O-1145",
-    pattern: "^O-[0-9]{4}$",
-    check: |s| is_prefixed_number(s, "O-", 4, 4)
+    format: "O- followed by 4 to 9 digits, such as O-1145",
+    pattern: "^O-[0-9]{4,9}$",
+    check: |s| is_prefixed_number(s, "O-", 4, 9)
 }
 
 identifier! {
@@ -153,7 +153,7 @@ mod tests {
             "",
             "O-",
             "O-22",
-            "O-12345",
+            "O-1234567890",
             "o-1145",
             "O1145",
             "O-11a5",
@@ -191,7 +191,10 @@ mod tests {
     #[test]
     fn error_message_names_input_and_format() {
         let err = OrderId::parse("O-22").unwrap_err();
-        assert_eq!(err.to_string(), r#""O-22" is not an order ID: expected O- followed by 4 digits, such as O-1145"#);
+        assert_eq!(
+            err.to_string(),
+            r#""O-22" is not an order ID: expected O- followed by 4 to 9 digits, such as O-1145"#
+        );
         assert_eq!(err.given(), "O-22");
         let err = Sku::parse("").unwrap_err();
         assert_eq!(

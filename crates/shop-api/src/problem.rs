@@ -51,6 +51,21 @@ impl From<StoreError> for Problem {
                     // `status` is taken by RFC 9457 for the HTTP status code.
                     .with("refund_status", status.as_str())
             }
+            StoreError::AlreadyRefunded { order_id, covered } => {
+                Problem::new(StatusCode::CONFLICT, "already_refunded", "Already refunded or held", detail)
+                    .with("order_id", order_id.as_str())
+                    .with(
+                        "covered",
+                        covered
+                            .iter()
+                            .map(|(line, refund)| serde_json::json!({"line": line, "refund_id": refund.as_str()}))
+                            .collect::<Vec<_>>(),
+                    )
+            }
+            StoreError::QuoteExpired(quote_id) => {
+                Problem::new(StatusCode::GONE, "quote_expired", "Quote expired", detail)
+                    .with("quote_id", quote_id.as_str())
+            }
             StoreError::NotOnOrder { order_id, sku, order_skus } => {
                 Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "not_on_order", "SKU not on the order", detail)
                     .with("order_id", order_id.as_str())

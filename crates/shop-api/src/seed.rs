@@ -48,32 +48,49 @@ const ORDERS: &[SeedOrder] = &[
     ),
 ];
 
+/// The first of the orders a load test refunds, one each ([`load_orders`]).
+pub const FIRST_LOAD_ORDER: u32 = 100_001;
+
 /// The seed orders, with totals computed from their lines.
 pub fn orders() -> Vec<Order> {
     ORDERS
         .iter()
-        .map(|&(order_id, customer, status, shipping, lines)| {
-            let lines: Vec<OrderLine> = lines
-                .iter()
-                .map(|&(sku, name, quantity, unit_price)| OrderLine {
-                    sku: Sku::parse(sku).expect("seed SKUs are well formed"),
-                    name: name.to_owned(),
-                    quantity,
-                    unit_price: Cents(unit_price),
-                })
-                .collect();
-            let total = lines.iter().map(|line| line.unit_price.0 * i64::from(line.quantity)).sum::<i64>() + shipping;
-            Order {
-                order_id: OrderId::parse(order_id).expect("seed order IDs are well formed"),
-                customer: customer.to_owned(),
-                status: status.to_owned(),
-                lines,
-                shipping: Cents(shipping),
-                total: Cents(total),
-                currency: CURRENCY.to_owned(),
-            }
-        })
+        .map(|&(order_id, customer, status, shipping, lines)| order(order_id, customer, status, shipping, lines))
         .collect()
+}
+
+/// `count` orders for load tests from `O-{first}` upwards (at least [`FIRST_LOAD_ORDER`]), each
+/// as O-2289 is (one 165.00 line and 15.00 shipping, so its whole refund, 180.00, is held for a
+/// lead). A refund covers an order's lines once, so a load test that confirms many refunds
+/// needs an order for each.
+pub fn load_orders(first: u32, count: u32) -> impl Iterator<Item = Order> {
+    const LINES: &[SeedLine] = &[("GG-0412", "Raised cedar planter", 1, 16500)];
+    // Order IDs have at most 9 digits.
+    let first = first.max(FIRST_LOAD_ORDER);
+    (first..first.saturating_add(count).min(1_000_000_000))
+        .map(|number| order(&format!("O-{number}"), "Load test customer", "delivered", 1500, LINES))
+}
+
+fn order(order_id: &str, customer: &str, status: &str, shipping: i64, lines: &[SeedLine]) -> Order {
+    let lines: Vec<OrderLine> = lines
+        .iter()
+        .map(|&(sku, name, quantity, unit_price)| OrderLine {
+            sku: Sku::parse(sku).expect("seed SKUs are well formed"),
+            name: name.to_owned(),
+            quantity,
+            unit_price: Cents(unit_price),
+        })
+        .collect();
+    let total = lines.iter().map(|line| line.unit_price.0 * i64::from(line.quantity)).sum::<i64>() + shipping;
+    Order {
+        order_id: OrderId::parse(order_id).expect("seed order IDs are well formed"),
+        customer: customer.to_owned(),
+        status: status.to_owned(),
+        lines,
+        shipping: Cents(shipping),
+        total: Cents(total),
+        currency: CURRENCY.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -94,5 +111,13 @@ mod tests {
         expect("O-3471", "66.85");
         expect("O-4102", "95.50");
         expect("O-5150", "472.00");
+    }
+
+    #[test]
+    fn load_orders_are_numbered_upwards_and_held_whole() {
+        let orders: Vec<Order> = load_orders(0, 3).collect();
+        let ids: Vec<&str> = orders.iter().map(|o| o.order_id.as_str()).collect();
+        assert_eq!(ids, ["O-100001", "O-100002", "O-100003"]);
+        assert!(orders.iter().all(|o| o.total == Cents(18000)));
     }
 }

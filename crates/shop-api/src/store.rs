@@ -15,11 +15,20 @@
 //! IDs come from SQLite rowids: quote `Q-{5000 + rowid}` (the first is
 //! Q-5001) and refund `R-{110 + rowid}` (the first is R-0111), both at least
 //! four digits. `AUTOINCREMENT` keeps rowids from ever being reused.
+//!
+//! The money rules live in the schema as well as in the code. A refund that is not cancelled
+//! covers its order's lines (and shipping) in `refund_lines`, and a unique index lets one line
+//! be covered by one such refund at a time: an order cannot be refunded twice, whole or in
+//! pieces, however callers race. A quote prices only what is still refundable; issuing a quote
+//! whose lines another refund covered meanwhile is refused. A refund is held when the order's
+//! refunds, this one included, come to more than the limit ([`policy::status_for`]). Quotes
+//! expire ([`DEFAULT_QUOTE_TTL`]) and are purged as new ones are made.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -49,6 +58,16 @@ pub enum StoreError {
     /// A return of a SKU that is not on the order.
     #[error("SKU {sku} is not on order {order_id}; its SKUs are {}.", list(order_skus))]
     NotOnOrder { order_id: OrderId, sku: Sku, order_skus: Vec<Sku> },
+    /// Lines (or shipping) that a refund not cancelled already covers: nothing is refunded twice.
+    #[error("{}", already_refunded(order_id, covered))]
+    AlreadyRefunded {
+        order_id: OrderId,
+        /// Each covered line's SKU (or `shipping`), and the refund that covers it.
+        covered: Vec<(String, RefundId)>,
+    },
+    /// A quote past its lifetime: quote again.
+    #[error("Quote {0} has expired; quote the refund again.")]
+    QuoteExpired(QuoteId),
     /// A return note longer than the policy allows.
     #[error("The note is {0} characters; a return's note may be at most {RETURN_NOTE_MAX}.")]
     NoteTooLong(usize),
@@ -66,6 +85,27 @@ fn list(skus: &[Sku]) -> String {
     let names: Vec<&str> = skus.iter().map(Sku::as_str).collect();
     names.join(", ")
 }
+
+fn already_refunded(order_id: &OrderId, covered: &[(String, RefundId)]) -> String {
+    if covered.is_empty() {
+        return format!("Everything on order {order_id} is already refunded or held for refund.");
+    }
+    let each: Vec<String> = covered.iter().map(|(line, refund)| format!("{line} by {refund}")).collect();
+    format!(
+        "Order {order_id} is already refunded or held for refund there ({}); only what is still refundable can be \
+         quoted or refunded.",
+        each.join(", ")
+    )
+}
+
+/// The name `refund_lines` gives an order's shipping, beside its SKUs.
+pub const SHIPPING: &str = "shipping";
+
+/// How long a quote can be issued unless told otherwise: a day, as the MCP server keeps it.
+pub const DEFAULT_QUOTE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Expired quotes removed at most per new quote, so a purge never stalls a request.
+const PURGE_BATCH: i64 = 64;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS orders (
@@ -92,7 +132,8 @@ CREATE TABLE IF NOT EXISTS quotes (
     includes_shipping  INTEGER NOT NULL,
     amount_cents       INTEGER NOT NULL,
     currency           TEXT NOT NULL,
-    needs_confirmation INTEGER NOT NULL
+    needs_confirmation INTEGER NOT NULL,
+    expires_at         INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS refunds (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -104,6 +145,15 @@ CREATE TABLE IF NOT EXISTS refunds (
     status       TEXT NOT NULL
         CHECK (status IN ('needs_confirmation', 'requested', 'cancelled'))
 );
+CREATE TABLE IF NOT EXISTS refund_lines (
+    refund_id    TEXT NOT NULL REFERENCES refunds (refund_id),
+    order_id     TEXT NOT NULL REFERENCES orders (order_id),
+    line         TEXT NOT NULL,
+    amount_cents INTEGER NOT NULL,
+    active       INTEGER NOT NULL,
+    PRIMARY KEY (refund_id, line)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS one_refund_per_line ON refund_lines (order_id, line) WHERE active = 1;
 CREATE TABLE IF NOT EXISTS returns (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
     return_id       TEXT UNIQUE,
@@ -117,6 +167,14 @@ CREATE TABLE IF NOT EXISTS returns (
 );
 ";
 
+/// What needs columns a database made by an earlier version may lack (see [`migrate`]).
+const INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS quotes_by_expiry ON quotes (expires_at);
+";
+
+/// The schema's version, in SQLite's `user_version`: 0 before refunds covered lines.
+const SCHEMA_VERSION: i64 = 1;
+
 const QUOTE_ID_OFFSET: i64 = 5000;
 const REFUND_ID_OFFSET: i64 = 110;
 const RETURN_ID_OFFSET: i64 = 0;
@@ -126,6 +184,7 @@ const RETURN_ID_OFFSET: i64 = 0;
 pub struct Store {
     conn: Mutex<Connection>,
     on_disk: bool,
+    quote_ttl: Duration,
 }
 
 impl Store {
@@ -149,6 +208,8 @@ impl Store {
         }
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute_batch(SCHEMA)?;
+        migrate(&tx, DEFAULT_QUOTE_TTL)?;
+        tx.execute_batch(INDEXES)?;
         let orders: i64 = tx.prepare_cached("SELECT COUNT(*) FROM orders")?.query_row([], |row| row.get(0))?;
         if orders == 0 {
             for order in seed::orders() {
@@ -156,7 +217,25 @@ impl Store {
             }
         }
         tx.commit()?;
-        Ok(Store { conn: Mutex::new(conn), on_disk: path.is_some() })
+        Ok(Store { conn: Mutex::new(conn), on_disk: path.is_some(), quote_ttl: DEFAULT_QUOTE_TTL })
+    }
+
+    /// Quotes made from now on can be issued for `ttl` (a day unless told).
+    pub fn with_quote_ttl(mut self, ttl: Duration) -> Store {
+        self.quote_ttl = ttl;
+        self
+    }
+
+    /// Adds `count` orders for load tests from `O-{first}` up (see [`seed::load_orders`]),
+    /// keeping any that exist already.
+    pub fn add_load_orders(&self, first: u32, count: u32) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for order in seed::load_orders(first, count) {
+            insert_order(&tx, &order)?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// Whether an operation may wait for the disk (a file), or only for memory.
@@ -176,38 +255,58 @@ impl Store {
         load_order(&self.conn(), order_id)
     }
 
-    /// Prices a refund of the whole order (`skus: None`) or of the lines
-    /// whose SKU is listed, and records it as a quote.
+    /// Prices a refund of what is still refundable of the whole order (`skus: None`) or of
+    /// the lines whose SKU is listed, and records it as a quote.
     ///
-    /// Shipping is included by default for the whole order and excluded by
-    /// default for chosen SKUs. Listed SKUs that are not on the order are
-    /// ignored; the quote's `skus` names the lines it covers.
+    /// Shipping is included by default for the whole order and excluded by default for chosen
+    /// SKUs, and never twice. Listed SKUs that are not on the order are ignored; the quote's
+    /// `skus` names the lines it covers. A listed line (or shipping asked for) that a refund not
+    /// cancelled already covers is refused ([`StoreError::AlreadyRefunded`]), and so is a whole
+    /// order with nothing left.
     pub fn create_quote(&self, request: &QuoteRequest) -> Result<Quote, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let now = epoch_seconds();
+        purge_expired_quotes(&tx, now)?;
         let order = load_order(&tx, &request.order_id)?;
+        let covered = Covered::of(&tx, &order.order_id)?;
         let (lines, shipping_by_default): (Vec<&OrderLine>, bool) = match &request.skus {
-            None => (order.lines.iter().collect(), true),
-            Some(chosen) => (order.lines.iter().filter(|line| chosen.contains(&line.sku)).collect(), false),
+            None => (order.lines.iter().filter(|line| !covered.covers(line.sku.as_str())).collect(), true),
+            Some(chosen) => {
+                let lines: Vec<&OrderLine> = order.lines.iter().filter(|line| chosen.contains(&line.sku)).collect();
+                if lines.is_empty() {
+                    return Err(StoreError::NoLines {
+                        order_id: order.order_id,
+                        order_skus: order.lines.into_iter().map(|line| line.sku).collect(),
+                    });
+                }
+                covered.refuse_any(&order.order_id, lines.iter().map(|line| line.sku.as_str()))?;
+                (lines, false)
+            }
         };
-        if lines.is_empty() {
-            return Err(StoreError::NoLines {
-                order_id: order.order_id,
-                order_skus: order.lines.into_iter().map(|line| line.sku).collect(),
-            });
+        let includes_shipping = match request.include_shipping {
+            Some(true) => {
+                covered.refuse_any(&order.order_id, [SHIPPING])?;
+                true
+            }
+            Some(false) => false,
+            None => shipping_by_default && !covered.covers(SHIPPING),
+        };
+        if lines.is_empty() && !includes_shipping {
+            return Err(StoreError::AlreadyRefunded { order_id: order.order_id, covered: covered.all() });
         }
-        let includes_shipping = request.include_shipping.unwrap_or(shipping_by_default);
         let mut amount = sum_lines(lines.iter().copied())?;
         if includes_shipping {
             amount = amount.checked_add(order.shipping).ok_or(StoreError::Overflow)?;
         }
         let skus: Vec<Sku> = lines.iter().map(|line| line.sku.clone()).collect();
-        let needs_confirmation = policy::status_for(amount) == RefundStatus::NeedsConfirmation;
+        let needs_confirmation = policy::status_for(covered.total, amount) == RefundStatus::NeedsConfirmation;
+        let expires_at = now.saturating_add(i64::try_from(self.quote_ttl.as_secs()).unwrap_or(i64::MAX));
 
         tx.prepare_cached(
             "INSERT INTO quotes (order_id, skus, includes_shipping, amount_cents, currency,
-                                 needs_confirmation)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                                 needs_confirmation, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(params![
             order.order_id.as_str(),
@@ -216,6 +315,7 @@ impl Store {
             amount.0,
             policy::CURRENCY,
             needs_confirmation,
+            expires_at,
         ])?;
         let rowid = tx.last_insert_rowid();
         let quote_id: QuoteId = numbered("Q", QUOTE_ID_OFFSET, rowid)?;
@@ -233,23 +333,28 @@ impl Store {
         })
     }
 
-    /// A quote made earlier.
+    /// A quote made earlier, while it can still be issued.
     pub fn quote(&self, quote_id: &QuoteId) -> Result<Quote, StoreError> {
-        load_quote(&self.conn(), quote_id)
+        load_live_quote(&self.conn(), quote_id)
     }
 
     /// Creates the refund for a quote, or returns the one that already
     /// exists (with its current status). The flag is true when it was
     /// created by this call. A new refund's status comes from
-    /// [`policy::status_for`].
+    /// [`policy::status_for`], over what the order has refunded already.
+    /// A quote whose lines another refund covered since it was made is refused.
     pub fn create_refund(&self, quote_id: &QuoteId) -> Result<(Refund, bool), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         if let Some(existing) = find_refund(&tx, "quote_id", quote_id.as_str())? {
             return Ok((existing, false));
         }
-        let quote = load_quote(&tx, quote_id)?;
-        let status = policy::status_for(quote.amount);
+        let quote = load_live_quote(&tx, quote_id)?;
+        let order = load_order(&tx, &quote.order_id)?;
+        let lines = refunded_lines(&order, &quote)?;
+        let covered = Covered::of(&tx, &order.order_id)?;
+        covered.refuse_any(&order.order_id, lines.iter().map(|(line, _)| line.as_str()))?;
+        let status = policy::status_for(covered.total, quote.amount);
         tx.prepare_cached(
             "INSERT INTO refunds (quote_id, order_id, amount_cents, currency, status)
              VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -265,6 +370,9 @@ impl Store {
         let refund_id: RefundId = numbered("R", REFUND_ID_OFFSET, rowid)?;
         tx.prepare_cached("UPDATE refunds SET refund_id = ?1 WHERE id = ?2")?
             .execute(params![refund_id.as_str(), rowid])?;
+        for (line, amount) in &lines {
+            insert_refund_line(&tx, &refund_id, &order.order_id, line, *amount, true)?;
+        }
         tx.commit()?;
         let refund = Refund {
             refund_id,
@@ -358,17 +466,24 @@ impl Store {
     }
 
     /// Moves a held refund to `to`, atomically: the `UPDATE` only matches a
-    /// refund that is still held, so two racing calls cannot both succeed.
+    /// refund that is still held, so two racing calls cannot both succeed. A
+    /// cancelled refund no longer covers its lines.
     fn release_hold(&self, refund_id: &RefundId, to: RefundStatus) -> Result<Refund, StoreError> {
-        let conn = self.conn();
-        let changed = conn
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let changed = tx
             .prepare_cached("UPDATE refunds SET status = ?1 WHERE refund_id = ?2 AND status = ?3")?
             .execute(params![to.as_str(), refund_id.as_str(), RefundStatus::NeedsConfirmation.as_str()])?;
-        let refund = find_refund(&conn, "refund_id", refund_id.as_str())?
+        let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
             .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
         if changed == 0 {
             return Err(StoreError::NotHeld { refund_id: refund.refund_id, status: refund.status });
         }
+        if to == RefundStatus::Cancelled {
+            tx.prepare_cached("UPDATE refund_lines SET active = 0 WHERE refund_id = ?1")?
+                .execute([refund_id.as_str()])?;
+        }
+        tx.commit()?;
         Ok(refund)
     }
 
@@ -381,15 +496,150 @@ impl Store {
     }
 }
 
+/// What refunds not cancelled already cover of one order: each line (or shipping) with its
+/// refund, and what they come to.
+struct Covered {
+    lines: BTreeMap<String, RefundId>,
+    total: Cents,
+}
+
+impl Covered {
+    fn of(conn: &Connection, order_id: &OrderId) -> Result<Covered, StoreError> {
+        let mut statement = conn.prepare_cached(
+            "SELECT line, refund_id, amount_cents FROM refund_lines WHERE order_id = ?1 AND active = 1",
+        )?;
+        let rows = statement
+            .query_map([order_id.as_str()], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, i64>(2)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut covered = Covered { lines: BTreeMap::new(), total: Cents::ZERO };
+        for (line, refund_id, amount) in rows {
+            covered.total = covered.total.checked_add(Cents(amount)).ok_or(StoreError::Overflow)?;
+            covered.lines.insert(line, stored_id(&refund_id)?);
+        }
+        Ok(covered)
+    }
+
+    fn covers(&self, line: &str) -> bool {
+        self.lines.contains_key(line)
+    }
+
+    /// Refuses `lines` if a refund covers any of them, naming each that is.
+    fn refuse_any<'a>(&self, order_id: &OrderId, lines: impl IntoIterator<Item = &'a str>) -> Result<(), StoreError> {
+        let taken: Vec<(String, RefundId)> = lines
+            .into_iter()
+            .filter_map(|line| self.lines.get(line).map(|refund| (line.to_owned(), refund.clone())))
+            .collect();
+        if taken.is_empty() {
+            return Ok(());
+        }
+        Err(StoreError::AlreadyRefunded { order_id: order_id.clone(), covered: taken })
+    }
+
+    fn all(&self) -> Vec<(String, RefundId)> {
+        self.lines.iter().map(|(line, refund)| (line.clone(), refund.clone())).collect()
+    }
+}
+
+/// The lines a refund of `quote` covers, each with its amount: its SKUs' lines, and shipping.
+fn refunded_lines(order: &Order, quote: &Quote) -> Result<Vec<(String, Cents)>, StoreError> {
+    let mut lines = Vec::with_capacity(quote.skus.len() + 1);
+    for sku in &quote.skus {
+        let line =
+            order.lines.iter().find(|line| &line.sku == sku).ok_or_else(|| {
+                StoreError::Corrupt(format!("quote {} names {sku}, not on its order", quote.quote_id))
+            })?;
+        lines.push((sku.to_string(), sum_lines([line])?));
+    }
+    if quote.includes_shipping {
+        lines.push((SHIPPING.to_owned(), order.shipping));
+    }
+    Ok(lines)
+}
+
+fn insert_refund_line(
+    conn: &Connection,
+    refund_id: &RefundId,
+    order_id: &OrderId,
+    line: &str,
+    amount: Cents,
+    active: bool,
+) -> Result<usize, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "INSERT OR IGNORE INTO refund_lines (refund_id, order_id, line, amount_cents, active)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![refund_id.as_str(), order_id.as_str(), line, amount.0, active])?)
+}
+
+/// Brings a database made by an earlier version up to [`SCHEMA_VERSION`]: quotes get an
+/// expiry (`ttl` from now), and every refund covers its lines. Refunds that covered a line
+/// another refund already covered (possible before) are kept, and logged.
+fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if version >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    let has_expiry = conn.prepare("SELECT 1 FROM pragma_table_info('quotes') WHERE name = 'expires_at'")?.exists([])?;
+    if !has_expiry {
+        conn.execute_batch("ALTER TABLE quotes ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0")?;
+        let until = epoch_seconds().saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
+        conn.execute("UPDATE quotes SET expires_at = ?1", [until])?;
+    }
+    let without_lines: Vec<(RefundId, QuoteId, RefundStatus)> = conn
+        .prepare(&format!(
+            "{REFUND_COLUMNS} WHERE NOT EXISTS (SELECT 1 FROM refund_lines l WHERE l.refund_id = refunds.refund_id)
+             ORDER BY id"
+        ))?
+        .query_map([], RefundRow::read)?
+        .map(|row| {
+            let refund = row?.into_refund()?;
+            Ok((refund.refund_id, refund.quote_id, refund.status))
+        })
+        .collect::<Result<_, StoreError>>()?;
+    for (refund_id, quote_id, status) in without_lines {
+        let quote = load_quote(conn, &quote_id)?.0;
+        let order = load_order(conn, &quote.order_id)?;
+        let active = status != RefundStatus::Cancelled;
+        for (line, amount) in refunded_lines(&order, &quote)? {
+            if insert_refund_line(conn, &refund_id, &order.order_id, &line, amount, active)? == 0 {
+                tracing::warn!(%refund_id, order_id = %order.order_id, line, "an earlier refund already covers this line: refunded twice before this version");
+                insert_refund_line(conn, &refund_id, &order.order_id, &line, amount, false)?;
+            }
+        }
+    }
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    Ok(())
+}
+
+/// Removes up to [`PURGE_BATCH`] quotes that expired by `now` and no refund names.
+fn purge_expired_quotes(conn: &Connection, now: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "DELETE FROM quotes WHERE id IN (
+             SELECT id FROM quotes
+             WHERE expires_at <= ?1 AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.quote_id = quotes.quote_id)
+             LIMIT ?2)",
+    )?
+    .execute(params![now, PURGE_BATCH])?;
+    Ok(())
+}
+
+/// Seconds since 1970 by the system clock (0 before it).
+fn epoch_seconds() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
 fn insert_order(conn: &Connection, order: &Order) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "INSERT INTO orders (order_id, customer, status, shipping_cents, currency)
+        "INSERT OR IGNORE INTO orders (order_id, customer, status, shipping_cents, currency)
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![order.order_id.as_str(), order.customer, order.status, order.shipping.0, order.currency])?;
     for (position, line) in (0i64..).zip(&order.lines) {
         conn.prepare_cached(
-            "INSERT INTO order_lines (order_id, position, sku, name, quantity, unit_price_cents)
+            "INSERT OR IGNORE INTO order_lines (order_id, position, sku, name, quantity, unit_price_cents)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
         .execute(params![
@@ -455,10 +705,20 @@ fn load_order(conn: &Connection, order_id: &OrderId) -> Result<Order, StoreError
     Ok(Order { order_id: order_id.clone(), customer, status, lines, shipping, total, currency })
 }
 
-fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<Quote, StoreError> {
+/// The quote, refused once it has expired.
+fn load_live_quote(conn: &Connection, quote_id: &QuoteId) -> Result<Quote, StoreError> {
+    let (quote, expires_at) = load_quote(conn, quote_id)?;
+    if expires_at <= epoch_seconds() {
+        return Err(StoreError::QuoteExpired(quote_id.clone()));
+    }
+    Ok(quote)
+}
+
+/// The quote, and when it expires (seconds since 1970).
+fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<(Quote, i64), StoreError> {
     let row = conn
         .prepare_cached(
-            "SELECT order_id, skus, includes_shipping, amount_cents, currency, needs_confirmation
+            "SELECT order_id, skus, includes_shipping, amount_cents, currency, needs_confirmation, expires_at
              FROM quotes WHERE quote_id = ?1",
         )?
         .query_row([quote_id.as_str()], |row| {
@@ -469,13 +729,14 @@ fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<Quote, StoreError
                 row.get::<_, i64>(3)?,
                 row.get::<_, String>(4)?,
                 row.get::<_, bool>(5)?,
+                row.get::<_, i64>(6)?,
             ))
         })
         .optional()?;
-    let Some((order_id, skus, includes_shipping, amount, currency, needs_confirmation)) = row else {
+    let Some((order_id, skus, includes_shipping, amount, currency, needs_confirmation, expires_at)) = row else {
         return Err(StoreError::NoSuchQuote(quote_id.clone()));
     };
-    Ok(Quote {
+    let quote = Quote {
         quote_id: quote_id.clone(),
         order_id: stored_id(&order_id)?,
         skus: serde_json::from_str(&skus).map_err(|e| StoreError::Corrupt(format!("skus of quote {quote_id}: {e}")))?,
@@ -483,7 +744,8 @@ fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<Quote, StoreError
         amount: Cents(amount),
         currency,
         needs_confirmation,
-    })
+    };
+    Ok((quote, expires_at))
 }
 
 const REFUND_COLUMNS: &str = "SELECT refund_id, order_id, quote_id, amount_cents, currency, status FROM refunds";
@@ -581,6 +843,181 @@ mod tests {
         assert_eq!(err.to_string(), "None of the chosen SKUs is on order O-1145; its SKUs are KG-1043, GG-2210.");
         request.skus = Some(vec![]);
         assert!(matches!(store.create_quote(&request), Err(StoreError::NoLines { .. })));
+    }
+
+    fn skus(order: &str, skus: &[&str]) -> QuoteRequest {
+        QuoteRequest {
+            order_id: order_id(order),
+            skus: Some(skus.iter().map(|sku| Sku::parse(sku).unwrap()).collect()),
+            include_shipping: None,
+        }
+    }
+
+    /// The same line quoted and issued three times: one refund, then refusals naming it.
+    #[test]
+    fn a_line_is_refunded_once() {
+        let store = Store::open(None).unwrap();
+        let first = store.create_quote(&skus("O-1145", &["GG-2210"])).unwrap();
+        let second = store.create_quote(&skus("O-1145", &["GG-2210"])).unwrap();
+        let (refund, _) = store.create_refund(&first.quote_id).unwrap();
+        assert_eq!((refund.amount, refund.status), (Cents(8500), RefundStatus::Requested));
+        let issued_twice = store.create_refund(&second.quote_id).unwrap_err();
+        assert_eq!(
+            issued_twice.to_string(),
+            "Order O-1145 is already refunded or held for refund there (GG-2210 by R-0111); only what is still \
+             refundable can be quoted or refunded."
+        );
+        assert!(matches!(store.create_quote(&skus("O-1145", &["GG-2210"])), Err(StoreError::AlreadyRefunded { .. })));
+        // The whole order now quotes only what is left: the casserole and shipping.
+        let rest = store.create_quote(&whole("O-1145")).unwrap();
+        assert_eq!(rest.skus, vec![Sku::parse("KG-1043").unwrap()]);
+        assert_eq!((rest.amount, rest.includes_shipping), (Cents(24950 + 899), true));
+        store.create_refund(&rest.quote_id).unwrap();
+        assert_eq!(
+            store.create_quote(&whole("O-1145")).unwrap_err().to_string(),
+            "Order O-1145 is already refunded or held for refund there (GG-2210 by R-0111, KG-1043 by R-0112, \
+             shipping by R-0112); only what is still refundable can be quoted or refunded."
+        );
+        assert_eq!(store.list_refunds().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn shipping_is_refunded_once() {
+        let store = Store::open(None).unwrap();
+        let mut with_shipping = skus("O-1145", &["GG-2210"]);
+        with_shipping.include_shipping = Some(true);
+        let quote = store.create_quote(&with_shipping).unwrap();
+        store.create_refund(&quote.quote_id).unwrap();
+        let mut again = skus("O-1145", &["KG-1043"]);
+        again.include_shipping = Some(true);
+        assert!(matches!(store.create_quote(&again), Err(StoreError::AlreadyRefunded { .. })));
+        let rest = store.create_quote(&whole("O-1145")).unwrap();
+        assert_eq!((rest.amount, rest.includes_shipping), (Cents(24950), false));
+    }
+
+    /// Refunds split below the limit are held once the order's total passes it.
+    #[test]
+    fn the_limit_holds_for_the_order_however_it_is_split() {
+        let store = Store::open(None).unwrap();
+        let lines = (1..=3)
+            .map(|n| OrderLine {
+                sku: Sku::parse(&format!("GG-900{n}")).unwrap(),
+                name: format!("Planter {n}"),
+                quantity: 1,
+                unit_price: Cents(6000),
+            })
+            .collect();
+        let order = Order {
+            order_id: order_id("O-9000"),
+            customer: "Split".into(),
+            status: "delivered".into(),
+            lines,
+            shipping: Cents(500),
+            total: Cents(18500),
+            currency: "EUR".into(),
+        };
+        insert_order(&store.conn(), &order).unwrap();
+        let mut statuses = Vec::new();
+        for sku in ["GG-9001", "GG-9002", "GG-9003"] {
+            let quote = store.create_quote(&skus("O-9000", &[sku])).unwrap();
+            statuses.push((quote.needs_confirmation, store.create_refund(&quote.quote_id).unwrap().0.status));
+        }
+        assert_eq!(
+            statuses,
+            [
+                (false, RefundStatus::Requested),
+                (false, RefundStatus::Requested),
+                (true, RefundStatus::NeedsConfirmation)
+            ]
+        );
+        // Held refunds count too: the shipping alone (5.00) is held while 180.00 is refunded or held.
+        let shipping = store.create_quote(&whole("O-9000")).unwrap();
+        assert_eq!(store.create_refund(&shipping.quote_id).unwrap().0.status, RefundStatus::NeedsConfirmation);
+    }
+
+    #[test]
+    fn a_cancelled_refund_frees_its_lines() {
+        let store = Store::open(None).unwrap();
+        let quote = store.create_quote(&whole("O-2289")).unwrap();
+        let (refund, _) = store.create_refund(&quote.quote_id).unwrap();
+        assert!(matches!(store.create_quote(&whole("O-2289")), Err(StoreError::AlreadyRefunded { .. })));
+        store.cancel(&refund.refund_id).unwrap();
+        let again = store.create_quote(&whole("O-2289")).unwrap();
+        assert_eq!(again.amount, Cents(18000));
+        assert_eq!(store.create_refund(&again.quote_id).unwrap().0.status, RefundStatus::NeedsConfirmation);
+    }
+
+    #[test]
+    fn quotes_expire_and_are_purged() {
+        let store = Store::open(None).unwrap().with_quote_ttl(Duration::ZERO);
+        let quote = store.create_quote(&whole("O-2289")).unwrap();
+        assert!(matches!(store.create_refund(&quote.quote_id), Err(StoreError::QuoteExpired(_))));
+        assert!(matches!(store.quote(&quote.quote_id), Err(StoreError::QuoteExpired(_))));
+        // The next quote purges it: its row is gone.
+        store.create_quote(&whole("O-1021")).unwrap();
+        assert!(matches!(store.quote(&quote.quote_id), Err(StoreError::NoSuchQuote(_))));
+        let rows: i64 = store.conn().query_row("SELECT COUNT(*) FROM quotes", [], |row| row.get(0)).unwrap();
+        assert_eq!(rows, 1, "only the newest (expired) quote is left");
+        // A quote a refund names is kept.
+        let store = Store::open(None).unwrap();
+        let kept = store.create_quote(&whole("O-2289")).unwrap();
+        store.create_refund(&kept.quote_id).unwrap();
+        store.conn().execute("UPDATE quotes SET expires_at = 0", []).unwrap();
+        store.create_quote(&whole("O-1021")).unwrap();
+        assert_eq!(store.refund(&RefundId::parse("R-0111").unwrap()).unwrap().quote_id, kept.quote_id);
+        let rows: i64 = store.conn().query_row("SELECT COUNT(*) FROM quotes", [], |row| row.get(0)).unwrap();
+        assert_eq!(rows, 2);
+    }
+
+    #[test]
+    fn load_orders_are_added_once() {
+        let store = Store::open(None).unwrap();
+        store.add_load_orders(seed::FIRST_LOAD_ORDER, 3).unwrap();
+        store.add_load_orders(seed::FIRST_LOAD_ORDER, 4).unwrap();
+        assert_eq!(store.order(&order_id("O-100004")).unwrap().total, Cents(18000));
+        assert!(matches!(store.order(&order_id("O-100005")), Err(StoreError::NoSuchOrder(_))));
+    }
+
+    /// A file made before refunds covered lines: its quotes get an expiry, its refunds cover
+    /// their lines, and a line refunded twice back then is kept (the first refund covers it).
+    #[test]
+    fn a_database_from_before_is_brought_up_to_date() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE orders (order_id TEXT PRIMARY KEY, customer TEXT NOT NULL, status TEXT NOT NULL,
+                     shipping_cents INTEGER NOT NULL, currency TEXT NOT NULL);
+                 CREATE TABLE order_lines (order_id TEXT NOT NULL, position INTEGER NOT NULL, sku TEXT NOT NULL,
+                     name TEXT NOT NULL, quantity INTEGER NOT NULL, unit_price_cents INTEGER NOT NULL,
+                     PRIMARY KEY (order_id, position));
+                 CREATE TABLE quotes (id INTEGER PRIMARY KEY AUTOINCREMENT, quote_id TEXT UNIQUE,
+                     order_id TEXT NOT NULL, skus TEXT NOT NULL, includes_shipping INTEGER NOT NULL,
+                     amount_cents INTEGER NOT NULL, currency TEXT NOT NULL, needs_confirmation INTEGER NOT NULL);
+                 CREATE TABLE refunds (id INTEGER PRIMARY KEY AUTOINCREMENT, refund_id TEXT UNIQUE,
+                     quote_id TEXT NOT NULL UNIQUE, order_id TEXT NOT NULL, amount_cents INTEGER NOT NULL,
+                     currency TEXT NOT NULL, status TEXT NOT NULL);
+                 INSERT INTO orders VALUES ('O-1145', 'Maren Holt', 'delivered', 899, 'EUR');
+                 INSERT INTO order_lines VALUES ('O-1145', 0, 'KG-1043', 'Casserole', 1, 24950),
+                                                ('O-1145', 1, 'GG-2210', 'Watering can', 2, 4250);
+                 INSERT INTO quotes VALUES (1, 'Q-5001', 'O-1145', '[\"GG-2210\"]', 0, 8500, 'EUR', 0),
+                                           (2, 'Q-5002', 'O-1145', '[\"GG-2210\"]', 0, 8500, 'EUR', 0);
+                 INSERT INTO refunds VALUES (1, 'R-0111', 'Q-5001', 'O-1145', 8500, 'EUR', 'requested'),
+                                            (2, 'R-0112', 'Q-5002', 'O-1145', 8500, 'EUR', 'requested');",
+            )
+            .unwrap();
+        }
+        let store = Store::open(Some(&path)).unwrap();
+        assert!(matches!(store.create_quote(&skus("O-1145", &["GG-2210"])), Err(StoreError::AlreadyRefunded { .. })));
+        let rest = store.create_quote(&whole("O-1145")).unwrap();
+        assert_eq!(rest.skus, vec![Sku::parse("KG-1043").unwrap()]);
+        assert!(rest.needs_confirmation);
+        assert_eq!(store.list_refunds().unwrap().len(), 2);
+        drop(store);
+        // Opening again changes nothing.
+        let store = Store::open(Some(&path)).unwrap();
+        assert_eq!(store.list_refunds().unwrap().len(), 2);
     }
 
     #[test]

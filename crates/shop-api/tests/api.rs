@@ -150,6 +150,71 @@ async fn concurrent_refund_requests_create_one_refund() {
     assert_eq!(h.shop.refunds().await.unwrap().len(), 1);
 }
 
+/// Sixteen callers each quote the same line and issue their quote at once: the line is
+/// refunded once; every other caller is refused with a 409 naming the refund that has it.
+#[tokio::test]
+async fn concurrent_quotes_and_refunds_of_one_line_refund_it_once() {
+    let h = Harness::start().await;
+    let request = QuoteRequest {
+        order_id: "O-1145".parse().unwrap(),
+        skus: Some(vec![Sku::parse("GG-2210").unwrap()]),
+        include_shipping: None,
+    };
+    let calls: Vec<_> = (0..16)
+        .map(|_| {
+            let (shop, request) = (h.shop.clone(), request.clone());
+            tokio::spawn(async move {
+                let quote = shop.create_quote(&request).await?;
+                shop.create_refund(&quote.quote_id).await
+            })
+        })
+        .collect();
+    let (mut issued, mut refused) = (Vec::new(), 0);
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(refund) => issued.push(refund),
+            Err(error) => {
+                assert_eq!((error.status(), error.kind()), (Some(409), Some("already_refunded")), "{error}");
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!((issued.len(), refused), (1, 15));
+    let refunds = h.shop.refunds().await.unwrap();
+    assert_eq!(refunds.iter().filter(|r| r.status != RefundStatus::Cancelled).count(), 1, "{refunds:?}");
+    assert_eq!(refunds[0].amount, Cents(8500));
+}
+
+#[tokio::test]
+async fn a_second_refund_of_a_line_is_a_409_problem_naming_the_refund() {
+    let h = Harness::start().await;
+    let first = h.whole_order_quote("O-2289").await;
+    let second = h.whole_order_quote("O-2289").await;
+    h.shop.create_refund(&first.quote_id).await.unwrap();
+    let (status, body) = send_raw(h.http.post(h.url("/refunds")).json(&json!({"quote_id": second.quote_id}))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["type"], "/problems/already_refunded");
+    assert_eq!(
+        body["covered"],
+        json!([{"line": "GG-0412", "refund_id": "R-0111"}, {"line": "shipping", "refund_id": "R-0111"}])
+    );
+    let (status, body) = send_raw(h.http.post(h.url("/quotes")).json(&json!({"order_id": "O-2289"}))).await;
+    assert_eq!((status, body["type"].as_str()), (StatusCode::CONFLICT, Some("/problems/already_refunded")));
+    assert_eq!(
+        body["detail"],
+        "Order O-2289 is already refunded or held for refund there (GG-0412 by R-0111, shipping by R-0111); only what is still refundable can be quoted or refunded."
+    );
+}
+
+#[tokio::test]
+async fn an_expired_quote_is_a_410_problem() {
+    let h = Harness::with_store(Store::open(None).unwrap().with_quote_ttl(std::time::Duration::ZERO)).await;
+    let quote = h.whole_order_quote("O-2289").await;
+    let (status, body) = send_raw(h.http.post(h.url("/refunds")).json(&json!({"quote_id": quote.quote_id}))).await;
+    assert_eq!((status, body["type"].as_str()), (StatusCode::GONE, Some("/problems/quote_expired")));
+    assert_eq!(body["detail"], "Quote Q-5001 has expired; quote the refund again.");
+}
+
 #[tokio::test]
 async fn confirm_releases_a_hold_once() {
     let h = Harness::start().await;
@@ -242,7 +307,7 @@ async fn malformed_ids_are_400_problems() {
     let (status, body) = send_raw(h.http.get(h.url("/orders/bad"))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["type"], "/problems/bad_id");
-    assert_eq!(body["detail"], r#""bad" is not an order ID: expected O- followed by 4 digits, such as O-1145"#);
+    assert_eq!(body["detail"], r#""bad" is not an order ID: expected O- followed by 4 to 9 digits, such as O-1145"#);
     let (status, body) = send_raw(h.http.get(h.url("/refunds/R-%C3%B6"))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body["detail"].as_str().unwrap().starts_with(r#""R-ö" is not a refund ID"#));

@@ -52,10 +52,8 @@ pub async fn run(answers: &str, answers_file: Option<&Path>) -> anyhow::Result<(
     let arguments = json!({"quote_id": quote_id(&quote)?});
     let first = client.call_tool_once(params("issue_refund", arguments.clone())).await?;
     let CallToolResponse::InputRequired(first) = first else { anyhow::bail!("expected input_required") };
-    println!(
-        "issue_refund answered input_required with questions: {:?}",
-        first.input_requests.as_ref().map(|r| r.keys().collect::<Vec<_>>())
-    );
+    let keys: Vec<&str> = first.input_requests.iter().flat_map(|r| r.keys()).map(String::as_str).collect();
+    println!("issue_refund answered input_required with questions: {}", keys.join(", "));
     let token = first.request_state.clone().unwrap_or_default();
     println!("sealed requestState: {}… ({} characters)", &token[..token.len().min(24)], token.len());
     let done = client.call_tool("issue_refund", arguments).await?;
@@ -67,7 +65,7 @@ pub async fn run(answers: &str, answers_file: Option<&Path>) -> anyhow::Result<(
     println!("refund {} {}", field(&done, "refund_id")?, field(&done, "status")?);
 
     step("Another: the lead answers again (closes the question, unless told otherwise)");
-    let quote = client.call_tool("quote_refund", json!({"order_id": "O-1145", "skus": ["KG-1043"]})).await?;
+    let quote = client.call_tool("quote_refund", json!({"order_id": "O-5150", "skus": ["GG-3302"]})).await?;
     let done = client.call_tool("issue_refund", json!({"quote_id": quote_id(&quote)?})).await?;
     println!("refund {} {}", field(&done, "refund_id")?, field(&done, "status")?);
 

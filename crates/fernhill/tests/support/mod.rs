@@ -45,8 +45,12 @@ pub fn book(name: &str) -> String {
     std::fs::read_to_string(path).expect("book output")
 }
 
+/// A fresh in-memory shop API: the book's orders, and a few hundred load orders (O-100001 up)
+/// for tests that confirm more refunds than the book's orders hold.
 pub async fn start_api() -> RunningApi {
-    shop_api::spawn_loopback(Arc::new(Store::open(None).unwrap())).await.unwrap()
+    let store = Store::open(None).unwrap();
+    store.add_load_orders(shop_api::seed::FIRST_LOAD_ORDER, 256).unwrap();
+    shop_api::spawn_loopback(Arc::new(store)).await.unwrap()
 }
 
 /// A server's stderr; a test waits for a line, and fails if it never comes.

@@ -189,7 +189,16 @@ impl Shop {
                 "There is no quote {quote_id}. Call quote_refund for the order first."
             )));
         }
-        Ok(self.api.create_refund(&quote_id).await?)
+        self.api.create_refund(&quote_id).await.map_err(|error| match error.kind() {
+            Some("already_refunded") => ToolError::new(format!(
+                "Refund for {quote_id} was not issued: {error} Each line is refunded once; look the refund up with \
+                 refund_status instead of issuing it again."
+            )),
+            Some("quote_expired") => ToolError::new(format!(
+                "Quote {quote_id} has expired, so nothing was issued. Call quote_refund again for what is still refundable."
+            )),
+            _ => error.into(),
+        })
     }
 
     /// Claim the refund's answer before acting on it: of two identical retries, one acts.

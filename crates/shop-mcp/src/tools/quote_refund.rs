@@ -46,7 +46,12 @@ impl Shop {
                 skus => Some(skus.iter().map(|sku| Sku::parse(sku)).collect::<Result<Vec<_>, _>>()?),
             };
             let request = QuoteRequest { order_id, skus, include_shipping: None };
-            let quote = self.api.create_quote(&request).await?;
+            let quote = self.api.create_quote(&request).await.map_err(|error| match error.kind() {
+                Some("already_refunded") => ToolError::new(format!(
+                    "Nothing quoted: {error} Look the refund up with refund_status instead of quoting it again."
+                )),
+                _ => error.into(),
+            })?;
             self.quotes.put(&quote).await.map_err(|error| {
                 tracing::error!(%error, quote_id = %quote.quote_id, "could not keep the quote");
                 ToolError::new(format!(
