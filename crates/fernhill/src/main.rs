@@ -6,7 +6,7 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 use clap::{Parser, Subcommand};
 use fernhill::commands;
 use host::HostOptions;
-use shop_mcp::serve::ServeConfig;
+use shop_mcp::serve::{ServeConfig, logging::LogFormat};
 
 /// The Fernhill shop's MCP server, which asks a support lead before it pays a large refund.
 #[derive(Parser)]
@@ -27,6 +27,9 @@ enum Command {
         /// Say more on stderr: -v what the server does, -vv everything (RUST_LOG, when set, decides).
         #[arg(short, long, action = clap::ArgAction::Count)]
         verbose: u8,
+        /// How log lines are written on stderr: text, or json (one object a line, for a log shipper).
+        #[arg(long, env = "SHOP_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
     },
     /// Run the chapter end to end on embedded defaults: API, server over stdio, a scripted lead.
     Demo {
@@ -92,7 +95,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::ShopApi(options) => commands::shop_api::run(options).await.map(|()| 0),
-        Command::Serve { config, verbose } => commands::serve::run(*config, verbose).await.map(|()| 0),
+        Command::Serve { config, verbose, log_format } => {
+            commands::serve::run(*config, verbose, log_format).await.map(|()| 0)
+        }
         Command::Demo { answers, answers_file } => {
             commands::demo::run(&answers, answers_file.as_deref()).await.map(|()| 0)
         }

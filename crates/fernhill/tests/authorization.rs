@@ -78,14 +78,16 @@ async fn the_metadata_names_the_issuer_and_a_request_without_a_token_is_challeng
     let (api, issuer) = (start_api().await, Issuer::start().await);
     let server = serve(&api, &issuer.url).await;
     let base = server.url.trim_end_matches("/mcp").to_owned();
-    for path in ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"] {
-        let metadata: Value = reqwest::get(format!("{base}{path}")).await.unwrap().json().await.unwrap();
-        assert_eq!(metadata["resource"], server.url.as_str(), "{path}");
-        assert_eq!(metadata["authorization_servers"], json!([issuer.url]));
-        assert_eq!(metadata["scopes_supported"], json!(["orders:read", "refunds:write"]));
-        assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
-        assert!(metadata["resource_name"].is_string());
-    }
+    let metadata: Value =
+        reqwest::get(format!("{base}/.well-known/oauth-protected-resource/mcp")).await.unwrap().json().await.unwrap();
+    assert_eq!(metadata["resource"], server.url.as_str());
+    assert_eq!(metadata["authorization_servers"], json!([issuer.url]));
+    assert_eq!(metadata["scopes_supported"], json!(["orders:read", "refunds:write"]));
+    assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
+    assert!(metadata["resource_name"].is_string());
+    // The document at the root would describe a resource at the root, which this is not.
+    let root = reqwest::get(format!("{base}/.well-known/oauth-protected-resource")).await.unwrap();
+    assert_eq!(root.status(), StatusCode::NOT_FOUND);
     let refused = post(&server.url, None, list_tools()).await;
     assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(
@@ -115,12 +117,21 @@ async fn every_bad_token_gets_401_with_invalid_token() {
         ("typ JWT", not_an_access_token, "not_an_access_token"),
         ("no sub", no_subject, "no_subject"),
     ];
-    for (case, token, _) in &cases {
+    let metrics_url = server.url.replace("/mcp", "/metrics");
+    for (case, token, reason) in &cases {
+        let before = auth_failures(&metrics_url).await;
         let refused = post(&server.url, Some(token), list_tools()).await;
         assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{case}");
         let said = challenge(&refused);
         assert!(said.starts_with(r#"Bearer error="invalid_token""#), "{case}: {said}");
         assert!(said.contains("resource_metadata=\"http://127.0.0.1:"), "{case}: {said}");
+        // This refusal moved its own reason's count, and no other.
+        let after = auth_failures(&metrics_url).await;
+        for (label, count) in &after {
+            let moved = count - before.get(label).copied().unwrap_or(0.0);
+            let expected = if label == reason { 1.0 } else { 0.0 };
+            assert_eq!(moved, expected, "{case}: mcp_auth_failures_total{{reason=\"{label}\"}}");
+        }
     }
     let in_query = reqwest::Client::new()
         .post(format!("{}?access_token={}", server.url, issuer.sign(&good)))
@@ -137,6 +148,56 @@ async fn every_bad_token_gets_401_with_invalid_token() {
     }
     assert!(metrics.contains(r#"mcp_auth_failures_total{reason="in_query"} 1"#), "{metrics}");
     assert!(metrics.contains(r#"mcp_auth_failures_total{reason="issuer_unreachable"} 0"#), "{metrics}");
+}
+
+/// A tool call whose tool the gate cannot read is refused, never passed on: a reader's call
+/// naming `lookup_order` and `issue_refund` both (a duplicated key, read one way here and maybe
+/// another way behind), a call naming none, a body that is not JSON. Each is a 400 counted as
+/// `unreadable`; nothing is issued.
+#[tokio::test]
+async fn a_tool_call_whose_tool_cannot_be_read_is_refused() {
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    let server = serve(&api, &issuer.url).await;
+    let reader = issuer.sign(&issuer.claims("carol", "orders:read", &server.url));
+    let lead = issuer.sign(&issuer.claims("alice", "refunds:write", &server.url));
+    let meta = list_tools()["params"]["_meta"].to_string();
+    let bodies = [
+        format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"lookup_order","name":"issue_refund","arguments":{{"quote_id":"Q-5001"}},"_meta":{meta}}}}}"#
+        ),
+        format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"arguments":{{}},"_meta":{meta}}}}}"#),
+        "{not json".to_owned(),
+    ];
+    let metrics_url = server.url.replace("/mcp", "/metrics");
+    for token in [&reader, &lead] {
+        for body in &bodies {
+            let before = auth_failures(&metrics_url).await.get("unreadable").copied().unwrap_or(0.0);
+            let refused = reqwest::Client::new()
+                .post(&server.url)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .header("mcp-protocol-version", "2026-07-28")
+                .bearer_auth(token)
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{body}");
+            let after = auth_failures(&metrics_url).await.get("unreadable").copied().unwrap_or(0.0);
+            assert_eq!(after - before, 1.0, "{body}");
+        }
+    }
+    assert!(shop(&api).refunds().await.unwrap().is_empty(), "nothing was issued");
+}
+
+/// Every `mcp_auth_failures_total{reason}` series on the server's /metrics, by reason.
+async fn auth_failures(metrics_url: &str) -> std::collections::BTreeMap<String, f64> {
+    let text = reqwest::get(metrics_url).await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("mcp_auth_failures_total{reason=\""))
+        .filter_map(|rest| rest.split_once("\"} "))
+        .map(|(reason, count)| (reason.to_owned(), count.trim().parse().unwrap()))
+        .collect()
 }
 
 #[tokio::test]
@@ -217,10 +278,17 @@ async fn an_issuer_down_at_start_gets_503_until_it_is_back() {
     let server = serve(&api, &issuer.url).await;
     server.log.wait_for("cannot fetch the authorization server's keys yet").await;
     let token = issuer.sign(&issuer.claims("alice", "orders:read", &server.url));
-    let waiting = post(&server.url, Some(&token), list_tools()).await;
-    assert_eq!(waiting.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert!(waiting.headers().contains_key("retry-after"));
+    // However many tokens come, they do not make the server ask the issuer: it keeps trying on
+    // its own, and says when it has the keys.
+    let asked_before = issuer.requests();
+    for _ in 0..50 {
+        let waiting = post(&server.url, Some(&token), list_tools()).await;
+        assert_eq!(waiting.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(waiting.headers().contains_key("retry-after"));
+    }
+    assert!(issuer.requests() - asked_before <= 8, "{} issuer requests", issuer.requests() - asked_before);
     issuer.set_up(true);
+    server.log.wait_for("checking tokens with the issuer's keys").await;
     assert_eq!(post(&server.url, Some(&token), list_tools()).await.status(), StatusCode::OK);
 }
 
@@ -239,6 +307,32 @@ async fn an_open_port_without_authorization_is_refused_unless_said_so() {
     let (_child, url, log) = support::spawn_printing_url_with_log(&mut insecure).await;
     assert!(url.starts_with("http://0.0.0.0:"), "{url}");
     log.wait_for("serving HTTP without authorization (--insecure-no-auth)").await;
+}
+
+/// Opaque tokens, asked about at the issuer: 200 requests with values that cannot be tokens ask
+/// it nothing, and 200 with one well-formed but inactive token ask it once (the refusal is kept
+/// a while).
+#[tokio::test]
+async fn junk_tokens_do_not_become_issuer_calls() {
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    let mut command = Command::new(fernhill());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--auth-issuer", &issuer.url])
+        .args(["--auth-introspection", "--auth-client-id", "shop-mcp"])
+        .env("SHOP_AUTH_CLIENT_SECRET", "shop-mcp-secret");
+    let (_child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
+    log.wait_for("checking tokens with the issuer's keys").await;
+    let asked_before = issuer.requests();
+    for n in 0..200 {
+        let refused = post(&url, Some(&format!("junk{n}")), list_tools()).await;
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(issuer.requests(), asked_before, "a value that cannot be a token is not asked about");
+    let inactive = "Vd3v3rKqA2e2cX5VjYwY1QfN7t8ZbP0uLx9mH4sG1kE";
+    for _ in 0..200 {
+        assert_eq!(post(&url, Some(inactive), list_tools()).await.status(), StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(issuer.requests(), asked_before + 1, "one introspection; the refusal is kept");
 }
 
 /// Tokens naming keys the issuer never published are refused, and they do not make the server

@@ -250,3 +250,59 @@ async fn a_claim_that_cannot_be_recorded_releases_nothing() {
     let held = shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
     assert_eq!(held.status, RefundStatus::NeedsConfirmation);
 }
+
+/// A claim outlives every state that can still open with it: a state's lifetime, plus the
+/// clock skew a replica's state may carry (60 s). Read off the shared store after a release.
+#[tokio::test]
+async fn a_claim_is_kept_as_long_as_any_state_it_answers_can_open() {
+    let plan = FleetPlan::new(1, REDIS);
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let lead = lead(&fleet.urls[0]).await;
+    let q = quote(&lead, "O-2289").await;
+    lead.call_tool("issue_refund", json!({"quote_id": q})).await.unwrap();
+    let client = redis::Client::open(REDIS).unwrap();
+    let mut redis = client.get_multiplexed_async_connection().await.unwrap();
+    let pattern = format!("{}issue_refund:R-0111:*", plan.store_prefix);
+    let keys: Vec<String> = redis::cmd("KEYS").arg(&pattern).query_async(&mut redis).await.unwrap();
+    assert_eq!(keys.len(), 1, "one claim: {keys:?}");
+    let kept_ms: i64 = redis::cmd("PTTL").arg(&keys[0]).query_async(&mut redis).await.unwrap();
+    // The default lifetime is 600 s; the claim must last at least 660 s from when it was made.
+    assert!(kept_ms > 650_000, "the claim lasts {kept_ms} ms");
+}
+
+/// A decline stands even when the shop's API does not take the cancel: the refund is never
+/// released, and the next `issue_refund` for it cancels it without asking again.
+#[tokio::test]
+async fn a_decline_stands_when_the_cancel_does_not_go_through() {
+    let plan = FleetPlan { linked: true, ..FleetPlan::new(1, REDIS) };
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let user = ScriptedUser::always(chapter::release());
+    let lead = Client::connect_http(user.clone(), &fleet.urls[0], 4).await.unwrap();
+    let q = quote(&lead, "O-2289").await;
+    let state = ask(&lead, &q).await.request_state;
+    let asked = user.asked().len();
+    fleet.set_api(load::link::Condition::Down);
+    let no = retry(params("issue_refund", json!({"quote_id": q})), state.clone(), [("confirm", &Answer::Decline)]);
+    let CallToolResponse::Complete(declined) = lead.call_tool_once(no).await.unwrap() else { panic!("an answer") };
+    assert_eq!(declined.is_error, Some(true));
+    assert!(mrtr::client::text(&declined).contains("The lead declined refund R-0111, and that stands"));
+    fleet.set_api(load::link::Condition::Up);
+    assert_eq!(
+        shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status,
+        RefundStatus::NeedsConfirmation
+    );
+
+    // A fresh call for the same quote: cancelled, and nobody asked.
+    let again = lead.call_tool("issue_refund", json!({"quote_id": q})).await.unwrap();
+    assert_eq!(mrtr::client::field(&again, "status"), Some("cancelled"), "{again:?}");
+    assert!(mrtr::client::text(&again).contains("The lead declined refund R-0111"), "{again:?}");
+    assert_eq!(user.asked().len(), asked, "the lead was not asked again");
+    // The lead's yes, replayed with the same state: the decline stands.
+    let replayed = lead.call_tool_once(yes(&q, state)).await.unwrap();
+    let CallToolResponse::Complete(replayed) = replayed else { panic!("an answer") };
+    assert!(mrtr::client::text(&replayed).contains("a decline stands"), "{replayed:?}");
+    assert_eq!(
+        shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status,
+        RefundStatus::Cancelled
+    );
+}

@@ -289,3 +289,61 @@ async fn opaque_tokens_are_checked_by_introspection() {
     let report = leads_confirm(&url, &api, 100_101, 2, reader()).await;
     assert_eq!(report.released, 0, "{}", report.render());
 }
+
+/// An access token from the issuer for `client_id` by the client credentials grant, for the
+/// resource `url`, asking for `scope` (none: the client's default).
+async fn token(issuer: &str, client_id: &str, scope: Option<&str>, url: &str) -> String {
+    let http = reqwest::Client::new();
+    let metadata: serde_json::Value =
+        http.get(format!("{issuer}/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+    let mut form = vec![("grant_type", "client_credentials"), ("resource", url)];
+    if let Some(scope) = scope {
+        form.push(("scope", scope));
+    }
+    let answer: serde_json::Value = http
+        .post(metadata["token_endpoint"].as_str().unwrap())
+        .basic_auth(client_id, Some(format!("{client_id}-secret")))
+        .form(&form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    answer["access_token"].as_str().unwrap_or_else(|| panic!("no token: {answer}")).to_owned()
+}
+
+/// A 2025 session is its opener's: Alice's question is answered, read and ended by Alice
+/// alone. Another caller with a valid token (and no scope) who holds her session's ID gets 404
+/// for each, as for a session that does not exist, and her refund stays held until she answers.
+#[tokio::test]
+async fn a_2025_session_belongs_to_the_caller_who_opened_it() {
+    let (api, (_issuer, issuer_url)) = (start_api().await, issuer().await);
+    let (_server, url) = serve(&api, &issuer_url).await;
+    let alice = token(&issuer_url, "lead", Some("orders:read refunds:write"), &url).await;
+    let mallory = token(&issuer_url, "reader", None, &url).await;
+    let session = support::legacy_session::LegacySession::open(&url, Some(&alice)).await;
+    let quoted = session.call(2, "quote_refund", json!({"order_id": "O-2289"})).await.response(2).await;
+    let quote_id = quoted["result"]["structuredContent"]["quote_id"].as_str().unwrap().to_owned();
+    let mut issuing = session.call(3, "issue_refund", json!({"quote_id": quote_id})).await;
+    let question = issuing.next_request().await;
+    assert_eq!(question["method"], "elicitation/create");
+    let yes =
+        json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"release": true}}});
+
+    let answered = session.post_as(Some(&mallory), &yes).await;
+    assert_eq!(answered.status(), reqwest::StatusCode::NOT_FOUND, "another caller's answer");
+    assert_eq!(session.get_as(Some(&mallory)).await.status(), reqwest::StatusCode::NOT_FOUND, "another caller's read");
+    assert_eq!(
+        session.delete_as(Some(&mallory)).await.status(),
+        reqwest::StatusCode::NOT_FOUND,
+        "another caller's end"
+    );
+    assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
+
+    assert_eq!(session.post_as(Some(&alice), &yes).await.status(), reqwest::StatusCode::ACCEPTED);
+    let done = issuing.response(3).await;
+    assert_eq!(done["result"]["structuredContent"]["status"], "requested", "{done}");
+    // The session ends as the 2025 transport says: 204, not 202.
+    assert_eq!(session.delete_as(Some(&alice)).await.status(), reqwest::StatusCode::NO_CONTENT);
+}

@@ -25,7 +25,7 @@
 //!
 //! The state is plaintext JSON here; the boundary seals it like any other.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use rmcp::{
@@ -50,6 +50,7 @@ use crate::{
     back_channel::no_back_channel,
     capability::{ElicitationMode, require_elicitation},
     form::FormSchema,
+    waiting::{Busy, Work},
 };
 
 /// How many times a waiting call puts a form again when the answer does not fit it.
@@ -61,8 +62,8 @@ pub enum Era {
     /// MCP 2026-07-28 and later: the round ends with `input_required`, and the retry answers.
     Rounds,
     /// Older revisions: a server-sent `elicitation/create`, answered while the call waits, for
-    /// at most `wait`.
-    BackChannel { peer: Peer<RoleServer>, wait: Duration },
+    /// at most `wait`; the call's `work` slot is given back while it waits.
+    BackChannel { peer: Peer<RoleServer>, wait: Duration, work: Option<Arc<Work>> },
 }
 
 impl Era {
@@ -78,7 +79,17 @@ impl Era {
     /// Ask on the back-channel whatever the connection: the pre-2026 way, which at 2026-07-28
     /// fails with -32600 before anything is sent (the book's first program shows it).
     pub fn back_channel(context: &RequestContext<RoleServer>, wait: Duration) -> Self {
-        Era::BackChannel { peer: context.peer.clone(), wait }
+        Era::BackChannel { peer: context.peer.clone(), wait, work: Work::of(context) }
+    }
+
+    /// Run `waiting`, a wait for the person, as this era waits: in the back-channel era without
+    /// the call's slot for work ([`Work::wait_for_person`]); [`AskError::Busy`] when too many
+    /// already wait. In the rounds era nothing waits, and `waiting` just runs.
+    pub async fn wait_for_person<F: std::future::Future>(&self, waiting: F) -> Result<F::Output, AskError> {
+        match self {
+            Era::BackChannel { work: Some(work), .. } => Ok(work.wait_for_person(waiting).await?),
+            _ => Ok(waiting.await),
+        }
     }
 }
 
@@ -86,7 +97,7 @@ impl std::fmt::Debug for Era {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Era::Rounds => f.write_str("Rounds"),
-            Era::BackChannel { wait, .. } => f.debug_struct("BackChannel").field("wait", wait).finish(),
+            Era::BackChannel { wait, .. } => f.debug_struct("BackChannel").field("wait", wait).finish_non_exhaustive(),
         }
     }
 }
@@ -104,6 +115,9 @@ pub enum AskError {
     /// A waiting call: the client went away (or cancelled the call) before answering.
     #[error("the client went away before answering")]
     Gone,
+    /// Too many calls already wait for their people: nothing was asked.
+    #[error(transparent)]
+    Busy(#[from] Busy),
 }
 
 impl From<ErrorData> for AskError {
@@ -265,9 +279,10 @@ impl Asking {
         form: &FormSchema<T>,
         message: &str,
     ) -> Result<Option<Outcome<T>>, AskError> {
-        if let Era::BackChannel { peer, wait } = &self.era {
+        if let Era::BackChannel { peer, wait, .. } = &self.era {
             let (peer, wait) = (peer.clone(), *wait);
-            return self.form_waiting(&peer, wait, form, message).await.map(Some);
+            let era = self.era.clone();
+            return era.wait_for_person(self.form_waiting(&peer, wait, form, message)).await?.map(Some);
         }
         Ok(self.form_in_rounds(key, form, message)?)
     }
@@ -390,7 +405,7 @@ impl Asking {
     /// the 2025-11-25 URL mode, with `elicitation_id` naming the flow (the server later sends
     /// `notifications/elicitation/complete` with it). -32021 unless the client can open URLs.
     pub async fn url_waiting(&self, url: String, message: &str, elicitation_id: &str) -> Result<Outcome<()>, AskError> {
-        let Era::BackChannel { peer, wait } = &self.era else {
+        let Era::BackChannel { peer, wait, .. } = &self.era else {
             return Err(AskError::Protocol(no_back_channel("elicitation/create")));
         };
         self.require(ElicitationMode::Url)?;
@@ -400,7 +415,7 @@ impl Asking {
             url,
             elicitation_id: elicitation_id.to_owned(),
         };
-        let answer = elicit_waiting(peer, question, *wait).await?;
+        let answer = self.era.wait_for_person(elicit_waiting(peer, question, *wait)).await??;
         Ok(match answer.action {
             ElicitationAction::Accept => Outcome::Accepted(()),
             ElicitationAction::Decline => Outcome::Declined,

@@ -34,6 +34,7 @@ use tracing::Instrument;
 use crate::{
     request_state::{self, Binding, HeldOver, Rejection, StateSecurity},
     shedding::Shedding,
+    waiting::{WaitingRoom, Work},
 };
 
 /// The tracing target under which every refused state is logged with its reason.
@@ -87,6 +88,7 @@ pub struct Sealed<S> {
     security: Arc<StateSecurity>,
     observer: Option<Observer>,
     shedding: Option<Shedding>,
+    waiting: WaitingRoom,
 }
 
 impl<S: Clone> Clone for Sealed<S> {
@@ -96,13 +98,24 @@ impl<S: Clone> Clone for Sealed<S> {
             security: self.security.clone(),
             observer: self.observer.clone(),
             shedding: self.shedding.clone(),
+            waiting: self.waiting.clone(),
         }
     }
 }
 
+/// Calls that may wait for their people at once unless told otherwise, in all and per caller.
+pub const DEFAULT_WAITING: (usize, usize) = (1024, 64);
+
 impl<S> Sealed<S> {
     pub fn new(inner: S, security: Arc<StateSecurity>) -> Self {
-        Self { inner, security, observer: None, shedding: None }
+        let waiting = WaitingRoom::new(DEFAULT_WAITING.0, DEFAULT_WAITING.1);
+        Self { inner, security, observer: None, shedding: None, waiting }
+    }
+
+    /// Let calls wait for their people in `room` (see [`crate::waiting`]).
+    pub fn waiting(mut self, room: WaitingRoom) -> Self {
+        self.waiting = room;
+        self
     }
 
     /// Tell `observer` of every request that can carry a state, once answered (for metrics).
@@ -276,8 +289,8 @@ impl<H> Sealed<H> {
                     tracing::warn!(
                         target: LOG_TARGET,
                         method,
-                        target_name = %target,
-                        request_id = %context.id,
+                        target_name = %target.escape_debug(),
+                        request_id = %context.id.to_string().escape_debug(),
                         reason = reason.label(),
                         "requestState rejected on {method}: {reason}"
                     );
@@ -374,7 +387,8 @@ fn takes_rounds(context: &RequestContext<RoleServer>) -> bool {
 
 fn span(method: &str, target: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
     // Every log line of the request carries its JSON-RPC id, method and target.
-    tracing::info_span!("mcp", id = %context.id, method, tool = target)
+    // Peer strings are escaped: a newline in an id or a name cannot forge a log line.
+    tracing::info_span!("mcp", id = %context.id.to_string().escape_debug(), method, tool = %target.escape_debug())
 }
 
 // Why the forwarding below is by hand: rmcp's Streamable HTTP transport takes a `ServerHandler`
@@ -405,7 +419,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
                     {
                         request.input_responses = Some(restored.into_iter().collect());
                     }
-                    let _slot = match &self.shedding {
+                    let slot = match &self.shedding {
                         None => None,
                         Some(shedding) => match shedding.try_enter(opened.carried.is_some()).await {
                             Some(slot) => Some(slot),
@@ -417,6 +431,9 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
                             None => Some(shedding.enter().await),
                         },
                     };
+                    // The call's slot, which it gives back while it waits for its person.
+                    let work = Work::new(slot, self.shedding.clone(), self.waiting.clone(), principal(&context));
+                    context.extensions.insert(Arc::new(work));
                     let answer = self.inner.call_tool(request, context).await;
                     self.close(opened, answer, |r| match r {
                         CallToolResponse::InputRequired(asked) => Some(asked),

@@ -12,7 +12,8 @@
 //! - [`once_only`]: the record claimed before a side effect, so an answer is acted on once, and
 //!   [`records`]: it and the values kept between rounds, in memory or in Redis for a fleet;
 //! - [`shedding`]: past a limit of tool calls at once, a call is answered with a state-only
-//!   round that holds its state and answers, and finishes when the client comes back;
+//!   round that holds its state and answers, and finishes when the client comes back; and
+//!   [`waiting`]: a call waiting for its person gives its slot back, under bounds of its own;
 //! - [`capability`]: -32021 unless the client declared the elicitation mode a question needs;
 //! - [`form`]: typed forms (a Rust type yields the flat form schema; any schema reads into a
 //!   [`form::FlatForm`], one check of answers for server and host) and [`ask`]: typed questions
@@ -32,3 +33,4 @@ pub mod records;
 pub mod request_state;
 pub mod seal;
 pub mod shedding;
+pub mod waiting;

@@ -17,8 +17,11 @@ use crate::canonical_json;
 use crate::seal::{KeyRing, OpenError};
 
 const ENVELOPE_VERSION: u64 = 1;
-/// How far in the future a token's `iat` may lie (clock skew between replicas).
-const FUTURE_SKEW_SECS: f64 = 60.0;
+/// How far in the future a token's `iat` may lie (clock skew between replicas): a state opens
+/// for up to its lifetime plus this, so a record that must outlive every state it can meet (a
+/// once-only claim) is kept that long.
+pub const FUTURE_SKEW: Duration = Duration::from_secs(60);
+const FUTURE_SKEW_SECS: f64 = FUTURE_SKEW.as_secs_f64();
 const PRINCIPAL_LABEL: &[u8] = b"mcp/request-state/principal:";
 /// The lifetime of one round's state unless configured otherwise.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(600);

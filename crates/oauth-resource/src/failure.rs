@@ -30,11 +30,14 @@ pub enum Failure {
     InsufficientScope,
     #[error("the authorization server cannot be reached to check the token")]
     IssuerUnreachable,
+    /// The body's method, or a tool call's tool, cannot be read: what it needs cannot be decided.
+    #[error("the request's method or tool cannot be read, so what it needs cannot be decided")]
+    Unreadable,
 }
 
 impl Failure {
     /// Every reason, for the metrics to start at zero.
-    pub const ALL: [Failure; 13] = [
+    pub const ALL: [Failure; 14] = [
         Failure::Missing,
         Failure::InQuery,
         Failure::Malformed,
@@ -48,6 +51,7 @@ impl Failure {
         Failure::NoSubject,
         Failure::InsufficientScope,
         Failure::IssuerUnreachable,
+        Failure::Unreadable,
     ];
 
     /// The metric label.
@@ -66,6 +70,7 @@ impl Failure {
             Failure::NoSubject => "no_subject",
             Failure::InsufficientScope => "insufficient_scope",
             Failure::IssuerUnreachable => "issuer_unreachable",
+            Failure::Unreadable => "unreadable",
         }
     }
 

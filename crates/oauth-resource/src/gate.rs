@@ -1,5 +1,6 @@
-//! The gate in front of rmcp: every request to the MCP endpoint shows a valid bearer token,
-//! and a tool call shows the scopes its tool needs, before rmcp sees it.
+//! The gate in front of rmcp, in two steps: who is calling ([`ResourceServer::authenticate`],
+//! before the body is read, so a caller with no valid token costs the server a header's worth
+//! of work), then what the request needs ([`ResourceServer::authorize`], from the body).
 //!
 //! - No token, or a bad one: 401 with `WWW-Authenticate: Bearer resource_metadata="…",
 //!   scope="…"` (and `error="invalid_token"` for a bad one), so a client can find the
@@ -7,7 +8,9 @@
 //! - A token in the query string: 401; tokens go only in the `Authorization` header.
 //! - A valid token without a needed scope: 403 `error="insufficient_scope"`, naming every scope
 //!   the request needs in one challenge. The tool is read from the JSON-RPC body (the
-//!   `Mcp-Name` header is a hint, not proof).
+//!   `Mcp-Name` header is a hint, not proof). A body whose method, or whose tool call's tool,
+//!   cannot be read (not JSON, a duplicated key, a tool call with no name) is refused with 400:
+//!   what it needs cannot be decided, so it is not passed on.
 //! - The authorization server unreachable and its keys never fetched: 503, `Retry-After`.
 //! - Through: the caller goes into the request's extensions as a [`Caller`] and as the
 //!   boundary's [`mrtr::boundary::Principal`] (issuer and subject), so every sealed state is
@@ -29,12 +32,12 @@ use serde::Deserialize;
 
 use crate::{
     failure::Failure,
-    introspection::Introspector,
-    issuer,
+    introspection::{Introspector, could_be_a_token},
     keys::IssuerKeys,
     metadata::ProtectedResource,
     scopes::{self, ScopePolicy},
     token,
+    token_cache::TokenCache,
 };
 
 /// Who the token says is calling, for the tools.
@@ -64,12 +67,12 @@ struct Inner {
     metadata: ProtectedResource,
     metadata_path: String,
     metadata_url: String,
-    keys: IssuerKeys,
+    keys: Arc<IssuerKeys>,
     http: reqwest::Client,
     /// How opaque tokens are checked, if they are accepted at all.
     introspection: Option<IntrospectionClient>,
-    /// The issuer's introspection endpoint, found once.
-    introspection_endpoint: tokio::sync::OnceCell<String>,
+    /// What the issuer said of opaque tokens lately.
+    introspected: TokenCache,
     policy: Box<dyn ScopePolicy>,
     max_body: usize,
 }
@@ -103,9 +106,9 @@ impl ResourceServer {
                 metadata,
                 metadata_path: ProtectedResource::well_known_path(&resource),
                 metadata_url: ProtectedResource::url(&resource),
-                keys: IssuerKeys::new(issuer, http.clone()),
+                keys: Arc::new(IssuerKeys::new(issuer, http.clone())),
                 introspection: None,
-                introspection_endpoint: tokio::sync::OnceCell::new(),
+                introspected: TokenCache::default(),
                 http,
                 policy,
                 max_body,
@@ -122,106 +125,111 @@ impl ResourceServer {
         self
     }
 
-    /// Fetch the issuer's keys now. A server that cannot, starts anyway: it answers 503 until
-    /// the issuer is back, and says why in its log.
+    /// Fetch the issuer's metadata and keys now. A server that cannot, starts anyway: it
+    /// answers 503 until the issuer is back (a task keeps trying), and says why in its log.
     pub async fn start(&self) {
-        match self.inner.keys.refresh().await {
-            Ok(count) => {
-                tracing::info!(issuer = %self.inner.issuer, keys = count, "checking tokens with the issuer's keys")
-            }
-            Err(error) => {
-                tracing::error!(%error, "cannot fetch the authorization server's keys yet; tokens wait for them")
-            }
-        }
+        self.inner.keys.start().await;
     }
 
-    /// The protected resource metadata, at the path-inserted well-known URI and at the root.
+    /// The protected resource metadata, at the path-inserted well-known URI (RFC 9728). Not
+    /// at the root as well: the document there describes the resource at the root, which
+    /// this is not (unless it is, and then that is its one place).
     pub fn metadata_routes<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
         let document = self.inner.metadata.clone();
         let serve = move || std::future::ready(Json(document.clone()));
-        let router = Router::new().route(&self.inner.metadata_path, get(serve.clone()));
-        if self.inner.metadata_path == "/.well-known/oauth-protected-resource" {
-            router
-        } else {
-            router.route("/.well-known/oauth-protected-resource", get(serve))
-        }
+        Router::new().route(&self.inner.metadata_path, get(serve))
     }
 
-    /// The gate, as an axum middleware over the MCP endpoint.
-    pub async fn gate(State(server): State<ResourceServer>, request: Request, next: Next) -> Response {
-        match server.admit(request).await {
-            Ok(request) => next.run(request).await,
-            Err(refusal) => refusal,
-        }
-    }
-
-    async fn admit(&self, request: Request) -> Result<Request, Response> {
-        if request.uri().query().is_some_and(|q| q.split('&').any(|pair| pair.starts_with("access_token="))) {
-            return Err(self.refuse(Failure::InQuery, &[]));
-        }
-        let bearer = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .map(|value| value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ").or(v.strip_prefix("bearer "))));
-        let token = match bearer {
-            None => return Err(self.refuse(Failure::Missing, &[])),
-            Some(None) => return Err(self.refuse(Failure::Malformed, &[])),
-            Some(Some(token)) => token.trim().to_owned(),
+    /// The first step, as an axum middleware over the MCP endpoint: a valid bearer token, or
+    /// 401 (503 while the issuer was never reached). The body is not read.
+    pub async fn authenticate(State(server): State<ResourceServer>, mut request: Request, next: Next) -> Response {
+        let bearer = bearer_of(&request);
+        let checked = match bearer {
+            Ok(token) => server.check(&token).await,
+            Err(failure) => Err(failure),
         };
-        let checked = self.check(&token).await.map_err(|failure| self.refuse(failure, &[]))?;
-        let (parts, body) = request.into_parts();
-        let bytes = to_bytes(body, self.inner.max_body)
-            .await
-            .map_err(|_| (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large").into_response())?;
-        let (method, target) = peek(&bytes);
-        let needed = self.inner.policy.needed(method.as_deref().unwrap_or_default(), target.as_deref());
-        let missing = scopes::missing(self.inner.policy.as_ref(), &checked.scopes, &needed);
-        if !missing.is_empty() {
-            tracing::info!(subject = %checked.subject, ?method, ?target, ?missing, "refused: insufficient scope");
-            return Err(self.refuse(Failure::InsufficientScope, &needed));
+        match checked {
+            Ok(checked) => {
+                request.extensions_mut().insert(Principal(format!("{} {}", checked.issuer, checked.subject)));
+                request.extensions_mut().insert(Caller {
+                    issuer: checked.issuer,
+                    subject: checked.subject,
+                    scopes: checked.scopes,
+                });
+                next.run(request).await
+            }
+            Err(failure) => server.refuse(failure, &[]),
         }
-        let mut request = Request::from_parts(parts, Body::from(bytes));
-        request.extensions_mut().insert(Principal(format!("{} {}", checked.issuer, checked.subject)));
-        request.extensions_mut().insert(Caller {
-            issuer: checked.issuer,
-            subject: checked.subject,
-            scopes: checked.scopes,
-        });
-        Ok(request)
+    }
+
+    /// The second step, after [`Self::authenticate`]: the scopes the body's request needs, or
+    /// 403; a body whose needs cannot be read, 400. The body is read whole (within the size
+    /// limit) and passed on.
+    pub async fn authorize(State(server): State<ResourceServer>, request: Request, next: Next) -> Response {
+        let Some(caller) = request.extensions().get::<Caller>().cloned() else {
+            // Only behind `authenticate`: without a caller, nothing is let through.
+            return server.refuse(Failure::Missing, &[]);
+        };
+        let (parts, body) = request.into_parts();
+        let bytes = match to_bytes(body, server.inner.max_body).await {
+            Ok(bytes) => bytes,
+            Err(_) => return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large").into_response(),
+        };
+        let needed = if parts.method == axum::http::Method::POST {
+            match peek(&bytes) {
+                Ok(Peeked { method, target }) => server.inner.policy.needed(&method, target.as_deref()),
+                Err(why) => {
+                    tracing::info!(subject = %caller.subject.escape_debug(), why, "refused: what the request needs cannot be read");
+                    return server.refuse(Failure::Unreadable, &[]);
+                }
+            }
+        } else {
+            // GET (a 2025 session's stream) and DELETE (its end) carry no request.
+            Vec::new()
+        };
+        let missing = scopes::missing(server.inner.policy.as_ref(), &caller.scopes, &needed);
+        if !missing.is_empty() {
+            tracing::info!(subject = %caller.subject.escape_debug(), ?missing, "refused: insufficient scope");
+            return server.refuse(Failure::InsufficientScope, &needed);
+        }
+        next.run(Request::from_parts(parts, Body::from(bytes))).await
     }
 
     /// A JWT against the issuer's keys; anything else, when introspection is configured, at the
-    /// issuer's introspection endpoint.
+    /// issuer's introspection endpoint (answers kept a while; a value that cannot be a token is
+    /// refused without asking).
     async fn check(&self, token: &str) -> Result<token::Checked, Failure> {
         let inner = &self.inner;
         let looks_like_jwt = token.split('.').count() == 3;
-        match &inner.introspection {
-            Some(client) if !looks_like_jwt => {
-                let endpoint = inner
-                    .introspection_endpoint
-                    .get_or_try_init(|| async {
-                        match issuer::discover(&inner.http, &inner.issuer).await {
-                            Ok(metadata) => metadata.introspection_endpoint.ok_or_else(|| {
-                                tracing::warn!("the authorization server publishes no introspection endpoint");
-                                Failure::Malformed
-                            }),
-                            Err(error) => {
-                                tracing::warn!(%error, "cannot find the introspection endpoint");
-                                Err(Failure::IssuerUnreachable)
-                            }
-                        }
-                    })
-                    .await?;
-                let introspector = Introspector {
-                    endpoint: endpoint.clone(),
-                    client_id: client.client_id.clone(),
-                    client_secret: client.client_secret.clone(),
-                    http: inner.http.clone(),
-                };
-                introspector.check(token, &inner.issuer, &inner.resource).await
-            }
-            _ => token::check(token, &inner.keys, &inner.issuer, &inner.resource).await,
+        let Some(client) = inner.introspection.as_ref().filter(|_| !looks_like_jwt) else {
+            return token::check(token, &inner.keys, &inner.issuer, &inner.resource).await;
+        };
+        if !could_be_a_token(token) {
+            return Err(Failure::Malformed);
         }
+        if let Some(answer) = inner.introspected.get(token) {
+            return answer;
+        }
+        let endpoint = match inner.keys.introspection_endpoint().await {
+            None => return Err(Failure::IssuerUnreachable),
+            Some(None) => {
+                tracing::warn!("the authorization server publishes no introspection endpoint");
+                return Err(Failure::Malformed);
+            }
+            Some(Some(endpoint)) => endpoint,
+        };
+        let introspector = Introspector {
+            endpoint,
+            client_id: client.client_id.clone(),
+            client_secret: client.client_secret.clone(),
+            http: inner.http.clone(),
+        };
+        let (answer, lasts) = match introspector.check(token, &inner.issuer, &inner.resource).await {
+            Ok((checked, lasts)) => (Ok(checked), lasts),
+            Err(failure) => (Err(failure), None),
+        };
+        inner.introspected.put(token, &answer, lasts);
+        answer
     }
 
     /// The answer to a refused request, counted by its reason.
@@ -235,6 +243,7 @@ impl ResourceServer {
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
                 response
             }
+            Failure::Unreadable => (StatusCode::BAD_REQUEST, failure.to_string()).into_response(),
             Failure::InsufficientScope => {
                 let challenge = format!(
                     r#"Bearer error="insufficient_scope", scope="{}", resource_metadata="{metadata}", error_description="{failure}""#,
@@ -261,6 +270,22 @@ impl ResourceServer {
     }
 }
 
+/// The request's bearer token, or why it has none to check.
+fn bearer_of(request: &Request) -> Result<String, Failure> {
+    if request.uri().query().is_some_and(|q| q.split('&').any(|pair| pair.starts_with("access_token="))) {
+        return Err(Failure::InQuery);
+    }
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|value| value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ").or(v.strip_prefix("bearer "))));
+    match bearer {
+        None => Err(Failure::Missing),
+        Some(None) => Err(Failure::Malformed),
+        Some(Some(token)) => Ok(token.trim().to_owned()),
+    }
+}
+
 fn challenged(status: StatusCode, challenge: &str, failure: Failure) -> Response {
     let mut response = (status, failure.to_string()).into_response();
     if let Ok(value) = HeaderValue::from_str(challenge) {
@@ -269,6 +294,15 @@ fn challenged(status: StatusCode, challenge: &str, failure: Failure) -> Response
     response
 }
 
+/// What the scope decision needs of a request: its method and, for a tool call, its tool.
+#[derive(Debug, PartialEq, Eq)]
+struct Peeked {
+    method: String,
+    target: Option<String>,
+}
+
+// Read strictly: a key given twice is an error here (serde's derive refuses duplicate
+// fields), as a later reader might take either copy.
 #[derive(Deserialize)]
 struct Peek {
     method: Option<String>,
@@ -280,12 +314,39 @@ struct PeekParams {
     name: Option<String>,
 }
 
-/// The JSON-RPC method and, for a tool call, the tool: what the scope decision needs. A body
-/// that is not one JSON-RPC request (a notification or a response to the server is fine; a
-/// batch or garbage) needs whatever an unnamed method needs, and rmcp answers it.
-fn peek(body: &[u8]) -> (Option<String>, Option<String>) {
-    match serde_json::from_slice::<Peek>(body) {
-        Ok(peek) => (peek.method, peek.params.and_then(|p| p.name)),
-        Err(_) => (None, None),
+/// The JSON-RPC method and, for a tool call, the tool, or why they cannot be told. A message
+/// without a method (a response to the server's question) has the empty method, which needs
+/// what an unnamed method needs.
+fn peek(body: &[u8]) -> Result<Peeked, &'static str> {
+    let peek: Peek = serde_json::from_slice(body).map_err(|_| "the body is not one JSON-RPC message")?;
+    let method = peek.method.unwrap_or_default();
+    let target = peek.params.and_then(|params| params.name);
+    if method == "tools/call" && target.is_none() {
+        return Err("a tool call that names no tool");
+    }
+    Ok(Peeked { method, target })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peeks_the_method_and_tool_and_refuses_what_it_cannot_read() {
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"issue_refund","arguments":{}}}"#;
+        assert_eq!(peek(call), Ok(Peeked { method: "tools/call".into(), target: Some("issue_refund".into()) }));
+        let answer = br#"{"jsonrpc":"2.0","id":0,"result":{"action":"accept"}}"#;
+        assert_eq!(peek(answer), Ok(Peeked { method: String::new(), target: None }));
+        for unreadable in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup_order","name":"issue_refund"}}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"issue_refund"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}"#,
+            b"not json",
+            b"",
+        ] {
+            assert!(peek(unreadable).is_err(), "{}", String::from_utf8_lossy(unreadable));
+        }
     }
 }

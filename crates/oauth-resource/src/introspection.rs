@@ -3,8 +3,10 @@
 //! The server authenticates to the introspection endpoint as its own client
 //! (`client_secret_basic`). A token counts only when the answer says it is `active`, names this
 //! resource in `aud` and this issuer in `iss` (when it names one), has a `sub` (or, for a
-//! machine's token, a `client_id`), and has not expired. The answer is not cached: every request asks, and an issuer that cannot be reached
-//! refuses the request (503), as it would for JWTs whose keys were never fetched.
+//! machine's token, a `client_id`), and has not expired. The gate keeps answers a while
+//! ([`crate::token_cache`]) and never asks about a value that cannot be a token
+//! ([`could_be_a_token`]); an issuer that cannot be reached refuses the request (503), as it
+//! would for JWTs whose keys were never fetched.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -37,9 +39,30 @@ struct Answer {
     exp: Option<u64>,
 }
 
+/// The shortest opaque token taken for one: 128 bits in base64, what an access token that
+/// cannot be guessed carries at least (RFC 6749 section 10.10).
+pub const SHORTEST_TOKEN: usize = 22;
+/// The longest token taken for one.
+pub const LONGEST_TOKEN: usize = 4096;
+
+/// Whether `token` has the shape of a bearer token (RFC 6750's `b64token`, long enough to be
+/// unguessable): anything else is refused without asking the issuer.
+pub fn could_be_a_token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    token.len() <= LONGEST_TOKEN
+        && body.len() >= SHORTEST_TOKEN
+        && body.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
+}
+
 impl Introspector {
-    /// Ask about `token`, for `issuer` and the resource `audience`.
-    pub async fn check(&self, token: &str, issuer: &str, audience: &str) -> Result<Checked, Failure> {
+    /// Ask about `token`, for `issuer` and the resource `audience`: who it is, and for how
+    /// long from now it stays valid if it says.
+    pub async fn check(
+        &self,
+        token: &str,
+        issuer: &str,
+        audience: &str,
+    ) -> Result<(Checked, Option<std::time::Duration>), Failure> {
         let asked = self
             .http
             .post(&self.endpoint)
@@ -60,9 +83,10 @@ impl Introspector {
             return Err(Failure::Expired);
         }
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        if answer.exp.is_some_and(|exp| exp + crate::token::LEEWAY_SECS < now) {
+        if answer.exp.is_some_and(|exp| exp.saturating_add(crate::token::LEEWAY_SECS) < now) {
             return Err(Failure::Expired);
         }
+        let lasts = answer.exp.map(|exp| std::time::Duration::from_secs(exp.saturating_sub(now)));
         if answer.iss.as_deref().is_some_and(|iss| iss != issuer) {
             return Err(Failure::WrongIssuer);
         }
@@ -78,6 +102,30 @@ impl Introspector {
         // as RFC 9068 has it for JWTs.
         let subject = answer.sub.or(answer.client_id).filter(|sub| !sub.is_empty()).ok_or(Failure::NoSubject)?;
         let scopes = answer.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
-        Ok(Checked { issuer: answer.iss.unwrap_or_else(|| issuer.to_owned()), subject, scopes })
+        Ok((Checked { issuer: answer.iss.unwrap_or_else(|| issuer.to_owned()), subject, scopes }, lasts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_token_shaped_values_are_asked_about() {
+        for token in ["Vd3v3rKqA2e2cX5VjYwY1QfN7t8ZbP0uLx9mH4sG1kE", "abc.def-ghi_jkl~mno+pqr/stu==", &"a".repeat(4096)]
+        {
+            assert!(could_be_a_token(token), "{token}");
+        }
+        for junk in [
+            "junk1",
+            "",
+            "short-but-fine",
+            "has a space in the middle of it",
+            "naïve-but-long-enough-to-count",
+            &"a".repeat(4097),
+            "===============================",
+        ] {
+            assert!(!could_be_a_token(junk), "{junk}");
+        }
     }
 }

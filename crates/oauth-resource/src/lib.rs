@@ -2,19 +2,22 @@
 //! of it, and rmcp (whose `auth` feature is client-only) does not give.
 //!
 //! - [`metadata`]: the protected resource metadata (RFC 9728), served at the path-inserted
-//!   well-known URI and at the root;
+//!   well-known URI;
 //! - [`issuer`]: the authorization server's metadata (RFC 8414, or OpenID discovery), found
 //!   from its issuer URL;
-//! - [`keys`]: the issuer's signing keys (JWKS), fetched at start, fetched again for an unknown
-//!   `kid` at most once per cooldown, the last good set kept while the issuer is down;
+//! - [`keys`]: the issuer's metadata and signing keys (JWKS), fetched at start (and retried in
+//!   the background until they are had, never by a request), fetched again for an unknown `kid`
+//!   at most once per cooldown, the last good set kept while the issuer is down;
 //! - [`token`]: a bearer JWT checked as RFC 9068 and RFC 8707 say: an algorithm allowlist,
 //!   `typ` `at+jwt`, the exact issuer, this resource in `aud`, `exp`/`nbf`, a `sub`; its scopes;
-//! - [`introspection`]: opaque tokens, asked about at the issuer (RFC 7662), when configured;
+//! - [`introspection`]: opaque tokens, asked about at the issuer (RFC 7662), when configured,
+//!   and [`token_cache`]: its answers kept a while, so bad tokens do not become issuer calls;
 //! - [`scopes`]: what each request needs ([`scopes::ScopePolicy`], given by the server), with
 //!   scope hierarchies;
-//! - [`gate`]: the axum middleware in front of rmcp: 401 with a `WWW-Authenticate` challenge,
-//!   403 `insufficient_scope` naming every scope a tool call needs (read from the JSON-RPC body
-//!   before rmcp runs), and the caller put where the sealing boundary binds states to it;
+//! - [`gate`]: the axum middleware in front of rmcp, in two steps: the token, before the body is
+//!   read (401 with a `WWW-Authenticate` challenge), then the scopes the body's request needs
+//!   (403 `insufficient_scope` naming every scope a tool call needs; 400 for a body whose needs
+//!   cannot be read); the caller put where the sealing boundary binds states to it;
 //! - [`failure`]: why a request was refused, a closed set that labels the metrics.
 //!
 //! It knows nothing of any shop: a server gives its public URL, its issuer and its policy.
@@ -27,6 +30,7 @@ pub mod keys;
 pub mod metadata;
 pub mod scopes;
 pub mod token;
+pub mod token_cache;
 
 pub use failure::Failure;
 pub use gate::{Caller, ResourceServer};

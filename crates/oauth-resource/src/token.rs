@@ -42,7 +42,9 @@ pub struct Checked {
 #[derive(Deserialize)]
 struct Claims {
     iss: String,
-    sub: String,
+    // Optional here so that a token without one is told apart from a malformed one.
+    #[serde(default)]
+    sub: Option<String>,
     #[serde(default)]
     scope: Option<String>,
 }
@@ -78,11 +80,11 @@ pub async fn check(token: &str, keys: &IssuerKeys, issuer: &str, audience: &str)
         ErrorKind::MissingRequiredClaim(claim) if claim == "sub" => Failure::NoSubject,
         _ => Failure::Malformed,
     })?;
-    if claims.claims.sub.is_empty() {
+    let Some(subject) = claims.claims.sub.filter(|sub| !sub.is_empty()) else {
         return Err(Failure::NoSubject);
-    }
+    };
     let scopes = claims.claims.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
-    Ok(Checked { issuer: claims.claims.iss, subject: claims.claims.sub, scopes })
+    Ok(Checked { issuer: claims.claims.iss, subject, scopes })
 }
 
 /// Why a header did not parse: an algorithm the library does not even name (such as `none`) is

@@ -2,14 +2,14 @@
 
 use shop_mcp::serve::{
     self, ServeConfig,
-    logging::{self, Verbosity},
+    logging::{self, LogFormat, Verbosity},
 };
 
 /// Serve until the host closes stdin, or SIGINT or SIGTERM over HTTP. Over stdio the logs say
 /// only warnings and errors unless `verbose` (each `-v`) asks for more; over HTTP they say what
 /// the service does.
-pub async fn run(config: ServeConfig, verbose: u8) -> anyhow::Result<()> {
+pub async fn run(config: ServeConfig, verbose: u8, format: LogFormat) -> anyhow::Result<()> {
     let default = if config.http.listen.is_some() { Verbosity::Info } else { Verbosity::Quiet };
-    logging::init(default.raised(verbose));
+    logging::init_as(default.raised(verbose), format);
     Ok(serve::run(&config, web_service::shutdown::signal()).await?)
 }

@@ -4,7 +4,7 @@
 
 use std::sync::{
     Arc, Mutex,
-    atomic::{AtomicBool, Ordering},
+    atomic::{AtomicBool, AtomicUsize, Ordering},
 };
 
 use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
@@ -38,6 +38,8 @@ struct Shared {
     url: Arc<Mutex<String>>,
     keys: Arc<Mutex<Vec<SigningKey>>>,
     up: Arc<AtomicBool>,
+    /// Requests it was sent: metadata, keys, introspection.
+    requests: Arc<AtomicUsize>,
 }
 
 /// The issuer, serving until dropped.
@@ -74,10 +76,12 @@ impl Issuer {
             url: Arc::new(Mutex::new(url.clone())),
             keys: Arc::new(Mutex::new(vec![SigningKey::new("key-1")])),
             up: Arc::new(AtomicBool::new(true)),
+            requests: Arc::default(),
         };
         let app = Router::new()
             .route("/.well-known/oauth-authorization-server", get(metadata))
             .route("/jwks", get(jwks))
+            .route("/introspect", axum::routing::post(introspect))
             .with_state(shared.clone());
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -131,6 +135,11 @@ impl Issuer {
     pub fn set_up(&self, up: bool) {
         self.shared.up.store(up, Ordering::SeqCst);
     }
+
+    /// How many requests it has been sent.
+    pub fn requests(&self) -> usize {
+        self.shared.requests.load(Ordering::SeqCst)
+    }
 }
 
 /// A token's header: `alg`, the claims' `typ`, and the current key's `kid`.
@@ -154,15 +163,24 @@ fn body(claims: &Claims) -> Value {
 }
 
 async fn metadata(State(shared): State<Shared>) -> axum::response::Response {
+    shared.requests.fetch_add(1, Ordering::SeqCst);
     if !shared.up.load(Ordering::SeqCst) {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
     let url = shared.url.lock().unwrap().clone();
-    Json(json!({"issuer": url, "jwks_uri": format!("{url}/jwks"), "token_endpoint": format!("{url}/token")}))
-        .into_response()
+    Json(json!({"issuer": url, "jwks_uri": format!("{url}/jwks"), "token_endpoint": format!("{url}/token"),
+        "introspection_endpoint": format!("{url}/introspect")}))
+    .into_response()
+}
+
+/// RFC 7662 introspection that knows no opaque token: every one is inactive.
+async fn introspect(State(shared): State<Shared>) -> axum::response::Response {
+    shared.requests.fetch_add(1, Ordering::SeqCst);
+    Json(json!({"active": false})).into_response()
 }
 
 async fn jwks(State(shared): State<Shared>) -> axum::response::Response {
+    shared.requests.fetch_add(1, Ordering::SeqCst);
     if !shared.up.load(Ordering::SeqCst) {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod issuer;
+pub mod legacy_session;
 
 use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 

@@ -72,6 +72,16 @@ pub struct ServeConfig {
     #[arg(long, env = "SHOP_WHEN_BUSY", value_enum, default_value_t = WhenBusy::Shed)]
     pub when_busy: WhenBusy,
 
+    /// Questions waiting for their person at once (a 2025 host's question, a payment
+    /// sign-in), beside --max-tool-calls: a waiting question holds no tool-call slot. Past it,
+    /// the tool says the server is busy and nothing is asked.
+    #[arg(long, env = "SHOP_MAX_WAITING", default_value_t = DEFAULT_MAX_WAITING, value_name = "N")]
+    pub max_waiting: usize,
+
+    /// Questions one caller may have waiting at once.
+    #[arg(long, env = "SHOP_MAX_WAITING_PER_CALLER", default_value_t = DEFAULT_MAX_WAITING_PER_CALLER, value_name = "N")]
+    pub max_waiting_per_caller: usize,
+
     #[command(flatten)]
     pub payments: PaymentsConfig,
 
@@ -93,6 +103,8 @@ impl ServeConfig {
             ask_style: AskStyle::InputRequired,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             when_busy: WhenBusy::Shed,
+            max_waiting: DEFAULT_MAX_WAITING,
+            max_waiting_per_caller: DEFAULT_MAX_WAITING_PER_CALLER,
             payments: PaymentsConfig::default(),
             http: HttpConfig::default(),
         }
@@ -106,6 +118,12 @@ impl ServeConfig {
 /// Tool calls one server works on at once unless told otherwise: enough to keep the shop's API
 /// and Redis busy from one replica, few enough that a burst is shed rather than queued.
 pub const DEFAULT_MAX_TOOL_CALLS: usize = 64;
+
+/// Questions waiting for their person at once unless told otherwise: a waiting question costs
+/// a task and a few kilobytes, not a tool-call slot.
+pub const DEFAULT_MAX_WAITING: usize = 1024;
+/// Questions one caller may have waiting at once unless told otherwise.
+pub const DEFAULT_MAX_WAITING_PER_CALLER: usize = 64;
 
 /// What a call past `--max-tool-calls` gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -147,6 +165,15 @@ impl Default for PaymentsConfig {
         Self { provider: None, public_url: None, lead: DEFAULT_LEAD.into(), max_rounds: DEFAULT_PAY_ROUNDS }
     }
 }
+
+/// Answers on one HTTP connection before it is closed unless told otherwise (nginx's default).
+pub const DEFAULT_MAX_REQUESTS_PER_CONNECTION: usize = 1000;
+/// How long an answer may wait to be written (its peer not reading) unless told otherwise.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Requests a second each caller may make unless told otherwise: far above what a host or a
+/// load test's leads sharing one address send (about 6,000 a second from `bench/run`'s 16),
+/// so it turns away only floods.
+pub const DEFAULT_RATE_LIMIT: u32 = 20_000;
 
 /// The largest request body the MCP endpoint over HTTP reads.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -215,6 +242,34 @@ pub struct HttpConfig {
     /// last answer (else the connection is closed), and then its body (else 408).
     #[arg(long, env = "SHOP_READ_TIMEOUT", default_value = "30", value_parser = seconds, value_name = "SECONDS")]
     pub read_timeout: Duration,
+
+    /// Seconds an answer may wait to be written, its peer not reading it, before the connection
+    /// is closed.
+    #[arg(long, env = "SHOP_WRITE_TIMEOUT", default_value = "30", value_parser = seconds, value_name = "SECONDS")]
+    pub write_timeout: Duration,
+
+    /// Answers on one connection before it is closed (the client opens another); 0: no bound.
+    #[arg(long, env = "SHOP_MAX_REQUESTS_PER_CONNECTION", default_value_t = DEFAULT_MAX_REQUESTS_PER_CONNECTION, value_name = "N")]
+    pub max_requests_per_connection: usize,
+
+    /// Requests a second each caller may make (the token's subject, or the peer's address
+    /// without authorization); past it, 429 with Retry-After. 0: no limit.
+    #[arg(long, env = "SHOP_RATE_LIMIT", default_value_t = DEFAULT_RATE_LIMIT, value_name = "PER_SECOND")]
+    pub rate_limit: u32,
+
+    /// Requests a caller may make at once before the rate applies (defaults to the rate).
+    #[arg(long, env = "SHOP_RATE_BURST", value_name = "N")]
+    pub rate_burst: Option<u32>,
+
+    /// Serve /metrics on this address of its own (such as 127.0.0.1:9464) rather than beside
+    /// /mcp.
+    #[arg(long, env = "SHOP_METRICS_LISTEN", value_name = "ADDRESS")]
+    pub metrics_listen: Option<SocketAddr>,
+
+    /// Serve /metrics beside /mcp even on a public address with authorization, where by
+    /// default it is not (give --metrics-listen instead).
+    #[arg(long)]
+    pub public_metrics: bool,
 }
 
 /// A positive number of seconds, such as `10` or `0.5`.
@@ -246,6 +301,12 @@ impl Default for HttpConfig {
             insecure_no_auth: false,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             read_timeout: DEFAULT_READ_TIMEOUT,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
+            max_requests_per_connection: DEFAULT_MAX_REQUESTS_PER_CONNECTION,
+            rate_limit: DEFAULT_RATE_LIMIT,
+            rate_burst: None,
+            metrics_listen: None,
+            public_metrics: false,
         }
     }
 }

@@ -7,6 +7,12 @@
 //!   or of the last answer, or the connection is closed: a trickling sender is cut off, and an
 //!   idle keep-alive connection frees its slot (hyper's header read timeout; the body has the
 //!   same bound, in `json_rpc_check`);
+//! - an answer that cannot be written for [`Bounds::write_timeout`] (a peer that does not read
+//!   what it asked for) closes the connection: hyper has no write timeout, so the socket is
+//!   wrapped in `tokio-io-timeout`'s;
+//! - after [`Bounds::max_requests`] answers a connection is closed (`Connection: close`), so
+//!   one connection cannot keep a slot with an endless pipeline; a client opens another;
+//! - each request carries its peer's address (`ConnectInfo`), for the per-caller rate limit;
 //! - SIGTERM (the `shutdown` future) stops accepting, and the connections in flight finish.
 //!
 //! Why not `axum::serve`: it gives hyper no timer, so hyper's header read timeout never fires,
@@ -14,9 +20,23 @@
 //! with no deadline at all. This is the same loop, HTTP/1.1 only (as `axum::serve` is with
 //! axum's default features), with the bounds.
 
-use std::{future::Future, pin::pin, sync::Arc, time::Duration};
+use std::{
+    future::Future,
+    pin::pin,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
 
-use axum::{Router, body::Body, extract::Request};
+use axum::{
+    Router,
+    body::Body,
+    extract::{ConnectInfo, Request},
+    http::{HeaderValue, header},
+    response::Response,
+};
 use hyper::{body::Incoming, server::conn::http1};
 use hyper_util::{
     rt::{TokioIo, TokioTimer},
@@ -24,6 +44,7 @@ use hyper_util::{
     service::TowerToHyperService,
 };
 use tokio::{net::TcpListener, sync::Semaphore};
+use tokio_io_timeout::TimeoutStream;
 use tower::ServiceExt as _;
 
 /// How much one replica accepts.
@@ -31,6 +52,9 @@ use tower::ServiceExt as _;
 pub struct Bounds {
     pub max_connections: usize,
     pub read_timeout: Duration,
+    pub write_timeout: Duration,
+    /// Answers on one connection before it is closed (0: no bound).
+    pub max_requests: usize,
 }
 
 /// How long a connection that stopped being accepted (too many open files) waits to try again.
@@ -49,9 +73,9 @@ pub async fn serve(listener: TcpListener, app: Router, bounds: Bounds, shutdown:
             slot = slots.clone().acquire_owned() => slot.expect("the connection slots are never closed"),
             () = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     tracing::warn!(%error, "could not accept a connection; trying again shortly");
                     tokio::time::sleep(ACCEPT_PAUSE).await;
@@ -61,9 +85,25 @@ pub async fn serve(listener: TcpListener, app: Router, bounds: Bounds, shutdown:
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let service =
-            TowerToHyperService::new(app.clone().map_request(|request: Request<Incoming>| request.map(Body::new)));
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let mut stream = TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(bounds.write_timeout));
+        let answered = Arc::new(AtomicUsize::new(0));
+        let max_requests = bounds.max_requests;
+        let service = app
+            .clone()
+            .map_request(move |request: Request<Incoming>| {
+                let mut request = request.map(Body::new);
+                request.extensions_mut().insert(ConnectInfo(peer));
+                request
+            })
+            .map_response(move |mut response: Response| {
+                if max_requests != 0 && answered.fetch_add(1, Ordering::Relaxed) + 1 >= max_requests {
+                    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                response
+            });
+        let service = TowerToHyperService::new(service);
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(Box::pin(stream)), service));
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");

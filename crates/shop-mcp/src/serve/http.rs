@@ -7,9 +7,15 @@
 //! 404 and the client starts over. Also rmcp's: the `MCP-Protocol-Version`,
 //! `Mcp-Method` and `Mcp-Name` rules with -32020 on a mismatch, `Host` and `Origin` checks, and
 //! a body size limit. A fresh handler serves each request; every replica is interchangeable
-//! when they share the sealing keys and the records. Around it: `/healthz`, `/metrics`, and
-//! one fix-up of HTTP statuses (see [`status_for_errors`]). SIGTERM stops taking requests and
-//! lets those in flight finish.
+//! when they share the sealing keys and the records.
+//!
+//! A request to `/mcp` passes, in order: the timing and status fix-up ([`status_for_errors`]);
+//! the token, before anything of the body is read (with an issuer); the caller's share of
+//! requests ([`rate_limit`]); the body, read within the read timeout and the size limit
+//! ([`json_rpc_check`]); the scopes the body's request needs; the session's owner
+//! ([`session_owners`]); rmcp. `/healthz` answers beside it, and `/metrics` too unless it has
+//! an address of its own or the server faces the world with authorization. SIGTERM stops
+//! taking requests and lets those in flight finish.
 
 use std::{future::Future, net::SocketAddr, sync::Arc};
 
@@ -33,6 +39,8 @@ use crate::serve::{
     HttpConfig, ServeError,
     connections::{self, Bounds},
     json_rpc_check, metrics,
+    rate_limit::RateLimit,
+    session_owners::SessionOwners,
 };
 
 pub use crate::serve::config::MAX_BODY_BYTES;
@@ -88,32 +96,70 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         .with_cancellation_token(stop.child_token())
         .with_allowed_hosts(http.allowed_hosts.clone())
         .with_allowed_origins(origins);
-    let mcp = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
-    let mcp = Router::new().route_service("/mcp", mcp);
-    let endpoint = match &gate {
-        Some(gate) => {
-            gate.start().await;
-            mcp.layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::gate)).merge(gate.metadata_routes())
-        }
-        None => mcp,
+    let sessions = Arc::new(LocalSessionManager::default());
+    let owners = Arc::new(SessionOwners::new(sessions.clone()));
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
+    // Layers run from the last added inwards.
+    let mut endpoint =
+        Router::new().route_service("/mcp", mcp).layer(middleware::from_fn_with_state(owners, SessionOwners::guard));
+    if let Some(gate) = &gate {
+        endpoint = endpoint.layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authorize));
+    }
+    endpoint = endpoint.layer(middleware::from_fn_with_state(http.read_timeout, json_rpc_check::check));
+    if let Some(limit) = RateLimit::new(http.rate_limit, http.rate_burst.unwrap_or(http.rate_limit)) {
+        endpoint = endpoint.layer(middleware::from_fn_with_state(limit, RateLimit::limit));
+    }
+    if let Some(gate) = &gate {
+        gate.start().await;
+        endpoint = endpoint
+            .layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authenticate))
+            .merge(gate.metadata_routes());
+    }
+    let mut app = endpoint.route("/healthz", get(|| async { "ok\n" }));
+    let faces_the_world = !bound.ip().is_loopback() && gate.is_some();
+    let bounds = Bounds {
+        max_connections: http.max_connections,
+        read_timeout: http.read_timeout,
+        write_timeout: http.write_timeout,
+        max_requests: http.max_requests_per_connection,
     };
-    let app = endpoint
-        .layer(middleware::from_fn_with_state(http.read_timeout, json_rpc_check::check))
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/metrics", get(move || std::future::ready(rendered.render())))
-        .layer(middleware::from_fn(status_for_errors))
-        .layer(middleware::from_fn(time_requests));
+    let metrics_app = Router::new().route("/metrics", get(move || std::future::ready(rendered.render())));
+    let mut metrics_listener = None;
+    match http.metrics_listen {
+        Some(address) => {
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(|source| ServeError::Listen { address: address.to_string(), source })?;
+            tracing::info!(address = %listener.local_addr()?, "serving /metrics on its own address");
+            metrics_listener = Some(listener);
+        }
+        None if faces_the_world && !http.public_metrics => {
+            tracing::warn!(
+                "not serving /metrics on a public address with authorization: give --metrics-listen (or --public-metrics)"
+            );
+        }
+        None => app = app.merge(metrics_app.clone()),
+    }
+    let app = app.layer(middleware::from_fn(status_for_errors)).layer(middleware::from_fn(time_requests));
 
     let url = format!("http://{}/mcp", listener.local_addr()?);
     println!("{url}");
     tracing::info!(%url, "serving MCP over Streamable HTTP");
-    let bounds = Bounds { max_connections: http.max_connections, read_timeout: http.read_timeout };
+    let stopping = CancellationToken::new();
+    let metrics_served = metrics_listener.map(|listener| {
+        let stopping = stopping.clone();
+        tokio::spawn(connections::serve(listener, metrics_app, bounds, async move { stopping.cancelled().await }))
+    });
     connections::serve(listener, app, bounds, async move {
         shutdown.await;
         tracing::info!("stopping: finishing the requests in flight");
         stop.cancel();
     })
     .await;
+    stopping.cancel();
+    if let Some(served) = metrics_served {
+        let _ = served.await;
+    }
     tracing::info!("stopped");
     Ok(())
 }

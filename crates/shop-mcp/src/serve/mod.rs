@@ -1,8 +1,10 @@
 //! Serving the shop: one configuration ([`ServeConfig`]), one [`build`], and the two
 //! transports side by side ([`stdio`] for a host that launches the server, [`http`] for
-//! Streamable HTTP with `/healthz` and [`metrics`], [`authorization`], a [`json_rpc_check`]
-//! of every body, and [`connections`] accepted within bounds). [`logging`] sends logs to
-//! stderr. Past `--max-tool-calls`, calls are shed as state-only rounds (`mrtr::shedding`).
+//! Streamable HTTP with `/healthz` and [`metrics`], [`authorization`], each caller's share of
+//! requests ([`rate_limit`]), a [`json_rpc_check`] of every body, 2025 sessions bound to their
+//! callers ([`session_owners`]), and [`connections`] accepted within bounds). [`logging`] sends
+//! logs to stderr. Past `--max-tool-calls`, calls are shed as state-only rounds
+//! (`mrtr::shedding`); a question waiting for its person holds no slot (`mrtr::waiting`).
 //!
 //! Only a sealed shop is served: [`build`] returns the shop behind its sealing boundary, and
 //! the boundary is the only way in.
@@ -14,6 +16,8 @@ pub mod http;
 pub mod json_rpc_check;
 pub mod logging;
 pub mod metrics;
+pub mod rate_limit;
+pub mod session_owners;
 pub mod state_keys;
 pub mod stdio;
 
@@ -23,6 +27,7 @@ use mrtr::{
     boundary::Sealed,
     records::{self, RecordsError},
     shedding::Shedding,
+    waiting::WaitingRoom,
 };
 use payment_provider::{PaymentProvider, ProviderError};
 use shop_api::{ClientError, ShopApi};
@@ -77,7 +82,9 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     // The Prometheus recorder is installed by the HTTP transport, which serves /metrics; over
     // stdio nothing would read it, and installing it calibrates a clock (milliseconds of
     // spinning at every start). Without it the metrics below cost nothing.
-    let sealed = Sealed::new(shop, Arc::clone(&security)).observed(metrics::observer());
+    let sealed = Sealed::new(shop, Arc::clone(&security))
+        .observed(metrics::observer())
+        .waiting(WaitingRoom::new(config.max_waiting, config.max_waiting_per_caller));
     Ok(match (config.max_tool_calls, config.when_busy) {
         (0, _) => sealed,
         (limit, WhenBusy::Shed) => {

@@ -78,7 +78,7 @@ async fn judge_stdin(mut to_rmcp: impl AsyncWrite + Unpin, lines: mpsc::Unbounde
         }
         match json_rpc_check::problem(text) {
             Some((code, message)) => {
-                tracing::warn!(code, %message, "refused a line from the host");
+                tracing::warn!(code, message = %message.escape_debug(), "refused a line from the host");
                 let _ = lines.send(answer(code, message));
             }
             None => {

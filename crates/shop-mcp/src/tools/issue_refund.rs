@@ -9,7 +9,9 @@
 //! - no answer, or a state that names another refund: a question never asked, so ask again;
 //! - an accept that does not fit the form: asked again, with the problem named;
 //! - accept with `release: true`: claim the refund in the once-only record, then confirm it;
-//! - decline (or `release: false`): claim it too, and cancel the refund: a decline stands;
+//! - decline (or `release: false`): claim it too, record the decline, and cancel the refund: a
+//!   decline stands, even when the cancel does not go through (the next `issue_refund` for the
+//!   refund cancels it again and says it was declined, never asks again);
 //! - cancel (the lead dismissed the question): nothing is used up, the refund stays held.
 //!
 //! The era is the connection's (`mrtr::ask::Era`): a 2025 host is asked on the back-channel
@@ -20,6 +22,7 @@ use mrtr::{
     ask::{AskError, Asking, Era, Outcome},
     boundary::{OpenedState, QuestionId, fresh_question_id},
     once_only::Claim,
+    request_state::FUTURE_SKEW,
 };
 use rmcp::{
     ErrorData, RoleServer,
@@ -43,6 +46,9 @@ use crate::{
 };
 
 const TOOL: &str = "issue_refund";
+/// How long a lead's decline is remembered, so a refund whose cancel did not go through is
+/// cancelled, not asked about, when it is next issued.
+const DECLINE_KEPT: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 60 * 60);
 /// The key of the confirmation question in `inputRequests` and `inputResponses`.
 pub const CONFIRM: &str = "confirm";
 
@@ -75,6 +81,11 @@ pub struct ReleaseForm {
 impl ReleaseForm {
     /// The support lead's yes.
     pub const YES: ReleaseForm = ReleaseForm { release: true };
+}
+
+/// The record that a lead declined `refund_id`.
+fn declined(refund_id: &RefundId) -> String {
+    format!("{TOOL}:declined:{refund_id}")
 }
 
 /// The question the lead sees.
@@ -131,6 +142,9 @@ impl Shop {
             }
         }
         let refund = self.held_or_issued(quote_id).await?;
+        if refund.status == RefundStatus::NeedsConfirmation && self.was_declined(&refund.refund_id).await {
+            return Ok(self.cancel_declined(&refund.refund_id).await?.into());
+        }
         let era = match self.ask_style {
             AskStyle::InputRequired => Era::of(context, self.state_ttl),
             AskStyle::AskAndWait => Era::back_channel(context, self.state_ttl),
@@ -201,11 +215,20 @@ impl Shop {
         })
     }
 
-    /// Claim the refund's answer before acting on it: of two identical retries, one acts.
+    /// Claim the refund's answer before acting on it: of two identical retries, one acts. The
+    /// claim is kept as long as any state naming the question can still open (a state minted
+    /// on a replica whose clock runs ahead lives that much longer).
     async fn claim(&self, refund_id: &RefundId, question: &str) -> Result<(), ToolError> {
         let key = format!("{TOOL}:{refund_id}:{question}");
-        match self.records.claim(&key, self.state_ttl).await {
+        match self.records.claim(&key, self.state_ttl + FUTURE_SKEW).await {
             Ok(Claim::First) => Ok(()),
+            Ok(Claim::Taken) if self.was_declined(refund_id).await => {
+                // A decline whose cancel did not go through yet: finish it, and refuse.
+                let _ = self.cancel_declined(refund_id).await;
+                Err(ToolError::new(format!(
+                    "Refund {refund_id} was declined, and a decline stands. Don't send another answer."
+                )))
+            }
             Ok(Claim::Taken) => {
                 let now = self.api.refund(refund_id).await.map(|r| r.status).unwrap_or(RefundStatus::NeedsConfirmation);
                 Err(ToolError::new(match now {
@@ -259,21 +282,54 @@ impl Shop {
 
     async fn refuse(&self, refund_id: &RefundId, question: &str) -> Result<CallToolResult, ToolError> {
         self.claim(refund_id, question).await?;
-        match self.api.cancel(refund_id).await {
-            Ok(cancelled) => {
-                metrics::counter!("shop_refund_declines_total").increment(1);
-                tracing::info!(refund_id = %cancelled.refund_id, "refund declined by a lead and cancelled");
-                let note = format!(
-                    "The lead declined refund {}, so it is cancelled. Don't issue it again unless the customer's case changes.",
-                    cancelled.refund_id
-                );
-                Ok(structured_with_note(&cancelled, note))
-            }
-            Err(error) if error.is_conflict() => {
-                Err(ToolError::new(format!("Refund {refund_id} is not held any more, so it can't be declined.")))
-            }
-            Err(error) => Err(error.into()),
+        metrics::counter!("shop_refund_declines_total").increment(1);
+        // Recorded before the cancel: if the shop's API does not take the cancel, the decline
+        // still stands, and the next issue_refund for the refund cancels it again.
+        if let Err(error) = self.records.put(&declined(refund_id), question.to_owned(), DECLINE_KEPT).await {
+            tracing::warn!(%refund_id, %error, "could not record the decline; it stands by its claim");
         }
+        self.cancel_declined(refund_id).await
+    }
+
+    /// Whether a lead declined `refund_id` (the record is read; a store that cannot be read
+    /// says no, and the claim before any release still holds).
+    async fn was_declined(&self, refund_id: &RefundId) -> bool {
+        match self.records.get(&declined(refund_id)).await {
+            Ok(found) => found.is_some(),
+            Err(error) => {
+                tracing::warn!(%refund_id, %error, "could not read whether the refund was declined");
+                false
+            }
+        }
+    }
+
+    /// Cancel a refund its lead declined, and say so.
+    async fn cancel_declined(&self, refund_id: &RefundId) -> Result<CallToolResult, ToolError> {
+        let cancelled = match self.api.cancel(refund_id).await {
+            Ok(cancelled) => cancelled,
+            Err(error) if error.is_conflict() => match self.api.refund(refund_id).await {
+                Ok(refund) if refund.status == RefundStatus::Cancelled => refund,
+                _ => {
+                    return Err(ToolError::new(format!(
+                        "Refund {refund_id} is not held any more, so it can't be declined."
+                    )));
+                }
+            },
+            Err(error) => {
+                tracing::warn!(%refund_id, %error, "the lead declined, and the shop's API did not take the cancel");
+                return Err(ToolError::new(format!(
+                    "The lead declined refund {refund_id}, and that stands: it will not be released. The shop's API \
+                     did not take the cancel, so it may still show as held; call issue_refund again with the same \
+                     quote later and it is cancelled, without asking again."
+                )));
+            }
+        };
+        tracing::info!(refund_id = %cancelled.refund_id, "refund declined by a lead and cancelled");
+        let note = format!(
+            "The lead declined refund {}, so it is cancelled. Don't issue it again unless the customer's case changes.",
+            cancelled.refund_id
+        );
+        Ok(structured_with_note(&cancelled, note))
     }
 
     /// The lead closed the question without answering: nothing is used up.
@@ -302,6 +358,14 @@ impl Shop {
                 seconds => format!("within {} minutes", seconds.div_ceil(60)),
             },
             AskError::Gone => "before the host went away".to_owned(),
+            AskError::Busy(busy) => {
+                tracing::warn!(%refund_id, "not asked: {busy}");
+                return ToolError::new(format!(
+                    "Nobody was asked about refund {refund_id}: {busy}. The shop's API still holds it; call \
+                     issue_refund again in a few minutes."
+                ))
+                .into();
+            }
         };
         tracing::info!(%refund_id, "the lead did not answer {waited}; the refund stays held");
         ToolError::new(format!(

@@ -161,27 +161,46 @@ impl Shop {
         let url = format!("{}/connect/{}", payments.public_url.trim_end_matches('/'), flow.flow);
         if let Era::BackChannel { wait, .. } = asking.era() {
             // A 2025 host: the question goes out now, its accept is the lead's consent, and the
-            // call waits (at most a round's lifetime) for the provider to see the sign-in.
-            let wait = *wait;
-            match asking.url_waiting(url.clone(), MESSAGE, &flow.flow).await {
-                Ok(Outcome::Accepted(())) => {}
-                Ok(_) => return Ok(not_connected(&refund_id).into()),
-                Err(AskError::Protocol(error)) => return Err(error.into()),
-                Err(other) => return Ok(text(format!("Not paid: {other}. {refund_id} stays released, unpaid.")).into()),
-            }
-            if !payments.signed_in_within(&flow.flow, wait).await.map_err(provider_error)? {
-                return Ok(text(format!(
-                    "Not paid yet: the payment provider has not seen the lead sign in. {refund_id} stays released, \
-                     unpaid; call pay_refund again to start a new sign-in."
-                ))
-                .into());
+            // call waits (at most a round's lifetime, holding no slot for work) for the provider
+            // to see the sign-in.
+            let (wait, era) = (*wait, asking.era().clone());
+            let waited = era
+                .wait_for_person(async {
+                    match asking.url_waiting(url.clone(), MESSAGE, &flow.flow).await {
+                        Ok(Outcome::Accepted(())) => {}
+                        Ok(_) => return Ok(Some(not_connected(&refund_id))),
+                        Err(AskError::Protocol(error)) => return Err(Failure::from(error)),
+                        Err(other) => {
+                            return Ok(Some(text(format!("Not paid: {other}. {refund_id} stays released, unpaid."))));
+                        }
+                    }
+                    if !payments.signed_in_within(&flow.flow, wait).await.map_err(provider_error)? {
+                        return Ok(Some(text(format!(
+                            "Not paid yet: the payment provider has not seen the lead sign in. {refund_id} stays \
+                             released, unpaid; call pay_refund again to start a new sign-in."
+                        ))));
+                    }
+                    Ok(None)
+                })
+                .await;
+            match waited {
+                Ok(Ok(None)) => {}
+                Ok(Ok(Some(ended))) => return Ok(ended.into()),
+                Ok(Err(failure)) => return Err(failure),
+                Err(busy) => {
+                    return Ok(text(format!(
+                        "Not paid: {busy}, so nobody was asked. {refund_id} stays released, unpaid; call pay_refund \
+                         again in a few minutes."
+                    ))
+                    .into());
+                }
             }
             asking.url_finished(&flow.flow).await;
         }
         let record = payments.provider.flow(&flow.flow).await.map_err(provider_error)?;
         if record.is_finished() {
             let payment = payments.provider.pay(&flow.flow, refund_id.as_str()).await.map_err(provider_error)?;
-            tracing::info!(%refund_id, payment_id = %payment.payment_id, paid_by = %payment.paid_by, "refund paid");
+            tracing::info!(%refund_id, payment_id = %payment.payment_id, paid_by = %payment.paid_by.escape_debug(), "refund paid");
             return Ok(text(format!("Paid {refund_id} through the payment provider")).into());
         }
         if let Some(Outcome::Declined | Outcome::Cancelled) = asking.url_answer(CONNECT) {

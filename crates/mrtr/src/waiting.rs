@@ -1,0 +1,200 @@
+//! Waiting is not work: a call that waits for its person gives its tool-call slot back.
+//!
+//! On a 2025 connection a question goes out on the back-channel and the call waits for the
+//! answer, up to a round's lifetime; a payment sign-in waits for the provider to see it. Such a
+//! call does nothing while it waits, so it should not hold one of the server's bounded slots for
+//! work ([`crate::shedding`]): sixty-four unanswered questions would otherwise stop every other
+//! call for ten minutes. The boundary gives every tool call a [`Work`] (in its request's
+//! extensions), holding its slot; [`Work::wait_for_person`] lets the slot go for the wait, takes
+//! a seat in a [`WaitingRoom`] instead, and takes a slot again when the person has answered.
+//!
+//! The room has its own bounds: seats for the whole server, and for each caller (the principal
+//! the transport authenticated; a caller nobody authenticated is bounded by the server's seats
+//! alone). A wait that finds no seat is refused at once with [`Busy`], before anything is asked.
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use rmcp::{RoleServer, service::RequestContext};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::shedding::{Shedding, Slot};
+
+/// Why a call could not wait for its person: every seat for waiting is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Busy {
+    #[error("{0} questions are already waiting for an answer on this server")]
+    Server(usize),
+    #[error("{0} of this caller's questions are already waiting for an answer")]
+    Caller(usize),
+}
+
+/// Where calls wait for their people, and how many may.
+#[derive(Debug, Clone)]
+pub struct WaitingRoom {
+    seats: Arc<Semaphore>,
+    limit: usize,
+    per_caller: usize,
+    callers: Callers,
+}
+
+/// How many seats each caller holds.
+type Callers = Arc<Mutex<HashMap<String, usize>>>;
+
+/// A seat in the room, given back when dropped.
+#[derive(Debug)]
+struct Seat {
+    _seat: OwnedSemaphorePermit,
+    caller: Option<(String, Callers)>,
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        if let Some((caller, callers)) = &self.caller {
+            let mut callers = callers.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(count) = callers.get_mut(caller) {
+                *count -= 1;
+                if *count == 0 {
+                    callers.remove(caller);
+                }
+            }
+        }
+    }
+}
+
+impl WaitingRoom {
+    /// At most `limit` calls waiting at once, and `per_caller` of one caller's (each at least one).
+    pub fn new(limit: usize, per_caller: usize) -> Self {
+        let limit = limit.max(1);
+        Self { seats: Arc::new(Semaphore::new(limit)), limit, per_caller: per_caller.max(1), callers: Arc::default() }
+    }
+
+    fn seat(&self, caller: Option<&str>) -> Result<Seat, Busy> {
+        let seat = self.seats.clone().try_acquire_owned().map_err(|_| Busy::Server(self.limit))?;
+        let Some(caller) = caller else { return Ok(Seat { _seat: seat, caller: None }) };
+        let mut callers = self.callers.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = callers.entry(caller.to_owned()).or_default();
+        if *count >= self.per_caller {
+            return Err(Busy::Caller(self.per_caller));
+        }
+        *count += 1;
+        Ok(Seat { _seat: seat, caller: Some((caller.to_owned(), self.callers.clone())) })
+    }
+}
+
+/// One tool call's hold on the server: its slot for work, if the server bounds them, and where
+/// it may wait for its person. In the request's extensions, as the boundary put it there.
+#[derive(Debug)]
+pub struct Work {
+    held: Mutex<Held>,
+    shedding: Option<Shedding>,
+    room: WaitingRoom,
+    caller: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    slot: Option<Slot>,
+    seat: Option<Seat>,
+}
+
+impl Work {
+    /// A call working in `slot` (if `shedding` bounds calls), that waits in `room`, for `caller`.
+    pub fn new(slot: Option<Slot>, shedding: Option<Shedding>, room: WaitingRoom, caller: Option<String>) -> Self {
+        Self { held: Mutex::new(Held { slot, seat: None }), shedding, room, caller }
+    }
+
+    /// The call's own, as the boundary put it in `context`.
+    pub fn of(context: &RequestContext<RoleServer>) -> Option<Arc<Work>> {
+        context.extensions.get::<Arc<Work>>().cloned()
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run `waiting` (a wait for the person) with a seat in the room instead of a slot for
+    /// work; then take a slot again (waiting for one: the person has answered, and the call
+    /// should finish). A wait within a wait keeps the seat it has. [`Busy`] when no seat is free.
+    pub async fn wait_for_person<F: Future>(&self, waiting: F) -> Result<F::Output, Busy> {
+        if self.held().seat.is_some() {
+            return Ok(waiting.await);
+        }
+        let seat = self.room.seat(self.caller.as_deref())?;
+        let slot = {
+            let mut held = self.held();
+            held.seat = Some(seat);
+            held.slot.take()
+        };
+        drop(slot);
+        let outcome = waiting.await;
+        let slot = match &self.shedding {
+            Some(shedding) => Some(shedding.enter().await),
+            None => None,
+        };
+        let mut held = self.held();
+        held.slot = slot;
+        held.seat = None;
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_waiting_call_gives_its_slot_to_work_and_takes_it_back() {
+        let shedding = Shedding::new(1);
+        let work = Work::new(shedding.try_enter(false).await, Some(shedding.clone()), WaitingRoom::new(4, 4), None);
+        assert!(shedding.try_enter(false).await.is_none(), "the one slot is the call's");
+        let other_worked = work.wait_for_person(async { shedding.try_enter(false).await.is_some() }).await.unwrap();
+        assert!(other_worked, "while the call waits, another takes the slot");
+        assert!(shedding.try_enter(false).await.is_none(), "after the wait, the slot is the call's again");
+    }
+
+    #[tokio::test]
+    async fn the_room_bounds_the_server_and_each_caller() {
+        let room = WaitingRoom::new(3, 2);
+        let alice = || Work::new(None, None, room.clone(), Some("alice".into()));
+        let (first, second, third) = (alice(), alice(), alice());
+        let (hold_1, release_1) = tokio::sync::oneshot::channel::<()>();
+        let (hold_2, release_2) = tokio::sync::oneshot::channel::<()>();
+        let waits = async {
+            let a = first.wait_for_person(release_1);
+            let b = second.wait_for_person(release_2);
+            tokio::join!(a, b)
+        };
+        let checks = async {
+            tokio::task::yield_now().await;
+            assert_eq!(third.wait_for_person(async {}).await, Err(Busy::Caller(2)));
+            let bob = Work::new(None, None, room.clone(), Some("bob".into()));
+            assert_eq!(bob.wait_for_person(async { 7 }).await, Ok(7), "another caller has a seat");
+            let carol = Work::new(None, None, room.clone(), None);
+            let (hold_3, release_3) = tokio::sync::oneshot::channel::<()>();
+            let waiting = carol.wait_for_person(release_3);
+            let full = async {
+                tokio::task::yield_now().await;
+                let dave = Work::new(None, None, room.clone(), Some("dave".into()));
+                assert_eq!(dave.wait_for_person(async {}).await, Err(Busy::Server(3)));
+                drop(hold_3);
+            };
+            let _ = tokio::join!(waiting, full);
+            drop((hold_1, hold_2));
+        };
+        let _ = tokio::join!(waits, checks);
+        // Every seat is back.
+        assert_eq!(third.wait_for_person(async { 1 }).await, Ok(1));
+    }
+
+    #[tokio::test]
+    async fn a_wait_within_a_wait_keeps_its_seat() {
+        let room = WaitingRoom::new(1, 1);
+        let work = Work::new(None, None, room, Some("alice".into()));
+        let inner = work.wait_for_person(async { work.wait_for_person(async { 5 }).await }).await;
+        assert_eq!(inner, Ok(Ok(5)));
+    }
+}
