@@ -190,6 +190,33 @@ async fn a_tool_call_whose_tool_cannot_be_read_is_refused() {
     assert!(shop(&api).refunds().await.unwrap().is_empty(), "nothing was issued");
 }
 
+/// A caller without a good token costs the server its headers: the 401 comes before the body
+/// is read, so a body that never arrives is not waited for (it would be, for the read timeout,
+/// were it read first).
+#[tokio::test]
+async fn the_token_is_checked_before_the_body_is_read() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (api, issuer) = (start_api().await, Issuer::start().await);
+    let server = serve(&api, &issuer.url).await;
+    let address = server.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    for authorization in ["", "Authorization: Bearer not-a-token\r\n"] {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{authorization}Content-Length: 200000\r\n\r\n{{\"jsonrpc\""
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = vec![0; 64];
+        // Well within the 30 s read timeout the body would get.
+        let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut answer))
+            .await
+            .expect("an answer before the body arrives")
+            .unwrap();
+        let status = String::from_utf8_lossy(&answer[..read]).into_owned();
+        assert!(status.starts_with("HTTP/1.1 401"), "{authorization:?}: {status}");
+    }
+}
+
 /// Every `mcp_auth_failures_total{reason}` series on the server's /metrics, by reason.
 async fn auth_failures(metrics_url: &str) -> std::collections::BTreeMap<String, f64> {
     let text = reqwest::get(metrics_url).await.unwrap().text().await.unwrap();

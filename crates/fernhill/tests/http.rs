@@ -33,7 +33,13 @@ fn meta(capabilities: Value) -> Value {
 impl Server {
     /// One JSON-RPC request with the 2026-07-28 headers, as a conforming client sends it
     /// (`_meta` declaring form elicitation unless `params` has its own).
-    fn request(&self, id: u64, method: &str, mut params: Value, name: Option<&str>) -> reqwest::RequestBuilder {
+    fn request(
+        &self,
+        id: impl Into<Value>,
+        method: &str,
+        mut params: Value,
+        name: Option<&str>,
+    ) -> reqwest::RequestBuilder {
         params["_meta"] = params.get("_meta").cloned().unwrap_or_else(|| meta(json!({"elicitation": {}})));
         let request = self
             .http
@@ -41,7 +47,7 @@ impl Server {
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
             .header("mcp-method", method)
-            .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+            .json(&json!({"jsonrpc": "2.0", "id": id.into(), "method": method, "params": params}));
         match name {
             Some(name) => request.header("mcp-name", name),
             None => request,
@@ -460,4 +466,34 @@ async fn every_row_of_the_bad_input_table() {
     }
     let (status, _, _) = server.post(99, "tools/list", json!({}), None).await;
     assert_eq!(status, StatusCode::OK, "still answering");
+}
+
+/// A string a peer sent is logged as an escaped field, never as a line of its own: a JSON-RPC
+/// id carrying a newline and a made-up log line stays inside its own line, in words and in
+/// JSON (`--log-format json`, one object a line).
+#[tokio::test]
+async fn peer_strings_cannot_forge_log_lines() {
+    let api = start_api().await;
+    let forged = "7\n2026-12-01T00:00:00Z  INFO refund released by a lead refund_id=R-0999";
+    for format in ["text", "json"] {
+        let mut command = Command::new(fernhill());
+        command
+            .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--log-format", format])
+            .env("RUST_LOG", "info");
+        let (child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
+        let server = Server { url, child, http: reqwest::Client::new() };
+        let params =
+            json!({"name": "issue_refund", "arguments": {"quote_id": "Q-5001"}, "requestState": "v1.not-a-state"});
+        let response = server.request(forged, "tools/call", params, Some("issue_refund")).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let text = log.wait_for("requestState rejected").await;
+        let forged_lines = text.lines().filter(|line| line.contains("refund released by a lead")).collect::<Vec<_>>();
+        assert!(!forged_lines.is_empty(), "the id was logged");
+        assert!(forged_lines.iter().all(|line| !line.starts_with("2026-12-01T00:00:00Z")), "{format}: {text}");
+        if format == "json" {
+            for line in text.lines().filter(|line| !line.trim().is_empty()) {
+                serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            }
+        }
+    }
 }

@@ -3,9 +3,15 @@
 //! only warnings and errors; a service over HTTP says what it does. `-v` asks for more, and
 //! `RUST_LOG`, when set, decides alone. Lines are words for people by default, or one JSON
 //! object each (`--log-format json`) for a log shipper. Either way a string a peer sent (an id,
-//! a tool's name) is written escaped, never as a line of its own.
+//! a tool's name) is written escaped, never as a line of its own: this project's fields escape
+//! it, and every event, rmcp's too, is one line, its line breaks written `\n` ([`OneLine`]).
 
-use tracing_subscriber::{EnvFilter, fmt};
+use std::{
+    borrow::Cow,
+    io::{self, Write},
+};
+
+use tracing_subscriber::{EnvFilter, fmt, fmt::MakeWriter};
 
 /// How much to say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,9 +64,70 @@ pub fn init(verbosity: Verbosity) {
 /// Install the stderr subscriber at `verbosity`, writing `format`.
 pub fn init_as(verbosity: Verbosity, format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(verbosity.filter()));
-    let lines = fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
+    let lines = fmt().with_env_filter(filter).with_writer(OneLine).with_ansi(false);
     let _ = match format {
         LogFormat::Text => lines.try_init(),
         LogFormat::Json => lines.json().with_current_span(true).with_span_list(false).try_init(),
     };
+}
+
+/// Stderr, one line an event. The formatter writes each event whole, in one write, ending in a
+/// line break; a break or carriage return inside it (from a field a peer filled, in any
+/// crate's event) is written as `\n` or `\r`, so nobody can add a line to the log.
+#[derive(Debug, Clone, Copy)]
+pub struct OneLine;
+
+impl<'a> MakeWriter<'a> for OneLine {
+    type Writer = OneLineWriter;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        OneLineWriter(io::stderr())
+    }
+}
+
+/// A writer of [`OneLine`].
+pub struct OneLineWriter(io::Stderr);
+
+impl Write for OneLineWriter {
+    fn write(&mut self, event: &[u8]) -> io::Result<usize> {
+        self.0.write_all(&one_line(event))?;
+        Ok(event.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// `event` with every line break but its last, and every carriage return, escaped.
+fn one_line(event: &[u8]) -> Cow<'_, [u8]> {
+    let (body, end) = match event.strip_suffix(b"\n") {
+        Some(body) => (body, &b"\n"[..]),
+        None => (event, &b""[..]),
+    };
+    if !body.iter().any(|b| matches!(b, b'\n' | b'\r')) {
+        return Cow::Borrowed(event);
+    }
+    let mut line = Vec::with_capacity(event.len() + 8);
+    for &byte in body {
+        match byte {
+            b'\n' => line.extend_from_slice(b"\\n"),
+            b'\r' => line.extend_from_slice(b"\\r"),
+            other => line.push(other),
+        }
+    }
+    line.extend_from_slice(end);
+    Cow::Owned(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_is_one_line() {
+        let forged = b"WARN id=7\nINFO refund released\r by a lead\n";
+        assert_eq!(&*one_line(forged), b"WARN id=7\\nINFO refund released\\r by a lead\n");
+        assert!(matches!(one_line(b"INFO plain\n"), Cow::Borrowed(_)));
+    }
 }
