@@ -280,6 +280,8 @@ async fn a_decline_stands_when_the_cancel_does_not_go_through() {
     let lead = Client::connect_http(user.clone(), &fleet.urls[0], 4).await.unwrap();
     let q = quote(&lead, "O-2289").await;
     let state = ask(&lead, &q).await.request_state;
+    // A second question about the same refund, as a host that asked twice would hold.
+    let other_question = ask(&lead, &q).await.request_state;
     let asked = user.asked().len();
     fleet.set_api(load::link::Condition::Down);
     let no = retry(params("issue_refund", json!({"quote_id": q})), state.clone(), [("confirm", &Answer::Decline)]);
@@ -292,10 +294,19 @@ async fn a_decline_stands_when_the_cancel_does_not_go_through() {
         RefundStatus::NeedsConfirmation
     );
 
+    // A yes to the other question: the decline stands all the same.
+    let CallToolResponse::Complete(other) = lead.call_tool_once(yes(&q, other_question)).await.unwrap() else {
+        panic!("an answer")
+    };
+    assert!(mrtr::client::text(&other).contains("a decline stands"), "{other:?}");
+    assert_eq!(
+        shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status,
+        RefundStatus::Cancelled
+    );
+
     // A fresh call for the same quote: cancelled, and nobody asked.
     let again = lead.call_tool("issue_refund", json!({"quote_id": q})).await.unwrap();
     assert_eq!(mrtr::client::field(&again, "status"), Some("cancelled"), "{again:?}");
-    assert!(mrtr::client::text(&again).contains("The lead declined refund R-0111"), "{again:?}");
     assert_eq!(user.asked().len(), asked, "the lead was not asked again");
     // The lead's yes, replayed with the same state: the decline stands.
     let replayed = lead.call_tool_once(yes(&q, state)).await.unwrap();
@@ -305,4 +316,25 @@ async fn a_decline_stands_when_the_cancel_does_not_go_through() {
         shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status,
         RefundStatus::Cancelled
     );
+}
+
+/// The next call for a refund whose decline did not reach the shop's API cancels it, says the
+/// lead declined, and asks nobody.
+#[tokio::test]
+async fn the_next_call_cancels_a_declined_refund_without_asking() {
+    let plan = FleetPlan { linked: true, ..FleetPlan::new(1, REDIS) };
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let user = ScriptedUser::always(chapter::release());
+    let lead = Client::connect_http(user.clone(), &fleet.urls[0], 4).await.unwrap();
+    let q = quote(&lead, "O-2289").await;
+    let state = ask(&lead, &q).await.request_state;
+    fleet.set_api(load::link::Condition::Down);
+    let no = retry(params("issue_refund", json!({"quote_id": q})), state, [("confirm", &Answer::Decline)]);
+    lead.call_tool_once(no).await.unwrap();
+    fleet.set_api(load::link::Condition::Up);
+    let asked = user.asked().len();
+    let again = lead.call_tool("issue_refund", json!({"quote_id": q})).await.unwrap();
+    assert_eq!(mrtr::client::field(&again, "status"), Some("cancelled"), "{again:?}");
+    assert!(mrtr::client::text(&again).contains("The lead declined refund R-0111"), "{again:?}");
+    assert_eq!(user.asked().len(), asked, "the lead was not asked again");
 }

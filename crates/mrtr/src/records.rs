@@ -44,6 +44,8 @@ pub trait Records: OnceOnly {
     fn put<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()>;
     /// The value under `key`, if it is there and has not expired.
     fn get<'a>(&'a self, key: &'a str) -> Pending<'a, Option<String>>;
+    /// Forget the value under `key`, if any.
+    fn remove<'a>(&'a self, key: &'a str) -> Pending<'a, ()>;
     /// What this storage is, for logs.
     fn describe(&self) -> String;
 }
@@ -93,6 +95,11 @@ impl Records for InMemory {
         let value = self
             .with(|entries, now| entries.get(key).filter(|(_, until)| *until > now).map(|(value, _)| value.clone()));
         Box::pin(async move { Ok(value) })
+    }
+
+    fn remove<'a>(&'a self, key: &'a str) -> Pending<'a, ()> {
+        self.with(|entries, _| entries.remove(key));
+        Box::pin(async { Ok(()) })
     }
 
     fn describe(&self) -> String {
@@ -260,6 +267,14 @@ impl Records for Redis {
         })
     }
 
+    fn remove<'a>(&'a self, key: &'a str) -> Pending<'a, ()> {
+        Box::pin(async move {
+            let mut connection = self.connection().await?;
+            let _: i64 = connection.del(self.key(key)).await.map_err(|e| self.failed(e))?;
+            Ok(())
+        })
+    }
+
     fn describe(&self) -> String {
         format!("redis at {}", self.url)
     }
@@ -307,6 +322,8 @@ mod tests {
         assert_eq!(records.get("q").await.unwrap().as_deref(), Some("v"));
         records.put("gone", "v".into(), Duration::ZERO).await.unwrap();
         assert_eq!(records.get("gone").await.unwrap(), None);
+        records.remove("q").await.unwrap();
+        assert_eq!(records.get("q").await.unwrap(), None);
     }
 
     /// The Redis every machine of this project runs on 127.0.0.1:6379.
@@ -318,6 +335,8 @@ mod tests {
         records.put("q", "v".into(), Duration::from_secs(60)).await.unwrap();
         assert_eq!(records.get("q").await.unwrap().as_deref(), Some("v"));
         assert_eq!(records.get("missing").await.unwrap(), None);
+        records.remove("q").await.unwrap();
+        assert_eq!(records.get("q").await.unwrap(), None);
         records.put("short", "v".into(), Duration::from_millis(1)).await.unwrap();
         // Redis expires keys on its own clock: ask until it has (within a deadline, not for
         // ever). An expired value reads as none, and a claim on an expired key is a new claim.

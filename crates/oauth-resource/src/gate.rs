@@ -170,22 +170,24 @@ impl ResourceServer {
             // Only behind `authenticate`: without a caller, nothing is let through.
             return server.refuse(Failure::Missing, &[]);
         };
+        // GET (a 2025 session's stream) and DELETE (its end) carry no request: any valid token
+        // will do, and their bodies are not read.
+        if request.method() != axum::http::Method::POST {
+            return next.run(request).await;
+        }
+        // The transport in front has read the body within its time limit; this reads it from
+        // memory (or, without such a transport, within the size limit).
         let (parts, body) = request.into_parts();
         let bytes = match to_bytes(body, server.inner.max_body).await {
             Ok(bytes) => bytes,
             Err(_) => return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large").into_response(),
         };
-        let needed = if parts.method == axum::http::Method::POST {
-            match peek(&bytes) {
-                Ok(Peeked { method, target }) => server.inner.policy.needed(&method, target.as_deref()),
-                Err(why) => {
-                    tracing::info!(subject = %caller.subject.escape_debug(), why, "refused: what the request needs cannot be read");
-                    return server.refuse(Failure::Unreadable, &[]);
-                }
+        let needed = match peek(&bytes) {
+            Ok(Peeked { method, target }) => server.inner.policy.needed(&method, target.as_deref()),
+            Err(why) => {
+                tracing::info!(subject = %caller.subject.escape_debug(), why, "refused: what the request needs cannot be read");
+                return server.refuse(Failure::Unreadable, &[]);
             }
-        } else {
-            // GET (a 2025 session's stream) and DELETE (its end) carry no request.
-            Vec::new()
         };
         let missing = scopes::missing(server.inner.policy.as_ref(), &caller.scopes, &needed);
         if !missing.is_empty() {
@@ -213,8 +215,9 @@ impl ResourceServer {
         let endpoint = match inner.keys.introspection_endpoint().await {
             None => return Err(Failure::IssuerUnreachable),
             Some(None) => {
-                tracing::warn!("the authorization server publishes no introspection endpoint");
-                return Err(Failure::Malformed);
+                // This server's setup, not the caller's token: 503, not a challenge to sign in again.
+                tracing::error!("the authorization server publishes no introspection endpoint");
+                return Err(Failure::IssuerUnreachable);
             }
             Some(Some(endpoint)) => endpoint,
         };

@@ -4,8 +4,9 @@
 //! An active token is kept until it expires, at most [`KEEP_ACTIVE`]; a refused one for
 //! [`KEEP_REFUSED`]; an issuer that did not answer is not remembered. Entries are keyed by a
 //! SHA-256 digest of the token, so the cache holds no token. At most [`CAPACITY`] entries:
-//! when full, the expired go, and if none has, everything goes (the issuer is asked again,
-//! which is always right). Hand-written rather than a caching crate: a map and a deadline are
+//! when full, the expired go, then the refusals (a flood of made-up tokens does not push out
+//! the callers who hold good ones), and if it is still full, everything goes (the issuer is
+//! asked again, which is always right). Hand-written rather than a caching crate: a map and a deadline are
 //! all it needs.
 
 use std::{
@@ -54,9 +55,12 @@ impl TokenCache {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if entries.len() >= CAPACITY {
             entries.retain(|_, (_, until)| *until > now);
-            if entries.len() >= CAPACITY {
-                entries.clear();
-            }
+        }
+        if entries.len() >= CAPACITY {
+            entries.retain(|_, (answer, _)| answer.is_ok());
+        }
+        if entries.len() >= CAPACITY {
+            entries.clear();
         }
         entries.insert(digest(token), (answer.clone(), now + keep));
     }
@@ -89,13 +93,15 @@ mod tests {
     }
 
     #[test]
-    fn stays_within_its_capacity() {
+    fn stays_within_its_capacity_and_a_flood_of_refusals_keeps_good_tokens() {
         let cache = TokenCache::default();
+        cache.put("good", &Ok(alice()), None);
         for n in 0..CAPACITY + 10 {
             cache.put(&format!("token-{n}"), &Err(Failure::Expired), None);
         }
         let held = cache.entries.lock().unwrap().len();
         assert!(held <= CAPACITY, "{held}");
         assert_eq!(cache.get(&format!("token-{}", CAPACITY + 9)), Some(Err(Failure::Expired)));
+        assert_eq!(cache.get("good"), Some(Ok(alice())));
     }
 }

@@ -371,7 +371,21 @@ impl Store {
         tx.prepare_cached("UPDATE refunds SET refund_id = ?1 WHERE id = ?2")?
             .execute(params![refund_id.as_str(), rowid])?;
         for (line, amount) in &lines {
-            insert_refund_line(&tx, &refund_id, &order.order_id, line, *amount, true)?;
+            // A plain INSERT: should another writer have covered the line meanwhile, the unique
+            // index refuses it, and so does this call (the transaction rolls back).
+            let covering = tx
+                .prepare_cached(
+                    "INSERT INTO refund_lines (refund_id, order_id, line, amount_cents, active)
+                     VALUES (?1, ?2, ?3, ?4, 1)",
+                )?
+                .execute(params![refund_id.as_str(), order.order_id.as_str(), line, amount.0]);
+            if let Err(rusqlite::Error::SqliteFailure(failure, _)) = &covering
+                && failure.code == rusqlite::ErrorCode::ConstraintViolation
+            {
+                let covered = Covered::of(&tx, &order.order_id)?.all();
+                return Err(StoreError::AlreadyRefunded { order_id: order.order_id, covered });
+            }
+            covering?;
         }
         tx.commit()?;
         let refund = Refund {
@@ -497,7 +511,8 @@ impl Store {
 }
 
 /// What refunds not cancelled already cover of one order: each line (or shipping) with its
-/// refund, and what they come to.
+/// refund, and what the order's refunds not cancelled come to (read from the refunds
+/// themselves, so a refund that covered a line twice before this version still counts).
 struct Covered {
     lines: BTreeMap<String, RefundId>,
     total: Cents,
@@ -509,15 +524,16 @@ impl Covered {
             "SELECT line, refund_id, amount_cents FROM refund_lines WHERE order_id = ?1 AND active = 1",
         )?;
         let rows = statement
-            .query_map([order_id.as_str()], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, i64>(2)?))
-            })?
+            .query_map([order_id.as_str()], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?
             .collect::<Result<Vec<_>, _>>()?;
         let mut covered = Covered { lines: BTreeMap::new(), total: Cents::ZERO };
-        for (line, refund_id, amount) in rows {
-            covered.total = covered.total.checked_add(Cents(amount)).ok_or(StoreError::Overflow)?;
+        for (line, refund_id) in rows {
             covered.lines.insert(line, stored_id(&refund_id)?);
         }
+        let total: Option<i64> = conn
+            .prepare_cached("SELECT SUM(amount_cents) FROM refunds WHERE order_id = ?1 AND status != 'cancelled'")?
+            .query_row([order_id.as_str()], |row| row.get(0))?;
+        covered.total = Cents(total.unwrap_or(0));
         Ok(covered)
     }
 
@@ -558,6 +574,7 @@ fn refunded_lines(order: &Order, quote: &Quote) -> Result<Vec<(String, Cents)>, 
     Ok(lines)
 }
 
+/// One line a refund covers, unless the line is covered already (then nothing: 0 rows).
 fn insert_refund_line(
     conn: &Connection,
     refund_id: &RefundId,
@@ -575,8 +592,10 @@ fn insert_refund_line(
 }
 
 /// Brings a database made by an earlier version up to [`SCHEMA_VERSION`]: quotes get an
-/// expiry (`ttl` from now), and every refund covers its lines. Refunds that covered a line
-/// another refund already covered (possible before) are kept, and logged.
+/// expiry (`ttl` from now), and every refund covers its lines. A refund that covered a line
+/// another refund already covered (possible before) is logged; if it is still held, it is
+/// cancelled, so it cannot be released now; if it went out, it still counts toward its order's
+/// limit.
 fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if version >= SCHEMA_VERSION {
@@ -603,11 +622,18 @@ fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
         let quote = load_quote(conn, &quote_id)?.0;
         let order = load_order(conn, &quote.order_id)?;
         let active = status != RefundStatus::Cancelled;
+        let mut twice = false;
         for (line, amount) in refunded_lines(&order, &quote)? {
             if insert_refund_line(conn, &refund_id, &order.order_id, &line, amount, active)? == 0 {
                 tracing::warn!(%refund_id, order_id = %order.order_id, line, "an earlier refund already covers this line: refunded twice before this version");
                 insert_refund_line(conn, &refund_id, &order.order_id, &line, amount, false)?;
+                twice = true;
             }
+        }
+        if twice && status == RefundStatus::NeedsConfirmation {
+            tracing::warn!(%refund_id, "cancelling a held refund of lines another refund covers");
+            conn.execute("UPDATE refunds SET status = 'cancelled' WHERE refund_id = ?1", [refund_id.as_str()])?;
+            conn.execute("UPDATE refund_lines SET active = 0 WHERE refund_id = ?1", [refund_id.as_str()])?;
         }
     }
     conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -979,7 +1005,8 @@ mod tests {
     }
 
     /// A file made before refunds covered lines: its quotes get an expiry, its refunds cover
-    /// their lines, and a line refunded twice back then is kept (the first refund covers it).
+    /// their lines, a line refunded twice back then still counts toward the order's limit, and
+    /// a held refund of a line already covered is cancelled rather than left to be released.
     #[test]
     fn a_database_from_before_is_brought_up_to_date() {
         let dir = tempfile::tempdir().unwrap();
@@ -998,26 +1025,32 @@ mod tests {
                  CREATE TABLE refunds (id INTEGER PRIMARY KEY AUTOINCREMENT, refund_id TEXT UNIQUE,
                      quote_id TEXT NOT NULL UNIQUE, order_id TEXT NOT NULL, amount_cents INTEGER NOT NULL,
                      currency TEXT NOT NULL, status TEXT NOT NULL);
-                 INSERT INTO orders VALUES ('O-1145', 'Maren Holt', 'delivered', 899, 'EUR');
-                 INSERT INTO order_lines VALUES ('O-1145', 0, 'KG-1043', 'Casserole', 1, 24950),
-                                                ('O-1145', 1, 'GG-2210', 'Watering can', 2, 4250);
-                 INSERT INTO quotes VALUES (1, 'Q-5001', 'O-1145', '[\"GG-2210\"]', 0, 8500, 'EUR', 0),
-                                           (2, 'Q-5002', 'O-1145', '[\"GG-2210\"]', 0, 8500, 'EUR', 0);
-                 INSERT INTO refunds VALUES (1, 'R-0111', 'Q-5001', 'O-1145', 8500, 'EUR', 'requested'),
-                                            (2, 'R-0112', 'Q-5002', 'O-1145', 8500, 'EUR', 'requested');",
+                 INSERT INTO orders VALUES ('O-9000', 'Split', 'delivered', 500, 'EUR');
+                 INSERT INTO order_lines VALUES ('O-9000', 0, 'GG-9001', 'A', 1, 6000),
+                     ('O-9000', 1, 'GG-9002', 'B', 1, 6000), ('O-9000', 2, 'GG-9003', 'C', 1, 6000);
+                 INSERT INTO quotes VALUES (1, 'Q-5001', 'O-9000', '[\"GG-9001\"]', 0, 6000, 'EUR', 0),
+                     (2, 'Q-5002', 'O-9000', '[\"GG-9001\"]', 0, 6000, 'EUR', 0),
+                     (3, 'Q-5003', 'O-9000', '[\"GG-9001\"]', 0, 6000, 'EUR', 0);
+                 INSERT INTO refunds VALUES (1, 'R-0111', 'Q-5001', 'O-9000', 6000, 'EUR', 'requested'),
+                     (2, 'R-0112', 'Q-5002', 'O-9000', 6000, 'EUR', 'requested'),
+                     (3, 'R-0113', 'Q-5003', 'O-9000', 6000, 'EUR', 'needs_confirmation');",
             )
             .unwrap();
         }
         let store = Store::open(Some(&path)).unwrap();
-        assert!(matches!(store.create_quote(&skus("O-1145", &["GG-2210"])), Err(StoreError::AlreadyRefunded { .. })));
-        let rest = store.create_quote(&whole("O-1145")).unwrap();
-        assert_eq!(rest.skus, vec![Sku::parse("KG-1043").unwrap()]);
-        assert!(rest.needs_confirmation);
-        assert_eq!(store.list_refunds().unwrap().len(), 2);
+        assert!(matches!(store.create_quote(&skus("O-9000", &["GG-9001"])), Err(StoreError::AlreadyRefunded { .. })));
+        let held_twice = RefundId::parse("R-0113").unwrap();
+        assert_eq!(store.refund(&held_twice).unwrap().status, RefundStatus::Cancelled, "not left to be released");
+        assert!(matches!(store.confirm(&held_twice), Err(StoreError::NotHeld { .. })));
+        // 120.00 went out (the line twice): 60.00 more passes the limit.
+        let next = store.create_quote(&skus("O-9000", &["GG-9002"])).unwrap();
+        assert!(next.needs_confirmation);
+        assert_eq!(store.create_refund(&next.quote_id).unwrap().0.status, RefundStatus::NeedsConfirmation);
         drop(store);
         // Opening again changes nothing.
         let store = Store::open(Some(&path)).unwrap();
-        assert_eq!(store.list_refunds().unwrap().len(), 2);
+        assert_eq!(store.list_refunds().unwrap().len(), 4);
+        assert_eq!(store.refund(&RefundId::parse("R-0112").unwrap()).unwrap().status, RefundStatus::Requested);
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //! when they share the sealing keys and the records.
 //!
 //! A request to `/mcp` passes, in order: the timing and status fix-up ([`status_for_errors`]);
-//! the token, before anything of the body is read (with an issuer); the caller's share of
-//! requests ([`rate_limit`]); the body, read within the read timeout and the size limit
+//! with an issuer, the peer address's share of refused tokens, then the token, before
+//! anything of the body is read; the caller's share of requests ([`rate_limit`]); the body, read within the read timeout and the size limit
 //! ([`json_rpc_check`]); the scopes the body's request needs; the session's owner
 //! ([`session_owners`]); rmcp. `/healthz` answers beside it, and `/metrics` too unless it has
 //! an address of its own or the server faces the world with authorization. SIGTERM stops
@@ -39,7 +39,7 @@ use crate::serve::{
     HttpConfig, ServeError,
     connections::{self, Bounds},
     json_rpc_check, metrics,
-    rate_limit::RateLimit,
+    rate_limit::{RateLimit, RefusalLimit},
     session_owners::SessionOwners,
 };
 
@@ -111,8 +111,11 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     }
     if let Some(gate) = &gate {
         gate.start().await;
+        endpoint = endpoint.layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authenticate));
+        // Before the token is checked: an address whose tokens keep being refused is turned away
+        // for a while, before its next one costs a signature check or an introspection.
         endpoint = endpoint
-            .layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authenticate))
+            .layer(middleware::from_fn_with_state(RefusalLimit::new(), RefusalLimit::limit))
             .merge(gate.metadata_routes());
     }
     let mut app = endpoint.route("/healthz", get(|| async { "ok\n" }));

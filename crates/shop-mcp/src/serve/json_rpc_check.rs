@@ -11,9 +11,9 @@
 //! order and their answers; only when rmcp refuses a body that declared JSON as undecodable
 //! (415) is the body judged here and the answer replaced.
 //!
-//! The body is read here first, whole, within the server's read timeout (a sender that
-//! trickles it gets 408) and its size limit (413): the layers after this one, the
-//! authorization gate among them, find it already in memory.
+//! Every POST's body is read here first, whole, whatever it declares, within the server's read
+//! timeout (a sender that trickles it gets 408) and its size limit (413): the layers after this
+//! one, the authorization gate among them, find it already in memory.
 
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ pub async fn check(State(read_timeout): State<Duration>, request: Request, next:
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("application/json"));
-    if request.method() != Method::POST || !declares_json {
+    if request.method() != Method::POST {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
@@ -62,7 +62,7 @@ pub async fn check(State(read_timeout): State<Duration>, request: Request, next:
     };
     // `Bytes` clones share the buffer: the copy kept here costs nothing.
     let response = next.run(Request::from_parts(parts, Body::from(bytes.clone()))).await;
-    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+    if !declares_json || response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return response;
     }
     judge(&bytes).unwrap_or(response)

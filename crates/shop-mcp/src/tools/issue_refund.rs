@@ -46,8 +46,8 @@ use crate::{
 };
 
 const TOOL: &str = "issue_refund";
-/// How long a lead's decline is remembered, so a refund whose cancel did not go through is
-/// cancelled, not asked about, when it is next issued.
+/// How long a lead's decline is remembered while its cancel has not gone through, so the refund
+/// is cancelled, not asked about, when it is next issued (forgotten once it is cancelled).
 const DECLINE_KEPT: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 60 * 60);
 /// The key of the confirmation question in `inputRequests` and `inputResponses`.
 pub const CONFIRM: &str = "confirm";
@@ -260,6 +260,24 @@ impl Shop {
 
     async fn release(&self, refund_id: &RefundId, question: &str) -> Result<CallToolResult, ToolError> {
         self.claim(refund_id, question).await?;
+        // A decline of another question about this refund whose cancel has not gone through
+        // yet: it stands, whatever this question's answer. Unknown is no (fail closed).
+        match self.records.get(&declined(refund_id)).await {
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                let _ = self.cancel_declined(refund_id).await;
+                return Err(ToolError::new(format!(
+                    "Refund {refund_id} was declined, and a decline stands. Don't send another answer."
+                )));
+            }
+            Err(error) => {
+                tracing::error!(%refund_id, %error, "could not read whether the refund was declined; nothing released");
+                return Err(ToolError::new(format!(
+                    "Refund {refund_id} was not released: the server could not read its records. It stays held; \
+                     try again shortly."
+                )));
+            }
+        }
         match self.api.confirm(refund_id).await {
             Ok(released) => {
                 metrics::counter!("shop_refund_releases_total").increment(1);
@@ -286,7 +304,7 @@ impl Shop {
         // Recorded before the cancel: if the shop's API does not take the cancel, the decline
         // still stands, and the next issue_refund for the refund cancels it again.
         if let Err(error) = self.records.put(&declined(refund_id), question.to_owned(), DECLINE_KEPT).await {
-            tracing::warn!(%refund_id, %error, "could not record the decline; it stands by its claim");
+            tracing::warn!(%refund_id, %error, "could not record the decline; cancelling it now is all that keeps it");
         }
         self.cancel_declined(refund_id).await
     }
@@ -325,6 +343,11 @@ impl Shop {
             }
         };
         tracing::info!(refund_id = %cancelled.refund_id, "refund declined by a lead and cancelled");
+        // Cancelled: the record has done its work (and a reset shop's next refund of the same
+        // ID must not meet it).
+        if let Err(error) = self.records.remove(&declined(refund_id)).await {
+            tracing::warn!(%refund_id, %error, "could not forget a decline that is now cancelled");
+        }
         let note = format!(
             "The lead declined refund {}, so it is cancelled. Don't issue it again unless the customer's case changes.",
             cancelled.refund_id
