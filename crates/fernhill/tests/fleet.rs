@@ -270,14 +270,19 @@ async fn a_claim_is_kept_as_long_as_any_state_it_answers_can_open() {
     assert!(kept_ms > 650_000, "the claim lasts {kept_ms} ms");
 }
 
+/// One replica behind a link (so its way to the API can be cut), and a lead saying yes.
+async fn linked_lead() -> (Fleet, ScriptedUser, Client<ScriptedUser>) {
+    let fleet = Fleet::start(&fernhill(), &FleetPlan { linked: true, ..FleetPlan::new(1, REDIS) }).await.unwrap();
+    let user = ScriptedUser::always(chapter::release());
+    let lead = Client::connect_http(user.clone(), &fleet.urls[0], 4).await.unwrap();
+    (fleet, user, lead)
+}
+
 /// A decline stands even when the shop's API does not take the cancel: the refund is never
 /// released, and the next `issue_refund` for it cancels it without asking again.
 #[tokio::test]
 async fn a_decline_stands_when_the_cancel_does_not_go_through() {
-    let plan = FleetPlan { linked: true, ..FleetPlan::new(1, REDIS) };
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
-    let user = ScriptedUser::always(chapter::release());
-    let lead = Client::connect_http(user.clone(), &fleet.urls[0], 4).await.unwrap();
+    let (fleet, user, lead) = linked_lead().await;
     let q = quote(&lead, "O-2289").await;
     let state = ask(&lead, &q).await.request_state;
     // A second question about the same refund, as a host that asked twice would hold.
@@ -322,10 +327,7 @@ async fn a_decline_stands_when_the_cancel_does_not_go_through() {
 /// lead declined, and asks nobody.
 #[tokio::test]
 async fn the_next_call_cancels_a_declined_refund_without_asking() {
-    let plan = FleetPlan { linked: true, ..FleetPlan::new(1, REDIS) };
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
-    let user = ScriptedUser::always(chapter::release());
-    let lead = Client::connect_http(user.clone(), &fleet.urls[0], 4).await.unwrap();
+    let (fleet, user, lead) = linked_lead().await;
     let q = quote(&lead, "O-2289").await;
     let state = ask(&lead, &q).await.request_state;
     fleet.set_api(load::link::Condition::Down);

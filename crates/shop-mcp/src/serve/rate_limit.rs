@@ -54,17 +54,9 @@ impl RateLimit {
         let rate = NonZeroU32::new(per_second)?;
         let burst = NonZeroU32::new(burst).unwrap_or(rate);
         let limit = Arc::new(Self { buckets: RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst)) });
-        ::metrics::counter!("mcp_rate_limited_total").increment(0);
-        let tidied = Arc::downgrade(&limit);
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(TIDY_EVERY);
-            every.tick().await;
-            loop {
-                every.tick().await;
-                let Some(limit) = tidied.upgrade() else { return };
-                limit.buckets.retain_recent();
-                limit.buckets.shrink_to_fit();
-            }
+        tidy(&limit, |limit| {
+            limit.buckets.retain_recent();
+            limit.buckets.shrink_to_fit();
         });
         Some(limit)
     }
@@ -85,6 +77,22 @@ impl RateLimit {
             }
         }
     }
+}
+
+/// Make the 429s' series exist at zero, and every [`TIDY_EVERY`] run `tidy` on `limit` while it
+/// is in use.
+fn tidy<T: Send + Sync + 'static>(limit: &Arc<T>, tidy: impl Fn(&T) + Send + 'static) {
+    ::metrics::counter!("mcp_rate_limited_total").increment(0);
+    let tidied = Arc::downgrade(limit);
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(TIDY_EVERY);
+        every.tick().await;
+        loop {
+            every.tick().await;
+            let Some(limit) = tidied.upgrade() else { return };
+            tidy(&limit);
+        }
+    });
 }
 
 fn peer(request: &Request) -> Option<IpAddr> {
@@ -123,19 +131,11 @@ impl RefusalLimit {
             buckets: RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst)),
             barred: Mutex::default(),
         });
-        ::metrics::counter!("mcp_rate_limited_total").increment(0);
-        let tidied = Arc::downgrade(&limit);
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(TIDY_EVERY);
-            every.tick().await;
-            loop {
-                every.tick().await;
-                let Some(limit) = tidied.upgrade() else { return };
-                limit.buckets.retain_recent();
-                limit.buckets.shrink_to_fit();
-                let now = Instant::now();
-                limit.barred.lock().unwrap_or_else(PoisonError::into_inner).retain(|_, until| *until > now);
-            }
+        tidy(&limit, |limit| {
+            limit.buckets.retain_recent();
+            limit.buckets.shrink_to_fit();
+            let now = Instant::now();
+            limit.barred.lock().unwrap_or_else(PoisonError::into_inner).retain(|_, until| *until > now);
         });
         limit
     }
