@@ -241,11 +241,14 @@ async fn altered_copies_of_recorded_requests_get_no_5xx_and_the_server_keeps_ser
     println!("answers by status: {by_status:?}");
     assert!(by_status.len() >= 3, "the mutations reached more than one kind of answer: {by_status:?}");
 
-    // The books: whatever the altered copies did, the one refund a lead released is the only one
-    // released, and the one a lead declined stays cancelled.
+    // The books: whatever the altered copies did (they may quote and issue again: an altered
+    // quote ID can name a quote a replayed quote_refund made), the one refund a lead released is
+    // the only one released, and the one a lead declined stays cancelled.
     let refunds = shop(&api).refunds().await.unwrap();
-    let ended: Vec<(&str, RefundStatus)> = refunds.iter().map(|r| (r.refund_id.as_str(), r.status)).collect();
-    assert_eq!(ended, [("R-0111", RefundStatus::Requested), ("R-0112", RefundStatus::Cancelled)], "{refunds:?}");
+    let released: Vec<&str> =
+        refunds.iter().filter(|r| r.status == RefundStatus::Requested).map(|r| r.refund_id.as_str()).collect();
+    assert_eq!(released, ["R-0111"], "{refunds:?}");
+    assert_eq!((refunds[1].refund_id.as_str(), refunds[1].status), ("R-0112", RefundStatus::Cancelled), "{refunds:?}");
 
     assert!(server.try_wait().unwrap().is_none(), "the server is still running");
     let health = http.get(url.replace("/mcp", "/healthz")).send().await.unwrap();
