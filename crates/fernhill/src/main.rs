@@ -20,6 +20,9 @@ struct Cli {
 enum Command {
     /// Run the shop's HTTP API (orders, quotes, refunds); prints the URL it listens on.
     ShopApi(commands::shop_api::ShopApiOptions),
+    /// Run the stand-in payment provider (flows, payments, the lead's connect page); prints the
+    /// URL it listens on. Give it to `serve --payments`.
+    PaymentProvider(commands::payment_provider::PaymentProviderOptions),
     /// Serve the shop's MCP tools over stdio (what a desktop MCP host launches), or over Streamable HTTP with --http.
     Serve {
         #[command(flatten)]
@@ -95,6 +98,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::ShopApi(options) => commands::shop_api::run(options).await.map(|()| 0),
+        Command::PaymentProvider(options) => commands::payment_provider::run(options).await.map(|()| 0),
         Command::Serve { config, verbose, log_format } => {
             commands::serve::run(*config, verbose, log_format).await.map(|()| 0)
         }

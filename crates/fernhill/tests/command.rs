@@ -161,11 +161,61 @@ async fn wire_records_every_line_with_its_direction() {
     assert_eq!(answer.1["result"]["structuredContent"]["amount"], "180.00");
 }
 
+/// The payment provider as a process of its own: a served MCP server pays through it in URL
+/// mode, showing its credential; without the credential the provider refuses the server, and
+/// on an open port without one it does not start.
+#[tokio::test]
+async fn a_served_fleet_pays_through_the_payment_provider_command() {
+    let api = start_api().await;
+    let mut provider = Command::new(fernhill());
+    provider.args(["payment-provider", "--listen", "127.0.0.1:0"]).env("PAYMENT_PROVIDER_TOKEN", "pay-secret-1");
+    let (_provider, provider_url) = support::spawn_printing_url(&mut provider).await;
+    for (token, pays) in [(Some("pay-secret-1"), true), (None, false)] {
+        let mut serve = Command::new(fernhill());
+        serve
+            .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--payments", &provider_url])
+            .env_remove("PAYMENT_PROVIDER_TOKEN");
+        if let Some(token) = token {
+            serve.env("PAYMENT_PROVIDER_TOKEN", token);
+        }
+        let (_server, url) = support::spawn_printing_url(&mut serve).await;
+        let lead = Client::connect_http(ScriptedUser::always(chapter::release()), &url, 4).await.unwrap();
+        let order = if pays { "O-2289" } else { "O-1145" };
+        let quote_id = support::quote(&lead, order).await;
+        let released = lead.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+        let refund_id = mrtr::client::field(&released, "refund_id").unwrap().to_owned();
+        let pay = mrtr::client::params("pay_refund", json!({"refund_id": refund_id}));
+        let asked = lead.call_tool_once(pay.clone()).await.unwrap();
+        let rmcp::model::CallToolResponse::InputRequired(asked) = asked else {
+            let rmcp::model::CallToolResponse::Complete(refused) = asked else { panic!("an answer") };
+            assert!(!pays, "{refused:?}");
+            assert!(mrtr::client::text(&refused).contains("credential"), "{refused:?}");
+            continue;
+        };
+        let question = serde_json::to_value(&asked.input_requests.as_ref().unwrap()["connect"]).unwrap();
+        let page = question["params"]["url"].as_str().unwrap();
+        assert!(page.starts_with(&format!("{provider_url}/connect/")), "{page}");
+        let flow = page.rsplit('/').next().unwrap();
+        chapter::sign_in_on_provider_page(&provider_url, flow, "lead-1", "fernhill-lead-1").await.unwrap();
+        let consent = mrtr::client::Answer::Accept(None);
+        let paid = lead.call_tool_once(mrtr::client::retry(pay, asked.request_state, [("connect", &consent)])).await;
+        let rmcp::model::CallToolResponse::Complete(paid) = paid.unwrap() else { panic!("paid") };
+        assert_eq!(mrtr::client::text(&paid), format!("Paid {refund_id} through the payment provider"));
+    }
+    let refused = Command::new(fernhill())
+        .args(["payment-provider", "--listen", "0.0.0.0:0"])
+        .env_remove("PAYMENT_PROVIDER_TOKEN")
+        .output_within()
+        .await;
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("refusing to serve the payment provider on 0.0.0.0:0"));
+}
+
 #[tokio::test]
 async fn help_names_every_command() {
     let output = Command::new(fernhill()).arg("--help").output_within().await;
     let help = String::from_utf8_lossy(&output.stdout);
-    for command in ["shop-api", "serve", "demo", "wire"] {
+    for command in ["shop-api", "payment-provider", "serve", "demo", "wire"] {
         assert!(help.contains(command), "{help}");
     }
 }

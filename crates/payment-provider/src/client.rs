@@ -46,6 +46,11 @@ impl PaymentProvider {
         Ok(PaymentProvider { client: JsonClient::new(SERVICE_NAME, base_url)? })
     }
 
+    /// Show `token`, the provider's service credential, on every request.
+    pub fn with_token(self, token: Option<String>) -> PaymentProvider {
+        PaymentProvider { client: self.client.with_bearer(token) }
+    }
+
     /// The normalized base URL, without a trailing slash.
     pub fn base_url(&self) -> &str {
         self.client.base_url()

@@ -14,14 +14,21 @@ use crate::state::ProviderState;
 /// it begins a graceful shutdown; `shutdown()` also waits for it to finish.
 pub type RunningProvider = web_service::RunningService;
 
+/// The pages a lead's browser opens: never behind the service credential.
+pub const OPEN_PATHS: &[&str] = &["/connect/"];
+
 /// Serves the provider on `listener` until `shutdown` completes, then stops
-/// accepting connections and waits for in-flight requests to finish.
+/// accepting connections and waits for in-flight requests to finish. With a
+/// `token`, the JSON API (flows and payments) answers only the MCP server that
+/// shows it; the connect pages stay open to browsers.
 pub async fn serve(
     listener: TcpListener,
     state: Arc<ProviderState>,
+    token: Option<&str>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    web_service::serve(listener, router(state), shutdown).await
+    web_service::serve(listener, web_service::credential::require_except(router(state), token, OPEN_PATHS), shutdown)
+        .await
 }
 
 /// Binds 127.0.0.1 on a free port and serves the provider there on the

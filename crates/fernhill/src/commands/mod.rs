@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod host;
+pub mod payment_provider;
 pub mod serve;
 pub mod shop_api;
 pub mod wire;

@@ -147,6 +147,10 @@ pub struct PaymentsConfig {
     #[arg(long = "payments", env = PAYMENTS_ENV, value_name = "URL")]
     pub provider: Option<String>,
 
+    /// The payment provider's service credential, if it asks for one (give it in the environment).
+    #[arg(long = "payments-token", env = "PAYMENT_PROVIDER_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+
     /// The payment provider's address as a lead's browser reaches it (defaults to --payments).
     #[arg(id = "payments_public_url", long = "payments-public-url", env = PAYMENTS_PUBLIC_ENV, value_name = "URL")]
     pub public_url: Option<String>,
@@ -162,7 +166,13 @@ pub struct PaymentsConfig {
 
 impl Default for PaymentsConfig {
     fn default() -> Self {
-        Self { provider: None, public_url: None, lead: DEFAULT_LEAD.into(), max_rounds: DEFAULT_PAY_ROUNDS }
+        Self {
+            provider: None,
+            token: None,
+            public_url: None,
+            lead: DEFAULT_LEAD.into(),
+            max_rounds: DEFAULT_PAY_ROUNDS,
+        }
     }
 }
 

@@ -100,7 +100,9 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
 
 fn payments(config: &PaymentsConfig) -> Result<Option<Payments>, ServeError> {
     let Some(url) = &config.provider else { return Ok(None) };
-    let provider = PaymentProvider::new(url).map_err(|source| ServeError::Payments { url: url.clone(), source })?;
+    let provider = PaymentProvider::new(url)
+        .map_err(|source| ServeError::Payments { url: url.clone(), source })?
+        .with_token(config.token.clone());
     Ok(Some(Payments {
         public_url: config.public_url.clone().unwrap_or_else(|| url.clone()),
         provider,
