@@ -436,6 +436,7 @@ pub async fn serve(listen: std::net::SocketAddr) -> Result<(), ServeError> {
         &http,
         mrtr::boundary::Sealed::new(Fixture, security),
         None,
+        shop_mcp::serve::http::Lifecycle::default(),
         web_service::shutdown::signal(),
     )
     .await

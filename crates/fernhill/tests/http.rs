@@ -234,6 +234,42 @@ async fn health_and_metrics_tell_what_happened() {
     assert!(metrics.contains("mcp_request_duration_seconds_bucket"), "{metrics}");
 }
 
+/// `/livez` says the process answers; `/readyz` says whether to send it requests: not while
+/// the shop's API does not answer, and not once it is stopping.
+#[tokio::test]
+async fn readiness_follows_the_shop_api_and_turns_away_at_sigterm() {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let unready = start(&dead_url).await;
+    let base = unready.url.trim_end_matches("/mcp").to_owned();
+    assert_eq!(unready.http.get(format!("{base}/livez")).send().await.unwrap().status(), StatusCode::OK);
+    let said = unready.http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(said.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(said.text().await.unwrap().contains("did not answer"));
+
+    let api = start_api().await;
+    let mut command = Command::new(fernhill());
+    command.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--drain-grace", "30"]);
+    let (mut child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
+    let base = url.trim_end_matches("/mcp").to_owned();
+    let http = reqwest::Client::new();
+    assert_eq!(http.get(format!("{base}/readyz")).send().await.unwrap().status(), StatusCode::OK);
+    let pid = child.id().unwrap().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().await.unwrap().success());
+    log.wait_for("draining: /readyz answers 503").await;
+    // Still serving while the load balancer notices: not ready, but alive and answering.
+    let draining = http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(draining.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(draining.text().await.unwrap().contains("draining"));
+    assert_eq!(http.get(format!("{base}/livez")).send().await.unwrap().status(), StatusCode::OK);
+    // A second signal cuts the grace short.
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().await.unwrap().success());
+    let status =
+        tokio::time::timeout(std::time::Duration::from_secs(20), child.wait()).await.expect("stopped").unwrap();
+    assert!(status.success(), "{status}");
+}
+
 #[tokio::test]
 async fn sigterm_stops_the_server_cleanly() {
     let api = start_api().await;
@@ -496,4 +532,38 @@ async fn peer_strings_cannot_forge_log_lines() {
             }
         }
     }
+}
+
+/// A 2025 host's question still waiting when its replica is told to stop ends in words within
+/// the drain timeout, while its connection is still there; the refund stays held.
+#[tokio::test]
+async fn a_question_waiting_at_sigterm_ends_in_words_within_the_drain_timeout() {
+    let api = start_api().await;
+    let mut command = Command::new(fernhill());
+    command.args([
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--shop-api",
+        &api.url,
+        "--drain-grace",
+        "20",
+        "--drain-timeout",
+        "1",
+    ]);
+    let (mut child, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let session = support::legacy_session::LegacySession::open(&url, None).await;
+    let quoted = session.call(2, "quote_refund", json!({"order_id": "O-2289"})).await.response(2).await;
+    let quote_id = quoted["result"]["structuredContent"]["quote_id"].as_str().unwrap().to_owned();
+    let mut issuing = session.call(3, "issue_refund", json!({"quote_id": quote_id})).await;
+    issuing.next_request().await;
+    let pid = child.id().unwrap().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().await.unwrap().success());
+    let ended = issuing.response(3).await;
+    let said = ended["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(said.contains("before this server stopped"), "{ended}");
+    let held = support::shop(&api).refund(&shop_api::RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(held.status, shop_api::RefundStatus::NeedsConfirmation);
+    let _ = Command::new("kill").args(["-TERM", &pid]).status().await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait()).await;
 }

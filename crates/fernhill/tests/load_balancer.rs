@@ -7,7 +7,10 @@
 mod support;
 
 use fernhill::chapter;
-use load::fleet::{Fleet, FleetPlan};
+use load::{
+    fleet::{Fleet, FleetPlan},
+    leads::{self, LoadPlan},
+};
 use mrtr::client::{Answer, Client, ScriptedUser, legacy, modern, params, retry};
 use rmcp::model::CallToolResponse;
 use serde_json::json;
@@ -125,4 +128,48 @@ async fn a_2025_session_whose_replica_is_gone_gets_404_elsewhere() {
     fleet.kill(owner).await.unwrap();
     let elsewhere = post(&url, Some(&session), list).await.unwrap();
     assert_eq!(elsewhere.status().as_u16(), 404, "{:?}", elsewhere.text().await);
+}
+
+/// A rolling restart under load: each replica in turn gets SIGTERM (it answers /readyz with
+/// 503 and still serves for its grace, HAProxy takes it out, it finishes what is in flight and
+/// exits) and a new one starts in its place, while 2026 leads confirm refunds through HAProxy.
+/// No confirmation fails, none is released twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_fails_no_confirmation() {
+    let plan = FleetPlan {
+        linked: true,
+        extra: ["--drain-grace", "3", "--drain-timeout", "2"].map(str::to_owned).to_vec(),
+        ..FleetPlan::new(3, REDIS)
+    };
+    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let (_haproxy, url) = balancer(&fleet);
+    // Rounds of load, each with orders of its own, until the three replicas have been rolled.
+    let rounds: Vec<LoadPlan> =
+        (0..200).map(|_| LoadPlan { urls: vec![url.clone()], leads: 8, ..fleet.load_plan(100).unwrap() }).collect();
+    let rolled = std::sync::atomic::AtomicBool::new(false);
+    let load = async {
+        let mut reports = Vec::new();
+        for round in &rounds {
+            reports.push(leads::run(round).await.unwrap());
+            if rolled.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+        }
+        reports
+    };
+    let roll = async {
+        for index in 0..3 {
+            fleet.roll(&fernhill(), index, &plan).await.unwrap();
+        }
+        rolled.store(true, std::sync::atomic::Ordering::SeqCst);
+    };
+    let (reports, ()) = tokio::join!(load, roll);
+    assert!(rolled.load(std::sync::atomic::Ordering::SeqCst), "the load outlasted the three restarts");
+    let confirmed: usize = reports.iter().map(|r| r.confirmations).sum();
+    for report in &reports {
+        assert!(report.problems.is_empty(), "{}", report.render());
+        assert_eq!((report.failed_clear, report.failed_unclear), (0, 0), "{}", report.render());
+        assert_eq!((report.released_twice, report.inconsistent), (0, 0), "{}", report.render());
+    }
+    println!("rolling restart: {confirmed} confirmations in {} rounds of load, none failed", reports.len());
 }

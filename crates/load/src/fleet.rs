@@ -152,6 +152,24 @@ impl Fleet {
         self.replicas[index].kill().await.context("stopping a replica")
     }
 
+    /// Replace replica `index` as a rolling deploy does: SIGTERM (it drains: not ready, still
+    /// serving for its grace period, then finishing what is in flight), wait for it to exit,
+    /// and start a new one in its place.
+    pub async fn roll(&mut self, program: &Path, index: usize, plan: &FleetPlan) -> anyhow::Result<()> {
+        let child = &mut self.replicas[index];
+        let pid = child.id().context("the replica has already exited")?;
+        let pid = libc::pid_t::try_from(pid).context("a process ID out of range")?;
+        // SAFETY: kill(2) with a process ID this fleet started and has not reaped.
+        if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+            anyhow::bail!("could not send SIGTERM to replica {index}: {}", std::io::Error::last_os_error());
+        }
+        let exited = tokio::time::timeout(ROLL_DEADLINE, child.wait())
+            .await
+            .with_context(|| format!("replica {index} did not stop within {ROLL_DEADLINE:?} of SIGTERM"))??;
+        anyhow::ensure!(exited.success(), "replica {index} stopped with {exited}");
+        self.restart(program, index, plan).await
+    }
+
     /// Start a new replica in place of `index`, with `plan`'s keys and store.
     pub async fn restart(&mut self, program: &Path, index: usize, plan: &FleetPlan) -> anyhow::Result<()> {
         let _ = self.replicas[index].kill().await;
@@ -167,6 +185,9 @@ impl Fleet {
         Ok(())
     }
 }
+
+/// How long a replica may take to stop after SIGTERM (its drain included).
+const ROLL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The socket address of a loopback `http://host:port/...` URL this fleet started.
 fn address_of(url: &str) -> anyhow::Result<SocketAddr> {

@@ -134,6 +134,11 @@ impl<S> Sealed<S> {
     pub fn inner(&self) -> &S {
         &self.inner
     }
+
+    /// Where this server's calls wait for their people (closed when the server stops).
+    pub fn waiting_room(&self) -> &WaitingRoom {
+        &self.waiting
+    }
 }
 
 /// The error a client gets for a state that does not open, whatever the reason.

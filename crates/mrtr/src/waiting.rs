@@ -11,15 +11,20 @@
 //! The room has its own bounds: seats for the whole server, and for each caller (the principal
 //! the transport authenticated; a caller nobody authenticated is bounded by the server's seats
 //! alone). A wait that finds no seat is refused at once with [`Busy`], before anything is asked.
+//!
+//! A server that is stopping closes the room ([`WaitingRoom::close_after`]): waits still going
+//! then end with [`Busy::Stopping`], so each call can say so in words and finish while its
+//! connection is still there, and new waits are refused at once.
 
 use std::{
     collections::HashMap,
     future::Future,
     sync::{Arc, Mutex, PoisonError},
+    time::Duration,
 };
 
 use rmcp::{RoleServer, service::RequestContext};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::shedding::{Shedding, Slot};
 
@@ -30,6 +35,8 @@ pub enum Busy {
     Server(usize),
     #[error("{0} of this caller's questions are already waiting for an answer")]
     Caller(usize),
+    #[error("this server is stopping")]
+    Stopping,
 }
 
 /// Where calls wait for their people, and how many may.
@@ -39,6 +46,8 @@ pub struct WaitingRoom {
     limit: usize,
     per_caller: usize,
     callers: Callers,
+    /// True once the server has stopped waiting for people.
+    closed: Arc<watch::Sender<bool>>,
 }
 
 /// How many seats each caller holds.
@@ -69,10 +78,36 @@ impl WaitingRoom {
     /// At most `limit` calls waiting at once, and `per_caller` of one caller's (each at least one).
     pub fn new(limit: usize, per_caller: usize) -> Self {
         let limit = limit.max(1);
-        Self { seats: Arc::new(Semaphore::new(limit)), limit, per_caller: per_caller.max(1), callers: Arc::default() }
+        Self {
+            seats: Arc::new(Semaphore::new(limit)),
+            limit,
+            per_caller: per_caller.max(1),
+            callers: Arc::default(),
+            closed: Arc::new(watch::channel(false).0),
+        }
+    }
+
+    /// Stop waiting for people `after` from now: waits still going then end with
+    /// [`Busy::Stopping`]; from now, new waits are refused with it at once.
+    pub fn close_after(&self, after: Duration) {
+        let closed = self.closed.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            closed.send_replace(true);
+        });
+        self.seats.close();
+    }
+
+    /// Resolves once the room is closed.
+    async fn closed(&self) {
+        let mut closed = self.closed.subscribe();
+        let _ = closed.wait_for(|closed| *closed).await;
     }
 
     fn seat(&self, caller: Option<&str>) -> Result<Seat, Busy> {
+        if self.seats.is_closed() {
+            return Err(Busy::Stopping);
+        }
         let seat = self.seats.clone().try_acquire_owned().map_err(|_| Busy::Server(self.limit))?;
         let Some(caller) = caller else { return Ok(Seat { _seat: seat, caller: None }) };
         let mut callers = self.callers.lock().unwrap_or_else(PoisonError::into_inner);
@@ -130,7 +165,10 @@ impl Work {
             held.slot.take()
         };
         drop(slot);
-        let outcome = waiting.await;
+        let outcome = tokio::select! {
+            outcome = waiting => outcome,
+            () = self.room.closed() => return Err(Busy::Stopping),
+        };
         let slot = match &self.shedding {
             Some(shedding) => Some(shedding.enter().await),
             None => None,
@@ -188,6 +226,16 @@ mod tests {
         let _ = tokio::join!(waits, checks);
         // Every seat is back.
         assert_eq!(third.wait_for_person(async { 1 }).await, Ok(1));
+    }
+
+    #[tokio::test]
+    async fn a_closed_room_ends_the_waits_and_takes_no_more() {
+        let room = WaitingRoom::new(4, 4);
+        let work = Work::new(None, None, room.clone(), None);
+        room.close_after(Duration::ZERO);
+        assert_eq!(work.wait_for_person(std::future::pending::<()>()).await, Err(Busy::Stopping));
+        let later = Work::new(None, None, room, None);
+        assert_eq!(later.wait_for_person(async {}).await, Err(Busy::Stopping));
     }
 
     #[tokio::test]

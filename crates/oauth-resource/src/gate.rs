@@ -131,6 +131,11 @@ impl ResourceServer {
         self.inner.keys.start().await;
     }
 
+    /// Whether the issuer's keys have been fetched: until then every token gets 503.
+    pub async fn has_keys(&self) -> bool {
+        self.inner.keys.has_set().await
+    }
+
     /// The protected resource metadata, at the path-inserted well-known URI (RFC 9728). Not
     /// at the root as well: the document there describes the resource at the root, which
     /// this is not (unless it is, and then that is its one place).

@@ -125,6 +125,11 @@ impl IssuerKeys {
         }
     }
 
+    /// Whether a key set has been had (tokens can be checked).
+    pub async fn has_set(&self) -> bool {
+        self.fetched.read().await.set.is_some()
+    }
+
     /// The issuer's introspection endpoint, once its metadata has been fetched (and if it
     /// publishes one: `Some(None)` says it does not).
     pub async fn introspection_endpoint(&self) -> Option<Option<String>> {

@@ -185,6 +185,11 @@ pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// so it turns away only floods.
 pub const DEFAULT_RATE_LIMIT: u32 = 20_000;
 
+/// How long a stopping replica keeps serving while its load balancer notices, unless told.
+pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(5);
+/// How long after SIGTERM a waiting question may still be answered, unless told.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(4);
+
 /// The largest request body the MCP endpoint over HTTP reads.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 /// HTTP connections open at once unless told otherwise.
@@ -280,6 +285,16 @@ pub struct HttpConfig {
     /// default it is not (give --metrics-listen instead).
     #[arg(long)]
     pub public_metrics: bool,
+
+    /// Seconds a stopping replica keeps serving after SIGTERM, answering /readyz with 503, so
+    /// its load balancer stops sending it requests first (a second signal cuts it short).
+    #[arg(long, env = "SHOP_DRAIN_GRACE", default_value = "5", value_parser = seconds, value_name = "SECONDS")]
+    pub drain_grace: Duration,
+
+    /// Seconds after SIGTERM that a question waiting for its person (a 2025 host's) may still
+    /// be answered; then it ends in words, the refund held (at most the grace period).
+    #[arg(long, env = "SHOP_DRAIN_TIMEOUT", default_value = "4", value_parser = seconds, value_name = "SECONDS")]
+    pub drain_timeout: Duration,
 }
 
 /// A positive number of seconds, such as `10` or `0.5`.
@@ -317,6 +332,8 @@ impl Default for HttpConfig {
             rate_burst: None,
             metrics_listen: None,
             public_metrics: false,
+            drain_grace: DEFAULT_DRAIN_GRACE,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
         }
     }
 }

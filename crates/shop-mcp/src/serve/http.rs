@@ -13,9 +13,10 @@
 //! with an issuer, the peer address's share of refused tokens, then the token, before
 //! anything of the body is read; the caller's share of requests ([`rate_limit`]); the body, read within the read timeout and the size limit
 //! ([`json_rpc_check`]); the scopes the body's request needs; the session's owner
-//! ([`session_owners`]); rmcp. `/healthz` answers beside it, and `/metrics` too unless it has
-//! an address of its own or the server faces the world with authorization. SIGTERM stops
-//! taking requests and lets those in flight finish.
+//! ([`session_owners`]); rmcp. `/livez`, `/readyz` and `/healthz` ([`readiness`]) answer beside
+//! it, and `/metrics` too unless it has an address of its own or the server faces the world with
+//! authorization. SIGTERM drains: not ready at once, still serving for `--drain-grace`, waiting
+//! questions ended in words within `--drain-timeout`, then the requests in flight finish.
 
 use std::{future::Future, net::SocketAddr, sync::Arc};
 
@@ -32,7 +33,7 @@ use rmcp::transport::streamable_http_server::{
 };
 use tokio_util::sync::CancellationToken;
 
-use mrtr::boundary::ErrorCode;
+use mrtr::{boundary::ErrorCode, waiting::WaitingRoom};
 use oauth_resource::{ResourceServer, ScopePolicy, gate::IntrospectionClient};
 
 use crate::serve::{
@@ -40,10 +41,20 @@ use crate::serve::{
     connections::{self, Bounds},
     json_rpc_check, metrics,
     rate_limit::{RateLimit, RefusalLimit},
+    readiness::Readiness,
     session_owners::SessionOwners,
 };
 
 pub use crate::serve::config::MAX_BODY_BYTES;
+
+/// What [`serve`] is told of the server beyond its handler.
+#[derive(Clone, Default)]
+pub struct Lifecycle {
+    /// What `/readyz` checks (the issuer's keys are added when there is an issuer).
+    pub readiness: Readiness,
+    /// Where the server's calls wait for their people: closed when draining.
+    pub questions: Option<WaitingRoom>,
+}
 
 /// Serve `server` (cloned for each request) until `shutdown` resolves; prints the MCP
 /// endpoint's URL once listening. The shop is served this way, and so is the conformance
@@ -56,6 +67,7 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     http: &HttpConfig,
     server: H,
     scopes: Option<Box<dyn ScopePolicy>>,
+    lifecycle: Lifecycle,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     // The recorder first: the layers built below make their series exist at zero through it.
@@ -118,7 +130,20 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
             .layer(middleware::from_fn_with_state(RefusalLimit::new(), RefusalLimit::limit))
             .merge(gate.metadata_routes());
     }
-    let mut app = endpoint.route("/healthz", get(|| async { "ok\n" }));
+    let mut readiness = lifecycle.readiness;
+    if let Some(gate) = &gate {
+        let gate = gate.clone();
+        readiness = readiness.with(Arc::new(move || {
+            let gate = gate.clone();
+            Box::pin(async move {
+                match gate.has_keys().await {
+                    true => Ok(()),
+                    false => Err("the authorization server's keys are not fetched yet".to_owned()),
+                }
+            })
+        }));
+    }
+    let mut app = endpoint.merge(readiness.clone().routes());
     let faces_the_world = !bound.ip().is_loopback() && gate.is_some();
     let bounds = Bounds {
         max_connections: http.max_connections,
@@ -153,8 +178,26 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         let stopping = stopping.clone();
         tokio::spawn(connections::serve(listener, metrics_app, bounds, async move { stopping.cancelled().await }))
     });
+    let (grace, question_timeout) = (http.drain_grace, http.drain_timeout.min(http.drain_grace));
+    let questions = lifecycle.questions;
     connections::serve(listener, app, bounds, async move {
         shutdown.await;
+        // Listening for a second signal from here on, before anything says it drains.
+        let second = web_service::shutdown::signal();
+        // Draining: not ready from now, so the load balancer sends nothing new; still serving
+        // while it notices; questions still waiting end in words before the listener closes.
+        readiness.drain();
+        if let Some(questions) = &questions {
+            questions.close_after(question_timeout);
+        }
+        tracing::info!(
+            grace_secs = grace.as_secs_f64(),
+            "draining: /readyz answers 503, and requests are still served for the grace period (a second signal ends it)"
+        );
+        tokio::select! {
+            () = tokio::time::sleep(grace) => {}
+            () = second => tracing::info!("a second signal: not waiting out the grace period"),
+        }
         tracing::info!("stopping: finishing the requests in flight");
         stop.cancel();
     })

@@ -17,6 +17,7 @@ pub mod json_rpc_check;
 pub mod logging;
 pub mod metrics;
 pub mod rate_limit;
+pub mod readiness;
 pub mod session_owners;
 pub mod state_keys;
 pub mod stdio;
@@ -34,7 +35,10 @@ use shop_api::{ClientError, ShopApi};
 
 pub use config::{HttpConfig, PaymentsConfig, ServeConfig, WhenBusy};
 
-use crate::{Payments, Shop, serve::state_keys::StateKeyError};
+use crate::{
+    Payments, Shop,
+    serve::{readiness::Readiness, state_keys::StateKeyError},
+};
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -121,5 +125,24 @@ pub async fn run(config: &ServeConfig, shutdown: impl Future<Output = ()> + Send
         }
         tracing::warn!(%listen, "serving HTTP without authorization (--insecure-no-auth): anyone who reaches it can release refunds");
     }
-    http::serve(&config.http, build(config)?, Some(Box::new(authorization::ShopScopes)), shutdown).await
+    let sealed = build(config)?;
+    let lifecycle =
+        http::Lifecycle { readiness: readiness_of(sealed.inner()), questions: Some(sealed.waiting_room().clone()) };
+    http::serve(&config.http, sealed, Some(Box::new(authorization::ShopScopes)), lifecycle, shutdown).await
+}
+
+/// The shop is ready when its API answers and its store can be read.
+fn readiness_of(shop: &Shop) -> Readiness {
+    let api = shop.api.clone();
+    let records = shop.records.clone();
+    Readiness::new(vec![
+        Arc::new(move || {
+            let api = api.clone();
+            Box::pin(async move { api.health().await.map_err(|error| error.to_string()) })
+        }),
+        Arc::new(move || {
+            let records = records.clone();
+            Box::pin(async move { records.get("readyz").await.map(drop).map_err(|error| error.to_string()) })
+        }),
+    ])
 }

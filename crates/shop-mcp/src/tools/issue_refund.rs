@@ -23,6 +23,7 @@ use mrtr::{
     boundary::{OpenedState, QuestionId, fresh_question_id},
     once_only::Claim,
     request_state::FUTURE_SKEW,
+    waiting::Busy,
 };
 use rmcp::{
     ErrorData, RoleServer,
@@ -381,6 +382,7 @@ impl Shop {
                 seconds => format!("within {} minutes", seconds.div_ceil(60)),
             },
             AskError::Gone => "before the host went away".to_owned(),
+            AskError::Busy(Busy::Stopping) => "before this server stopped".to_owned(),
             AskError::Busy(busy) => {
                 tracing::warn!(%refund_id, "not asked: {busy}");
                 return ToolError::new(format!(
