@@ -29,8 +29,10 @@ impl ToolError {
 
 impl From<ClientError> for ToolError {
     /// The API's own words for what it refused; for no answer at all, plain words (the
-    /// connection's details go to the log, not to the model).
+    /// connection's details go to the log, not to the model). Failures of the API itself are
+    /// counted ([`count_api_failure`]).
     fn from(error: ClientError) -> Self {
+        count_api_failure(&error);
         match error {
             ClientError::Unreachable(detail) => {
                 tracing::warn!(%detail, "the shop's API did not answer");
@@ -39,6 +41,19 @@ impl From<ClientError> for ToolError {
             other => ToolError(other.to_string()),
         }
     }
+}
+
+/// The kinds of `shop_api_failures_total`: no answer, or a 5xx.
+pub const API_FAILURES: [&str; 2] = ["unreachable", "server_error"];
+
+/// Count a failure of the shop's API itself (not its refusals, which are the caller's).
+pub fn count_api_failure(error: &ClientError) {
+    let kind = match error {
+        ClientError::Unreachable(_) => API_FAILURES[0],
+        ClientError::Api { status, .. } if *status >= 500 => API_FAILURES[1],
+        _ => return,
+    };
+    metrics::counter!("shop_api_failures_total", "kind" => kind).increment(1);
 }
 
 /// What a tool says when the shop's API did not answer.

@@ -73,8 +73,12 @@ fn start_at_zero() {
         "shop_refund_declines_total",
         "shop_refund_dismissals_total",
         "mcp_shed_total",
+        "shop_once_only_failures_total",
     ] {
         metrics::counter!(counter).increment(0);
+    }
+    for kind in crate::tool_error::API_FAILURES {
+        metrics::counter!("shop_api_failures_total", "kind" => kind).increment(0);
     }
 }
 

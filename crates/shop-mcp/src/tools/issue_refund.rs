@@ -250,6 +250,7 @@ impl Shop {
                 }))
             }
             Err(error) => {
+                metrics::counter!("shop_once_only_failures_total").increment(1);
                 tracing::error!(refund_id = %refund_id, %error, "once-only record unavailable; nothing released");
                 Err(ToolError::new(format!(
                     "Refund {} was not released: the server could not record the answer. It stays held; try again shortly.",
@@ -288,8 +289,9 @@ impl Shop {
             Err(error) if error.is_conflict() => {
                 Err(ToolError::new(format!("Refund {refund_id} is not held any more, so it can't be released again.")))
             }
-            Err(ClientError::Unreachable(detail)) => {
-                tracing::warn!(%refund_id, %detail, "the shop's API did not answer a release");
+            Err(error @ ClientError::Unreachable(_)) => {
+                crate::tool_error::count_api_failure(&error);
+                tracing::warn!(%refund_id, %error, "the shop's API did not answer a release");
                 Err(ToolError::new(format!(
                     "The shop's API did not answer the release of refund {refund_id}, so it may or may not have gone \
                      through. Call issue_refund again with the same quote: it says where the refund stands."
