@@ -42,7 +42,11 @@ async fn until(prometheus: &str, path: &str, found: impl Fn(&Value) -> bool) -> 
     let http = reqwest::Client::new();
     let deadline = tokio::time::Instant::now() + PROMETHEUS_DEADLINE;
     loop {
-        let answer: Value = http.get(format!("{prometheus}{path}")).send().await.unwrap().json().await.unwrap();
+        // Until its storage is open, Prometheus answers 503 in plain text: not yet.
+        let answer: Value = match http.get(format!("{prometheus}{path}")).send().await {
+            Ok(response) => response.json().await.unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
         if found(&answer["data"]) {
             return answer["data"].clone();
         }

@@ -58,6 +58,8 @@ pub struct FleetPlan {
     pub log_filter: String,
     /// Put the API and every replica behind a [`Link`] of its own.
     pub linked: bool,
+    /// Give replica N the audit log `replica-N.jsonl` in this folder (and the name `replica-N`).
+    pub audit_logs: Option<std::path::PathBuf>,
 }
 
 impl FleetPlan {
@@ -73,6 +75,7 @@ impl FleetPlan {
             extra: Vec::new(),
             log_filter: "warn".to_owned(),
             linked: false,
+            audit_logs: None,
         }
     }
 }
@@ -101,8 +104,8 @@ impl Fleet {
             api_link,
             replica_links: Vec::new(),
         };
-        for _ in 0..plan.replicas {
-            let (child, mut url, log) = start_replica(program, &api_url, plan).await?;
+        for index in 0..plan.replicas {
+            let (child, mut url, log) = start_replica(program, &api_url, plan, index).await?;
             if plan.linked {
                 let link = Link::start(address_of(&url)?).await?;
                 url = link.url("/mcp");
@@ -174,7 +177,7 @@ impl Fleet {
     pub async fn restart(&mut self, program: &Path, index: usize, plan: &FleetPlan) -> anyhow::Result<()> {
         let _ = self.replicas[index].kill().await;
         let api_url = self.api_link.as_ref().map_or_else(|| self.api.url.clone(), |link| link.url(""));
-        let (child, url, log) = start_replica(program, &api_url, plan).await?;
+        let (child, url, log) = start_replica(program, &api_url, plan, index).await?;
         match self.replica_links.get(index) {
             // Clients keep the link's address; it now leads to the new process.
             Some(link) => link.point_at(address_of(&url)?),
@@ -195,7 +198,12 @@ fn address_of(url: &str) -> anyhow::Result<SocketAddr> {
     authority.and_then(|a| a.parse().ok()).with_context(|| format!("{url} is not an http://address:port URL"))
 }
 
-async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::Result<(Child, String, ChildLog)> {
+async fn start_replica(
+    program: &Path,
+    api: &str,
+    plan: &FleetPlan,
+    index: usize,
+) -> anyhow::Result<(Child, String, ChildLog)> {
     let mut command = Command::new(program);
     command
         .args(["serve", "--http", "127.0.0.1:0", "--shop-api", api, "--store", &plan.store])
@@ -205,6 +213,12 @@ async fn start_replica(program: &Path, api: &str, plan: &FleetPlan) -> anyhow::R
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    if let Some(folder) = &plan.audit_logs {
+        command
+            .arg("--audit-log")
+            .arg(folder.join(format!("replica-{index}.jsonl")))
+            .args(["--replica-name", &format!("replica-{index}")]);
+    }
     if plan.keys.is_empty() {
         command.env_remove("SHOP_REQUEST_STATE_KEY");
     } else {

@@ -56,6 +56,8 @@ pub struct Seen<'a> {
     pub target: Option<&'a str>,
     /// The client's self-reported name (`clientInfo`), if it sent one.
     pub client: Option<&'a str>,
+    /// Who the transport authenticated, if anyone ([`principal`]).
+    pub caller: Option<&'a str>,
     /// How it ended.
     pub outcome: SeenOutcome,
     /// Which round of its call this request was (1 without a state).
@@ -248,12 +250,18 @@ struct Opened {
     target: String,
     binding: Binding,
     round: u32,
-    client: Option<String>,
+    party: Party,
     started: Instant,
     /// The sealed state the call carries (a held-over round's is the one it held).
     carried: Option<String>,
     /// The answers a held-over round held, to put back into the request.
     restored: Option<Value>,
+}
+
+/// Who sent a request: the client's self-reported name, and whom the transport authenticated.
+struct Party {
+    client: Option<String>,
+    caller: Option<String>,
 }
 
 /// A state opened through: the plain state under the token it came in (if any), and the
@@ -275,8 +283,8 @@ impl<H> Sealed<H> {
         context: &mut RequestContext<RoleServer>,
     ) -> Result<Opened, ErrorData> {
         let started = Instant::now();
-        let client = context.client_info().map(|info| info.name);
-        let binding = Binding::new(method, &target, arguments.as_ref(), principal(context));
+        let party = Party { client: context.client_info().map(|info| info.name), caller: principal(context) };
+        let binding = Binding::new(method, &target, arguments.as_ref(), party.caller.clone());
         let (mut round, mut carried, mut restored) = (1, None, None);
         if let Some(token) = state {
             match self.open_through(token, &binding) {
@@ -299,12 +307,12 @@ impl<H> Sealed<H> {
                         reason = reason.label(),
                         "requestState rejected on {method}: {reason}"
                     );
-                    self.observe(method, &target, client.as_deref(), SeenOutcome::Rejected(reason), round, started);
+                    self.observe(method, &target, &party, SeenOutcome::Rejected(reason), round, started);
                     return Err(rejected());
                 }
             }
         }
-        Ok(Opened { method, target, binding, round, client, started, carried, restored })
+        Ok(Opened { method, target, binding, round, party, started, carried, restored })
     }
 
     /// Open `token`; a held-over round's, through to the state it held (which must be a plain
@@ -334,14 +342,7 @@ impl<H> Sealed<H> {
             responses: responses.map(|r| Value::Object(r.iter().map(|(k, v)| (k.clone(), v.clone())).collect())),
         };
         let state = self.security.hold_over(held, &opened.binding, request_state::epoch_seconds());
-        self.observe(
-            opened.method,
-            &opened.target,
-            opened.client.as_deref(),
-            SeenOutcome::Shed,
-            opened.round,
-            opened.started,
-        );
+        self.observe(opened.method, &opened.target, &opened.party, SeenOutcome::Shed, opened.round, opened.started);
         InputRequiredResult::from_request_state(state)
     }
 
@@ -366,21 +367,21 @@ impl<H> Sealed<H> {
                 }
             },
         };
-        self.observe(opened.method, &opened.target, opened.client.as_deref(), outcome, opened.round, opened.started);
+        self.observe(opened.method, &opened.target, &opened.party, outcome, opened.round, opened.started);
         answer
     }
 
-    fn observe(
-        &self,
-        method: &str,
-        target: &str,
-        client: Option<&str>,
-        outcome: SeenOutcome,
-        round: u32,
-        started: Instant,
-    ) {
+    fn observe(&self, method: &str, target: &str, party: &Party, outcome: SeenOutcome, round: u32, started: Instant) {
         if let Some(observer) = &self.observer {
-            observer(&Seen { method, target: Some(target), client, outcome, round, elapsed: started.elapsed() });
+            observer(&Seen {
+                method,
+                target: Some(target),
+                client: party.client.as_deref(),
+                caller: party.caller.as_deref(),
+                outcome,
+                round,
+                elapsed: started.elapsed(),
+            });
         }
     }
 }

@@ -31,7 +31,7 @@ pub mod records;
 pub mod routes;
 pub mod service;
 pub mod state;
-pub mod timestamp;
+pub use web_service::timestamp;
 
 pub use accounts::{Accounts, DEMO_ACCOUNTS};
 pub use client::{PaymentProvider, ProviderError, ProviderErrorExt};

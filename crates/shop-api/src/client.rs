@@ -10,7 +10,7 @@ use web_service::JsonClient;
 
 use crate::SERVICE_NAME;
 use crate::ids::{OrderId, QuoteId, RefundId};
-use crate::records::{Order, Policy, Quote, QuoteRequest, Refund, RefundRequest, Return, ReturnRequest};
+use crate::records::{ON_BEHALF_OF, Order, Policy, Quote, QuoteRequest, Refund, RefundRequest, Return, ReturnRequest};
 
 pub use web_service::ClientError;
 pub use web_service::client::TIMEOUT;
@@ -89,12 +89,28 @@ impl ShopApi {
 
     /// `POST /refunds/{refund_id}/confirm`: releases a held refund.
     pub async fn confirm(&self, refund_id: &RefundId) -> Result<Refund, ClientError> {
-        self.client.post_empty(&format!("/refunds/{refund_id}/confirm")).await
+        self.decide(refund_id, "confirm", None).await
     }
 
     /// `POST /refunds/{refund_id}/cancel`: withdraws a held refund.
     pub async fn cancel(&self, refund_id: &RefundId) -> Result<Refund, ClientError> {
-        self.client.post_empty(&format!("/refunds/{refund_id}/cancel")).await
+        self.decide(refund_id, "cancel", None).await
+    }
+
+    /// Release (`confirm`) or withdraw (`cancel`) a held refund on behalf of `principal`, whom
+    /// the API records as having decided it ([`ON_BEHALF_OF`]). A principal that cannot be a
+    /// header value (not visible ASCII) is not sent.
+    pub async fn decide(
+        &self,
+        refund_id: &RefundId,
+        decision: &'static str,
+        principal: Option<&str>,
+    ) -> Result<Refund, ClientError> {
+        let mut request = self.client.request(reqwest::Method::POST, &format!("/refunds/{refund_id}/{decision}"));
+        if let Some(value) = principal.and_then(|p| reqwest::header::HeaderValue::from_str(p).ok()) {
+            request = request.header(ON_BEHALF_OF, value);
+        }
+        Ok(self.client.send(request).await?.1)
     }
 
     /// `GET /refunds`: every refund, oldest first.

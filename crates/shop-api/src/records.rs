@@ -102,7 +102,18 @@ pub struct Refund {
     pub amount: Cents,
     pub currency: String,
     pub status: RefundStatus,
+    /// Who released or declined it, as the MCP server asserted the caller (absent while held,
+    /// or for a refund that needed nobody).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    /// When it was released or declined (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<String>,
 }
+
+/// The header in which the MCP server says, over its own service credential, for whom it
+/// releases or declines a refund: the caller's principal, never the caller's token.
+pub const ON_BEHALF_OF: &str = "fernhill-on-behalf-of";
 
 /// The refund policy as the API publishes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -19,7 +19,7 @@ use web_service::problem::{method_not_allowed, no_such_route};
 use crate::ids::{IdError, OrderId, QuoteId, RefundId};
 use crate::policy;
 use crate::problem::{self, Problem};
-use crate::records::{Policy, QuoteRequest, Refund, RefundRequest, ReturnRequest};
+use crate::records::{ON_BEHALF_OF, Policy, QuoteRequest, Refund, RefundRequest, ReturnRequest};
 use crate::store::{Store, StoreError};
 
 /// Largest request body accepted (64 KiB); the API's bodies are tiny.
@@ -137,18 +137,28 @@ async fn get_refund(
     Ok(Json(with_store(store, move |store| store.refund(&refund_id)).await?))
 }
 
+/// For whom the caller (the MCP server, over its service credential) says it acts.
+fn on_behalf_of(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(ON_BEHALF_OF)?.to_str().ok()?.trim();
+    (!value.is_empty() && value.len() <= 512).then(|| value.to_owned())
+}
+
 async fn confirm_refund(
     State(store): State<Arc<Store>>,
+    headers: HeaderMap,
     PathId(refund_id): PathId<RefundId>,
 ) -> Result<Json<Refund>, Problem> {
-    Ok(Json(with_store(store, move |store| store.confirm(&refund_id)).await?))
+    let by = on_behalf_of(&headers);
+    Ok(Json(with_store(store, move |store| store.confirm(&refund_id, by.as_deref())).await?))
 }
 
 async fn cancel_refund(
     State(store): State<Arc<Store>>,
+    headers: HeaderMap,
     PathId(refund_id): PathId<RefundId>,
 ) -> Result<Json<Refund>, Problem> {
-    Ok(Json(with_store(store, move |store| store.cancel(&refund_id)).await?))
+    let by = on_behalf_of(&headers);
+    Ok(Json(with_store(store, move |store| store.cancel(&refund_id, by.as_deref())).await?))
 }
 
 /// 201 with the new return, or 200 with the one already recorded for that order line.

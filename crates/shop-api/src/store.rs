@@ -143,7 +143,9 @@ CREATE TABLE IF NOT EXISTS refunds (
     amount_cents INTEGER NOT NULL,
     currency     TEXT NOT NULL,
     status       TEXT NOT NULL
-        CHECK (status IN ('needs_confirmation', 'requested', 'cancelled'))
+        CHECK (status IN ('needs_confirmation', 'requested', 'cancelled')),
+    decided_by   TEXT,
+    decided_at   TEXT
 );
 CREATE TABLE IF NOT EXISTS refund_lines (
     refund_id    TEXT NOT NULL REFERENCES refunds (refund_id),
@@ -172,8 +174,9 @@ const INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS quotes_by_expiry ON quotes (expires_at);
 ";
 
-/// The schema's version, in SQLite's `user_version`: 0 before refunds covered lines.
-const SCHEMA_VERSION: i64 = 1;
+/// The schema's version, in SQLite's `user_version`: 0 before refunds covered lines, 1 before
+/// they said who released or declined them.
+const SCHEMA_VERSION: i64 = 2;
 
 const QUOTE_ID_OFFSET: i64 = 5000;
 const REFUND_ID_OFFSET: i64 = 110;
@@ -395,6 +398,8 @@ impl Store {
             amount: quote.amount,
             currency: quote.currency,
             status,
+            decided_by: None,
+            decided_at: None,
         };
         Ok((refund, true))
     }
@@ -469,25 +474,29 @@ impl Store {
             .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))
     }
 
-    /// Releases a held refund: `needs_confirmation` → `requested`.
-    pub fn confirm(&self, refund_id: &RefundId) -> Result<Refund, StoreError> {
-        self.release_hold(refund_id, RefundStatus::Requested)
+    /// Releases a held refund: `needs_confirmation` → `requested`, recording who released it
+    /// (`by`, as the caller asserts it) and when.
+    pub fn confirm(&self, refund_id: &RefundId, by: Option<&str>) -> Result<Refund, StoreError> {
+        self.release_hold(refund_id, RefundStatus::Requested, by)
     }
 
-    /// Withdraws a held refund: `needs_confirmation` → `cancelled`.
-    pub fn cancel(&self, refund_id: &RefundId) -> Result<Refund, StoreError> {
-        self.release_hold(refund_id, RefundStatus::Cancelled)
+    /// Withdraws a held refund: `needs_confirmation` → `cancelled`, recording who and when.
+    pub fn cancel(&self, refund_id: &RefundId, by: Option<&str>) -> Result<Refund, StoreError> {
+        self.release_hold(refund_id, RefundStatus::Cancelled, by)
     }
 
     /// Moves a held refund to `to`, atomically: the `UPDATE` only matches a
     /// refund that is still held, so two racing calls cannot both succeed. A
     /// cancelled refund no longer covers its lines.
-    fn release_hold(&self, refund_id: &RefundId, to: RefundStatus) -> Result<Refund, StoreError> {
+    fn release_hold(&self, refund_id: &RefundId, to: RefundStatus, by: Option<&str>) -> Result<Refund, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let at = web_service::timestamp::rfc3339(SystemTime::now());
         let changed = tx
-            .prepare_cached("UPDATE refunds SET status = ?1 WHERE refund_id = ?2 AND status = ?3")?
-            .execute(params![to.as_str(), refund_id.as_str(), RefundStatus::NeedsConfirmation.as_str()])?;
+            .prepare_cached(
+                "UPDATE refunds SET status = ?1, decided_by = ?4, decided_at = ?5 WHERE refund_id = ?2 AND status = ?3",
+            )?
+            .execute(params![to.as_str(), refund_id.as_str(), RefundStatus::NeedsConfirmation.as_str(), by, at])?;
         let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
             .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
         if changed == 0 {
@@ -591,8 +600,9 @@ fn insert_refund_line(
         .execute(params![refund_id.as_str(), order_id.as_str(), line, amount.0, active])?)
 }
 
-/// Brings a database made by an earlier version up to [`SCHEMA_VERSION`]: quotes get an
-/// expiry (`ttl` from now), and every refund covers its lines. A refund that covered a line
+/// Brings a database made by an earlier version up to [`SCHEMA_VERSION`]: refunds get room
+/// for who decided them, quotes get an expiry (`ttl` from now), and every refund covers its
+/// lines. A refund that covered a line
 /// another refund already covered (possible before) is logged; if it is still held, it is
 /// cancelled, so it cannot be released now; if it went out, it still counts toward its order's
 /// limit.
@@ -600,6 +610,13 @@ fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if version >= SCHEMA_VERSION {
         return Ok(());
+    }
+    for column in ["decided_by", "decided_at"] {
+        let has =
+            conn.prepare(&format!("SELECT 1 FROM pragma_table_info('refunds') WHERE name = '{column}'"))?.exists([])?;
+        if !has {
+            conn.execute_batch(&format!("ALTER TABLE refunds ADD COLUMN {column} TEXT"))?;
+        }
     }
     let has_expiry = conn.prepare("SELECT 1 FROM pragma_table_info('quotes') WHERE name = 'expires_at'")?.exists([])?;
     if !has_expiry {
@@ -774,7 +791,8 @@ fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<(Quote, i64), Sto
     Ok((quote, expires_at))
 }
 
-const REFUND_COLUMNS: &str = "SELECT refund_id, order_id, quote_id, amount_cents, currency, status FROM refunds";
+const REFUND_COLUMNS: &str =
+    "SELECT refund_id, order_id, quote_id, amount_cents, currency, status, decided_by, decided_at FROM refunds";
 
 /// A refunds row as stored, before its text is validated.
 struct RefundRow {
@@ -784,6 +802,8 @@ struct RefundRow {
     amount: i64,
     currency: String,
     status: String,
+    decided_by: Option<String>,
+    decided_at: Option<String>,
 }
 
 impl RefundRow {
@@ -795,6 +815,8 @@ impl RefundRow {
             amount: row.get(3)?,
             currency: row.get(4)?,
             status: row.get(5)?,
+            decided_by: row.get(6)?,
+            decided_at: row.get(7)?,
         })
     }
 
@@ -806,6 +828,8 @@ impl RefundRow {
             amount: Cents(self.amount),
             currency: self.currency,
             status: self.status.parse().map_err(|e| StoreError::Corrupt(format!("{e}")))?,
+            decided_by: self.decided_by,
+            decided_at: self.decided_at,
         })
     }
 }
@@ -967,7 +991,7 @@ mod tests {
         let quote = store.create_quote(&whole("O-2289")).unwrap();
         let (refund, _) = store.create_refund(&quote.quote_id).unwrap();
         assert!(matches!(store.create_quote(&whole("O-2289")), Err(StoreError::AlreadyRefunded { .. })));
-        store.cancel(&refund.refund_id).unwrap();
+        store.cancel(&refund.refund_id, None).unwrap();
         let again = store.create_quote(&whole("O-2289")).unwrap();
         assert_eq!(again.amount, Cents(18000));
         assert_eq!(store.create_refund(&again.quote_id).unwrap().0.status, RefundStatus::NeedsConfirmation);
@@ -1041,7 +1065,7 @@ mod tests {
         assert!(matches!(store.create_quote(&skus("O-9000", &["GG-9001"])), Err(StoreError::AlreadyRefunded { .. })));
         let held_twice = RefundId::parse("R-0113").unwrap();
         assert_eq!(store.refund(&held_twice).unwrap().status, RefundStatus::Cancelled, "not left to be released");
-        assert!(matches!(store.confirm(&held_twice), Err(StoreError::NotHeld { .. })));
+        assert!(matches!(store.confirm(&held_twice, None), Err(StoreError::NotHeld { .. })));
         // 120.00 went out (the line twice): 60.00 more passes the limit.
         let next = store.create_quote(&skus("O-9000", &["GG-9002"])).unwrap();
         assert!(next.needs_confirmation);
@@ -1060,12 +1084,12 @@ mod tests {
         assert!(quote.needs_confirmation);
         let (refund, _) = store.create_refund(&quote.quote_id).unwrap();
         assert_eq!(refund.status, RefundStatus::NeedsConfirmation);
-        let cancelled = store.cancel(&refund.refund_id).unwrap();
+        let cancelled = store.cancel(&refund.refund_id, None).unwrap();
         assert_eq!(cancelled.status, RefundStatus::Cancelled);
-        let err = store.confirm(&refund.refund_id).unwrap_err();
+        let err = store.confirm(&refund.refund_id, None).unwrap_err();
         assert_eq!(err.to_string(), "Refund R-0111 is not held; its status is cancelled.");
         let missing = RefundId::parse("R-9999").unwrap();
-        assert!(matches!(store.confirm(&missing), Err(StoreError::NoSuchRefund(_))));
+        assert!(matches!(store.confirm(&missing, None), Err(StoreError::NoSuchRefund(_))));
         assert_eq!(store.list_refunds().unwrap(), vec![cancelled]);
     }
 }

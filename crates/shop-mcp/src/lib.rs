@@ -4,6 +4,7 @@
 //! - [`server`]: [`Shop`], the rmcp server handler with its tools and name;
 //! - [`tools`]: one file per tool: `lookup_order`, `quote_refund`, `issue_refund`, `refund_status`,
 //!   `record_return` (a typed form), `pay_refund` (URL mode, through the payment provider);
+//! - [`audit`]: the trail of every decision about money, one JSON line each;
 //! - [`caller`]: who is calling, when the transport authenticated someone;
 //! - [`quote_store`]: chapter 3's record of quotes this server handed out;
 //! - [`tool_error`]: failures worded for the model, as results rather than protocol errors;
@@ -15,6 +16,7 @@
 //! the lead's answer and the state, which [`mrtr::boundary::Sealed`] opened before the tool ran.
 //! Before the refund is released or cancelled, the answer is claimed in a once-only record.
 
+pub mod audit;
 pub mod caller;
 pub mod quote_store;
 pub mod serve;

@@ -14,6 +14,7 @@ use shop_api::ShopApi;
 use mrtr::form::{FormError, FormSchema};
 
 use crate::{
+    audit::Audit,
     quote_store::{DEFAULT_QUOTE_TTL, QuoteStore},
     tools::{
         issue_refund::{AskStyle, ReleaseForm},
@@ -48,6 +49,10 @@ pub struct Shop {
     pub(crate) ask_style: AskStyle,
     pub(crate) forms: Arc<Forms>,
     pub(crate) payments: Option<Payments>,
+    /// Where decisions about money are recorded.
+    pub(crate) audit: Audit,
+    /// Who the host's user is where nobody is authenticated (stdio).
+    pub(crate) host_user: String,
     /// Shared: the HTTP transport clones the server for every request, and a router is a map
     /// of tools, each with its schemas.
     tool_router: Arc<ToolRouter<Shop>>,
@@ -68,6 +73,8 @@ impl Shop {
             ask_style: AskStyle::default(),
             forms: Arc::new(forms),
             payments: None,
+            audit: Audit::off(),
+            host_user: crate::serve::config::DEFAULT_LEAD.to_owned(),
             tool_router: Arc::new(
                 Self::lookup_order_router()
                     + Self::quote_refund_router()
@@ -90,6 +97,13 @@ impl Shop {
     /// Pay refunds through `payments`.
     pub(crate) fn with_payments(mut self, payments: Payments) -> Self {
         self.payments = Some(payments);
+        self
+    }
+
+    /// Record decisions in `audit`, naming `host_user` where nobody is authenticated.
+    pub(crate) fn with_audit(mut self, audit: Audit, host_user: &str) -> Self {
+        self.audit = audit;
+        self.host_user = host_user.to_owned();
         self
     }
 

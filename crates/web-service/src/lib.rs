@@ -14,6 +14,7 @@
 //!   credential when it has one) and [`ClientError`], which displays a problem's `detail`.
 //! - [`credential`]: a service's own bearer credential, checked in constant time.
 //! - [`shutdown`]: SIGINT or SIGTERM, awaited, so a server stops after the requests in flight.
+//! - [`timestamp`]: RFC 3339 UTC text, for records that say when.
 //! - [`testing`]: assertions for the tests of services built on this crate.
 
 pub mod client;
@@ -23,6 +24,7 @@ pub mod problem;
 pub mod service;
 pub mod shutdown;
 pub mod testing;
+pub mod timestamp;
 
 pub use client::{ClientError, JsonClient};
 pub use ids::IdError;

@@ -228,12 +228,14 @@ impl Balancer {
         Self { url, listener }
     }
 
-    /// Start HAProxy in front of `fleet`'s replicas; it stops when the child is dropped.
+    /// Start HAProxy in front of `fleet`'s replicas; it stops when the child is dropped. The
+    /// configuration names three: a smaller fleet's last replica fills the places left.
     pub fn start(self, fleet: &load::fleet::Fleet) -> tokio::process::Child {
         let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/haproxy.cfg");
         let mut command = Command::new("haproxy");
         command.arg("-db").arg("-f").arg(config).env("FERNHILL_LISTEN", "fd@0");
-        for (index, replica) in fleet.urls.iter().enumerate() {
+        for index in 0..3 {
+            let replica = fleet.urls.get(index).or(fleet.urls.last()).expect("a fleet of at least one");
             let address = replica.trim_start_matches("http://").trim_end_matches("/mcp");
             command.env(format!("FERNHILL_REPLICA_{}", index + 1), address);
         }

@@ -82,6 +82,16 @@ pub struct ServeConfig {
     #[arg(long, env = "SHOP_MAX_WAITING_PER_CALLER", default_value_t = DEFAULT_MAX_WAITING_PER_CALLER, value_name = "N")]
     pub max_waiting_per_caller: usize,
 
+    /// Append every decision about money (questions, answers, releases, declines, refusals,
+    /// payments, returns) to this file, one JSON object a line, synced per line; reopened on
+    /// SIGHUP. Each replica writes its own.
+    #[arg(long, env = "SHOP_AUDIT_LOG", value_name = "PATH")]
+    pub audit_log: Option<std::path::PathBuf>,
+
+    /// This replica's name in the audit trail (default: the host's name and this process's ID).
+    #[arg(long, env = "SHOP_REPLICA_NAME", value_name = "NAME")]
+    pub replica_name: Option<String>,
+
     #[command(flatten)]
     pub payments: PaymentsConfig,
 
@@ -105,6 +115,8 @@ impl ServeConfig {
             when_busy: WhenBusy::Shed,
             max_waiting: DEFAULT_MAX_WAITING,
             max_waiting_per_caller: DEFAULT_MAX_WAITING_PER_CALLER,
+            audit_log: None,
+            replica_name: None,
             payments: PaymentsConfig::default(),
             http: HttpConfig::default(),
         }
@@ -155,7 +167,8 @@ pub struct PaymentsConfig {
     #[arg(id = "payments_public_url", long = "payments-public-url", env = PAYMENTS_PUBLIC_ENV, value_name = "URL")]
     pub public_url: Option<String>,
 
-    /// Who the host's user is, for payments started over stdio (no authenticated caller).
+    /// Who the host's user is over stdio (no authenticated caller): whom payments are for and
+    /// whom the audit trail names.
     #[arg(long, env = "SHOP_LEAD", default_value = DEFAULT_LEAD)]
     pub lead: String,
 

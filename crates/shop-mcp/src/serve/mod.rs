@@ -37,6 +37,7 @@ pub use config::{HttpConfig, PaymentsConfig, ServeConfig, WhenBusy};
 
 use crate::{
     Payments, Shop,
+    audit::{self, Audit, AuditError},
     serve::{readiness::Readiness, state_keys::StateKeyError},
 };
 
@@ -51,6 +52,8 @@ pub enum ServeError {
     Payments { url: String, source: ProviderError },
     #[error("the store: {0}")]
     Records(#[from] RecordsError),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
     #[error("a tool's form: {0}")]
     Form(#[from] mrtr::form::FormError),
     #[error("listening on {address}: {source}")]
@@ -77,8 +80,20 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
         .with_token(config.shop_api_token.clone());
     let records = records::from_url(&config.store, &config.store_prefix)?;
     tracing::info!(records = %records.describe(), "keeping quotes and once-only claims");
-    let mut shop =
-        Shop::new(api, security.ttl())?.with_ask_style(config.ask_style).with_records(records, config.quote_ttl());
+    let audit = match &config.audit_log {
+        None => Audit::off(),
+        Some(path) => {
+            let replica = config.replica_name.clone().unwrap_or_else(replica_name);
+            let audit = Audit::to_file(path, &replica)?;
+            audit.reopen_on_hangup();
+            tracing::info!(path = %path.display(), %replica, "recording decisions about money in the audit log");
+            audit
+        }
+    };
+    let mut shop = Shop::new(api, security.ttl())?
+        .with_ask_style(config.ask_style)
+        .with_records(records, config.quote_ttl())
+        .with_audit(audit.clone(), &config.payments.lead);
     if let Some(payments) = payments(&config.payments)? {
         tracing::info!(lead = %payments.lead, "paying refunds through the payment provider");
         shop = shop.with_payments(payments);
@@ -87,7 +102,7 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     // stdio nothing would read it, and installing it calibrates a clock (milliseconds of
     // spinning at every start). Without it the metrics below cost nothing.
     let sealed = Sealed::new(shop, Arc::clone(&security))
-        .observed(metrics::observer())
+        .observed(audit::observing(audit, metrics::observer()))
         .waiting(WaitingRoom::new(config.max_waiting, config.max_waiting_per_caller));
     Ok(match (config.max_tool_calls, config.when_busy) {
         (0, _) => sealed,
@@ -129,6 +144,13 @@ pub async fn run(config: &ServeConfig, shutdown: impl Future<Output = ()> + Send
     let lifecycle =
         http::Lifecycle { readiness: readiness_of(sealed.inner()), questions: Some(sealed.waiting_room().clone()) };
     http::serve(&config.http, sealed, Some(Box::new(authorization::ShopScopes)), lifecycle, shutdown).await
+}
+
+/// This process, as the audit trail names it: the host's name and the process's ID.
+fn replica_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host = host.trim();
+    format!("{}/{}", if host.is_empty() { "localhost" } else { host }, std::process::id())
 }
 
 /// The shop is ready when its API answers and its store can be read.

@@ -38,10 +38,12 @@ use rmcp::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use shop_api::{ClientError, QuoteId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
+    audit::Who,
     tool_error::{Failure, ToolError, respond},
     tools::{structured, structured_with_note},
 };
@@ -132,6 +134,7 @@ impl Shop {
         // shop, or of this one before its records were reset, does. A question asked on the
         // back-channel has no sealed state; it cannot be answered twice, and gets its own ID.
         let answered = question_id.unwrap_or_else(fresh_question_id);
+        let who = Who::of(context, &self.host_user);
         // A retry that carries this call's state and a fitting answer finishes from the state:
         // the boundary opened it for exactly these arguments, and it names the refund round 1
         // found for this quote, so neither the quote store nor `POST /refunds` is asked again.
@@ -139,12 +142,14 @@ impl Shop {
         if let Some(refund_id) = state.as_deref().and_then(|state| RefundId::parse(state).ok()) {
             let finishing = Asking::bare(refund_id.as_str(), state.clone(), responses.clone(), None);
             if let Some(said) = finishing.answered(CONFIRM, &self.forms.release) {
-                return Ok(self.act(&refund_id, said, &answered).await?.into());
+                return Ok(self.act(&refund_id, said, &answered, &who).await?.into());
             }
         }
         let refund = self.held_or_issued(quote_id).await?;
-        if refund.status == RefundStatus::NeedsConfirmation && self.was_declined(&refund.refund_id).await {
-            return Ok(self.cancel_declined(&refund.refund_id).await?.into());
+        if refund.status == RefundStatus::NeedsConfirmation
+            && let Some(by) = self.decliner(&refund.refund_id).await
+        {
+            return Ok(self.cancel_declined(&refund.refund_id, &by, &who).await?.into());
         }
         let era = match self.ask_style {
             AskStyle::InputRequired => Era::of(context, self.state_ttl),
@@ -161,16 +166,23 @@ impl Shop {
                 return Ok(structured(&refund).into());
             }
             metrics::counter!("shop_refund_questions_total").increment(1);
+            self.audit
+                .record(
+                    "question_asked",
+                    &who,
+                    json!({"refund_id": refund.refund_id, "order_id": refund.order_id, "amount": refund.amount}),
+                )
+                .await;
         }
         let asked = asking.form(CONFIRM, &self.forms.release, &question(&refund)).await;
-        let Some(said) = asked.map_err(|error| self.unanswered(&refund.refund_id, error))? else {
+        let Some(said) = asked.map_err(|error| self.unanswered(&refund.refund_id, error, &who))? else {
             if !held {
                 // An answer that did not fit, for a refund that is no longer held: nothing to ask.
                 return Ok(structured(&refund).into());
             }
             return Ok(asking.input_required().into());
         };
-        Ok(self.act(&refund.refund_id, said, &answered).await?.into())
+        Ok(self.act(&refund.refund_id, said, &answered, &who).await?.into())
     }
 
     /// Do what the lead said about `refund_id`, claiming `question` first.
@@ -179,13 +191,20 @@ impl Shop {
         refund_id: &RefundId,
         said: Outcome<ReleaseForm>,
         question: &str,
+        who: &Who,
     ) -> Result<CallToolResult, ToolError> {
-        match said {
-            Outcome::Accepted(ReleaseForm { release: true }) => self.release(refund_id, question).await,
-            Outcome::Accepted(ReleaseForm { release: false }) | Outcome::Declined => {
-                self.refuse(refund_id, question).await
-            }
-            Outcome::Cancelled => self.still_held(refund_id).await,
+        let answer = match said {
+            Outcome::Accepted(ReleaseForm { release: true }) => "accept",
+            Outcome::Accepted(ReleaseForm { release: false }) | Outcome::Declined => "decline",
+            Outcome::Cancelled => "cancel",
+        };
+        self.audit
+            .record("answered", who, json!({"refund_id": refund_id, "answer": answer, "question": question}))
+            .await;
+        match answer {
+            "accept" => self.release(refund_id, question, who).await,
+            "decline" => self.refuse(refund_id, question, who).await,
+            _ => self.still_held(refund_id).await,
         }
     }
 
@@ -219,18 +238,24 @@ impl Shop {
     /// Claim the refund's answer before acting on it: of two identical retries, one acts. The
     /// claim is kept as long as any state naming the question can still open (a state minted
     /// on a replica whose clock runs ahead lives that much longer).
-    async fn claim(&self, refund_id: &RefundId, question: &str) -> Result<(), ToolError> {
+    async fn claim(&self, refund_id: &RefundId, question: &str, who: &Who) -> Result<(), ToolError> {
         let key = format!("{TOOL}:{refund_id}:{question}");
-        match self.records.claim(&key, self.state_ttl + FUTURE_SKEW).await {
+        let claimed = self.records.claim(&key, self.state_ttl + FUTURE_SKEW).await;
+        if let Ok(Claim::Taken) = claimed {
+            self.audit
+                .record("refused", who, json!({"refund_id": refund_id, "reason": "replay", "question": question}))
+                .await;
+        }
+        match claimed {
             Ok(Claim::First) => Ok(()),
-            Ok(Claim::Taken) if self.was_declined(refund_id).await => {
-                // A decline whose cancel did not go through yet: finish it, and refuse.
-                let _ = self.cancel_declined(refund_id).await;
-                Err(ToolError::new(format!(
-                    "Refund {refund_id} was declined, and a decline stands. Don't send another answer."
-                )))
-            }
             Ok(Claim::Taken) => {
+                if let Some(by) = self.decliner(refund_id).await {
+                    // A decline whose cancel did not go through yet: finish it, and refuse.
+                    let _ = self.cancel_declined(refund_id, &by, who).await;
+                    return Err(ToolError::new(format!(
+                        "Refund {refund_id} was declined, and a decline stands. Don't send another answer."
+                    )));
+                }
                 let now = self.api.refund(refund_id).await.map(|r| r.status).unwrap_or(RefundStatus::NeedsConfirmation);
                 Err(ToolError::new(match now {
                     RefundStatus::Cancelled => {
@@ -260,14 +285,14 @@ impl Shop {
         }
     }
 
-    async fn release(&self, refund_id: &RefundId, question: &str) -> Result<CallToolResult, ToolError> {
-        self.claim(refund_id, question).await?;
+    async fn release(&self, refund_id: &RefundId, question: &str, who: &Who) -> Result<CallToolResult, ToolError> {
+        self.claim(refund_id, question, who).await?;
         // A decline of another question about this refund whose cancel has not gone through
         // yet: it stands, whatever this question's answer. Unknown is no (fail closed).
         match self.records.get(&declined(refund_id)).await {
             Ok(None) => {}
-            Ok(Some(_)) => {
-                let _ = self.cancel_declined(refund_id).await;
+            Ok(Some(by)) => {
+                let _ = self.cancel_declined(refund_id, &by, who).await;
                 return Err(ToolError::new(format!(
                     "Refund {refund_id} was declined, and a decline stands. Don't send another answer."
                 )));
@@ -280,10 +305,15 @@ impl Shop {
                 )));
             }
         }
-        match self.api.confirm(refund_id).await {
+        match self.api.decide(refund_id, "confirm", who.caller.as_deref()).await {
             Ok(released) => {
                 metrics::counter!("shop_refund_releases_total").increment(1);
                 tracing::info!(refund_id = %released.refund_id, amount = %released.amount, "refund released by a lead");
+                self.audit.record(
+                    "released",
+                    who,
+                    json!({"refund_id": released.refund_id, "order_id": released.order_id, "amount": released.amount}),
+                ).await;
                 Ok(structured(&released))
             }
             Err(error) if error.is_conflict() => {
@@ -301,32 +331,35 @@ impl Shop {
         }
     }
 
-    async fn refuse(&self, refund_id: &RefundId, question: &str) -> Result<CallToolResult, ToolError> {
-        self.claim(refund_id, question).await?;
+    async fn refuse(&self, refund_id: &RefundId, question: &str, who: &Who) -> Result<CallToolResult, ToolError> {
+        self.claim(refund_id, question, who).await?;
         metrics::counter!("shop_refund_declines_total").increment(1);
-        // Recorded before the cancel: if the shop's API does not take the cancel, the decline
-        // still stands, and the next issue_refund for the refund cancels it again.
-        if let Err(error) = self.records.put(&declined(refund_id), question.to_owned(), DECLINE_KEPT).await {
+        // Recorded before the cancel, with who declined: if the shop's API does not take the
+        // cancel, the decline still stands, and the next issue_refund for the refund cancels it.
+        let by = who.caller.clone().unwrap_or_default();
+        if let Err(error) = self.records.put(&declined(refund_id), by.clone(), DECLINE_KEPT).await {
             tracing::warn!(%refund_id, %error, "could not record the decline; cancelling it now is all that keeps it");
         }
-        self.cancel_declined(refund_id).await
+        self.cancel_declined(refund_id, &by, who).await
     }
 
-    /// Whether a lead declined `refund_id` (the record is read; a store that cannot be read
-    /// says no, and the claim before any release still holds).
-    async fn was_declined(&self, refund_id: &RefundId) -> bool {
+    /// Who declined `refund_id`, if a lead did and its cancel has not gone through yet (the
+    /// record is read; a store that cannot be read says nobody, and the claim before any
+    /// release still holds).
+    async fn decliner(&self, refund_id: &RefundId) -> Option<String> {
         match self.records.get(&declined(refund_id)).await {
-            Ok(found) => found.is_some(),
+            Ok(found) => found,
             Err(error) => {
                 tracing::warn!(%refund_id, %error, "could not read whether the refund was declined");
-                false
+                None
             }
         }
     }
 
-    /// Cancel a refund its lead declined, and say so.
-    async fn cancel_declined(&self, refund_id: &RefundId) -> Result<CallToolResult, ToolError> {
-        let cancelled = match self.api.cancel(refund_id).await {
+    /// Cancel a refund its lead (`by`) declined, and say so; `who` is this request's caller.
+    async fn cancel_declined(&self, refund_id: &RefundId, by: &str, who: &Who) -> Result<CallToolResult, ToolError> {
+        let decider = Some(by).filter(|by| !by.is_empty());
+        let cancelled = match self.api.decide(refund_id, "cancel", decider).await {
             Ok(cancelled) => cancelled,
             Err(error) if error.is_conflict() => match self.api.refund(refund_id).await {
                 Ok(refund) if refund.status == RefundStatus::Cancelled => refund,
@@ -346,6 +379,7 @@ impl Shop {
             }
         };
         tracing::info!(refund_id = %cancelled.refund_id, "refund declined by a lead and cancelled");
+        self.audit.record("declined", who, json!({"refund_id": cancelled.refund_id, "declined_by": decider})).await;
         // Cancelled: the record has done its work (and a reset shop's next refund of the same
         // ID must not meet it).
         if let Err(error) = self.records.remove(&declined(refund_id)).await {
@@ -375,7 +409,7 @@ impl Shop {
 
     /// A question that got no outcome: a protocol error stays one; a waiting call that nobody
     /// answered says so to the model, and the refund stays held.
-    fn unanswered(&self, refund_id: &RefundId, error: AskError) -> Failure {
+    fn unanswered(&self, refund_id: &RefundId, error: AskError, who: &Who) -> Failure {
         let waited = match error {
             AskError::Protocol(error) => return Failure::Protocol(error),
             AskError::Unanswered(waited) => match waited.as_secs() {
@@ -395,6 +429,7 @@ impl Shop {
             }
         };
         tracing::info!(%refund_id, "the lead did not answer {waited}; the refund stays held");
+        self.audit.record_later("unanswered", who, json!({"refund_id": refund_id, "waited": waited}));
         ToolError::new(format!(
             "Nobody answered the question about refund {refund_id} {waited}, so the shop's API still holds it. \
              Call issue_refund again to ask again."

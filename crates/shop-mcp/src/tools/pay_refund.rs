@@ -201,6 +201,9 @@ impl Shop {
         if record.is_finished() {
             let payment = payments.provider.pay(&flow.flow, refund_id.as_str()).await.map_err(provider_error)?;
             tracing::info!(%refund_id, payment_id = %payment.payment_id, paid_by = %payment.paid_by.escape_debug(), "refund paid");
+            let who = crate::audit::Who::of(context, &self.host_user);
+            let paid = serde_json::json!({"refund_id": refund_id, "payment_id": payment.payment_id, "paid_by": payment.paid_by});
+            self.audit.record("paid", &who, paid).await;
             return Ok(text(format!("Paid {refund_id} through the payment provider")).into());
         }
         if let Some(Outcome::Declined | Outcome::Cancelled) = asking.url_answer(CONNECT) {

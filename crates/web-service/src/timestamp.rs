@@ -12,6 +12,13 @@ pub fn rfc3339(time: SystemTime) -> String {
     format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
 
+/// `time` as RFC 3339 UTC with milliseconds, such as `2026-07-28T09:14:03.250Z`.
+pub fn rfc3339_millis(time: SystemTime) -> String {
+    let millis = time.duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.subsec_millis());
+    let whole = rfc3339(time);
+    format!("{}.{millis:03}Z", whole.trim_end_matches('Z'))
+}
+
 /// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's
 /// `civil_from_days`, for non-negative days).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -41,5 +48,6 @@ mod tests {
         assert_eq!(at(1_785_230_043), "2026-07-28T09:14:03Z");
         assert_eq!(at(4_102_444_799), "2099-12-31T23:59:59Z");
         assert_eq!(rfc3339(UNIX_EPOCH - Duration::from_secs(1)), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_millis(UNIX_EPOCH + Duration::from_millis(1_785_230_043_250)), "2026-07-28T09:14:03.250Z");
     }
 }
