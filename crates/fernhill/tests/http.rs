@@ -232,6 +232,17 @@ async fn health_and_metrics_tell_what_happened() {
     assert!(metrics.contains(r#"mcp_request_state_rejections_total{reason="unknown_key"} 1"#), "{metrics}");
     assert!(metrics.contains(r#"mcp_missing_capability_total{client="wire-test"} 1"#), "{metrics}");
     assert!(metrics.contains("mcp_request_duration_seconds_bucket"), "{metrics}");
+    // The OpenTelemetry MCP conventions' metric, with their buckets and attributes.
+    assert!(
+        metrics.contains(r#"mcp_server_operation_duration_seconds_bucket{mcp_method_name="tools/call",le="300"}"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            r#"mcp_server_operation_duration_seconds_count{mcp_method_name="tools/call",error_type="-32602"}"#
+        ),
+        "{metrics}"
+    );
 }
 
 /// `/livez` says the process answers; `/readyz` says whether to send it requests: not while

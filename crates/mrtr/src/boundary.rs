@@ -84,6 +84,25 @@ pub enum SeenOutcome {
 /// Told of every `tools/call`, `prompts/get` and `resources/read` the boundary passes, once answered.
 pub type Observer = Arc<dyn Fn(&Seen<'_>) + Send + Sync>;
 
+/// How a server follows one call across its rounds (with OpenTelemetry, say). The boundary
+/// makes each request's span, named and attributed as the OpenTelemetry MCP conventions say
+/// (`otel.name` `tools/call issue_refund`, `mcp.method.name`, `gen_ai.tool.name`, …; `error.type`
+/// and `otel.status_code` once answered; `fernhill.mcp.round`, this project's proposal, the
+/// round's number), and hands it here to be placed in a trace. The first round's trace context
+/// rides in the sealed state, so a retry on any replica can join the call's trace.
+pub trait CallTracing: Send + Sync + 'static {
+    /// Place `span`, the request's, in its trace: from the request's own context (`_meta`),
+    /// else from `first_round` (the call's first round's context, from the state), with a link
+    /// to the first round. Returns the context the state of this round carries on: the first
+    /// round's, or, for a first round, this span's.
+    fn follow(
+        &self,
+        span: &tracing::Span,
+        context: &RequestContext<RoleServer>,
+        first_round: Option<&str>,
+    ) -> Option<String>;
+}
+
 /// A server handler whose `requestState` is sealed on the way out and opened on the way in.
 pub struct Sealed<S> {
     inner: S,
@@ -91,6 +110,7 @@ pub struct Sealed<S> {
     observer: Option<Observer>,
     shedding: Option<Shedding>,
     waiting: WaitingRoom,
+    tracing: Option<Arc<dyn CallTracing>>,
 }
 
 impl<S: Clone> Clone for Sealed<S> {
@@ -101,6 +121,7 @@ impl<S: Clone> Clone for Sealed<S> {
             observer: self.observer.clone(),
             shedding: self.shedding.clone(),
             waiting: self.waiting.clone(),
+            tracing: self.tracing.clone(),
         }
     }
 }
@@ -111,7 +132,13 @@ pub const DEFAULT_WAITING: (usize, usize) = (1024, 64);
 impl<S> Sealed<S> {
     pub fn new(inner: S, security: Arc<StateSecurity>) -> Self {
         let waiting = WaitingRoom::new(DEFAULT_WAITING.0, DEFAULT_WAITING.1);
-        Self { inner, security, observer: None, shedding: None, waiting }
+        Self { inner, security, observer: None, shedding: None, waiting, tracing: None }
+    }
+
+    /// Place every request's span in its call's trace with `tracing` (see [`CallTracing`]).
+    pub fn traced(mut self, tracing: Arc<dyn CallTracing>) -> Self {
+        self.tracing = Some(tracing);
+        self
     }
 
     /// Let calls wait for their people in `room` (see [`crate::waiting`]).
@@ -256,6 +283,8 @@ struct Opened {
     carried: Option<String>,
     /// The answers a held-over round held, to put back into the request.
     restored: Option<Value>,
+    /// The trace context this round's state carries on.
+    trace: Option<String>,
 }
 
 /// Who sent a request: the client's self-reported name, and whom the transport authenticated.
@@ -281,11 +310,12 @@ impl<H> Sealed<H> {
         arguments: Option<Value>,
         state: Option<String>,
         context: &mut RequestContext<RoleServer>,
+        span: &tracing::Span,
     ) -> Result<Opened, ErrorData> {
         let started = Instant::now();
         let party = Party { client: context.client_info().map(|info| info.name), caller: principal(context) };
         let binding = Binding::new(method, &target, arguments.as_ref(), party.caller.clone());
-        let (mut round, mut carried, mut restored) = (1, None, None);
+        let (mut round, mut carried, mut restored, mut first_round) = (1, None, None, None);
         if let Some(token) = state {
             match self.open_through(token, &binding) {
                 Ok(through) => {
@@ -295,6 +325,7 @@ impl<H> Sealed<H> {
                         context.extensions.insert(OpenedByBoundary { state: opened.state, question });
                         round = opened.round + 1;
                         carried = Some(token);
+                        first_round = opened.trace;
                     }
                     restored = through.responses;
                 }
@@ -308,11 +339,16 @@ impl<H> Sealed<H> {
                         "requestState rejected on {method}: {reason}"
                     );
                     self.observe(method, &target, &party, SeenOutcome::Rejected(reason), round, started);
-                    return Err(rejected());
+                    let refused = rejected();
+                    span.record("error.type", refused.code.0.to_string());
+                    span.record("otel.status_code", "error");
+                    return Err(refused);
                 }
             }
         }
-        Ok(Opened { method, target, binding, round, party, started, carried, restored })
+        span.record("fernhill.mcp.round", round);
+        let trace = self.tracing.as_ref().and_then(|tracing| tracing.follow(span, context, first_round.as_deref()));
+        Ok(Opened { method, target, binding, round, party, started, carried, restored, trace })
     }
 
     /// Open `token`; a held-over round's, through to the state it held (which must be a plain
@@ -352,21 +388,38 @@ impl<H> Sealed<H> {
         opened: Opened,
         mut answer: Result<R, ErrorData>,
         input_required: impl FnOnce(&mut R) -> Option<&mut InputRequiredResult>,
+        tool_error: impl FnOnce(&R) -> bool,
     ) -> Result<R, ErrorData> {
+        let span = tracing::Span::current();
         let outcome = match &mut answer {
-            Err(error) => SeenOutcome::Error(error.code.0),
+            Err(error) => {
+                span.record("error.type", error.code.0.to_string());
+                span.record("otel.status_code", "error");
+                SeenOutcome::Error(error.code.0)
+            }
             Ok(result) => match input_required(result) {
                 None => SeenOutcome::Complete,
                 Some(asked) => {
                     if let Some(state) = asked.request_state.take() {
                         let now = crate::request_state::epoch_seconds();
-                        asked.request_state =
-                            Some(self.security.seal_round(&state, &opened.binding, opened.round, now));
+                        asked.request_state = Some(self.security.seal_traced(
+                            &state,
+                            &opened.binding,
+                            opened.round,
+                            now,
+                            opened.trace.clone(),
+                        ));
                     }
                     SeenOutcome::InputRequired
                 }
             },
         };
+        if let Ok(result) = &answer
+            && tool_error(result)
+        {
+            span.record("error.type", "tool_error");
+            span.record("otel.status_code", "error");
+        }
         self.observe(opened.method, &opened.target, &opened.party, outcome, opened.round, opened.started);
         answer
     }
@@ -391,10 +444,30 @@ fn takes_rounds(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_none_or(|version| version >= ProtocolVersion::V_2026_07_28)
 }
 
+/// The request's span, named and attributed as the OpenTelemetry MCP conventions say. Every
+/// log line of the request carries its JSON-RPC id, method and target; peer strings are escaped,
+/// so a newline in an id or a name cannot forge a log line.
 fn span(method: &str, target: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
-    // Every log line of the request carries its JSON-RPC id, method and target.
-    // Peer strings are escaped: a newline in an id or a name cannot forge a log line.
-    tracing::info_span!("mcp", id = %context.id.to_string().escape_debug(), method, tool = %target.escape_debug())
+    let target = target.escape_debug().to_string();
+    let version = context.protocol_version().unwrap_or(ProtocolVersion::V_2026_07_28).to_string();
+    let span = tracing::info_span!(
+        "mcp",
+        otel.name = %format!("{method} {target}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        mcp.method.name = method,
+        mcp.protocol.version = %version,
+        jsonrpc.request.id = %context.id.to_string().escape_debug(),
+        gen_ai.operation.name = tracing::field::Empty,
+        gen_ai.tool.name = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        fernhill.mcp.round = tracing::field::Empty,
+    );
+    if method == "tools/call" {
+        span.record("gen_ai.operation.name", "execute_tool");
+        span.record("gen_ai.tool.name", target.as_str());
+    }
+    span
 }
 
 // Why the forwarding below is by hand: rmcp's Streamable HTTP transport takes a `ServerHandler`
@@ -413,13 +486,14 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
     ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
         let span = span("tools/call", &request.name, &context);
         let noted = note_error(&context);
+        // Opened before the span is entered, so that a trace can still give the span its parent.
+        let arguments = request.arguments.clone().map(Value::Object);
+        let state = request.request_state.take();
+        let opened = self.open("tools/call", request.name.to_string(), arguments, state, &mut context, &span);
         async move {
             noted(
                 async {
-                    let arguments = request.arguments.clone().map(Value::Object);
-                    let state = request.request_state.take();
-                    let mut opened =
-                        self.open("tools/call", request.name.to_string(), arguments, state, &mut context)?;
+                    let mut opened = opened?;
                     if let Some(Value::Object(restored)) = opened.restored.take()
                         && request.input_responses.as_ref().is_none_or(|given| given.is_empty())
                     {
@@ -441,10 +515,15 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
                     let work = Work::new(slot, self.shedding.clone(), self.waiting.clone(), principal(&context));
                     context.extensions.insert(Arc::new(work));
                     let answer = self.inner.call_tool(request, context).await;
-                    self.close(opened, answer, |r| match r {
-                        CallToolResponse::InputRequired(asked) => Some(asked),
-                        _ => None,
-                    })
+                    self.close(
+                        opened,
+                        answer,
+                        |r| match r {
+                            CallToolResponse::InputRequired(asked) => Some(asked),
+                            _ => None,
+                        },
+                        |r| matches!(r, CallToolResponse::Complete(result) if result.is_error == Some(true)),
+                    )
                 }
                 .await,
             )
@@ -459,17 +538,23 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
     ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + MaybeSendFuture + '_ {
         let span = span("prompts/get", &request.name, &context);
         let noted = note_error(&context);
+        let arguments = request.arguments.clone().map(Value::Object);
+        let state = request.request_state.take();
+        let opened = self.open("prompts/get", request.name.clone(), arguments, state, &mut context, &span);
         async move {
             noted(
                 async {
-                    let arguments = request.arguments.clone().map(Value::Object);
-                    let state = request.request_state.take();
-                    let opened = self.open("prompts/get", request.name.clone(), arguments, state, &mut context)?;
+                    let opened = opened?;
                     let answer = self.inner.get_prompt(request, context).await;
-                    self.close(opened, answer, |r| match r {
-                        GetPromptResponse::InputRequired(asked) => Some(asked),
-                        _ => None,
-                    })
+                    self.close(
+                        opened,
+                        answer,
+                        |r| match r {
+                            GetPromptResponse::InputRequired(asked) => Some(asked),
+                            _ => None,
+                        },
+                        |_| false,
+                    )
                 }
                 .await,
             )
@@ -484,17 +569,23 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
     ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + MaybeSendFuture + '_ {
         let span = span("resources/read", &request.uri, &context);
         let noted = note_error(&context);
+        // A resource's arguments are its URI: the digest covers `{}`, as the Python SDK's does.
+        let state = request.request_state.take();
+        let opened = self.open("resources/read", request.uri.clone(), None, state, &mut context, &span);
         async move {
             noted(
                 async {
-                    // A resource's arguments are its URI: the digest covers `{}`, as the Python SDK's does.
-                    let state = request.request_state.take();
-                    let opened = self.open("resources/read", request.uri.clone(), None, state, &mut context)?;
+                    let opened = opened?;
                     let answer = self.inner.read_resource(request, context).await;
-                    self.close(opened, answer, |r| match r {
-                        ReadResourceResponse::InputRequired(asked) => Some(asked),
-                        _ => None,
-                    })
+                    self.close(
+                        opened,
+                        answer,
+                        |r| match r {
+                            ReadResourceResponse::InputRequired(asked) => Some(asked),
+                            _ => None,
+                        },
+                        |_| false,
+                    )
                 }
                 .await,
             )

@@ -138,6 +138,10 @@ struct Claims {
     /// A held-over round's cargo (ours; see [`HeldOver`]). Its `s` is empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     h: Option<HeldOver>,
+    /// The call's first round's trace context, a W3C `traceparent` (ours, when a server traces
+    /// calls: every round of the call, on any replica, joins the first round's trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tc: Option<String>,
 }
 
 /// What a shed round holds for its retry (`crate::shedding`): the sealed state the shed request
@@ -158,6 +162,8 @@ pub struct Opened {
     pub state: String,
     pub round: u32,
     pub held: Option<HeldOver>,
+    /// The first round's trace context, if the state carries one.
+    pub trace: Option<String>,
 }
 
 /// The sealing policy: the key ring, how long one round's state lives, and the audience.
@@ -194,16 +200,29 @@ impl StateSecurity {
 
     /// As [`Self::seal`], minted by round `round` of the call at `iat`.
     pub fn seal_round(&self, state: &str, binding: &Binding, round: u32, iat: f64) -> String {
-        self.seal_claims(state, binding, round, iat, None)
+        self.seal_claims(state, binding, round, iat, None, None)
+    }
+
+    /// As [`Self::seal_round`], carrying the call's first round's trace context `trace`.
+    pub fn seal_traced(&self, state: &str, binding: &Binding, round: u32, iat: f64, trace: Option<String>) -> String {
+        self.seal_claims(state, binding, round, iat, None, trace)
     }
 
     /// A held-over round's state for the request `binding` describes: it carries `held` to the
     /// retry, and lives as long as any state.
     pub fn hold_over(&self, held: HeldOver, binding: &Binding, iat: f64) -> String {
-        self.seal_claims("", binding, 1, iat, Some(held))
+        self.seal_claims("", binding, 1, iat, Some(held), None)
     }
 
-    fn seal_claims(&self, state: &str, binding: &Binding, round: u32, iat: f64, held: Option<HeldOver>) -> String {
+    fn seal_claims(
+        &self,
+        state: &str,
+        binding: &Binding,
+        round: u32,
+        iat: f64,
+        held: Option<HeldOver>,
+        trace: Option<String>,
+    ) -> String {
         let claims = Claims {
             v: ENVELOPE_VERSION,
             iat,
@@ -216,6 +235,7 @@ impl StateSecurity {
             p: binding.principal.as_deref().map(principal_claim),
             r: (round > 1).then_some(round),
             h: held,
+            tc: trace,
         };
         let payload = serde_json::to_vec(&claims).expect("claims are plain JSON");
         self.ring.seal(&payload)
@@ -255,7 +275,7 @@ impl StateSecurity {
             }
             _ => return Err(Rejection::PrincipalDrift),
         }
-        Ok(Opened { state: claims.s, round: claims.r.unwrap_or(1), held: claims.h })
+        Ok(Opened { state: claims.s, round: claims.r.unwrap_or(1), held: claims.h, trace: claims.tc })
     }
 
     /// As [`Self::open_at`], judged now.
@@ -353,7 +373,7 @@ mod tests {
         let third = s.seal_round("x", &call("Q-5001", None), 3, epoch_seconds());
         assert_eq!(
             s.open_round(&third, &call("Q-5001", None)).unwrap(),
-            Opened { state: "x".into(), round: 3, held: None }
+            Opened { state: "x".into(), round: 3, held: None, trace: None }
         );
     }
 

@@ -46,6 +46,11 @@ impl PaymentProvider {
         Ok(PaymentProvider { client: JsonClient::new(SERVICE_NAME, base_url)? })
     }
 
+    /// Add the headers `headers` gives to every request (a trace's context, say).
+    pub fn with_headers(self, headers: web_service::client::PerRequestHeaders) -> PaymentProvider {
+        PaymentProvider { client: self.client.with_headers(headers) }
+    }
+
     /// Show `token`, the provider's service credential, on every request.
     pub fn with_token(self, token: Option<String>) -> PaymentProvider {
         PaymentProvider { client: self.client.with_bearer(token) }

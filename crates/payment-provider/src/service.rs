@@ -27,8 +27,13 @@ pub async fn serve(
     token: Option<&str>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    web_service::serve(listener, web_service::credential::require_except(router(state), token, OPEN_PATHS), shutdown)
-        .await
+    web_service::serve(listener, app(state, token), shutdown).await
+}
+
+/// The provider's routes over `state`, its JSON API behind `token` when there is one: what
+/// [`serve`] serves, for a caller that adds layers of its own (traces, say).
+pub fn app(state: Arc<ProviderState>, token: Option<&str>) -> axum::Router {
+    web_service::credential::require_except(router(state), token, OPEN_PATHS)
 }
 
 /// Binds 127.0.0.1 on a free port and serves the provider there on the

@@ -29,6 +29,11 @@ impl ShopApi {
         Ok(ShopApi { client: JsonClient::new(SERVICE_NAME, base_url)? })
     }
 
+    /// Add the headers `headers` gives to every request (a trace's context, say).
+    pub fn with_headers(self, headers: web_service::client::PerRequestHeaders) -> ShopApi {
+        ShopApi { client: self.client.with_headers(headers) }
+    }
+
     /// Show `token`, the API's service credential, on every request.
     pub fn with_token(self, token: Option<String>) -> ShopApi {
         ShopApi { client: self.client.with_bearer(token) }

@@ -39,7 +39,7 @@ pub use records::{
     ReturnReason, ReturnRequest,
 };
 pub use routes::router;
-pub use service::{RunningApi, serve, spawn_loopback};
+pub use service::{RunningApi, app, serve, spawn_loopback};
 pub use store::{Store, StoreError};
 
 /// How messages name this service inside a sentence.

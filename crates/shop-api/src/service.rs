@@ -23,7 +23,13 @@ pub async fn serve(
     token: Option<&str>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    web_service::serve(listener, web_service::credential::require(router(store), token), shutdown).await
+    web_service::serve(listener, app(store, token), shutdown).await
+}
+
+/// The API's routes over `store`, behind `token` when there is one: what [`serve`] serves, for
+/// a caller that adds layers of its own (traces, say).
+pub fn app(store: Arc<Store>, token: Option<&str>) -> axum::Router {
+    web_service::credential::require(router(store), token)
 }
 
 /// Binds 127.0.0.1 on a free port and serves the API there on the current

@@ -79,7 +79,7 @@ impl ClientError {
 
 /// A JSON client for one service base URL. Cheap to clone; clones share
 /// connections.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct JsonClient {
     http: reqwest::Client,
     base_url: String,
@@ -89,7 +89,20 @@ pub struct JsonClient {
     name: &'static str,
     /// The service's own credential, shown on every request.
     bearer: Option<String>,
+    /// Headers worked out anew for each request (a trace's context, say).
+    headers: Option<PerRequestHeaders>,
 }
+
+impl std::fmt::Debug for JsonClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The credential is not shown.
+        f.debug_struct("JsonClient").field("name", &self.name).field("base_url", &self.base_url).finish_non_exhaustive()
+    }
+}
+
+/// Headers a client adds to each request, worked out when it is made.
+pub type PerRequestHeaders =
+    std::sync::Arc<dyn Fn() -> Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)> + Send + Sync>;
 
 impl JsonClient {
     /// A client for the service called `name` (such as `the shop's API`, as
@@ -120,13 +133,19 @@ impl JsonClient {
         }
         let http = http.build().map_err(|e| ClientError::Setup(format!("could not set up an HTTP client: {e}")))?;
         let base_url = url.as_str().trim_end_matches('/').to_owned();
-        Ok(JsonClient { http, base_url, base: url, name, bearer: None })
+        Ok(JsonClient { http, base_url, base: url, name, bearer: None, headers: None })
     }
 
     /// Show `token` as a bearer credential on every request (the service's own, see
     /// [`crate::credential`]).
     pub fn with_bearer(mut self, token: Option<String>) -> Self {
         self.bearer = token.filter(|token| !token.is_empty());
+        self
+    }
+
+    /// Add the headers `headers` gives to every request, worked out as each is made.
+    pub fn with_headers(mut self, headers: PerRequestHeaders) -> Self {
+        self.headers = Some(headers);
         self
     }
 
@@ -172,7 +191,12 @@ impl JsonClient {
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
         let mut url = self.base.clone();
         url.set_path(&format!("{}{path}", self.base.path().trim_end_matches('/')));
-        let request = self.http.request(method, url);
+        let mut request = self.http.request(method, url);
+        if let Some(headers) = &self.headers {
+            for (name, value) in headers() {
+                request = request.header(name, value);
+            }
+        }
         match &self.bearer {
             Some(token) => request.bearer_auth(token),
             None => request,

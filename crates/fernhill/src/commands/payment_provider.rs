@@ -11,7 +11,10 @@ use std::{net::SocketAddr, sync::Arc};
 use anyhow::Context as _;
 use payment_provider::{Accounts, state::ProviderState};
 
-use shop_mcp::serve::logging;
+use shop_mcp::serve::{
+    logging,
+    telemetry::{self, Telemetry},
+};
 use web_service::shutdown;
 
 /// How the payment provider runs.
@@ -54,7 +57,8 @@ pub enum RefusedToStart {
 }
 
 pub async fn run(options: PaymentProviderOptions) -> anyhow::Result<()> {
-    logging::init(logging::Verbosity::Info);
+    let telemetry = Telemetry::from_env("fernhill-payment-provider")?;
+    logging::init_traced(logging::Verbosity::Info, logging::LogFormat::Text, telemetry.as_ref());
     let PaymentProviderOptions { listen, token, insecure_no_auth, accounts } = options;
     let token = token.filter(|token| !token.is_empty());
     if token.is_none() && !listen.ip().is_loopback() {
@@ -75,9 +79,14 @@ pub async fn run(options: PaymentProviderOptions) -> anyhow::Result<()> {
     println!("{url}");
     tracing::info!(%url, leads = ?accounts.usernames(), credential = token.is_some(), "payment provider listening");
     let state = Arc::new(ProviderState::new(accounts));
-    payment_provider::serve(listener, state, token.as_deref(), shutdown::signal())
-        .await
-        .context("serving the payment provider")?;
+    let mut app = payment_provider::service::app(state, token.as_deref());
+    if telemetry.is_some() {
+        app = app.layer(axum::middleware::from_fn(telemetry::http_server_spans));
+    }
+    web_service::serve(listener, app, shutdown::signal()).await.context("serving the payment provider")?;
     tracing::info!("payment provider stopped");
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     Ok(())
 }

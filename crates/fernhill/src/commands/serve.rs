@@ -3,6 +3,7 @@
 use shop_mcp::serve::{
     self, ServeConfig,
     logging::{self, LogFormat, Verbosity},
+    telemetry::Telemetry,
 };
 
 /// Serve until the host closes stdin, or SIGINT or SIGTERM over HTTP. Over stdio the logs say
@@ -10,6 +11,11 @@ use shop_mcp::serve::{
 /// the service does.
 pub async fn run(config: ServeConfig, verbose: u8, format: LogFormat) -> anyhow::Result<()> {
     let default = if config.http.listen.is_some() { Verbosity::Info } else { Verbosity::Quiet };
-    logging::init_as(default.raised(verbose), format);
-    Ok(serve::run(&config, web_service::shutdown::signal()).await?)
+    let telemetry = Telemetry::from_env("fernhill-mcp")?;
+    logging::init_traced(default.raised(verbose), format, telemetry.as_ref());
+    let served = serve::run(&config, web_service::shutdown::signal()).await;
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
+    Ok(served?)
 }

@@ -9,7 +9,10 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 use anyhow::Context as _;
 use shop_api::{Store, store::DEFAULT_QUOTE_TTL};
 
-use shop_mcp::serve::logging;
+use shop_mcp::serve::{
+    logging,
+    telemetry::{self, Telemetry},
+};
 use web_service::shutdown;
 
 /// How the shop's API runs.
@@ -47,7 +50,8 @@ pub struct ShopApiOptions {
 pub struct Insecure(SocketAddr);
 
 pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
-    logging::init(logging::Verbosity::Info);
+    let telemetry = Telemetry::from_env("fernhill-shop-api")?;
+    logging::init_traced(logging::Verbosity::Info, logging::LogFormat::Text, telemetry.as_ref());
     let ShopApiOptions { listen, db, token, insecure_no_auth, quote_ttl, load_orders } = options;
     let token = token.filter(|token| !token.is_empty());
     if token.is_none() && !listen.ip().is_loopback() {
@@ -72,9 +76,14 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
     let url = format!("http://{}", listener.local_addr()?);
     println!("{url}");
     tracing::info!(%url, db = ?db, credential = token.is_some(), "shop API listening");
-    shop_api::serve(listener, Arc::new(store), token.as_deref(), shutdown::signal())
-        .await
-        .context("serving the shop's API")?;
+    let mut app = shop_api::app(Arc::new(store), token.as_deref());
+    if telemetry.is_some() {
+        app = app.layer(axum::middleware::from_fn(telemetry::http_server_spans));
+    }
+    web_service::serve(listener, app, shutdown::signal()).await.context("serving the shop's API")?;
     tracing::info!("shop API stopped");
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     Ok(())
 }

@@ -11,7 +11,13 @@ use std::{
     io::{self, Write},
 };
 
-use tracing_subscriber::{EnvFilter, fmt, fmt::MakeWriter};
+use tracing::Level;
+use tracing_subscriber::{
+    EnvFilter, Layer, Registry, filter::Targets, fmt, fmt::MakeWriter, layer::SubscriberExt as _,
+    util::SubscriberInitExt as _,
+};
+
+use crate::serve::telemetry::Telemetry;
 
 /// How much to say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,12 +69,26 @@ pub fn init(verbosity: Verbosity) {
 
 /// Install the stderr subscriber at `verbosity`, writing `format`.
 pub fn init_as(verbosity: Verbosity, format: LogFormat) {
+    init_traced(verbosity, format, None);
+}
+
+/// As [`init_as`], and with `telemetry`, the spans of the shop's own crates go to
+/// OpenTelemetry whatever the log's verbosity.
+pub fn init_traced(verbosity: Verbosity, format: LogFormat, telemetry: Option<&Telemetry>) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(verbosity.filter()));
-    let lines = fmt().with_env_filter(filter).with_writer(OneLine).with_ansi(false);
-    let _ = match format {
-        LogFormat::Text => lines.try_init(),
-        LogFormat::Json => lines.json().with_current_span(true).with_span_list(false).try_init(),
+    let lines = fmt::layer().with_writer(OneLine).with_ansi(false);
+    let lines: Box<dyn Layer<Registry> + Send + Sync> = match format {
+        LogFormat::Text => Box::new(lines.with_filter(filter)),
+        LogFormat::Json => Box::new(lines.json().with_current_span(true).with_span_list(false).with_filter(filter)),
     };
+    let spans = telemetry.map(|telemetry| {
+        let ours = Targets::new()
+            .with_target("mrtr", Level::INFO)
+            .with_target("shop_mcp", Level::INFO)
+            .with_target("fernhill", Level::INFO);
+        telemetry.layer().with_filter(ours)
+    });
+    let _ = tracing_subscriber::registry().with(lines).with(spans).try_init();
 }
 
 /// Stderr, one line an event. The formatter writes each event whole, in one write, ending in a

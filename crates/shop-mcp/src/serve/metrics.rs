@@ -82,6 +82,24 @@ fn start_at_zero() {
     }
 }
 
+/// The OpenTelemetry MCP conventions' `mcp.server.operation.duration`, as Prometheus names it.
+pub const OPERATION_DURATION: &str = "mcp_server_operation_duration_seconds";
+
+/// A JSON-RPC error code as a label: the codes this server answers, else `other`.
+fn error_label(code: i32) -> &'static str {
+    match code {
+        -32700 => "-32700",
+        -32600 => "-32600",
+        -32601 => "-32601",
+        -32602 => "-32602",
+        -32603 => "-32603",
+        -32020 => "-32020",
+        -32021 => "-32021",
+        -32022 => "-32022",
+        _ => "other",
+    }
+}
+
 /// How often histograms' samples are folded into their buckets (the exporter's own default).
 const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -97,7 +115,12 @@ pub fn install() -> PrometheusHandle {
                 .and_then(|b| {
                     b.set_buckets_for_metric(Matcher::Full("mcp_http_request_duration_seconds".into()), &seconds)
                 })
-                .and_then(|b| b.set_buckets_for_metric(Matcher::Full("mcp_rounds_per_call".into()), &rounds));
+                .and_then(|b| b.set_buckets_for_metric(Matcher::Full("mcp_rounds_per_call".into()), &rounds))
+                .and_then(|b| {
+                    // The OpenTelemetry MCP conventions' buckets for `mcp.server.operation.duration`.
+                    let conventions = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+                    b.set_buckets_for_metric(Matcher::Full(OPERATION_DURATION.into()), &conventions)
+                });
             match builder.map(PrometheusBuilder::install_recorder) {
                 Ok(Ok(handle)) => {
                     start_at_zero();
@@ -136,7 +159,19 @@ pub fn observer() -> Observer {
             SeenOutcome::Shed => "shed",
         };
         metrics::counter!("mcp_requests_total", "method" => method.clone(), "outcome" => outcome).increment(1);
-        metrics::histogram!("mcp_request_duration_seconds", "method" => method).record(seen.elapsed.as_secs_f64());
+        metrics::histogram!("mcp_request_duration_seconds", "method" => method.clone())
+            .record(seen.elapsed.as_secs_f64());
+        // The conventions' metric, with their attribute names; `error_type` from a closed set.
+        let error_type = match seen.outcome {
+            SeenOutcome::Error(code) => error_label(code),
+            SeenOutcome::Rejected(_) => "-32602",
+            _ => "",
+        };
+        let mut attributes = vec![("mcp_method_name", method)];
+        if !error_type.is_empty() {
+            attributes.push(("error_type", error_type.to_owned()));
+        }
+        metrics::histogram!(OPERATION_DURATION, &attributes).record(seen.elapsed.as_secs_f64());
         match seen.outcome {
             SeenOutcome::Rejected(reason) => {
                 metrics::counter!("mcp_request_state_rejections_total", "reason" => reason.label()).increment(1);

@@ -21,6 +21,7 @@ pub mod readiness;
 pub mod session_owners;
 pub mod state_keys;
 pub mod stdio;
+pub mod telemetry;
 
 use std::{future::Future, sync::Arc};
 
@@ -77,7 +78,8 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
     let api = ShopApi::new(&config.shop_api)
         .map_err(|source| ServeError::ShopApi { url: config.shop_api.clone(), source })?
-        .with_token(config.shop_api_token.clone());
+        .with_token(config.shop_api_token.clone())
+        .with_headers(Arc::new(telemetry::outgoing));
     let records = records::from_url(&config.store, &config.store_prefix)?;
     tracing::info!(records = %records.describe(), "keeping quotes and once-only claims");
     let audit = match &config.audit_log {
@@ -103,7 +105,8 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     // spinning at every start). Without it the metrics below cost nothing.
     let sealed = Sealed::new(shop, Arc::clone(&security))
         .observed(audit::observing(audit, metrics::observer()))
-        .waiting(WaitingRoom::new(config.max_waiting, config.max_waiting_per_caller));
+        .waiting(WaitingRoom::new(config.max_waiting, config.max_waiting_per_caller))
+        .traced(Arc::new(telemetry::CallTraces));
     Ok(match (config.max_tool_calls, config.when_busy) {
         (0, _) => sealed,
         (limit, WhenBusy::Shed) => {
@@ -121,7 +124,8 @@ fn payments(config: &PaymentsConfig) -> Result<Option<Payments>, ServeError> {
     let Some(url) = &config.provider else { return Ok(None) };
     let provider = PaymentProvider::new(url)
         .map_err(|source| ServeError::Payments { url: url.clone(), source })?
-        .with_token(config.token.clone());
+        .with_token(config.token.clone())
+        .with_headers(Arc::new(telemetry::outgoing));
     Ok(Some(Payments {
         public_url: config.public_url.clone().unwrap_or_else(|| url.clone()),
         provider,
