@@ -34,6 +34,12 @@ enum Command {
         #[arg(long, env = "SHOP_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
     },
+    /// Ask URL (such as http://127.0.0.1:8711/readyz) and exit 0 if it answers 2xx, 1 if not: a
+    /// health check for images that have no shell or curl.
+    Probe {
+        /// The URL to ask.
+        url: String,
+    },
     /// Run the chapter end to end on embedded defaults: API, server over stdio, a scripted lead.
     Demo {
         /// The lead's answers in turn: release, decline, cancel, accept [JSON], separated by `;`.
@@ -102,6 +108,7 @@ async fn main() -> ExitCode {
         Command::Serve { config, verbose, log_format } => {
             commands::serve::run(*config, verbose, log_format).await.map(|()| 0)
         }
+        Command::Probe { url } => commands::probe::run(&url).await,
         Command::Demo { answers, answers_file } => {
             commands::demo::run(&answers, answers_file.as_deref()).await.map(|()| 0)
         }

@@ -3,6 +3,7 @@
 pub mod demo;
 pub mod host;
 pub mod payment_provider;
+pub mod probe;
 pub mod serve;
 pub mod shop_api;
 pub mod wire;
