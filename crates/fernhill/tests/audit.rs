@@ -70,6 +70,9 @@ async fn every_decision_is_in_the_trail_and_the_api_agrees() {
             events.push(event);
         }
     }
+    for event in &events {
+        println!("{event}");
+    }
     let of = |kind: &'static str| events.iter().filter(move |e| e["event"] == kind);
     let alice_is = format!("{} alice", issuer.url);
     let bob_is = format!("{} bob", issuer.url);

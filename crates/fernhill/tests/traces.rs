@@ -178,6 +178,13 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
             && !named(spans, "POST /refunds").is_empty()
     })
     .await;
+    for span in spans.iter().filter(|s| s.trace == HOST_TRACE) {
+        let round = span.attribute("fernhill.mcp.round").map(|r| format!(" round {r}")).unwrap_or_default();
+        println!(
+            "{} [{}] span {} parent {} links {:?}{round}",
+            span.name, span.instance, span.id, span.parent, span.links
+        );
+    }
     let quoted = &named(&spans, "tools/call quote_refund")[0];
     let rounds = named(&spans, "tools/call issue_refund");
     let round = |n: &str| rounds.iter().find(|s| s.attribute("fernhill.mcp.round") == Some(n)).unwrap().clone();

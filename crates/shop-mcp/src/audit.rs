@@ -108,17 +108,23 @@ impl Audit {
         Ok(Self { sink: Some(sink), replica: replica.into() })
     }
 
+    /// Reopen the file (after log rotation moved it), before the next event is written.
+    pub fn reopen(&self) {
+        if let Some(sink) = &self.sink {
+            let _ = sink.send(Line::Reopen);
+        }
+    }
+
     /// Reopen the file on SIGHUP from now on (log rotation), while this runtime runs.
     pub fn reopen_on_hangup(&self) {
         #[cfg(unix)]
-        if let Some(sink) = self.sink.clone() {
+        if self.sink.is_some() {
             use tokio::signal::unix::{SignalKind, signal};
             if let Ok(mut hangups) = signal(SignalKind::hangup()) {
+                let audit = self.clone();
                 tokio::spawn(async move {
                     while hangups.recv().await.is_some() {
-                        if sink.send(Line::Reopen).is_err() {
-                            return;
-                        }
+                        audit.reopen();
                         tracing::info!("reopened the audit log");
                     }
                 });
@@ -181,4 +187,50 @@ pub fn observing(audit: Audit, inner: Observer) -> Observer {
 fn write_synced(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
     file.write_all(bytes)?;
     file.sync_data()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(path: &Path) -> Vec<Value> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+    }
+
+    /// Each event is one JSON line, on disk when `record` returns; after a rotation moved the
+    /// file, a reopen starts a new one and nothing is lost.
+    #[tokio::test]
+    async fn each_event_is_one_line_on_disk_and_a_reopen_follows_a_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let audit = Audit::to_file(&path, "replica-x").unwrap();
+        let alice = Who {
+            caller: Some("https://issuer.example alice".into()),
+            client: Some("a host\nINFO forged".into()),
+            client_version: Some("1.0".into()),
+            era: Some("2026-07-28".into()),
+        };
+        audit.record("released", &alice, json!({"refund_id": "R-0111", "amount": "180.00"})).await;
+        let written = lines(&path);
+        assert_eq!(written.len(), 1);
+        let event = &written[0];
+        assert_eq!((event["event"].as_str(), event["replica"].as_str()), (Some("released"), Some("replica-x")));
+        assert_eq!(event["caller"], "https://issuer.example alice");
+        assert_eq!(event["client"], "a host\nINFO forged", "a peer's string stays inside its line");
+        assert_eq!((event["refund_id"].as_str(), event["amount"].as_str()), (Some("R-0111"), Some("180.00")));
+        assert!(event["at"].as_str().is_some_and(|at| at.ends_with('Z')));
+
+        let rotated = dir.path().join("audit.jsonl.1");
+        std::fs::rename(&path, &rotated).unwrap();
+        audit.reopen();
+        audit.record("declined", &alice, json!({"refund_id": "R-0112"})).await;
+        assert_eq!(lines(&rotated).len(), 1);
+        assert_eq!(lines(&path)[0]["refund_id"], "R-0112");
+    }
+
+    #[tokio::test]
+    async fn without_a_file_nothing_is_written_and_nothing_waits() {
+        Audit::off().record("released", &Who::default(), json!({})).await;
+    }
 }
