@@ -85,3 +85,26 @@ async fn readyz(State(readiness): State<Readiness>) -> Response {
         Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")).into_response(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn ready_until_a_check_fails_or_it_drains() {
+        let api_answers = Arc::new(AtomicBool::new(true));
+        let answers = api_answers.clone();
+        let readiness = Readiness::new(vec![Arc::new(move || {
+            let up = answers.load(Ordering::SeqCst);
+            Box::pin(async move { if up { Ok(()) } else { Err("the shop's API did not answer".to_owned()) } })
+        })]);
+        assert_eq!(readiness.ready().await, Ok(()));
+        api_answers.store(false, Ordering::SeqCst);
+        assert_eq!(readiness.ready().await, Err("the shop's API did not answer".to_owned()));
+        api_answers.store(true, Ordering::SeqCst);
+        readiness.drain();
+        assert!(readiness.ready().await.unwrap_err().starts_with("draining"));
+    }
+}

@@ -115,3 +115,56 @@ impl SessionOwners {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::{Router, body::Body, http::Request as HttpRequest, middleware, routing::any};
+    use tower::ServiceExt as _;
+
+    use super::*;
+
+    /// Behind the guard, a stand-in for rmcp: `initialize` (no session yet) opens session `s1`;
+    /// a request in a session is answered 200; DELETE ends it with 202.
+    fn app() -> Router {
+        let owners = Arc::new(SessionOwners::new(Arc::new(LocalSessionManager::default())));
+        let rmcp = any(|request: Request| async move {
+            match (request.method().clone(), request.headers().contains_key(SESSION_HEADER)) {
+                (_, false) => ([(SESSION_HEADER, "s1")], "opened").into_response(),
+                (Method::DELETE, true) => StatusCode::ACCEPTED.into_response(),
+                (_, true) => "in the session".into_response(),
+            }
+        });
+        Router::new().route("/mcp", rmcp).layer(middleware::from_fn_with_state(owners, SessionOwners::guard))
+    }
+
+    fn from(who: &str, method: Method, session: Option<&str>) -> HttpRequest<Body> {
+        let mut request = HttpRequest::builder().method(method).uri("/mcp");
+        if let Some(session) = session {
+            request = request.header(SESSION_HEADER, session);
+        }
+        let mut request = request.body(Body::empty()).unwrap();
+        request.extensions_mut().insert(Principal(format!("https://issuer.example {who}")));
+        request
+    }
+
+    #[tokio::test]
+    async fn a_session_answers_its_opener_alone_and_ends_with_204() {
+        let app = app();
+        let opened = app.clone().oneshot(from("alice", Method::POST, None)).await.unwrap();
+        assert_eq!(opened.headers()[SESSION_HEADER], "s1");
+        for method in [Method::POST, Method::GET, Method::DELETE] {
+            let stolen = app.clone().oneshot(from("bob", method.clone(), Some("s1"))).await.unwrap();
+            assert_eq!(stolen.status(), StatusCode::NOT_FOUND, "{method}");
+        }
+        let unknown = app.clone().oneshot(from("alice", Method::POST, Some("s2"))).await.unwrap();
+        assert_eq!(unknown.status(), StatusCode::NOT_FOUND, "a session not opened here");
+        assert_eq!(
+            app.clone().oneshot(from("alice", Method::POST, Some("s1"))).await.unwrap().status(),
+            StatusCode::OK
+        );
+        let ended = app.clone().oneshot(from("alice", Method::DELETE, Some("s1"))).await.unwrap();
+        assert_eq!(ended.status(), StatusCode::NO_CONTENT);
+        let after = app.oneshot(from("alice", Method::POST, Some("s1"))).await.unwrap();
+        assert_eq!(after.status(), StatusCode::NOT_FOUND, "an ended session is nobody's");
+    }
+}
