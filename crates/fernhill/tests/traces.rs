@@ -135,8 +135,10 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
     traced(&mut api, &receiver, "api");
     let (_api, api_url) = support::spawn_printing_url(&mut api).await;
     let prefix = format!("traces-{}:", rand::random::<u32>());
+    let trail = tempfile::tempdir().unwrap();
     let mut replicas = Vec::new();
     for instance in ["replica-a", "replica-b"] {
+        let audit_log = trail.path().join(format!("{instance}.jsonl"));
         let mut serve = Command::new(fernhill());
         serve
             .args([
@@ -149,7 +151,9 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
                 REDIS,
                 "--store-prefix",
                 &prefix,
+                "--audit-log",
             ])
+            .arg(&audit_log)
             .env("SHOP_REQUEST_STATE_KEY", KEY_A);
         traced(&mut serve, &receiver, instance);
         replicas.push(support::spawn_printing_url(&mut serve).await);
@@ -209,4 +213,9 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
     assert_eq!((issued.service.as_str(), issued.parent.as_str()), ("fernhill-shop-api", first.id.as_str()));
     assert_eq!(confirmed.parent, second.id);
     assert_eq!(api("POST /quotes").parent, quoted.id);
+    // The audit trail names the trace its decisions were made in.
+    let released = std::fs::read_to_string(trail.path().join("replica-b.jsonl")).unwrap();
+    let released: serde_json::Value =
+        serde_json::from_str(released.lines().find(|line| line.contains("\"released\"")).unwrap()).unwrap();
+    assert_eq!(released["trace_id"], HOST_TRACE);
 }

@@ -1,7 +1,7 @@
 //! The audit trail: every decision about money, one JSON object a line.
 //!
 //! A question asked (which refund, order and amount, of whom, through which host, in which
-//! era, on which replica), its answer (accept, decline, cancel, or none in time), a release, a
+//! era, on which replica, in which trace), its answer (accept, decline, cancel, or none in time), a release, a
 //! decline carried out, a refusal (a replayed answer, a state another caller or another call
 //! holds, an expired or altered one), a payment, a recorded return. Each replica writes its own
 //! file (`--audit-log PATH`): a writer thread of its own appends each event and syncs it to
@@ -157,6 +157,10 @@ impl Audit {
         line.insert("client".into(), json!(who.client));
         line.insert("client_version".into(), json!(who.client_version));
         line.insert("era".into(), json!(who.era));
+        // The call's trace, when traces are exported: the trail and the trace meet by it.
+        if let Some(trace) = crate::serve::telemetry::current_trace_id() {
+            line.insert("trace_id".into(), json!(trace));
+        }
         if let Value::Object(fields) = fields {
             line.extend(fields);
         }

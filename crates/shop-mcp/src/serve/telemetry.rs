@@ -168,6 +168,14 @@ impl CallTracing for CallTraces {
     }
 }
 
+/// The trace the current span is in, when traces are exported.
+pub fn current_trace_id() -> Option<String> {
+    let cx = Span::current().context();
+    let span = cx.span();
+    let context = span.span_context();
+    context.is_valid().then(|| context.trace_id().to_string())
+}
+
 /// The `traceparent` header for a call made now to another service (the shop's API, the
 /// payment provider), naming the current span: that service's spans become its children.
 pub fn outgoing() -> Vec<(http::HeaderName, http::HeaderValue)> {
