@@ -12,7 +12,7 @@ use shop_mcp::{
     serve::config::{PAYMENTS_ENV, PAYMENTS_PUBLIC_ENV},
 };
 
-/// The provider's public address, as the book prints it: a reserved domain that never resolves.
+/// The provider's public address, in the URL this program prints: a reserved domain that never resolves.
 const PUBLIC: &str = "https://pay.fernhill.example";
 
 fn url_of(result: &InputRequiredResult) -> Option<(&'static str, String)> {

@@ -15,7 +15,7 @@ use wire::{Direction, read_trace};
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--relay") {
-        // This program is also the book's relay: --relay LOG -- COMMAND...
+        // This program is also the relay that records the wire: --relay LOG -- COMMAND...
         let log = args.get(at + 1).ok_or_else(|| anyhow::anyhow!("--relay needs a log file"))?;
         let command = &args[at + 3..];
         let code = wire::stdio::relay(log.as_ref(), &command[0], &command[1..]).await?;

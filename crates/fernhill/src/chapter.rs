@@ -1,6 +1,7 @@
-//! What the chapter's programs share, as the book's `lib.confirmations` and `lib.loopback` do:
-//! the shop's API on loopback, the server a program runs when launched with `--serve`, a
-//! client that launches the program itself, and the scripted lead.
+//! What the example programs (`examples/`) share, as `lib.confirmations` and `lib.loopback` do
+//! for the Python reference programs: the shop's API on loopback, the server a program runs
+//! when launched with `--serve`, a client that launches the program itself, and the scripted
+//! lead.
 
 use std::{path::PathBuf, sync::Arc};
 

@@ -1,10 +1,10 @@
-//! The `fernhill` command and the chapter's runnable programs.
+//! The `fernhill` command and the runnable example programs.
 //!
 //! The shop lives in the other crates; this one is thin, as mini-redis's `bin/` is:
 //! - [`commands`]: one file per subcommand: `serve` (the MCP server over stdio or HTTP, built
-//!   by `shop_mcp::serve`), `shop-api` (the shop's HTTP API), `demo` (the chapter end to end on
+//!   by `shop_mcp::serve`), `shop-api` (the shop's HTTP API), `demo` (every tool end to end on
 //!   embedded defaults), `host` (a terminal host), `wire` (the recording relays);
-//! - [`chapter`]: what the chapter's programs (`examples/`) share: the API on loopback, the
+//! - [`chapter`]: what the example programs (`examples/`) share: the API on loopback, the
 //!   server behind `--serve`, a client that launches the program itself.
 //!
 //! `tests/` runs the binary, the examples and real peers (the Python and TypeScript SDKs) as

@@ -1,5 +1,5 @@
-//! `fernhill`: the Fernhill shop's MCP server, its API, the chapter end to end, a terminal
-//! host, and a wire recorder. Parse, then call: each subcommand lives in `commands/`.
+//! `fernhill`: the Fernhill shop's MCP server, its API, a demo of every tool end to end, a
+//! terminal host, and a wire recorder. Parse, then call: each subcommand lives in `commands/`.
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 

@@ -1,8 +1,9 @@
 //! `fernhill serve --http` as an OAuth resource server, against an issuer on loopback that signs
 //! whatever token a test needs: the protected resource metadata, 401 challenges for every bad
 //! token, 403 `insufficient_scope` for a tool the token's scopes do not reach, each question
-//! bound to its caller, a rotated signing key, an issuer that is down, and a server that
-//! refuses to serve an open port without authorization.
+//! bound to its caller, and a server that refuses to serve an open port without authorization.
+//! The gate's own rules (keys, rotation, an issuer that is down, introspection, every refusal)
+//! are tested in process in oauth-resource's `tests/gate.rs`; here they are wired into the server.
 
 mod support;
 
@@ -284,42 +285,6 @@ async fn a_state_alice_was_asked_with_does_not_open_for_bob() {
 }
 
 #[tokio::test]
-async fn a_rotated_key_is_fetched_and_cached_keys_serve_while_the_issuer_is_down() {
-    let (api, issuer) = (start_api().await, Issuer::start().await);
-    let server = serve(&api, &issuer.url).await;
-    let claims = issuer.claims("alice", "orders:read", &server.url);
-    let first = issuer.sign(&claims);
-    assert_eq!(post(&server.url, Some(&first), list_tools()).await.status(), StatusCode::OK);
-    issuer.rotate("key-2");
-    let rotated = issuer.sign(&claims);
-    assert_eq!(post(&server.url, Some(&rotated), list_tools()).await.status(), StatusCode::OK, "the new kid");
-    server.log.wait_for("fetched the issuer's keys again for an unknown kid").await;
-    issuer.set_up(false);
-    assert_eq!(post(&server.url, Some(&rotated), list_tools()).await.status(), StatusCode::OK, "cached keys");
-}
-
-#[tokio::test]
-async fn an_issuer_down_at_start_gets_503_until_it_is_back() {
-    let (api, issuer) = (start_api().await, Issuer::start().await);
-    issuer.set_up(false);
-    let server = serve(&api, &issuer.url).await;
-    server.log.wait_for("cannot fetch the authorization server's keys yet").await;
-    let token = issuer.sign(&issuer.claims("alice", "orders:read", &server.url));
-    // However many tokens come, they do not make the server ask the issuer: it keeps trying on
-    // its own, and says when it has the keys.
-    let asked_before = issuer.requests();
-    for _ in 0..50 {
-        let waiting = post(&server.url, Some(&token), list_tools()).await;
-        assert_eq!(waiting.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert!(waiting.headers().contains_key("retry-after"));
-    }
-    assert!(issuer.requests() - asked_before <= 8, "{} issuer requests", issuer.requests() - asked_before);
-    issuer.set_up(true);
-    server.log.wait_for("checking tokens with the issuer's keys").await;
-    assert_eq!(post(&server.url, Some(&token), list_tools()).await.status(), StatusCode::OK);
-}
-
-#[tokio::test]
 async fn an_open_port_without_authorization_is_refused_unless_said_so() {
     let api = start_api().await;
     let refused =
@@ -361,28 +326,6 @@ async fn junk_tokens_do_not_become_issuer_calls() {
         assert!(refused(post(&url, Some(inactive), list_tools()).await.status()));
     }
     assert_eq!(issuer.requests(), asked_before + 1, "one introspection; the refusal is kept");
-}
-
-/// Tokens naming keys the issuer never published are refused, and they do not make the server
-/// fetch the issuer's keys more than once per cooldown.
-#[tokio::test]
-async fn made_up_key_ids_do_not_hammer_the_issuer() {
-    let (api, issuer) = (start_api().await, Issuer::start().await);
-    let server = serve(&api, &issuer.url).await;
-    let claims = issuer.claims("mallory", "orders:read", &server.url);
-    issuer.rotate("made-up-1");
-    let first = issuer.sign(&claims);
-    issuer.rotate("key-1b");
-    // The server fetches once for the first unknown kid (and finds key-1b, not made-up-1).
-    assert_eq!(post(&server.url, Some(&first), list_tools()).await.status(), StatusCode::UNAUTHORIZED);
-    issuer.rotate("made-up-2");
-    let second = issuer.sign(&claims);
-    issuer.rotate("key-1c");
-    // Within the cooldown the second unknown kid is refused without a fetch: key-1c stays unseen.
-    assert_eq!(post(&server.url, Some(&second), list_tools()).await.status(), StatusCode::UNAUTHORIZED);
-    let said = server.log.wait_for("fetched the issuer's keys again").await;
-    let fetches = said.matches("fetched the issuer's keys again").count();
-    assert_eq!(fetches, 1, "{}", server.log.text());
 }
 
 /// Over HTTP the person a payment is for is the token's subject: the provider's page lets only

@@ -1,4 +1,5 @@
-//! The chapter's programs, run as the book runs them, print exactly the book's lines.
+//! The example programs, each run on its own with no arguments, print exactly the reference
+//! output in `tests/book/`.
 
 mod support;
 

@@ -2,7 +2,7 @@
 //! replicas on a Redis of its own takes 300 confirmations by 16 leads (every fifth says no,
 //! every seventh sends its answer twice), the fault strikes a third of the way in, and 50 fresh
 //! confirmations follow on the same fleet. The test prints the table. Longer runs by hand:
-//! `fernhill-load --all-faults --confirmations 5000`.
+//! `fernhill-load faults --all --confirmations 5000`.
 
 mod support;
 

@@ -1,6 +1,8 @@
 //! Replicas without sticky sessions: separate `fernhill serve --http` processes sharing one key
-//! and one Redis (the machine's, 127.0.0.1:6379), behind one shop API. The chapter's production
-//! failures, each a test, and the fleet under load.
+//! and one Redis (the machine's, 127.0.0.1:6379), behind one shop API. The failures a fleet
+//! meets in production, each a test (a retry on another replica, a restart, a slow lead, Redis
+//! gone, a claim that cannot be recorded, a cancel that does not go through, among others), and
+//! the fleet under load.
 
 mod support;
 
@@ -270,9 +272,9 @@ async fn a_claim_is_kept_as_long_as_any_state_it_answers_can_open() {
     assert!(kept_ms > 650_000, "the claim lasts {kept_ms} ms");
 }
 
-/// One replica behind a link (so its way to the API can be cut), and a lead saying yes.
+/// One replica behind a relay (so its way to the API can be cut), and a lead saying yes.
 async fn linked_lead() -> (Fleet, ScriptedUser, Client<ScriptedUser>) {
-    let fleet = Fleet::start(&fernhill(), &FleetPlan { linked: true, ..FleetPlan::new(1, REDIS) }).await.unwrap();
+    let fleet = Fleet::start(&fernhill(), &FleetPlan { relayed: true, ..FleetPlan::new(1, REDIS) }).await.unwrap();
     let user = ScriptedUser::always(chapter::release());
     let lead = Client::connect_http(user.clone(), &fleet.urls[0], 4).await.unwrap();
     (fleet, user, lead)
@@ -288,12 +290,12 @@ async fn a_decline_stands_when_the_cancel_does_not_go_through() {
     // A second question about the same refund, as a host that asked twice would hold.
     let other_question = ask(&lead, &q).await.request_state;
     let asked = user.asked().len();
-    fleet.set_api(load::link::Condition::Down);
+    fleet.set_api(load::relay::Condition::Down);
     let no = retry(params("issue_refund", json!({"quote_id": q})), state.clone(), [("confirm", &Answer::Decline)]);
     let CallToolResponse::Complete(declined) = lead.call_tool_once(no).await.unwrap() else { panic!("an answer") };
     assert_eq!(declined.is_error, Some(true));
     assert!(mrtr::client::text(&declined).contains("The lead declined refund R-0111, and that stands"));
-    fleet.set_api(load::link::Condition::Up);
+    fleet.set_api(load::relay::Condition::Up);
     assert_eq!(
         shop(&fleet.api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status,
         RefundStatus::NeedsConfirmation
@@ -330,10 +332,10 @@ async fn the_next_call_cancels_a_declined_refund_without_asking() {
     let (fleet, user, lead) = linked_lead().await;
     let q = quote(&lead, "O-2289").await;
     let state = ask(&lead, &q).await.request_state;
-    fleet.set_api(load::link::Condition::Down);
+    fleet.set_api(load::relay::Condition::Down);
     let no = retry(params("issue_refund", json!({"quote_id": q})), state, [("confirm", &Answer::Decline)]);
     lead.call_tool_once(no).await.unwrap();
-    fleet.set_api(load::link::Condition::Up);
+    fleet.set_api(load::relay::Condition::Up);
     let asked = user.asked().len();
     let again = lead.call_tool("issue_refund", json!({"quote_id": q})).await.unwrap();
     assert_eq!(mrtr::client::field(&again, "status"), Some("cancelled"), "{again:?}");

@@ -1,7 +1,8 @@
-//! 2025-era hosts on the same server: a client that opens with the 2025 `initialize` handshake
-//! is asked on the back-channel while the call waits, over stdio and over Streamable HTTP (with a
-//! session), with the 2026 rules: a yes releases, a decline stands, a cancel leaves the refund
-//! held, a host without elicitation gets -32021. Every refund's status is read from the shop's API.
+//! 2025-era hosts against the `fernhill` binary: over Streamable HTTP (with a session) beside a
+//! 2026 client, the Python SDK in legacy mode, racing sessions, a payment through the provider's
+//! page, a question nobody answers and a host that walks away. (The rules themselves, a yes
+//! releases, a decline stands, a cancel leaves the refund held, -32021 without elicitation, are
+//! tested in process in shop-mcp's `tests/legacy_hosts.rs`.)
 
 mod support;
 
@@ -9,81 +10,16 @@ use fernhill::chapter;
 use mrtr::client::{Answer, Client, ScriptedUser, legacy, modern};
 use rmcp::{model::ProtocolVersion, transport::TokioChildProcess};
 use serde_json::json;
-use shop_api::{RefundId, RefundStatus, RunningApi};
+use shop_api::{RefundStatus, RunningApi};
 use tokio::process::Command;
 
-use support::{KEY_A, fernhill, shop, start_api};
-
-/// `fernhill serve` over stdio, and a 2025 client playing `user`.
-async fn legacy_over_stdio(api: &RunningApi, user: ScriptedUser) -> Client<ScriptedUser> {
-    let mut command = Command::new(fernhill());
-    command.arg("serve").env("SHOP_API_URL", &api.url).env("SHOP_REQUEST_STATE_KEY", KEY_A);
-    let transport = TokioChildProcess::new(command).unwrap();
-    let client = Client::connect_with(user, transport, legacy()).await.unwrap();
-    assert_eq!(client.protocol_version(), Some(ProtocolVersion::V_2025_11_25));
-    client
-}
+use support::{KEY_A, fernhill, field, issue, start_api, status};
 
 /// `fernhill serve --http` against `api`; the child and its MCP endpoint.
 async fn http_server(api: &RunningApi) -> (tokio::process::Child, String) {
     let mut command = Command::new(fernhill());
     command.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url]).env("SHOP_REQUEST_STATE_KEY", KEY_A);
     support::spawn_printing_url(&mut command).await
-}
-
-async fn issue(client: &Client<ScriptedUser>, order: &str) -> rmcp::model::CallToolResult {
-    let quote_id = support::quote(client, order).await;
-    client.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap()
-}
-
-async fn status(api: &RunningApi, refund: &str) -> RefundStatus {
-    shop(api).refund(&RefundId::parse(refund).unwrap()).await.unwrap().status
-}
-
-fn field<'r>(result: &'r rmcp::model::CallToolResult, name: &str) -> &'r str {
-    mrtr::client::field(result, name).unwrap_or_else(|| panic!("no {name} in {result:?}"))
-}
-
-#[tokio::test]
-async fn a_2025_host_over_stdio_confirms_declines_and_cancels() {
-    let api = start_api().await;
-    let lead = ScriptedUser::in_turn([chapter::release(), Answer::Decline, Answer::Cancel]);
-    let client = legacy_over_stdio(&api, lead.clone()).await;
-
-    let released = issue(&client, "O-2289").await;
-    assert_eq!((field(&released, "refund_id"), field(&released, "status")), ("R-0111", "requested"));
-    let declined = issue(&client, "O-1145").await;
-    assert_eq!(field(&declined, "status"), "cancelled", "a decline stands: {declined:?}");
-    let quote = client.call_tool("quote_refund", json!({"order_id": "O-1145", "skus": ["KG-1043"]})).await.unwrap();
-    let dismissed = client.call_tool("issue_refund", json!({"quote_id": field(&quote, "quote_id")})).await.unwrap();
-    assert_eq!(field(&dismissed, "status"), "needs_confirmation", "a cancel leaves it held: {dismissed:?}");
-
-    assert_eq!(lead.asked().len(), 3, "each refund asked once, on the back-channel");
-    assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested);
-    assert_eq!(status(&api, "R-0112").await, RefundStatus::Cancelled);
-    assert_eq!(status(&api, "R-0113").await, RefundStatus::NeedsConfirmation);
-    client.close().await.unwrap();
-}
-
-#[tokio::test]
-async fn a_2025_host_without_elicitation_gets_32021_and_the_refund_stays_held() {
-    let api = start_api().await;
-    let client = legacy_over_stdio(&api, ScriptedUser::unable_to_ask()).await;
-    let quote_id = support::quote(&client, "O-2289").await;
-    let error = client.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap_err();
-    let error = error.rpc_error().expect("a JSON-RPC error");
-    assert_eq!(error.code.0, -32021, "{error:?}");
-    assert_eq!(error.data.as_ref().unwrap()["requiredCapabilities"], json!({"elicitation": {"form": {}}}));
-    assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
-}
-
-#[tokio::test]
-async fn a_2025_host_records_a_return_through_the_same_form() {
-    let api = start_api().await;
-    let inspection = Answer::accept(json!({"reason": "damaged in transit", "restock": false}));
-    let client = legacy_over_stdio(&api, ScriptedUser::always(inspection)).await;
-    let recorded = client.call_tool("record_return", json!({"order_id": "O-1145", "sku": "KG-1043"})).await.unwrap();
-    assert_eq!(mrtr::client::text(&recorded).lines().next(), Some("Recorded: damaged in transit, restock False."));
 }
 
 #[tokio::test]

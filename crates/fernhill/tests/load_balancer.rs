@@ -137,7 +137,7 @@ async fn a_2025_session_whose_replica_is_gone_gets_404_elsewhere() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_restart_fails_no_confirmation() {
     let plan = FleetPlan {
-        linked: true,
+        relayed: true,
         extra: ["--drain-grace", "3", "--drain-timeout", "2"].map(str::to_owned).to_vec(),
         ..FleetPlan::new(3, REDIS)
     };

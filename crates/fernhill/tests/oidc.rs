@@ -89,7 +89,7 @@ async fn leads_confirm(
     first: u32,
     confirmations: usize,
     credentials: Credentials,
-) -> leads::Report {
+) -> load::report::Report {
     let plan = LoadPlan {
         leads: 1,
         credentials,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use load::{
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
-    link::Condition,
+    relay::Condition,
 };
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -35,7 +35,7 @@ async fn past_the_bound_new_calls_are_shed_as_rounds_and_no_answer_is_lost() {
     // times what the replica takes. New work is shed, and some leads give up on it after ten
     // rounds (the Python SDK's cap); a lead who was asked and answered always finishes.
     let plan =
-        FleetPlan { linked: true, extra: vec!["--max-tool-calls".into(), "1".into()], ..FleetPlan::new(1, "memory") };
+        FleetPlan { relayed: true, extra: vec!["--max-tool-calls".into(), "1".into()], ..FleetPlan::new(1, "memory") };
     let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
     fleet.set_api(Condition::Slow(Duration::from_millis(10)));
     let load = LoadPlan { decline_every: 4, replay_every: 5, ..fleet.load_plan(64).unwrap() };

@@ -81,3 +81,34 @@ async fn both_sdks_digest_awkward_arguments_alike() {
     let sealed_there = sdk("seal", KEY_A, "record_return", &arguments, "state-from-python").unwrap();
     assert_eq!(security(KEY_A).open(&sealed_there, &binding), Ok("state-from-python".into()));
 }
+
+/// mrtr's own example, a deployer that asks before it deploys, serves the Python SDK in both
+/// of its modes (2026-07-28 rounds, and legacy's back-channel) over stdio and over HTTP.
+#[tokio::test]
+async fn mrtrs_deploy_example_serves_the_python_sdk_in_both_modes_over_stdio_and_http() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/deploy_client.py");
+    let example = support::example("deploy");
+    let mut http = tokio::process::Command::new(&example);
+    http.args(["--http", "127.0.0.1:0"]);
+    let (_server, url) = support::spawn_printing_url(&mut http).await;
+    for transport in ["stdio", "http"] {
+        let mut client = tokio::process::Command::new(python());
+        client.arg(&script).arg(transport);
+        match transport {
+            "stdio" => client.arg("--").arg(&example),
+            _ => client.arg(&url),
+        };
+        let run = client.kill_on_drop(true).output();
+        let output = tokio::time::timeout(Duration::from_secs(120), run).await.expect("it finished").unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{transport}: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(
+            stdout,
+            "default: 2026-07-28, asked ['Deploy build 412 to production?'], Deployed build 412 to production.\n\
+             default: 2026-07-28, asked ['Deploy build 413 to production?'], Build 413 was not deployed.\n\
+             legacy: 2025-11-25, asked ['Deploy build 412 to production?'], Deployed build 412 to production.\n\
+             legacy: 2025-11-25, asked ['Deploy build 413 to production?'], Build 413 was not deployed.\n",
+            "over {transport}"
+        );
+    }
+}

@@ -1,6 +1,6 @@
-//! The Python SDK's client (mcp 2.3.0) runs the chapter's six programs against `fernhill serve`,
-//! over stdio and over Streamable HTTP, and prints the book's lines. The wire goes through
-//! `fernhill wire`, as the book's programs go through `lib.wire`.
+//! The Python SDK's client (mcp 2.3.0) runs the six example programs against `fernhill serve`,
+//! over stdio and over Streamable HTTP, and prints exactly the reference output in `tests/book/`.
+//! The wire goes through `fernhill wire`, as the Python reference programs go through `lib.wire`.
 
 mod support;
 
@@ -27,7 +27,7 @@ fn script() -> PathBuf {
 }
 
 fn serve_args(program: &str) -> Vec<&'static str> {
-    // The first program shows the 2025 way failing: the server asks and waits.
+    // refund-waits-for-answer shows the 2025 way failing: the server asks and waits.
     if program == "refund-waits-for-answer" { vec!["serve", "--ask-style", "wait"] } else { vec!["serve"] }
 }
 
@@ -78,7 +78,7 @@ async fn the_python_client_gets_the_books_output_over_http() {
     }
 }
 
-/// The Python reference server for one program: the book's own server file, or `shop.py`.
+/// The Python reference server for one program: a reference program run with `--serve`, or `shop.py`.
 fn python_server(program: &str) -> Option<String> {
     let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/python-shop");
     let peer = std::fs::canonicalize(peer).ok()?;

@@ -1,5 +1,8 @@
-//! One session of the host: launch a stdio server, show what it offers, call its tools until
-//! the person quits.
+//! One session of the host: launch a stdio server, or connect to a Streamable HTTP one (signing
+//! in with OAuth when it asks who you are, and again for more scope when a call gets a 403);
+//! show its name and tools; call them until the person quits, or make only the `--call` when
+//! there is no terminal. Each result is printed on stdout (server text made inert), each
+//! JSON-RPC error explained; a stdio server's last stderr lines are shown when it fails.
 
 use std::{
     collections::VecDeque,

@@ -19,8 +19,9 @@ use tokio::time::Instant;
 
 use crate::{
     authorization::{self, Credentials},
-    leads::{Ending, Lead, Percentiles},
+    leads::{Ending, Lead},
     orders::Orders,
+    report::Percentiles,
 };
 
 /// Requests one arrivals client keeps in flight to one server at most.

@@ -16,7 +16,7 @@ use tokio::{
     process::Command,
 };
 
-use crate::{leads::Percentiles, usage::memory};
+use crate::{report::Percentiles, usage::memory};
 
 /// The first request a 2026-07-28 host sends.
 const DISCOVER: &str = concat!(

@@ -30,11 +30,11 @@ pub async fn serve(listener: TcpListener) -> std::io::Result<()> {
     axum::serve(listener, Router::new().route("/mcp", post(answer))).await
 }
 
-/// Start `program --serve-echo 127.0.0.1:0` (this load tool, as a process of its own, so its
+/// Start `program serve-echo 127.0.0.1:0` (this load tool, as a process of its own, so its
 /// CPU time is its own); the child and its MCP endpoint.
 pub async fn start(program: &Path) -> anyhow::Result<(Child, String)> {
     let mut child = Command::new(program)
-        .args(["--serve-echo", "127.0.0.1:0"])
+        .args(["serve-echo", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()

@@ -1,4 +1,4 @@
-//! Faults under load, with the books checked: a linked fleet of three replicas on a Redis of
+//! Faults under load, with the books checked: a relayed fleet of three replicas on a Redis of
 //! its own takes a load of leads (some saying no, some sending their answer twice), a fault
 //! strikes a third of the way in, and afterwards fresh leads must confirm on the same fleet
 //! with nothing failing (it recovered without a restart). Each run is one row of a table:
@@ -12,9 +12,10 @@ use tokio::sync::watch;
 
 use crate::{
     fleet::{Fleet, FleetPlan},
-    leads::{self, LoadPlan, Report},
-    link::Condition,
+    leads::{self, LoadPlan},
     redis_server::RedisServer,
+    relay::Condition,
+    report::Report,
     sentinel::SentinelGroup,
 };
 
@@ -181,7 +182,7 @@ pub fn render(rows: &[FaultRow]) -> String {
     out
 }
 
-/// Run `fault` against a fresh linked fleet of `program` (the fernhill binary) on a fresh Redis.
+/// Run `fault` against a fresh relayed fleet of `program` (the fernhill binary) on a fresh Redis.
 pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Result<FaultRow> {
     let dir = tempfile::tempdir().context("a directory for the run's Redis")?;
     let (mut redis, mut sentinels) = (None, None);
@@ -190,7 +191,7 @@ pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Resu
     } else {
         redis.insert(RedisServer::start(dir.path()).await?).url()
     };
-    let fleet_plan = FleetPlan { linked: true, ..FleetPlan::new(REPLICAS, &store) };
+    let fleet_plan = FleetPlan { relayed: true, ..FleetPlan::new(REPLICAS, &store) };
     let mut fleet = Fleet::start(program, &fleet_plan).await?;
     let (progress, mut finished) = watch::channel(0);
     let load = LoadPlan {

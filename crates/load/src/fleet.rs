@@ -1,7 +1,7 @@
 //! A fleet on this machine: a fresh shop API and several `fernhill serve --http` replicas that
-//! share one sealing key and one store, with no stickiness between them. Linked
-//! ([`FleetPlan::linked`]), every replica and the API sit behind a [`Link`] each, so a fault run
-//! can cut or slow them, and a restarted replica keeps its address.
+//! share one sealing key and one store, with no stickiness between them. Relayed
+//! ([`FleetPlan::relayed`]), every replica and the API sit behind a [`Relay`] each, so a fault
+//! run can cut or slow them, and a restarted replica keeps its address.
 
 use std::{
     net::SocketAddr,
@@ -23,8 +23,8 @@ use tokio::{
 use crate::{
     child_log::ChildLog,
     leads::LoadPlan,
-    link::{Condition, Link},
     orders::Orders,
+    relay::{Condition, Relay},
 };
 
 /// The replicas and the API behind them, stopped when dropped.
@@ -33,13 +33,13 @@ pub struct Fleet {
     store: Arc<Store>,
     /// The first load order no run has been given yet.
     next_order: AtomicU32,
-    /// Each replica's MCP endpoint, as clients reach it (its link's, when linked).
+    /// Each replica's MCP endpoint, as clients reach it (its relay's, when relayed).
     pub urls: Vec<String>,
     replicas: Vec<Child>,
     logs: Vec<ChildLog>,
-    /// When linked: the API's link, and each replica's.
-    api_link: Option<Link>,
-    replica_links: Vec<Link>,
+    /// When relayed: the API's relay, and each replica's.
+    api_relay: Option<Relay>,
+    replica_relays: Vec<Relay>,
 }
 
 /// How to start a fleet.
@@ -56,8 +56,8 @@ pub struct FleetPlan {
     pub extra: Vec<String>,
     /// The replicas' log filter (`RUST_LOG`); their logs pass through to this process's stderr.
     pub log_filter: String,
-    /// Put the API and every replica behind a [`Link`] of its own.
-    pub linked: bool,
+    /// Put the API and every replica behind a [`Relay`] of its own.
+    pub relayed: bool,
     /// Give replica N the audit log `replica-N.jsonl` in this folder (and the name `replica-N`).
     pub audit_logs: Option<std::path::PathBuf>,
 }
@@ -74,7 +74,7 @@ impl FleetPlan {
             keys: hex(&key),
             extra: Vec::new(),
             log_filter: "warn".to_owned(),
-            linked: false,
+            relayed: false,
             audit_logs: None,
         }
     }
@@ -89,11 +89,11 @@ impl Fleet {
     pub async fn start(program: &Path, plan: &FleetPlan) -> anyhow::Result<Fleet> {
         let store = Arc::new(Store::open(None)?);
         let api = shop_api::spawn_loopback(store.clone()).await.context("starting the shop's API")?;
-        let api_link = match plan.linked {
-            true => Some(Link::start(api.addr).await?),
+        let api_relay = match plan.relayed {
+            true => Some(Relay::start(api.addr).await?),
             false => None,
         };
-        let api_url = api_link.as_ref().map_or_else(|| api.url.clone(), |link| link.url(""));
+        let api_url = api_relay.as_ref().map_or_else(|| api.url.clone(), |relay| relay.url(""));
         let mut fleet = Fleet {
             api,
             store,
@@ -101,15 +101,15 @@ impl Fleet {
             urls: Vec::new(),
             replicas: Vec::new(),
             logs: Vec::new(),
-            api_link,
-            replica_links: Vec::new(),
+            api_relay,
+            replica_relays: Vec::new(),
         };
         for index in 0..plan.replicas {
             let (child, mut url, log) = start_replica(program, &api_url, plan, index).await?;
-            if plan.linked {
-                let link = Link::start(address_of(&url)?).await?;
-                url = link.url("/mcp");
-                fleet.replica_links.push(link);
+            if plan.relayed {
+                let relay = Relay::start(address_of(&url)?).await?;
+                url = relay.url("/mcp");
+                fleet.replica_relays.push(relay);
             }
             fleet.replicas.push(child);
             fleet.urls.push(url);
@@ -138,10 +138,10 @@ impl Fleet {
         self.replicas.iter().filter_map(Child::id).collect()
     }
 
-    /// Cut, slow or restore the replicas' way to the shop's API (a linked fleet only).
+    /// Cut, slow or restore the replicas' way to the shop's API (a relayed fleet only).
     pub fn set_api(&self, condition: Condition) {
-        if let Some(link) = &self.api_link {
-            link.set(condition);
+        if let Some(relay) = &self.api_relay {
+            relay.set(condition);
         }
     }
 
@@ -176,11 +176,11 @@ impl Fleet {
     /// Start a new replica in place of `index`, with `plan`'s keys and store.
     pub async fn restart(&mut self, program: &Path, index: usize, plan: &FleetPlan) -> anyhow::Result<()> {
         let _ = self.replicas[index].kill().await;
-        let api_url = self.api_link.as_ref().map_or_else(|| self.api.url.clone(), |link| link.url(""));
+        let api_url = self.api_relay.as_ref().map_or_else(|| self.api.url.clone(), |relay| relay.url(""));
         let (child, url, log) = start_replica(program, &api_url, plan, index).await?;
-        match self.replica_links.get(index) {
-            // Clients keep the link's address; it now leads to the new process.
-            Some(link) => link.point_at(address_of(&url)?),
+        match self.replica_relays.get(index) {
+            // Clients keep the relay's address; it now leads to the new process.
+            Some(relay) => relay.point_at(address_of(&url)?),
             None => self.urls[index] = url,
         }
         self.replicas[index] = child;

@@ -4,7 +4,8 @@
 //! the lead's yes and the state (answered complete), again and again. Each request goes to the
 //! next server URL in turn, so a call's rounds land on different replicas. At the end the shop's
 //! API is asked for every refund: each must be released (`requested`) exactly once. The servers
-//! can be this project's or any other that serves the chapter's tools (the Python reference).
+//! can be this project's or any other that serves the same `quote_refund` and `issue_refund`
+//! (the Python reference).
 //!
 //! Under faults ([`crate::faults`]) the leads behave as a host behind a load balancer does: a
 //! round that meets no server (connection refused or cut) goes to the next one, which is safe
@@ -32,6 +33,7 @@ use tokio::sync::watch;
 use crate::{
     authorization::{self, Credentials},
     orders::Orders,
+    report::Report,
     usage::{self, CpuWatch},
 };
 
@@ -42,6 +44,16 @@ const ROUND_DEADLINE: Duration = Duration::from_secs(30);
 const SHED_PAUSE: Duration = Duration::from_millis(50);
 const SHED_PAUSE_MAX: Duration = Duration::from_millis(250);
 const SHED_ROUNDS: usize = 10;
+
+/// The `_meta` key of a tool-error result that says, for programs, why the tool refused an
+/// answer. The server sets it in `shop_mcp::tool_error` ([`ToolError::into_result`], under
+/// [`shop_mcp::tool_error::REFUSAL_META`]); the load reads it rather than the error's words.
+///
+/// [`ToolError::into_result`]: shop_mcp::tool_error::ToolError::into_result
+pub const REFUSAL_META: &str = "fernhill/refusal";
+/// The refusal under [`REFUSAL_META`] of an answer whose refund the shop's API no longer holds
+/// (its 409): a replayed answer that the once-only record let through.
+pub const NOT_HELD: &str = "not_held";
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -95,146 +107,6 @@ impl LoadPlan {
     }
 }
 
-/// Latency percentiles of one step.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Percentiles {
-    pub p50: Duration,
-    pub p95: Duration,
-    pub p99: Duration,
-}
-
-impl Percentiles {
-    /// From samples (sorted here; a few thousand samples need no sketch).
-    pub fn of(samples: &mut [Duration]) -> Self {
-        samples.sort_unstable();
-        let at = |q: f64| {
-            if samples.is_empty() {
-                return Duration::ZERO;
-            }
-            let index = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
-            samples[index]
-        };
-        Self { p50: at(0.50), p95: at(0.95), p99: at(0.99) }
-    }
-}
-
-/// Where the refunds of a run ended, by the shop's API.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Ended {
-    pub requested: usize,
-    pub needs_confirmation: usize,
-    pub cancelled: usize,
-}
-
-/// What a run measured and found.
-#[derive(Debug, Clone)]
-pub struct Report {
-    /// Confirmations started.
-    pub attempted: usize,
-    /// Confirmations that ended as their lead said (released on a yes, cancelled on a no).
-    pub confirmations: usize,
-    /// Confirmations that ended in an error the server worded (a tool error, a JSON-RPC error).
-    pub failed_clear: usize,
-    /// Confirmations that ended with no word from any server (every replica unreachable, no
-    /// reply within the round's deadline, an answer of the wrong shape).
-    pub failed_unclear: usize,
-    /// Failed confirmations whose lead had been asked (and answered): lost answers.
-    pub failed_after_asking: usize,
-    /// Rounds that met no server and went to the next one.
-    pub rerouted: usize,
-    /// Rounds a busy server shed (answered with a state only), sent again after a pause.
-    pub shed: usize,
-    pub elapsed: Duration,
-    pub quote: Percentiles,
-    pub ask: Percentiles,
-    pub confirm: Percentiles,
-    pub whole: Percentiles,
-    /// Refunds the API shows released that a lead was told were released, each counted once
-    /// (when the books were checked).
-    pub released: usize,
-    /// Whether the books were checked through the shop's API.
-    pub books: bool,
-    /// Refunds that more than one reply called released.
-    pub released_twice: usize,
-    /// Replayed answers that the once-only record let through (a claim lost) and only the
-    /// shop's API refused: the API keeps the count right, so this shows what the record did.
-    pub replays_past_the_record: usize,
-    /// Where this run's refunds ended, by the API.
-    pub ended: Ended,
-    /// Refunds that ended otherwise than their lead said (a yes cancelled, a no released, a
-    /// reply that the API contradicts).
-    pub inconsistent: usize,
-    /// What went wrong, in words: failed confirmations, and what the books showed.
-    pub problems: Vec<String>,
-    /// The CPU time each watched server process spent during the run (none watched: empty).
-    pub server_cpu: Vec<(u32, Duration)>,
-    /// Each watched server process's resident memory at the end of the run, in bytes.
-    pub server_memory: Vec<(u32, u64)>,
-}
-
-impl Report {
-    pub fn per_second(&self) -> f64 {
-        self.confirmations as f64 / self.elapsed.as_secs_f64().max(f64::EPSILON)
-    }
-
-    /// The watched servers' CPU time per confirmation that ended as its lead said.
-    pub fn server_cpu_per_confirmation(&self) -> Option<Duration> {
-        let spent: Duration = self.server_cpu.iter().map(|(_, spent)| *spent).sum();
-        (!self.server_cpu.is_empty()).then(|| spent.div_f64(self.confirmations.max(1) as f64))
-    }
-
-    /// The report as a person reads it.
-    pub fn render(&self) -> String {
-        let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1000.0);
-        let row =
-            |name: &str, p: &Percentiles| format!("{name:<22} {:>9} {:>9} {:>9}\n", ms(p.p50), ms(p.p95), ms(p.p99));
-        let mut out = format!(
-            "confirmations: {} in {:.2} s = {:.1} per second\n",
-            self.confirmations,
-            self.elapsed.as_secs_f64(),
-            self.per_second()
-        );
-        if self.books {
-            out.push_str(&format!("released exactly once: {} of {}\n", self.released, self.confirmations));
-        }
-        if self.attempted != self.confirmations || self.rerouted > 0 || self.shed > 0 {
-            out.push_str(&format!(
-                "attempted {}, failed with a clear error {}, failed unclearly {}, rounds rerouted {}, rounds shed {}, \
-                 released twice {}\n",
-                self.attempted, self.failed_clear, self.failed_unclear, self.rerouted, self.shed, self.released_twice
-            ));
-        }
-        if let Some(each) = self.server_cpu_per_confirmation() {
-            let per_process: Vec<String> = (self.server_cpu.iter())
-                .map(|(pid, spent)| {
-                    let ms = spent.as_secs_f64() * 1000.0 / self.confirmations.max(1) as f64;
-                    format!("pid {pid} {ms:.3} ms")
-                })
-                .collect();
-            out.push_str(&format!(
-                "server CPU: {:.3} ms per confirmation, user + system ({})\n",
-                each.as_secs_f64() * 1000.0,
-                per_process.join(", ")
-            ));
-        }
-        if !self.server_memory.is_empty() {
-            let each: Vec<String> = (self.server_memory.iter())
-                .map(|(pid, bytes)| format!("pid {pid} {:.1} MiB", *bytes as f64 / (1024.0 * 1024.0)))
-                .collect();
-            out.push_str(&format!("server memory at the end: {}\n", each.join(", ")));
-        }
-        out.push_str(&format!("{:<22} {:>9} {:>9} {:>9}\n", "latency (ms)", "p50", "p95", "p99"));
-        out.push_str(&row("quote_refund", &self.quote));
-        out.push_str(&row("issue_refund, asks", &self.ask));
-        out.push_str(&row("issue_refund, retry", &self.confirm));
-        out.push_str(&row("whole confirmation", &self.whole));
-        for problem in self.problems.iter().take(20) {
-            out.push_str(&format!("problem: {problem}\n"));
-        }
-        out
-    }
-}
-
 /// How one confirmation ended.
 pub(crate) enum Ending {
     /// As the lead said; the refund's ID and the status the server reported.
@@ -249,24 +121,73 @@ pub(crate) enum Ending {
 pub(crate) struct Confirmation {
     quote_id: Option<String>,
     /// The lead was asked: the API made (or holds) the quote's refund.
-    asked: bool,
+    pub(crate) asked: bool,
     says_yes: bool,
     pub(crate) ending: Ending,
     /// Replies that called the refund released (more than one is a double release).
     released_replies: usize,
     /// Its replayed answer passed the once-only record (a claim lost) and met the API's 409.
-    past_the_record: bool,
+    pub(crate) past_the_record: bool,
 }
 
 /// Run `plan` and check the shop's API afterwards.
 pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
     anyhow::ensure!(!plan.urls.is_empty(), "load needs at least one server URL");
-    let next_url = Arc::new(AtomicUsize::new(0));
-    let next_confirmation = Arc::new(AtomicUsize::new(0));
-    let rerouted = Arc::new(AtomicUsize::new(0));
-    let shed = Arc::new(AtomicUsize::new(0));
-    let finished = Arc::new(Mutex::new(Vec::with_capacity(plan.confirmations)));
-    // Every lead has a connection to every server, so any round can go anywhere.
+    let leads = connect(plan).await?;
+    let cpu = match plan.server_pids.is_empty() {
+        true => None,
+        false => Some(CpuWatch::start(&plan.server_pids)?),
+    };
+    let started = Instant::now();
+    let shared = Arc::new(Shared::new(plan.confirmations));
+    work(plan, leads, &shared).await?;
+    let mut report = Report { elapsed: started.elapsed(), books: plan.books, ..Report::default() };
+    (report.server_cpu, report.server_memory) = server_usage(&plan.server_pids, cpu.as_ref())?;
+    (report.rerouted, report.shed) = (shared.rerouted.load(Ordering::Relaxed), shared.shed.load(Ordering::Relaxed));
+    let finished = std::mem::take(&mut *shared.finished.lock().unwrap_or_else(|p| p.into_inner()));
+    report.count(&finished);
+    if plan.books {
+        check_books(&plan.shop_api, &finished, &mut report).await?;
+    }
+    Ok(report)
+}
+
+/// What the leads of a run share: where the next round goes, which confirmation is next, the
+/// rounds rerouted and shed, and the confirmations finished.
+struct Shared {
+    next_url: AtomicUsize,
+    next_confirmation: AtomicUsize,
+    rerouted: AtomicUsize,
+    shed: AtomicUsize,
+    finished: Mutex<Vec<Confirmation>>,
+}
+
+impl Shared {
+    fn new(confirmations: usize) -> Self {
+        Self {
+            next_url: AtomicUsize::new(0),
+            next_confirmation: AtomicUsize::new(0),
+            rerouted: AtomicUsize::new(0),
+            shed: AtomicUsize::new(0),
+            finished: Mutex::new(Vec::with_capacity(confirmations)),
+        }
+    }
+
+    /// The number of the next confirmation to go through, while any of `confirmations` is left.
+    fn take(&self, confirmations: usize) -> Option<usize> {
+        Some(self.next_confirmation.fetch_add(1, Ordering::Relaxed)).filter(|&number| number < confirmations)
+    }
+
+    /// Keep a finished confirmation; how many have finished.
+    fn finish(&self, confirmation: Confirmation) -> usize {
+        let mut finished = self.finished.lock().unwrap_or_else(|p| p.into_inner());
+        finished.push(confirmation);
+        finished.len()
+    }
+}
+
+/// A connection from every lead to every server, so any round can go anywhere.
+async fn connect(plan: &LoadPlan) -> anyhow::Result<Vec<Vec<Client<ScriptedUser>>>> {
     let mut leads = Vec::new();
     for lead in 0..plan.leads.max(1) {
         let mut clients = Vec::new();
@@ -277,115 +198,52 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
         }
         leads.push(clients);
     }
-    let cpu = match plan.server_pids.is_empty() {
-        true => None,
-        false => Some(CpuWatch::start(&plan.server_pids)?),
-    };
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for clients in leads {
-        let (next_url, next_confirmation, rerouted, shed, finished, plan) = (
-            next_url.clone(),
-            next_confirmation.clone(),
-            rerouted.clone(),
-            shed.clone(),
-            finished.clone(),
-            plan.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            let lead = Lead { clients: &clients, next_url: &next_url, rerouted: &rerouted, shed: &shed };
-            loop {
-                let number = next_confirmation.fetch_add(1, Ordering::Relaxed);
-                if number >= plan.confirmations {
-                    break;
-                }
-                let nth = |every: usize| every != 0 && (number + 1) % every == 0;
-                let order = plan.orders.next();
-                let confirmation = match plan.leave_unanswered {
-                    true => lead.ask(&order).await,
-                    false => lead.confirm(&order, !nth(plan.decline_every), nth(plan.replay_every)).await,
-                };
-                let done = {
-                    let mut finished = finished.lock().unwrap_or_else(|p| p.into_inner());
-                    finished.push(confirmation);
-                    finished.len()
-                };
-                if let Some(progress) = &plan.progress {
-                    progress.send_replace(done);
-                }
-            }
-            for client in clients {
-                let _ = client.close().await;
-            }
-        }));
-    }
+    Ok(leads)
+}
+
+/// Every lead at work at once, each on its own task, until the plan's confirmations are done.
+async fn work(plan: &LoadPlan, leads: Vec<Vec<Client<ScriptedUser>>>, shared: &Arc<Shared>) -> anyhow::Result<()> {
+    // One copy for the tasks, gone (and with it the progress sender) when the last one ends.
+    let plan = Arc::new(plan.clone());
+    let tasks: Vec<_> =
+        (leads.into_iter()).map(|clients| tokio::spawn(work_through(plan.clone(), clients, shared.clone()))).collect();
     for task in tasks {
         task.await.context("a lead's task failed")?;
     }
-    let elapsed = started.elapsed();
-    let server_cpu = match &cpu {
+    Ok(())
+}
+
+/// One lead: confirmations, one after another, while any is left; then its connections closed.
+async fn work_through(plan: Arc<LoadPlan>, clients: Vec<Client<ScriptedUser>>, shared: Arc<Shared>) {
+    let lead = Lead { clients: &clients, next_url: &shared.next_url, rerouted: &shared.rerouted, shed: &shared.shed };
+    while let Some(number) = shared.take(plan.confirmations) {
+        let nth = |every: usize| every != 0 && (number + 1) % every == 0;
+        let order = plan.orders.next();
+        let confirmation = match plan.leave_unanswered {
+            true => lead.ask(&order).await,
+            false => lead.confirm(&order, !nth(plan.decline_every), nth(plan.replay_every)).await,
+        };
+        let done = shared.finish(confirmation);
+        if let Some(progress) = &plan.progress {
+            progress.send_replace(done);
+        }
+    }
+    for client in clients {
+        let _ = client.close().await;
+    }
+}
+
+/// CPU time spent and resident memory in bytes, by process ID.
+type Usage = (Vec<(u32, Duration)>, Vec<(u32, u64)>);
+
+/// The CPU time the watched server processes spent since `cpu` began, and their memory now.
+fn server_usage(pids: &[u32], cpu: Option<&CpuWatch>) -> anyhow::Result<Usage> {
+    let spent = match cpu {
         Some(watch) => watch.spent()?,
         None => Vec::new(),
     };
-    let server_memory =
-        plan.server_pids.iter().map(|&pid| Ok((pid, usage::memory(pid, "VmRSS")?))).collect::<anyhow::Result<_>>()?;
-    let finished = std::mem::take(&mut *finished.lock().unwrap_or_else(|p| p.into_inner()));
-    let mut report = Report {
-        attempted: finished.len(),
-        confirmations: 0,
-        failed_clear: 0,
-        failed_unclear: 0,
-        failed_after_asking: 0,
-        rerouted: rerouted.load(Ordering::Relaxed),
-        shed: shed.load(Ordering::Relaxed),
-        elapsed,
-        quote: Percentiles::default(),
-        ask: Percentiles::default(),
-        confirm: Percentiles::default(),
-        whole: Percentiles::default(),
-        released: 0,
-        books: plan.books,
-        released_twice: 0,
-        replays_past_the_record: finished.iter().filter(|c| c.past_the_record).count(),
-        ended: Ended::default(),
-        inconsistent: 0,
-        problems: Vec::new(),
-        server_cpu,
-        server_memory,
-    };
-    let (mut quote, mut ask, mut confirm, mut whole) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for confirmation in &finished {
-        if confirmation.asked && !matches!(confirmation.ending, Ending::Done { .. }) {
-            report.failed_after_asking += 1;
-        }
-        match &confirmation.ending {
-            Ending::Done { times, .. } => {
-                report.confirmations += 1;
-                quote.push(times[0]);
-                ask.push(times[1]);
-                confirm.push(times[2]);
-                whole.push(times[0] + times[1] + times[2]);
-            }
-            Ending::Clear(words) => {
-                report.failed_clear += 1;
-                report.problems.push(words.clone());
-            }
-            Ending::Unclear(words) => {
-                report.failed_unclear += 1;
-                report.problems.push(format!("no word from any server: {words}"));
-            }
-        }
-    }
-    (report.quote, report.ask, report.confirm, report.whole) = (
-        Percentiles::of(&mut quote),
-        Percentiles::of(&mut ask),
-        Percentiles::of(&mut confirm),
-        Percentiles::of(&mut whole),
-    );
-    if plan.books {
-        check_books(&plan.shop_api, &finished, &mut report).await?;
-    }
-    Ok(report)
+    let memory = pids.iter().map(|&pid| Ok((pid, usage::memory(pid, "VmRSS")?))).collect::<anyhow::Result<_>>()?;
+    Ok((spent, memory))
 }
 
 /// One lead's connections, one per server, and where the next round goes.
@@ -477,6 +335,8 @@ impl Lead<'_> {
         confirmation
     }
 
+    /// The rounds of one confirmation, each noted in `confirmation` as it goes; how it ended
+    /// (`Err`: early).
     async fn rounds(
         &self,
         order: &str,
@@ -508,14 +368,8 @@ impl Lead<'_> {
         if status == "requested" {
             confirmation.released_replies += 1;
         }
-        if replays && let Round::Answered(CallToolResponse::Complete(replayed)) = self.round(again).await {
-            if mrtr::client::field(&replayed, "status") == Some("requested") {
-                confirmation.released_replies += 1;
-            }
-            // The once-only record should have refused the replay; the API's 409 did instead.
-            if mrtr::client::text(&replayed).contains("is not held any more") {
-                confirmation.past_the_record = true;
-            }
+        if replays {
+            self.replay(again, confirmation).await;
         }
         let expected = if confirmation.says_yes { "requested" } else { "cancelled" };
         if status != expected {
@@ -523,6 +377,25 @@ impl Lead<'_> {
         }
         Ok(Ending::Done { times: [t1 - t0, t2 - t1, t3 - t2], refund_id, status })
     }
+
+    /// Send the answer again, as a host does whose reply was lost: a second release would show
+    /// in `released_replies`, and a refusal by the API rather than the once-only record in
+    /// `past_the_record`.
+    async fn replay(&self, again: CallToolRequestParams, confirmation: &mut Confirmation) {
+        let Round::Answered(CallToolResponse::Complete(replayed)) = self.round(again).await else { return };
+        if mrtr::client::field(&replayed, "status") == Some("requested") {
+            confirmation.released_replies += 1;
+        }
+        // The once-only record should have refused the replay; the API's 409 did instead.
+        if refusal(&replayed) == Some(NOT_HELD) {
+            confirmation.past_the_record = true;
+        }
+    }
+}
+
+/// Why a tool refused, by the result's [`REFUSAL_META`] (none: no refusal a program can tell).
+fn refusal(result: &CallToolResult) -> Option<&str> {
+    result.meta.as_ref()?.get(REFUSAL_META)?.as_str()
 }
 
 fn unreached(error: &ClientError) -> String {
@@ -591,37 +464,7 @@ async fn check_books(api: &str, finished: &[Confirmation], report: &mut Report) 
     for refund in refunds_of(&api, finished).await? {
         let Some(confirmation) = by_quote.get(refund.quote_id.as_str()) else { continue };
         seen.insert(refund.quote_id.as_str().to_owned());
-        match refund.status {
-            RefundStatus::Requested => report.ended.requested += 1,
-            RefundStatus::NeedsConfirmation => report.ended.needs_confirmation += 1,
-            RefundStatus::Cancelled => report.ended.cancelled += 1,
-        }
-        let said = match refund.status {
-            RefundStatus::Requested => confirmation.says_yes,
-            RefundStatus::Cancelled => !confirmation.says_yes,
-            RefundStatus::NeedsConfirmation => true,
-        };
-        let told = match &confirmation.ending {
-            Ending::Done { status, .. } => *status == refund.status.to_string(),
-            _ => true,
-        };
-        if !said || !told {
-            report.inconsistent += 1;
-            let answer = if confirmation.says_yes { "yes" } else { "no" };
-            report
-                .problems
-                .push(format!("refund {} is {} after its lead said {answer}", refund.refund_id, refund.status));
-        }
-        if confirmation.released_replies > 1 {
-            report.released_twice += 1;
-            report.problems.push(format!("refund {} was called released by two replies", refund.refund_id));
-        }
-        if let Ending::Done { refund_id, .. } = &confirmation.ending
-            && refund.status == RefundStatus::Requested
-            && *refund_id == refund.refund_id.as_str()
-        {
-            report.released += 1;
-        }
+        book(&refund, confirmation, report);
     }
     for confirmation in finished {
         if let (true, Some(quote_id)) = (confirmation.asked, &confirmation.quote_id)
@@ -634,4 +477,68 @@ async fn check_books(api: &str, finished: &[Confirmation], report: &mut Report) 
         }
     }
     Ok(())
+}
+
+/// One refund of the API's against the confirmation that made it: where it ended, whether as
+/// its lead said and was told, whether two replies called it released, whether it counts as
+/// released exactly once.
+fn book(refund: &shop_api::Refund, confirmation: &Confirmation, report: &mut Report) {
+    match refund.status {
+        RefundStatus::Requested => report.ended.requested += 1,
+        RefundStatus::NeedsConfirmation => report.ended.needs_confirmation += 1,
+        RefundStatus::Cancelled => report.ended.cancelled += 1,
+    }
+    let said = match refund.status {
+        RefundStatus::Requested => confirmation.says_yes,
+        RefundStatus::Cancelled => !confirmation.says_yes,
+        RefundStatus::NeedsConfirmation => true,
+    };
+    let told = match &confirmation.ending {
+        Ending::Done { status, .. } => *status == refund.status.to_string(),
+        _ => true,
+    };
+    if !said || !told {
+        report.inconsistent += 1;
+        let answer = if confirmation.says_yes { "yes" } else { "no" };
+        report.problems.push(format!("refund {} is {} after its lead said {answer}", refund.refund_id, refund.status));
+    }
+    if confirmation.released_replies > 1 {
+        report.released_twice += 1;
+        report.problems.push(format!("refund {} was called released by two replies", refund.refund_id));
+    }
+    if let Ending::Done { refund_id, .. } = &confirmation.ending
+        && refund.status == RefundStatus::Requested
+        && *refund_id == refund.refund_id.as_str()
+    {
+        report.released += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shop_mcp::tool_error::{self, Refusal, ToolError};
+
+    use super::*;
+
+    #[test]
+    fn the_refusal_is_read_where_the_server_puts_it() {
+        assert_eq!(REFUSAL_META, tool_error::REFUSAL_META);
+        assert_eq!(NOT_HELD, Refusal::NotHeld.label());
+        let not_held = ToolError::refusal(Refusal::NotHeld, "Refund R-0111 is gone.").into_result("issue_refund");
+        assert_eq!(refusal(&not_held), Some(NOT_HELD));
+        // As it crosses the wire: `_meta` on the result, read back by the client.
+        let wire = serde_json::to_value(&not_held).unwrap();
+        assert_eq!(wire["_meta"][REFUSAL_META], NOT_HELD, "{wire}");
+        let read: CallToolResult = serde_json::from_value(wire).unwrap();
+        assert_eq!(refusal(&read), Some(NOT_HELD));
+        let answered = ToolError::refusal(Refusal::Answered, "Already answered.").into_result("issue_refund");
+        assert_eq!(refusal(&answered), Some("answered"));
+    }
+
+    #[test]
+    fn the_words_alone_are_no_refusal() {
+        let worded =
+            ToolError::new("Refund R-0111 is not held any more, so it can't be released again.").into_result("x");
+        assert_eq!(refusal(&worded), None);
+    }
 }

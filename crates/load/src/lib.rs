@@ -1,21 +1,25 @@
 //! Load on a fleet: simulated support leads confirming refunds over MCP on HTTP, against
-//! servers given by URL or a fleet started on this machine, and the books checked afterwards.
+//! servers given by URL or a fleet started on this machine, and the books checked afterwards
+//! (the shop's API asked where every refund ended, against what each lead said and was told).
 //!
 //! - [`leads`]: the leads. Each does `quote_refund` → `issue_refund` (answered
 //!   `input_required`) → the retry with a yes and the state, each round to the next server in
 //!   turn, so a call's rounds land on different replicas; then the shop's API is asked whether
-//!   every refund was released exactly once. Percentiles per step.
+//!   every refund was released exactly once.
+//! - [`report`]: what a run of leads found: its confirmations counted, percentiles per step,
+//!   the books, the servers' CPU time and memory, and the report as a person reads it;
 //! - [`fleet`]: a fresh shop API and several `fernhill serve --http` replicas sharing one key
 //!   and one store, with no stickiness; a replica can be killed and restarted.
 //! - [`arrivals`]: confirmations arriving at a fixed rate (an open loop, to overload a
 //!   server), and the goodput: those finished within a person's patience;
 //! - [`faults`]: a fault (a replica killed or restarted, Redis restarted or failed over, the
-//!   API down or slow) striking a linked fleet under load, and the books checked: one row of a table each.
+//!   API down or slow) striking a relayed fleet under load, and the books checked: one row of a
+//!   table each.
 //! - [`overload`]: one bounded replica's capacity, then 2x and 5x that arriving, shed or
 //!   queued past the bound: goodput side by side;
 //! - [`orders`]: which order each confirmation refunds (an order is refunded once, so a run
 //!   needs one for each; the API adds them for load tests);
-//! - [`link`]: a TCP relay in front of a replica or the API, that a fault run cuts or slows;
+//! - [`relay`]: a TCP relay in front of a replica or the API, that a fault run cuts or slows;
 //! - [`redis_server`]: a Redis of a run's own, to stop and start again, and [`sentinel`]: a
 //!   primary, a replica and a Sentinel, to fail over;
 //! - [`cold_start`]: a stdio server's start to its first answer, and its peak memory;
@@ -25,19 +29,22 @@
 //! - [`child_log`]: a child process's stderr, collected so a caller can wait for a line;
 //! - [`authorization`]: how the leads authorize with servers that ask for OAuth.
 //!
-//! The binary, `fernhill-load`, is a thin command line over these.
+//! The binary, `fernhill-load`, is a thin command line over these: a subcommand each
+//! ([`commands`]).
 
 pub mod arrivals;
 pub mod authorization;
 pub mod child_log;
 pub mod cold_start;
+pub mod commands;
 pub mod echo;
 pub mod faults;
 pub mod fleet;
 pub mod leads;
-pub mod link;
 pub mod orders;
 pub mod overload;
 pub mod redis_server;
+pub mod relay;
+pub mod report;
 pub mod sentinel;
 pub mod usage;

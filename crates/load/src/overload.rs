@@ -1,5 +1,5 @@
 //! Overload, measured: one replica bounded to a few tool calls at once, over a shop API that
-//! takes a few milliseconds a request (a link slows it), so the replica saturates on its own
+//! takes a few milliseconds a request (a relay slows it), so the replica saturates on its own
 //! bound long before this machine runs out of CPU for the load. Its capacity is measured with
 //! leads (a closed loop); then confirmations arrive at 2x and 5x that rate (an open loop), once
 //! with shedding (a call past the bound gets a state-only round and comes back) and once with
@@ -13,7 +13,7 @@ use crate::{
     authorization::Credentials,
     fleet::{Fleet, FleetPlan},
     leads,
-    link::Condition,
+    relay::Condition,
 };
 
 /// How to overload.
@@ -21,7 +21,7 @@ use crate::{
 pub struct OverloadPlan {
     /// The replica's --max-tool-calls.
     pub limit: usize,
-    /// What the API link adds to every request.
+    /// What the API's relay adds to every request.
     pub api_delay: Duration,
     /// How long confirmations arrive, per run.
     pub duration: Duration,
@@ -78,7 +78,7 @@ pub async fn run(program: &Path, plan: &OverloadPlan) -> anyhow::Result<(f64, Ve
 
 async fn replica(program: &Path, plan: &OverloadPlan, when_busy: &str) -> anyhow::Result<Fleet> {
     let fleet_plan = FleetPlan {
-        linked: true,
+        relayed: true,
         log_filter: "error".to_owned(),
         extra: vec!["--max-tool-calls".into(), plan.limit.to_string(), "--when-busy".into(), when_busy.into()],
         ..FleetPlan::new(1, "memory")

@@ -1,6 +1,6 @@
-//! `fernhill-load` as a person runs it: its help, a small fleet it starts itself whose every
-//! refund it checks in the shop's API and whose CPU time it reports, the echo floor, questions
-//! left unanswered, and a stdio server's cold start.
+//! `fernhill-load` as a person runs it: its subcommands and their help, a small fleet it starts
+//! itself whose every refund it checks in the shop's API and whose CPU time it reports, the echo
+//! floor, questions left unanswered, a stdio server's cold start, and what it refuses to run.
 
 use std::{path::PathBuf, time::Duration};
 
@@ -17,32 +17,54 @@ fn fernhill() -> PathBuf {
     path
 }
 
+async fn help(args: &[&str]) -> String {
+    let output = Command::new(load()).args(args).arg("--help").output().await.unwrap();
+    assert!(output.status.success(), "{args:?} --help failed");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 #[tokio::test]
-async fn help_says_what_it_does() {
-    let output = Command::new(load()).arg("--help").output().await.unwrap();
-    let help = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success());
-    for flag in [
-        "--replicas",
-        "--url",
-        "--shop-api",
-        "--store",
-        "--leads",
-        "--confirmations",
-        "--fernhill",
-        "--pid",
-        "--echo",
-        "--cold-start",
-        "--leave-unanswered",
-    ] {
-        assert!(help.contains(flag), "--help does not mention {flag}:\n{help}");
+async fn help_says_what_each_subcommand_does() {
+    let top = help(&[]).await;
+    for subcommand in ["confirm", "fleet", "echo", "cold-start", "faults", "overload"] {
+        assert!(top.contains(subcommand), "--help does not list {subcommand}:\n{top}");
+    }
+    // The floor's own process is started by `echo`, not by a person.
+    assert!(!top.contains("serve-echo"), "{top}");
+    let expected: [(&str, &[&str]); 6] = [
+        (
+            "confirm",
+            &[
+                "--url",
+                "--shop-api",
+                "--order",
+                "--leads",
+                "--confirmations",
+                "--pid",
+                "--leave-unanswered",
+                "--rate",
+                "--client-id",
+                "--token-command",
+            ],
+        ),
+        ("fleet", &["--replicas", "--store", "--fernhill", "--replica-log", "--leads", "--leave-unanswered", "--rate"]),
+        ("echo", &["--leads", "--confirmations", "--pid"]),
+        ("cold-start", &["<RUNS>", "<COMMAND>", "server/discover"]),
+        ("faults", &["--all", "kill-replica", "fail-over-redis", "api-slow", "--confirmations", "--fernhill"]),
+        ("overload", &["--duration", "--patience", "--fernhill"]),
+    ];
+    for (subcommand, flags) in expected {
+        let text = help(&[subcommand]).await;
+        for flag in flags {
+            assert!(text.contains(flag), "{subcommand} --help does not mention {flag}:\n{text}");
+        }
     }
 }
 
 #[tokio::test]
 async fn a_fleet_it_starts_releases_every_refund_once() {
     let run = Command::new(load())
-        .args(["--replicas", "2", "--store", "redis://127.0.0.1:6379", "--leads", "2", "--confirmations", "6"])
+        .args(["fleet", "--replicas", "2", "--store", "redis://127.0.0.1:6379", "--leads", "2", "--confirmations", "6"])
         .arg("--fernhill")
         .arg(fernhill())
         .kill_on_drop(true)
@@ -67,7 +89,7 @@ async fn run(args: &[&str]) -> (bool, String, String) {
 
 #[tokio::test]
 async fn the_echo_floor_answers_confirmations_and_its_cpu_is_reported() {
-    let (ok, stdout, stderr) = run(&["--echo", "--leads", "2", "--confirmations", "20"]).await;
+    let (ok, stdout, stderr) = run(&["echo", "--leads", "2", "--confirmations", "20"]).await;
     assert!(ok, "{stdout}\n{stderr}");
     assert!(stdout.contains("started the echo floor on http://127.0.0.1:"), "{stdout}");
     assert!(stdout.contains("confirmations: 20 in "), "{stdout}");
@@ -79,8 +101,7 @@ async fn the_echo_floor_answers_confirmations_and_its_cpu_is_reported() {
 #[tokio::test]
 async fn questions_left_unanswered_leave_their_refunds_held() {
     let fernhill = fernhill().display().to_string();
-    let args =
-        ["--replicas", "1", "--leave-unanswered", "--leads", "2", "--confirmations", "8", "--fernhill", &fernhill];
+    let args = ["fleet", "--leave-unanswered", "--leads", "2", "--confirmations", "8", "--fernhill", &fernhill];
     let (ok, stdout, stderr) = run(&args).await;
     assert!(ok, "{stdout}\n{stderr}");
     assert!(stdout.contains("confirmations: 8 in "), "{stdout}");
@@ -91,29 +112,46 @@ async fn questions_left_unanswered_leave_their_refunds_held() {
 async fn a_stdio_servers_cold_start_is_timed_and_an_answer_of_the_wrong_kind_is_refused() {
     let fernhill = fernhill().display().to_string();
     // The shop's API is not asked before the first tool call: none needs to run.
-    let args = ["--cold-start", "2", "--", &fernhill, "serve", "--shop-api", "http://127.0.0.1:9"];
+    let args = ["cold-start", "2", "--", &fernhill, "serve", "--shop-api", "http://127.0.0.1:9"];
     let (ok, stdout, stderr) = run(&args).await;
     assert!(ok, "{stdout}\n{stderr}");
     assert!(stdout.contains("cold start to the server/discover answer, 2 runs: p50 "), "{stdout}");
     assert!(stdout.contains("peak memory: ") && stdout.contains("of which its own (heap and stacks): "), "{stdout}");
     // `cat` sends the request back: not an answer.
-    let (ok, _, stderr) = run(&["--cold-start", "1", "--", "cat"]).await;
+    let (ok, _, stderr) = run(&["cold-start", "1", "--", "cat"]).await;
     assert!(!ok);
     assert!(stderr.contains("cat answered something else: {\"jsonrpc\""), "{stderr}");
 }
 
 #[tokio::test]
 async fn a_fleet_without_a_shared_store_is_refused_before_it_starts() {
-    let output = Command::new(load()).args(["--replicas", "2", "--fernhill"]).arg(fernhill()).output().await.unwrap();
+    let output =
+        Command::new(load()).args(["fleet", "--replicas", "2", "--fernhill"]).arg(fernhill()).output().await.unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("2 replicas need a store they share, such as --store redis://"), "{stderr}");
     assert!(String::from_utf8_lossy(&output.stdout).is_empty());
 }
 
+/// Runs `fernhill-load` refuses before it starts anything: exit code 2, and why on stderr.
 #[tokio::test]
-async fn no_servers_and_no_fleet_is_a_usage_error() {
-    let output = Command::new(load()).output().await.unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--shop-api"));
+async fn a_command_line_that_does_not_say_what_to_run_is_a_usage_error() {
+    let refused: [(&[&str], &str); 8] = [
+        // No subcommand: the list of them.
+        (&[], "confirm"),
+        (&["confirm", "--url", "http://127.0.0.1:9/mcp"], "--shop-api"),
+        (&["confirm", "--shop-api", "http://127.0.0.1:9"], "--url"),
+        (&["confirm", "--url", "u", "--shop-api", "a", "--rate", "5", "--leave-unanswered"], "cannot be used with"),
+        (&["faults"], "<FAULT>"),
+        (&["faults", "--all", "api-down"], "cannot be used with"),
+        (&["overload", "--duration", "0"], "not a positive number of seconds"),
+        // The flags of before subcommands are gone.
+        (&["--replicas", "2"], "unexpected argument '--replicas'"),
+    ];
+    for (args, says) in refused {
+        let output = Command::new(load()).args(args).output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?} does not say {says:?}: {stderr}");
+    }
 }

@@ -6,9 +6,8 @@
 //! when it must still be asked; then the tool returns [`Asking::input_required`], which holds
 //! every question still open (several keys ask several questions in one round) and a state
 //! that carries every outcome so far, so answers of earlier rounds are never lost. A URL
-//! question ([`Asking::ask_url`], [`Asking::url_answer`]) is asked the same way; its accept
-//! means only that the person agreed to open the page, so the tool decides from its own records
-//! whether to ask again.
+//! question ([`Asking::url`]) is asked the same way; its accept means only that the person
+//! agreed to open the page, so the tool says from its own records whether the flow finished.
 //!
 //! - Keys are names chosen in code, so every replica recognises every question.
 //! - An answer counts only for the question that was asked: the state records a digest of each
@@ -20,8 +19,8 @@
 //! ends the round with `input_required`; on a connection that opened with the 2025
 //! `initialize` handshake there are no rounds, so the same question goes out as a server-sent
 //! `elicitation/create` on the back-channel and the call waits for the answer, at most a round's
-//! lifetime. The tool's code is the same for both: [`Asking::form`] gives an outcome, or `None`
-//! when the round must end with the question.
+//! lifetime. The tool's code is the same for both: [`Asking::form`] and [`Asking::url`] give an
+//! outcome, or `None` when the round must end with the question.
 //!
 //! The state is plaintext JSON here; the boundary seals it like any other.
 
@@ -47,7 +46,6 @@ use rmcp::{
 };
 
 use crate::{
-    back_channel::no_back_channel,
     capability::{ElicitationMode, require_elicitation},
     form::FormSchema,
     waiting::{Busy, Work},
@@ -63,7 +61,16 @@ pub enum Era {
     Rounds,
     /// Older revisions: a server-sent `elicitation/create`, answered while the call waits, for
     /// at most `wait`; the call's `work` slot is given back while it waits.
-    BackChannel { peer: Peer<RoleServer>, wait: Duration, work: Option<Arc<Work>> },
+    BackChannel {
+        /// The connection's peer: it sends `elicitation/create` and receives the answer.
+        peer: Peer<RoleServer>,
+        /// How long the call waits for each answer (then [`AskError::Unanswered`]), and for a
+        /// URL flow to finish once the person agreed to open the page.
+        wait: Duration,
+        /// The call's hold on the server's slots for work, given back while it waits; `None`
+        /// when the request carries none (the boundary gives one to each `tools/call`).
+        work: Option<Arc<Work>>,
+    },
 }
 
 impl Era {
@@ -77,7 +84,7 @@ impl Era {
     }
 
     /// Ask on the back-channel whatever the connection: the pre-2026 way, which at 2026-07-28
-    /// fails with -32600 before anything is sent (the book's first program shows it).
+    /// fails with -32600 before anything is sent: what a server written for 2025 meets today.
     pub fn back_channel(context: &RequestContext<RoleServer>, wait: Duration) -> Self {
         Era::BackChannel { peer: context.peer.clone(), wait, work: Work::of(context) }
     }
@@ -137,6 +144,44 @@ pub enum Outcome<T> {
     Cancelled,
 }
 
+/// A question that sends the person to a page: a sign-in, a payment, anything the MCP client
+/// must not see.
+#[derive(Debug, Clone)]
+pub struct UrlQuestion<'a> {
+    /// The question's stable key.
+    pub key: &'a str,
+    /// The page. It should carry no personal data and sign nobody in by itself.
+    pub url: String,
+    /// What the person reads before they open it.
+    pub message: &'a str,
+    /// The flow's own ID: a 2025 client gets it as `elicitationId`; in the rounds era it is
+    /// the tool's to keep in its own state.
+    pub flow_id: &'a str,
+    /// How often a waiting call (the back-channel era) asks whether the flow finished.
+    pub poll: Duration,
+}
+
+impl<'a> UrlQuestion<'a> {
+    /// The question `key`: open `url`, after reading `message`; `flow_id` names the flow.
+    pub fn new(key: &'a str, url: String, message: &'a str, flow_id: &'a str) -> Self {
+        Self { key, url, message, flow_id, poll: Duration::from_millis(500) }
+    }
+}
+
+/// What became of a URL question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlOutcome {
+    /// The tool's records say the flow finished.
+    Finished,
+    /// The person would not open the page.
+    Declined,
+    /// The person dismissed the question.
+    Cancelled,
+    /// A waiting call: the person agreed, but the flow had not finished within a round's
+    /// lifetime.
+    Unfinished,
+}
+
 /// What the state carries from round to round.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Carried {
@@ -163,6 +208,53 @@ enum Carrying {
 }
 
 /// One tool call's questions and answers, across its rounds.
+///
+/// # Examples
+///
+/// A first round asks a form question; the retry reads the answer. Behind the boundary a tool
+/// gets `state` from [`OpenedState`](crate::boundary::OpenedState), the answers from rmcp's
+/// `InputResponses` extractor, and the capabilities from its request's context. Here the state
+/// passes from round to round as plaintext; the boundary seals and opens it in between.
+///
+/// ```
+/// use mrtr::ask::{Asking, Outcome};
+/// use mrtr::form::FormSchema;
+/// use rmcp::model::{ClientCapabilities, InputResponses};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use serde_json::json;
+///
+/// #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+/// struct Confirm {
+///     /// Deploy it now?
+///     confirm: bool,
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let form = FormSchema::<Confirm>::of()?;
+/// // A client that declared `elicitation: {}`: it can show forms.
+/// let caps: ClientCapabilities = serde_json::from_value(json!({"elicitation": {}}))?;
+///
+/// // The first round has no state and no answers: the question must be asked.
+/// let mut first = Asking::new(None, None, Some(caps.clone()));
+/// assert_eq!(first.form("confirm", &form, "Deploy build 412?").await?, None);
+/// let asked = first.input_required();
+/// let questions = asked.input_requests.as_ref().expect("one question");
+/// assert!(questions.contains_key("confirm"));
+///
+/// // The client asks the person and retries with the answer, under the question's key, and
+/// // the state it was given.
+/// let responses: InputResponses =
+///     serde_json::from_value(json!({"confirm": {"action": "accept", "content": {"confirm": true}}}))?;
+/// let mut second = Asking::new(asked.request_state, Some(responses), Some(caps));
+/// assert_eq!(
+///     second.form("confirm", &form, "Deploy build 412?").await?,
+///     Some(Outcome::Accepted(Confirm { confirm: true })),
+/// );
+/// assert!(!second.has_questions());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct Asking {
     responses: InputResponses,
@@ -233,11 +325,6 @@ impl Asking {
     pub fn in_era(mut self, era: Era) -> Self {
         self.era = era;
         self
-    }
-
-    /// The era this call asks in.
-    pub fn era(&self) -> &Era {
-        &self.era
     }
 
     /// Whether the retry brought an answer to the question `key` that was asked (readable or not).
@@ -386,9 +473,73 @@ impl Asking {
         Ok(None)
     }
 
+    /// The outcome of the URL question `question`, or `None` when it must (still) be asked:
+    /// then it joins this round's questions. -32021 unless the client can open URLs.
+    ///
+    /// A page's answer is the person's consent to open it, not the end of what they do there,
+    /// so the tool says whether the flow finished: `finished` reads the tool's own records (a
+    /// provider's, say). In the rounds era it is read once: finished, or the last round's
+    /// decline or cancel, is the outcome; otherwise the question goes out (again). In the
+    /// back-channel era the question is sent now and, once accepted, `finished` is polled every
+    /// [`UrlQuestion::poll`] for at most a round's lifetime, the call's slot for work given back
+    /// meanwhile; a finished flow is announced with `notifications/elicitation/complete`, and a
+    /// flow still open at the end is [`UrlOutcome::Unfinished`]. Never `None` there.
+    pub async fn url<E, F, Fut>(&mut self, question: UrlQuestion<'_>, mut finished: F) -> Result<Option<UrlOutcome>, E>
+    where
+        E: From<AskError>,
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<bool, E>>,
+    {
+        let Era::BackChannel { peer, wait, .. } = &self.era else {
+            if finished().await? {
+                return Ok(Some(UrlOutcome::Finished));
+            }
+            match self.url_answer(question.key) {
+                Some(Outcome::Declined) => return Ok(Some(UrlOutcome::Declined)),
+                Some(Outcome::Cancelled) => return Ok(Some(UrlOutcome::Cancelled)),
+                _ => {}
+            }
+            self.ask_url(question.key, question.url, question.message).map_err(AskError::from)?;
+            return Ok(None);
+        };
+        self.require(ElicitationMode::Url).map_err(AskError::from)?;
+        let (peer, wait) = (peer.clone(), *wait);
+        let era = self.era.clone();
+        let flow_id = question.flow_id.to_owned();
+        let outcome = era
+            .wait_for_person(async {
+                let asked = ElicitRequestParams::UrlElicitationParams {
+                    meta: None,
+                    message: question.message.to_owned(),
+                    url: question.url,
+                    elicitation_id: flow_id.clone(),
+                };
+                let answer = elicit_waiting(&peer, asked, wait).await?;
+                match answer.action {
+                    ElicitationAction::Accept => {}
+                    ElicitationAction::Decline => return Ok(UrlOutcome::Declined),
+                    _ => return Ok(UrlOutcome::Cancelled),
+                }
+                let until = tokio::time::Instant::now() + wait;
+                loop {
+                    if finished().await? {
+                        announce_finished(&peer, &flow_id).await;
+                        return Ok(UrlOutcome::Finished);
+                    }
+                    if tokio::time::Instant::now() + question.poll > until {
+                        return Ok(UrlOutcome::Unfinished);
+                    }
+                    tokio::time::sleep(question.poll).await;
+                }
+            })
+            .await
+            .map_err(E::from)?;
+        outcome.map(Some)
+    }
+
     /// The person's answer to the URL question `key` of the last round, if it was asked and
-    /// answered. Accepted means only that they agreed to open the page, not that they finished.
-    pub fn url_answer(&self, key: &str) -> Option<Outcome<()>> {
+    /// answered.
+    fn url_answer(&self, key: &str) -> Option<Outcome<()>> {
         if !self.was_asked(key) {
             return None;
         }
@@ -401,43 +552,9 @@ impl Asking {
         }
     }
 
-    /// Send the person to `url` with `message` over the back-channel and wait for their answer:
-    /// the 2025-11-25 URL mode, with `elicitation_id` naming the flow (the server later sends
-    /// `notifications/elicitation/complete` with it). -32021 unless the client can open URLs.
-    pub async fn url_waiting(&self, url: String, message: &str, elicitation_id: &str) -> Result<Outcome<()>, AskError> {
-        let Era::BackChannel { peer, wait, .. } = &self.era else {
-            return Err(AskError::Protocol(no_back_channel("elicitation/create")));
-        };
-        self.require(ElicitationMode::Url)?;
-        let question = ElicitRequestParams::UrlElicitationParams {
-            meta: None,
-            message: message.to_owned(),
-            url,
-            elicitation_id: elicitation_id.to_owned(),
-        };
-        let answer = self.era.wait_for_person(elicit_waiting(peer, question, *wait)).await??;
-        Ok(match answer.action {
-            ElicitationAction::Accept => Outcome::Accepted(()),
-            ElicitationAction::Decline => Outcome::Declined,
-            _ => Outcome::Cancelled,
-        })
-    }
-
-    /// Tell the client that the URL flow `elicitation_id` finished (2025-11-25's
-    /// `notifications/elicitation/complete`); nothing to say in the rounds era, which removed it.
-    pub async fn url_finished(&self, elicitation_id: &str) {
-        let Era::BackChannel { peer, .. } = &self.era else { return };
-        // rmcp 3.11 has no typed notification for it: a custom one carries the same JSON.
-        let params = serde_json::json!({ "elicitationId": elicitation_id });
-        let notification = CustomNotification::new("notifications/elicitation/complete", Some(params));
-        if let Err(error) = peer.send_notification(ServerNotification::CustomNotification(notification)).await {
-            tracing::info!(%error, "could not tell the client that the URL flow finished");
-        }
-    }
-
     /// Ask the URL question `key` this round: send the person to `url` with `message`.
     /// -32021 unless the client can open URLs.
-    pub fn ask_url(&mut self, key: &str, url: String, message: &str) -> Result<(), ErrorData> {
+    fn ask_url(&mut self, key: &str, url: String, message: &str) -> Result<(), ErrorData> {
         self.require(ElicitationMode::Url)?;
         // rmcp 3.11 still has the 2025-11-25 `elicitationId`; 2026-07-28 removed it, and the
         // flow's own ID rides in the state instead.
@@ -483,6 +600,17 @@ fn read_form_answer<T: JsonSchema + DeserializeOwned>(
     }
 }
 
+/// Tell a 2025 client that the URL flow `elicitation_id` finished (2025-11-25's
+/// `notifications/elicitation/complete`; 2026-07-28 removed it, and the retry says it instead).
+async fn announce_finished(peer: &Peer<RoleServer>, elicitation_id: &str) {
+    // rmcp 3.11 has no typed notification for it: a custom one carries the same JSON.
+    let params = serde_json::json!({ "elicitationId": elicitation_id });
+    let notification = CustomNotification::new("notifications/elicitation/complete", Some(params));
+    if let Err(error) = peer.send_notification(ServerNotification::CustomNotification(notification)).await {
+        tracing::info!(%error, "could not tell the client that the URL flow finished");
+    }
+}
+
 /// Send `question` to the client on the back-channel and wait at most `wait` for the answer.
 async fn elicit_waiting(
     peer: &Peer<RoleServer>,
@@ -502,6 +630,17 @@ async fn elicit_waiting(
             Err(AskError::Gone)
         }
     }
+}
+
+/// -32600 for a server-to-client request that this transport context cannot carry: at
+/// 2026-07-28 there is no channel from server to client in the middle of a call, and rmcp
+/// refuses the request before anything is sent. Worded as the Python SDK's `NoBackChannelError`,
+/// so a host sees the same -32600 from either SDK.
+pub fn no_back_channel(method: &str) -> ErrorData {
+    ErrorData::invalid_request(
+        format!("Cannot send '{method}': this transport context has no back-channel for server-initiated requests."),
+        None,
+    )
 }
 
 /// A digest of a question as sent: key-independent, so the same question reads the same.

@@ -22,7 +22,7 @@ use std::{
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use rmcp::{
-    ErrorData, ErrorData as McpError, RoleServer, ServerHandler,
+    ErrorData, RoleServer, ServerHandler,
     handler::server::{common::FromContextPart, tool::ToolCallContext},
     model::*,
     service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext},
@@ -104,6 +104,35 @@ pub trait CallTracing: Send + Sync + 'static {
 }
 
 /// A server handler whose `requestState` is sealed on the way out and opened on the way in.
+///
+/// # Examples
+///
+/// Wrap a handler and serve the wrapper in its place. See [`OpenedState`] for a tool that asks.
+///
+/// ```no_run
+/// use std::{sync::Arc, time::Duration};
+///
+/// use mrtr::boundary::Sealed;
+/// use mrtr::request_state::StateSecurity;
+/// use mrtr::seal::KeyRing;
+/// use mrtr::shedding::Shedding;
+/// use rmcp::{ServerHandler, ServiceExt};
+///
+/// #[derive(Clone)]
+/// struct Tools;
+///
+/// impl ServerHandler for Tools {}
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     // One random key for the life of this process. Replicas behind one load balancer
+///     // share their secrets instead (`KeyRing::new`), so each opens what any sealed.
+///     let security = StateSecurity::new(KeyRing::ephemeral(), Duration::from_secs(600), None);
+///     let server = Sealed::new(Tools, Arc::new(security)).shedding(Shedding::new(64));
+///     server.serve(rmcp::transport::stdio()).await?.waiting().await?;
+///     Ok(())
+/// }
+/// ```
 pub struct Sealed<S> {
     inner: S,
     security: Arc<StateSecurity>,
@@ -130,6 +159,9 @@ impl<S: Clone> Clone for Sealed<S> {
 pub const DEFAULT_WAITING: (usize, usize) = (1024, 64);
 
 impl<S> Sealed<S> {
+    /// Wrap `inner`, sealing and opening its states under `security`. The wrapper starts with
+    /// no shedding, no observer and no call tracing, and a waiting room of
+    /// [`DEFAULT_WAITING`] seats (in all, and per caller).
     pub fn new(inner: S, security: Arc<StateSecurity>) -> Self {
         let waiting = WaitingRoom::new(DEFAULT_WAITING.0, DEFAULT_WAITING.1);
         Self { inner, security, observer: None, shedding: None, waiting, tracing: None }
@@ -160,6 +192,7 @@ impl<S> Sealed<S> {
         self
     }
 
+    /// The wrapped handler.
     pub fn inner(&self) -> &S {
         &self.inner
     }
@@ -230,8 +263,73 @@ struct OpenedByBoundary {
 /// A tool's extractor for the state it minted last round, as the boundary opened it: `None` on
 /// a first round, and always `None` for a handler that is not behind the boundary.
 ///
-/// ```ignore
-/// async fn my_tool(&self, OpenedState(state): OpenedState, ...) -> ...
+/// # Examples
+///
+/// A tool that asks before it acts, written with rmcp's tool macros and served behind
+/// [`Sealed`]. It hands its opened state and the retry's answers to an
+/// [`Asking`](crate::ask::Asking), and ends a round that still has a question with
+/// `input_required`; the boundary seals that round's state.
+///
+/// ```
+/// use std::{sync::Arc, time::Duration};
+///
+/// use mrtr::ask::{AskError, Asking, Outcome};
+/// use mrtr::boundary::{OpenedState, Sealed};
+/// use mrtr::form::FormSchema;
+/// use mrtr::request_state::StateSecurity;
+/// use mrtr::seal::KeyRing;
+/// use rmcp::handler::server::{router::tool::ToolRouter, tool::InputResponses};
+/// use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+/// use rmcp::{ErrorData, RoleServer, ServerHandler, service::RequestContext};
+/// use rmcp::{tool, tool_handler, tool_router};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Confirm {
+///     /// Deploy it now?
+///     confirm: bool,
+/// }
+///
+/// #[derive(Clone)]
+/// struct Deployer {
+///     router: Arc<ToolRouter<Self>>,
+/// }
+///
+/// #[tool_router]
+/// impl Deployer {
+///     #[tool(description = "Deploy the current build, once a person says yes.")]
+///     async fn deploy(
+///         &self,
+///         OpenedState(state): OpenedState,
+///         InputResponses(answers): InputResponses,
+///         context: RequestContext<RoleServer>,
+///     ) -> Result<CallToolResponse, ErrorData> {
+///         let form = FormSchema::<Confirm>::of().map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+///         let mut asking = Asking::new(state, answers, context.client_capabilities());
+///         match asking.form("confirm", &form, "Deploy the current build?").await {
+///             Ok(None) => Ok(asking.input_required().into()),
+///             Ok(Some(Outcome::Accepted(Confirm { confirm: true }))) => Ok(said("Deployed.")),
+///             Ok(Some(_)) => Ok(said("Not deployed.")),
+///             Err(AskError::Protocol(error)) => Err(error),
+///             Err(other) => Ok(said(&format!("Not deployed: {other}."))),
+///         }
+///     }
+/// }
+///
+/// fn said(words: &str) -> CallToolResponse {
+///     CallToolResult::success(vec![ContentBlock::text(words)]).into()
+/// }
+///
+/// #[tool_handler(router = self.router)]
+/// impl ServerHandler for Deployer {
+///     fn get_info(&self) -> ServerConfig {
+///         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+///     }
+/// }
+///
+/// let deployer = Deployer { router: Arc::new(Deployer::tool_router()) };
+/// let security = StateSecurity::new(KeyRing::ephemeral(), Duration::from_secs(600), None);
+/// let server = Sealed::new(deployer, Arc::new(security));
+/// assert!(server.get_tool("deploy").is_some());
 /// ```
 #[derive(Debug, Clone)]
 pub struct OpenedState(pub Option<String>);
@@ -272,7 +370,7 @@ impl<S> FromContextPart<ToolCallContext<'_, S>> for QuestionId {
 }
 
 /// One round's carrier, once its state is open: what to seal the answer with, and for whom.
-struct Opened {
+struct Carrier {
     method: &'static str,
     target: String,
     binding: Binding,
@@ -311,7 +409,7 @@ impl<H> Sealed<H> {
         state: Option<String>,
         context: &mut RequestContext<RoleServer>,
         span: &tracing::Span,
-    ) -> Result<Opened, ErrorData> {
+    ) -> Result<Carrier, ErrorData> {
         let started = Instant::now();
         let party = Party { client: context.client_info().map(|info| info.name), caller: principal(context) };
         let binding = Binding::new(method, &target, arguments.as_ref(), party.caller.clone());
@@ -348,7 +446,7 @@ impl<H> Sealed<H> {
         }
         span.record("fernhill.mcp.round", round);
         let trace = self.tracing.as_ref().and_then(|tracing| tracing.follow(span, context, first_round.as_deref()));
-        Ok(Opened { method, target, binding, round, party, started, carried, restored, trace })
+        Ok(Carrier { method, target, binding, round, party, started, carried, restored, trace })
     }
 
     /// Open `token`; a held-over round's, through to the state it held (which must be a plain
@@ -372,7 +470,7 @@ impl<H> Sealed<H> {
     }
 
     /// The state-only round that sheds this call: it holds the call's state and answers.
-    fn shed(&self, opened: Opened, responses: Option<&InputResponses>) -> InputRequiredResult {
+    fn shed(&self, opened: Carrier, responses: Option<&InputResponses>) -> InputRequiredResult {
         let held = HeldOver {
             token: opened.carried.clone(),
             responses: responses.map(|r| Value::Object(r.iter().map(|(k, v)| (k.clone(), v.clone())).collect())),
@@ -385,7 +483,7 @@ impl<H> Sealed<H> {
     /// Seal the state of an `input_required` answer, and tell the observer how the round ended.
     fn close<R>(
         &self,
-        opened: Opened,
+        opened: Carrier,
         mut answer: Result<R, ErrorData>,
         input_required: impl FnOnce(&mut R) -> Option<&mut InputRequiredResult>,
         tool_error: impl FnOnce(&R) -> bool,
@@ -483,7 +581,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         mut request: CallToolRequestParams,
         mut context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + MaybeSendFuture + '_ {
         let span = span("tools/call", &request.name, &context);
         let noted = note_error(&context);
         // Opened before the span is entered, so that a trace can still give the span its parent.
@@ -511,10 +609,14 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
                             None => Some(shedding.enter().await),
                         },
                     };
-                    // The call's slot, which it gives back while it waits for its person.
-                    let work = Work::new(slot, self.shedding.clone(), self.waiting.clone(), principal(&context));
-                    context.extensions.insert(Arc::new(work));
+                    // The call's slot, which it gives back while it waits for its person. The
+                    // boundary holds it until the handler answers: a tool that does not take its
+                    // request's context has dropped that context (and its extensions) by then.
+                    let work =
+                        Arc::new(Work::new(slot, self.shedding.clone(), self.waiting.clone(), principal(&context)));
+                    context.extensions.insert(work.clone());
                     let answer = self.inner.call_tool(request, context).await;
+                    drop(work);
                     self.close(
                         opened,
                         answer,
@@ -535,7 +637,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         mut request: GetPromptRequestParams,
         mut context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<GetPromptResponse, ErrorData>> + MaybeSendFuture + '_ {
         let span = span("prompts/get", &request.name, &context);
         let noted = note_error(&context);
         let arguments = request.arguments.clone().map(Value::Object);
@@ -566,7 +668,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         mut request: ReadResourceRequestParams,
         mut context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<ReadResourceResponse, ErrorData>> + MaybeSendFuture + '_ {
         let span = span("resources/read", &request.uri, &context);
         let noted = note_error(&context);
         // A resource's arguments are its URI: the digest covers `{}`, as the Python SDK's does.
@@ -596,7 +698,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
     fn ping(
         &self,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
         self.inner.ping(context)
     }
 
@@ -604,11 +706,11 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<InitializeResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<InitializeResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.initialize(request, context)
     }
 
-    fn negotiate_initialize(&self, request: &InitializeRequestParams) -> Result<InitializeResult, McpError> {
+    fn negotiate_initialize(&self, request: &InitializeRequestParams) -> Result<InitializeResult, ErrorData> {
         self.inner.negotiate_initialize(request)
     }
 
@@ -619,7 +721,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
     fn discover(
         &self,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<DiscoverResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<DiscoverResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.discover(context)
     }
 
@@ -627,7 +729,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CompleteResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<CompleteResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.complete(request, context)
     }
 
@@ -635,7 +737,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
         self.inner.set_level(request, context)
     }
 
@@ -643,7 +745,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListPromptsResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<ListPromptsResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.list_prompts(request, context)
     }
 
@@ -651,7 +753,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListResourcesResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<ListResourcesResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.list_resources(request, context)
     }
 
@@ -659,7 +761,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListResourceTemplatesResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.list_resource_templates(request, context)
     }
 
@@ -670,7 +772,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
     fn listen(
         &self,
         context: SubscriptionContext,
-    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
         self.inner.listen(context)
     }
 
@@ -678,7 +780,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
         self.inner.subscribe(request, context)
     }
 
@@ -686,7 +788,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
         self.inner.unsubscribe(request, context)
     }
 
@@ -694,7 +796,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListToolsResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.list_tools(request, context)
     }
 
@@ -706,7 +808,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: CustomRequest,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CustomResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<CustomResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.on_custom_request(request, context)
     }
 
@@ -756,7 +858,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<GetTaskResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<GetTaskResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.get_task(request, context)
     }
 
@@ -764,7 +866,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
         self.inner.update_task(request, context)
     }
 
@@ -772,7 +874,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
         self.inner.cancel_task(request, context)
     }
 
@@ -780,7 +882,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListSkillsResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<ListSkillsResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.list_skills(request, context)
     }
 
@@ -788,7 +890,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: GetSkillRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<GetSkillResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<GetSkillResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.get_skill(request, context)
     }
 
@@ -796,7 +898,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         &self,
         request: ReadResourceDirectoryRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ReadResourceDirectoryResult, McpError>> + MaybeSendFuture + '_ {
+    ) -> impl Future<Output = Result<ReadResourceDirectoryResult, ErrorData>> + MaybeSendFuture + '_ {
         self.inner.read_resource_directory(request, context)
     }
 }

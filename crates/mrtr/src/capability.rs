@@ -13,11 +13,15 @@ use rmcp::{
 /// The two ways to put a question to a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElicitationMode {
+    /// A form: the client shows a flat form, and an accepted answer carries its values.
     Form,
+    /// A page: the client sends the person to a URL, outside the MCP client; an accepted
+    /// answer says only that the person agreed to open it.
     Url,
 }
 
 impl ElicitationMode {
+    /// The mode's name as the `elicitation` capability spells it: `form` or `url`.
     pub fn as_str(self) -> &'static str {
         match self {
             ElicitationMode::Form => "form",

@@ -27,6 +27,31 @@ pub enum Claim {
 pub struct OnceOnlyError(pub String);
 
 /// A record of keys already claimed, shared by every process that may act on the same key.
+///
+/// # Examples
+///
+/// Claim the question's key before the side effect. The first claim may act; every later
+/// claim of the same key, while the record keeps it, may not. Keep each claim at least as long
+/// as a state can still open: its lifetime plus [`FUTURE_SKEW`](crate::request_state::FUTURE_SKEW).
+///
+/// ```
+/// use mrtr::once_only::{Claim, OnceOnly, OnceOnlyError};
+/// use mrtr::records::InMemory;
+/// use mrtr::request_state::{DEFAULT_TTL, FUTURE_SKEW};
+///
+/// let answered = InMemory::new();
+/// let keep = DEFAULT_TTL + FUTURE_SKEW;
+/// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// runtime.block_on(async {
+///     assert_eq!(answered.claim("question-1", keep).await?, Claim::First);
+///     // The same answer, sent again: it must not be acted on twice.
+///     assert_eq!(answered.claim("question-1", keep).await?, Claim::Taken);
+///     // Another question's answer is claimed on its own.
+///     assert_eq!(answered.claim("question-2", keep).await?, Claim::First);
+///     Ok::<(), OnceOnlyError>(())
+/// })?;
+/// # Ok::<(), OnceOnlyError>(())
+/// ```
 pub trait OnceOnly: Send + Sync {
     /// Claim `key` for at least `keep`. Atomic: of any number of concurrent claims, one is First.
     fn claim<'a>(&'a self, key: &'a str, keep: Duration) -> Claiming<'a>;

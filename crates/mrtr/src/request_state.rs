@@ -30,22 +30,32 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
 /// Each variant's text is the reason the Python SDK logs, so both fleets' logs read alike.
 #[derive(Debug, thiserror::Error, Clone, Copy, PartialEq, Eq)]
 pub enum Rejection {
+    /// The token is not a `v1.` token, or what it seals is not claims of envelope version 1.
     #[error("malformed")]
     Malformed,
+    /// The token's key id names no key of the ring (see [`OpenError::UnknownKey`]).
     #[error("unknown key")]
     UnknownKey,
+    /// The token was changed after it was sealed (see [`OpenError::Seal`]).
     #[error("seal")]
     Seal,
+    /// The token's `iat` lies more than [`FUTURE_SKEW`] after now.
     #[error("minted in the future")]
     MintedInTheFuture,
+    /// The token's `exp` (its `iat` plus the lifetime it was sealed with) is now or past.
     #[error("expired")]
     Expired,
+    /// The token was minted for another request: another method, target or arguments.
     #[error("request binding")]
     RequestBinding,
+    /// The token's `aud` is not this policy's audience: it names another server, or only one
+    /// of the token and the policy names a server at all.
     #[error("audience")]
     Audience,
+    /// One of the token and the request names a caller and the other does not.
     #[error("principal drift")]
     PrincipalDrift,
+    /// The token was minted for another caller than the one the request names.
     #[error("principal")]
     Principal,
 }
@@ -149,8 +159,12 @@ struct Claims {
 /// answers of its own, so they travel here, sealed and bound like any state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeldOver {
+    /// The sealed `requestState` the shed request carried, unopened; `None` if it carried none
+    /// (a first round).
     #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// The `inputResponses` the shed request carried, as a JSON object; `None` if it carried
+    /// none.
     #[serde(rename = "i", default, skip_serializing_if = "Option::is_none")]
     pub responses: Option<Value>,
 }
@@ -159,14 +173,48 @@ pub struct HeldOver {
 /// held-over round, what it held.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Opened {
+    /// The tool's plaintext state, as it was sealed. Empty for a held-over round.
     pub state: String,
+    /// The round of the call that minted the state, counted from 1. A state without the
+    /// claim (as the Python SDK writes it) reads as round 1.
     pub round: u32,
+    /// What a held-over round holds for its retry; `None` for any other state.
     pub held: Option<HeldOver>,
     /// The first round's trace context, if the state carries one.
     pub trace: Option<String>,
 }
 
 /// The sealing policy: the key ring, how long one round's state lives, and the audience.
+///
+/// # Examples
+///
+/// A state sealed for one request opens for that request's retry, and for no other:
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mrtr::request_state::{Binding, Rejection, StateSecurity};
+/// use mrtr::seal::KeyRing;
+/// use serde_json::json;
+///
+/// let security = StateSecurity::new(KeyRing::ephemeral(), Duration::from_secs(600), Some("shop".into()));
+///
+/// // A round of `tools/call issue_refund {"quote_id": "Q-5001"}`, no caller authenticated.
+/// let call = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": "Q-5001"})), None);
+/// let token = security.seal("R-0111", &call);
+///
+/// // The retry repeats the request: the state opens to the plaintext the tool sealed.
+/// assert_eq!(security.open(&token, &call), Ok("R-0111".to_owned()));
+///
+/// // The same token sent with other arguments is refused.
+/// let other = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": "Q-5002"})), None);
+/// assert_eq!(security.open(&token, &other), Err(Rejection::RequestBinding));
+///
+/// // Judged at a given time (seconds since the epoch), a state expires `ttl` after its minting.
+/// let minted = security.seal_at("R-0111", &call, 1_000.0);
+/// assert_eq!(security.open_at(&minted, &call, 1_599.0).map(|opened| opened.round), Ok(1));
+/// assert_eq!(security.open_at(&minted, &call, 1_600.0), Err(Rejection::Expired));
+/// ```
 #[derive(Debug)]
 pub struct StateSecurity {
     ring: KeyRing,
@@ -180,10 +228,12 @@ impl StateSecurity {
         Self { ring, ttl, audience }
     }
 
+    /// The key ring that seals and opens the tokens.
     pub fn ring(&self) -> &KeyRing {
         &self.ring
     }
 
+    /// How long one round's state lives: a token's `exp` is its `iat` plus this.
     pub fn ttl(&self) -> Duration {
         self.ttl
     }

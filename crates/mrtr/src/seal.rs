@@ -30,21 +30,37 @@ pub const MIN_SECRET_LEN: usize = 32;
 /// Why a ring could not be built from the secrets it was given.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum KeyRingError {
+    /// No secret was given: a ring needs one to seal with.
     #[error("a request-state key ring needs at least one key")]
     Empty,
+    /// A secret is shorter than [`MIN_SECRET_LEN`] bytes.
     #[error("request-state key {index} is {len} bytes; each key must be at least {MIN_SECRET_LEN} bytes")]
-    TooShort { index: usize, len: usize },
+    TooShort {
+        /// The secret's position in the list given, from 0.
+        index: usize,
+        /// The secret's length, in bytes.
+        len: usize,
+    },
+    /// A secret has the same key id as an earlier one: in practice, the same secret given twice.
     #[error("request-state key {index} repeats an earlier key")]
-    Duplicate { index: usize },
+    Duplicate {
+        /// The position of the repeated secret in the list given, from 0.
+        index: usize,
+    },
 }
 
 /// Why a token did not open. Each variant's text is the reason the Python SDK logs.
 #[derive(Debug, thiserror::Error, Clone, Copy, PartialEq, Eq)]
 pub enum OpenError {
+    /// The token is not `v1.` followed by unpadded, canonical base64url of at least 32 bytes
+    /// (key id, nonce and tag).
     #[error("malformed")]
     Malformed,
+    /// The token's key id names no key of the ring: the key was rotated out, or the token was
+    /// sealed by a ring that shares no key with this one.
     #[error("unknown key")]
     UnknownKey,
+    /// AES-GCM authentication failed: the token was changed after it was sealed.
     #[error("seal")]
     Seal,
 }
@@ -56,6 +72,46 @@ struct RingKey {
 }
 
 /// The keys that seal and open `v1.` tokens: the first seals, every one opens.
+///
+/// # Examples
+///
+/// Seal and open under one key:
+///
+/// ```
+/// use mrtr::seal::KeyRing;
+///
+/// let ring = KeyRing::new(&[b"an-operator-secret-of-at-least-32-bytes"])?;
+/// let token = ring.seal(b"R-0111");
+/// assert!(token.starts_with("v1."));
+/// assert_eq!(ring.open(&token).unwrap(), b"R-0111");
+/// # Ok::<(), mrtr::seal::KeyRingError>(())
+/// ```
+///
+/// Rotate with two keys: put the new secret first and keep the old one second. The ring then
+/// seals under the new key and still opens what the old key sealed. Once every token sealed
+/// under the old key has expired, drop the old secret. Across replicas, add the new secret
+/// second everywhere before any replica moves it first, so every replica opens what any seals.
+///
+/// ```
+/// use mrtr::seal::{KeyRing, OpenError};
+///
+/// const OLD: &[u8] = b"old-secret-old-secret-old-secret-0";
+/// const NEW: &[u8] = b"new-secret-new-secret-new-secret-1";
+///
+/// let before = KeyRing::new(&[OLD])?;
+/// let during = KeyRing::new(&[NEW, OLD])?;
+/// let after = KeyRing::new(&[NEW])?;
+///
+/// let old_token = before.seal(b"x");
+/// assert_eq!(during.open(&old_token).unwrap(), b"x");
+///
+/// let new_token = during.seal(b"y");
+/// assert_eq!(during.sealing_kid(), after.sealing_kid());
+/// assert_eq!(after.open(&new_token).unwrap(), b"y");
+/// assert_eq!(before.open(&new_token), Err(OpenError::UnknownKey));
+/// assert_eq!(after.open(&old_token), Err(OpenError::UnknownKey));
+/// # Ok::<(), mrtr::seal::KeyRingError>(())
+/// ```
 pub struct KeyRing {
     keys: Vec<RingKey>,
     by_kid: HashMap<[u8; KID_LEN], usize>,

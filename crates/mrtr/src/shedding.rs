@@ -14,7 +14,7 @@
 //! shed, so a slot about to be freed is not wasted. A call that carries the state
 //! of a question (its person has answered) waits longer ([`ANSWER_PATIENCE`]): new work is
 //! turned away first, and an answer is not starved by it (the calls that wait are served in
-//! order). Measured (`fernhill-load --overload`): at 2x a bounded replica's capacity, shedding
+//! order). Measured (`fernhill-load overload`): at 2x a bounded replica's capacity, shedding
 //! this way keeps its goodput near capacity where queueing loses four fifths of it, because the
 //! calls it admits finish in time and every answer is served before new work. A caller of an earlier revision cannot be told to come back, so its call waits for
 //! a slot as long as it takes.
@@ -53,6 +53,7 @@ impl Shedding {
         Self { sheds: false, ..Self::new(limit) }
     }
 
+    /// How many tool calls may run at once (at least one).
     pub fn limit(&self) -> usize {
         self.limit
     }

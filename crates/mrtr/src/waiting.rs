@@ -31,10 +31,13 @@ use crate::shedding::{Shedding, Slot};
 /// Why a call could not wait for its person: every seat for waiting is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Busy {
+    /// Every seat of the server is taken; the number is the server's limit.
     #[error("{0} questions are already waiting for an answer on this server")]
     Server(usize),
+    /// Every seat this caller may hold is taken; the number is the limit per caller.
     #[error("{0} of this caller's questions are already waiting for an answer")]
     Caller(usize),
+    /// The server is stopping: its room is closed ([`WaitingRoom::close_after`]).
     #[error("this server is stopping")]
     Stopping,
 }

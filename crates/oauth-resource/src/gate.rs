@@ -31,10 +31,10 @@ use mrtr::boundary::Principal;
 use serde::Deserialize;
 
 use crate::{
-    failure::Failure,
     introspection::{Introspector, could_be_a_token},
     keys::IssuerKeys,
     metadata::ProtectedResource,
+    refusal::Refusal,
     scopes::{self, ScopePolicy},
     token,
     token_cache::TokenCache,
@@ -98,7 +98,7 @@ impl ResourceServer {
             .map_err(|error| GateError::PublicUrl { url: public_url.to_owned(), problem: error.to_string() })?;
         let metadata = ProtectedResource::new(public_url, issuer, policy.supported(), name);
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap_or_default();
-        Failure::register_all();
+        Refusal::register_all();
         Ok(Self {
             inner: Arc::new(Inner {
                 issuer: issuer.to_owned(),
@@ -151,7 +151,7 @@ impl ResourceServer {
         let bearer = bearer_of(&request);
         let checked = match bearer {
             Ok(token) => server.check(&token).await,
-            Err(failure) => Err(failure),
+            Err(refusal) => Err(refusal),
         };
         match checked {
             Ok(checked) => {
@@ -163,7 +163,7 @@ impl ResourceServer {
                 });
                 next.run(request).await
             }
-            Err(failure) => server.refuse(failure, &[]),
+            Err(refusal) => server.refuse(refusal, &[]),
         }
     }
 
@@ -173,7 +173,7 @@ impl ResourceServer {
     pub async fn authorize(State(server): State<ResourceServer>, request: Request, next: Next) -> Response {
         let Some(caller) = request.extensions().get::<Caller>().cloned() else {
             // Only behind `authenticate`: without a caller, nothing is let through.
-            return server.refuse(Failure::Missing, &[]);
+            return server.refuse(Refusal::Missing, &[]);
         };
         // GET (a 2025 session's stream) and DELETE (its end) carry no request: any valid token
         // will do, and their bodies are not read.
@@ -191,13 +191,13 @@ impl ResourceServer {
             Ok(Peeked { method, target }) => server.inner.policy.needed(&method, target.as_deref()),
             Err(why) => {
                 tracing::info!(subject = %caller.subject.escape_debug(), why, "refused: what the request needs cannot be read");
-                return server.refuse(Failure::Unreadable, &[]);
+                return server.refuse(Refusal::Unreadable, &[]);
             }
         };
         let missing = scopes::missing(server.inner.policy.as_ref(), &caller.scopes, &needed);
         if !missing.is_empty() {
             tracing::info!(subject = %caller.subject.escape_debug(), ?missing, "refused: insufficient scope");
-            return server.refuse(Failure::InsufficientScope, &needed);
+            return server.refuse(Refusal::InsufficientScope, &needed);
         }
         next.run(Request::from_parts(parts, Body::from(bytes))).await
     }
@@ -205,24 +205,24 @@ impl ResourceServer {
     /// A JWT against the issuer's keys; anything else, when introspection is configured, at the
     /// issuer's introspection endpoint (answers kept a while; a value that cannot be a token is
     /// refused without asking).
-    async fn check(&self, token: &str) -> Result<token::Checked, Failure> {
+    async fn check(&self, token: &str) -> Result<token::Checked, Refusal> {
         let inner = &self.inner;
         let looks_like_jwt = token.split('.').count() == 3;
         let Some(client) = inner.introspection.as_ref().filter(|_| !looks_like_jwt) else {
             return token::check(token, &inner.keys, &inner.issuer, &inner.resource).await;
         };
         if !could_be_a_token(token) {
-            return Err(Failure::Malformed);
+            return Err(Refusal::Malformed);
         }
         if let Some(answer) = inner.introspected.get(token) {
             return answer;
         }
         let endpoint = match inner.keys.introspection_endpoint().await {
-            None => return Err(Failure::IssuerUnreachable),
+            None => return Err(Refusal::IssuerUnreachable),
             Some(None) => {
                 // This server's setup, not the caller's token: 503, not a challenge to sign in again.
                 tracing::error!("the authorization server publishes no introspection endpoint");
-                return Err(Failure::IssuerUnreachable);
+                return Err(Refusal::IssuerUnreachable);
             }
             Some(Some(endpoint)) => endpoint,
         };
@@ -234,68 +234,68 @@ impl ResourceServer {
         };
         let (answer, lasts) = match introspector.check(token, &inner.issuer, &inner.resource).await {
             Ok((checked, lasts)) => (Ok(checked), lasts),
-            Err(failure) => (Err(failure), None),
+            Err(refusal) => (Err(refusal), None),
         };
         inner.introspected.put(token, &answer, lasts);
         answer
     }
 
     /// The answer to a refused request, counted by its reason.
-    fn refuse(&self, failure: Failure, needed: &[String]) -> Response {
-        failure.count();
-        tracing::info!(reason = failure.label(), "request refused: {failure}");
+    fn refuse(&self, refusal: Refusal, needed: &[String]) -> Response {
+        refusal.count();
+        tracing::info!(reason = refusal.label(), "request refused: {refusal}");
         let metadata = &self.inner.metadata_url;
-        match failure {
-            Failure::IssuerUnreachable => {
-                let mut response = (StatusCode::SERVICE_UNAVAILABLE, failure.to_string()).into_response();
+        match refusal {
+            Refusal::IssuerUnreachable => {
+                let mut response = (StatusCode::SERVICE_UNAVAILABLE, refusal.to_string()).into_response();
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
                 response
             }
-            Failure::Unreadable => (StatusCode::BAD_REQUEST, failure.to_string()).into_response(),
-            Failure::InsufficientScope => {
+            Refusal::Unreadable => (StatusCode::BAD_REQUEST, refusal.to_string()).into_response(),
+            Refusal::InsufficientScope => {
                 let challenge = format!(
-                    r#"Bearer error="insufficient_scope", scope="{}", resource_metadata="{metadata}", error_description="{failure}""#,
+                    r#"Bearer error="insufficient_scope", scope="{}", resource_metadata="{metadata}", error_description="{refusal}""#,
                     needed.join(" ")
                 );
-                challenged(StatusCode::FORBIDDEN, &challenge, failure)
+                challenged(StatusCode::FORBIDDEN, &challenge, refusal)
             }
-            Failure::Missing => {
+            Refusal::Missing => {
                 let scope = self.inner.policy.first_ask().join(" ");
                 challenged(
                     StatusCode::UNAUTHORIZED,
                     &format!(r#"Bearer resource_metadata="{metadata}", scope="{scope}""#),
-                    failure,
+                    refusal,
                 )
             }
             _ => {
                 let scope = self.inner.policy.first_ask().join(" ");
                 let challenge = format!(
-                    r#"Bearer error="invalid_token", error_description="{failure}", resource_metadata="{metadata}", scope="{scope}""#
+                    r#"Bearer error="invalid_token", error_description="{refusal}", resource_metadata="{metadata}", scope="{scope}""#
                 );
-                challenged(StatusCode::UNAUTHORIZED, &challenge, failure)
+                challenged(StatusCode::UNAUTHORIZED, &challenge, refusal)
             }
         }
     }
 }
 
 /// The request's bearer token, or why it has none to check.
-fn bearer_of(request: &Request) -> Result<String, Failure> {
+fn bearer_of(request: &Request) -> Result<String, Refusal> {
     if request.uri().query().is_some_and(|q| q.split('&').any(|pair| pair.starts_with("access_token="))) {
-        return Err(Failure::InQuery);
+        return Err(Refusal::InQuery);
     }
     let bearer = request
         .headers()
         .get(header::AUTHORIZATION)
         .map(|value| value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ").or(v.strip_prefix("bearer "))));
     match bearer {
-        None => Err(Failure::Missing),
-        Some(None) => Err(Failure::Malformed),
+        None => Err(Refusal::Missing),
+        Some(None) => Err(Refusal::Malformed),
         Some(Some(token)) => Ok(token.trim().to_owned()),
     }
 }
 
-fn challenged(status: StatusCode, challenge: &str, failure: Failure) -> Response {
-    let mut response = (status, failure.to_string()).into_response();
+fn challenged(status: StatusCode, challenge: &str, refusal: Refusal) -> Response {
+    let mut response = (status, refusal.to_string()).into_response();
     if let Ok(value) = HeaderValue::from_str(challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }

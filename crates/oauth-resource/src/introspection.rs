@@ -11,7 +11,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{failure::Failure, token::Checked};
+use crate::{refusal::Refusal, token::Checked};
 
 /// How the server asks about a token.
 #[derive(Clone)]
@@ -62,7 +62,7 @@ impl Introspector {
         token: &str,
         issuer: &str,
         audience: &str,
-    ) -> Result<(Checked, Option<std::time::Duration>), Failure> {
+    ) -> Result<(Checked, Option<std::time::Duration>), Refusal> {
         let asked = self
             .http
             .post(&self.endpoint)
@@ -72,23 +72,23 @@ impl Introspector {
             .await;
         let response = asked.map_err(|error| {
             tracing::warn!(%error, "the introspection endpoint did not answer");
-            Failure::IssuerUnreachable
+            Refusal::IssuerUnreachable
         })?;
         if !response.status().is_success() {
             tracing::warn!(status = %response.status(), "the introspection endpoint refused this server");
-            return Err(Failure::IssuerUnreachable);
+            return Err(Refusal::IssuerUnreachable);
         }
-        let answer: Answer = response.json().await.map_err(|_| Failure::IssuerUnreachable)?;
+        let answer: Answer = response.json().await.map_err(|_| Refusal::IssuerUnreachable)?;
         if !answer.active {
-            return Err(Failure::Expired);
+            return Err(Refusal::Expired);
         }
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         if answer.exp.is_some_and(|exp| exp.saturating_add(crate::token::LEEWAY_SECS) < now) {
-            return Err(Failure::Expired);
+            return Err(Refusal::Expired);
         }
         let lasts = answer.exp.map(|exp| std::time::Duration::from_secs(exp.saturating_sub(now)));
         if answer.iss.as_deref().is_some_and(|iss| iss != issuer) {
-            return Err(Failure::WrongIssuer);
+            return Err(Refusal::WrongIssuer);
         }
         let for_us = match &answer.aud {
             Some(Value::String(aud)) => aud == audience,
@@ -96,11 +96,11 @@ impl Introspector {
             _ => false,
         };
         if !for_us {
-            return Err(Failure::WrongAudience);
+            return Err(Refusal::WrongAudience);
         }
         // A machine's token (client credentials) may name no `sub`: the client is the subject,
         // as RFC 9068 has it for JWTs.
-        let subject = answer.sub.or(answer.client_id).filter(|sub| !sub.is_empty()).ok_or(Failure::NoSubject)?;
+        let subject = answer.sub.or(answer.client_id).filter(|sub| !sub.is_empty()).ok_or(Refusal::NoSubject)?;
         let scopes = answer.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
         Ok((Checked { issuer: answer.iss.unwrap_or_else(|| issuer.to_owned()), subject, scopes }, lasts))
     }

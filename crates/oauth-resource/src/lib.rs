@@ -18,20 +18,20 @@
 //!   read (401 with a `WWW-Authenticate` challenge), then the scopes the body's request needs
 //!   (403 `insufficient_scope` naming every scope a tool call needs; 400 for a body whose needs
 //!   cannot be read); the caller put where the sealing boundary binds states to it;
-//! - [`failure`]: why a request was refused, a closed set that labels the metrics.
+//! - [`refusal`]: why a request was refused, a closed set that labels the metrics.
 //!
 //! It knows nothing of any shop: a server gives its public URL, its issuer and its policy.
 
-pub mod failure;
 pub mod gate;
 pub mod introspection;
 pub mod issuer;
 pub mod keys;
 pub mod metadata;
+pub mod refusal;
 pub mod scopes;
 pub mod token;
 pub mod token_cache;
 
-pub use failure::Failure;
 pub use gate::{Caller, ResourceServer};
+pub use refusal::Refusal;
 pub use scopes::ScopePolicy;

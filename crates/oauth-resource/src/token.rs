@@ -11,8 +11,8 @@ use jsonwebtoken::{Algorithm, Validation, decode, decode_header, errors::ErrorKi
 use serde::Deserialize;
 
 use crate::{
-    failure::Failure,
     keys::{IssuerKeys, KeyError},
+    refusal::Refusal,
 };
 
 /// The algorithms a token may be signed with: asymmetric only.
@@ -50,19 +50,19 @@ struct Claims {
 }
 
 /// Check `token` against the issuer's `keys`, for `issuer` and the resource `audience`.
-pub async fn check(token: &str, keys: &IssuerKeys, issuer: &str, audience: &str) -> Result<Checked, Failure> {
+pub async fn check(token: &str, keys: &IssuerKeys, issuer: &str, audience: &str) -> Result<Checked, Refusal> {
     let header = decode_header(token).map_err(|_| unreadable_header(token))?;
     if !ALGORITHMS.contains(&header.alg) {
-        return Err(Failure::Algorithm);
+        return Err(Refusal::Algorithm);
     }
     let typ = header.typ.as_deref().unwrap_or_default().to_ascii_lowercase();
     if typ != "at+jwt" && typ != "application/at+jwt" {
-        return Err(Failure::NotAnAccessToken);
+        return Err(Refusal::NotAnAccessToken);
     }
     let key = keys.key(header.kid.as_deref().unwrap_or_default()).await.map_err(|error| match error {
-        KeyError::Unreachable => Failure::IssuerUnreachable,
-        KeyError::Unknown(_) => Failure::UnknownKey,
-        KeyError::Unusable(_) => Failure::Algorithm,
+        KeyError::Unreachable => Refusal::IssuerUnreachable,
+        KeyError::Unknown(_) => Refusal::UnknownKey,
+        KeyError::Unusable(_) => Refusal::Algorithm,
     })?;
     let mut validation = Validation::new(header.alg);
     validation.algorithms = vec![header.alg];
@@ -72,16 +72,16 @@ pub async fn check(token: &str, keys: &IssuerKeys, issuer: &str, audience: &str)
     validation.set_audience(&[audience]);
     validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
     let claims = decode::<Claims>(token, &key, &validation).map_err(|error| match error.kind() {
-        ErrorKind::ExpiredSignature | ErrorKind::ImmatureSignature => Failure::Expired,
-        ErrorKind::InvalidIssuer => Failure::WrongIssuer,
-        ErrorKind::InvalidAudience => Failure::WrongAudience,
-        ErrorKind::InvalidSignature => Failure::Signature,
-        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => Failure::Algorithm,
-        ErrorKind::MissingRequiredClaim(claim) if claim == "sub" => Failure::NoSubject,
-        _ => Failure::Malformed,
+        ErrorKind::ExpiredSignature | ErrorKind::ImmatureSignature => Refusal::Expired,
+        ErrorKind::InvalidIssuer => Refusal::WrongIssuer,
+        ErrorKind::InvalidAudience => Refusal::WrongAudience,
+        ErrorKind::InvalidSignature => Refusal::Signature,
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => Refusal::Algorithm,
+        ErrorKind::MissingRequiredClaim(claim) if claim == "sub" => Refusal::NoSubject,
+        _ => Refusal::Malformed,
     })?;
     let Some(subject) = claims.claims.sub.filter(|sub| !sub.is_empty()) else {
-        return Err(Failure::NoSubject);
+        return Err(Refusal::NoSubject);
     };
     let scopes = claims.claims.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
     Ok(Checked { issuer: claims.claims.iss, subject, scopes })
@@ -89,12 +89,12 @@ pub async fn check(token: &str, keys: &IssuerKeys, issuer: &str, audience: &str)
 
 /// Why a header did not parse: an algorithm the library does not even name (such as `none`) is
 /// an algorithm refused; anything else is a malformed token.
-fn unreadable_header(token: &str) -> Failure {
+fn unreadable_header(token: &str) -> Refusal {
     let named_alg = token
         .split('.')
         .next()
         .and_then(|head| URL_SAFE_NO_PAD.decode(head).ok())
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .is_some_and(|header| header.get("alg").is_some_and(serde_json::Value::is_string));
-    if named_alg { Failure::Algorithm } else { Failure::Malformed }
+    if named_alg { Refusal::Algorithm } else { Refusal::Malformed }
 }

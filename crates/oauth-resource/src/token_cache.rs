@@ -17,7 +17,7 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-use crate::{failure::Failure, token::Checked};
+use crate::{refusal::Refusal, token::Checked};
 
 /// The longest an active token's answer is kept (a revoked token stops working within it).
 pub const KEEP_ACTIVE: Duration = Duration::from_secs(60);
@@ -33,11 +33,11 @@ pub struct TokenCache {
 }
 
 /// An answer, and until when it holds.
-type Kept = (Result<Checked, Failure>, Instant);
+type Kept = (Result<Checked, Refusal>, Instant);
 
 impl TokenCache {
     /// What was said of `token`, if it is still fresh.
-    pub fn get(&self, token: &str) -> Option<Result<Checked, Failure>> {
+    pub fn get(&self, token: &str) -> Option<Result<Checked, Refusal>> {
         let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let (answer, until) = entries.get(&digest(token))?;
         (Instant::now() < *until).then(|| answer.clone())
@@ -45,10 +45,10 @@ impl TokenCache {
 
     /// Keep `answer` about `token`: an active token until `expires_in` (at most
     /// [`KEEP_ACTIVE`]), a refusal for [`KEEP_REFUSED`], an unreachable issuer not at all.
-    pub fn put(&self, token: &str, answer: &Result<Checked, Failure>, expires_in: Option<Duration>) {
+    pub fn put(&self, token: &str, answer: &Result<Checked, Refusal>, expires_in: Option<Duration>) {
         let keep = match answer {
             Ok(_) => expires_in.unwrap_or(KEEP_ACTIVE).min(KEEP_ACTIVE),
-            Err(Failure::IssuerUnreachable) => return,
+            Err(Refusal::IssuerUnreachable) => return,
             Err(_) => KEEP_REFUSED,
         };
         let now = Instant::now();
@@ -82,10 +82,10 @@ mod tests {
     fn keeps_answers_but_not_an_unreachable_issuer() {
         let cache = TokenCache::default();
         cache.put("good", &Ok(alice()), Some(Duration::from_secs(3600)));
-        cache.put("bad", &Err(Failure::Expired), None);
-        cache.put("unknown", &Err(Failure::IssuerUnreachable), None);
+        cache.put("bad", &Err(Refusal::Expired), None);
+        cache.put("unknown", &Err(Refusal::IssuerUnreachable), None);
         assert_eq!(cache.get("good"), Some(Ok(alice())));
-        assert_eq!(cache.get("bad"), Some(Err(Failure::Expired)));
+        assert_eq!(cache.get("bad"), Some(Err(Refusal::Expired)));
         assert_eq!(cache.get("unknown"), None);
         // A token about to expire is kept no longer than it lives.
         cache.put("ending", &Ok(alice()), Some(Duration::ZERO));
@@ -97,11 +97,11 @@ mod tests {
         let cache = TokenCache::default();
         cache.put("good", &Ok(alice()), None);
         for n in 0..CAPACITY + 10 {
-            cache.put(&format!("token-{n}"), &Err(Failure::Expired), None);
+            cache.put(&format!("token-{n}"), &Err(Refusal::Expired), None);
         }
         let held = cache.entries.lock().unwrap().len();
         assert!(held <= CAPACITY, "{held}");
-        assert_eq!(cache.get(&format!("token-{}", CAPACITY + 9)), Some(Err(Failure::Expired)));
+        assert_eq!(cache.get(&format!("token-{}", CAPACITY + 9)), Some(Err(Refusal::Expired)));
         assert_eq!(cache.get("good"), Some(Ok(alice())));
     }
 }

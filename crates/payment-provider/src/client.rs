@@ -1,7 +1,7 @@
 //! `PaymentProvider`, a typed async client for the provider's JSON API, for
 //! the MCP server.
 //!
-//! It reads and writes the [`crate::records`] types the server uses, over a
+//! It reads and writes the [`crate::model`] types the server uses, over a
 //! `web-service` [`JsonClient`]. Failures come back as [`ProviderError`],
 //! whose messages are written to be shown as is: an API error displays the
 //! problem's `detail`.
@@ -10,7 +10,7 @@ use serde_json::Value;
 use web_service::JsonClient;
 
 use crate::SERVICE_NAME;
-use crate::records::{Flow, NewFlow, Payment, PaymentRequest};
+use crate::model::{Flow, NewFlow, Payment, PaymentRequest};
 
 pub use web_service::ClientError as ProviderError;
 pub use web_service::client::TIMEOUT;

@@ -1,6 +1,6 @@
 //! Validated values: flow IDs, refund IDs, usernames and amounts.
 //!
-//! The wire records in [`crate::records`] carry plain strings, so a client
+//! The wire records in [`crate::model`] carry plain strings, so a client
 //! can send whatever it has; the server parses them into these newtypes at
 //! the boundary and code past it never re-checks a format. A malformed value
 //! becomes a 400 problem whose detail is the [`IdError`] message.

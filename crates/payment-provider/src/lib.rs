@@ -17,7 +17,7 @@
 //!   ([`pages`]).
 //! - [`state`]: flows and payments in memory (a `HashMap` behind a `Mutex`,
 //!   lost on exit), checked against the provider's own [`accounts`].
-//! - [`records`] are the JSON bodies; [`ids`] validates what they carry.
+//! - [`model`]: the JSON bodies; [`ids`] validates what they carry.
 //!
 //! Plumbing shared with the shop's API (problems, the JSON client and its
 //! error, serving on loopback) lives in `web-service`.
@@ -25,9 +25,9 @@
 pub mod accounts;
 pub mod client;
 pub mod ids;
+pub mod model;
 pub mod pages;
 pub mod problem;
-pub mod records;
 pub mod routes;
 pub mod service;
 pub mod state;
@@ -36,8 +36,8 @@ pub use web_service::timestamp;
 pub use accounts::{Accounts, DEMO_ACCOUNTS};
 pub use client::{PaymentProvider, ProviderError, ProviderErrorExt};
 pub use ids::{Amount, FlowId, IdError, RefundId, Username, random_flow_id};
+pub use model::{Flow, FlowStatus, NewFlow, Payment, PaymentRequest};
 pub use problem::Problem;
-pub use records::{Flow, FlowStatus, NewFlow, Payment, PaymentRequest};
 pub use routes::router;
 pub use service::{RunningProvider, serve, spawn_loopback};
 pub use state::{ProviderState, StateError};

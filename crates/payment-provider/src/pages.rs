@@ -174,7 +174,7 @@ impl IntoResponse for Page {
 mod tests {
     use super::*;
     use crate::ids::{Amount, RefundId};
-    use crate::records::FlowStatus;
+    use crate::model::FlowStatus;
 
     fn view() -> ConnectView {
         ConnectView {

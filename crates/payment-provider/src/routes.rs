@@ -19,9 +19,9 @@ use tower_http::trace::TraceLayer;
 use web_service::problem::{method_not_allowed, no_such_route};
 
 use crate::ids::{FlowId, IdError};
+use crate::model::{FlowStatus, NewFlow, PaymentRequest};
 use crate::pages::Page;
 use crate::problem::Problem;
-use crate::records::{FlowStatus, NewFlow, PaymentRequest};
 use crate::state::{ProviderState, SignIn, StateError};
 
 /// Largest request body accepted (16 KiB); every body here is tiny.

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use crate::accounts::{Accounts, equal_in_constant_time};
 use crate::ids::{Amount, FlowId, IdError, RefundId, Username, random_hex};
-use crate::records::{Flow, FlowStatus, NewFlow, Payment, PaymentRequest};
+use crate::model::{Flow, FlowStatus, NewFlow, Payment, PaymentRequest};
 use crate::timestamp::rfc3339;
 
 /// Why an operation on the state failed.

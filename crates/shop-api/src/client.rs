@@ -1,6 +1,6 @@
 //! `ShopApi`, a typed async client for the API.
 //!
-//! It reads and writes the same [`crate::records`] types the server uses,
+//! It reads and writes the same [`crate::model`] types the server uses,
 //! over a `web-service` [`JsonClient`]. Failures come back as
 //! [`ClientError`], whose messages are written to be shown as is: an API
 //! error displays the problem's `detail`.
@@ -10,7 +10,7 @@ use web_service::JsonClient;
 
 use crate::SERVICE_NAME;
 use crate::ids::{OrderId, QuoteId, RefundId};
-use crate::records::{ON_BEHALF_OF, Order, Policy, Quote, QuoteRequest, Refund, RefundRequest, Return, ReturnRequest};
+use crate::model::{ON_BEHALF_OF, Order, Policy, Quote, QuoteRequest, Refund, RefundRequest, Return, ReturnRequest};
 
 pub use web_service::ClientError;
 pub use web_service::client::TIMEOUT;

@@ -13,7 +13,7 @@
 //!   the store and map errors to RFC 9457 problems ([`problem`]).
 //! - [`store`]: SQLite behind a mutex; IDs, transactions and state changes.
 //! - [`policy`] decides holds; [`seed`] holds the starting orders.
-//! - [`records`], [`ids`] and [`money`]: the shared vocabulary. IDs are
+//! - [`model`], [`ids`] and [`money`]: the shared vocabulary. IDs are
 //!   validated newtypes and money is integer [`Cents`], written `"180.00"`.
 //!
 //! Plumbing shared with the payment provider (problems, the JSON client and
@@ -21,10 +21,10 @@
 
 pub mod client;
 pub mod ids;
+pub mod model;
 pub mod money;
 pub mod policy;
 pub mod problem;
-pub mod records;
 pub mod routes;
 pub mod seed;
 pub mod service;
@@ -32,12 +32,12 @@ pub mod store;
 
 pub use client::{ClientError, ShopApi};
 pub use ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
-pub use money::{Cents, MoneyError};
-pub use problem::Problem;
-pub use records::{
+pub use model::{
     Order, OrderLine, Policy, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundRequest, RefundStatus, Return,
     ReturnReason, ReturnRequest,
 };
+pub use money::{Cents, MoneyError};
+pub use problem::Problem;
 pub use routes::router;
 pub use service::{RunningApi, app, serve, spawn_loopback};
 pub use store::{Store, StoreError};

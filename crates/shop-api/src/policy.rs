@@ -4,8 +4,8 @@
 //! refund: a refund that would bring what the order has refunded (released and held) above the
 //! limit is held, however the order's refunds are split.
 
+use crate::model::{Policy, RefundStatus, ReturnReason};
 use crate::money::Cents;
-use crate::records::{Policy, RefundStatus, ReturnReason};
 
 /// An order's refunds above this total (150.00) are held.
 pub const CONFIRMATION_LIMIT: Cents = Cents(15000);

@@ -93,7 +93,7 @@ impl From<StoreError> for Problem {
 mod tests {
     use super::*;
     use crate::ids::RefundId;
-    use crate::records::RefundStatus;
+    use crate::model::RefundStatus;
 
     #[test]
     fn store_errors_keep_their_ids_as_extensions() {

@@ -17,9 +17,9 @@ use tower_http::trace::TraceLayer;
 use web_service::problem::{method_not_allowed, no_such_route};
 
 use crate::ids::{IdError, OrderId, QuoteId, RefundId};
+use crate::model::{ON_BEHALF_OF, Policy, QuoteRequest, Refund, RefundRequest, ReturnRequest};
 use crate::policy;
 use crate::problem::{self, Problem};
-use crate::records::{ON_BEHALF_OF, Policy, QuoteRequest, Refund, RefundRequest, ReturnRequest};
 use crate::store::{Store, StoreError};
 
 /// Largest request body accepted (64 KiB); the API's bodies are tiny.

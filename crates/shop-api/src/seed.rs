@@ -1,9 +1,9 @@
 //! The orders a new store starts with.
 
 use crate::ids::{OrderId, Sku};
+use crate::model::{Order, OrderLine};
 use crate::money::Cents;
 use crate::policy::CURRENCY;
-use crate::records::{Order, OrderLine};
 
 /// (SKU, product name, quantity, unit price in cents)
 type SeedLine = (&'static str, &'static str, u32, i64);

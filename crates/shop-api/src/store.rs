@@ -33,11 +33,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
-use crate::money::Cents;
-use crate::policy;
-use crate::records::{
+use crate::model::{
     Order, OrderLine, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundStatus, Return, ReturnReason, ReturnRequest,
 };
+use crate::money::Cents;
+use crate::policy;
 use crate::seed;
 
 /// Why a store operation failed.

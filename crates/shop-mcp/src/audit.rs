@@ -9,7 +9,7 @@
 //! reopens the file, for log rotation. Without a path nothing is written.
 //!
 //! The shop's API keeps its own record of who released or declined each refund, which the MCP
-//! server asserts over its service credential (`shop_api::records::ON_BEHALF_OF`): the trail
+//! server asserts over its service credential (`shop_api::model::ON_BEHALF_OF`): the trail
 //! and the API can be read against each other.
 
 use std::{

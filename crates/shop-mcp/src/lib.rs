@@ -6,7 +6,7 @@
 //!   `record_return` (a typed form), `pay_refund` (URL mode, through the payment provider);
 //! - [`audit`]: the trail of every decision about money, one JSON line each;
 //! - [`caller`]: who is calling, when the transport authenticated someone;
-//! - [`quote_store`]: chapter 3's record of quotes this server handed out;
+//! - [`quote_store`]: the record of quotes this server handed out;
 //! - [`tool_error`]: failures worded for the model, as results rather than protocol errors;
 //! - [`serve`]: the server's assembly: one [`serve::ServeConfig`] (flattened into the binary's
 //!   command line), one [`serve::build`], stdio and Streamable HTTP side by side, metrics, logs.

@@ -1,5 +1,4 @@
-//! Chapter 3's quote store: the quotes this server handed out, through which a retry finds
-//! its refund.
+//! The quote store: the quotes this server handed out, through which a retry finds its refund.
 //!
 //! `issue_refund` accepts only a quote that `quote_refund` produced here, so a model cannot
 //! refund an amount nobody quoted to it. The quotes live in the server's [`Records`]: in one

@@ -107,7 +107,7 @@ impl Shop {
         self
     }
 
-    /// Ask the lead the 2025 way (the first example shows how that fails).
+    /// Ask the lead the 2025 way (the example `refund-waits-for-answer` shows how that fails).
     pub(crate) fn with_ask_style(mut self, style: AskStyle) -> Self {
         self.ask_style = style;
         self

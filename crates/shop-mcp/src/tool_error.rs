@@ -12,18 +12,65 @@ use rmcp::{
 };
 use shop_api::ClientError;
 
-/// A failure inside a tool, worded for the model.
+/// A failure inside a tool, worded for the model; a refusal a program must tell apart also
+/// carries its [`Refusal`] as `_meta["fernhill/refusal"]`, so no program reads the words.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolError(pub String);
+pub struct ToolError {
+    message: String,
+    refusal: Option<Refusal>,
+}
+
+/// Why a tool refused an answer, for programs: the value of `_meta["fernhill/refusal"]` on the
+/// error result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The answer was acted on already (the once-only record was claimed): a replay.
+    Answered,
+    /// A lead declined, and a decline stands.
+    Declined,
+    /// The shop's API no longer holds the refund for an answer (another answer got there first).
+    NotHeld,
+}
+
+/// The `_meta` key of a [`Refusal`].
+pub const REFUSAL_META: &str = "fernhill/refusal";
+
+impl Refusal {
+    /// Its value under [`REFUSAL_META`].
+    pub fn label(self) -> &'static str {
+        match self {
+            Refusal::Answered => "answered",
+            Refusal::Declined => "declined",
+            Refusal::NotHeld => "not_held",
+        }
+    }
+}
 
 impl ToolError {
     pub fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
+        Self { message: message.into(), refusal: None }
+    }
+
+    /// A refusal of an answer, with the words for the model and the kind for programs.
+    pub fn refusal(refusal: Refusal, message: impl Into<String>) -> Self {
+        Self { message: message.into(), refusal: Some(refusal) }
+    }
+
+    /// The words for the model.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 
     /// The result that carries this error back to the model.
     pub fn into_result(self, tool: &str) -> CallToolResult {
-        CallToolResult::error(vec![ContentBlock::text(format!("Error executing tool {tool}: {}", self.0))])
+        let mut result =
+            CallToolResult::error(vec![ContentBlock::text(format!("Error executing tool {tool}: {}", self.message))]);
+        if let Some(refusal) = self.refusal {
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.0.insert(REFUSAL_META.to_owned(), refusal.label().into());
+            result.meta = Some(meta);
+        }
+        result
     }
 }
 
@@ -36,9 +83,9 @@ impl From<ClientError> for ToolError {
         match error {
             ClientError::Unreachable(detail) => {
                 tracing::warn!(%detail, "the shop's API did not answer");
-                ToolError(UNREACHABLE.to_owned())
+                ToolError::new(UNREACHABLE)
             }
-            other => ToolError(other.to_string()),
+            other => ToolError::new(other.to_string()),
         }
     }
 }
@@ -61,7 +108,7 @@ pub const UNREACHABLE: &str = "The shop's API did not answer. Try again shortly.
 
 impl From<shop_api::IdError> for ToolError {
     fn from(error: shop_api::IdError) -> Self {
-        ToolError(error.to_string())
+        ToolError::new(error.to_string())
     }
 }
 

@@ -1,5 +1,5 @@
 //! The wire recorder: relays that sit between an MCP client and a server, pass every message
-//! on unchanged, and append each one to a JSONL log, as the book's `lib.wire` does.
+//! on unchanged, and append each one to a JSONL log, as `lib.wire` does in the Python reference.
 //!
 //! - [`record`]: the one log format, `{"t": seconds, "direction": "out" | "in", "message": {...}}`
 //!   (`out` is client to server), how a record is written, and [`record::read_trace`] to read a

@@ -1,5 +1,6 @@
-//! `fernhill demo`: the chapter end to end on embedded defaults. The shop's API on loopback,
-//! the MCP server launched over stdio, and a scripted support lead who answers.
+//! `fernhill demo`: every tool end to end on embedded defaults. The shop's API and the payment
+//! provider on loopback, the MCP server launched over stdio, and a scripted support lead who
+//! answers.
 
 use std::path::Path;
 

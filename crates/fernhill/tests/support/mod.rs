@@ -1,21 +1,23 @@
-//! What the integration tests share: the real `fernhill` binary and the chapter's examples run
+//! What the integration tests share: the real `fernhill` binary and the example programs run
 //! as processes, the shop's API on an ephemeral loopback port, and the server's stderr read
 //! line by line so a test can wait for a log line without sleeping.
 #![allow(dead_code)]
 
+#[path = "../../../oauth-resource/tests/support/issuer.rs"]
 pub mod issuer;
 pub mod legacy_session;
 
-use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
+use std::{path::PathBuf, process::Stdio, time::Duration};
 
 use load::child_log::ChildLog;
 
 use mrtr::client::{Client, ScriptedUser};
-use shop_api::{RunningApi, ShopApi, Store};
 use tokio::process::Command;
 
-pub const KEY_A: &str = "test-key-a-0123456789abcdefghijklmnopqrstuvwxyz";
-pub const KEY_B: &str = "test-key-b-0123456789abcdefghijklmnopqrstuvwxyz";
+#[path = "../../../shop-mcp/tests/support/shop.rs"]
+mod shop_calls;
+#[allow(unused_imports)] // not every test binary uses every helper
+pub use shop_calls::*;
 
 pub fn fernhill() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fernhill"))
@@ -40,18 +42,10 @@ pub async fn run_example(name: &str) -> (String, String) {
     (stdout, stderr)
 }
 
-/// The book's printed output for one program.
+/// The reference output for one example program, byte for byte: `tests/book/{name}.txt`.
 pub fn book(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/book").join(format!("{name}.txt"));
     std::fs::read_to_string(path).expect("book output")
-}
-
-/// A fresh in-memory shop API: the book's orders, and a few hundred load orders (O-100001 up)
-/// for tests that confirm more refunds than the book's orders hold.
-pub async fn start_api() -> RunningApi {
-    let store = Store::open(None).unwrap();
-    store.add_load_orders(shop_api::seed::FIRST_LOAD_ORDER, 256).unwrap();
-    shop_api::spawn_loopback(Arc::new(store)).await.unwrap()
 }
 
 /// A server's stderr; a test waits for a line, and fails if it never comes.
@@ -103,25 +97,6 @@ pub async fn serve_with(
         log.0.follow(stderr, false);
     }
     (Client::connect(user, transport).await.unwrap(), log)
-}
-
-pub fn shop(api: &RunningApi) -> ShopApi {
-    ShopApi::new(&api.url).unwrap()
-}
-
-/// `quote_refund` for `order`: the quote's ID.
-pub async fn quote(client: &Client<ScriptedUser>, order: &str) -> String {
-    let result = client.call_tool("quote_refund", serde_json::json!({"order_id": order})).await.unwrap();
-    result.structured_content.unwrap()["quote_id"].as_str().unwrap().to_owned()
-}
-
-/// `issue_refund`'s first round, which must ask.
-pub async fn ask(client: &Client<ScriptedUser>, quote_id: &str) -> rmcp::model::InputRequiredResult {
-    let call = mrtr::client::params("issue_refund", serde_json::json!({"quote_id": quote_id}));
-    match client.call_tool_once(call).await.unwrap() {
-        rmcp::model::CallToolResponse::InputRequired(asked) => asked,
-        other => panic!("expected input_required, got {other:?}"),
-    }
 }
 
 /// A Python with mcp==2.3.0: `FERNHILL_PYTHON`, else a venv under the target dir, made once.

@@ -24,12 +24,10 @@ use rmcp::{
     },
     service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RunningService},
     transport::{
-        IntoTransport, StreamableHttpClientTransport, TokioChildProcess,
-        streamable_http_client::StreamableHttpClientTransportConfig,
+        IntoTransport, StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
 use serde_json::Value;
-use tokio::process::Command;
 
 pub use call::{field, params, retry, text};
 pub use numbering::FromOne;
@@ -41,15 +39,25 @@ pub const DEFAULT_MAX_ROUNDS: usize = 10;
 /// What can go wrong for a client.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// The server's process could not be started (`Client::launch`, with the
+    /// `child-process` feature).
     #[error("could not start the server: {0}")]
     Launch(#[from] std::io::Error),
+    /// The connection could not be opened: the transport failed, or the server refused or
+    /// did not complete the opening (`server/discover`, or the 2025 `initialize` handshake).
     #[error("could not open the connection: {0}")]
     Connect(#[from] Box<ClientInitializeError>),
     /// A JSON-RPC error, or a transport failure, from the server.
     #[error(transparent)]
     Service(#[from] ServiceError),
+    /// A complete result does not match the output schema the tool declared in `tools/list`.
     #[error("tool {tool} returned a result that does not match its output schema: {problem}")]
-    OutputSchema { tool: String, problem: String },
+    OutputSchema {
+        /// The tool's name.
+        tool: String,
+        /// What does not match, in words.
+        problem: String,
+    },
 }
 
 impl ClientError {
@@ -82,8 +90,9 @@ pub struct Client<H: ClientHandler> {
 
 impl<H: ClientHandler> Client<H> {
     /// Start `command` as a stdio server and open a 2026-07-28 connection to it.
-    pub async fn launch(handler: H, command: Command) -> Result<Self, ClientError> {
-        let transport = TokioChildProcess::new(command)?;
+    #[cfg(feature = "child-process")]
+    pub async fn launch(handler: H, command: tokio::process::Command) -> Result<Self, ClientError> {
+        let transport = rmcp::transport::TokioChildProcess::new(command)?;
         Self::connect(handler, transport).await
     }
 
@@ -168,10 +177,12 @@ impl<H: ClientHandler> Client<H> {
         self.service.peer().peer_info()
     }
 
+    /// The connection's peer, for requests this client does not wrap (`tools/list`, say).
     pub fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
     }
 
+    /// The handler that answers the server's questions (a [`ScriptedUser`], say).
     pub fn handler(&self) -> &H {
         self.service.service()
     }

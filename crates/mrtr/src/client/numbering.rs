@@ -20,6 +20,7 @@ pub struct FromOne<T> {
 }
 
 impl<T> FromOne<T> {
+    /// Wrap `inner`: the requests sent through it are numbered from 1.
     pub fn new(inner: T) -> Self {
         Self { inner }
     }

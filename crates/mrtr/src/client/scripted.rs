@@ -22,7 +22,9 @@ use serde_json::{Map, Value};
 pub enum Answer {
     /// Accept, with the form's content (URL mode: none).
     Accept(Option<Map<String, Value>>),
+    /// Decline: an explicit no.
     Decline,
+    /// Cancel: the person dismissed the question without answering it.
     Cancel,
 }
 
@@ -40,6 +42,7 @@ impl Answer {
         Answer::accept(serde_json::to_value(content).unwrap_or(Value::Null))
     }
 
+    /// The answer as the result of `elicitation/create`, as a client sends it.
     pub fn into_result(self) -> ElicitResult {
         match self {
             Answer::Accept(content) => {
@@ -62,8 +65,11 @@ impl Answer {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("answer {given:?} on line {line}: {problem}")]
 pub struct ScriptError {
+    /// The line of the script the answer is on, counted from 1.
     pub line: usize,
+    /// The answer as written, without surrounding whitespace.
     pub given: String,
+    /// Why it is not an answer.
     pub problem: String,
 }
 
@@ -248,5 +254,15 @@ mod tests {
         assert_eq!(error.problem, "expected accept [JSON object], yes, decline or cancel");
         assert!(parse_script("accept [1]", &words).is_err() && parse_script("accept {", &words).is_err());
         assert!(parse_script("yes", &[]).is_err(), "a word means something only when the caller names it");
+    }
+
+    proptest::proptest! {
+        /// Any line of a lead's script reads as an answer or as a reason it does not.
+        #[test]
+        fn any_script_line_reads_or_says_why(line in ".*") {
+            if let Err(problem) = Answer::parse(&line, &[("release", Answer::accept(json!({"release": true})))]) {
+                proptest::prop_assert!(!problem.is_empty());
+            }
+        }
     }
 }

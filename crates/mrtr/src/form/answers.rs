@@ -18,7 +18,9 @@ use super::{
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field} {rule}")]
 pub struct Problem {
+    /// The key of the field whose answer breaks a rule.
     pub field: String,
+    /// The rule it breaks, worded to follow the key: `must be at most 5`, `is required`.
     pub rule: String,
 }
 

@@ -18,40 +18,61 @@ use super::formats::Format;
 /// The fields of one form, in the order the server listed them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlatForm {
+    /// The form's fields, in the server's order (see [`FlatForm::from_schema`]).
     pub fields: Vec<Field>,
 }
 
 /// One property of the form.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Field {
+    /// The property's name: the key of its value in an answer's `content`.
     pub key: String,
+    /// The label to show the person (`title`), if the schema gives one.
     pub title: Option<String>,
+    /// The help text to show the person (`description`), if the schema gives one.
     pub description: Option<String>,
+    /// Whether the schema lists the property in `required`: an answer must then give it a
+    /// value that is not `null`.
     pub required: bool,
+    /// The value the schema proposes (`default`), as JSON; not checked against the field.
     pub default: Option<Value>,
+    /// What the field holds, and its bounds.
     pub kind: FieldKind,
 }
 
 /// What a field holds, and its bounds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FieldKind {
+    /// Text: a `string` property that is not an enum.
     Text {
+        /// The fewest characters (Unicode scalar values) the text may have (`minLength`).
         min_length: Option<u64>,
+        /// The most characters (Unicode scalar values) the text may have (`maxLength`).
         max_length: Option<u64>,
+        /// The format the text must be written in (`format`).
         format: Option<Format>,
     },
+    /// A number: a `number` or an `integer` property.
     Number {
+        /// Whether only whole numbers are taken (`integer`). A whole number written with a
+        /// fraction (`2.0`) is refused.
         integer: bool,
+        /// The least value taken, inclusive (`minimum`).
         minimum: Option<f64>,
+        /// The greatest value taken, inclusive (`maximum`).
         maximum: Option<f64>,
     },
+    /// True or false: a `boolean` property.
     Boolean,
     /// Pick one.
     Choice(Vec<Choice>),
     /// Pick any number, within the bounds.
     Choices {
+        /// The options, in the schema's order.
         options: Vec<Choice>,
+        /// The fewest options that may be picked (`minItems`).
         min_items: Option<u64>,
+        /// The most options that may be picked (`maxItems`).
         max_items: Option<u64>,
     },
     /// A property of a type a flat form does not have (the type it declared); answered as JSON.
@@ -61,7 +82,9 @@ pub enum FieldKind {
 /// One option of an enum: the value sent, and what the person reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
+    /// The value an answer carries: the option's `const`, or its entry in `enum`.
     pub value: String,
+    /// What the person reads: the option's `title`, or its `enumNames` entry, else the value.
     pub label: String,
 }
 

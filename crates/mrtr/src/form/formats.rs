@@ -6,9 +6,14 @@ use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 /// The `format` of a text field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Format {
+    /// `email`: an address a person could mean, `local@domain`, with a domain of two or more
+    /// labels.
     Email,
+    /// `uri`: an absolute URI, with a scheme and no whitespace (`https://example.com/`).
     Uri,
+    /// `date`: an RFC 3339 full-date, `YYYY-MM-DD`, a day the calendar has.
     Date,
+    /// `date-time`: an RFC 3339 date-time, with `T` and an offset (`2026-07-28T09:30:00Z`).
     DateTime,
     /// A format the spec does not define: shown, not checked.
     Unknown(String),

@@ -37,11 +37,63 @@ pub use self::{
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{form} cannot be a form: {problem}")]
 pub struct FormError {
+    /// The type's name, as `schemars` names it.
     pub form: String,
+    /// Why it cannot be a form, naming the field at fault if one is.
     pub problem: String,
 }
 
 /// A form for `T`: the wire schema, and the checks an answer must pass to become a `T`.
+///
+/// # Examples
+///
+/// A type with `Deserialize` and `JsonSchema` yields the flat schema; its doc comments become
+/// the fields' descriptions, and its fields that are not `Option`s are required.
+///
+/// ```
+/// use mrtr::form::FormSchema;
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use serde_json::{Value, json};
+///
+/// #[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+/// struct Return {
+///     /// Where to send the label
+///     #[schemars(email)]
+///     email: String,
+///     /// How many items came back
+///     #[schemars(range(min = 1, max = 10))]
+///     count: u32,
+///     /// Restock them?
+///     restock: Option<bool>,
+/// }
+///
+/// let form = FormSchema::<Return>::of()?;
+/// assert_eq!(
+///     Value::Object(form.json().clone()),
+///     json!({
+///         "type": "object",
+///         "properties": {
+///             "email": {"type": "string", "format": "email", "description": "Where to send the label"},
+///             "count": {"type": "integer", "minimum": 1, "maximum": 10, "description": "How many items came back"},
+///             "restock": {"type": "boolean", "description": "Restock them?"},
+///         },
+///         "required": ["email", "count"],
+///     }),
+/// );
+///
+/// // An accepted answer is checked against the schema, then read into the type.
+/// let answer = json!({"email": "lead@shop.example", "count": 2});
+/// assert_eq!(
+///     form.accept(Some(&answer)),
+///     Ok(Return { email: "lead@shop.example".into(), count: 2, restock: None }),
+/// );
+///
+/// // An answer that breaks a rule is refused, with the problem in words for the person.
+/// let answer = json!({"email": "lead@shop.example", "count": 11});
+/// assert_eq!(form.accept(Some(&answer)), Err("count must be at most 10".to_owned()));
+/// # Ok::<(), mrtr::form::FormError>(())
+/// ```
 #[derive(Debug)]
 pub struct FormSchema<T> {
     schema: Map<String, Value>,

@@ -39,7 +39,7 @@ use oauth_resource::{ResourceServer, ScopePolicy, gate::IntrospectionClient};
 use crate::serve::{
     HttpConfig, ServeError,
     connections::{self, Bounds},
-    json_rpc_check, metrics,
+    json_rpc_check, prometheus,
     rate_limit::{RateLimit, RefusalLimit},
     readiness::Readiness,
     session_owners::SessionOwners,
@@ -71,7 +71,7 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     // The recorder first: the layers built below make their series exist at zero through it.
-    let rendered = metrics::install();
+    let rendered = prometheus::install();
     let listen = http.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -212,11 +212,11 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
 
 /// Time every HTTP request by its MCP method (the `Mcp-Method` header), from a closed set.
 pub async fn time_requests(request: Request, next: Next) -> Response {
-    let method = metrics::method_label(request.headers().get("mcp-method").and_then(|v| v.to_str().ok()));
+    let method = prometheus::method_label(request.headers().get("mcp-method").and_then(|v| v.to_str().ok()));
     let started = std::time::Instant::now();
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();
-    ::metrics::histogram!("mcp_http_request_duration_seconds", "method" => method, "status" => status)
+    metrics::histogram!("mcp_http_request_duration_seconds", "method" => method, "status" => status)
         .record(started.elapsed().as_secs_f64());
     response
 }

@@ -15,7 +15,7 @@ pub mod connections;
 pub mod http;
 pub mod json_rpc_check;
 pub mod logging;
-pub mod metrics;
+pub mod prometheus;
 pub mod rate_limit;
 pub mod readiness;
 pub mod session_owners;
@@ -104,7 +104,7 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     // stdio nothing would read it, and installing it calibrates a clock (milliseconds of
     // spinning at every start). Without it the metrics below cost nothing.
     let sealed = Sealed::new(shop, Arc::clone(&security))
-        .observed(audit::observing(audit, metrics::observer()))
+        .observed(audit::observing(audit, prometheus::observer()))
         .waiting(WaitingRoom::new(config.max_waiting, config.max_waiting_per_caller))
         .traced(Arc::new(telemetry::CallTraces));
     Ok(match (config.max_tool_calls, config.when_busy) {

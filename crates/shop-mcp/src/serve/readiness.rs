@@ -53,7 +53,7 @@ impl Readiness {
     /// From now on, not ready: the replica is stopping.
     pub fn drain(&self) {
         self.draining.store(true, Ordering::SeqCst);
-        ::metrics::gauge!("mcp_ready").set(0.0);
+        metrics::gauge!("mcp_ready").set(0.0);
     }
 
     /// Ready, or why not.
@@ -79,7 +79,7 @@ impl Readiness {
 /// `/readyz`; the answer is also the gauge `mcp_ready` (1 or 0), for alerts.
 async fn readyz(State(readiness): State<Readiness>) -> Response {
     let ready = readiness.ready().await;
-    ::metrics::gauge!("mcp_ready").set(if ready.is_ok() { 1.0 } else { 0.0 });
+    metrics::gauge!("mcp_ready").set(if ready.is_ok() { 1.0 } else { 0.0 });
     match ready {
         Ok(()) => "ready\n".into_response(),
         Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")).into_response(),

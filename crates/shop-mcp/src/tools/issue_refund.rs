@@ -44,7 +44,7 @@ use shop_api::{ClientError, QuoteId, Refund, RefundId, RefundStatus};
 use crate::{
     Shop,
     audit::Who,
-    tool_error::{Failure, ToolError, respond},
+    tool_error::{Failure, Refusal, ToolError, respond},
     tools::{structured, structured_with_note},
 };
 
@@ -155,8 +155,8 @@ impl Shop {
             AskStyle::InputRequired => Era::of(context, self.state_ttl),
             AskStyle::AskAndWait => Era::back_channel(context, self.state_ttl),
         };
-        // The state is the refund's ID alone, not the asking layer's envelope: the book's server
-        // (and the Python reference) send exactly that, so a state either one sealed under a
+        // The state is the refund's ID alone, not the asking layer's envelope: the Python
+        // reference server sends exactly that, so a state that either server sealed under a
         // shared key finishes on the other.
         let held = refund.status == RefundStatus::NeedsConfirmation;
         let mut asking =
@@ -208,8 +208,9 @@ impl Shop {
         }
     }
 
-    /// Chapter 3's `issue_refund`: the quote must be one this server gave out; the API creates
-    /// the refund (or returns the one it made for this quote before) and decides whether to hold it.
+    /// Issue the refund, asking nobody yet: the quote must be one this server gave out; the API
+    /// creates the refund (or returns the one it made for this quote before) and decides whether
+    /// to hold it.
     async fn held_or_issued(&self, quote_id: &str) -> Result<Refund, ToolError> {
         let quote_id = QuoteId::parse(quote_id)?;
         let known = self.quotes.get(&quote_id).await.map_err(|error| {
@@ -252,27 +253,38 @@ impl Shop {
                 if let Some(by) = self.decliner(refund_id).await {
                     // A decline whose cancel did not go through yet: finish it, and refuse.
                     let _ = self.cancel_declined(refund_id, &by, who).await;
-                    return Err(ToolError::new(format!(
-                        "Refund {refund_id} was declined, and a decline stands. Don't send another answer."
-                    )));
+                    return Err(ToolError::refusal(
+                        Refusal::Declined,
+                        format!("Refund {refund_id} was declined, and a decline stands. Don't send another answer."),
+                    ));
                 }
                 let now = self.api.refund(refund_id).await.map(|r| r.status).unwrap_or(RefundStatus::NeedsConfirmation);
-                Err(ToolError::new(match now {
-                    RefundStatus::Cancelled => {
-                        format!("Refund {} was declined, and a decline stands. Don't send another answer.", refund_id)
-                    }
-                    RefundStatus::Requested => {
-                        format!("Refund {} was already confirmed. Don't send the same answer again.", refund_id)
-                    }
-                    // Claimed, but the API has not acted yet (in flight, or the server stopped
-                    // in between): the claim lapses with the state, and a fresh call asks again.
-                    RefundStatus::NeedsConfirmation => format!(
-                        "Refund {} is already being answered. If it is still held in {} minutes, call issue_refund \
+                let refusal = match now {
+                    RefundStatus::Cancelled => Refusal::Declined,
+                    _ => Refusal::Answered,
+                };
+                Err(ToolError::refusal(
+                    refusal,
+                    match now {
+                        RefundStatus::Cancelled => {
+                            format!(
+                                "Refund {} was declined, and a decline stands. Don't send another answer.",
+                                refund_id
+                            )
+                        }
+                        RefundStatus::Requested => {
+                            format!("Refund {} was already confirmed. Don't send the same answer again.", refund_id)
+                        }
+                        // Claimed, but the API has not acted yet (in flight, or the server stopped
+                        // in between): the claim lapses with the state, and a fresh call asks again.
+                        RefundStatus::NeedsConfirmation => format!(
+                            "Refund {} is already being answered. If it is still held in {} minutes, call issue_refund \
                          again to ask again.",
-                        refund_id,
-                        self.state_ttl.as_secs().div_ceil(60)
-                    ),
-                }))
+                            refund_id,
+                            self.state_ttl.as_secs().div_ceil(60)
+                        ),
+                    },
+                ))
             }
             Err(error) => {
                 metrics::counter!("shop_once_only_failures_total").increment(1);
@@ -316,9 +328,10 @@ impl Shop {
                 ).await;
                 Ok(structured(&released))
             }
-            Err(error) if error.is_conflict() => {
-                Err(ToolError::new(format!("Refund {refund_id} is not held any more, so it can't be released again.")))
-            }
+            Err(error) if error.is_conflict() => Err(ToolError::refusal(
+                Refusal::NotHeld,
+                format!("Refund {refund_id} is not held any more, so it can't be released again."),
+            )),
             Err(error @ ClientError::Unreachable(_)) => {
                 crate::tool_error::count_api_failure(&error);
                 tracing::warn!(%refund_id, %error, "the shop's API did not answer a release");
@@ -364,9 +377,10 @@ impl Shop {
             Err(error) if error.is_conflict() => match self.api.refund(refund_id).await {
                 Ok(refund) if refund.status == RefundStatus::Cancelled => refund,
                 _ => {
-                    return Err(ToolError::new(format!(
-                        "Refund {refund_id} is not held any more, so it can't be declined."
-                    )));
+                    return Err(ToolError::refusal(
+                        Refusal::NotHeld,
+                        format!("Refund {refund_id} is not held any more, so it can't be declined."),
+                    ));
                 }
             },
             Err(error) => {

@@ -1,6 +1,14 @@
-//! The shop's tools, one file each. Chapter 3's four, `issue_refund` as this chapter changes it
-//! (it asks a support lead before it releases a refund the shop's API holds), and
-//! `record_return`, which asks whoever opened a returned parcel what they found.
+//! The shop's tools, one file each:
+//!
+//! - [`lookup_order`]: one order, its lines, shipping, total and status;
+//! - [`quote_refund`]: what a refund would be, before anyone issues it;
+//! - [`issue_refund`]: issues the refund a quote describes, and asks a support lead before it
+//!   releases a refund the shop's API holds;
+//! - [`refund_status`]: where one refund stands now;
+//! - [`record_return`]: asks whoever opened a returned parcel what they found, in a typed form;
+//! - [`pay_refund`]: pays a released refund through the payment provider, in URL mode: the lead
+//!   signs in on the provider's own page. A server with no provider configured says so and pays
+//!   nothing.
 
 pub mod issue_refund;
 pub mod lookup_order;

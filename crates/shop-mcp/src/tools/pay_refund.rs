@@ -5,14 +5,14 @@
 //! for the flow, registers it with the provider for the person who started it, and sends the
 //! lead to `{public}/connect/{flow}`: the URL carries no personal data and signs nobody in.
 //! The flow's ID and the number of rounds ride in `requestState` (sealed by the boundary), as
-//! the tool's own state inside `mrtr::ask`'s envelope; the tool asks through [`Asking`] as every
-//! tool does.
+//! the tool's own state inside `mrtr::ask`'s envelope; the tool asks through [`Asking::url`], the
+//! same code for both eras (a 2025 host is asked on the back-channel while the call waits).
 //! Accept means only that the lead agreed to open the page; each retry asks the provider
 //! whether the flow finished. After a few rounds the tool stops asking and says the step is
 //! unfinished, so an abandoned flow does not loop until the client's round cap.
 
 use mrtr::{
-    ask::{AskError, Asking, Era, Outcome},
+    ask::{AskError, Asking, Era, UrlOutcome, UrlQuestion},
     boundary::OpenedState,
     capability::ElicitationMode,
 };
@@ -74,27 +74,22 @@ fn not_connected(refund_id: &RefundId) -> CallToolResult {
     text(format!("Not paid: the user didn't connect a payment account. {refund_id} stays released, unpaid."))
 }
 
-/// How often a waiting call asks the provider whether the lead has signed in.
-const SIGN_IN_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+/// What can stop a sign-in: the asking, or the provider.
+#[derive(Debug)]
+enum Paying {
+    Asking(AskError),
+    Provider(payment_provider::ProviderError),
+}
 
-impl Payments {
-    /// Whether the provider sees the flow finished within `wait`, asking it every [`SIGN_IN_POLL`]:
-    /// the provider tells nobody, so a call that waits (a 2025 host) asks until it knows.
-    async fn signed_in_within(
-        &self,
-        flow: &str,
-        wait: std::time::Duration,
-    ) -> Result<bool, payment_provider::ProviderError> {
-        let until = tokio::time::Instant::now() + wait;
-        loop {
-            if self.provider.flow(flow).await?.is_finished() {
-                return Ok(true);
-            }
-            if tokio::time::Instant::now() + SIGN_IN_POLL > until {
-                return Ok(false);
-            }
-            tokio::time::sleep(SIGN_IN_POLL).await;
-        }
+impl From<AskError> for Paying {
+    fn from(error: AskError) -> Self {
+        Paying::Asking(error)
+    }
+}
+
+impl From<payment_provider::ProviderError> for Paying {
+    fn from(error: payment_provider::ProviderError) -> Self {
+        Paying::Provider(error)
     }
 }
 
@@ -159,68 +154,45 @@ impl Shop {
             }
         };
         let url = format!("{}/connect/{}", payments.public_url.trim_end_matches('/'), flow.flow);
-        if let Era::BackChannel { wait, .. } = asking.era() {
-            // A 2025 host: the question goes out now, its accept is the lead's consent, and the
-            // call waits (at most a round's lifetime, holding no slot for work) for the provider
-            // to see the sign-in.
-            let (wait, era) = (*wait, asking.era().clone());
-            let waited = era
-                .wait_for_person(async {
-                    match asking.url_waiting(url.clone(), MESSAGE, &flow.flow).await {
-                        Ok(Outcome::Accepted(())) => {}
-                        Ok(_) => return Ok(Some(not_connected(&refund_id))),
-                        Err(AskError::Protocol(error)) => return Err(Failure::from(error)),
-                        Err(other) => {
-                            return Ok(Some(text(format!("Not paid: {other}. {refund_id} stays released, unpaid."))));
-                        }
-                    }
-                    if !payments.signed_in_within(&flow.flow, wait).await.map_err(provider_error)? {
-                        return Ok(Some(text(format!(
-                            "Not paid yet: the payment provider has not seen the lead sign in. {refund_id} stays \
-                             released, unpaid; call pay_refund again to start a new sign-in."
-                        ))));
-                    }
-                    Ok(None)
-                })
-                .await;
-            match waited {
-                Ok(Ok(None)) => {}
-                Ok(Ok(Some(ended))) => return Ok(ended.into()),
-                Ok(Err(failure)) => return Err(failure),
-                Err(busy) => {
-                    return Ok(text(format!(
-                        "Not paid: {busy}, so nobody was asked. {refund_id} stays released, unpaid; call pay_refund \
-                         again in a few minutes."
-                    ))
-                    .into());
-                }
-            }
-            asking.url_finished(&flow.flow).await;
-        }
-        let record = payments.provider.flow(&flow.flow).await.map_err(provider_error)?;
-        if record.is_finished() {
-            let payment = payments.provider.pay(&flow.flow, refund_id.as_str()).await.map_err(provider_error)?;
-            tracing::info!(%refund_id, payment_id = %payment.payment_id, paid_by = %payment.paid_by.escape_debug(), "refund paid");
-            let who = crate::audit::Who::of(context, &self.host_user);
-            let paid = serde_json::json!({"refund_id": refund_id, "payment_id": payment.payment_id, "paid_by": payment.paid_by});
-            self.audit.record("paid", &who, paid).await;
-            return Ok(text(format!("Paid {refund_id} through the payment provider")).into());
-        }
-        if let Some(Outcome::Declined | Outcome::Cancelled) = asking.url_answer(CONNECT) {
-            return Ok(not_connected(&refund_id).into());
-        }
-        flow.rounds += 1;
-        if flow.rounds > payments.max_rounds {
-            return Ok(text(format!(
-                "Not paid yet: the payment provider has not seen the lead sign in after {} rounds. {refund_id} stays \
-                 released, unpaid; call pay_refund again to start a new sign-in.",
-                payments.max_rounds
+        let question = UrlQuestion::new(CONNECT, url, MESSAGE, &flow.flow);
+        let finished = || async { Ok::<_, Paying>(payments.provider.flow(&flow.flow).await?.is_finished()) };
+        let unpaid = |why: &str| text(format!("Not paid: {why}. {refund_id} stays released, unpaid."));
+        let not_yet = |after: &str| {
+            text(format!(
+                "Not paid yet: the payment provider has not seen the lead sign in{after}. {refund_id} stays \
+                 released, unpaid; call pay_refund again to start a new sign-in."
             ))
-            .into());
+        };
+        match asking.url(question, finished).await {
+            Ok(Some(UrlOutcome::Finished)) => {}
+            Ok(Some(UrlOutcome::Declined | UrlOutcome::Cancelled)) => return Ok(not_connected(&refund_id).into()),
+            Ok(Some(UrlOutcome::Unfinished)) => return Ok(not_yet("").into()),
+            Ok(None) => {
+                flow.rounds += 1;
+                if flow.rounds > payments.max_rounds {
+                    return Ok(not_yet(&format!(" after {} rounds", payments.max_rounds)).into());
+                }
+                // Plain strings and a number always serialize.
+                asking.set_own_state(serde_json::to_string(&flow).unwrap_or_default());
+                return Ok(asking.input_required().into());
+            }
+            Err(Paying::Asking(AskError::Protocol(error))) => return Err(error.into()),
+            Err(Paying::Asking(AskError::Busy(busy))) => {
+                return Ok(text(format!(
+                    "Not paid: {busy}, so nobody was asked. {refund_id} stays released, unpaid; call pay_refund \
+                     again in a few minutes."
+                ))
+                .into());
+            }
+            Err(Paying::Asking(other)) => return Ok(unpaid(&other.to_string()).into()),
+            Err(Paying::Provider(error)) => return Err(ToolError::new(error.to_string()).into()),
         }
-        asking.ask_url(CONNECT, url, MESSAGE)?;
-        // Plain strings and a number always serialize.
-        asking.set_own_state(serde_json::to_string(&flow).unwrap_or_default());
-        Ok(asking.input_required().into())
+        let payment = payments.provider.pay(&flow.flow, refund_id.as_str()).await.map_err(provider_error)?;
+        tracing::info!(%refund_id, payment_id = %payment.payment_id, paid_by = %payment.paid_by.escape_debug(), "refund paid");
+        let who = crate::audit::Who::of(context, &self.host_user);
+        let paid =
+            serde_json::json!({"refund_id": refund_id, "payment_id": payment.payment_id, "paid_by": payment.paid_by});
+        self.audit.record("paid", &who, paid).await;
+        Ok(text(format!("Paid {refund_id} through the payment provider")).into())
     }
 }

@@ -59,7 +59,7 @@ pub const DECLINED: &str = "The user declined: don't record this return, and don
 pub const CANCELLED: &str = "The user closed the form without answering: ask again later.";
 
 fn python_bool(value: bool) -> &'static str {
-    // The book's SDK prints booleans as Python does, and hosts compare the text.
+    // The Python reference server writes booleans as Python prints them, and hosts compare the text.
     if value { "True" } else { "False" }
 }
 

@@ -1,4 +1,4 @@
-//! The JSON bodies the API reads and writes, shared by server and client.
+//! The model on the wire: the JSON bodies the API reads and writes, shared by server and client.
 //!
 //! Fields are plain strings so a client sends what it has; the server
 //! validates them with [`crate::ids`] and answers 400 for malformed ones.

@@ -1,4 +1,4 @@
-//! The JSON records the API serves and the client reads.
+//! The model on the wire: the JSON records the API serves and the client reads.
 //!
 //! These are the wire format: the server serializes them and [`crate::ShopApi`]
 //! deserializes the same types, so the two cannot drift apart. Money fields

@@ -1,9 +1,8 @@
-//! `fernhill serve` over stdio, driven by a 2026-07-28 client: the confirmation's rules, the
+//! The shop's server in process, driven by a 2026-07-28 client: the confirmation's rules, the
 //! sealed state's refusals and their logged reasons, key rotation, and the once-only record.
 
 mod support;
 
-use fernhill::chapter;
 use std::time::Duration;
 
 use mrtr::{
@@ -47,7 +46,7 @@ fn code(error: mrtr::client::ClientError) -> (i32, String) {
 #[tokio::test]
 async fn the_question_is_the_books_and_the_state_is_sealed() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(chapter::release())).await;
+    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
     assert_eq!(client.protocol_version().unwrap().to_string(), "2026-07-28");
     let asked = ask(&client, &quote(&client, "O-2289").await).await;
     let wire = serde_json::to_value(&asked).unwrap();
@@ -71,7 +70,7 @@ async fn the_question_is_the_books_and_the_state_is_sealed() {
 #[tokio::test]
 async fn below_the_limit_nobody_is_asked() {
     let api = start_api().await;
-    let user = ScriptedUser::always(chapter::release());
+    let user = ScriptedUser::always(support::release());
     let (client, _) = serve(&api.url, None, user.clone()).await;
     let done = client.call_tool("issue_refund", json!({"quote_id": quote(&client, "O-1021").await})).await.unwrap();
     assert_eq!(refund_of(&done), ("R-0111".into(), "requested".into()));
@@ -83,7 +82,7 @@ async fn below_the_limit_nobody_is_asked() {
 #[tokio::test]
 async fn a_line_quoted_and_issued_again_is_refunded_once() {
     let api = start_api().await;
-    let user = ScriptedUser::always(chapter::release());
+    let user = ScriptedUser::always(support::release());
     let (client, _) = serve(&api.url, None, user.clone()).await;
     let line = json!({"order_id": "O-1145", "skus": ["GG-2210"]});
     let first = client.call_tool("quote_refund", line.clone()).await.unwrap();
@@ -113,7 +112,7 @@ async fn a_line_quoted_and_issued_again_is_refunded_once() {
 #[tokio::test]
 async fn every_refused_state_gets_one_error_and_its_own_logged_reason() {
     let api = start_api().await;
-    let (client, log) = serve(&api.url, Some(KEY_A), ScriptedUser::always(chapter::release())).await;
+    let (client, log) = serve(&api.url, Some(KEY_A), ScriptedUser::always(support::release())).await;
     let q1 = quote(&client, "O-2289").await;
     let q2 = quote(&client, "O-1145").await;
     let state = ask(&client, &q1).await.request_state.unwrap();
@@ -121,12 +120,12 @@ async fn every_refused_state_gets_one_error_and_its_own_logged_reason() {
     // One character changed.
     let mut changed: Vec<char> = state.chars().collect();
     changed[40] = if changed[40] == 'A' { 'B' } else { 'A' };
-    let error = answer(&client, &q1, chapter::release(), Some(changed.into_iter().collect())).await.unwrap_err();
+    let error = answer(&client, &q1, support::release(), Some(changed.into_iter().collect())).await.unwrap_err();
     assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
     log.wait_for("requestState rejected on tools/call: seal").await;
 
     // The same state with other arguments.
-    let error = answer(&client, &q2, chapter::release(), Some(state.clone())).await.unwrap_err();
+    let error = answer(&client, &q2, support::release(), Some(state.clone())).await.unwrap_err();
     assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
     log.wait_for("requestState rejected on tools/call: request binding").await;
 
@@ -137,19 +136,19 @@ async fn every_refused_state_gets_one_error_and_its_own_logged_reason() {
     let binding = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": q1})), None);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
     let expired = security.seal_at("R-0111", &binding, now - 601.0);
-    let error = answer(&client, &q1, chapter::release(), Some(expired)).await.unwrap_err();
+    let error = answer(&client, &q1, support::release(), Some(expired)).await.unwrap_err();
     assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
     log.wait_for("requestState rejected on tools/call: expired").await;
 
     // A key the server does not hold.
     let stranger = StateSecurity::new(KeyRing::new(&[KEY_B]).unwrap(), Duration::from_secs(600), Some("shop".into()));
-    let error = answer(&client, &q1, chapter::release(), Some(stranger.seal("R-0111", &binding))).await.unwrap_err();
+    let error = answer(&client, &q1, support::release(), Some(stranger.seal("R-0111", &binding))).await.unwrap_err();
     assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
     let text = log.wait_for("requestState rejected on tools/call: unknown key").await;
     assert!(text.lines().filter(|l| l.contains("requestState rejected")).all(|l| l.contains("WARN")), "{text}");
 
     // None of that released anything; the honest retry still can.
-    let done = complete(answer(&client, &q1, chapter::release(), Some(state)).await.unwrap());
+    let done = complete(answer(&client, &q1, support::release(), Some(state)).await.unwrap());
     assert_eq!(refund_of(&done), ("R-0111".into(), "requested".into()));
 }
 
@@ -159,21 +158,21 @@ async fn keys_rotate_without_dropping_an_answer() {
     let old = StateSecurity::new(KeyRing::new(&[KEY_A]).unwrap(), Duration::from_secs(600), Some("shop".into()));
     let both = format!("{KEY_B},{KEY_A}");
     for (keys, opens, order) in [(KEY_A, true, "O-2289"), (both.as_str(), true, "O-1145"), (KEY_B, false, "O-5150")] {
-        let (client, log) = serve(&api.url, Some(keys), ScriptedUser::always(chapter::release())).await;
+        let (client, log) = serve(&api.url, Some(keys), ScriptedUser::always(support::release())).await;
         let q = quote(&client, order).await;
         let asked = ask(&client, &q).await;
         let refund_id = "R-".to_owned() + &format!("{:04}", 110 + api_refunds(&api).await);
         // The state as a server holding only the old key sealed it.
         let binding = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": q})), None);
         let sealed_by_old = old.seal(&refund_id, &binding);
-        let reply = answer(&client, &q, chapter::release(), Some(sealed_by_old)).await;
+        let reply = answer(&client, &q, support::release(), Some(sealed_by_old)).await;
         if opens {
             assert_eq!(refund_of(&complete(reply.unwrap())), (refund_id, "requested".into()), "keys {keys}");
         } else {
             assert_eq!(code(reply.unwrap_err()).0, -32602);
             log.wait_for("requestState rejected on tools/call: unknown key").await;
             // The new key's own state still works.
-            let done = complete(answer(&client, &q, chapter::release(), asked.request_state).await.unwrap());
+            let done = complete(answer(&client, &q, support::release(), asked.request_state).await.unwrap());
             assert_eq!(refund_of(&done).1, "requested");
         }
     }
@@ -186,14 +185,14 @@ async fn api_refunds(api: &shop_api::RunningApi) -> usize {
 #[tokio::test]
 async fn a_decline_stands() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(chapter::release())).await;
+    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
     let declined = complete(answer(&client, &q, Answer::Decline, state.clone()).await.unwrap());
     assert_eq!(refund_of(&declined), ("R-0111".into(), "cancelled".into()));
     assert!(text(&declined).contains("declined"), "{}", text(&declined));
     // The same sealed state, now with a yes: refused by the once-only record.
-    let later = complete(answer(&client, &q, chapter::release(), state).await.unwrap());
+    let later = complete(answer(&client, &q, support::release(), state).await.unwrap());
     assert_eq!(later.is_error, Some(true));
     assert!(text(&later).contains("a decline stands"), "{}", text(&later));
     let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
@@ -205,7 +204,7 @@ async fn a_decline_stands() {
 #[tokio::test]
 async fn answers_that_do_not_fit_are_asked_again_and_false_declines() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(chapter::release())).await;
+    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
     for (said, problem) in [
@@ -228,14 +227,14 @@ async fn answers_that_do_not_fit_are_asked_again_and_false_declines() {
 #[tokio::test]
 async fn a_dismissed_question_uses_nothing_up() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(chapter::release())).await;
+    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
     let dismissed = complete(answer(&client, &q, Answer::Cancel, state.clone()).await.unwrap());
     assert_eq!(dismissed.is_error, Some(false));
     assert_eq!(refund_of(&dismissed), ("R-0111".into(), "needs_confirmation".into()));
     assert!(text(&dismissed).contains("stays held"), "{}", text(&dismissed));
-    let released = complete(answer(&client, &q, chapter::release(), state).await.unwrap());
+    let released = complete(answer(&client, &q, support::release(), state).await.unwrap());
     assert_eq!(refund_of(&released), ("R-0111".into(), "requested".into()));
 }
 
@@ -245,7 +244,7 @@ async fn the_claim_comes_before_the_release() {
     // refused by the once-only record, never by the API's 409 behind it, which would mean it
     // had reached the release call.
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(chapter::release())).await;
+    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
     let replies = futures_join(&client, &q, state).await;
@@ -264,7 +263,7 @@ async fn the_claim_comes_before_the_release() {
 }
 
 async fn futures_join(client: &Client<ScriptedUser>, q: &str, state: Option<String>) -> Vec<CallToolResult> {
-    let calls = (0..20).map(|_| answer(client, q, chapter::release(), state.clone()));
+    let calls = (0..20).map(|_| answer(client, q, support::release(), state.clone()));
     let mut out = Vec::new();
     for reply in futures::future::join_all(calls).await {
         out.push(complete(reply.unwrap()));
@@ -288,7 +287,7 @@ async fn a_host_that_cannot_ask_gets_32021_and_the_refund_stays_held() {
 #[tokio::test]
 async fn a_malformed_id_is_a_tool_error_that_names_the_format() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(chapter::release())).await;
+    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
     for (tool, arguments, expected) in [
         ("issue_refund", json!({"quote_id": "5001"}), "Q-"),
         ("lookup_order", json!({"order_id": "o-2289"}), "O-"),
@@ -309,7 +308,7 @@ async fn a_malformed_id_is_a_tool_error_that_names_the_format() {
 #[tokio::test]
 async fn tools_are_described_for_a_model() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(chapter::release())).await;
+    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
     let tools = client.peer().list_all_tools().await.unwrap();
     let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
     for expected in ["lookup_order", "quote_refund", "issue_refund", "refund_status", "record_return"] {

@@ -1,19 +1,6 @@
-//! The records a server keeps between rounds, in memory or in storage every replica shares.
-//!
-//! A retry may reach another process than the one that asked. Two records must be there when
-//! it does: what the first round found (for the shop, the quote a refund came from) and the
-//! once-only record of answers already acted on. [`Records`] keeps both behind one interface:
-//! [`InMemory`] for one process, [`Redis`] for a fleet. A claim is atomic (set-if-absent with
-//! an expiry); a value keeps its own expiry. When the storage cannot answer, every call fails
-//! with [`RecordsError`] and the caller must fail closed: act on nothing.
+//! [`Redis`]: the records in Redis, shared by every replica that points at the same server.
 
-use std::{
-    collections::HashMap,
-    future::Future,
-    pin::Pin,
-    sync::Mutex,
-    time::{Duration, Instant},
-};
+use std::time::Duration;
 
 use redis::{
     AsyncCommands, SetExpiry, SetOptions,
@@ -22,90 +9,8 @@ use redis::{
 };
 use tokio::sync::{OnceCell, RwLock};
 
-use crate::once_only::{Claim, Claiming, OnceOnly, OnceOnlyError};
-
-/// A boxed future, so the records can be chosen at run time.
-pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, RecordsError>> + Send + 'a>>;
-
-/// The storage could not answer.
-#[derive(Debug, thiserror::Error)]
-#[error("the shared records are unavailable: {0}")]
-pub struct RecordsError(pub String);
-
-impl From<RecordsError> for OnceOnlyError {
-    fn from(error: RecordsError) -> Self {
-        OnceOnlyError(error.0)
-    }
-}
-
-/// Values kept between rounds, and the once-only record, in one place.
-pub trait Records: OnceOnly {
-    /// Keep `value` under `key` for `keep`.
-    fn put<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()>;
-    /// The value under `key`, if it is there and has not expired.
-    fn get<'a>(&'a self, key: &'a str) -> Pending<'a, Option<String>>;
-    /// Forget the value under `key`, if any.
-    fn remove<'a>(&'a self, key: &'a str) -> Pending<'a, ()>;
-    /// What this storage is, for logs.
-    fn describe(&self) -> String;
-}
-
-/// Records in this process's memory: right for one process, wrong behind replicas.
-#[derive(Debug, Default)]
-pub struct InMemory {
-    entries: Mutex<HashMap<String, (String, Instant)>>,
-}
-
-impl InMemory {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, (String, Instant)>, Instant) -> T) -> T {
-        let now = Instant::now();
-        let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        // Forget what outlived its expiry, now and then, so the map does not grow forever.
-        if entries.len() >= 1024 && entries.len().is_power_of_two() {
-            entries.retain(|_, (_, until)| *until > now);
-        }
-        f(&mut entries, now)
-    }
-}
-
-impl OnceOnly for InMemory {
-    fn claim<'a>(&'a self, key: &'a str, keep: Duration) -> Claiming<'a> {
-        let claim = self.with(|entries, now| {
-            if entries.get(key).is_some_and(|(_, until)| *until > now) {
-                return Claim::Taken;
-            }
-            entries.insert(key.to_owned(), (String::new(), now + keep));
-            Claim::First
-        });
-        Box::pin(async move { Ok(claim) })
-    }
-}
-
-impl Records for InMemory {
-    fn put<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()> {
-        self.with(|entries, now| entries.insert(key.to_owned(), (value, now + keep)));
-        Box::pin(async { Ok(()) })
-    }
-
-    fn get<'a>(&'a self, key: &'a str) -> Pending<'a, Option<String>> {
-        let value = self
-            .with(|entries, now| entries.get(key).filter(|(_, until)| *until > now).map(|(value, _)| value.clone()));
-        Box::pin(async move { Ok(value) })
-    }
-
-    fn remove<'a>(&'a self, key: &'a str) -> Pending<'a, ()> {
-        self.with(|entries, _| entries.remove(key));
-        Box::pin(async { Ok(()) })
-    }
-
-    fn describe(&self) -> String {
-        "memory (this process only)".into()
-    }
-}
+use super::{Pending, Records, RecordsError};
+use crate::once_only::{Claim, Claiming, OnceOnly};
 
 /// Records in Redis, shared by every replica that points at the same server.
 ///
@@ -280,51 +185,12 @@ impl Records for Redis {
     }
 }
 
-/// Records from a `--store` value: `memory`, or a `redis://` URL.
-pub fn from_url(store: &str, prefix: &str) -> Result<std::sync::Arc<dyn Records>, RecordsError> {
-    match store {
-        "memory" | "" => Ok(std::sync::Arc::new(InMemory::new())),
-        url if url.starts_with(SENTINEL_SCHEME) => Ok(std::sync::Arc::new(Redis::sentinel(url, prefix)?)),
-        url if ["redis://", "rediss://", "redis+unix://", "unix://"].iter().any(|scheme| url.starts_with(scheme)) => {
-            Ok(std::sync::Arc::new(Redis::new(url, prefix)?))
-        }
-        other => Err(RecordsError(format!(
-            "--store takes memory, a redis:// URL, a Redis socket as redis+unix:///path, or Sentinels as \
-             redis+sentinel://HOST:PORT[,HOST:PORT]/SERVICE, not {other:?}"
-        ))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
-
-    async fn one_claim_of_many(records: Arc<dyn Records>, key: String) {
-        let mut tasks = Vec::new();
-        for _ in 0..32 {
-            let (records, key) = (records.clone(), key.clone());
-            tasks.push(tokio::spawn(async move { records.claim(&key, Duration::from_secs(60)).await.unwrap() }));
-        }
-        let mut firsts = 0;
-        for task in tasks {
-            firsts += usize::from(task.await.unwrap() == Claim::First);
-        }
-        assert_eq!(firsts, 1);
-    }
-
-    #[tokio::test]
-    async fn in_memory_claims_once_and_keeps_values_until_they_expire() {
-        let records: Arc<dyn Records> = Arc::new(InMemory::new());
-        one_claim_of_many(records.clone(), "k".into()).await;
-        records.put("q", "v".into(), Duration::from_secs(60)).await.unwrap();
-        assert_eq!(records.get("q").await.unwrap().as_deref(), Some("v"));
-        records.put("gone", "v".into(), Duration::ZERO).await.unwrap();
-        assert_eq!(records.get("gone").await.unwrap(), None);
-        records.remove("q").await.unwrap();
-        assert_eq!(records.get("q").await.unwrap(), None);
-    }
+    use crate::records::tests::one_claim_of_many;
 
     /// The Redis every machine of this project runs on 127.0.0.1:6379.
     #[tokio::test]

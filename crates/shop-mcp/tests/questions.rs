@@ -77,13 +77,14 @@ async fn a_url_only_client_cannot_be_shown_a_form() {
 mod paying {
     use std::sync::Arc;
 
-    use fernhill::chapter;
     use mrtr::client::{Answer, Client, ScriptedUser, params, retry};
     use payment_provider::{ProviderState, RunningProvider};
     use rmcp::model::{CallToolResponse, CallToolResult, ElicitRequestParams, InputRequest, InputRequiredResult};
     use serde_json::json;
 
-    use crate::support::{serve_with, start_api};
+    use shop_mcp::serve::ServeConfig;
+
+    use crate::support::{self, serve_with, start_api};
 
     async fn provider() -> RunningProvider {
         payment_provider::spawn_loopback(Arc::new(ProviderState::default())).await.unwrap()
@@ -96,15 +97,18 @@ mod paying {
         user: ScriptedUser,
     ) -> (Client<ScriptedUser>, shop_api::RunningApi) {
         let api = start_api().await;
-        let env = [("PAYMENT_PROVIDER_URL", provider.url.as_str()), ("SHOP_PAY_MAX_ROUNDS", rounds)];
-        let (client, _) = serve_with(&api.url, None, &env, user).await;
+        let paying = |config: &mut ServeConfig| {
+            config.payments.provider = Some(provider.url.clone());
+            config.payments.max_rounds = rounds.parse().unwrap();
+        };
+        let (client, _) = serve_with(&api.url, None, paying, user).await;
         let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
         let quote_id = quote.structured_content.unwrap()["quote_id"].clone();
         let issue = params("issue_refund", json!({"quote_id": quote_id}));
         let CallToolResponse::InputRequired(asked) = client.call_tool_once(issue.clone()).await.unwrap() else {
             panic!()
         };
-        client.call_tool_once(retry(issue, asked.request_state, [("confirm", &chapter::release())])).await.unwrap();
+        client.call_tool_once(retry(issue, asked.request_state, [("confirm", &support::release())])).await.unwrap();
         (client, api)
     }
 
@@ -140,7 +144,7 @@ mod paying {
     async fn the_url_names_only_the_flow_and_the_state_keeps_it_across_rounds() {
         let provider = provider().await;
         let (client, _api) =
-            shop_with_a_released_refund(&provider, "5", ScriptedUser::always(chapter::release())).await;
+            shop_with_a_released_refund(&provider, "5", ScriptedUser::always(support::release())).await;
         let first = asked(pay(&client, None, None).await);
         let link = url(&first);
         let flow = link.strip_prefix(&format!("{}/connect/", provider.url)).expect("the provider's connect page");
@@ -157,7 +161,7 @@ mod paying {
     async fn a_decline_leaves_the_refund_unpaid() {
         let provider = provider().await;
         let (client, _api) =
-            shop_with_a_released_refund(&provider, "5", ScriptedUser::always(chapter::release())).await;
+            shop_with_a_released_refund(&provider, "5", ScriptedUser::always(support::release())).await;
         let first = asked(pay(&client, None, None).await);
         let reply = said(pay(&client, first.request_state, Some(Answer::Decline)).await);
         assert_eq!(reply, "Not paid: the user didn't connect a payment account. R-0111 stays released, unpaid.");
@@ -167,7 +171,7 @@ mod paying {
     async fn an_abandoned_sign_in_stops_after_the_configured_rounds() {
         let provider = provider().await;
         let (client, _api) =
-            shop_with_a_released_refund(&provider, "2", ScriptedUser::always(chapter::release())).await;
+            shop_with_a_released_refund(&provider, "2", ScriptedUser::always(support::release())).await;
         let mut state = asked(pay(&client, None, None).await).request_state;
         state = asked(pay(&client, state, Some(Answer::Accept(None))).await).request_state;
         let reply = said(pay(&client, state, Some(Answer::Accept(None))).await);
@@ -181,7 +185,7 @@ mod paying {
     async fn a_form_only_client_cannot_be_sent_to_a_url() {
         let provider = provider().await;
         let form_only = serde_json::from_value(json!({})).unwrap();
-        let user = ScriptedUser::always(chapter::release()).declaring(Some(form_only));
+        let user = ScriptedUser::always(support::release()).declaring(Some(form_only));
         let (client, _api) = shop_with_a_released_refund(&provider, "5", user).await;
         let error = client.call_tool("pay_refund", json!({"refund_id": "R-0111"})).await.unwrap_err();
         let error = error.rpc_error().unwrap();
@@ -195,8 +199,8 @@ mod paying {
     async fn only_a_released_refund_is_paid() {
         let provider = provider().await;
         let api = start_api().await;
-        let env = [("PAYMENT_PROVIDER_URL", provider.url.as_str())];
-        let (client, _) = serve_with(&api.url, None, &env, ScriptedUser::always(chapter::release())).await;
+        let paying = |config: &mut ServeConfig| config.payments.provider = Some(provider.url.clone());
+        let (client, _) = serve_with(&api.url, None, paying, ScriptedUser::always(support::release())).await;
         let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
         let issue = params("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]}));
         client.call_tool_once(issue).await.unwrap(); // held, nobody answered

@@ -4,7 +4,6 @@
 //! cancel taken as answers. rmcp's loop does this; these tests hold it to it. Time is tokio's
 //! paused clock, so the backoff is measured exactly and nothing waits for real.
 
-use fernhill::chapter;
 use std::{
     collections::BTreeMap,
     sync::{Arc, Mutex},
@@ -23,6 +22,11 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use tokio::time::Instant;
+
+/// The person's yes to the fixture's questions.
+fn yes() -> Answer {
+    Answer::accept(json!({"ok": true}))
+}
 
 /// One `tools/call` as the server received it.
 #[derive(Debug, Clone)]
@@ -113,7 +117,7 @@ fn seen(fixture: &Fixture) -> Vec<Seen> {
 
 #[tokio::test(start_paused = true)]
 async fn state_only_rounds_back_off_50_ms_doubling_to_250() {
-    let (client, fixture) = connect(ScriptedUser::always(chapter::release())).await;
+    let (client, fixture) = connect(ScriptedUser::always(yes())).await;
     let result = client.call_tool("state_only", json!({})).await.unwrap();
     assert_eq!(result.content[0].as_text().unwrap().text, "after 5 rounds");
     let calls = seen(&fixture);
@@ -126,7 +130,7 @@ async fn state_only_rounds_back_off_50_ms_doubling_to_250() {
 
 #[tokio::test(start_paused = true)]
 async fn every_retry_is_a_new_request_rebuilt_from_the_original() {
-    let (client, fixture) = connect(ScriptedUser::always(Answer::accept(json!({"ok": true})))).await;
+    let (client, fixture) = connect(ScriptedUser::always(yes())).await;
     let result = client.call_tool("two_rounds", json!({"x": 1})).await.unwrap();
     assert_eq!(result.content[0].as_text().unwrap().text, r#"answers ["second"]"#);
     let calls = seen(&fixture);
@@ -145,7 +149,7 @@ async fn every_retry_is_a_new_request_rebuilt_from_the_original() {
 
 #[tokio::test(start_paused = true)]
 async fn the_round_cap_ends_in_a_typed_error() {
-    let (client, fixture) = connect(ScriptedUser::always(Answer::accept(json!({"ok": true})))).await;
+    let (client, fixture) = connect(ScriptedUser::always(yes())).await;
     let error = client.call_tool("never_ends", json!({})).await.unwrap_err();
     assert!(
         matches!(

@@ -3,7 +3,7 @@
 
 /// Why a request did not get through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Failure {
+pub enum Refusal {
     #[error("no bearer token in the Authorization header")]
     Missing,
     #[error("a token in the query string; tokens go only in the Authorization header")]
@@ -35,42 +35,42 @@ pub enum Failure {
     Unreadable,
 }
 
-impl Failure {
+impl Refusal {
     /// Every reason, for the metrics to start at zero.
-    pub const ALL: [Failure; 14] = [
-        Failure::Missing,
-        Failure::InQuery,
-        Failure::Malformed,
-        Failure::Algorithm,
-        Failure::NotAnAccessToken,
-        Failure::UnknownKey,
-        Failure::Signature,
-        Failure::Expired,
-        Failure::WrongIssuer,
-        Failure::WrongAudience,
-        Failure::NoSubject,
-        Failure::InsufficientScope,
-        Failure::IssuerUnreachable,
-        Failure::Unreadable,
+    pub const ALL: [Refusal; 14] = [
+        Refusal::Missing,
+        Refusal::InQuery,
+        Refusal::Malformed,
+        Refusal::Algorithm,
+        Refusal::NotAnAccessToken,
+        Refusal::UnknownKey,
+        Refusal::Signature,
+        Refusal::Expired,
+        Refusal::WrongIssuer,
+        Refusal::WrongAudience,
+        Refusal::NoSubject,
+        Refusal::InsufficientScope,
+        Refusal::IssuerUnreachable,
+        Refusal::Unreadable,
     ];
 
     /// The metric label.
     pub fn label(self) -> &'static str {
         match self {
-            Failure::Missing => "missing",
-            Failure::InQuery => "in_query",
-            Failure::Malformed => "malformed",
-            Failure::Algorithm => "algorithm",
-            Failure::NotAnAccessToken => "not_an_access_token",
-            Failure::UnknownKey => "unknown_key",
-            Failure::Signature => "signature",
-            Failure::Expired => "expired",
-            Failure::WrongIssuer => "wrong_issuer",
-            Failure::WrongAudience => "wrong_audience",
-            Failure::NoSubject => "no_subject",
-            Failure::InsufficientScope => "insufficient_scope",
-            Failure::IssuerUnreachable => "issuer_unreachable",
-            Failure::Unreadable => "unreadable",
+            Refusal::Missing => "missing",
+            Refusal::InQuery => "in_query",
+            Refusal::Malformed => "malformed",
+            Refusal::Algorithm => "algorithm",
+            Refusal::NotAnAccessToken => "not_an_access_token",
+            Refusal::UnknownKey => "unknown_key",
+            Refusal::Signature => "signature",
+            Refusal::Expired => "expired",
+            Refusal::WrongIssuer => "wrong_issuer",
+            Refusal::WrongAudience => "wrong_audience",
+            Refusal::NoSubject => "no_subject",
+            Refusal::InsufficientScope => "insufficient_scope",
+            Refusal::IssuerUnreachable => "issuer_unreachable",
+            Refusal::Unreadable => "unreadable",
         }
     }
 
@@ -81,8 +81,8 @@ impl Failure {
 
     /// Make every reason's series exist at zero, so "none" and "missing" read apart.
     pub fn register_all() {
-        for failure in Failure::ALL {
-            metrics::counter!("mcp_auth_failures_total", "reason" => failure.label()).increment(0);
+        for refusal in Refusal::ALL {
+            metrics::counter!("mcp_auth_failures_total", "reason" => refusal.label()).increment(0);
         }
     }
 }

@@ -1,5 +1,5 @@
-//! A link: a TCP relay on a loopback address of its own, in front of one service (a replica,
-//! the shop's API), that a fault run can cut, slow, or point at a restarted process. It stands
+//! A relay: TCP on a loopback address of its own, in front of one service (a replica, the
+//! shop's API), that a fault run can cut, slow, or point at a restarted process. It stands
 //! for the network and the load balancer between a fleet's parts: its address stays the same
 //! while the process behind it dies and comes back.
 //!
@@ -17,7 +17,7 @@ use tokio::{
     task::JoinHandle,
 };
 
-/// How the link treats traffic.
+/// How the relay treats traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Condition {
     /// Relay everything as it comes.
@@ -34,28 +34,28 @@ struct Setting {
     condition: Condition,
 }
 
-/// A running link, stopped when dropped.
-pub struct Link {
+/// A running relay, stopped when dropped.
+pub struct Relay {
     /// Where clients connect: `127.0.0.1:<port>`.
     pub address: SocketAddr,
     setting: watch::Sender<Setting>,
     accepting: JoinHandle<()>,
 }
 
-impl Drop for Link {
+impl Drop for Relay {
     fn drop(&mut self) {
         self.accepting.abort();
     }
 }
 
-impl Link {
-    /// A link on an ephemeral loopback port to `upstream`.
-    pub async fn start(upstream: SocketAddr) -> anyhow::Result<Link> {
-        let listener = TcpListener::bind("127.0.0.1:0").await.context("binding a link")?;
+impl Relay {
+    /// A relay on an ephemeral loopback port to `upstream`.
+    pub async fn start(upstream: SocketAddr) -> anyhow::Result<Relay> {
+        let listener = TcpListener::bind("127.0.0.1:0").await.context("binding a relay")?;
         let address = listener.local_addr()?;
         let (setting, watching) = watch::channel(Setting { upstream, condition: Condition::Up });
         let accepting = tokio::spawn(accept(listener, watching));
-        Ok(Link { address, setting, accepting })
+        Ok(Relay { address, setting, accepting })
     }
 
     /// `http://127.0.0.1:<port>` followed by `path`.
@@ -77,13 +77,13 @@ impl Link {
 async fn accept(listener: TcpListener, setting: watch::Receiver<Setting>) {
     while let Ok((client, _)) = listener.accept().await {
         let _ = client.set_nodelay(true);
-        tokio::spawn(relay(client, setting.clone()));
+        tokio::spawn(pass_through(client, setting.clone()));
     }
 }
 
-/// One client connection, relayed until either side closes or the link's setting changes
+/// One client connection, relayed until either side closes or the relay's setting changes
 /// in a way that cuts it.
-async fn relay(mut client: TcpStream, mut setting: watch::Receiver<Setting>) {
+async fn pass_through(mut client: TcpStream, mut setting: watch::Receiver<Setting>) {
     let at_start = *setting.borrow_and_update();
     if at_start.condition == Condition::Down {
         return;

@@ -1,0 +1,387 @@
+//! The subcommands of `fernhill-load`, a function each over its options (the binary parses the
+//! command line and calls one). A subcommand that starts servers (a fleet, the echo floor)
+//! holds them until its run ends.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::{
+    arrivals::{self, ArrivalPlan},
+    authorization::Credentials,
+    cold_start, echo,
+    faults::{self, Fault, FaultPlan},
+    fleet::{Fleet, FleetPlan},
+    leads::{self, LoadPlan},
+    orders::Orders,
+    overload::{self, OverloadPlan},
+    report::Report,
+};
+
+/// How much load: leads at once, confirmations in all.
+#[derive(Args)]
+pub struct LoadOptions {
+    /// Leads working at once.
+    #[arg(long, default_value_t = 16)]
+    pub leads: usize,
+    /// Confirmations in all.
+    #[arg(long, default_value_t = 1000)]
+    pub confirmations: usize,
+}
+
+/// Server processes whose CPU time and memory the run reports.
+#[derive(Args)]
+pub struct WatchOptions {
+    /// A server process on this machine (repeat for several, API included) whose CPU time per
+    /// confirmation and memory to report.
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+}
+
+/// For how long confirmations arrive, and how long a person waits for one.
+#[derive(Args)]
+pub struct ArrivalOptions {
+    /// For how many seconds confirmations arrive (a run).
+    #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = seconds)]
+    pub duration: Duration,
+    /// How many seconds a person waits for a confirmation before giving up on it.
+    #[arg(long, default_value = "2", value_name = "SECONDS", value_parser = seconds)]
+    pub patience: Duration,
+}
+
+/// The `fernhill` binary the started servers run.
+#[derive(Args)]
+pub struct ProgramOptions {
+    /// The fernhill binary the replicas run (by default the one beside this program).
+    #[arg(long, value_name = "PATH")]
+    pub fernhill: Option<PathBuf>,
+}
+
+/// What the leads do on the servers: confirm, leave their questions open, or arrive at a rate.
+#[derive(Args)]
+pub struct WorkOptions {
+    #[command(flatten)]
+    pub load: LoadOptions,
+    #[command(flatten)]
+    pub watch: WatchOptions,
+    /// Each lead quotes and is asked, and leaves every question unanswered (the books are not
+    /// checked: every refund stays held).
+    #[arg(long)]
+    pub leave_unanswered: bool,
+    /// Instead of leads, confirmations arriving at this many per second for --duration, whether
+    /// or not the servers keep up (an open loop, to overload them); reports goodput, those
+    /// finished within --patience.
+    #[arg(long, value_name = "PER_SECOND", conflicts_with_all = ["leave_unanswered", "pids"])]
+    pub rate: Option<f64>,
+    #[command(flatten)]
+    pub arrivals: ArrivalOptions,
+}
+
+/// How the leads authorize with servers that ask for OAuth (`fernhill serve --auth-issuer`).
+#[derive(Args)]
+pub struct AuthOptions {
+    /// Authorize as this OAuth client with the client credentials grant.
+    #[arg(long, requires = "client_secret", conflicts_with = "token_command")]
+    pub client_id: Option<String>,
+    /// The client's secret (set it in the environment: a command line is visible to other users).
+    #[arg(long, env = "FERNHILL_LOAD_CLIENT_SECRET", hide_env_values = true)]
+    pub client_secret: Option<String>,
+    /// The scopes to ask for, space-separated.
+    #[arg(long, default_value = "orders:read refunds:write")]
+    pub scope: String,
+    /// Instead, a shell command that prints a bearer token.
+    #[arg(long, value_name = "COMMAND")]
+    pub token_command: Option<String>,
+}
+
+/// `confirm`: servers already running.
+#[derive(Args)]
+pub struct ConfirmOptions {
+    /// A server's MCP endpoint (repeat for several: each round goes to the next in turn).
+    #[arg(long = "url", value_name = "URL", required = true)]
+    pub urls: Vec<String>,
+    /// The shop's API behind the servers, whose refunds are checked afterwards.
+    #[arg(long, value_name = "URL")]
+    pub shop_api: String,
+    /// The orders refunded: O-100001+ gives each confirmation its own, O-100001 upwards (start
+    /// the shop's API with --load-orders N), since an order is refunded once. One order, such
+    /// as O-2289, for an API that refunds it again and again (the Python reference). Each
+    /// order's whole refund must need confirming.
+    #[arg(long = "order", default_value = "O-100001+", value_name = "ORDER")]
+    pub orders: Orders,
+    #[command(flatten)]
+    pub work: WorkOptions,
+    #[command(flatten)]
+    pub auth: AuthOptions,
+}
+
+/// `fleet`: replicas started here.
+#[derive(Args)]
+pub struct FleetOptions {
+    /// Replicas of `fernhill serve --http` to start, beside a fresh shop API that has an order
+    /// for each confirmation.
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// The replicas' store: memory (only right for one replica) or a redis:// URL.
+    #[arg(long, default_value = "memory")]
+    pub store: String,
+    /// The replicas' log filter, such as `info` (their logs go to stderr).
+    #[arg(long, default_value = "warn", value_name = "FILTER")]
+    pub replica_log: String,
+    #[command(flatten)]
+    pub program: ProgramOptions,
+    #[command(flatten)]
+    pub work: WorkOptions,
+}
+
+/// `echo`: the floor.
+#[derive(Args)]
+pub struct EchoOptions {
+    #[command(flatten)]
+    pub load: LoadOptions,
+    #[command(flatten)]
+    pub watch: WatchOptions,
+}
+
+/// `cold-start`: a stdio server started again and again.
+#[derive(Args)]
+pub struct ColdStartOptions {
+    /// How many times to start it.
+    #[arg(value_name = "RUNS")]
+    pub runs: usize,
+    /// The stdio server to start, with its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `faults`: fleets struck under load.
+#[derive(Args)]
+pub struct FaultsOptions {
+    /// The faults to strike, one after another, each on a fleet of its own.
+    #[arg(value_enum, value_name = "FAULT", required_unless_present = "all", conflicts_with = "all")]
+    pub faults: Vec<Fault>,
+    /// Every fault, one after another.
+    #[arg(long)]
+    pub all: bool,
+    /// Leads at once, and the confirmations the fault strikes.
+    #[command(flatten)]
+    pub load: LoadOptions,
+    #[command(flatten)]
+    pub program: ProgramOptions,
+}
+
+/// `overload`: one bounded replica, past its capacity.
+#[derive(Args)]
+pub struct OverloadOptions {
+    #[command(flatten)]
+    pub arrivals: ArrivalOptions,
+    #[command(flatten)]
+    pub program: ProgramOptions,
+}
+
+/// `serve-echo`: the floor's own process.
+#[derive(Args)]
+pub struct ServeEchoOptions {
+    /// The address to listen on, such as 127.0.0.1:0.
+    pub address: SocketAddr,
+}
+
+/// Leads (or arrivals) on servers already running.
+pub async fn confirm(options: ConfirmOptions) -> anyhow::Result<()> {
+    let ConfirmOptions { urls, shop_api, orders, work, auth } = options;
+    let servers = Servers { urls, shop_api, credentials: auth.credentials(), started: Vec::new() };
+    work.run(servers, |_| Ok(orders.clone())).await
+}
+
+/// Leads (or arrivals) on a fleet started here, held until the run ends.
+pub async fn fleet(options: FleetOptions) -> anyhow::Result<()> {
+    let FleetOptions { replicas, store, replica_log, program, work } = options;
+    anyhow::ensure!(
+        replicas <= 1 || store != "memory",
+        "{replicas} replicas need a store they share, such as --store redis://127.0.0.1:6379: with memory, \
+         each replica knows only its own quotes and claims"
+    );
+    let plan = FleetPlan { log_filter: replica_log, ..FleetPlan::new(replicas, &store) };
+    let fleet = Fleet::start(&program.path()?, &plan).await?;
+    println!("started {replicas} replicas on {} ({store} store)", fleet.urls.join(", "));
+    // The API runs inside this program: only the replicas are watched.
+    let servers = Servers {
+        urls: fleet.urls.clone(),
+        shop_api: fleet.api.url.clone(),
+        credentials: Credentials::None,
+        started: fleet.pids(),
+    };
+    work.run(servers, |count| fleet.orders(count)).await
+}
+
+/// Leads on the echo floor, started here as a process of its own, whose CPU time is reported.
+pub async fn echo(options: EchoOptions) -> anyhow::Result<()> {
+    let program = std::env::current_exe().context("finding this program")?;
+    let (floor, url) = echo::start(&program).await?;
+    println!("started the echo floor on {url} (pid {})", floor.id().unwrap_or_default());
+    let mut server_pids = options.watch.pids;
+    server_pids.extend(floor.id());
+    let plan = LoadPlan {
+        leads: options.load.leads,
+        server_pids,
+        // No shop behind it: no books to check.
+        books: false,
+        ..LoadPlan::new(vec![url], "", options.load.confirmations)
+    };
+    let report = leads::run(&plan).await?;
+    drop(floor);
+    report_and_check(&plan, &report)
+}
+
+/// A stdio server's cold start, timed.
+pub async fn cold_start(options: ColdStartOptions) -> anyhow::Result<()> {
+    print!("{}", cold_start::measure(&options.command, options.runs).await?.render());
+    Ok(())
+}
+
+/// Each fault in turn on a fleet of its own; the table, then whether every row held.
+pub async fn faults(options: FaultsOptions) -> anyhow::Result<()> {
+    let strike = if options.all { Fault::ALL.to_vec() } else { options.faults };
+    let program = options.program.path()?;
+    let plan =
+        FaultPlan { confirmations: options.load.confirmations, leads: options.load.leads, ..FaultPlan::default() };
+    let mut rows = Vec::new();
+    for fault in strike {
+        eprintln!("fernhill-load: {fault}, under {} confirmations", plan.confirmations);
+        rows.push(faults::run(&program, fault, &plan).await?);
+    }
+    print!("{}", faults::render(&rows));
+    let broken: Vec<String> = rows.iter().filter(|row| !row.holds()).map(|row| row.fault.to_string()).collect();
+    anyhow::ensure!(broken.is_empty(), "the books did not hold under: {}", broken.join(", "));
+    Ok(())
+}
+
+/// A bounded replica's capacity, then arrivals past it, shed and queued; the table.
+pub async fn overload(options: OverloadOptions) -> anyhow::Result<()> {
+    let OverloadOptions { arrivals, program } = options;
+    let plan = OverloadPlan { duration: arrivals.duration, patience: arrivals.patience, ..OverloadPlan::default() };
+    let (capacity, rows) = overload::run(&program.path()?, &plan).await?;
+    print!("{}", overload::render(&plan, capacity, &rows));
+    Ok(())
+}
+
+/// Be the echo floor on `address` until stopped, saying its URL on stdout.
+pub async fn serve_echo(options: ServeEchoOptions) -> anyhow::Result<()> {
+    echo::serve(echo::bind(options.address).await?).await?;
+    Ok(())
+}
+
+/// The servers a run goes to.
+struct Servers {
+    urls: Vec<String>,
+    shop_api: String,
+    credentials: Credentials,
+    /// The processes started here to serve, watched after those given with --pid.
+    started: Vec<u32>,
+}
+
+impl WorkOptions {
+    /// Leads, or arrivals at --rate, on `servers`, refunding `orders(count)` for `count`
+    /// confirmations; the report printed, and an error unless every confirmation came through.
+    async fn run(self, servers: Servers, orders: impl Fn(usize) -> anyhow::Result<Orders>) -> anyhow::Result<()> {
+        if let Some(rate) = self.rate {
+            return arrive(rate, &self.arrivals, servers, orders).await;
+        }
+        let mut server_pids = self.watch.pids;
+        server_pids.extend(servers.started);
+        let plan = LoadPlan {
+            leads: self.load.leads,
+            orders: orders(self.load.confirmations)?,
+            credentials: servers.credentials,
+            server_pids,
+            books: !self.leave_unanswered,
+            leave_unanswered: self.leave_unanswered,
+            ..LoadPlan::new(servers.urls, &servers.shop_api, self.load.confirmations)
+        };
+        let report = leads::run(&plan).await?;
+        report_and_check(&plan, &report)
+    }
+}
+
+/// Confirmations arriving at `rate` a second on `servers`; the line that says how they fared.
+async fn arrive(
+    rate: f64,
+    arrivals: &ArrivalOptions,
+    servers: Servers,
+    orders: impl Fn(usize) -> anyhow::Result<Orders>,
+) -> anyhow::Result<()> {
+    let plan = ArrivalPlan {
+        urls: servers.urls,
+        rate,
+        duration: arrivals.duration,
+        patience: arrivals.patience,
+        // A few more orders than planned: some are sent when the loop catches up.
+        orders: orders((rate * arrivals.duration.as_secs_f64()).ceil() as usize + 64)?,
+        credentials: servers.credentials,
+    };
+    println!("{}", arrivals::run(&plan).await?.render(rate));
+    Ok(())
+}
+
+/// Print the report; an error unless every confirmation came through without a problem
+/// (released, when the books were checked).
+fn report_and_check(plan: &LoadPlan, report: &Report) -> anyhow::Result<()> {
+    print!("{}", report.render());
+    let released = if plan.books { report.released } else { report.confirmations };
+    anyhow::ensure!(
+        report.problems.is_empty() && released == plan.confirmations,
+        "{} problems; {} of {} released",
+        report.problems.len(),
+        released,
+        plan.confirmations
+    );
+    Ok(())
+}
+
+impl ProgramOptions {
+    /// The fernhill binary: the one given, or the one beside this program.
+    fn path(self) -> anyhow::Result<PathBuf> {
+        match self.fernhill {
+            Some(program) => Ok(program),
+            None => Ok(std::env::current_exe().context("finding this program")?.with_file_name("fernhill")),
+        }
+    }
+}
+
+impl AuthOptions {
+    fn credentials(self) -> Credentials {
+        match (self.client_id, self.client_secret, self.token_command) {
+            (Some(client_id), Some(client_secret), _) => Credentials::ClientSecret {
+                client_id,
+                client_secret,
+                scopes: self.scope.split_whitespace().map(str::to_owned).collect(),
+            },
+            (_, _, Some(command)) => Credentials::TokenCommand(command),
+            _ => Credentials::None,
+        }
+    }
+}
+
+/// A positive number of seconds, such as 10 or 0.5.
+fn seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text.parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|duration| !duration.is_zero())
+        .ok_or_else(|| format!("{text} is not a positive number of seconds"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_positive() {
+        assert_eq!(seconds("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(seconds("10"), Ok(Duration::from_secs(10)));
+        for wrong in ["0", "-1", "NaN", "inf", "soon", ""] {
+            assert!(seconds(wrong).is_err(), "{wrong:?}");
+        }
+    }
+}

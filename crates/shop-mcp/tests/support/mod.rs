@@ -1,0 +1,107 @@
+//! What the in-process tests share: a fresh shop API on a loopback port, the shop's MCP server
+//! built as `fernhill serve` builds it and served over an in-memory duplex, a client playing
+//! the person, and the server's log read back from this test's thread.
+#![allow(dead_code)]
+
+pub mod shop;
+
+use std::{
+    io::Write,
+    sync::{Arc, Mutex},
+};
+
+use mrtr::client::{Client, ScriptedUser, legacy};
+use rmcp::ServiceExt;
+use shop_mcp::serve::{ServeConfig, build};
+
+pub use shop::*;
+
+/// What the server logged on this test's thread (where a current-thread test runs the server).
+#[derive(Clone, Default)]
+pub struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl Log {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// The log once it says `needle`: in process a line is written before the answer it
+    /// explains goes out, so the server's tasks get a few turns to finish, then the test fails.
+    pub async fn wait_for(&self, needle: &str) -> String {
+        for _ in 0..1000 {
+            let text = self.text();
+            if text.contains(needle) {
+                return text;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("the log never said {needle:?}; it said:\n{}", self.text())
+    }
+}
+
+impl Write for Log {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+thread_local! {
+    static LOG: (Log, tracing::subscriber::DefaultGuard) = {
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter("info,request_state=warn")
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        (log, tracing::subscriber::set_default(subscriber))
+    };
+}
+
+/// This thread's log, captured from the first call on.
+pub fn log() -> Log {
+    LOG.with(|(log, _)| log.clone())
+}
+
+/// The shop's server over `api`, sealing with `keys` (if any) and configured further by
+/// `configure`, as `fernhill serve` builds it; a 2026-07-28 client playing `user`.
+pub async fn serve_with(
+    api: &str,
+    keys: Option<&str>,
+    configure: impl FnOnce(&mut ServeConfig),
+    user: ScriptedUser,
+) -> (Client<ScriptedUser>, Log) {
+    let log = log();
+    let transport = start(api, keys, configure);
+    (Client::connect(user, transport).await.unwrap(), log)
+}
+
+pub async fn serve(api: &str, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
+    serve_with(api, keys, |_| {}, user).await
+}
+
+/// As [`serve`], to a client that opens with the 2025 `initialize` handshake.
+pub async fn serve_2025(api: &str, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
+    let log = log();
+    let transport = start(api, keys, |_| {});
+    (Client::connect_with(user, transport, legacy()).await.unwrap(), log)
+}
+
+fn start(api: &str, keys: Option<&str>, configure: impl FnOnce(&mut ServeConfig)) -> tokio::io::DuplexStream {
+    let mut config = ServeConfig::new(api);
+    config.state_keys = keys.map(str::to_owned);
+    configure(&mut config);
+    let server = build(&config).unwrap();
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(theirs).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ours
+}
