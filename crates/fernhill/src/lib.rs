@@ -2,8 +2,9 @@
 //!
 //! The shop lives in the other crates; this one is thin, as mini-redis's `bin/` is:
 //! - [`commands`]: one file per subcommand: `serve` (the MCP server over stdio or HTTP, built
-//!   by `shop_mcp::serve`), `shop-api` (the shop's HTTP API), `demo` (every tool end to end on
-//!   embedded defaults), `host` (a terminal host), `wire` (the recording relays);
+//!   by `shop_mcp::serve`), `shop-api` (the shop's HTTP API), `payment-provider` (the
+//!   stand-in provider), `demo` (every tool end to end on embedded defaults), `host` (a
+//!   terminal host), `wire` (the recording relays), `probe` (a health check without a shell);
 //! - [`chapter`]: what the example programs (`examples/`) share: the API on loopback, the
 //!   server behind `--serve`, a client that launches the program itself.
 //!

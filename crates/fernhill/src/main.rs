@@ -1,5 +1,5 @@
-//! `fernhill`: the Fernhill shop's MCP server, its API, a demo of every tool end to end, a
-//! terminal host, and a wire recorder. Parse, then call: each subcommand lives in `commands/`.
+//! `fernhill`: the Fernhill shop's MCP server, its API, the stand-in payment provider, a demo
+//! of every tool end to end, a terminal host, a wire recorder and a health probe. Parse, then call: each subcommand lives in `commands/`.
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
@@ -40,7 +40,8 @@ enum Command {
         /// The URL to ask.
         url: String,
     },
-    /// Run the chapter end to end on embedded defaults: API, server over stdio, a scripted lead.
+    /// Run every tool end to end on embedded defaults: API, payment provider, server over stdio, a
+    /// scripted lead.
     Demo {
         /// The lead's answers in turn: release, decline, cancel, accept [JSON], separated by `;`.
         #[arg(long, default_value = commands::demo::DEFAULT_ANSWERS)]

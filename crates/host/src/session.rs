@@ -52,7 +52,7 @@ pub struct HostOptions {
     pub arguments: Option<String>,
 }
 
-/// Launch the server, list its tools, make the first call if one was given, then (at a
+/// Launch the server (or connect to it over HTTP), list its tools, make the first call if one was given, then (at a
 /// terminal) ask which tool to call next until the person quits. Without a terminal, only the
 /// `--call` is made, and a failed call is an error.
 pub async fn run(options: HostOptions) -> anyhow::Result<()> {

@@ -1,4 +1,5 @@
-//! The shop's MCP server: its tools, its name, and how it is wrapped for the wire.
+//! The shop's MCP server: the handler that holds its tools, its name and what it tells a host;
+//! `serve::build` puts it behind the sealing boundary.
 
 use std::{sync::Arc, time::Duration};
 

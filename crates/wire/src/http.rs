@@ -1,9 +1,9 @@
 //! The HTTP relay: the wire recorder for Streamable HTTP.
 //!
-//! It listens on loopback, forwards each POST to the MCP endpoint it fronts (headers that
-//! matter to MCP included), and records the JSON-RPC message each way as the stdio relay
-//! does: `{"t", "direction": "out" | "in", "message"}`. An SSE answer is recorded message by
-//! message. Nothing is changed on the way.
+//! It listens where it is told (the command line defaults to loopback), forwards each POST to
+//! the MCP endpoint it fronts (headers that matter to MCP included), and records the JSON-RPC
+//! message each way as the stdio relay does: `{"t", "direction": "out" | "in", "message"}`.
+//! An SSE answer is recorded message by message. Nothing is changed on the way.
 
 use std::{net::SocketAddr, path::Path, sync::Arc};
 

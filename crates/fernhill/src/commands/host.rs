@@ -1,4 +1,5 @@
-//! `fernhill host`: a terminal MCP host (the `host` crate) that launches a stdio server.
+//! `fernhill host`: a terminal MCP host (the `host` crate) that launches a stdio server or
+//! connects to one over Streamable HTTP, signing in with OAuth when the server asks.
 
 use host::HostOptions;
 

@@ -1,9 +1,10 @@
 //! Serving the shop: one configuration ([`ServeConfig`]), one [`build`], and the two
 //! transports side by side ([`stdio`] for a host that launches the server, [`http`] for
-//! Streamable HTTP with `/healthz` and [`metrics`], [`authorization`], each caller's share of
-//! requests ([`rate_limit`]), a [`json_rpc_check`] of every body, 2025 sessions bound to their
-//! callers ([`session_owners`]), and [`connections`] accepted within bounds). [`logging`] sends
-//! logs to stderr. Past `--max-tool-calls`, calls are shed as state-only rounds
+//! Streamable HTTP with `/livez`, `/readyz` ([`readiness`], 503 while draining) and
+//! [`prometheus`], [`authorization`], each caller's share of requests ([`rate_limit`]), a
+//! [`json_rpc_check`] of every body, 2025 sessions bound to their callers ([`session_owners`]),
+//! and [`connections`] accepted within bounds). [`logging`] sends logs to stderr; [`telemetry`]
+//! exports traces over OTLP when asked; [`state_keys`] reads the sealing keys. Past `--max-tool-calls`, calls are shed as state-only rounds
 //! (`mrtr::shedding`); a question waiting for its person holds no slot (`mrtr::waiting`).
 //!
 //! Only a sealed shop is served: [`build`] returns the shop behind its sealing boundary, and
