@@ -91,17 +91,24 @@ async fn mrtrs_deploy_example_serves_the_python_sdk_in_both_modes_over_stdio_and
     let mut http = tokio::process::Command::new(&example);
     http.args(["--http", "127.0.0.1:0"]);
     let (_server, url) = support::spawn_printing_url(&mut http).await;
-    for transport in ["stdio", "http"] {
+    // Both transports at once: each is a Python process of its own.
+    let run = |transport: &'static str| {
         let mut client = tokio::process::Command::new(python());
         client.arg(&script).arg(transport);
         match transport {
             "stdio" => client.arg("--").arg(&example),
             _ => client.arg(&url),
         };
-        let run = client.kill_on_drop(true).output();
-        let output = tokio::time::timeout(Duration::from_secs(120), run).await.expect("it finished").unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success(), "{transport}: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+        async move {
+            let run = client.kill_on_drop(true).output();
+            let output = tokio::time::timeout(Duration::from_secs(120), run).await.expect("it finished").unwrap();
+            let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+            assert!(output.status.success(), "{transport}: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+            (transport, stdout)
+        }
+    };
+    let (stdio, http) = tokio::join!(run("stdio"), run("http"));
+    for (transport, stdout) in [stdio, http] {
         assert_eq!(
             stdout,
             "default: 2026-07-28, asked ['Deploy build 412 to production?'], Deployed build 412 to production.\n\

@@ -36,6 +36,8 @@ pub struct ColdStart {
     pub runs: usize,
     /// Start to answer.
     pub answered: Percentiles,
+    /// Start to exit, stdin closed after the answer.
+    pub exited: Percentiles,
     /// The largest peak resident set of any run, in bytes.
     pub peak_memory: u64,
     /// The largest anonymous resident set at the answer of any run, in bytes.
@@ -47,10 +49,13 @@ impl ColdStart {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         format!(
             "cold start to the server/discover answer, {} runs: p50 {:.2} ms, p95 {:.2} ms\n\
+             start to exit after the answer: p50 {:.2} ms, p95 {:.2} ms\n\
              peak memory: {:.1} MiB, of which its own (heap and stacks): {:.1} MiB\n",
             self.runs,
             ms(self.answered.p50),
             ms(self.answered.p95),
+            ms(self.exited.p50),
+            ms(self.exited.p95),
             mib(self.peak_memory),
             mib(self.own_memory)
         )
@@ -60,7 +65,7 @@ impl ColdStart {
 /// Start `command` `runs` times, each time until it answers `server/discover` on stdout.
 pub async fn measure(command: &[String], runs: usize) -> anyhow::Result<ColdStart> {
     let (program, args) = command.split_first().context("no command to start")?;
-    let mut times = Vec::with_capacity(runs);
+    let (mut times, mut exits) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     let (mut peak_memory, mut own_memory) = (0, 0);
     for _ in 0..runs.max(1) {
         let started = Instant::now();
@@ -89,10 +94,56 @@ pub async fn measure(command: &[String], runs: usize) -> anyhow::Result<ColdStar
         );
         peak_memory = peak_memory.max(memory(pid, "VmHWM")?);
         own_memory = own_memory.max(memory(pid, "RssAnon")?);
+        // Its host is done: stdin closes, and a stdio server ends.
         drop(stdin);
-        let _ = child.kill().await;
+        tokio::time::timeout(DEADLINE, child.wait()).await.with_context(|| {
+            format!("{program} did not exit within {} s of its stdin closing", DEADLINE.as_secs())
+        })??;
+        exits.push(started.elapsed());
     }
-    Ok(ColdStart { runs: times.len(), answered: Percentiles::of(&mut times), peak_memory, own_memory })
+    Ok(ColdStart {
+        runs: times.len(),
+        answered: Percentiles::of(&mut times),
+        exited: Percentiles::of(&mut exits),
+        peak_memory,
+        own_memory,
+    })
+}
+
+/// Start `command` `runs` times, each until it exits by itself (a program that serves nobody,
+/// such as a hello world, to set a server's start beside): its start to exit, and the largest
+/// peak resident set of any run (`ru_maxrss` of this process's waited-for children).
+pub async fn measure_plain(command: &[String], runs: usize) -> anyhow::Result<String> {
+    let (program, args) = command.split_first().context("no command to start")?;
+    let mut exits = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        let started = Instant::now();
+        let status = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .with_context(|| format!("starting {program}"))?;
+        exits.push(started.elapsed());
+        anyhow::ensure!(status.success(), "{program} failed: {status}");
+    }
+    let exited = Percentiles::of(&mut exits);
+    // SAFETY: getrusage writes into the zeroed struct it is given and reads nothing else.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    Ok(format!(
+        "start to exit: p50 {:.2} ms, p95 {:.2} ms ({} runs)\npeak memory: {:.1} MiB\n",
+        ms(exited.p50),
+        ms(exited.p95),
+        exits.len(),
+        mib(u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024)
+    ))
 }
 
 fn mib(bytes: u64) -> f64 {

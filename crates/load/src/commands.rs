@@ -6,6 +6,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use anyhow::Context as _;
 use clap::Args;
+use shop_api::ShopApi;
 
 use crate::{
     arrivals::{self, ArrivalPlan},
@@ -138,6 +139,13 @@ pub struct FleetOptions {
 /// `echo`: the floor.
 #[derive(Args)]
 pub struct EchoOptions {
+    /// The shop's API: the floor then makes each request's call to it, as the real server
+    /// does (the floor of this architecture), and the books are checked afterwards.
+    #[arg(long, value_name = "URL")]
+    pub shop_api: Option<String>,
+    /// The orders refunded, with --shop-api (see `confirm --order`).
+    #[arg(long = "order", default_value = "O-100001+", value_name = "ORDER", requires = "shop_api")]
+    pub orders: Orders,
     #[command(flatten)]
     pub load: LoadOptions,
     #[command(flatten)]
@@ -150,6 +158,10 @@ pub struct ColdStartOptions {
     /// How many times to start it.
     #[arg(value_name = "RUNS")]
     pub runs: usize,
+    /// The command serves nobody (a hello world, to set a server beside): time it from start to
+    /// exit, with no request, and report its peak memory.
+    #[arg(long)]
+    pub plain: bool,
     /// The stdio server to start, with its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -185,6 +197,9 @@ pub struct OverloadOptions {
 pub struct ServeEchoOptions {
     /// The address to listen on, such as 127.0.0.1:0.
     pub address: SocketAddr,
+    /// The shop's API to make each request's call to.
+    #[arg(long, value_name = "URL")]
+    pub shop_api: Option<String>,
 }
 
 /// Leads (or arrivals) on servers already running.
@@ -218,16 +233,23 @@ pub async fn fleet(options: FleetOptions) -> anyhow::Result<()> {
 /// Leads on the echo floor, started here as a process of its own, whose CPU time is reported.
 pub async fn echo(options: EchoOptions) -> anyhow::Result<()> {
     let program = std::env::current_exe().context("finding this program")?;
-    let (floor, url) = echo::start(&program).await?;
-    println!("started the echo floor on {url} (pid {})", floor.id().unwrap_or_default());
-    let mut server_pids = options.watch.pids;
-    server_pids.extend(floor.id());
+    let (floor, url) = echo::start(&program, options.shop_api.as_deref()).await?;
+    let what = if options.shop_api.is_some() {
+        "the architecture's floor (echo and the shop's API)"
+    } else {
+        "the echo floor"
+    };
+    println!("started {what} on {url} (pid {})", floor.id().unwrap_or_default());
+    // The floor first: a report names the first process apart from the rest (the API).
+    let mut server_pids: Vec<u32> = floor.id().into_iter().collect();
+    server_pids.extend(options.watch.pids);
     let plan = LoadPlan {
         leads: options.load.leads,
         server_pids,
-        // No shop behind it: no books to check.
-        books: false,
-        ..LoadPlan::new(vec![url], "", options.load.confirmations)
+        orders: options.orders,
+        // With no shop behind it there are no books to check.
+        books: options.shop_api.is_some(),
+        ..LoadPlan::new(vec![url], options.shop_api.as_deref().unwrap_or_default(), options.load.confirmations)
     };
     let report = leads::run(&plan).await?;
     drop(floor);
@@ -236,6 +258,10 @@ pub async fn echo(options: EchoOptions) -> anyhow::Result<()> {
 
 /// A stdio server's cold start, timed.
 pub async fn cold_start(options: ColdStartOptions) -> anyhow::Result<()> {
+    if options.plain {
+        print!("{}", cold_start::measure_plain(&options.command, options.runs).await?);
+        return Ok(());
+    }
     print!("{}", cold_start::measure(&options.command, options.runs).await?.render());
     Ok(())
 }
@@ -268,7 +294,8 @@ pub async fn overload(options: OverloadOptions) -> anyhow::Result<()> {
 
 /// Be the echo floor on `address` until stopped, saying its URL on stdout.
 pub async fn serve_echo(options: ServeEchoOptions) -> anyhow::Result<()> {
-    echo::serve(echo::bind(options.address).await?).await?;
+    let api = options.shop_api.as_deref().map(ShopApi::new).transpose().context("the shop's API")?;
+    echo::serve(echo::bind(options.address).await?, api).await?;
     Ok(())
 }
 

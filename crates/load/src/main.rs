@@ -49,6 +49,12 @@ enum Command {
     /// It is started here as a process of its own, watched like a server, so its CPU time and
     /// latency per confirmation are what any server pays at least for HTTP and JSON on this
     /// machine. There are no books to check.
+    ///
+    /// With --shop-api it is the floor of this architecture: each of a confirmation's requests
+    /// also makes the call to the shop's API that the real server makes, with the same client,
+    /// and the books are checked. Give the API's --pid to count it apart.
+    ///
+    /// Example: fernhill-load echo --shop-api http://127.0.0.1:8710 --pid API_PID
     Echo(EchoOptions),
     /// Start a stdio server RUNS times, each until it answers `server/discover`, and report the
     /// time to that answer and the peak memory.

@@ -98,6 +98,21 @@ async fn the_echo_floor_answers_confirmations_and_its_cpu_is_reported() {
     assert!(!stdout.contains("released exactly once"), "{stdout}");
 }
 
+/// With the shop's API behind it, the floor makes the server's calls: every refund is released
+/// once, as the books say, and the floor's CPU is named apart from the API's.
+#[tokio::test]
+async fn the_architectures_floor_calls_the_shops_api_and_its_books_hold() {
+    let store = shop_api::Store::open(None).unwrap();
+    store.add_load_orders(shop_api::seed::FIRST_LOAD_ORDER, 16).unwrap();
+    let api = shop_api::spawn_loopback(std::sync::Arc::new(store)).await.unwrap();
+    let (ok, stdout, stderr) = run(&["echo", "--shop-api", &api.url, "--leads", "2", "--confirmations", "10"]).await;
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.contains("started the architecture's floor (echo and the shop's API) on http://"), "{stdout}");
+    assert!(stdout.contains("released exactly once: 10 of 10"), "{stdout}");
+    let refunds = shop_api::ShopApi::new(&api.url).unwrap().refunds().await.unwrap();
+    assert_eq!(refunds.iter().filter(|r| r.status == shop_api::RefundStatus::Requested).count(), 10);
+}
+
 #[tokio::test]
 async fn questions_left_unanswered_leave_their_refunds_held() {
     let fernhill = fernhill().display().to_string();
@@ -116,7 +131,12 @@ async fn a_stdio_servers_cold_start_is_timed_and_an_answer_of_the_wrong_kind_is_
     let (ok, stdout, stderr) = run(&args).await;
     assert!(ok, "{stdout}\n{stderr}");
     assert!(stdout.contains("cold start to the server/discover answer, 2 runs: p50 "), "{stdout}");
+    assert!(stdout.contains("start to exit after the answer: p50 "), "{stdout}");
     assert!(stdout.contains("peak memory: ") && stdout.contains("of which its own (heap and stacks): "), "{stdout}");
+    // A program that serves nobody, to set beside: start to exit, and its peak memory.
+    let (ok, stdout, stderr) = run(&["cold-start", "--plain", "3", "--", "true"]).await;
+    assert!(ok, "{stderr}");
+    assert!(stdout.starts_with("start to exit: p50 ") && stdout.contains("(3 runs)\npeak memory: "), "{stdout}");
     // `cat` sends the request back: not an answer.
     let (ok, _, stderr) = run(&["cold-start", "1", "--", "cat"]).await;
     assert!(!ok);

@@ -432,7 +432,9 @@ async fn a_url_question_is_the_same_code_in_both_eras() {
     }
 }
 
-#[tokio::test]
+/// On tokio's paused clock: the second the boundary gives an answer to find a slot passes at
+/// once when nothing else can run.
+#[tokio::test(start_paused = true)]
 async fn a_shed_round_holds_its_answer_until_the_server_has_room() {
     let sealed = Sealed::new(Deployer::new(), security()).shedding(Shedding::new(1));
     let server = Server { sealed, seen: Arc::default() };
