@@ -19,7 +19,8 @@ use tokio::time::Instant;
 
 use crate::{
     authorization::{self, Credentials},
-    leads::{Ending, Lead},
+    confirmation::Ending,
+    leads::Lead,
     orders::Orders,
     report::Percentiles,
 };

@@ -32,6 +32,7 @@ use tokio::sync::watch;
 
 use crate::{
     authorization::{self, Credentials},
+    confirmation::{Confirmation, Ending},
     orders::Orders,
     report::Report,
     usage::{self, CpuWatch},
@@ -105,29 +106,6 @@ impl LoadPlan {
             leave_unanswered: false,
         }
     }
-}
-
-/// How one confirmation ended.
-pub(crate) enum Ending {
-    /// As the lead said; the refund's ID and the status the server reported.
-    Done { times: [Duration; 3], refund_id: String, status: String },
-    /// In an error the server worded.
-    Clear(String),
-    /// With no word from any server.
-    Unclear(String),
-}
-
-/// One confirmation as its lead lived it.
-pub(crate) struct Confirmation {
-    quote_id: Option<String>,
-    /// The lead was asked: the API made (or holds) the quote's refund.
-    pub(crate) asked: bool,
-    says_yes: bool,
-    pub(crate) ending: Ending,
-    /// Replies that called the refund released (more than one is a double release).
-    released_replies: usize,
-    /// Its replayed answer passed the once-only record (a claim lost) and met the API's 409.
-    pub(crate) past_the_record: bool,
 }
 
 /// Run `plan` and check the shop's API afterwards.

@@ -6,6 +6,7 @@
 //!   `input_required`) → the retry with a yes and the state, each round to the next server in
 //!   turn, so a call's rounds land on different replicas; then the shop's API is asked whether
 //!   every refund was released exactly once.
+//! - `confirmation`: one confirmation as its lead lived it, and how it ended;
 //! - [`report`]: what a run of leads found: its confirmations counted, percentiles per step,
 //!   the books, the servers' CPU time and memory, and the report as a person reads it;
 //! - [`fleet`]: a fresh shop API and several `fernhill serve --http` replicas sharing one key
@@ -37,6 +38,7 @@ pub mod authorization;
 pub mod child_log;
 pub mod cold_start;
 pub mod commands;
+mod confirmation;
 pub mod echo;
 pub mod faults;
 pub mod fleet;

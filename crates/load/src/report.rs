@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::leads::{Confirmation, Ending};
+use crate::confirmation::{Confirmation, Ending};
 
 /// Latency percentiles of one step.
 #[derive(Debug, Clone, Copy, Default)]

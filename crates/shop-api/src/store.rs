@@ -172,6 +172,7 @@ CREATE TABLE IF NOT EXISTS returns (
 /// What needs columns a database made by an earlier version may lack (see [`migrate`]).
 const INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS quotes_by_expiry ON quotes (expires_at);
+CREATE INDEX IF NOT EXISTS refunds_by_order ON refunds (order_id);
 ";
 
 /// The schema's version, in SQLite's `user_version`: 0 before refunds covered lines, 1 before
@@ -995,6 +996,22 @@ mod tests {
         let again = store.create_quote(&whole("O-2289")).unwrap();
         assert_eq!(again.amount, Cents(18000));
         assert_eq!(store.create_refund(&again.quote_id).unwrap().0.status, RefundStatus::NeedsConfirmation);
+    }
+
+    /// What an order has refunded is read through an index: a scan of every refund would make
+    /// each quote and refund cost more the more the shop has refunded.
+    #[test]
+    fn an_orders_refunds_are_read_through_an_index() {
+        let store = Store::open(None).unwrap();
+        let plan: Vec<String> = store
+            .conn()
+            .prepare("EXPLAIN QUERY PLAN SELECT SUM(amount_cents) FROM refunds WHERE order_id = ?1 AND status != 'cancelled'")
+            .unwrap()
+            .query_map(["O-2289"], |row| row.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(plan.iter().any(|step| step.contains("USING INDEX refunds_by_order")), "{plan:?}");
     }
 
     #[test]
