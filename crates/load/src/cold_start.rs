@@ -96,10 +96,11 @@ pub async fn measure(command: &[String], runs: usize) -> anyhow::Result<ColdStar
         own_memory = own_memory.max(memory(pid, "RssAnon")?);
         // Its host is done: stdin closes, and a stdio server ends.
         drop(stdin);
-        tokio::time::timeout(DEADLINE, child.wait()).await.with_context(|| {
+        let status = tokio::time::timeout(DEADLINE, child.wait()).await.with_context(|| {
             format!("{program} did not exit within {} s of its stdin closing", DEADLINE.as_secs())
         })??;
         exits.push(started.elapsed());
+        anyhow::ensure!(status.success(), "{program} failed when its stdin closed: {status}");
     }
     Ok(ColdStart {
         runs: times.len(),

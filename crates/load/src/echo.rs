@@ -79,10 +79,14 @@ async fn answer(State(api): State<Option<ShopApi>>, Json(request): Json<Value>) 
         (Some(api), (Some("tools/call"), Some(tool @ ("quote_refund" | "issue_refund")))) => {
             upstream(api, tool, params).await
         }
-        _ => Err("the echo knows only a confirmation's requests".to_owned()),
+        _ => {
+            let error = json!({"code": -32601, "message": "the echo knows only a confirmation's requests"});
+            return Json(json!({"jsonrpc": "2.0", "id": id, "error": error})).into_response();
+        }
     };
     match result {
         Ok(result) => Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response(),
+        // The shop's API refused or did not answer.
         Err(message) => {
             let error = json!({"code": -32603, "message": message});
             Json(json!({"jsonrpc": "2.0", "id": id, "error": error})).into_response()

@@ -159,12 +159,22 @@ pub struct UrlQuestion<'a> {
     pub flow_id: &'a str,
     /// How often a waiting call (the back-channel era) asks whether the flow finished.
     pub poll: Duration,
+    /// Whether the question may go out again this round. A tool that has asked as many
+    /// rounds as it allows says no: a flow still unfinished is then [`UrlOutcome::Unfinished`],
+    /// and nothing is asked (not even whether the client can open URLs).
+    pub ask_again: bool,
 }
 
 impl<'a> UrlQuestion<'a> {
     /// The question `key`: open `url`, after reading `message`; `flow_id` names the flow.
     pub fn new(key: &'a str, url: String, message: &'a str, flow_id: &'a str) -> Self {
-        Self { key, url, message, flow_id, poll: Duration::from_millis(500) }
+        Self { key, url, message, flow_id, poll: Duration::from_millis(500), ask_again: true }
+    }
+
+    /// Ask again only if `ask_again` (see [`UrlQuestion::ask_again`]).
+    pub fn asking_again(mut self, ask_again: bool) -> Self {
+        self.ask_again = ask_again;
+        self
     }
 }
 
@@ -177,8 +187,9 @@ pub enum UrlOutcome {
     Declined,
     /// The person dismissed the question.
     Cancelled,
-    /// A waiting call: the person agreed, but the flow had not finished within a round's
-    /// lifetime.
+    /// The flow has not finished and the question is not asked again: a waiting call's person
+    /// agreed, but the flow did not finish within a round's lifetime; or, in rounds, the tool
+    /// said not to ask again ([`UrlQuestion::ask_again`]).
     Unfinished,
 }
 
@@ -497,6 +508,7 @@ impl Asking {
             match self.url_answer(question.key) {
                 Some(Outcome::Declined) => return Ok(Some(UrlOutcome::Declined)),
                 Some(Outcome::Cancelled) => return Ok(Some(UrlOutcome::Cancelled)),
+                _ if !question.ask_again => return Ok(Some(UrlOutcome::Unfinished)),
                 _ => {}
             }
             self.ask_url(question.key, question.url, question.message).map_err(AskError::from)?;

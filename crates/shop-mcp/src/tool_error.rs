@@ -24,8 +24,13 @@ pub struct ToolError {
 /// error result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// The answer was acted on already (the once-only record was claimed): a replay.
+    /// The answer was acted on already (the once-only record was claimed) and the refund is
+    /// released: a replay.
     Answered,
+    /// The answer was claimed, but the shop's API has not acted on it yet (it is in flight,
+    /// or a server stopped in between; or the API could not say): the claim lapses with the
+    /// state, and a fresh call asks again.
+    InFlight,
     /// A lead declined, and a decline stands.
     Declined,
     /// The shop's API no longer holds the refund for an answer (another answer got there first).
@@ -40,6 +45,7 @@ impl Refusal {
     pub fn label(self) -> &'static str {
         match self {
             Refusal::Answered => "answered",
+            Refusal::InFlight => "in_flight",
             Refusal::Declined => "declined",
             Refusal::NotHeld => "not_held",
         }

@@ -3,7 +3,7 @@
 //! A retry may reach another process than the one that asked. Two records must be there when
 //! it does: what the first round found (for the shop, the quote a refund came from) and the
 //! once-only record of answers already acted on. [`Records`] keeps both behind one interface:
-//! [`InMemory`] for one process, [`Redis`] for a fleet. A claim is atomic (set-if-absent with
+//! [`InMemory`] for one process, `Redis` (feature `redis`) for a fleet. A claim is atomic (set-if-absent with
 //! an expiry); a value keeps its own expiry. When the storage cannot answer, every call fails
 //! with [`RecordsError`] and the caller must fail closed: act on nothing.
 

@@ -261,7 +261,8 @@ impl Shop {
                 let now = self.api.refund(refund_id).await.map(|r| r.status).unwrap_or(RefundStatus::NeedsConfirmation);
                 let refusal = match now {
                     RefundStatus::Cancelled => Refusal::Declined,
-                    _ => Refusal::Answered,
+                    RefundStatus::Requested => Refusal::Answered,
+                    RefundStatus::NeedsConfirmation => Refusal::InFlight,
                 };
                 Err(ToolError::refusal(
                     refusal,

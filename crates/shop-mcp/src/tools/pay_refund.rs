@@ -154,7 +154,9 @@ impl Shop {
             }
         };
         let url = format!("{}/connect/{}", payments.public_url.trim_end_matches('/'), flow.flow);
-        let question = UrlQuestion::new(CONNECT, url, MESSAGE, &flow.flow);
+        // A flow of the rounds era that has taken its rounds is not asked about again.
+        let rounds_left = flow.rounds < payments.max_rounds;
+        let question = UrlQuestion::new(CONNECT, url, MESSAGE, &flow.flow).asking_again(rounds_left);
         let finished = || async { Ok::<_, Paying>(payments.provider.flow(&flow.flow).await?.is_finished()) };
         let unpaid = |why: &str| text(format!("Not paid: {why}. {refund_id} stays released, unpaid."));
         let not_yet = |after: &str| {
@@ -166,12 +168,12 @@ impl Shop {
         match asking.url(question, finished).await {
             Ok(Some(UrlOutcome::Finished)) => {}
             Ok(Some(UrlOutcome::Declined | UrlOutcome::Cancelled)) => return Ok(not_connected(&refund_id).into()),
+            Ok(Some(UrlOutcome::Unfinished)) if !rounds_left => {
+                return Ok(not_yet(&format!(" after {} rounds", payments.max_rounds)).into());
+            }
             Ok(Some(UrlOutcome::Unfinished)) => return Ok(not_yet("").into()),
             Ok(None) => {
                 flow.rounds += 1;
-                if flow.rounds > payments.max_rounds {
-                    return Ok(not_yet(&format!(" after {} rounds", payments.max_rounds)).into());
-                }
                 // Plain strings and a number always serialize.
                 asking.set_own_state(serde_json::to_string(&flow).unwrap_or_default());
                 return Ok(asking.input_required().into());
