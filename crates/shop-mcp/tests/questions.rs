@@ -84,7 +84,7 @@ mod paying {
 
     use shop_mcp::serve::ServeConfig;
 
-    use crate::support::{self, serve_with, start_api};
+    use crate::support::{self, KEY_A, serve_with, start_api};
 
     async fn provider() -> RunningProvider {
         payment_provider::spawn_loopback(Arc::new(ProviderState::default())).await.unwrap()
@@ -101,7 +101,8 @@ mod paying {
             config.payments.provider = Some(provider.url.clone());
             config.payments.max_rounds = rounds.parse().unwrap();
         };
-        let (client, _) = serve_with(&api.url, None, paying, user).await;
+        // One key, so that another server of the same shop opens this one's states.
+        let (client, _) = serve_with(&api.url, Some(KEY_A), paying, user).await;
         let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
         let quote_id = quote.structured_content.unwrap()["quote_id"].clone();
         let issue = params("issue_refund", json!({"quote_id": quote_id}));
@@ -175,6 +176,28 @@ mod paying {
         let mut state = asked(pay(&client, None, None).await).request_state;
         state = asked(pay(&client, state, Some(Answer::Accept(None))).await).request_state;
         let reply = said(pay(&client, state, Some(Answer::Accept(None))).await);
+        assert!(
+            reply.starts_with("Not paid yet: the payment provider has not seen the lead sign in after 2 rounds."),
+            "{reply}"
+        );
+    }
+
+    /// A sign-in that has taken its rounds ends in words before anything would be asked again,
+    /// so even a retry from a client that cannot open URLs is told so, not refused with -32021.
+    #[tokio::test]
+    async fn an_abandoned_sign_in_ends_in_words_before_any_capability_check() {
+        let provider = provider().await;
+        let (client, api) = shop_with_a_released_refund(&provider, "2", ScriptedUser::always(support::release())).await;
+        let mut state = asked(pay(&client, None, None).await).request_state;
+        state = asked(pay(&client, state, Some(Answer::Accept(None))).await).request_state;
+        let form_only = serde_json::from_value(json!({"form": {}})).unwrap();
+        let paying = |config: &mut ServeConfig| {
+            config.payments.provider = Some(provider.url.clone());
+            config.payments.max_rounds = 2;
+        };
+        let user = ScriptedUser::always(support::release()).declaring(Some(form_only));
+        let (other, _) = serve_with(&api.url, Some(KEY_A), paying, user).await;
+        let reply = said(pay(&other, state, Some(Answer::Accept(None))).await);
         assert!(
             reply.starts_with("Not paid yet: the payment provider has not seen the lead sign in after 2 rounds."),
             "{reply}"
