@@ -11,7 +11,8 @@
 //! - [`client`]: [`ShopApi`], the async reqwest client the MCP server uses.
 //! - [`service`] and [`routes`]: the axum server; handlers parse IDs, call
 //!   the store and map errors to RFC 9457 problems ([`problem`]).
-//! - [`store`]: SQLite behind a mutex; IDs, transactions and state changes.
+//! - [`store`]: SQLite behind a mutex; IDs, transactions (`write_transaction`, prepared once)
+//!   and state changes.
 //! - [`policy`] decides holds; [`seed`] holds the starting orders.
 //! - [`model`], [`ids`] and [`money`]: the shared vocabulary. IDs are
 //!   validated newtypes and money is integer [`Cents`], written `"180.00"`.
@@ -29,6 +30,7 @@ pub mod routes;
 pub mod seed;
 pub mod service;
 pub mod store;
+mod write_transaction;
 
 pub use client::{ClientError, ShopApi};
 pub use ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
