@@ -1510,7 +1510,10 @@ fn validate_origin_header(
 /// }
 /// ```
 pub struct StreamableHttpService<S, M> {
-    pub config: StreamableHttpServerConfig,
+    /// PATCHED (fernhill, see PATCHED.md): shared, not owned. The service is cloned for every
+    /// request (by `call`, and by routers that clone their services), and an owned config
+    /// cloned its host and origin lists each time. Fields read through it as before.
+    pub config: Arc<StreamableHttpServerConfig>,
     session_manager: Arc<M>,
     service_factory: Arc<dyn Fn() -> Result<S, std::io::Error> + Send + Sync>,
     /// Tracks in-progress session restores so that concurrent requests for the
@@ -1601,7 +1604,7 @@ where
             .is_some()
             .then(|| Arc::new(tokio::sync::RwLock::new(HashMap::new())));
         Self {
-            config,
+            config: Arc::new(config),
             session_manager,
             service_factory: Arc::new(service_factory),
             pending_restores,
