@@ -30,7 +30,7 @@ use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::write_transaction::WriteTransaction;
 
@@ -198,7 +198,7 @@ impl Store {
     /// in-memory one for `None`. Creates missing tables and seeds the orders
     /// when there are none.
     pub fn open(path: Option<&Path>) -> Result<Store, StoreError> {
-        let mut conn = match path {
+        let conn = match path {
             Some(path) => Connection::open(path)?,
             None => Connection::open_in_memory()?,
         };
@@ -218,7 +218,7 @@ impl Store {
             // commits to a power cut, and a lead's confirmation with them).
             conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
         }
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = WriteTransaction::begin(&conn)?;
         tx.execute_batch(SCHEMA)?;
         migrate(&tx, DEFAULT_QUOTE_TTL)?;
         tx.execute_batch(INDEXES)?;

@@ -113,7 +113,15 @@ async fn a_call_whose_client_goes_away_is_cancelled_and_finishes() {
 async fn a_call_that_notifies_before_it_answers_is_answered_on_a_stream() {
     let (sender, _steps) = mpsc::unbounded_channel();
     let url = serve(Steps { steps: sender, release: Arc::new(Notify::new()) }).await;
-    let response = call(&reqwest::Client::new(), &url, "notify_first").send().await.unwrap();
+    // A notification nobody forwards leaves the handler waiting for ever: a bound turns that
+    // into a failure.
+    let response = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        call(&reqwest::Client::new(), &url, "notify_first").send(),
+    )
+    .await
+    .expect("answered")
+    .unwrap();
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
     assert!(content_type.starts_with("text/event-stream"), "{content_type}");

@@ -1391,7 +1391,7 @@ pub(crate) async fn serve_request_in_place<R, S>(
     service: &S,
     peer: &Peer<R>,
     id: RequestId,
-    mut request: R::PeerReq,
+    request: R::PeerReq,
     ct: CancellationToken,
 ) -> TxJsonRpcMessage<R>
 where
@@ -1406,8 +1406,29 @@ where
         tracing::warn!(%id, message = %error.message, "rejected peer request");
         return JsonRpcMessage::error(error, Some(id));
     }
+    answer_request(service, peer, id, request, ct).await
+}
+
+/// PATCHED (fernhill): one request answered by `service`, in the context it gives the handler
+/// (its `_meta` and extensions, its peer, its cancellation token) and within the task-locals
+/// that name it as the originating request. Returns the response, or the error, to send.
+/// [`serve_inner`] answers each request it receives this way in a task of its own, and
+/// [`serve_request_in_place`] in the calling task.
+async fn answer_request<R, S>(
+    service: &S,
+    peer: &Peer<R>,
+    id: RequestId,
+    mut request: R::PeerReq,
+    ct: CancellationToken,
+) -> TxJsonRpcMessage<R>
+where
+    R: ServiceRole,
+    S: Service<R>,
+{
     let mut extensions = Extensions::new();
     let mut meta = RequestMetaObject::new();
+    // avoid clone
+    // swap meta firstly, otherwise progress token will be lost
     std::mem::swap(&mut meta, request.get_meta_mut());
     std::mem::swap(&mut extensions, request.extensions_mut());
     let context = RequestContext {
@@ -1712,7 +1733,7 @@ where
                 }
                 Event::PeerMessage(JsonRpcMessage::Request(JsonRpcRequest {
                     id,
-                    mut request,
+                    request,
                     ..
                 })) => {
                     tracing::debug!(%id, ?request, "received request");
@@ -1740,42 +1761,12 @@ where
                         let request_ct = serve_loop_ct.child_token();
                         let context_ct = request_ct.child_token();
                         local_ct_pool.insert(id.clone(), request_ct);
-                        let mut extensions = Extensions::new();
-                        let mut meta = RequestMetaObject::new();
-                        // avoid clone
-                        // swap meta firstly, otherwise progress token will be lost
-                        std::mem::swap(&mut meta, request.get_meta_mut());
-                        std::mem::swap(&mut extensions, request.extensions_mut());
-                        let context = RequestContext {
-                            ct: context_ct,
-                            id: id.clone(),
-                            peer: peer.clone(),
-                            meta,
-                            extensions,
-                        };
+                        let peer = peer.clone();
                         let current_span = tracing::Span::current();
-                        let handler_id = id.clone();
-                        let handler_version = context.meta.protocol_version();
+                        // PATCHED (fernhill): the request is answered by `answer_request`,
+                        // which `serve_request_in_place` shares.
                         spawn_service_task(async move {
-                            let result = ORIGINATING_REQUEST
-                                .scope(
-                                    handler_id,
-                                    ORIGINATING_PROTOCOL_VERSION.scope(
-                                        handler_version,
-                                        service.handle_request(request, context),
-                                    ),
-                                )
-                                .await;
-                            let response = match result {
-                                Ok(result) => {
-                                    tracing::debug!(%id, ?result, "response message");
-                                    JsonRpcMessage::response(result, id)
-                                }
-                                Err(error) => {
-                                    tracing::warn!(%id, ?error, "response error");
-                                    JsonRpcMessage::error(error, Some(id))
-                                }
-                            };
+                            let response = answer_request(&*service, &peer, id, request, context_ct).await;
                             let _send_result = sink.send(response).await;
                         }.instrument(current_span));
                     }
