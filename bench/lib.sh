@@ -1,5 +1,9 @@
 # Shared by bench/run and bench/ab (sourced).
 
+# The shop's API always asks for a credential: every API a bench starts takes this one, and
+# every server and load generator it starts shows it (they read SHOP_API_TOKEN).
+export SHOP_API_TOKEN="${SHOP_API_TOKEN:-bench-service-credential-$$-$RANDOM}"
+
 # Start a process that prints its URL as its first stdout line, its stderr going to LOG; sets
 # $url and $pid. Fails the script if the process ends before it says its URL.
 start_printing_url() {

@@ -42,6 +42,8 @@ function api(method, path, body) {
     const data = body === undefined ? '' : JSON.stringify(body);
     const headers = { accept: 'application/json', 'content-length': Buffer.byteLength(data) };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    // The API's credential, as the fernhill server shows it.
+    if (process.env.SHOP_API_TOKEN) headers.authorization = `Bearer ${process.env.SHOP_API_TOKEN}`;
     return new Promise((resolve, reject) => {
         const req = http.request(
             { host: apiBase.hostname, port: apiBase.port, path: apiPrefix + path, method, headers, agent: apiAgent },
@@ -163,7 +165,7 @@ async function issueRefund({ quote_id }, ctx) {
 async function release(refundId) {
     claim(refundId, 'confirmed');
     try {
-        return structured(await api('POST', `/refunds/${refundId}/confirm`));
+        return structured(await api('POST', `/refunds/${refundId}/confirm`, {}));
     } catch (error) {
         if (error.status === 409) throw new Error(`Refund ${refundId} is not held any more, so it can't be released again.`);
         throw error;
@@ -172,7 +174,7 @@ async function release(refundId) {
 
 async function refuse(refundId) {
     claim(refundId, 'declined');
-    const cancelled = await api('POST', `/refunds/${refundId}/cancel`);
+    const cancelled = await api('POST', `/refunds/${refundId}/cancel`, {});
     return structured(cancelled, `The lead declined refund ${refundId}, so it is cancelled. Don't issue it again unless the customer's case changes.`);
 }
 

@@ -7,10 +7,7 @@ use fernhill::chapter;
 use mrtr::client::{Answer, Client, ScriptedUser, params, retry};
 use rmcp::model::{CallToolResponse, ElicitRequestParams, InputRequest, InputRequiredResult};
 use serde_json::json;
-use shop_mcp::{
-    AskStyle,
-    serve::config::{PAYMENTS_ENV, PAYMENTS_PUBLIC_ENV},
-};
+use shop_mcp::{AskStyle, serve::config::PAYMENTS_PUBLIC_ENV};
 
 /// The provider's public address, in the URL this program prints: a reserved domain that never resolves.
 const PUBLIC: &str = "https://pay.fernhill.example";
@@ -43,8 +40,8 @@ async fn main() -> anyhow::Result<()> {
     }
     let api = chapter::start_api().await?;
     let provider = chapter::start_payments().await?;
-    let mut server = chapter::launch_self(&api.url, &["--serve"])?;
-    server.env(PAYMENTS_ENV, &provider.url).env(PAYMENTS_PUBLIC_ENV, PUBLIC);
+    let mut server = chapter::launch_self(&api, &["--serve"])?;
+    chapter::pay_through(&mut server, &provider).env(PAYMENTS_PUBLIC_ENV, PUBLIC);
     let client = chapter::connect(ScriptedUser::always(chapter::release()), server).await?; // declares form and url
 
     // A released refund to pay: R-0111, confirmed by the scripted lead.

@@ -20,7 +20,7 @@ async fn main() -> anyhow::Result<()> {
     let script =
         [Answer::accept(json!({"reason": "damaged in transit", "restock": false})), Answer::Decline, Answer::Cancel]; // the scripted user's three answers
     let scripted_user = ScriptedUser::in_turn(script);
-    let client = chapter::connect_to_self(scripted_user.clone(), &api.url).await?;
+    let client = chapter::connect_to_self(scripted_user.clone(), &api).await?;
     let arguments = json!({"order_id": "O-1145", "sku": "KG-1043"});
     for action in ["accept", "decline", "cancel"] {
         let result = client.call_tool("record_return", arguments.clone()).await?;
@@ -40,7 +40,7 @@ async fn main() -> anyhow::Result<()> {
     println!("required: {}", required.join(", "));
 
     // No elicitation handler declared, so no elicitation capability.
-    let client = chapter::connect_to_self(ScriptedUser::unable_to_ask(), &api.url).await?;
+    let client = chapter::connect_to_self(ScriptedUser::unable_to_ask(), &api).await?;
     if let Err(error) = client.call_tool("record_return", arguments).await {
         let code = error.rpc_error().map(|e| e.code.0).ok_or_else(|| anyhow::anyhow!("{error}"))?;
         println!("client without elicitation: {code}");

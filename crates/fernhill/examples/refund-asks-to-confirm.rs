@@ -14,7 +14,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let api = chapter::start_api().await?;
     // The scripted lead declares elicitation; this program reads the input request itself.
-    let client = chapter::connect_to_self(ScriptedUser::always(chapter::release()), &api.url).await?;
+    let client = chapter::connect_to_self(ScriptedUser::always(chapter::release()), &api).await?;
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await?;
     let result = client.call_tool_once(params("issue_refund", json!({"quote_id": chapter::quote_id(&quote)?}))).await?;
     let CallToolResponse::InputRequired(result) = result else {

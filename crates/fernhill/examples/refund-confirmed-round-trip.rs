@@ -32,7 +32,7 @@ async fn main() -> anyhow::Result<()> {
     let served = chapter::server_command()?; // this program with --serve, unless told otherwise
     let mut relay_args = vec!["--relay", &log_arg, "--"];
     relay_args.extend(served.iter().map(String::as_str));
-    let server = chapter::launch_self(&api.url, &relay_args)?;
+    let server = chapter::launch_self(&api, &relay_args)?;
     let say_yes = ScriptedUser::always(yes.clone()).on_question(|q| println!("user was asked: {}", message_of(q)));
     let client = chapter::connect(say_yes, server).await?;
 

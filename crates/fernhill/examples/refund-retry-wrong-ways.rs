@@ -42,7 +42,7 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let api = chapter::start_api().await?;
-    let client = chapter::connect_to_self(ScriptedUser::always(chapter::release()), &api.url).await?;
+    let client = chapter::connect_to_self(ScriptedUser::always(chapter::release()), &api).await?;
     let mut quotes = Vec::new();
     for order in ["O-2289", "O-1145"] {
         quotes.push(chapter::quote_id(&client.call_tool("quote_refund", json!({"order_id": order})).await?)?);

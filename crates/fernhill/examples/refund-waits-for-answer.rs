@@ -14,7 +14,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let api = chapter::start_api().await?;
     let say_yes = ScriptedUser::always(chapter::release()); // a scripted user, who would release the refund
-    let client = chapter::connect_to_self(say_yes.clone(), &api.url).await?;
+    let client = chapter::connect_to_self(say_yes.clone(), &api).await?;
     println!("protocol revision: {}", client.protocol_version().map(|v| v.to_string()).unwrap_or_default());
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await?;
     if let Err(error) = client.call_tool("issue_refund", json!({"quote_id": chapter::quote_id(&quote)?})).await {

@@ -17,17 +17,33 @@ use shop_mcp::{
 };
 use tokio::process::Command;
 
-/// A fresh shop API (in memory, seeded) on 127.0.0.1, for as long as the value lives.
+/// A fresh shop API (in memory, seeded) on 127.0.0.1, for as long as the value lives, behind
+/// a credential made for it that the program's server is given ([`launch_self`]). For another
+/// server (`CHAPTER_SERVER`), which cannot show one, it runs open, and says so.
 pub async fn start_api() -> anyhow::Result<RunningApi> {
-    let store = Store::open(None).context("opening an in-memory store")?;
-    shop_api::spawn_loopback(Arc::new(store)).await.context("starting the shop's API on loopback")
+    let store = Arc::new(Store::open(None).context("opening an in-memory store")?);
+    let started = match std::env::var_os(OTHER_SERVER_ENV) {
+        None => shop_api::spawn_loopback(store).await,
+        Some(_) => shop_api::spawn_loopback_open(store).await,
+    };
+    started.context("starting the shop's API on loopback")
 }
 
-/// A payment provider (in memory, with its demo accounts) on 127.0.0.1.
+/// A payment provider (in memory, with its demo accounts) on 127.0.0.1, behind a credential
+/// made for it ([`pay_through`] gives it to a server).
 pub async fn start_payments() -> anyhow::Result<RunningProvider> {
     payment_provider::spawn_loopback(Arc::new(ProviderState::default()))
         .await
         .context("starting the payment provider on loopback")
+}
+
+/// Tell the server `command` starts to pay through `provider`: its address and its credential.
+pub fn pay_through<'a>(command: &'a mut Command, provider: &RunningProvider) -> &'a mut Command {
+    command.env(serve::config::PAYMENTS_ENV, &provider.url);
+    match &provider.token {
+        Some(token) => command.env("PAYMENT_PROVIDER_TOKEN", token),
+        None => command.env_remove("PAYMENT_PROVIDER_TOKEN"),
+    }
 }
 
 /// What a lead's browser does on the payment provider's page: read the form, sign in.
@@ -63,8 +79,9 @@ pub fn server_command() -> anyhow::Result<Vec<String>> {
     })
 }
 
-/// `program --serve` with the API's URL in its environment (or the server `CHAPTER_SERVER` names).
-pub fn launch_self(api_url: &str, args: &[&str]) -> anyhow::Result<Command> {
+/// `program --serve` with the API's URL and credential in its environment (or the server
+/// `CHAPTER_SERVER` names).
+pub fn launch_self(api: &RunningApi, args: &[&str]) -> anyhow::Result<Command> {
     let mut command = match server_command()? {
         server if args == ["--serve"] => {
             let mut command = Command::new(&server[0]);
@@ -78,7 +95,11 @@ pub fn launch_self(api_url: &str, args: &[&str]) -> anyhow::Result<Command> {
             command
         }
     };
-    command.env(SHOP_API_ENV, api_url);
+    command.env(SHOP_API_ENV, &api.url);
+    match &api.token {
+        Some(token) => command.env("SHOP_API_TOKEN", token),
+        None => command.env_remove("SHOP_API_TOKEN"),
+    };
     Ok(command)
 }
 
@@ -87,9 +108,9 @@ pub async fn connect(user: ScriptedUser, command: Command) -> anyhow::Result<Cli
     Client::launch(user, command).await.context("connecting to the server")
 }
 
-/// A client playing `user` that launches this program with `--serve`, against the API at `api_url`.
-pub async fn connect_to_self(user: ScriptedUser, api_url: &str) -> anyhow::Result<Client<ScriptedUser>> {
-    connect(user, launch_self(api_url, &["--serve"])?).await
+/// A client playing `user` that launches this program with `--serve`, against `api`.
+pub async fn connect_to_self(user: ScriptedUser, api: &RunningApi) -> anyhow::Result<Client<ScriptedUser>> {
+    connect(user, launch_self(api, &["--serve"])?).await
 }
 
 /// The server's configuration from this program's environment, as `fernhill serve` reads it.

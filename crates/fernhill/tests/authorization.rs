@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use shop_api::{RefundId, RefundStatus, RunningApi};
 use tokio::process::{Child, Command};
 
-use support::{KEY_A, Log, fernhill, issuer::Issuer, shop, start_api};
+use support::{KEY_A, Log, ShopApiCommand, fernhill, issuer::Issuer, shop, start_api};
 
 struct Server {
     url: String,
@@ -33,7 +33,8 @@ struct Server {
 async fn serve(api: &RunningApi, issuer: &str) -> Server {
     let mut command = Command::new(fernhill());
     command
-        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--auth-issuer", issuer])
+        .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", issuer])
+        .shop_api(api)
         .env("SHOP_REQUEST_STATE_KEY", KEY_A)
         .env("RUST_LOG", "info,request_state=warn");
     let (child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
@@ -287,15 +288,14 @@ async fn a_state_alice_was_asked_with_does_not_open_for_bob() {
 #[tokio::test]
 async fn an_open_port_without_authorization_is_refused_unless_said_so() {
     let api = start_api().await;
-    let refused =
-        Command::new(fernhill()).args(["serve", "--http", "0.0.0.0:0", "--shop-api", &api.url]).output_within().await;
+    let refused = Command::new(fernhill()).args(["serve", "--http", "0.0.0.0:0"]).shop_api(&api).output_within().await;
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("refusing to serve HTTP on 0.0.0.0:0 without authorization"), "{stderr}");
     assert!(stderr.contains("--auth-issuer"), "{stderr}");
 
     let mut insecure = Command::new(fernhill());
-    insecure.args(["serve", "--http", "0.0.0.0:0", "--shop-api", &api.url, "--insecure-no-auth"]);
+    insecure.args(["serve", "--http", "0.0.0.0:0", "--insecure-no-auth"]).shop_api(&api);
     let (_child, url, log) = support::spawn_printing_url_with_log(&mut insecure).await;
     assert!(url.starts_with("http://0.0.0.0:"), "{url}");
     log.wait_for("serving HTTP without authorization (--insecure-no-auth)").await;
@@ -309,7 +309,8 @@ async fn junk_tokens_do_not_become_issuer_calls() {
     let (api, issuer) = (start_api().await, Issuer::start().await);
     let mut command = Command::new(fernhill());
     command
-        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--auth-issuer", &issuer.url])
+        .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url])
+        .shop_api(&api)
         .args(["--auth-introspection", "--auth-client-id", "shop-mcp"])
         .env("SHOP_AUTH_CLIENT_SECRET", "shop-mcp-secret");
     let (_child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
@@ -336,9 +337,10 @@ async fn a_payment_is_bound_to_the_caller_the_token_names() {
     let provider = chapter::start_payments().await.unwrap();
     let mut command = Command::new(fernhill());
     command
-        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--auth-issuer", &issuer.url])
-        .args(["--payments", &provider.url])
+        .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url])
+        .shop_api(&api)
         .env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    support::pays_through(&mut command, &provider);
     let (_child, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
     let token = issuer.sign(&issuer.claims("lead-1", "refunds:write", &url));
     let lead = client(&url, &token, ScriptedUser::always(chapter::release())).await;

@@ -134,9 +134,10 @@ async fn pay_refund(client: &mrtr::client::Client<ScriptedUser>, state: Option<S
 async fn chain() -> Chain {
     let api = support::start_api().await;
     let running = spawn_loopback(Arc::new(ProviderState::default())).await.unwrap();
-    let provider = PaymentProvider::new(&running.url).unwrap();
-    let env = [("PAYMENT_PROVIDER_URL", running.url.as_str())];
-    let (client, _) = support::serve_with(&api.url, None, &env, ScriptedUser::always(chapter::release())).await;
+    let provider = PaymentProvider::new(&running.url).unwrap().with_token(running.token.clone());
+    let token = running.token.clone().unwrap_or_default();
+    let env = [("PAYMENT_PROVIDER_URL", running.url.as_str()), ("PAYMENT_PROVIDER_TOKEN", token.as_str())];
+    let (client, _) = support::serve_with(&api, None, &env, ScriptedUser::always(chapter::release())).await;
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
     client.call_tool("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]})).await.unwrap();
     let CallToolResponse::InputRequired(first) = pay_refund(&client, None).await else {

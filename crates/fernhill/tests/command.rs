@@ -11,35 +11,45 @@ use shop_api::{OrderId, ShopApi};
 use tokio::process::Command;
 use wire::{Direction, read_trace};
 
-use support::{fernhill, start_api};
+use support::{ShopApiCommand, fernhill, start_api};
 
 #[tokio::test]
 async fn shop_api_prints_its_url_and_serves_the_seeded_shop() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("shop.sqlite");
+    let token_file = dir.path().join("api.token");
     let mut command = Command::new(fernhill());
-    command.args(["shop-api", "--listen", "127.0.0.1:0", "--db"]).arg(&db);
+    command.args(["shop-api", "--listen", "127.0.0.1:0", "--db"]).arg(&db).arg("--token-file").arg(&token_file);
+    command.env_remove("SHOP_API_TOKEN");
     let (mut child, url) = support::spawn_printing_url(&mut command).await;
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let order = ShopApi::new(&url).unwrap().order(&OrderId::parse("O-2289").unwrap()).await.unwrap();
+    // A credential was made, and written for its owner alone.
+    let token = web_service::credential::read_secret(&token_file).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
+    let order =
+        ShopApi::new(&url).unwrap().with_token(Some(token)).order(&OrderId::parse("O-2289").unwrap()).await.unwrap();
     assert_eq!(order.total.to_string(), "180.00");
     child.kill().await.unwrap();
     assert!(db.exists());
 }
 
-/// On an address other hosts reach, the shop's API starts only with a credential, or when told
-/// in so many words that something else guards it, and then it warns.
+/// The shop's API always has a credential, on loopback too: it starts only with one (given,
+/// or made and written to a file), or when told in so many words that something else guards
+/// it, and then it warns.
 #[tokio::test]
-async fn the_shop_api_on_an_open_port_needs_a_credential_unless_said_so() {
-    let refused = Command::new(fernhill())
-        .args(["shop-api", "--listen", "0.0.0.0:0"])
-        .env_remove("SHOP_API_TOKEN")
-        .output_within()
-        .await;
-    assert!(!refused.status.success());
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("refusing to serve the shop's API on 0.0.0.0:0 without a credential"), "{stderr}");
-    assert!(stderr.contains("SHOP_API_TOKEN"), "{stderr}");
+async fn the_shop_api_needs_a_credential_unless_said_so() {
+    for listen in ["127.0.0.1:0", "0.0.0.0:0"] {
+        let refused = Command::new(fernhill())
+            .args(["shop-api", "--listen", listen])
+            .env_remove("SHOP_API_TOKEN")
+            .env_remove("SHOP_API_TOKEN_FILE")
+            .output_within()
+            .await;
+        assert!(!refused.status.success());
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("no service credential: set SHOP_API_TOKEN, or give --token-file PATH"), "{stderr}");
+    }
 
     let mut with_token = Command::new(fernhill());
     with_token.args(["shop-api", "--listen", "0.0.0.0:0"]).env("SHOP_API_TOKEN", "service-secret-1");
@@ -50,6 +60,21 @@ async fn the_shop_api_on_an_open_port_needs_a_credential_unless_said_so() {
     insecure.args(["shop-api", "--listen", "0.0.0.0:0", "--insecure-no-auth"]).env_remove("SHOP_API_TOKEN");
     let (_api, _url, log) = support::spawn_printing_url_with_log(&mut insecure).await;
     log.wait_for("serving the shop's API without a credential (--insecure-no-auth)").await;
+}
+
+/// `serve --shop-api-token-file` reads the credential `shop-api --token-file` made.
+#[tokio::test]
+async fn the_server_reads_the_credential_the_api_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("api.token");
+    let mut api = Command::new(fernhill());
+    api.args(["shop-api", "--listen", "127.0.0.1:0", "--token-file"]).arg(&token_file).env_remove("SHOP_API_TOKEN");
+    let (_api, url) = support::spawn_printing_url(&mut api).await;
+    let mut serve = Command::new(fernhill());
+    serve.args(["serve", "--shop-api", &url, "--shop-api-token-file"]).arg(&token_file).env_remove("SHOP_API_TOKEN");
+    let client = mrtr::client::Client::launch(mrtr::client::ScriptedUser::unable_to_ask(), serve).await.unwrap();
+    let found = client.call_tool("lookup_order", json!({"order_id": "O-2289"})).await.unwrap();
+    assert_eq!(mrtr::client::field(&found, "order_id"), Some("O-2289"), "{found:?}");
 }
 
 /// With a service credential the shop's API answers only callers that show it (`/healthz`
@@ -92,7 +117,8 @@ async fn the_shop_api_answers_only_callers_with_its_credential() {
 async fn a_stdio_server_is_quiet_in_the_hosts_console_unless_asked() {
     let api = start_api().await;
     let probe = Command::new(fernhill())
-        .args(["serve", "--shop-api", &api.url])
+        .args(["serve"])
+        .shop_api(&api)
         .env_remove("RUST_LOG")
         .stdin(std::process::Stdio::null())
         .output_within()
@@ -102,7 +128,7 @@ async fn a_stdio_server_is_quiet_in_the_hosts_console_unless_asked() {
 
     let session = |verbose: bool| {
         let mut command = Command::new(fernhill());
-        command.args(["serve", "--shop-api", &api.url]).env_remove("RUST_LOG");
+        command.args(["serve"]).shop_api(&api).env_remove("RUST_LOG");
         if verbose {
             command.arg("-v");
         }
@@ -145,7 +171,7 @@ async fn wire_records_every_line_with_its_direction() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("trace.jsonl");
     let mut command = Command::new(fernhill());
-    command.arg("wire").arg("--log").arg(&log).arg("--").arg(fernhill()).arg("serve").env("SHOP_API_URL", &api.url);
+    command.arg("wire").arg("--log").arg(&log).arg("--").arg(fernhill()).arg("serve").shop_api(&api);
     let client = Client::launch(ScriptedUser::always(chapter::release()), command).await.unwrap();
     client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
     client.close().await.unwrap();
@@ -173,7 +199,8 @@ async fn a_served_fleet_pays_through_the_payment_provider_command() {
     for (token, pays) in [(Some("pay-secret-1"), true), (None, false)] {
         let mut serve = Command::new(fernhill());
         serve
-            .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--payments", &provider_url])
+            .args(["serve", "--http", "127.0.0.1:0", "--payments", &provider_url])
+            .shop_api(&api)
             .env_remove("PAYMENT_PROVIDER_TOKEN");
         if let Some(token) = token {
             serve.env("PAYMENT_PROVIDER_TOKEN", token);
@@ -203,12 +230,13 @@ async fn a_served_fleet_pays_through_the_payment_provider_command() {
         assert_eq!(mrtr::client::text(&paid), format!("Paid {refund_id} through the payment provider"));
     }
     let refused = Command::new(fernhill())
-        .args(["payment-provider", "--listen", "0.0.0.0:0"])
+        .args(["payment-provider", "--listen", "127.0.0.1:0"])
         .env_remove("PAYMENT_PROVIDER_TOKEN")
         .output_within()
         .await;
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("refusing to serve the payment provider on 0.0.0.0:0"));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("no service credential: set PAYMENT_PROVIDER_TOKEN"), "{said}");
 }
 
 #[tokio::test]

@@ -12,14 +12,14 @@ use rmcp::model::CallToolResponse;
 use serde_json::json;
 use tokio::{io::AsyncWriteExt, process::Command};
 
-use support::{fernhill, issuer::Issuer, legacy_session::LegacySession, start_api};
+use support::{ShopApiCommand, fernhill, issuer::Issuer, legacy_session::LegacySession, start_api};
 
 /// How long the honest caller may wait for each answer while an attack goes on.
 const HONEST_DEADLINE: Duration = Duration::from_secs(30);
 
-async fn serve(api: &str, extra: &[&str]) -> (tokio::process::Child, String, support::Log) {
+async fn serve(api: &shop_api::RunningApi, extra: &[&str]) -> (tokio::process::Child, String, support::Log) {
     let mut command = Command::new(fernhill());
-    command.args(["serve", "--http", "127.0.0.1:0", "--shop-api", api]).args(extra).env("RUST_LOG", "info");
+    command.args(["serve", "--http", "127.0.0.1:0"]).args(extra).shop_api(api).env("RUST_LOG", "info");
     support::spawn_printing_url_with_log(&mut command).await
 }
 
@@ -37,7 +37,8 @@ async fn look_up(url: &str) -> CallToolResponse {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_unanswered_2025_questions_do_not_shed_other_work() {
     let api = start_api().await;
-    let (_server, url, _log) = serve(&api.url, &["--max-tool-calls", "64"]).await;
+    let extra = ["--max-tool-calls", "64", "--max-sessions-per-caller", "64", "--max-connections-per-client", "256"];
+    let (_server, url, _log) = serve(&api, &extra).await;
     let mut waiting = Vec::new();
     for n in 0..64u32 {
         let session = LegacySession::open(&url, None).await;
@@ -57,7 +58,7 @@ async fn sixty_four_unanswered_2025_questions_do_not_shed_other_work() {
 #[tokio::test]
 async fn past_the_waiting_bound_a_question_is_not_asked_and_says_so() {
     let api = start_api().await;
-    let (_server, url, _log) = serve(&api.url, &["--max-waiting", "1"]).await;
+    let (_server, url, _log) = serve(&api, &["--max-waiting", "1"]).await;
     let first = LegacySession::open(&url, None).await;
     let quoted = first.call(2, "quote_refund", json!({"order_id": "O-2289"})).await.response(2).await;
     let quote_id = quoted["result"]["structuredContent"]["quote_id"].as_str().unwrap().to_owned();
@@ -77,11 +78,12 @@ async fn past_the_waiting_bound_a_question_is_not_asked_and_says_so() {
 
 /// Four connections, all the replica takes, each pipelining twenty thousand `GET /metrics` and
 /// never reading an answer: the replica cuts each once its answers cannot be written for the
-/// write timeout, and `/healthz` and an honest caller are answered.
+/// write timeout, and `/healthz` and an honest caller are answered. Meanwhile a new connection
+/// is answered 503 with `Retry-After` at once, and the honest caller comes back as told.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peers_that_do_not_read_their_answers_are_cut_and_others_are_served() {
     let api = start_api().await;
-    let (_server, url, _log) = serve(&api.url, &["--max-connections", "4", "--write-timeout", "1"]).await;
+    let (_server, url, _log) = serve(&api, &["--max-connections", "4", "--write-timeout", "1"]).await;
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
     let pipeline = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".repeat(20_000);
     let mut attackers = Vec::new();
@@ -96,8 +98,18 @@ async fn peers_that_do_not_read_their_answers_are_cut_and_others_are_served() {
         }));
     }
     let honest = reqwest::Client::builder().timeout(HONEST_DEADLINE).build().unwrap();
-    let health = honest.get(url.replace("/mcp", "/healthz")).send().await.expect("/healthz answered");
-    assert_eq!(health.status(), StatusCode::OK);
+    let answered = async {
+        loop {
+            let health = honest.get(url.replace("/mcp", "/healthz")).send().await.expect("/healthz answered");
+            if health.status() != StatusCode::SERVICE_UNAVAILABLE {
+                break health.status();
+            }
+            let wait = health.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap();
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+        }
+    };
+    let health = tokio::time::timeout(HONEST_DEADLINE, answered).await.expect("/healthz answered in time");
+    assert_eq!(health, StatusCode::OK);
     let looked_up = tokio::time::timeout(HONEST_DEADLINE, look_up(&url)).await.expect("the honest caller answered");
     assert!(matches!(looked_up, CallToolResponse::Complete(_)));
     for attacker in attackers {
@@ -111,7 +123,7 @@ async fn peers_that_do_not_read_their_answers_are_cut_and_others_are_served() {
 async fn each_caller_has_a_share_of_requests() {
     let (api, issuer) = (start_api().await, Issuer::start().await);
     let (_server, url, _log) =
-        serve(&api.url, &["--auth-issuer", &issuer.url, "--rate-limit", "1", "--rate-burst", "3"]).await;
+        serve(&api, &["--auth-issuer", &issuer.url, "--rate-limit", "1", "--rate-burst", "3"]).await;
     let token = |who: &str| issuer.sign(&issuer.claims(who, "orders:read", &url));
     let (alice, bob) = (token("alice"), token("bob"));
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
@@ -151,11 +163,11 @@ async fn each_caller_has_a_share_of_requests() {
 #[tokio::test]
 async fn metrics_can_be_kept_off_the_public_port() {
     let api = start_api().await;
-    let (_server, url, log) = serve(&api.url, &["--metrics-listen", "127.0.0.1:0"]).await;
-    let said = log.wait_for("serving /metrics on its own address").await;
+    let (_server, url, log) = serve(&api, &["--metrics-listen", "127.0.0.1:0"]).await;
+    let said = log.wait_for("on the admin listener").await;
     let address = said
         .lines()
-        .find(|line| line.contains("serving /metrics on its own address"))
+        .find(|line| line.contains("on the admin listener"))
         .and_then(|line| line.split("address=").nth(1))
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap()
@@ -167,9 +179,7 @@ async fn metrics_can_be_kept_off_the_public_port() {
 
     let issuer = Issuer::start().await;
     let mut public = Command::new(fernhill());
-    public
-        .args(["serve", "--http", "0.0.0.0:0", "--shop-api", &api.url, "--auth-issuer", &issuer.url])
-        .env("RUST_LOG", "info");
+    public.args(["serve", "--http", "0.0.0.0:0", "--auth-issuer", &issuer.url]).shop_api(&api).env("RUST_LOG", "info");
     let (_public, public_url, log) = support::spawn_printing_url_with_log(&mut public).await;
     log.wait_for("not serving /metrics on a public address with authorization").await;
     let port = public_url.rsplit(':').next().unwrap().trim_end_matches("/mcp").to_owned();

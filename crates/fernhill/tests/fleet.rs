@@ -222,8 +222,8 @@ async fn two_shops_sharing_a_redis_never_meet_each_others_claims() {
 }
 
 /// The once-only record failing while everything else works (a Redis user that may read every
-/// key and write quotes, but not claims): the tool fails closed with its own words, and nothing
-/// is released.
+/// key and write quotes and their counts, but not claims): the tool fails closed with its own
+/// words, and nothing is released.
 #[tokio::test]
 async fn a_claim_that_cannot_be_recorded_releases_nothing() {
     let plan = FleetPlan::new(1, REDIS);
@@ -233,7 +233,7 @@ async fn a_claim_that_cannot_be_recorded_releases_nothing() {
     let prefix = &plan.store_prefix;
     let _: () = redis::cmd("ACL")
         .arg(&["SETUSER", &user, "on", ">claims-forbidden", "resetkeys", &format!("%R~{prefix}*")][..])
-        .arg(&[format!("%W~{prefix}quote:*"), "+@all".to_owned()][..])
+        .arg(&[format!("~{prefix}quote*"), "+@all".to_owned()][..])
         .query_async(&mut admin)
         .await
         .unwrap();

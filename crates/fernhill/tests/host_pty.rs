@@ -24,13 +24,15 @@ struct Terminal {
 
 impl Terminal {
     /// `fernhill host --call TOOL --args JSON -- fernhill serve`, in an xterm of 200×50.
-    fn host(api_url: &str, tool: &str, arguments: &str) -> Terminal {
+    /// Against the shop's API at `api`, its URL and its credential.
+    fn host(api: (&str, &str), tool: &str, arguments: &str) -> Terminal {
         let mut command = Command::new(fernhill());
         command
             .args(["host", "--call", tool, "--args", arguments, "--"])
             .arg(fernhill())
             .arg("serve")
-            .env("SHOP_API_URL", api_url)
+            .env("SHOP_API_URL", api.0)
+            .env("SHOP_API_TOKEN", api.1)
             .env("TERM", "xterm-256color")
             .env("NO_COLOR", "1")
             .env_remove("RUST_LOG")
@@ -97,9 +99,9 @@ fn quote_then_issue(terminal: &mut Terminal, order: &str) {
 /// `answer` does, and sees the refund end `status`; the shop's API must agree.
 async fn at_terminal(order: &'static str, answer: fn(&mut Terminal), status: RefundStatus) {
     let api = start_api().await;
-    let url = api.url.clone();
+    let (url, token) = (api.url.clone(), api.token.clone().unwrap_or_default());
     let transcript = tokio::task::spawn_blocking(move || {
-        let mut terminal = Terminal::host(&url, "quote_refund", &format!(r#"{{"order_id":"{order}"}}"#));
+        let mut terminal = Terminal::host((&url, &token), "quote_refund", &format!(r#"{{"order_id":"{order}"}}"#));
         quote_then_issue(&mut terminal, order);
         answer(&mut terminal);
         terminal.shows("✔ issue_refund returned:", "the refund");

@@ -7,7 +7,7 @@ use reqwest::{StatusCode, header::HeaderMap};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-use support::{KEY_A, fernhill, start_api};
+use support::{KEY_A, ShopApiCommand, fernhill, start_api};
 
 struct Server {
     url: String,
@@ -15,9 +15,20 @@ struct Server {
     http: reqwest::Client,
 }
 
-async fn start(api: &str) -> Server {
+async fn start(api: &shop_api::RunningApi) -> Server {
     let mut command = Command::new(fernhill());
-    command.args(["serve", "--http", "127.0.0.1:0", "--shop-api", api]).env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    command.args(["serve", "--http", "127.0.0.1:0"]).shop_api(api).env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    let (child, url) = support::spawn_printing_url(&mut command).await;
+    Server { url, child, http: reqwest::Client::new() }
+}
+
+/// As [`start`], against a shop's API at `api_url` that may not be there.
+async fn start_at(api_url: &str, extra: &[&str]) -> Server {
+    let mut command = Command::new(fernhill());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", api_url])
+        .args(extra)
+        .env("SHOP_REQUEST_STATE_KEY", KEY_A);
     let (child, url) = support::spawn_printing_url(&mut command).await;
     Server { url, child, http: reqwest::Client::new() }
 }
@@ -72,7 +83,7 @@ impl Server {
 #[tokio::test]
 async fn a_confirmation_over_http_keeps_no_session() {
     let api = start_api().await;
-    let server = start(&api.url).await;
+    let server = start(&api).await;
     let (status, headers, quote) = server.call(1, "quote_refund", json!({"order_id": "O-2289"}), json!({})).await;
     assert_eq!(status, StatusCode::OK);
     assert!(headers.get("mcp-session-id").is_none());
@@ -92,7 +103,7 @@ async fn a_confirmation_over_http_keeps_no_session() {
 #[tokio::test]
 async fn errors_carry_the_statuses_the_spec_gives_them() {
     let api = start_api().await;
-    let server = start(&api.url).await;
+    let server = start(&api).await;
     // A refused state: 400 with -32602.
     let (quote_status, _, quote) = server.call(1, "quote_refund", json!({"order_id": "O-2289"}), json!({})).await;
     assert_eq!(quote_status, StatusCode::OK);
@@ -142,7 +153,7 @@ async fn errors_carry_the_statuses_the_spec_gives_them() {
 #[tokio::test]
 async fn get_and_delete_need_a_2025_session_and_strangers_are_refused() {
     let api = start_api().await;
-    let server = start(&api.url).await;
+    let server = start(&api).await;
     assert_eq!(server.http.get(&server.url).send().await.unwrap().status(), StatusCode::NOT_ACCEPTABLE);
     let sse = |request: reqwest::RequestBuilder| request.header("accept", "text/event-stream");
     assert_eq!(sse(server.http.get(&server.url)).send().await.unwrap().status(), StatusCode::BAD_REQUEST);
@@ -181,7 +192,7 @@ async fn get_and_delete_need_a_2025_session_and_strangers_are_refused() {
 #[tokio::test]
 async fn the_servers_own_loopback_origin_is_let_in_and_others_are_not() {
     let api = start_api().await;
-    let server = start(&api.url).await;
+    let server = start(&api).await;
     let port = server.url.trim_start_matches("http://127.0.0.1:").split('/').next().unwrap().to_owned();
     let localhost = server.url.replace("127.0.0.1", "localhost");
     let from = |origin: String| {
@@ -207,7 +218,7 @@ async fn the_servers_own_loopback_origin_is_let_in_and_others_are_not() {
 #[tokio::test]
 async fn health_and_metrics_tell_what_happened() {
     let api = start_api().await;
-    let server = start(&api.url).await;
+    let server = start(&api).await;
     let base = server.url.trim_end_matches("/mcp");
     assert_eq!(server.http.get(format!("{base}/healthz")).send().await.unwrap().status(), StatusCode::OK);
     let forged = json!({"requestState": "v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"});
@@ -252,16 +263,17 @@ async fn readiness_follows_the_shop_api_and_turns_away_at_sigterm() {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_url = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
-    let unready = start(&dead_url).await;
+    let unready = start_at(&dead_url, &[]).await;
     let base = unready.url.trim_end_matches("/mcp").to_owned();
     assert_eq!(unready.http.get(format!("{base}/livez")).send().await.unwrap().status(), StatusCode::OK);
     let said = unready.http.get(format!("{base}/readyz")).send().await.unwrap();
     assert_eq!(said.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert!(said.text().await.unwrap().contains("did not answer"));
+    // Why is for the log and the admin listener: the public answer names nothing internal.
+    assert_eq!(said.text().await.unwrap(), "not ready\n");
 
     let api = start_api().await;
     let mut command = Command::new(fernhill());
-    command.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--drain-grace", "30"]);
+    command.args(["serve", "--http", "127.0.0.1:0", "--drain-grace", "30"]).shop_api(&api);
     let (mut child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
     let base = url.trim_end_matches("/mcp").to_owned();
     let http = reqwest::Client::new();
@@ -272,7 +284,6 @@ async fn readiness_follows_the_shop_api_and_turns_away_at_sigterm() {
     // Still serving while the load balancer notices: not ready, but alive and answering.
     let draining = http.get(format!("{base}/readyz")).send().await.unwrap();
     assert_eq!(draining.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert!(draining.text().await.unwrap().contains("draining"));
     assert_eq!(http.get(format!("{base}/livez")).send().await.unwrap().status(), StatusCode::OK);
     // A second signal cuts the grace short.
     assert!(Command::new("kill").args(["-TERM", &pid]).status().await.unwrap().success());
@@ -284,7 +295,7 @@ async fn readiness_follows_the_shop_api_and_turns_away_at_sigterm() {
 #[tokio::test]
 async fn sigterm_stops_the_server_cleanly() {
     let api = start_api().await;
-    let mut server = start(&api.url).await;
+    let mut server = start(&api).await;
     let pid = server.child.id().unwrap().to_string();
     let sent = Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
     assert!(sent.success());
@@ -300,7 +311,7 @@ async fn sigterm_stops_the_server_cleanly() {
 #[tokio::test]
 async fn form_fields_reach_the_host_in_the_forms_order() {
     let api = start_api().await;
-    let server = start(&api.url).await;
+    let server = start(&api).await;
     let params = json!({"name": "record_return", "arguments": {"order_id": "O-1145", "sku": "KG-1043"}});
     // The raw text, not parsed: the order on the wire is what a host reads.
     let text =
@@ -315,7 +326,7 @@ async fn form_fields_reach_the_host_in_the_forms_order() {
 #[tokio::test]
 async fn bad_bodies_get_json_rpc_errors_not_5xx() {
     let api = start_api().await;
-    let server = start(&api.url).await;
+    let server = start(&api).await;
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     let cases: [(&str, Vec<u8>, i64); 8] = [
         ("malformed", b"{\"jsonrpc\": \"2.0\", \"id\": 1,".to_vec(), -32700),
@@ -353,7 +364,7 @@ async fn bad_bodies_get_json_rpc_errors_not_5xx() {
 #[tokio::test]
 async fn metric_labels_are_a_closed_set_and_start_at_zero() {
     let api = start_api().await;
-    let server = start(&api.url).await;
+    let server = start(&api).await;
     let fresh = reqwest::get(server.url.replace("/mcp", "/metrics")).await.unwrap().text().await.unwrap();
     for zero in [
         r#"mcp_request_state_rejections_total{reason="seal"} 0"#,
@@ -387,7 +398,7 @@ type Row<'a> = (&'a str, &'a str, Option<&'a str>, Vec<u8>, &'a str, u16, i64);
 #[tokio::test]
 async fn every_row_of_the_bad_input_table() {
     let api = start_api().await;
-    let server = start(&api.url).await;
+    let server = start(&api).await;
     let with_meta = |mut params: Value| {
         params["_meta"] = meta(json!({"elicitation": {}}));
         params
@@ -515,18 +526,17 @@ async fn every_row_of_the_bad_input_table() {
     assert_eq!(status, StatusCode::OK, "still answering");
 }
 
-/// A string a peer sent is logged as an escaped field, never as a line of its own: a JSON-RPC
-/// id carrying a newline and a made-up log line stays inside its own line, in words and in
-/// JSON (`--log-format json`, one object a line).
+/// A string a peer sent is logged as an escaped field, never as a line of its own nor as a
+/// terminal's command: a JSON-RPC id carrying a newline, ESC, BEL, U+0085, U+2028 and a made-up
+/// log line stays inside its own line with none of them raw, in every line the process writes
+/// (rmcp's too), in words and in JSON (`--log-format json`, one object a line).
 #[tokio::test]
 async fn peer_strings_cannot_forge_log_lines() {
     let api = start_api().await;
-    let forged = "7\n2026-12-01T00:00:00Z  INFO refund released by a lead refund_id=R-0999";
+    let forged = "7\n\u{1b}[2J\u{7}\u{85}\u{2028}\u{2029}\u{9b}2026-12-01T00:00:00Z  INFO refund released by a lead refund_id=R-0999";
     for format in ["text", "json"] {
         let mut command = Command::new(fernhill());
-        command
-            .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--log-format", format])
-            .env("RUST_LOG", "info");
+        command.args(["serve", "--http", "127.0.0.1:0", "--log-format", format]).shop_api(&api).env("RUST_LOG", "info");
         let (child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
         let server = Server { url, child, http: reqwest::Client::new() };
         let params =
@@ -537,6 +547,12 @@ async fn peer_strings_cannot_forge_log_lines() {
         let forged_lines = text.lines().filter(|line| line.contains("refund released by a lead")).collect::<Vec<_>>();
         assert!(!forged_lines.is_empty(), "the id was logged");
         assert!(forged_lines.iter().all(|line| !line.starts_with("2026-12-01T00:00:00Z")), "{format}: {text}");
+        for line in text.lines() {
+            assert!(
+                !line.chars().any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')),
+                "{format}: {line:?}"
+            );
+        }
         if format == "json" {
             for line in text.lines().filter(|line| !line.trim().is_empty()) {
                 serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
@@ -551,17 +567,7 @@ async fn peer_strings_cannot_forge_log_lines() {
 async fn a_question_waiting_at_sigterm_ends_in_words_within_the_drain_timeout() {
     let api = start_api().await;
     let mut command = Command::new(fernhill());
-    command.args([
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--shop-api",
-        &api.url,
-        "--drain-grace",
-        "20",
-        "--drain-timeout",
-        "1",
-    ]);
+    command.args(["serve", "--http", "127.0.0.1:0", "--drain-grace", "20", "--drain-timeout", "1"]).shop_api(&api);
     let (mut child, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
     let session = support::legacy_session::LegacySession::open(&url, None).await;
     let quoted = session.call(2, "quote_refund", json!({"order_id": "O-2289"})).await.response(2).await;

@@ -12,7 +12,7 @@ use mrtr::client::{Client, ScriptedUser};
 use serde_json::json;
 use tokio::process::Command;
 
-use support::{Within, fernhill, quote, start_api};
+use support::{ShopApiCommand, Within, fernhill, quote, start_api};
 
 /// Debian's chroot, by its path: the image's process gets no environment, so no PATH either.
 const CHROOT: &str = "/usr/sbin/chroot";
@@ -55,8 +55,9 @@ async fn the_image_runs_from_its_own_root_and_confirms_a_refund() {
     let mut serve = Command::new(CHROOT);
     serve
         .args(["--userspec=10001:10001", &root, "/usr/local/bin/fernhill"])
-        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url])
-        .env_clear();
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env_clear()
+        .shop_api(&api);
     let (_server, url) = support::spawn_printing_url(&mut serve).await;
     let ready = url.replace("/mcp", "/readyz");
     let probed = Command::new(CHROOT)

@@ -13,12 +13,12 @@ use serde_json::json;
 use shop_api::{RefundStatus, RunningApi};
 use tokio::process::Command;
 
-use support::{KEY_A, fernhill, field, issue, start_api, status};
+use support::{KEY_A, ShopApiCommand, fernhill, field, issue, start_api, status};
 
 /// `fernhill serve --http` against `api`; the child and its MCP endpoint.
 async fn http_server(api: &RunningApi) -> (tokio::process::Child, String) {
     let mut command = Command::new(fernhill());
-    command.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url]).env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    command.args(["serve", "--http", "127.0.0.1:0"]).shop_api(api).env("SHOP_REQUEST_STATE_KEY", KEY_A);
     support::spawn_printing_url(&mut command).await
 }
 
@@ -58,7 +58,7 @@ async fn a_2025_host_over_http_without_elicitation_gets_32021() {
 async fn python_legacy(api: &RunningApi, http: bool) -> String {
     let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/legacy_client.py");
     let mut client = Command::new(support::python());
-    client.arg(script).env("RUST_LOG", "warn");
+    client.arg(script).env("RUST_LOG", "warn").shop_api(api);
     let _server = if http {
         let (server, url) = http_server(api).await;
         client.args(["http", &api.url, &url]);
@@ -140,7 +140,8 @@ async fn a_2025_host_pays_a_refund_through_the_providers_page() {
         }
     });
     let mut command = Command::new(fernhill());
-    command.arg("serve").env("SHOP_API_URL", &api.url).env("PAYMENT_PROVIDER_URL", &provider.url);
+    command.arg("serve").shop_api(&api);
+    support::pays_through(&mut command, &provider);
     let client = Client::connect_with(lead, TokioChildProcess::new(command).unwrap(), legacy()).await.unwrap();
     assert_eq!(field(&issue(&client, "O-2289").await, "status"), "requested");
 
@@ -165,7 +166,7 @@ async fn a_2025_question_nobody_answers_in_time_leaves_the_refund_held() {
         std::thread::sleep(std::time::Duration::from_secs(3));
     });
     let mut command = Command::new(fernhill());
-    command.args(["serve", "--state-ttl", "1"]).env("SHOP_API_URL", &api.url);
+    command.args(["serve", "--state-ttl", "1"]).shop_api(&api);
     let client = Client::connect_with(slow, TokioChildProcess::new(command).unwrap(), legacy()).await.unwrap();
     let late = issue(&client, "O-2289").await;
     assert_eq!(late.is_error, Some(true), "{late:?}");
@@ -207,7 +208,7 @@ async fn a_2025_host_that_goes_away_while_asked_leaves_the_refund_held() {
     use std::process::Stdio;
     let api = start_api().await;
     let mut command = Command::new(fernhill());
-    command.arg("serve").env("SHOP_API_URL", &api.url).env("SHOP_REQUEST_STATE_KEY", KEY_A).env("RUST_LOG", "info");
+    command.arg("serve").shop_api(&api).env("SHOP_REQUEST_STATE_KEY", KEY_A).env("RUST_LOG", "info");
     let (transport, stderr) = TokioChildProcess::builder(command).stderr(Stdio::piped()).spawn().unwrap();
     let log = support::Log::default();
     log.follow(stderr.unwrap());

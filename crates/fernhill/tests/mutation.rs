@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 
 use shop_api::RefundStatus;
-use support::{KEY_A, fernhill, shop, start_api};
+use support::{KEY_A, ShopApiCommand, fernhill, shop, start_api};
 
 const CI_CASES: usize = 3000;
 const AT_ONCE: usize = 8;
@@ -178,7 +178,7 @@ async fn altered_copies_of_recorded_requests_get_no_5xx_and_the_server_keeps_ser
 
     let api = start_api().await;
     let mut serve = Command::new(fernhill());
-    serve.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url]).env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    serve.args(["serve", "--http", "127.0.0.1:0"]).shop_api(&api).env("SHOP_REQUEST_STATE_KEY", KEY_A);
     let (mut server, url) = support::spawn_printing_url(&mut serve).await;
 
     // Record a lead's real confirmations, and a decline, through the wire relay.

@@ -24,7 +24,7 @@ use tokio::{
     process::{Child, Command},
 };
 
-use support::{Balancer, fernhill, shop, start_api};
+use support::{Balancer, ShopApiCommand, fernhill, shop, start_api};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
@@ -63,7 +63,7 @@ fn lead(client_id: &str) -> Credentials {
 
 async fn serve(api: &RunningApi, issuer: &str) -> (Child, String) {
     let mut command = Command::new(fernhill());
-    command.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--auth-issuer", issuer]);
+    command.args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", issuer]).shop_api(api);
     support::spawn_printing_url(&mut command).await
 }
 
@@ -94,6 +94,7 @@ async fn leads_confirm(
         leads: 1,
         credentials,
         orders: Orders::numbered_from(first),
+        shop_api_token: api.token.clone(),
         ..LoadPlan::new(vec![url.to_owned()], &api.url, confirmations)
     };
     leads::run(&plan).await.unwrap()
@@ -280,7 +281,8 @@ async fn opaque_tokens_are_checked_by_introspection() {
     let (api, (_issuer, issuer_url)) = (start_api().await, issuer_of("opaque").await);
     let mut command = Command::new(fernhill());
     command
-        .args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url, "--auth-issuer", &issuer_url])
+        .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer_url])
+        .shop_api(&api)
         .args(["--auth-introspection", "--auth-client-id", "fernhill-mcp"])
         .env("SHOP_AUTH_CLIENT_SECRET", "fernhill-mcp-secret");
     let (_server, url) = support::spawn_printing_url(&mut command).await;

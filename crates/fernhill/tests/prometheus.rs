@@ -62,7 +62,7 @@ async fn prometheus_scrapes_a_fleet_and_a_burst_of_tampered_states_fires_its_ale
     let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let targets: Vec<String> =
-        fleet.urls.iter().map(|url| url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned()).collect();
+        fleet.admin_urls.iter().map(|url| url.trim_start_matches("http://").to_owned()).collect();
     let config = format!(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: fernhill\n    static_configs:\n      - targets: {targets:?}\n",
         rules_without_waiting(dir.path()).display()

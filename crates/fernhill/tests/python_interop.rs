@@ -39,7 +39,7 @@ fn security(key: &str) -> StateSecurity {
 #[tokio::test]
 async fn a_python_sealed_state_completes_a_refund_on_this_server() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, Some(KEY_A), ScriptedUser::always(chapter::release())).await;
+    let (client, _) = serve(&api, Some(KEY_A), ScriptedUser::always(chapter::release())).await;
     let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
     let arguments = json!({"quote_id": quote.structured_content.unwrap()["quote_id"]});
     let CallToolResponse::InputRequired(asked) =

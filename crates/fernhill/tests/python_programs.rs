@@ -38,7 +38,9 @@ async fn run(program: &str, http: bool) -> String {
     let log = dir.path().join("wire.jsonl");
     let env = [
         ("SHOP_API_URL", api.url.clone()),
+        ("SHOP_API_TOKEN", api.token.clone().unwrap_or_default()),
         ("PAYMENT_PROVIDER_URL", provider.url.clone()),
+        ("PAYMENT_PROVIDER_TOKEN", provider.token.clone().unwrap_or_default()),
         ("PAYMENT_PUBLIC_URL", "https://pay.fernhill.example".to_owned()),
         ("FERNHILL", fernhill().display().to_string()),
         ("RUST_LOG", "warn,request_state=error".to_owned()),

@@ -12,7 +12,7 @@ use tokio::{
     process::Command,
 };
 
-use support::{fernhill, start_api};
+use support::{ShopApiCommand, fernhill, start_api};
 
 fn meta() -> Value {
     json!({
@@ -27,7 +27,7 @@ async fn bad_lines_get_json_rpc_errors_and_the_server_goes_on() {
     let api = start_api().await;
     let mut server = Command::new(fernhill())
         .arg("serve")
-        .env("SHOP_API_URL", &api.url)
+        .shop_api(&api)
         .env("RUST_LOG", "error")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -122,6 +122,9 @@ fn with_host_context(mut call: CallToolRequestParams) -> CallToolRequestParams {
     call
 }
 
+/// The shop's API's credential in this test.
+const API_TOKEN: &str = "traces-test-service-credential";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_confirmation_across_two_replicas_is_one_trace() {
     let received = Received::default();
@@ -131,7 +134,7 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let mut api = Command::new(fernhill());
-    api.args(["shop-api", "--listen", "127.0.0.1:0"]);
+    api.args(["shop-api", "--listen", "127.0.0.1:0"]).env("SHOP_API_TOKEN", API_TOKEN);
     traced(&mut api, &receiver, "api");
     let (_api, api_url) = support::spawn_printing_url(&mut api).await;
     let prefix = format!("traces-{}:", rand::random::<u32>());
@@ -154,6 +157,7 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
                 "--audit-log",
             ])
             .arg(&audit_log)
+            .env("SHOP_API_TOKEN", API_TOKEN)
             .env("SHOP_REQUEST_STATE_KEY", KEY_A);
         traced(&mut serve, &receiver, instance);
         replicas.push(support::spawn_printing_url(&mut serve).await);

@@ -16,7 +16,7 @@ use std::time::Duration;
 use shop_api::{RefundId, RefundStatus};
 use tokio::process::Command;
 
-use support::{fernhill, shop, start_api};
+use support::{ShopApiCommand, fernhill, shop, start_api};
 
 /// One SDK from npm, and the script that drives it.
 struct Sdk {
@@ -31,10 +31,15 @@ struct Sdk {
 const V2: Sdk = Sdk { package: "@modelcontextprotocol/client@2.4.0", folder: "ts-sdk", script: "confirm.mjs" };
 const V1: Sdk = Sdk { package: "@modelcontextprotocol/sdk@1.32.2", folder: "ts-sdk-v1", script: "legacy.mjs" };
 
-async fn node(sdk: &Sdk, args: &[&str]) -> String {
+/// The script run with `args`; the servers it launches call the shop's API with `token`.
+async fn node(sdk: &Sdk, args: &[&str], token: Option<&str>) -> String {
     let folder = support::npm(sdk.folder, &[sdk.package], &[sdk.script]);
-    let run =
-        Command::new("node").arg(folder.join(sdk.script)).args(args).current_dir(&folder).kill_on_drop(true).output();
+    let mut node = Command::new("node");
+    node.arg(folder.join(sdk.script)).args(args).current_dir(&folder).kill_on_drop(true);
+    if let Some(token) = token {
+        node.env("SHOP_API_TOKEN", token);
+    }
+    let run = node.output();
     let output = tokio::time::timeout(Duration::from_secs(120), run).await.expect("node finished").unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(output.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
@@ -48,16 +53,16 @@ first question: Refund 180.00 on order O-2289? It is above the policy limit, so 
 async fn the_typescript_client_confirms_and_declines_over_stdio() {
     let api = start_api().await;
     let binary = fernhill().display().to_string();
-    assert_eq!(node(&V2, &["stdio", &binary, &api.url]).await, EXPECTED);
+    assert_eq!(node(&V2, &["stdio", &binary, &api.url], api.token.as_deref()).await, EXPECTED);
 }
 
 #[tokio::test]
 async fn the_typescript_client_confirms_and_declines_over_http() {
     let api = start_api().await;
     let mut serve = Command::new(fernhill());
-    serve.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url]);
+    serve.args(["serve", "--http", "127.0.0.1:0"]).shop_api(&api);
     let (_server, url) = support::spawn_printing_url(&mut serve).await;
-    assert_eq!(node(&V2, &["http", &url]).await, EXPECTED);
+    assert_eq!(node(&V2, &["http", &url], None).await, EXPECTED);
 }
 
 const LEGACY: &str = "confirm: 2025-11-25, R-0111 requested, questions asked: 1
@@ -78,7 +83,7 @@ async fn assert_released_cancelled_held(api: &shop_api::RunningApi) {
 async fn the_2025_typescript_client_confirms_and_declines_over_stdio() {
     let api = start_api().await;
     let binary = fernhill().display().to_string();
-    assert_eq!(node(&V1, &["stdio", &binary, &api.url]).await, LEGACY);
+    assert_eq!(node(&V1, &["stdio", &binary, &api.url], api.token.as_deref()).await, LEGACY);
     assert_released_cancelled_held(&api).await;
 }
 
@@ -86,8 +91,8 @@ async fn the_2025_typescript_client_confirms_and_declines_over_stdio() {
 async fn the_2025_typescript_client_confirms_and_declines_over_http() {
     let api = start_api().await;
     let mut serve = Command::new(fernhill());
-    serve.args(["serve", "--http", "127.0.0.1:0", "--shop-api", &api.url]);
+    serve.args(["serve", "--http", "127.0.0.1:0"]).shop_api(&api);
     let (_server, url) = support::spawn_printing_url(&mut serve).await;
-    assert_eq!(node(&V1, &["http", &url]).await, LEGACY);
+    assert_eq!(node(&V1, &["http", &url], None).await, LEGACY);
     assert_released_cancelled_held(&api).await;
 }

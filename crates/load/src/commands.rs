@@ -105,6 +105,9 @@ pub struct ConfirmOptions {
     /// The shop's API behind the servers, whose refunds are checked afterwards.
     #[arg(long, value_name = "URL")]
     pub shop_api: String,
+    /// The shop's API's credential (give it in the environment).
+    #[arg(long, env = "SHOP_API_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub shop_api_token: Option<String>,
     /// The orders refunded: O-100001+ gives each confirmation its own, O-100001 upwards (start
     /// the shop's API with --load-orders N), since an order is refunded once. One order, such
     /// as O-2289, for an API that refunds it again and again (the Python reference). Each
@@ -143,6 +146,9 @@ pub struct EchoOptions {
     /// does (the floor of this architecture), and the books are checked afterwards.
     #[arg(long, value_name = "URL")]
     pub shop_api: Option<String>,
+    /// The shop's API's credential (give it in the environment).
+    #[arg(long, env = "SHOP_API_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub shop_api_token: Option<String>,
     /// The orders refunded, with --shop-api (see `confirm --order`).
     #[arg(long = "order", default_value = "O-100001+", value_name = "ORDER", requires = "shop_api")]
     pub orders: Orders,
@@ -200,12 +206,15 @@ pub struct ServeEchoOptions {
     /// The shop's API to make each request's call to.
     #[arg(long, value_name = "URL")]
     pub shop_api: Option<String>,
+    /// The shop's API's credential (give it in the environment).
+    #[arg(long, env = "SHOP_API_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub shop_api_token: Option<String>,
 }
 
 /// Leads (or arrivals) on servers already running.
 pub async fn confirm(options: ConfirmOptions) -> anyhow::Result<()> {
-    let ConfirmOptions { urls, shop_api, orders, work, auth } = options;
-    let servers = Servers { urls, shop_api, credentials: auth.credentials(), started: Vec::new() };
+    let ConfirmOptions { urls, shop_api, shop_api_token, orders, work, auth } = options;
+    let servers = Servers { urls, shop_api, shop_api_token, credentials: auth.credentials(), started: Vec::new() };
     work.run(servers, |_| Ok(orders.clone())).await
 }
 
@@ -224,6 +233,7 @@ pub async fn fleet(options: FleetOptions) -> anyhow::Result<()> {
     let servers = Servers {
         urls: fleet.urls.clone(),
         shop_api: fleet.api.url.clone(),
+        shop_api_token: fleet.api.token.clone(),
         credentials: Credentials::None,
         started: fleet.pids(),
     };
@@ -233,7 +243,7 @@ pub async fn fleet(options: FleetOptions) -> anyhow::Result<()> {
 /// Leads on the echo floor, started here as a process of its own, whose CPU time is reported.
 pub async fn echo(options: EchoOptions) -> anyhow::Result<()> {
     let program = std::env::current_exe().context("finding this program")?;
-    let (floor, url) = echo::start(&program, options.shop_api.as_deref()).await?;
+    let (floor, url) = echo::start(&program, options.shop_api.as_deref(), options.shop_api_token.as_deref()).await?;
     let what = if options.shop_api.is_some() {
         "the architecture's floor (echo and the shop's API)"
     } else {
@@ -249,6 +259,7 @@ pub async fn echo(options: EchoOptions) -> anyhow::Result<()> {
         orders: options.orders,
         // With no shop behind it there are no books to check.
         books: options.shop_api.is_some(),
+        shop_api_token: options.shop_api_token.clone(),
         ..LoadPlan::new(vec![url], options.shop_api.as_deref().unwrap_or_default(), options.load.confirmations)
     };
     let report = leads::run(&plan).await?;
@@ -295,6 +306,7 @@ pub async fn overload(options: OverloadOptions) -> anyhow::Result<()> {
 /// Be the echo floor on `address` until stopped, saying its URL on stdout.
 pub async fn serve_echo(options: ServeEchoOptions) -> anyhow::Result<()> {
     let api = options.shop_api.as_deref().map(ShopApi::new).transpose().context("the shop's API")?;
+    let api = api.map(|api| api.with_token(options.shop_api_token.clone()));
     echo::serve(echo::bind(options.address).await?, api).await?;
     Ok(())
 }
@@ -303,6 +315,7 @@ pub async fn serve_echo(options: ServeEchoOptions) -> anyhow::Result<()> {
 struct Servers {
     urls: Vec<String>,
     shop_api: String,
+    shop_api_token: Option<String>,
     credentials: Credentials,
     /// The processes started here to serve, watched after those given with --pid.
     started: Vec<u32>,
@@ -324,6 +337,7 @@ impl WorkOptions {
             server_pids,
             books: !self.leave_unanswered,
             leave_unanswered: self.leave_unanswered,
+            shop_api_token: servers.shop_api_token,
             ..LoadPlan::new(servers.urls, &servers.shop_api, self.load.confirmations)
         };
         let report = leads::run(&plan).await?;

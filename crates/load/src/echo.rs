@@ -40,11 +40,14 @@ pub async fn serve(listener: TcpListener, api: Option<ShopApi>) -> std::io::Resu
 /// Start `program serve-echo 127.0.0.1:0` (this load tool, as a process of its own, so its
 /// CPU time is its own), calling the shop's API at `shop_api` if given; the child and its MCP
 /// endpoint.
-pub async fn start(program: &Path, shop_api: Option<&str>) -> anyhow::Result<(Child, String)> {
+pub async fn start(program: &Path, shop_api: Option<&str>, token: Option<&str>) -> anyhow::Result<(Child, String)> {
     let mut command = Command::new(program);
     command.args(["serve-echo", "127.0.0.1:0"]);
     if let Some(api) = shop_api {
         command.args(["--shop-api", api]);
+    }
+    if let Some(token) = token {
+        command.env("SHOP_API_TOKEN", token);
     }
     let mut child = command
         .stdout(Stdio::piped())

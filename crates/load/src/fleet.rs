@@ -35,6 +35,9 @@ pub struct Fleet {
     next_order: AtomicU32,
     /// Each replica's MCP endpoint, as clients reach it (its relay's, when relayed).
     pub urls: Vec<String>,
+    /// Each replica's admin listener (`/livez`, `/readyz`, `/metrics`), such as
+    /// `http://127.0.0.1:9464`.
+    pub admin_urls: Vec<String>,
     replicas: Vec<Child>,
     logs: Vec<ChildLog>,
     /// When relayed: the API's relay, and each replica's.
@@ -99,13 +102,15 @@ impl Fleet {
             store,
             next_order: AtomicU32::new(FIRST_LOAD_ORDER),
             urls: Vec::new(),
+            admin_urls: Vec::new(),
             replicas: Vec::new(),
             logs: Vec::new(),
             api_relay,
             replica_relays: Vec::new(),
         };
         for index in 0..plan.replicas {
-            let (child, mut url, log) = start_replica(program, &api_url, plan, index).await?;
+            let (child, Started { mcp: mut url, admin }, log) =
+                start_replica(program, (&api_url, fleet.api.token.as_deref()), plan, index, "127.0.0.1:0").await?;
             if plan.relayed {
                 let relay = Relay::start(address_of(&url)?).await?;
                 url = relay.url("/mcp");
@@ -113,6 +118,7 @@ impl Fleet {
             }
             fleet.replicas.push(child);
             fleet.urls.push(url);
+            fleet.admin_urls.push(admin);
             fleet.logs.push(log);
         }
         Ok(fleet)
@@ -130,7 +136,11 @@ impl Fleet {
     /// order of its own.
     pub fn load_plan(&self, confirmations: usize) -> anyhow::Result<LoadPlan> {
         let orders = self.orders(confirmations)?;
-        Ok(LoadPlan { orders, ..LoadPlan::new(self.urls.clone(), &self.api.url, confirmations) })
+        Ok(LoadPlan {
+            orders,
+            shop_api_token: self.api.token.clone(),
+            ..LoadPlan::new(self.urls.clone(), &self.api.url, confirmations)
+        })
     }
 
     /// The replicas' process IDs (the API runs inside this process).
@@ -177,7 +187,11 @@ impl Fleet {
     pub async fn restart(&mut self, program: &Path, index: usize, plan: &FleetPlan) -> anyhow::Result<()> {
         let _ = self.replicas[index].kill().await;
         let api_url = self.api_relay.as_ref().map_or_else(|| self.api.url.clone(), |relay| relay.url(""));
-        let (child, url, log) = start_replica(program, &api_url, plan, index).await?;
+        // Its admin listener where the last one's was: a load balancer checks it there.
+        let admin_at = self.admin_urls[index].trim_start_matches("http://").to_owned();
+        let (child, Started { mcp: url, admin }, log) =
+            start_replica(program, (&api_url, self.api.token.as_deref()), plan, index, &admin_at).await?;
+        self.admin_urls[index] = admin;
         match self.replica_relays.get(index) {
             // Clients keep the relay's address; it now leads to the new process.
             Some(relay) => relay.point_at(address_of(&url)?),
@@ -198,15 +212,28 @@ fn address_of(url: &str) -> anyhow::Result<SocketAddr> {
     authority.and_then(|a| a.parse().ok()).with_context(|| format!("{url} is not an http://address:port URL"))
 }
 
+/// Where a replica listens: its MCP endpoint and its admin listener.
+struct Started {
+    mcp: String,
+    admin: String,
+}
+
+/// The address a load balancer in front of a fleet connects from (`source` in HAProxy's
+/// configuration): every replica takes its PROXY headers, and nobody else's.
+pub const PROXY_SOURCE: &str = "127.0.0.9";
+
 async fn start_replica(
     program: &Path,
-    api: &str,
+    (api, token): (&str, Option<&str>),
     plan: &FleetPlan,
     index: usize,
-) -> anyhow::Result<(Child, String, ChildLog)> {
+    admin: &str,
+) -> anyhow::Result<(Child, Started, ChildLog)> {
     let mut command = Command::new(program);
     command
         .args(["serve", "--http", "127.0.0.1:0", "--shop-api", api, "--store", &plan.store])
+        .args(["--metrics-listen", admin, "--trusted-proxy", &format!("{PROXY_SOURCE}/32")])
+        .env("SHOP_API_TOKEN", token.unwrap_or_default())
         .args(["--store-prefix", &plan.store_prefix])
         .args(&plan.extra)
         .env("RUST_LOG", &plan.log_filter)
@@ -231,8 +258,9 @@ async fn start_replica(
     }
     let stdout = child.stdout.take().context("the replica's stdout")?;
     let mut lines = BufReader::new(stdout).lines();
-    // The replica prints its endpoint once it listens.
-    let url = lines.next_line().await?.context("the replica exited before it listened")?;
+    // The replica prints its endpoint once it listens, then its admin listener's.
+    let mcp = lines.next_line().await?.context("the replica exited before it listened")?;
+    let admin = lines.next_line().await?.context("the replica named no admin listener")?;
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok((child, url, log))
+    Ok((child, Started { mcp, admin }, log))
 }

@@ -63,6 +63,8 @@ pub struct LoadPlan {
     pub urls: Vec<String>,
     /// The shop's API behind them, to check the refunds.
     pub shop_api: String,
+    /// Its credential, if it asks for one.
+    pub shop_api_token: Option<String>,
     /// Leads working at once.
     pub leads: usize,
     /// Confirmations in all.
@@ -94,6 +96,7 @@ impl LoadPlan {
         Self {
             urls,
             shop_api: shop_api.to_owned(),
+            shop_api_token: None,
             leads: 16,
             confirmations,
             orders: Orders::default(),
@@ -125,7 +128,8 @@ pub async fn run(plan: &LoadPlan) -> anyhow::Result<Report> {
     let finished = std::mem::take(&mut *shared.finished.lock().unwrap_or_else(|p| p.into_inner()));
     report.count(&finished);
     if plan.books {
-        check_books(&plan.shop_api, &finished, &mut report).await?;
+        let api = ShopApi::new(&plan.shop_api)?.with_token(plan.shop_api_token.clone());
+        check_books(&api, &finished, &mut report).await?;
     }
     Ok(report)
 }
@@ -434,12 +438,11 @@ async fn refunds_of(api: &ShopApi, finished: &[Confirmation]) -> anyhow::Result<
 /// said and was told. A yes ends `requested` or still held; a no ends `cancelled` or still
 /// held; a confirmation a lead saw finish ends as the reply said; a refund a lead was asked
 /// about is there; no refund is called released by two replies.
-async fn check_books(api: &str, finished: &[Confirmation], report: &mut Report) -> anyhow::Result<()> {
-    let api = ShopApi::new(api)?;
+async fn check_books(api: &ShopApi, finished: &[Confirmation], report: &mut Report) -> anyhow::Result<()> {
     let by_quote: HashMap<&str, &Confirmation> =
         finished.iter().filter_map(|c| Some((c.quote_id.as_deref()?, c))).collect();
     let mut seen = HashSet::new();
-    for refund in refunds_of(&api, finished).await? {
+    for refund in refunds_of(api, finished).await? {
         let Some(confirmation) = by_quote.get(refund.quote_id.as_str()) else { continue };
         seen.insert(refund.quote_id.as_str().to_owned());
         book(&refund, confirmation, report);

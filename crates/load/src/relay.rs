@@ -1,7 +1,9 @@
 //! A relay: TCP on a loopback address of its own, in front of one service (a replica, the
 //! shop's API), that a fault run can cut, slow, or point at a restarted process. It stands
 //! for the network and the load balancer between a fleet's parts: its address stays the same
-//! while the process behind it dies and comes back.
+//! while the process behind it dies and comes back. It connects to the service from its
+//! client's own loopback address, so the service sees who connected (a load balancer whose
+//! PROXY headers it trusts, or a client it counts by address), as it would without a relay.
 //!
 //! Hand-written (about a hundred lines on `tokio::io`) rather than a fault proxy such as
 //! toxiproxy: those are separate daemons in another language, and the runs here need three
@@ -75,20 +77,33 @@ impl Relay {
 }
 
 async fn accept(listener: TcpListener, setting: watch::Receiver<Setting>) {
-    while let Ok((client, _)) = listener.accept().await {
+    while let Ok((client, from)) = listener.accept().await {
         let _ = client.set_nodelay(true);
-        tokio::spawn(pass_through(client, setting.clone()));
+        tokio::spawn(pass_through(client, from.ip(), setting.clone()));
     }
+}
+
+/// A connection to `upstream` from `from` (a loopback address: every one of them is this
+/// machine's), or from any address if that fails.
+async fn connect_from(from: std::net::IpAddr, upstream: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = match upstream {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    if from.is_loopback() && from.is_ipv4() == upstream.is_ipv4() {
+        let _ = socket.bind(SocketAddr::new(from, 0));
+    }
+    socket.connect(upstream).await
 }
 
 /// One client connection, relayed until either side closes or the relay's setting changes
 /// in a way that cuts it.
-async fn pass_through(mut client: TcpStream, mut setting: watch::Receiver<Setting>) {
+async fn pass_through(mut client: TcpStream, from: std::net::IpAddr, mut setting: watch::Receiver<Setting>) {
     let at_start = *setting.borrow_and_update();
     if at_start.condition == Condition::Down {
         return;
     }
-    let Ok(mut upstream) = TcpStream::connect(at_start.upstream).await else { return };
+    let Ok(mut upstream) = connect_from(from, at_start.upstream).await else { return };
     let _ = upstream.set_nodelay(true);
     let (mut client_read, mut client_write) = client.split();
     let (mut upstream_read, mut upstream_write) = upstream.split();

@@ -81,7 +81,11 @@ async fn a_fleet_it_starts_releases_every_refund_once() {
 }
 
 async fn run(args: &[&str]) -> (bool, String, String) {
-    let run = Command::new(load()).args(args).kill_on_drop(true).output();
+    run_with(args, &[]).await
+}
+
+async fn run_with(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let run = Command::new(load()).args(args).envs(env.iter().copied()).kill_on_drop(true).output();
     let output = tokio::time::timeout(Duration::from_secs(120), run).await.expect("the run ended").unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     (output.status.success(), stdout.into_owned(), stderr.into_owned())
@@ -105,11 +109,13 @@ async fn the_architectures_floor_calls_the_shops_api_and_its_books_hold() {
     let store = shop_api::Store::open(None).unwrap();
     store.add_load_orders(shop_api::seed::FIRST_LOAD_ORDER, 16).unwrap();
     let api = shop_api::spawn_loopback(std::sync::Arc::new(store)).await.unwrap();
-    let (ok, stdout, stderr) = run(&["echo", "--shop-api", &api.url, "--leads", "2", "--confirmations", "10"]).await;
+    let token = api.token.clone().unwrap();
+    let args = ["echo", "--shop-api", &api.url, "--leads", "2", "--confirmations", "10"];
+    let (ok, stdout, stderr) = run_with(&args, &[("SHOP_API_TOKEN", &token)]).await;
     assert!(ok, "{stdout}\n{stderr}");
     assert!(stdout.contains("started the architecture's floor (echo and the shop's API) on http://"), "{stdout}");
     assert!(stdout.contains("released exactly once: 10 of 10"), "{stdout}");
-    let refunds = shop_api::ShopApi::new(&api.url).unwrap().refunds().await.unwrap();
+    let refunds = shop_api::ShopApi::new(&api.url).unwrap().with_token(Some(token)).refunds().await.unwrap();
     assert_eq!(refunds.iter().filter(|r| r.status == shop_api::RefundStatus::Requested).count(), 10);
 }
 

@@ -44,8 +44,7 @@ pub const REJECTED_MESSAGE: &str = "Invalid or expired requestState";
 
 /// Who the transport authenticated, if anyone. Put it in the request's extensions (directly,
 /// or in the HTTP request parts' extensions) and the boundary binds every state to it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal(pub String);
+pub use caller::Principal;
 
 /// What the boundary saw of one request, for metrics.
 #[derive(Debug, Clone)]
@@ -57,7 +56,7 @@ pub struct Seen<'a> {
     /// The client's self-reported name (`clientInfo`), if it sent one.
     pub client: Option<&'a str>,
     /// Who the transport authenticated, if anyone ([`principal`]).
-    pub caller: Option<&'a str>,
+    pub caller: Option<&'a Principal>,
     /// How it ended.
     pub outcome: SeenOutcome,
     /// Which round of its call this request was (1 without a state).
@@ -210,14 +209,15 @@ pub fn rejected() -> ErrorData {
 
 /// Who the transport authenticated for this request, if anyone: what every state is bound to,
 /// and whom a tool acts for.
-pub fn principal(context: &RequestContext<RoleServer>) -> Option<String> {
-    if let Some(Principal(who)) = context.extensions.get::<Principal>() {
-        return Some(who.clone());
+pub fn principal(context: &RequestContext<RoleServer>) -> Option<Principal> {
+    // rmcp's own extensions (a transport that is not HTTP put it there).
+    if let Some(principal) = context.extensions.get::<Principal>() {
+        return Some(principal.clone());
     }
     // Over Streamable HTTP, rmcp hands the handler the HTTP request's parts, whose extensions
     // carry what the transport's middleware (an authorization layer) put there.
     let parts = context.extensions.get::<http::request::Parts>()?;
-    parts.extensions.get::<Principal>().map(|Principal(who)| who.clone())
+    Principal::of(&parts.extensions).cloned()
 }
 
 /// Where a transport learns the JSON-RPC error code a call that can ask ended in, to give the
@@ -388,7 +388,7 @@ struct Carrier {
 /// Who sent a request: the client's self-reported name, and whom the transport authenticated.
 struct Party {
     client: Option<String>,
-    caller: Option<String>,
+    caller: Option<Principal>,
 }
 
 /// A state opened through: the plain state under the token it came in (if any), and the
@@ -412,7 +412,8 @@ impl<H> Sealed<H> {
     ) -> Result<Carrier, ErrorData> {
         let started = Instant::now();
         let party = Party { client: context.client_info().map(|info| info.name), caller: principal(context) };
-        let binding = Binding::new(method, &target, arguments.as_ref(), party.caller.clone());
+        let binding =
+            Binding::new(method, &target, arguments.as_ref(), party.caller.as_ref().map(Principal::to_string));
         let (mut round, mut carried, mut restored, mut first_round) = (1, None, None, None);
         if let Some(token) = state {
             match self.open_through(token, &binding) {
@@ -528,7 +529,7 @@ impl<H> Sealed<H> {
                 method,
                 target: Some(target),
                 client: party.client.as_deref(),
-                caller: party.caller.as_deref(),
+                caller: party.caller.as_ref(),
                 outcome,
                 round,
                 elapsed: started.elapsed(),

@@ -23,6 +23,7 @@ use std::{
     time::Duration,
 };
 
+use caller::Principal;
 use rmcp::{RoleServer, service::RequestContext};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
@@ -54,13 +55,13 @@ pub struct WaitingRoom {
 }
 
 /// How many seats each caller holds.
-type Callers = Arc<Mutex<HashMap<String, usize>>>;
+type Callers = Arc<Mutex<HashMap<Principal, usize>>>;
 
 /// A seat in the room, given back when dropped.
 #[derive(Debug)]
 struct Seat {
     _seat: OwnedSemaphorePermit,
-    caller: Option<(String, Callers)>,
+    caller: Option<(Principal, Callers)>,
 }
 
 impl Drop for Seat {
@@ -107,19 +108,19 @@ impl WaitingRoom {
         let _ = closed.wait_for(|closed| *closed).await;
     }
 
-    fn seat(&self, caller: Option<&str>) -> Result<Seat, Busy> {
+    fn seat(&self, caller: Option<&Principal>) -> Result<Seat, Busy> {
         if self.seats.is_closed() {
             return Err(Busy::Stopping);
         }
         let seat = self.seats.clone().try_acquire_owned().map_err(|_| Busy::Server(self.limit))?;
         let Some(caller) = caller else { return Ok(Seat { _seat: seat, caller: None }) };
         let mut callers = self.callers.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = callers.entry(caller.to_owned()).or_default();
+        let count = callers.entry(caller.clone()).or_default();
         if *count >= self.per_caller {
             return Err(Busy::Caller(self.per_caller));
         }
         *count += 1;
-        Ok(Seat { _seat: seat, caller: Some((caller.to_owned(), self.callers.clone())) })
+        Ok(Seat { _seat: seat, caller: Some((caller.clone(), self.callers.clone())) })
     }
 }
 
@@ -130,7 +131,7 @@ pub struct Work {
     held: Mutex<Held>,
     shedding: Option<Shedding>,
     room: WaitingRoom,
-    caller: Option<String>,
+    caller: Option<Principal>,
 }
 
 #[derive(Debug, Default)]
@@ -141,7 +142,7 @@ struct Held {
 
 impl Work {
     /// A call working in `slot` (if `shedding` bounds calls), that waits in `room`, for `caller`.
-    pub fn new(slot: Option<Slot>, shedding: Option<Shedding>, room: WaitingRoom, caller: Option<String>) -> Self {
+    pub fn new(slot: Option<Slot>, shedding: Option<Shedding>, room: WaitingRoom, caller: Option<Principal>) -> Self {
         Self { held: Mutex::new(Held { slot, seat: None }), shedding, room, caller }
     }
 
@@ -161,7 +162,7 @@ impl Work {
         if self.held().seat.is_some() {
             return Ok(waiting.await);
         }
-        let seat = self.room.seat(self.caller.as_deref())?;
+        let seat = self.room.seat(self.caller.as_ref())?;
         let slot = {
             let mut held = self.held();
             held.seat = Some(seat);
@@ -200,7 +201,7 @@ mod tests {
     #[tokio::test]
     async fn the_room_bounds_the_server_and_each_caller() {
         let room = WaitingRoom::new(3, 2);
-        let alice = || Work::new(None, None, room.clone(), Some("alice".into()));
+        let alice = || Work::new(None, None, room.clone(), Some(Principal::new("https://issuer.example", "alice")));
         let (first, second, third) = (alice(), alice(), alice());
         let (hold_1, release_1) = tokio::sync::oneshot::channel::<()>();
         let (hold_2, release_2) = tokio::sync::oneshot::channel::<()>();
@@ -212,14 +213,14 @@ mod tests {
         let checks = async {
             tokio::task::yield_now().await;
             assert_eq!(third.wait_for_person(async {}).await, Err(Busy::Caller(2)));
-            let bob = Work::new(None, None, room.clone(), Some("bob".into()));
+            let bob = Work::new(None, None, room.clone(), Some(Principal::new("https://issuer.example", "bob")));
             assert_eq!(bob.wait_for_person(async { 7 }).await, Ok(7), "another caller has a seat");
             let carol = Work::new(None, None, room.clone(), None);
             let (hold_3, release_3) = tokio::sync::oneshot::channel::<()>();
             let waiting = carol.wait_for_person(release_3);
             let full = async {
                 tokio::task::yield_now().await;
-                let dave = Work::new(None, None, room.clone(), Some("dave".into()));
+                let dave = Work::new(None, None, room.clone(), Some(Principal::new("https://issuer.example", "dave")));
                 assert_eq!(dave.wait_for_person(async {}).await, Err(Busy::Server(3)));
                 drop(hold_3);
             };
@@ -244,7 +245,7 @@ mod tests {
     #[tokio::test]
     async fn a_wait_within_a_wait_keeps_its_seat() {
         let room = WaitingRoom::new(1, 1);
-        let work = Work::new(None, None, room, Some("alice".into()));
+        let work = Work::new(None, None, room, Some(Principal::new("https://issuer.example", "alice")));
         let inner = work.wait_for_person(async { work.wait_for_person(async { 5 }).await }).await;
         assert_eq!(inner, Ok(Ok(5)));
     }

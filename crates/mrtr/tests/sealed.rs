@@ -174,7 +174,7 @@ impl ServerHandler for AuthenticatedAs {
         request: CallToolRequestParams,
         mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        context.extensions.insert(Principal(self.1.to_owned()));
+        context.extensions.insert(Principal::new("https://issuer.example", self.1));
         self.0.call_tool(request, context).await
     }
 }

@@ -12,9 +12,13 @@
 //!   cannot be read (not JSON, a duplicated key, a tool call with no name) is refused with 400:
 //!   what it needs cannot be decided, so it is not passed on.
 //! - The authorization server unreachable and its keys never fetched: 503, `Retry-After`.
-//! - Through: the caller goes into the request's extensions as a [`Caller`] and as the
-//!   boundary's [`mrtr::boundary::Principal`] (issuer and subject), so every sealed state is
-//!   bound to them and the tools know whom they act for.
+//! - A token not checked lately spends from the client's and the server's budget of checks
+//!   ([`crate::budget`]): past the client's, 429; past the server's, 503; both with
+//!   `Retry-After`, the token not looked at. A token checked lately passes from
+//!   [`crate::token_cache`] and costs nothing.
+//! - Through: the caller goes into the request's extensions once, as a [`Principal`] (issuer
+//!   and subject), which whatever compares callers reads ([`Principal::of`]): a sealed state is
+//!   bound to it, and the tools know whom they act for; beside it, the token's scopes ([`Granted`]).
 
 use std::{sync::Arc, time::Duration};
 
@@ -27,10 +31,11 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
-use mrtr::boundary::Principal;
+use caller::{ClientAddress, Principal};
 use serde::Deserialize;
 
 use crate::{
+    budget::{CheckBudget, Spent},
     introspection::{Introspector, could_be_a_token},
     keys::IssuerKeys,
     metadata::ProtectedResource,
@@ -40,13 +45,9 @@ use crate::{
     token_cache::TokenCache,
 };
 
-/// Who the token says is calling, for the tools.
+/// The scopes the caller's token grants, beside its [`Principal`] in the request's extensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    pub issuer: String,
-    pub subject: String,
-    pub scopes: Vec<String>,
-}
+pub struct Granted(pub Vec<String>);
 
 /// Why the gate could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -71,8 +72,10 @@ struct Inner {
     http: reqwest::Client,
     /// How opaque tokens are checked, if they are accepted at all.
     introspection: Option<IntrospectionClient>,
-    /// What the issuer said of opaque tokens lately.
-    introspected: TokenCache,
+    /// What was found of tokens lately, JWTs and opaque ones.
+    checked: TokenCache,
+    /// How many new tokens each client, and the server, may have checked.
+    budget: CheckBudget,
     policy: Box<dyn ScopePolicy>,
     max_body: usize,
 }
@@ -108,7 +111,8 @@ impl ResourceServer {
                 metadata_url: ProtectedResource::url(&resource),
                 keys: Arc::new(IssuerKeys::new(issuer, http.clone())),
                 introspection: None,
-                introspected: TokenCache::default(),
+                checked: TokenCache::default(),
+                budget: CheckBudget::default(),
                 http,
                 policy,
                 max_body,
@@ -121,6 +125,15 @@ impl ResourceServer {
     pub fn with_introspection(mut self, client: IntrospectionClient) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.introspection = Some(client);
+        }
+        self
+    }
+
+    /// Check at most `per_client` new tokens a second from each client and `in_all` in all
+    /// ([`crate::budget`]).
+    pub fn with_check_budget(mut self, per_client: u32, in_all: u32) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.budget = CheckBudget::new(per_client, in_all);
         }
         self
     }
@@ -146,24 +159,22 @@ impl ResourceServer {
     }
 
     /// The first step, as an axum middleware over the MCP endpoint: a valid bearer token, or
-    /// 401 (503 while the issuer was never reached). The body is not read.
+    /// 401 (503 while the issuer was never reached; 429 or 503 past the budget of checks). The
+    /// body is not read.
     pub async fn authenticate(State(server): State<ResourceServer>, mut request: Request, next: Next) -> Response {
-        let bearer = bearer_of(&request);
-        let checked = match bearer {
-            Ok(token) => server.check(&token).await,
-            Err(refusal) => Err(refusal),
+        let client = ClientAddress::of(request.extensions());
+        let checked = match bearer_of(&request) {
+            Ok(token) => server.check(&token, client).await,
+            Err(refusal) => Err((refusal, None)),
         };
         match checked {
             Ok(checked) => {
-                request.extensions_mut().insert(Principal(format!("{} {}", checked.issuer, checked.subject)));
-                request.extensions_mut().insert(Caller {
-                    issuer: checked.issuer,
-                    subject: checked.subject,
-                    scopes: checked.scopes,
-                });
+                let principal = checked.principal();
+                request.extensions_mut().insert(principal);
+                request.extensions_mut().insert(Granted(checked.scopes));
                 next.run(request).await
             }
-            Err(refusal) => server.refuse(refusal, &[]),
+            Err((refusal, wait)) => server.refuse(refusal, &[], wait),
         }
     }
 
@@ -171,9 +182,11 @@ impl ResourceServer {
     /// 403; a body whose needs cannot be read, 400. The body is read whole (within the size
     /// limit) and passed on.
     pub async fn authorize(State(server): State<ResourceServer>, request: Request, next: Next) -> Response {
-        let Some(caller) = request.extensions().get::<Caller>().cloned() else {
+        let (Some(principal), Some(Granted(scopes))) =
+            (Principal::of(request.extensions()).cloned(), request.extensions().get::<Granted>().cloned())
+        else {
             // Only behind `authenticate`: without a caller, nothing is let through.
-            return server.refuse(Refusal::Missing, &[]);
+            return server.refuse(Refusal::Missing, &[], None);
         };
         // GET (a 2025 session's stream) and DELETE (its end) carry no request: any valid token
         // will do, and their bodies are not read.
@@ -190,22 +203,52 @@ impl ResourceServer {
         let needed = match peek(&bytes) {
             Ok(Peeked { method, target }) => server.inner.policy.needed(&method, target.as_deref()),
             Err(why) => {
-                tracing::info!(subject = %caller.subject.escape_debug(), why, "refused: what the request needs cannot be read");
-                return server.refuse(Refusal::Unreadable, &[]);
+                tracing::info!(subject = %principal.subject().escape_debug(), why, "refused: what the request needs cannot be read");
+                return server.refuse(Refusal::Unreadable, &[], None);
             }
         };
-        let missing = scopes::missing(server.inner.policy.as_ref(), &caller.scopes, &needed);
+        let missing = scopes::missing(server.inner.policy.as_ref(), &scopes, &needed);
         if !missing.is_empty() {
-            tracing::info!(subject = %caller.subject.escape_debug(), ?missing, "refused: insufficient scope");
-            return server.refuse(Refusal::InsufficientScope, &needed);
+            tracing::info!(subject = %principal.subject().escape_debug(), ?missing, "refused: insufficient scope");
+            return server.refuse(Refusal::InsufficientScope, &needed, None);
         }
         next.run(Request::from_parts(parts, Body::from(bytes))).await
     }
 
-    /// A JWT against the issuer's keys; anything else, when introspection is configured, at the
-    /// issuer's introspection endpoint (answers kept a while; a value that cannot be a token is
-    /// refused without asking).
-    async fn check(&self, token: &str) -> Result<token::Checked, Refusal> {
+    /// What `token` says, from what was found of it lately (a refusal spending `client`'s share
+    /// all the same); else, within the budget of checks `client` and the server have left, a
+    /// JWT against the issuer's keys, and anything else,
+    /// when introspection is configured, at the issuer's introspection endpoint (a value that
+    /// cannot be a token is refused without asking). A refusal past the budget says how long
+    /// to wait.
+    async fn check(
+        &self,
+        token: &str,
+        client: Option<ClientAddress>,
+    ) -> Result<token::Checked, (Refusal, Option<Duration>)> {
+        let inner = &self.inner;
+        let over = |spent| match spent {
+            Spent::Client(wait) => (Refusal::Throttled, Some(wait)),
+            Spent::Server(wait) => (Refusal::Overloaded, Some(wait)),
+        };
+        match inner.checked.get(token) {
+            Some(Ok(checked)) => return Ok(checked),
+            Some(Err(refusal)) => {
+                inner.budget.spend_refused(client).map_err(over)?;
+                return Err((refusal, None));
+            }
+            None => inner.budget.spend(client).map_err(over)?,
+        }
+        let (answer, lasts) = match self.check_anew(token).await {
+            Ok((checked, lasts)) => (Ok(checked), lasts),
+            Err(refusal) => (Err(refusal), None),
+        };
+        inner.checked.put(token, &answer, lasts);
+        answer.map_err(|refusal| (refusal, None))
+    }
+
+    /// `token` checked now, and for how long from now it stays valid.
+    async fn check_anew(&self, token: &str) -> Result<(token::Checked, Option<Duration>), Refusal> {
         let inner = &self.inner;
         let looks_like_jwt = token.split('.').count() == 3;
         let Some(client) = inner.introspection.as_ref().filter(|_| !looks_like_jwt) else {
@@ -213,9 +256,6 @@ impl ResourceServer {
         };
         if !could_be_a_token(token) {
             return Err(Refusal::Malformed);
-        }
-        if let Some(answer) = inner.introspected.get(token) {
-            return answer;
         }
         let endpoint = match inner.keys.introspection_endpoint().await {
             None => return Err(Refusal::IssuerUnreachable),
@@ -232,25 +272,32 @@ impl ResourceServer {
             client_secret: client.client_secret.clone(),
             http: inner.http.clone(),
         };
-        let (answer, lasts) = match introspector.check(token, &inner.issuer, &inner.resource).await {
-            Ok((checked, lasts)) => (Ok(checked), lasts),
-            Err(refusal) => (Err(refusal), None),
-        };
-        inner.introspected.put(token, &answer, lasts);
-        answer
+        introspector.check(token, &inner.issuer, &inner.resource).await
     }
 
-    /// The answer to a refused request, counted by its reason.
-    fn refuse(&self, refusal: Refusal, needed: &[String]) -> Response {
+    /// The answer to a refused request, counted by its reason; `wait` says when to come back.
+    fn refuse(&self, refusal: Refusal, needed: &[String], wait: Option<Duration>) -> Response {
         refusal.count();
-        tracing::info!(reason = refusal.label(), "request refused: {refusal}");
-        let metadata = &self.inner.metadata_url;
+        // A flood's refusals are many: the budget's go to the debug log.
         match refusal {
-            Refusal::IssuerUnreachable => {
-                let mut response = (StatusCode::SERVICE_UNAVAILABLE, refusal.to_string()).into_response();
-                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-                response
+            Refusal::Throttled | Refusal::Overloaded => {
+                tracing::debug!(reason = refusal.label(), "request refused: {refusal}")
             }
+            _ => tracing::info!(reason = refusal.label(), "request refused: {refusal}"),
+        }
+        let metadata = &self.inner.metadata_url;
+        let come_back = |status: StatusCode, wait: Duration| {
+            let mut response = (status, format!("{refusal}\n")).into_response();
+            let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+            if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+            response
+        };
+        match refusal {
+            Refusal::IssuerUnreachable => come_back(StatusCode::SERVICE_UNAVAILABLE, Duration::from_secs(5)),
+            Refusal::Throttled => come_back(StatusCode::TOO_MANY_REQUESTS, wait.unwrap_or(Duration::from_secs(1))),
+            Refusal::Overloaded => come_back(StatusCode::SERVICE_UNAVAILABLE, wait.unwrap_or(Duration::from_secs(1))),
             Refusal::Unreadable => (StatusCode::BAD_REQUEST, refusal.to_string()).into_response(),
             Refusal::InsufficientScope => {
                 let challenge = format!(

@@ -10,18 +10,20 @@
 //!   at most once per cooldown, the last good set kept while the issuer is down;
 //! - [`token`]: a bearer JWT checked as RFC 9068 and RFC 8707 say: an algorithm allowlist,
 //!   `typ` `at+jwt`, the exact issuer, this resource in `aud`, `exp`/`nbf`, a `sub`; its scopes;
-//! - [`introspection`]: opaque tokens, asked about at the issuer (RFC 7662), when configured,
-//!   and [`token_cache`]: its answers kept a while, so bad tokens do not become issuer calls;
+//! - [`introspection`]: opaque tokens, asked about at the issuer (RFC 7662), when configured;
+//! - [`token_cache`]: what was found of tokens lately, so a token is checked once a while, and
+//!   [`budget`]: how many new tokens each client, and the server, may have checked;
 //! - [`scopes`]: what each request needs ([`scopes::ScopePolicy`], given by the server), with
 //!   scope hierarchies;
 //! - [`gate`]: the axum middleware in front of rmcp, in two steps: the token, before the body is
 //!   read (401 with a `WWW-Authenticate` challenge), then the scopes the body's request needs
 //!   (403 `insufficient_scope` naming every scope a tool call needs; 400 for a body whose needs
-//!   cannot be read); the caller put where the sealing boundary binds states to it;
+//!   cannot be read); the caller put in the request once, as a [`caller::Principal`];
 //! - [`refusal`]: why a request was refused, a closed set that labels the metrics.
 //!
 //! It knows nothing of any shop: a server gives its public URL, its issuer and its policy.
 
+pub mod budget;
 pub mod gate;
 pub mod introspection;
 pub mod issuer;
@@ -32,6 +34,7 @@ pub mod scopes;
 pub mod token;
 pub mod token_cache;
 
-pub use gate::{Caller, ResourceServer};
+pub use caller::Principal;
+pub use gate::ResourceServer;
 pub use refusal::Refusal;
 pub use scopes::ScopePolicy;

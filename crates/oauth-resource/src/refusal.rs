@@ -33,11 +33,17 @@ pub enum Refusal {
     /// The body's method, or a tool call's tool, cannot be read: what it needs cannot be decided.
     #[error("the request's method or tool cannot be read, so what it needs cannot be decided")]
     Unreadable,
+    /// This client has had its share of new tokens checked ([`crate::budget`]).
+    #[error("too many new tokens from this client; try again later")]
+    Throttled,
+    /// The server has checked its share of new tokens, from whoever sent them.
+    #[error("the server is checking too many new tokens; try again shortly")]
+    Overloaded,
 }
 
 impl Refusal {
     /// Every reason, for the metrics to start at zero.
-    pub const ALL: [Refusal; 14] = [
+    pub const ALL: [Refusal; 16] = [
         Refusal::Missing,
         Refusal::InQuery,
         Refusal::Malformed,
@@ -52,6 +58,8 @@ impl Refusal {
         Refusal::InsufficientScope,
         Refusal::IssuerUnreachable,
         Refusal::Unreadable,
+        Refusal::Throttled,
+        Refusal::Overloaded,
     ];
 
     /// The metric label.
@@ -71,6 +79,8 @@ impl Refusal {
             Refusal::InsufficientScope => "insufficient_scope",
             Refusal::IssuerUnreachable => "issuer_unreachable",
             Refusal::Unreadable => "unreadable",
+            Refusal::Throttled => "throttled",
+            Refusal::Overloaded => "overloaded",
         }
     }
 

@@ -6,7 +6,10 @@
 //! another server is refused), `exp` and `nbf` with a small leeway, and a `sub`. The scopes come
 //! from the space-separated `scope` claim.
 
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use caller::Principal;
 use jsonwebtoken::{Algorithm, Validation, decode, decode_header, errors::ErrorKind};
 use serde::Deserialize;
 
@@ -39,6 +42,13 @@ pub struct Checked {
     pub scopes: Vec<String>,
 }
 
+impl Checked {
+    /// Whom the token names.
+    pub fn principal(&self) -> Principal {
+        Principal::new(&self.issuer, &self.subject)
+    }
+}
+
 #[derive(Deserialize)]
 struct Claims {
     iss: String,
@@ -47,10 +57,18 @@ struct Claims {
     sub: Option<String>,
     #[serde(default)]
     scope: Option<String>,
+    #[serde(default)]
+    exp: Option<u64>,
 }
 
-/// Check `token` against the issuer's `keys`, for `issuer` and the resource `audience`.
-pub async fn check(token: &str, keys: &IssuerKeys, issuer: &str, audience: &str) -> Result<Checked, Refusal> {
+/// Check `token` against the issuer's `keys`, for `issuer` and the resource `audience`: what it
+/// says, and for how long from now it stays valid.
+pub async fn check(
+    token: &str,
+    keys: &IssuerKeys,
+    issuer: &str,
+    audience: &str,
+) -> Result<(Checked, Option<Duration>), Refusal> {
     let header = decode_header(token).map_err(|_| unreadable_header(token))?;
     if !ALGORITHMS.contains(&header.alg) {
         return Err(Refusal::Algorithm);
@@ -84,7 +102,9 @@ pub async fn check(token: &str, keys: &IssuerKeys, issuer: &str, audience: &str)
         return Err(Refusal::NoSubject);
     };
     let scopes = claims.claims.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
-    Ok(Checked { issuer: claims.claims.iss, subject, scopes })
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let lasts = claims.claims.exp.map(|exp| Duration::from_secs(exp.saturating_sub(now)));
+    Ok((Checked { issuer: claims.claims.iss, subject, scopes }, lasts))
 }
 
 /// Why a header did not parse: an algorithm the library does not even name (such as `none`) is

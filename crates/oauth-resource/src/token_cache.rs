@@ -1,8 +1,11 @@
-//! What the issuer said of opaque tokens, kept a while so a token is not asked about at every
-//! request, and so a flood of bad tokens does not become a flood of introspection calls.
+//! What the gate found of tokens lately (a JWT's signature and claims, or the issuer's answer
+//! about an opaque token), kept a while: a token is not checked again at every request, a
+//! caller whose token was checked costs nothing more while a flood of new tokens spends the
+//! budget ([`crate::budget`]), and the same bad token sent again and again is refused from here.
 //!
-//! An active token is kept until it expires, at most [`KEEP_ACTIVE`]; a refused one for
-//! [`KEEP_REFUSED`]; an issuer that did not answer is not remembered. Entries are keyed by a
+//! A valid token is kept until it expires, at most [`KEEP_ACTIVE`]; a refused one for
+//! [`KEEP_REFUSED`]; an issuer that did not answer, or a key it has not published yet (it may
+//! be rotating one in), is not remembered. Entries are keyed by a
 //! SHA-256 digest of the token, so the cache holds no token. At most [`CAPACITY`] entries:
 //! when full, the expired go, then the refusals (a flood of made-up tokens does not push out
 //! the callers who hold good ones), and if it is still full, everything goes (the issuer is
@@ -48,7 +51,7 @@ impl TokenCache {
     pub fn put(&self, token: &str, answer: &Result<Checked, Refusal>, expires_in: Option<Duration>) {
         let keep = match answer {
             Ok(_) => expires_in.unwrap_or(KEEP_ACTIVE).min(KEEP_ACTIVE),
-            Err(Refusal::IssuerUnreachable) => return,
+            Err(Refusal::IssuerUnreachable | Refusal::UnknownKey) => return,
             Err(_) => KEEP_REFUSED,
         };
         let now = Instant::now();

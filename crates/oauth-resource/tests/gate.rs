@@ -28,9 +28,13 @@ use axum::{
     middleware::from_fn_with_state,
     routing::post,
 };
+use caller::ClientAddress;
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
-use mrtr::boundary::Principal;
-use oauth_resource::{Caller, Refusal, ResourceServer, ScopePolicy, gate::IntrospectionClient, keys};
+use oauth_resource::{
+    Principal, Refusal, ResourceServer, ScopePolicy,
+    gate::{Granted, IntrospectionClient},
+    keys,
+};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -92,7 +96,23 @@ impl Shop {
     /// A gate whose tokens come from `issuer`, not started; with `introspection`, it accepts
     /// opaque tokens too.
     fn new(issuer: Issuer, introspection: bool) -> Shop {
-        let mut gate = ResourceServer::new(&issuer.url, RESOURCE, "Test shop", Box::new(TestScopes), MAX_BODY).unwrap();
+        let gate = ResourceServer::new(&issuer.url, RESOURCE, "Test shop", Box::new(TestScopes), MAX_BODY).unwrap();
+        Shop::with_gate(issuer, gate, introspection)
+    }
+
+    /// A gate started against a fresh issuer that checks at most `per_client` new tokens a
+    /// second from each client and `in_all` in all.
+    async fn budgeted(per_client: u32, in_all: u32) -> Shop {
+        let issuer = Issuer::start().await;
+        let gate = ResourceServer::new(&issuer.url, RESOURCE, "Test shop", Box::new(TestScopes), MAX_BODY)
+            .unwrap()
+            .with_check_budget(per_client, in_all);
+        let shop = Shop::with_gate(issuer, gate, false);
+        shop.gate.start().await;
+        shop
+    }
+
+    fn with_gate(issuer: Issuer, mut gate: ResourceServer, introspection: bool) -> Shop {
         if introspection {
             let (client_id, client_secret) = INTROSPECTION_CLIENT;
             gate = gate.with_introspection(IntrospectionClient {
@@ -138,6 +158,13 @@ impl Shop {
         self.send(request(token, "/mcp", Body::from(body.to_string()))).await
     }
 
+    /// As [`Shop::post`], from the client at `client` (as the transport names it).
+    async fn post_from(&self, client: &str, token: Option<&str>, body: &Value) -> Reply {
+        let mut request = request(token, "/mcp", Body::from(body.to_string()));
+        request.extensions_mut().insert(ClientAddress::client(client.parse().unwrap()));
+        self.send(request).await
+    }
+
     /// How many requests the handler behind the gate has seen.
     fn reached(&self) -> usize {
         self.reached.load(Ordering::SeqCst)
@@ -152,13 +179,13 @@ impl Shop {
 /// The endpoint behind the gate: what the gate put in the request's extensions, and the body.
 async fn echo(
     State(reached): State<Arc<AtomicUsize>>,
-    Extension(Principal(principal)): Extension<Principal>,
-    Extension(caller): Extension<Caller>,
+    Extension(principal): Extension<Principal>,
+    Extension(Granted(scopes)): Extension<Granted>,
     body: Bytes,
 ) -> Json<Value> {
     reached.fetch_add(1, Ordering::SeqCst);
     Json(json!({
-        "principal": principal, "issuer": caller.issuer, "subject": caller.subject, "scopes": caller.scopes,
+        "principal": principal.to_string(), "issuer": principal.issuer(), "subject": principal.subject(), "scopes": scopes,
         "body": String::from_utf8_lossy(&body),
     }))
 }
@@ -291,6 +318,9 @@ async fn a_rotated_key_is_fetched_once_and_then_served_from_the_cache() {
     let shop = Shop::start(false).await;
     assert_eq!((shop.issuer.metadata_fetches(), shop.issuer.jwks_fetches()), (1, 1), "fetched at start");
     let before_rotation = shop.token("alice", ORDERS_READ);
+    // Signed by the same key, not shown before the rotation (a token shown then is kept as
+    // checked for up to a minute).
+    let also_before_rotation = shop.token("bob", ORDERS_READ);
     assert_eq!(shop.post(Some(&before_rotation), &list_tools()).await.status, StatusCode::OK);
     assert_eq!(shop.issuer.jwks_fetches(), 1, "a known kid is served from the cache");
 
@@ -305,7 +335,7 @@ async fn a_rotated_key_is_fetched_once_and_then_served_from_the_cache() {
     assert_eq!(shop.issuer.metadata_fetches(), 1, "the jwks_uri is remembered");
 
     // The issuer no longer publishes key-1: its tokens are refused, without another fetch.
-    let retired = shop.post(Some(&before_rotation), &list_tools()).await;
+    let retired = shop.post(Some(&also_before_rotation), &list_tools()).await;
     assert_invalid_token(&retired, Refusal::UnknownKey, "a key the issuer retired");
     assert_eq!(shop.issuer.jwks_fetches(), 2);
 }
@@ -602,6 +632,47 @@ async fn junk_tokens_are_not_sent_to_the_issuer() {
     assert_eq!(shop.issuer.introspections(), 1);
 }
 
+/// One client sending 2,000 token-shaped values, each new: the issuer is asked about no more of
+/// them than the client's share before the client is answered 429 (its values not looked at),
+/// while a token checked before passes from that client and another client's new token is
+/// still looked at.
+#[tokio::test]
+async fn a_client_sending_new_tokens_past_its_share_is_turned_away() {
+    let shop = Shop::start(true).await;
+    let good = shop.issuer.opaque(&shop.claims("erin", ORDERS_READ));
+    assert_eq!(shop.post_from("10.0.0.1", Some(&good), &list_tools()).await.status, StatusCode::OK);
+    let asked = shop.issuer.introspections();
+    let started = Instant::now();
+    let mut turned_away = None;
+    let mut statuses = BTreeMap::new();
+    for n in 0..2000 {
+        let value = format!("Vd3v3rKqA2e2cX5VjYwY1QfN7t8Z{n:08}");
+        let reply = shop.post_from("10.0.0.1", Some(&value), &list_tools()).await;
+        *statuses.entry(reply.status.as_u16()).or_insert(0) += 1;
+        if reply.status == StatusCode::TOO_MANY_REQUESTS {
+            turned_away.get_or_insert(reply);
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let asked = shop.issuer.introspections() - asked;
+    let share = oauth_resource::budget::DEFAULT_PER_CLIENT as f64;
+    assert!(
+        asked as f64 <= share * 5.0 + share * elapsed + 1.0,
+        "{asked} introspections in {elapsed:.2} s: {statuses:?}"
+    );
+    assert!(statuses.get(&429).copied().unwrap_or(0) >= 1500, "{statuses:?}");
+    let turned_away = turned_away.expect("a 429");
+    assert!(turned_away.header(header::RETRY_AFTER).is_some());
+    assert_eq!(turned_away.challenge(), None, "not a challenge to sign in again");
+    assert_eq!(
+        shop.post_from("10.0.0.1", Some(&good), &list_tools()).await.status,
+        StatusCode::OK,
+        "a token checked before costs nothing and passes"
+    );
+    let other = shop.issuer.opaque(&shop.claims("frank", ORDERS_READ));
+    assert_eq!(shop.post_from("10.0.0.2", Some(&other), &list_tools()).await.status, StatusCode::OK);
+}
+
 #[tokio::test]
 async fn an_introspection_the_issuer_cannot_answer_is_503_and_not_remembered() {
     let shop = Shop::start(true).await;
@@ -669,6 +740,21 @@ fn every_refusal_is_counted_under_its_own_reason() {
             down.issuer.set_up(false);
             down.gate.start().await;
 
+            // A client that has spent its share of new tokens, and a server that has spent its own.
+            let from = |client: &str, token: &str| {
+                let mut sent = request(Some(token), "/mcp", Body::from(list_tools().to_string()));
+                sent.extensions_mut().insert(ClientAddress::client(client.parse().unwrap()));
+                sent
+            };
+            let spent_client = Shop::budgeted(1, 1000).await;
+            for n in 0..5 {
+                spent_client.send(from("10.9.9.9", &format!("a.b.{n}"))).await;
+            }
+            let spent_server = Shop::budgeted(1000, 1).await;
+            for n in 0..2 {
+                spent_server.send(from(&format!("10.9.9.{n}"), &format!("a.b.{n}"))).await;
+            }
+
             let reader = shop.token("carol", ORDERS_READ);
             let in_query = format!("/mcp?access_token={reader}");
             let mut cases: Vec<(String, &Shop, Request<Body>, Refusal)> = vec![
@@ -696,6 +782,13 @@ fn every_refusal_is_counted_under_its_own_reason() {
                     request(Some(&reader), "/mcp", Body::from("{not json")),
                     Refusal::Unreadable,
                 ),
+                (
+                    "a client past its share of new tokens".into(),
+                    &spent_client,
+                    from("10.9.9.9", "a.b.x"),
+                    Refusal::Throttled,
+                ),
+                ("the server past its share".into(), &spent_server, from("10.9.9.3", "a.b.x"), Refusal::Overloaded),
                 (
                     "issuer unreachable".into(),
                     &down,

@@ -13,8 +13,11 @@ pub struct NewFlow {
     /// [`crate::random_flow_id`].
     pub flow_id: String,
     /// Username of the person who started the payment; only they can
-    /// finish the flow.
-    pub lead: String,
+    /// finish the flow. `None` when the server could not say who they are
+    /// (nobody authenticated): then whoever signs in on the page finishes it,
+    /// and the payment names them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<String>,
     /// The refund to pay, such as `R-0111`.
     pub refund_id: String,
     /// The amount to pay, such as `180.00`.
@@ -45,8 +48,8 @@ impl FlowStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Flow {
     pub flow_id: String,
-    /// Who started the payment (the [`NewFlow::lead`]).
-    pub lead: String,
+    /// Who started the payment (the [`NewFlow::lead`]), if the server named them.
+    pub lead: Option<String>,
     pub refund_id: String,
     pub amount: String,
     pub status: FlowStatus,

@@ -37,6 +37,11 @@ impl From<StateError> for Problem {
                     .with("flow_refund_id", flow_refund_id.as_str())
                     .with("refund_id", refund_id.as_str())
             }
+            StateError::OverLimit { amount, limit } => {
+                Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "over_limit", "Above the payment limit", detail)
+                    .with("amount", amount.as_str())
+                    .with("limit", limit.as_str())
+            }
             StateError::BadCsrf(flow_id) => {
                 Problem::new(StatusCode::FORBIDDEN, "bad_csrf", "Missing or wrong security token", detail)
                     .with("flow_id", flow_id.as_str())

@@ -7,6 +7,11 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use web_service::{
+    browsers,
+    credential::{self, Credentials},
+};
+
 use crate::routes::router;
 use crate::state::ProviderState;
 
@@ -18,26 +23,29 @@ pub type RunningProvider = web_service::RunningService;
 pub const OPEN_PATHS: &[&str] = &["/connect/"];
 
 /// Serves the provider on `listener` until `shutdown` completes, then stops
-/// accepting connections and waits for in-flight requests to finish. With a
-/// `token`, the JSON API (flows and payments) answers only the MCP server that
-/// shows it; the connect pages stay open to browsers.
+/// accepting connections and waits for in-flight requests to finish. The JSON
+/// API (flows and payments) answers only the MCP server that shows the service
+/// credential, and no browser page; the connect pages stay open to browsers.
 pub async fn serve(
     listener: TcpListener,
     state: Arc<ProviderState>,
-    token: Option<&str>,
+    credentials: Credentials,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    web_service::serve(listener, app(state, token), shutdown).await
+    web_service::serve(listener, app(state, credentials), shutdown).await
 }
 
-/// The provider's routes over `state`, its JSON API behind `token` when there is one: what
-/// [`serve`] serves, for a caller that adds layers of its own (traces, say).
-pub fn app(state: Arc<ProviderState>, token: Option<&str>) -> axum::Router {
-    web_service::credential::require_except(router(state), token, OPEN_PATHS)
+/// The provider's routes over `state`, its JSON API behind `credentials` and closed to
+/// browser pages: what [`serve`] serves, for a caller that adds layers of its own (traces,
+/// say). It answers any host name: a lead's browser follows the public URL, and what a page
+/// rebound to its address could read is behind the credential.
+pub fn app(state: Arc<ProviderState>, credentials: Credentials) -> axum::Router {
+    browsers::refuse(credential::require(router(state), credentials, OPEN_PATHS), OPEN_PATHS)
 }
 
-/// Binds 127.0.0.1 on a free port and serves the provider there on the
-/// current Tokio runtime.
+/// Binds 127.0.0.1 on a free port and serves the provider there on the current Tokio
+/// runtime, behind a service credential made for it (the running provider's `token`).
 pub async fn spawn_loopback(state: Arc<ProviderState>) -> io::Result<RunningProvider> {
-    web_service::spawn_loopback(router(state)).await
+    let token = credential::generate();
+    web_service::spawn_loopback(app(state, Credentials::service(&token)), Some(token)).await
 }

@@ -31,6 +31,9 @@ pub enum StateError {
     /// The flow pays another refund than the one asked for.
     #[error("Flow {flow_id} is for refund {flow_refund_id}, not {refund_id}.")]
     WrongRefund { flow_id: FlowId, flow_refund_id: RefundId, refund_id: RefundId },
+    /// The amount is above what one payment may be.
+    #[error("{amount} is above the {limit} one payment may be.")]
+    OverLimit { amount: Amount, limit: Amount },
     /// The sign-in form did not carry the flow's CSRF token.
     #[error("The sign-in form for flow {0} is missing its security token or has a wrong one.")]
     BadCsrf(FlowId),
@@ -62,8 +65,14 @@ pub struct ConnectView {
 #[derive(Debug)]
 pub struct ProviderState {
     accounts: Accounts,
+    /// The most one payment may be, in cents.
+    limit: Amount,
     book: Mutex<Book>,
 }
+
+/// The most one payment may be unless told otherwise: far above any refund of the shop's
+/// (its orders are kitchen and garden goods), far below what a made-up flow could ask for.
+pub const DEFAULT_LIMIT: &str = "10000.00";
 
 #[derive(Debug, Default)]
 struct Book {
@@ -75,7 +84,7 @@ struct Book {
 
 #[derive(Debug)]
 struct FlowEntry {
-    lead: Username,
+    lead: Option<Username>,
     refund_id: RefundId,
     amount: Amount,
     csrf_token: String,
@@ -92,7 +101,7 @@ impl FlowEntry {
     fn record(&self, flow_id: &FlowId) -> Flow {
         Flow {
             flow_id: flow_id.to_string(),
-            lead: self.lead.to_string(),
+            lead: self.lead.as_ref().map(Username::to_string),
             refund_id: self.refund_id.to_string(),
             amount: self.amount.to_string(),
             status: self.status(),
@@ -116,7 +125,14 @@ impl Default for ProviderState {
 impl ProviderState {
     /// No flows or payments yet; people sign in with `accounts`.
     pub fn new(accounts: Accounts) -> ProviderState {
-        ProviderState { accounts, book: Mutex::new(Book::default()) }
+        let limit = Amount::parse(DEFAULT_LIMIT).expect("the default limit is an amount");
+        ProviderState { accounts, limit, book: Mutex::new(Book::default()) }
+    }
+
+    /// Pay at most `limit` in one payment.
+    pub fn with_limit(mut self, limit: Amount) -> ProviderState {
+        self.limit = limit;
+        self
     }
 
     /// The accounts people sign in with.
@@ -134,9 +150,13 @@ impl ProviderState {
     /// (`false`: the same flow was already registered).
     pub fn register(&self, new: &NewFlow) -> Result<(Flow, bool), StateError> {
         let flow_id = FlowId::parse(&new.flow_id)?;
-        let lead = Username::parse(&new.lead)?;
+        let lead = new.lead.as_deref().map(Username::parse).transpose()?;
         let refund_id = RefundId::parse(&new.refund_id)?;
         let amount = Amount::parse(&new.amount)?;
+        if cents(&amount) > cents(&self.limit) {
+            tracing::warn!(%flow_id, %amount, limit = %self.limit, "flow refused: above the payment limit");
+            return Err(StateError::OverLimit { amount, limit: self.limit.clone() });
+        }
         let mut book = self.book();
         match book.flows.entry(flow_id) {
             Entry::Occupied(existing) => {
@@ -149,7 +169,7 @@ impl ProviderState {
                 }
             }
             Entry::Vacant(vacant) => {
-                tracing::info!(flow_id = %vacant.key(), %lead, %refund_id, %amount, "flow registered");
+                tracing::info!(flow_id = %vacant.key(), lead = ?lead.as_ref().map(Username::to_string), %refund_id, %amount, "flow registered");
                 let entry = FlowEntry { lead, refund_id, amount, csrf_token: random_hex::<32>(), finished: None };
                 let flow = entry.record(vacant.key());
                 vacant.insert(entry);
@@ -194,8 +214,8 @@ impl ProviderState {
         }
         // A checked account's name is a valid username.
         let person = Username::parse(username)?;
-        if person != entry.lead {
-            tracing::warn!(%flow_id, signed_in = %person, lead = %entry.lead, "sign-in refused: not the person who started the payment");
+        if let Some(lead) = entry.lead.as_ref().filter(|lead| **lead != person) {
+            tracing::warn!(%flow_id, signed_in = %person, %lead, "sign-in refused: not the person who started the payment");
             return Ok(SignIn::WrongPerson);
         }
         if entry.finished.is_none() {
@@ -234,12 +254,23 @@ impl ProviderState {
     }
 }
 
+/// An amount in cents (a valid amount has at most nine digits of units).
+fn cents(amount: &Amount) -> u64 {
+    let (units, cents) = amount.as_str().split_once('.').unwrap_or((amount.as_str(), "0"));
+    units.parse::<u64>().unwrap_or(u64::MAX / 100) * 100 + cents.parse::<u64>().unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn new_flow(flow_id: &str, lead: &str) -> NewFlow {
-        NewFlow { flow_id: flow_id.into(), lead: lead.into(), refund_id: "R-0111".into(), amount: "180.00".into() }
+        NewFlow {
+            flow_id: flow_id.into(),
+            lead: Some(lead.into()),
+            refund_id: "R-0111".into(),
+            amount: "180.00".into(),
+        }
     }
 
     const FLOW: &str = "flow-0123456789ab";
@@ -277,6 +308,21 @@ mod tests {
         assert_eq!(state.pay(&pay).unwrap(), (payment, false));
         let other_refund = PaymentRequest { flow_id: FLOW.into(), refund_id: "R-0112".into() };
         assert!(matches!(state.pay(&other_refund), Err(StateError::WrongRefund { .. })));
+    }
+
+    /// A flow for more than one payment may be is refused, whoever registers it.
+    #[test]
+    fn a_flow_above_the_limit_is_refused() {
+        let state = ProviderState::default();
+        let over = NewFlow { amount: "99999.00".into(), ..new_flow(FLOW, "lead-1") };
+        assert!(matches!(state.register(&over), Err(StateError::OverLimit { .. })));
+        let at = NewFlow { amount: DEFAULT_LIMIT.into(), ..new_flow(FLOW, "lead-1") };
+        assert!(state.register(&at).is_ok());
+        let small = ProviderState::default().with_limit(Amount::parse("100.00").unwrap());
+        assert!(
+            matches!(small.register(&new_flow(FLOW, "lead-1")), Err(StateError::OverLimit { .. })),
+            "180.00 > 100.00"
+        );
     }
 
     #[test]

@@ -42,9 +42,17 @@ impl Page {
 
 impl Harness {
     async fn start() -> Harness {
-        let running = spawn_loopback(Arc::new(ProviderState::default())).await.unwrap();
-        let provider = PaymentProvider::new(&running.url).unwrap();
-        Harness { running, provider, http: reqwest::Client::new() }
+        Harness::over(spawn_loopback(Arc::new(ProviderState::default())).await.unwrap())
+    }
+
+    /// The MCP server's client of `running`, and a raw client that shows its credential too.
+    fn over(running: RunningProvider) -> Harness {
+        let token = running.token.clone().expect("a provider started here has a credential");
+        let provider = PaymentProvider::new(&running.url).unwrap().with_token(Some(token.clone()));
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+        let http = reqwest::Client::builder().default_headers(headers).build().unwrap();
+        Harness { running, provider, http }
     }
 
     fn url(&self, path: &str) -> String {
@@ -56,7 +64,7 @@ impl Harness {
         let flow_id = random_flow_id();
         let new = NewFlow {
             flow_id: flow_id.clone(),
-            lead: lead.into(),
+            lead: Some(lead.into()),
             refund_id: "R-0111".into(),
             amount: "180.00".into(),
         };
@@ -259,8 +267,12 @@ async fn pays_only_a_finished_flow_once_per_refund() {
 
     // Another refund gets the next payment number.
     let second = random_flow_id();
-    let new =
-        NewFlow { flow_id: second.clone(), lead: "lead-2".into(), refund_id: "R-0112".into(), amount: "19.90".into() };
+    let new = NewFlow {
+        flow_id: second.clone(),
+        lead: Some("lead-2".into()),
+        refund_id: "R-0112".into(),
+        amount: "19.90".into(),
+    };
     h.provider.register_flow(&new).await.unwrap();
     h.sign_in_as(&second, "lead-2", "fernhill-lead-2").await;
     let payment = h.provider.pay(&second, "R-0112").await.unwrap();
@@ -331,8 +343,7 @@ async fn malformed_values_are_400() {
 #[tokio::test]
 async fn accounts_are_configurable() {
     let accounts = Accounts::empty().with("ada", "analytical-engine").unwrap();
-    let running = spawn_loopback(Arc::new(ProviderState::new(accounts))).await.unwrap();
-    let h = Harness { provider: PaymentProvider::new(&running.url).unwrap(), running, http: reqwest::Client::new() };
+    let h = Harness::over(spawn_loopback(Arc::new(ProviderState::new(accounts))).await.unwrap());
     let flow_id = h.register("ada").await;
     assert_eq!(h.sign_in_as(&flow_id, "lead-1", "fernhill-lead-1").await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(h.sign_in_as(&flow_id, "ada", "analytical-engine").await.status, StatusCode::OK);
@@ -348,4 +359,22 @@ async fn client_reports_an_unreachable_provider() {
     let err = provider.health().await.unwrap_err();
     assert!(matches!(err, ProviderError::Unreachable(_)), "{err:?}");
     assert!(err.to_string().contains("did not answer"), "{err}");
+}
+
+/// Whoever registers a flow without the service credential is refused, and so is a browser
+/// page even with it; a flow for more than one payment may be is refused from anyone.
+#[tokio::test]
+async fn flows_are_the_servers_alone_and_within_the_payment_limit() {
+    let h = Harness::start().await;
+    let flow =
+        |amount: &str| json!({"flow_id": random_flow_id(), "lead": "lead-1", "refund_id": "R-0111", "amount": amount});
+    let (status, _) = send_raw(reqwest::Client::new().post(h.url("/flows")).json(&flow("180.00"))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "no credential");
+    let (status, _) =
+        send_raw(h.http.post(h.url("/flows")).header("origin", "https://evil.example").json(&flow("180.00"))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "a browser page");
+    let (status, problem) = send_raw(h.http.post(h.url("/flows")).json(&flow("99999.00"))).await;
+    assert_eq!((status, problem["type"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("/problems/over_limit")));
+    let (status, _) = send_raw(h.http.post(h.url("/flows")).json(&flow("180.00"))).await;
+    assert_eq!(status, StatusCode::CREATED);
 }

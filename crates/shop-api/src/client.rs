@@ -111,7 +111,10 @@ impl ShopApi {
         decision: &'static str,
         principal: Option<&str>,
     ) -> Result<Refund, ClientError> {
-        let mut request = self.client.request(reqwest::Method::POST, &format!("/refunds/{refund_id}/{decision}"));
+        let mut request = self
+            .client
+            .request(reqwest::Method::POST, &format!("/refunds/{refund_id}/{decision}"))
+            .json(&crate::model::Decision::default());
         if let Some(value) = principal.and_then(|p| reqwest::header::HeaderValue::from_str(p).ok()) {
             request = request.header(ON_BEHALF_OF, value);
         }

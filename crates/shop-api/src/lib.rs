@@ -41,7 +41,7 @@ pub use model::{
 pub use money::{Cents, MoneyError};
 pub use problem::Problem;
 pub use routes::router;
-pub use service::{RunningApi, app, serve, spawn_loopback};
+pub use service::{RunningApi, app, serve, spawn_loopback, spawn_loopback_open};
 pub use store::{Store, StoreError};
 
 /// How messages name this service inside a sentence.

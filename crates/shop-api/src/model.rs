@@ -112,8 +112,15 @@ pub struct Refund {
 }
 
 /// The header in which the MCP server says, over its own service credential, for whom it
-/// releases or declines a refund: the caller's principal, never the caller's token.
+/// releases or declines a refund: the caller's principal, never the caller's token. The API
+/// counts it from the service credential alone; from any other caller it is ignored.
 pub const ON_BEHALF_OF: &str = "fernhill-on-behalf-of";
+
+/// `POST /refunds/{refund_id}/confirm` and `/cancel`: a JSON object, so that no request a
+/// browser may send unasked (a form's) can release or cancel a refund. Nothing in it is
+/// required yet.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {}
 
 /// The refund policy as the API publishes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

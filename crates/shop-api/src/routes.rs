@@ -17,10 +17,11 @@ use tower_http::trace::TraceLayer;
 use web_service::problem::{method_not_allowed, no_such_route};
 
 use crate::ids::{IdError, OrderId, QuoteId, RefundId};
-use crate::model::{ON_BEHALF_OF, Policy, QuoteRequest, Refund, RefundRequest, ReturnRequest};
+use crate::model::{Decision, ON_BEHALF_OF, Policy, QuoteRequest, Refund, RefundRequest, ReturnRequest};
 use crate::policy;
 use crate::problem::{self, Problem};
 use crate::store::{Store, StoreError};
+use web_service::credential::Shown;
 
 /// Largest request body accepted (64 KiB); the API's bodies are tiny.
 pub const BODY_LIMIT: usize = 64 * 1024;
@@ -137,27 +138,39 @@ async fn get_refund(
     Ok(Json(with_store(store, move |store| store.refund(&refund_id)).await?))
 }
 
-/// For whom the caller (the MCP server, over its service credential) says it acts.
-fn on_behalf_of(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(ON_BEHALF_OF)?.to_str().ok()?.trim();
+/// For whom the caller says it acts: counted from the service credential (the MCP server's)
+/// alone; from any other caller the header is ignored, and nobody is recorded as deciding.
+fn on_behalf_of(headers: &HeaderMap, shown: Option<Shown>) -> Option<String> {
+    let value = headers.get(ON_BEHALF_OF)?;
+    if shown != Some(Shown::Service) {
+        tracing::warn!("ignored Fernhill-On-Behalf-Of from a caller without the service credential");
+        return None;
+    }
+    let value = value.to_str().map(str::trim).unwrap_or_default();
     (!value.is_empty() && value.len() <= 512).then(|| value.to_owned())
 }
 
 async fn confirm_refund(
     State(store): State<Arc<Store>>,
     headers: HeaderMap,
+    shown: Option<axum::Extension<Shown>>,
     PathId(refund_id): PathId<RefundId>,
+    body: Result<Json<Decision>, JsonRejection>,
 ) -> Result<Json<Refund>, Problem> {
-    let by = on_behalf_of(&headers);
+    let Json(_) = body?;
+    let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
     Ok(Json(with_store(store, move |store| store.confirm(&refund_id, by.as_deref())).await?))
 }
 
 async fn cancel_refund(
     State(store): State<Arc<Store>>,
     headers: HeaderMap,
+    shown: Option<axum::Extension<Shown>>,
     PathId(refund_id): PathId<RefundId>,
+    body: Result<Json<Decision>, JsonRejection>,
 ) -> Result<Json<Refund>, Problem> {
-    let by = on_behalf_of(&headers);
+    let Json(_) = body?;
+    let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
     Ok(Json(with_store(store, move |store| store.cancel(&refund_id, by.as_deref())).await?))
 }
 

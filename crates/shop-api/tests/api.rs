@@ -25,8 +25,11 @@ impl Harness {
 
     async fn with_store(store: Store) -> Harness {
         let api = spawn_loopback(Arc::new(store)).await.unwrap();
-        let shop = ShopApi::new(&api.url).unwrap();
-        Harness { api, shop, http: reqwest::Client::new() }
+        let token = api.token.clone().expect("an API started here has a credential");
+        let shop = ShopApi::new(&api.url).unwrap().with_token(Some(token.clone()));
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+        Harness { api, shop, http: reqwest::Client::builder().default_headers(headers).build().unwrap() }
     }
 
     fn url(&self, path: &str) -> String {
@@ -224,7 +227,7 @@ async fn confirm_releases_a_hold_once() {
     let confirmed = h.shop.confirm(&refund.refund_id).await.unwrap();
     assert_eq!(confirmed.status, RefundStatus::Requested);
 
-    let (status, body) = send_raw(h.http.post(h.url("/refunds/R-0111/confirm"))).await;
+    let (status, body) = send_raw(h.http.post(h.url("/refunds/R-0111/confirm")).json(&json!({}))).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["type"], "/problems/not_held");
     assert_eq!(body["refund_status"], "requested");
@@ -277,7 +280,7 @@ async fn cancel_withdraws_only_a_held_refund() {
     let small = h.whole_order_quote("O-1021").await;
     let requested = h.shop.create_refund(&small.quote_id).await.unwrap();
     assert_eq!(requested.refund_id.as_str(), "R-0112");
-    let (status, body) = send_raw(h.http.post(h.url("/refunds/R-0112/cancel"))).await;
+    let (status, body) = send_raw(h.http.post(h.url("/refunds/R-0112/cancel")).json(&json!({}))).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["refund_status"], "requested");
     assert_eq!(h.shop.refund(&requested.refund_id).await.unwrap().status, RefundStatus::Requested);
@@ -424,4 +427,77 @@ async fn a_return_is_recorded_once_and_the_reason_decides_shipping() {
     let mut long = request("GG-2210", ReturnReason::MissingPart);
     long.note = Some("x".repeat(201));
     assert_eq!(client.record_return(&long).await.unwrap_err().status(), Some(400));
+}
+
+/// A web page a lead visits cannot release a held refund through the API on their machine:
+/// the form a page can post unasked (`text/plain`, no credential) and a fetch from its origin
+/// are refused, and a page whose own name was rebound to the API's address reads nothing. The
+/// refund stays held.
+#[tokio::test]
+async fn a_web_page_cannot_release_a_held_refund_or_read_the_api() {
+    let h = Harness::start().await;
+    let quote = h.whole_order_quote("O-2289").await;
+    h.shop.create_refund(&quote.quote_id).await.unwrap();
+    let page = reqwest::Client::new();
+    // What a <form method=post enctype=text/plain> sends: no credential, a simple body.
+    let form = page
+        .post(h.url("/refunds/R-0111/confirm"))
+        .header(CONTENT_TYPE, "text/plain")
+        .header("origin", "https://evil.example")
+        .header("sec-fetch-site", "cross-site")
+        .body("x=1");
+    assert_eq!(send_raw(form).await.0, StatusCode::FORBIDDEN);
+    // Even a page that somehow held the credential: its origin is refused.
+    let fetched = h.http.post(h.url("/refunds/R-0111/confirm")).header("origin", "null").json(&json!({}));
+    assert_eq!(send_raw(fetched).await.0, StatusCode::FORBIDDEN);
+    // And without a browser's headers, the credential still decides, and a body that is not
+    // JSON does nothing.
+    let unasked = h.http.post(h.url("/refunds/R-0111/confirm")).header(CONTENT_TYPE, "text/plain").body("{}");
+    assert_eq!(send_raw(unasked).await.0, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let bare = page.post(h.url("/refunds/R-0111/confirm")).json(&json!({}));
+    assert_eq!(send_raw(bare).await.0, StatusCode::UNAUTHORIZED);
+    // DNS rebinding: the page's own name, now pointing here.
+    let rebound = h.http.get(h.url("/orders/O-2289")).header("host", "evil.example");
+    assert_eq!(send_raw(rebound).await.0, StatusCode::MISDIRECTED_REQUEST);
+    assert_eq!(h.shop.refund(&refund_id("R-0111")).await.unwrap().status, RefundStatus::NeedsConfirmation);
+}
+
+/// Only the service credential says for whom a decision is made: a client credential's
+/// `Fernhill-On-Behalf-Of` is not recorded.
+#[tokio::test]
+async fn only_the_service_credential_names_who_decided() {
+    let store = Arc::new(Store::open(None).unwrap());
+    let credentials = web_service::credential::Credentials::service("service-secret").with_client("client-secret");
+    let app = shop_api::app(store, credentials, &["localhost".to_owned()]);
+    let api = web_service::spawn_loopback(app, Some("service-secret".into())).await.unwrap();
+    let service = ShopApi::new(&api.url).unwrap().with_token(Some("service-secret".into()));
+    let client = ShopApi::new(&api.url).unwrap().with_token(Some("client-secret".into()));
+    for (order, who) in [("O-2289", &client), ("O-1145", &service)] {
+        let quote = who
+            .create_quote(&QuoteRequest { order_id: order.parse().unwrap(), skus: None, include_shipping: None })
+            .await
+            .unwrap();
+        let refund = who.create_refund(&quote.quote_id).await.unwrap();
+        let decided = who.decide(&refund.refund_id, "confirm", Some("https://login.example lead-2")).await.unwrap();
+        let expected = if std::ptr::eq(who, &service) { Some("https://login.example lead-2") } else { None };
+        assert_eq!(decided.decided_by.as_deref(), expected, "{order}");
+    }
+}
+
+/// The API run open beside another implementation's server (which cannot show a credential)
+/// takes that server's decisions, which carry an empty body.
+#[tokio::test]
+async fn an_open_api_takes_a_decision_with_an_empty_body() {
+    let api = shop_api::spawn_loopback_open(Arc::new(Store::open(None).unwrap())).await.unwrap();
+    let shop = ShopApi::new(&api.url).unwrap();
+    let quote = shop
+        .create_quote(&QuoteRequest { order_id: "O-2289".parse().unwrap(), skus: None, include_shipping: None })
+        .await
+        .unwrap();
+    shop.create_refund(&quote.quote_id).await.unwrap();
+    let http = reqwest::Client::new();
+    let empty = http.post(format!("{}/refunds/R-0111/confirm", api.url)).header(CONTENT_TYPE, "application/json");
+    let (status, body) = send_raw(empty).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "requested");
 }

@@ -8,6 +8,11 @@
 //! disk, and a tool's decision is recorded before the tool answers (it awaits the sync); SIGHUP
 //! reopens the file, for log rotation. Without a path nothing is written.
 //!
+//! The trail fails closed where money moves: before the shop's API is asked to release a
+//! refund (or the provider to pay one), the intent (`releasing`, `paying`) is written and synced,
+//! and if it cannot be, nothing is released and the lead is told. A trail that cannot be
+//! written makes the replica not ready ([`Audit::writable`]) until a line is written again.
+//!
 //! The shop's API keeps its own record of who released or declined each refund, which the MCP
 //! server asserts over its service credential (`shop_api::model::ON_BEHALF_OF`): the trail
 //! and the API can be read against each other.
@@ -16,7 +21,11 @@ use std::{
     fs::{File, OpenOptions},
     io::Write,
     path::{Path, PathBuf},
-    sync::{Arc, mpsc},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+        mpsc,
+    },
     time::SystemTime,
 };
 
@@ -24,11 +33,13 @@ use mrtr::boundary::{Observer, Seen, SeenOutcome};
 use rmcp::{RoleServer, model::ProtocolVersion, service::RequestContext};
 use serde_json::{Map, Value, json};
 
+use crate::caller::Caller;
+
 /// Who made a request, as the trail names them.
 #[derive(Debug, Clone, Default)]
 pub struct Who {
-    /// The authenticated principal (issuer and subject), or the host's user over stdio.
-    pub caller: Option<String>,
+    /// Who the caller is ([`Caller::of`]); `None` where the boundary did not say.
+    pub caller: Option<Caller>,
     pub client: Option<String>,
     pub client_version: Option<String>,
     /// `2026-07-28` (rounds) or the 2025 revision the connection negotiated.
@@ -36,12 +47,11 @@ pub struct Who {
 }
 
 impl Who {
-    /// Who sent the request `context` carries; `host_user` names the caller where nobody was
-    /// authenticated (stdio: the host's user).
+    /// Who sent the request `context` carries; `host_user` names the host's user over stdio.
     pub fn of(context: &RequestContext<RoleServer>, host_user: &str) -> Who {
         let info = context.client_info();
         Who {
-            caller: Some(mrtr::boundary::principal(context).unwrap_or_else(|| format!("host user {host_user}"))),
+            caller: Some(Caller::of(context, host_user)),
             client: info.as_ref().map(|info| info.name.clone()),
             client_version: info.map(|info| info.version),
             era: Some(context.protocol_version().unwrap_or(ProtocolVersion::V_2026_07_28).to_string()),
@@ -50,8 +60,8 @@ impl Who {
 }
 
 enum Line {
-    /// An event, and whom to tell once it is on disk.
-    Event(Vec<u8>, Option<tokio::sync::oneshot::Sender<()>>),
+    /// An event, and whom to tell once it is on disk (or could not be written).
+    Event(Vec<u8>, Option<tokio::sync::oneshot::Sender<bool>>),
     Reopen,
 }
 
@@ -60,6 +70,8 @@ enum Line {
 pub struct Audit {
     sink: Option<mpsc::Sender<Line>>,
     replica: Arc<str>,
+    /// Whether the last line was written (true until one was not).
+    writable: Arc<AtomicBool>,
 }
 
 /// Why the trail could not be opened.
@@ -69,6 +81,11 @@ pub struct AuditError {
     path: PathBuf,
     source: std::io::Error,
 }
+
+/// An event that could not be written to the trail (the writer's log says why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the audit trail could not be written")]
+pub struct NotRecorded;
 
 impl Audit {
     /// No trail.
@@ -82,17 +99,24 @@ impl Audit {
         let mut file = open(path).map_err(|source| AuditError { path: path.to_owned(), source })?;
         let (sink, lines) = mpsc::channel::<Line>();
         let owned = path.to_owned();
+        let writable = Arc::new(AtomicBool::new(true));
+        let health = writable.clone();
         std::thread::Builder::new()
             .name("audit-log".into())
             .spawn(move || {
                 for line in lines {
                     match line {
                         Line::Event(bytes, synced) => {
-                            if let Err(error) = write_synced(&mut file, &bytes) {
-                                tracing::error!(path = %owned.display(), %error, "could not write the audit log");
-                            }
+                            let written = match write_synced(&mut file, &bytes) {
+                                Ok(()) => true,
+                                Err(error) => {
+                                    tracing::error!(path = %owned.display(), %error, "could not write the audit log");
+                                    false
+                                }
+                            };
+                            health.store(written, Ordering::SeqCst);
                             if let Some(synced) = synced {
-                                let _ = synced.send(());
+                                let _ = synced.send(written);
                             }
                         }
                         Line::Reopen => match open(&owned) {
@@ -105,7 +129,13 @@ impl Audit {
                 }
             })
             .map_err(|source| AuditError { path: path.to_owned(), source })?;
-        Ok(Self { sink: Some(sink), replica: replica.into() })
+        Ok(Self { sink: Some(sink), replica: replica.into(), writable })
+    }
+
+    /// Whether the trail takes lines: false since a line could not be written, until one is
+    /// (always true without a trail). The replica is not ready while it is false.
+    pub fn writable(&self) -> bool {
+        self.sink.is_none() || self.writable.load(Ordering::SeqCst)
     }
 
     /// Reopen the file (after log rotation moved it), before the next event is written.
@@ -133,22 +163,35 @@ impl Audit {
     }
 
     /// Record `event` by `who`, with its own `fields` (which name refunds, orders, amounts),
-    /// and wait until it is on disk.
-    pub async fn record(&self, event: &str, who: &Who, fields: Value) {
+    /// and wait until it is on disk: [`NotRecorded`] if it could not be written. Without a
+    /// trail, nothing is written and nothing fails.
+    pub async fn record(&self, event: &str, who: &Who, fields: Value) -> Result<(), NotRecorded> {
+        let Some(sink) = &self.sink else { return Ok(()) };
         let (synced, on_disk) = tokio::sync::oneshot::channel();
-        if self.send(event, who, fields, Some(synced)) {
-            let _ = on_disk.await;
+        if sink.send(Line::Event(self.line(event, who, fields), Some(synced))).is_err() {
+            return Err(NotRecorded);
         }
+        match on_disk.await {
+            Ok(true) => Ok(()),
+            _ => Err(NotRecorded),
+        }
+    }
+
+    /// Record `event` as [`Audit::record`] does, where the event only reports what happened:
+    /// a line that cannot be written is in the writer's log, and the replica turns not ready.
+    pub async fn report(&self, event: &str, who: &Who, fields: Value) {
+        let _ = self.record(event, who, fields).await;
     }
 
     /// Record `event` without waiting for the disk (where nothing can wait).
     pub fn record_later(&self, event: &str, who: &Who, fields: Value) {
-        self.send(event, who, fields, None);
+        if let Some(sink) = &self.sink {
+            let _ = sink.send(Line::Event(self.line(event, who, fields), None));
+        }
     }
 
-    /// Send `event` to the writer, to be told on `synced` once written; false without a trail.
-    fn send(&self, event: &str, who: &Who, fields: Value, synced: Option<tokio::sync::oneshot::Sender<()>>) -> bool {
-        let Some(sink) = &self.sink else { return false };
+    /// `event`'s line, as written.
+    fn line(&self, event: &str, who: &Who, fields: Value) -> Vec<u8> {
         let mut line = Map::new();
         line.insert("at".into(), json!(web_service::timestamp::rfc3339_millis(SystemTime::now())));
         line.insert("event".into(), json!(event));
@@ -166,7 +209,7 @@ impl Audit {
         }
         let mut bytes = Value::Object(line).to_string().into_bytes();
         bytes.push(b'\n');
-        sink.send(Line::Event(bytes, synced)).is_ok()
+        bytes
     }
 }
 
@@ -177,7 +220,7 @@ pub fn observing(audit: Audit, inner: Observer) -> Observer {
         inner(seen);
         if let SeenOutcome::Rejected(reason) = seen.outcome {
             let who = Who {
-                caller: seen.caller.map(str::to_owned),
+                caller: seen.caller.cloned().map(Caller::Principal),
                 client: seen.client.map(str::to_owned),
                 client_version: None,
                 era: None,
@@ -210,17 +253,17 @@ mod tests {
         let path = dir.path().join("audit.jsonl");
         let audit = Audit::to_file(&path, "replica-x").unwrap();
         let alice = Who {
-            caller: Some("https://issuer.example alice".into()),
+            caller: Some(Caller::Principal(caller::Principal::new("https://issuer.example", "alice"))),
             client: Some("a host\nINFO forged".into()),
             client_version: Some("1.0".into()),
             era: Some("2026-07-28".into()),
         };
-        audit.record("released", &alice, json!({"refund_id": "R-0111", "amount": "180.00"})).await;
+        audit.record("released", &alice, json!({"refund_id": "R-0111", "amount": "180.00"})).await.unwrap();
         let written = lines(&path);
         assert_eq!(written.len(), 1);
         let event = &written[0];
         assert_eq!((event["event"].as_str(), event["replica"].as_str()), (Some("released"), Some("replica-x")));
-        assert_eq!(event["caller"], "https://issuer.example alice");
+        assert_eq!(event["caller"], json!({"issuer": "https://issuer.example", "subject": "alice"}));
         assert_eq!(event["client"], "a host\nINFO forged", "a peer's string stays inside its line");
         assert_eq!((event["refund_id"].as_str(), event["amount"].as_str()), (Some("R-0111"), Some("180.00")));
         assert!(event["at"].as_str().is_some_and(|at| at.ends_with('Z')));
@@ -228,13 +271,24 @@ mod tests {
         let rotated = dir.path().join("audit.jsonl.1");
         std::fs::rename(&path, &rotated).unwrap();
         audit.reopen();
-        audit.record("declined", &alice, json!({"refund_id": "R-0112"})).await;
+        audit.record("declined", &alice, json!({"refund_id": "R-0112"})).await.unwrap();
         assert_eq!(lines(&rotated).len(), 1);
         assert_eq!(lines(&path)[0]["refund_id"], "R-0112");
     }
 
     #[tokio::test]
     async fn without_a_file_nothing_is_written_and_nothing_waits() {
-        Audit::off().record("released", &Who::default(), json!({})).await;
+        assert_eq!(Audit::off().record("released", &Who::default(), json!({})).await, Ok(()));
+        assert!(Audit::off().writable());
+    }
+
+    /// A trail on a full disk: the line is not recorded, the caller is told, and the trail says
+    /// it is not writable until a line is written again.
+    #[tokio::test]
+    async fn a_line_that_cannot_be_written_is_not_recorded_and_says_so() {
+        let audit = Audit::to_file(Path::new("/dev/full"), "replica-x").unwrap();
+        assert!(audit.writable());
+        assert_eq!(audit.record("releasing", &Who::default(), json!({"refund_id": "R-0111"})).await, Err(NotRecorded));
+        assert!(!audit.writable());
     }
 }

@@ -89,8 +89,10 @@ impl Shop {
 
     /// Keep the quotes (for `quote_ttl`) and the once-only claims in `records`: shared storage
     /// lets any replica finish a call another one started.
-    pub(crate) fn with_records(mut self, records: Arc<dyn Records>, quote_ttl: Duration) -> Self {
+    /// Hold each caller to `max_open_quotes` unissued quotes (0: no bound).
+    pub(crate) fn with_records(mut self, records: Arc<dyn Records>, quote_ttl: Duration, max_open_quotes: u64) -> Self {
         self.quotes = QuoteStore::new(records.clone(), quote_ttl);
+        self.quotes.max_open = max_open_quotes;
         self.records = records;
         self
     }

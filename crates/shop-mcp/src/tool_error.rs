@@ -81,19 +81,46 @@ impl ToolError {
 }
 
 impl From<ClientError> for ToolError {
-    /// The API's own words for what it refused; for no answer at all, plain words (the
-    /// connection's details go to the log, not to the model). Failures of the API itself are
-    /// counted ([`count_api_failure`]).
+    /// The shop's API's own words for what it refused; for anything else, plain words ([`in_words`]).
+    /// Failures of the API itself are counted ([`count_api_failure`]).
     fn from(error: ClientError) -> Self {
         count_api_failure(&error);
-        match error {
-            ClientError::Unreachable(detail) => {
-                tracing::warn!(%detail, "the shop's API did not answer");
-                ToolError::new(UNREACHABLE)
-            }
-            other => ToolError::new(other.to_string()),
+        in_words(error, shop_api::SERVICE_NAME)
+    }
+}
+
+/// What a tool says of a failed call to `service` (such as "the shop's API"): the service's own
+/// words for what it refused the request for (a 4xx problem's `detail`, written for its caller);
+/// for a service that failed, did not answer or answered what cannot be read, plain words. An
+/// address, a URL or a transport's error never reaches the model: the log keeps them.
+pub fn in_words(error: ClientError, service: &str) -> ToolError {
+    let service = capitalized(service);
+    match error {
+        ClientError::Api { status: 401 | 403, detail, .. } => {
+            tracing::error!(%detail, "{service} refused this server's credential");
+            ToolError::new(format!(
+                "{service} refused this server's credential; its operator must set it. Nothing was done."
+            ))
+        }
+        ClientError::Api { status, detail, .. } if status < 500 => ToolError::new(detail),
+        ClientError::Api { status, detail, .. } => {
+            tracing::warn!(status, %detail, "{service} failed");
+            ToolError::new(format!("{service} failed to answer. Try again shortly."))
+        }
+        ClientError::Unreachable(detail) => {
+            tracing::warn!(%detail, "{service} did not answer");
+            ToolError::new(format!("{service} did not answer. Try again shortly."))
+        }
+        ClientError::Decode(detail) | ClientError::BadBaseUrl(detail) | ClientError::Setup(detail) => {
+            tracing::error!(%detail, "{service} could not be used");
+            ToolError::new(format!("{service} gave an answer this server could not read. Try again shortly."))
         }
     }
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 /// The kinds of `shop_api_failures_total`: no answer, or a 5xx.
@@ -108,9 +135,6 @@ pub fn count_api_failure(error: &ClientError) {
     };
     metrics::counter!("shop_api_failures_total", "kind" => kind).increment(1);
 }
-
-/// What a tool says when the shop's API did not answer.
-pub const UNREACHABLE: &str = "The shop's API did not answer. Try again shortly.";
 
 impl From<shop_api::IdError> for ToolError {
     fn from(error: shop_api::IdError) -> Self {
@@ -148,5 +172,40 @@ pub fn respond(
         Ok(response) => Ok(response.into()),
         Err(Failure::Tool(error)) => Ok(error.into_result(tool).into()),
         Err(Failure::Protocol(error)) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(status: u16, detail: &str) -> ClientError {
+        ClientError::Api { status, kind: "k".into(), detail: detail.into(), problem: Box::default() }
+    }
+
+    /// What a service refused is said in its own words; how it failed (an address, a URL, a
+    /// transport's error) is not said at all.
+    #[test]
+    fn a_failed_call_names_no_address_url_or_transport_error() {
+        let internals = [
+            ClientError::Unreachable(
+                "the payment provider at http://10.1.2.3:8720/flows: tcp connect error: Connection refused (os error 111)"
+                    .into(),
+            ),
+            ClientError::Decode("http://10.1.2.3:8720/flows answered text/html".into()),
+            api(502, "upstream http://10.1.2.3:8720 failed"),
+            api(401, "This service answers only callers that show its credential as a bearer token."),
+        ];
+        for error in internals {
+            let said = in_words(error, "the payment provider").message().to_owned();
+            for internal in ["10.1.2.3", "http", "tcp", "os error", "upstream"] {
+                assert!(!said.contains(internal), "{said:?} says {internal:?}");
+            }
+            assert!(said.starts_with("The payment provider "), "{said}");
+        }
+        assert_eq!(
+            in_words(api(409, "Refund R-0111 is not held."), "the shop's API").message(),
+            "Refund R-0111 is not held."
+        );
     }
 }

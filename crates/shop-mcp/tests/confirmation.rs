@@ -46,7 +46,7 @@ fn code(error: mrtr::client::ClientError) -> (i32, String) {
 #[tokio::test]
 async fn the_question_is_the_books_and_the_state_is_sealed() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
+    let (client, _) = serve(&api, None, ScriptedUser::always(support::release())).await;
     assert_eq!(client.protocol_version().unwrap().to_string(), "2026-07-28");
     let asked = ask(&client, &quote(&client, "O-2289").await).await;
     let wire = serde_json::to_value(&asked).unwrap();
@@ -71,7 +71,7 @@ async fn the_question_is_the_books_and_the_state_is_sealed() {
 async fn below_the_limit_nobody_is_asked() {
     let api = start_api().await;
     let user = ScriptedUser::always(support::release());
-    let (client, _) = serve(&api.url, None, user.clone()).await;
+    let (client, _) = serve(&api, None, user.clone()).await;
     let done = client.call_tool("issue_refund", json!({"quote_id": quote(&client, "O-1021").await})).await.unwrap();
     assert_eq!(refund_of(&done), ("R-0111".into(), "requested".into()));
     assert!(user.asked().is_empty());
@@ -83,7 +83,7 @@ async fn below_the_limit_nobody_is_asked() {
 async fn a_line_quoted_and_issued_again_is_refunded_once() {
     let api = start_api().await;
     let user = ScriptedUser::always(support::release());
-    let (client, _) = serve(&api.url, None, user.clone()).await;
+    let (client, _) = serve(&api, None, user.clone()).await;
     let line = json!({"order_id": "O-1145", "skus": ["GG-2210"]});
     let first = client.call_tool("quote_refund", line.clone()).await.unwrap();
     let second = client.call_tool("quote_refund", line.clone()).await.unwrap();
@@ -112,7 +112,7 @@ async fn a_line_quoted_and_issued_again_is_refunded_once() {
 #[tokio::test]
 async fn every_refused_state_gets_one_error_and_its_own_logged_reason() {
     let api = start_api().await;
-    let (client, log) = serve(&api.url, Some(KEY_A), ScriptedUser::always(support::release())).await;
+    let (client, log) = serve(&api, Some(KEY_A), ScriptedUser::always(support::release())).await;
     let q1 = quote(&client, "O-2289").await;
     let q2 = quote(&client, "O-1145").await;
     let state = ask(&client, &q1).await.request_state.unwrap();
@@ -158,7 +158,7 @@ async fn keys_rotate_without_dropping_an_answer() {
     let old = StateSecurity::new(KeyRing::new(&[KEY_A]).unwrap(), Duration::from_secs(600), Some("shop".into()));
     let both = format!("{KEY_B},{KEY_A}");
     for (keys, opens, order) in [(KEY_A, true, "O-2289"), (both.as_str(), true, "O-1145"), (KEY_B, false, "O-5150")] {
-        let (client, log) = serve(&api.url, Some(keys), ScriptedUser::always(support::release())).await;
+        let (client, log) = serve(&api, Some(keys), ScriptedUser::always(support::release())).await;
         let q = quote(&client, order).await;
         let asked = ask(&client, &q).await;
         let refund_id = "R-".to_owned() + &format!("{:04}", 110 + api_refunds(&api).await);
@@ -185,7 +185,7 @@ async fn api_refunds(api: &shop_api::RunningApi) -> usize {
 #[tokio::test]
 async fn a_decline_stands() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
+    let (client, _) = serve(&api, None, ScriptedUser::always(support::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
     let declined = complete(answer(&client, &q, Answer::Decline, state.clone()).await.unwrap());
@@ -204,7 +204,7 @@ async fn a_decline_stands() {
 #[tokio::test]
 async fn answers_that_do_not_fit_are_asked_again_and_false_declines() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
+    let (client, _) = serve(&api, None, ScriptedUser::always(support::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
     for (said, problem) in [
@@ -227,7 +227,7 @@ async fn answers_that_do_not_fit_are_asked_again_and_false_declines() {
 #[tokio::test]
 async fn a_dismissed_question_uses_nothing_up() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
+    let (client, _) = serve(&api, None, ScriptedUser::always(support::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
     let dismissed = complete(answer(&client, &q, Answer::Cancel, state.clone()).await.unwrap());
@@ -244,7 +244,7 @@ async fn the_claim_comes_before_the_release() {
     // refused by the once-only record, never by the API's 409 behind it, which would mean it
     // had reached the release call.
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
+    let (client, _) = serve(&api, None, ScriptedUser::always(support::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
     let replies = futures_join(&client, &q, state).await;
@@ -274,7 +274,7 @@ async fn futures_join(client: &Client<ScriptedUser>, q: &str, state: Option<Stri
 #[tokio::test]
 async fn a_host_that_cannot_ask_gets_32021_and_the_refund_stays_held() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::unable_to_ask()).await;
+    let (client, _) = serve(&api, None, ScriptedUser::unable_to_ask()).await;
     let q = quote(&client, "O-2289").await;
     let error = client.call_tool("issue_refund", json!({"quote_id": q})).await.unwrap_err();
     let error = error.rpc_error().unwrap().clone();
@@ -287,7 +287,7 @@ async fn a_host_that_cannot_ask_gets_32021_and_the_refund_stays_held() {
 #[tokio::test]
 async fn a_malformed_id_is_a_tool_error_that_names_the_format() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
+    let (client, _) = serve(&api, None, ScriptedUser::always(support::release())).await;
     for (tool, arguments, expected) in [
         ("issue_refund", json!({"quote_id": "5001"}), "Q-"),
         ("lookup_order", json!({"order_id": "o-2289"}), "O-"),
@@ -308,7 +308,7 @@ async fn a_malformed_id_is_a_tool_error_that_names_the_format() {
 #[tokio::test]
 async fn tools_are_described_for_a_model() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(support::release())).await;
+    let (client, _) = serve(&api, None, ScriptedUser::always(support::release())).await;
     let tools = client.peer().list_all_tools().await.unwrap();
     let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
     for expected in ["lookup_order", "quote_refund", "issue_refund", "refund_status", "record_return"] {

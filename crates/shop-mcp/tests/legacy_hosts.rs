@@ -14,7 +14,7 @@ use support::{KEY_A, field, issue, serve_2025, start_api, status};
 
 /// The shop's server, and a 2025 client playing `user`.
 async fn legacy_over_stdio(api: &RunningApi, user: ScriptedUser) -> Client<ScriptedUser> {
-    let (client, _) = serve_2025(&api.url, Some(KEY_A), user).await;
+    let (client, _) = serve_2025(api, Some(KEY_A), user).await;
     assert_eq!(client.protocol_version(), Some(ProtocolVersion::V_2025_11_25));
     client
 }

@@ -26,7 +26,7 @@ fn question(asked: &InputRequiredResult) -> Value {
 #[tokio::test]
 async fn the_form_reaches_the_client_as_the_spec_shapes_it() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(Answer::Cancel)).await;
+    let (client, _) = serve(&api, None, ScriptedUser::always(Answer::Cancel)).await;
     let first = asked(client.call_tool_once(return_call()).await.unwrap());
     let q = question(&first);
     assert_eq!(q["params"]["message"], "You opened the return of KG-1043 from order O-1145. What did you find?");
@@ -43,7 +43,7 @@ async fn the_form_reaches_the_client_as_the_spec_shapes_it() {
 #[tokio::test]
 async fn an_answer_that_does_not_fit_is_asked_again_and_a_fitting_one_is_recorded() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(Answer::Cancel)).await;
+    let (client, _) = serve(&api, None, ScriptedUser::always(Answer::Cancel)).await;
     let first = asked(client.call_tool_once(return_call()).await.unwrap());
 
     let wrong = Answer::accept(json!({"reason": "broken", "restock": true}));
@@ -67,7 +67,7 @@ async fn an_answer_that_does_not_fit_is_asked_again_and_a_fitting_one_is_recorde
 async fn a_url_only_client_cannot_be_shown_a_form() {
     let api = start_api().await;
     let url_only = serde_json::from_value(json!({"url": {}})).unwrap();
-    let (client, _) = serve(&api.url, None, ScriptedUser::always(Answer::Cancel).declaring(Some(url_only))).await;
+    let (client, _) = serve(&api, None, ScriptedUser::always(Answer::Cancel).declaring(Some(url_only))).await;
     let error = client.call_tool("record_return", json!({"order_id": "O-1145", "sku": "KG-1043"})).await.unwrap_err();
     let error = error.rpc_error().unwrap();
     assert_eq!(error.code.0, -32021);
@@ -99,10 +99,11 @@ mod paying {
         let api = start_api().await;
         let paying = |config: &mut ServeConfig| {
             config.payments.provider = Some(provider.url.clone());
+            config.payments.token = provider.token.clone();
             config.payments.max_rounds = rounds.parse().unwrap();
         };
         // One key, so that another server of the same shop opens this one's states.
-        let (client, _) = serve_with(&api.url, Some(KEY_A), paying, user).await;
+        let (client, _) = serve_with(&api, Some(KEY_A), paying, user).await;
         let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
         let quote_id = quote.structured_content.unwrap()["quote_id"].clone();
         let issue = params("issue_refund", json!({"quote_id": quote_id}));
@@ -154,8 +155,13 @@ mod paying {
         let second = asked(pay(&client, first.request_state, Some(Answer::Accept(None))).await);
         assert_eq!(url(&second), link, "the same flow on every round");
         // The provider knows the flow as the refund's, started by the host's user.
-        let record = payment_provider::PaymentProvider::new(&provider.url).unwrap().flow(flow).await.unwrap();
-        assert_eq!((record.refund_id.as_str(), record.lead.as_str()), ("R-0111", "lead-1"));
+        let record = payment_provider::PaymentProvider::new(&provider.url)
+            .unwrap()
+            .with_token(provider.token.clone())
+            .flow(flow)
+            .await
+            .unwrap();
+        assert_eq!((record.refund_id.as_str(), record.lead.as_deref()), ("R-0111", Some("lead-1")));
     }
 
     #[tokio::test]
@@ -193,10 +199,11 @@ mod paying {
         let form_only = serde_json::from_value(json!({"form": {}})).unwrap();
         let paying = |config: &mut ServeConfig| {
             config.payments.provider = Some(provider.url.clone());
+            config.payments.token = provider.token.clone();
             config.payments.max_rounds = 2;
         };
         let user = ScriptedUser::always(support::release()).declaring(Some(form_only));
-        let (other, _) = serve_with(&api.url, Some(KEY_A), paying, user).await;
+        let (other, _) = serve_with(&api, Some(KEY_A), paying, user).await;
         let reply = said(pay(&other, state, Some(Answer::Accept(None))).await);
         assert!(
             reply.starts_with("Not paid yet: the payment provider has not seen the lead sign in after 2 rounds."),
@@ -222,8 +229,11 @@ mod paying {
     async fn only_a_released_refund_is_paid() {
         let provider = provider().await;
         let api = start_api().await;
-        let paying = |config: &mut ServeConfig| config.payments.provider = Some(provider.url.clone());
-        let (client, _) = serve_with(&api.url, None, paying, ScriptedUser::always(support::release())).await;
+        let paying = |config: &mut ServeConfig| {
+            config.payments.provider = Some(provider.url.clone());
+            config.payments.token = provider.token.clone();
+        };
+        let (client, _) = serve_with(&api, None, paying, ScriptedUser::always(support::release())).await;
         let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
         let issue = params("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]}));
         client.call_tool_once(issue).await.unwrap(); // held, nobody answered

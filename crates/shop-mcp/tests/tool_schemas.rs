@@ -12,7 +12,7 @@ use support::{serve, start_api};
 #[tokio::test]
 async fn every_parameter_has_a_title_a_description_and_one_type() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::unable_to_ask()).await;
+    let (client, _) = serve(&api, None, ScriptedUser::unable_to_ask()).await;
     let tools = client.peer().list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 6);
     for tool in &tools {
@@ -30,7 +30,7 @@ async fn every_parameter_has_a_title_a_description_and_one_type() {
 #[tokio::test]
 async fn skus_left_out_empty_or_null_quote_the_whole_order() {
     let api = start_api().await;
-    let (client, _) = serve(&api.url, None, ScriptedUser::unable_to_ask()).await;
+    let (client, _) = serve(&api, None, ScriptedUser::unable_to_ask()).await;
     for arguments in [
         json!({"order_id": "O-2289"}),
         json!({"order_id": "O-2289", "skus": []}),

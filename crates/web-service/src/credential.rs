@@ -1,7 +1,16 @@
-//! A service's own credential: one bearer token that callers must show, compared in constant
-//! time. The shop's MCP server calls the shop's API as itself with it, never with a token it was
-//! given (no token passthrough). `/healthz` stays open, for load balancers, and so does any
-//! path a service names as open (a page a person's browser opens, say).
+//! A service's credentials: bearer tokens that callers must show, compared in constant time.
+//!
+//! A service always has one, its *service credential*: the shop's MCP server calls the shop's
+//! API as itself with it, never with a token it was given (no token passthrough). When none is
+//! given, [`generate`] makes one and the operator has it written where they asked
+//! ([`write_secret`]); a service runs open only when told to, and says so at every start.
+//! A service may also take *client credentials*, for programs that may read and act but not
+//! speak for anyone else. Each request carries what it showed ([`Shown`]) in its extensions,
+//! so a route can keep something to the service credential alone. `/healthz` stays open, for
+//! load balancers, and so does any path a service names as open (a page a person's browser
+//! opens, say).
+
+use std::{io::Write as _, path::Path};
 
 use axum::{
     Router,
@@ -10,32 +19,124 @@ use axum::{
     middleware::{self, Next},
     response::{IntoResponse, Response},
 };
+use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::problem::Problem;
 
-/// `router` behind `token`, when there is one.
-pub fn require(router: Router, token: Option<&str>) -> Router {
-    require_except(router, token, &[])
+/// The credentials a service takes. Digests only: neither a comparison's time nor its length
+/// says anything of a token.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    /// `None`: the service runs open (told to, and warned).
+    service: Option<[u8; 32]>,
+    clients: Vec<[u8; 32]>,
 }
 
-/// `router` behind `token`, when there is one, but for paths under the prefixes `open`.
-pub fn require_except(router: Router, token: Option<&str>, open: &'static [&'static str]) -> Router {
-    match token.filter(|token| !token.is_empty()) {
-        None => router,
-        // Digests, so neither the comparison's time nor its length says anything of the token.
-        Some(token) => router.layer(middleware::from_fn_with_state((Sha256::digest(token).to_vec(), open), check)),
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("service", &self.service.is_some())
+            .field("clients", &self.clients.len())
+            .finish()
     }
 }
 
+/// What a request showed, in its extensions once through [`require`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// The service credential: the service's own caller, which may speak for others.
+    Service,
+    /// A client credential.
+    Client,
+    /// Nothing, on a service that runs open (or a path that is open).
+    Nothing,
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.trim().as_bytes()).into()
+}
+
+impl Credentials {
+    /// A service whose callers must show `service` (or a client credential added later).
+    pub fn service(service: &str) -> Self {
+        Self { service: Some(digest(service)), clients: Vec::new() }
+    }
+
+    /// A service that takes no credential at all: anyone who reaches it is let in.
+    pub fn open() -> Self {
+        Self::default()
+    }
+
+    /// Also take `client`, a credential that may not speak for others.
+    pub fn with_client(mut self, client: &str) -> Self {
+        self.clients.push(digest(client));
+        self
+    }
+
+    /// Whether the service runs open.
+    pub fn is_open(&self) -> bool {
+        self.service.is_none()
+    }
+
+    fn shown(&self, token: &str) -> Option<Shown> {
+        let shown = digest(token);
+        let service = self.service?;
+        if bool::from(shown.ct_eq(&service)) {
+            return Some(Shown::Service);
+        }
+        self.clients.iter().any(|client| bool::from(shown.ct_eq(client))).then_some(Shown::Client)
+    }
+}
+
+/// A fresh credential: 32 random bytes from the operating system, in unpadded base64url.
+///
+/// # Panics
+///
+/// When the operating system has no random numbers to give, which leaves no safe way to go on.
+pub fn generate() -> String {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the operating system's random numbers");
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// Write `secret` to `path`, readable by its owner alone (mode 0600), replacing what was there.
+pub fn write_secret(path: &Path, secret: &str) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    #[cfg(unix)]
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    writeln!(file, "{secret}")?;
+    file.sync_all()
+}
+
+/// Read a secret written by [`write_secret`] (or by hand): the file's first line, trimmed.
+pub fn read_secret(path: &Path) -> std::io::Result<String> {
+    let text = std::fs::read_to_string(path)?;
+    let secret = text.lines().next().unwrap_or_default().trim().to_owned();
+    if secret.is_empty() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "the file holds no credential"));
+    }
+    Ok(secret)
+}
+
+/// `router` behind `credentials`, but for `/healthz` and the paths under the prefixes `open`.
+pub fn require(router: Router, credentials: Credentials, open: &'static [&'static str]) -> Router {
+    router.layer(middleware::from_fn_with_state((credentials, open), check))
+}
+
 async fn check(
-    State((expected, open)): State<(Vec<u8>, &'static [&'static str])>,
-    request: Request,
+    State((credentials, open)): State<(Credentials, &'static [&'static str])>,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let path = request.uri().path();
-    if path == "/healthz" || open.iter().any(|prefix| path.starts_with(prefix)) {
+    if credentials.is_open() || path == "/healthz" || open.iter().any(|prefix| path.starts_with(prefix)) {
+        request.extensions_mut().insert(Shown::Nothing);
         return next.run(request).await;
     }
     let shown = request
@@ -43,10 +144,13 @@ async fn check(
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
-        .map(|token| Sha256::digest(token.trim()).to_vec());
+        .and_then(|token| credentials.shown(token));
     match shown {
-        Some(shown) if bool::from(shown.ct_eq(&expected)) => next.run(request).await,
-        _ => {
+        Some(shown) => {
+            request.extensions_mut().insert(shown);
+            next.run(request).await
+        }
+        None => {
             let problem = Problem::new(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
@@ -57,5 +161,37 @@ async fn check(
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
             response
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generated_credential_is_long_random_and_written_for_its_owner_alone() {
+        let (one, two) = (generate(), generate());
+        assert_ne!(one, two);
+        assert_eq!(one.len(), 43);
+        let dir = std::env::temp_dir().join(format!("credential-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("api.token");
+        write_secret(&path, &one).unwrap();
+        assert_eq!(read_secret(&path).unwrap(), one);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_service_credential_and_a_client_credential_are_told_apart() {
+        let credentials = Credentials::service("service-secret").with_client("client-secret");
+        assert_eq!(credentials.shown("service-secret"), Some(Shown::Service));
+        assert_eq!(credentials.shown("client-secret"), Some(Shown::Client));
+        assert_eq!(credentials.shown("guess"), None);
+        assert!(Credentials::open().is_open());
     }
 }

@@ -12,11 +12,14 @@
 //!   [`spawn_loopback`] it as a [`RunningService`] that stops on drop.
 //! - [`client`]: [`JsonClient`] (base URL, timeout, JSON in and out, and the service's own
 //!   credential when it has one) and [`ClientError`], which displays a problem's `detail`.
-//! - [`credential`]: a service's own bearer credential, checked in constant time.
+//! - [`credential`]: a service's credentials (its own, and clients'), checked in constant time,
+//!   made and written when none is given.
+//! - [`browsers`]: a back end that no browser page may call, and that serves only its own names.
 //! - [`shutdown`]: SIGINT or SIGTERM, awaited, so a server stops after the requests in flight.
 //! - [`timestamp`]: RFC 3339 UTC text, for records that say when.
 //! - [`testing`]: assertions for the tests of services built on this crate.
 
+pub mod browsers;
 pub mod client;
 pub mod credential;
 pub mod ids;

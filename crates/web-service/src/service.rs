@@ -21,8 +21,8 @@ pub async fn serve(
 }
 
 /// Binds 127.0.0.1 on a free port and serves `router` there on the current
-/// Tokio runtime.
-pub async fn spawn_loopback(router: Router) -> io::Result<RunningService> {
+/// Tokio runtime; `token` is the credential its callers show, if it takes one.
+pub async fn spawn_loopback(router: Router, token: Option<String>) -> io::Result<RunningService> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
     let addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
@@ -30,7 +30,7 @@ pub async fn spawn_loopback(router: Router) -> io::Result<RunningService> {
         // Either a stop signal or the sender being dropped ends the server.
         let _ = stopped.await;
     }));
-    Ok(RunningService { url: format!("http://{addr}"), addr, stop: Some(stop), task: Some(task) })
+    Ok(RunningService { url: format!("http://{addr}"), addr, token, stop: Some(stop), task: Some(task) })
 }
 
 /// A server started by [`spawn_loopback`]. Dropping it begins a graceful
@@ -41,6 +41,8 @@ pub struct RunningService {
     pub url: String,
     /// The bound address.
     pub addr: SocketAddr,
+    /// The service credential its callers show (`None`: it runs open).
+    pub token: Option<String>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<io::Result<()>>>,
 }

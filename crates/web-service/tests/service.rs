@@ -28,7 +28,7 @@ fn router() -> Router {
 
 #[tokio::test]
 async fn client_decodes_answers_and_problems() {
-    let running = spawn_loopback(router()).await.unwrap();
+    let running = spawn_loopback(router(), None).await.unwrap();
     let client = JsonClient::new("the test service", &format!("{}/", running.url)).unwrap();
     assert_eq!(client.base_url(), running.url);
 
@@ -63,7 +63,7 @@ async fn client_decodes_answers_and_problems() {
 
 #[tokio::test]
 async fn raw_requests_see_problem_json() {
-    let running = spawn_loopback(router()).await.unwrap();
+    let running = spawn_loopback(router(), None).await.unwrap();
     let http = reqwest::Client::new();
     let url = |path: &str| format!("{}{path}", running.url);
     let (status, body) = send_raw(http.post(url("/echo")).body("{}")).await;
@@ -79,7 +79,7 @@ async fn raw_requests_see_problem_json() {
 
 #[tokio::test]
 async fn shutdown_and_drop_stop_the_server() {
-    let running = spawn_loopback(router()).await.unwrap();
+    let running = spawn_loopback(router(), None).await.unwrap();
     let client = JsonClient::new("the test service", &running.url).unwrap();
     running.shutdown().await.unwrap();
     let err = client.get::<Value>("/healthz").await.unwrap_err();
@@ -87,7 +87,7 @@ async fn shutdown_and_drop_stop_the_server() {
     let prefix = format!("the test service at {} did not answer: ", client.base_url());
     assert!(err.to_string().starts_with(&prefix), "{err}");
 
-    let running = spawn_loopback(router()).await.unwrap();
+    let running = spawn_loopback(router(), None).await.unwrap();
     let client = JsonClient::new("the test service", &running.url).unwrap();
     drop(running);
     // The server stops soon after the drop, without anyone waiting for it.

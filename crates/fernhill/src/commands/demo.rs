@@ -32,11 +32,9 @@ pub async fn run(answers: &str, answers_file: Option<&Path>) -> anyhow::Result<(
     println!("payment provider on {}", &provider.url);
 
     let lead = ScriptedUser::in_turn(answers).on_question(|q| println!("  the lead is asked: {}", message_of(q)));
-    let client = chapter::connect(
-        lead,
-        chapter::launch_self(&api.url, &["serve", "--shop-api", &api.url, "--payments", &provider.url])?,
-    )
-    .await?;
+    let mut server = chapter::launch_self(&api, &["serve"])?;
+    chapter::pay_through(&mut server, &provider);
+    let client = chapter::connect(lead, server).await?;
     let version = client.protocol_version().map(|v| v.to_string()).unwrap_or_default();
     println!("connected to the shop's MCP server over stdio, protocol revision {version}");
 

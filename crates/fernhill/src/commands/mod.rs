@@ -5,5 +5,6 @@ pub mod host;
 pub mod payment_provider;
 pub mod probe;
 pub mod serve;
+pub mod service_credential;
 pub mod shop_api;
 pub mod wire;

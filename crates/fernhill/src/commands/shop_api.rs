@@ -1,13 +1,20 @@
 //! `fernhill shop-api`: the shop's HTTP API, until SIGINT or SIGTERM.
 //!
-//! Secure by default, as `serve` is: the API releases money to whoever calls it, so on an
-//! address other hosts can reach it starts only with a service credential (`SHOP_API_TOKEN`),
-//! or when told that something else guards it (`--insecure-no-auth`, warned at every start).
+//! Secure by default, as `serve` is: the API releases money to whoever calls it, so it always
+//! asks for a credential. Its service credential (the MCP server's, which alone may say for whom
+//! it acts) is given (`SHOP_API_TOKEN`), or made at start and written where the operator asks
+//! (`--token-file`, which `serve --shop-api-token-file` reads). Other programs may be given
+//! client credentials (`SHOP_API_CLIENT_TOKENS`). `--insecure-no-auth` is the one way to run it
+//! open, warned at every start. Whatever the credential, no browser page may call it and it
+//! answers only the hosts it serves (IP addresses, `localhost`, `--allowed-host`).
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use shop_api::{Store, store::DEFAULT_QUOTE_TTL};
+use web_service::credential::Credentials;
+
+use super::service_credential::credential_of;
 
 use shop_mcp::serve::{
     logging,
@@ -24,13 +31,32 @@ pub struct ShopApiOptions {
     /// SQLite file to keep the shop's data in (created and seeded if new); in memory if absent.
     #[arg(long)]
     pub db: Option<PathBuf>,
-    /// A service credential every caller must show as a bearer token (give it in the
-    /// environment). Required on an address other than loopback.
+    /// The service credential: the MCP server's (give it in the environment), which alone may
+    /// say for whom it acts. Without it, one is made at start and written to --token-file.
     #[arg(long, env = "SHOP_API_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     pub token: Option<String>,
-    /// Listen on an address other than loopback without a credential: anyone who reaches the
-    /// port can then quote, issue and release refunds. Warned at every start.
-    #[arg(long)]
+    /// Write the service credential here (made at start when none is given), readable by its
+    /// owner alone: give the same path to `serve --shop-api-token-file`.
+    #[arg(long, env = "SHOP_API_TOKEN_FILE", value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Client credentials, comma-separated: programs that may read, quote, issue and decide,
+    /// but not say for whom they act (give them in the environment).
+    #[arg(
+        long = "client-token",
+        env = "SHOP_API_CLIENT_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub client_tokens: Vec<String>,
+    /// Host names the API serves besides IP addresses and localhost (repeat): a request for
+    /// another name is refused (421), so a web page whose name was rebound to this address
+    /// reads nothing.
+    #[arg(long = "allowed-host", env = "SHOP_API_ALLOWED_HOSTS", value_delimiter = ',', value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// Run without any credential: anyone who reaches the port can then quote, issue and
+    /// release refunds. Warned at every start.
+    #[arg(long, conflicts_with_all = ["token", "token_file", "client_tokens"])]
     pub insecure_no_auth: bool,
     /// How long a quote can be issued, in seconds.
     #[arg(long, env = "SHOP_QUOTE_TTL", default_value_t = DEFAULT_QUOTE_TTL.as_secs(), value_name = "SECONDS")]
@@ -41,25 +67,35 @@ pub struct ShopApiOptions {
     pub load_orders: u32,
 }
 
-/// Why the API would not start.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "refusing to serve the shop's API on {0} without a credential: anyone who reaches it could release refunds. \
-     Set SHOP_API_TOKEN (and give the MCP server the same), or --insecure-no-auth if something else guards it"
-)]
-pub struct Insecure(SocketAddr);
-
 pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
     let telemetry = Telemetry::from_env("fernhill-shop-api")?;
     logging::init_traced(logging::Verbosity::Info, logging::LogFormat::Text, telemetry.as_ref());
-    let ShopApiOptions { listen, db, token, insecure_no_auth, quote_ttl, load_orders } = options;
-    let token = token.filter(|token| !token.is_empty());
-    if token.is_none() && !listen.ip().is_loopback() {
-        if !insecure_no_auth {
-            return Err(Insecure(listen).into());
+    let ShopApiOptions {
+        listen,
+        db,
+        token,
+        token_file,
+        client_tokens,
+        allowed_hosts,
+        insecure_no_auth,
+        quote_ttl,
+        load_orders,
+    } = options;
+    let credentials = match insecure_no_auth {
+        true => {
+            tracing::warn!(%listen, "serving the shop's API without a credential (--insecure-no-auth): anyone who reaches it can release refunds");
+            Credentials::open()
         }
-        tracing::warn!(%listen, "serving the shop's API without a credential (--insecure-no-auth): anyone who reaches it can release refunds");
-    }
+        false => {
+            let service = credential_of(token, token_file.as_deref(), "SHOP_API_TOKEN", "serve --shop-api-token-file")?;
+            client_tokens
+                .iter()
+                .filter(|token| !token.is_empty())
+                .fold(Credentials::service(&service), |all, client| all.with_client(client))
+        }
+    };
+    let mut hosts: Vec<String> = web_service::browsers::LOOPBACK_NAMES.iter().map(|name| (*name).to_owned()).collect();
+    hosts.extend(allowed_hosts);
     let store = Store::open(db.as_deref())
         .with_context(|| match &db {
             Some(path) => format!("opening the store at {}", path.display()),
@@ -75,8 +111,8 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
     let url = format!("http://{}", listener.local_addr()?);
     println!("{url}");
-    tracing::info!(%url, db = ?db, credential = token.is_some(), "shop API listening");
-    let mut app = shop_api::app(Arc::new(store), token.as_deref());
+    tracing::info!(%url, db = ?db, credential = !credentials.is_open(), hosts = ?hosts, "shop API listening");
+    let mut app = shop_api::app(Arc::new(store), credentials, &hosts);
     if telemetry.is_some() {
         app = app.layer(axum::middleware::from_fn(telemetry::http_server_spans));
     }

@@ -70,19 +70,54 @@ impl Log {
     }
 }
 
+/// A command that talks to the shop's API: where it is (`SHOP_API_URL`) and its service
+/// credential (`SHOP_API_TOKEN`), in the command's environment.
+pub trait ShopApiCommand {
+    fn shop_api(&mut self, api: &shop_api::RunningApi) -> &mut Self;
+}
+
+impl ShopApiCommand for Command {
+    fn shop_api(&mut self, api: &shop_api::RunningApi) -> &mut Self {
+        self.env("SHOP_API_URL", &api.url);
+        match &api.token {
+            Some(token) => self.env("SHOP_API_TOKEN", token),
+            None => self.env_remove("SHOP_API_TOKEN"),
+        }
+    }
+}
+
+impl ShopApiCommand for std::process::Command {
+    fn shop_api(&mut self, api: &shop_api::RunningApi) -> &mut Self {
+        self.env("SHOP_API_URL", &api.url);
+        match &api.token {
+            Some(token) => self.env("SHOP_API_TOKEN", token),
+            None => self.env_remove("SHOP_API_TOKEN"),
+        }
+    }
+}
+
+/// A command that pays through the payment provider `provider`: where it is and its credential.
+pub fn pays_through(command: &mut Command, provider: &payment_provider::RunningProvider) {
+    command.env("PAYMENT_PROVIDER_URL", &provider.url);
+    match &provider.token {
+        Some(token) => command.env("PAYMENT_PROVIDER_TOKEN", token),
+        None => command.env_remove("PAYMENT_PROVIDER_TOKEN"),
+    };
+}
+
 /// `fernhill serve` over stdio against `api`, with `keys` (if any) and a client playing `user`.
-pub async fn serve(api: &str, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
+pub async fn serve(api: &shop_api::RunningApi, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
     serve_with(api, keys, &[], user).await
 }
 
 pub async fn serve_with(
-    api: &str,
+    api: &shop_api::RunningApi,
     keys: Option<&str>,
     env: &[(&str, &str)],
     user: ScriptedUser,
 ) -> (Client<ScriptedUser>, Log) {
     let mut command = Command::new(fernhill());
-    command.arg("serve").env("SHOP_API_URL", api).env("RUST_LOG", "info,request_state=warn");
+    command.arg("serve").shop_api(api).env("RUST_LOG", "info,request_state=warn");
     match keys {
         Some(keys) => command.env("SHOP_REQUEST_STATE_KEY", keys),
         None => command.env_remove("SHOP_REQUEST_STATE_KEY"),
@@ -204,16 +239,28 @@ impl Balancer {
     }
 
     /// Start HAProxy in front of `fleet`'s replicas; it stops when the child is dropped. The
-    /// configuration names three: a smaller fleet's last replica fills the places left.
+    /// configuration names three: a smaller fleet's last replica fills the places left. HAProxy
+    /// connects from the address the replicas take PROXY headers from, and checks their admin
+    /// listeners.
     pub fn start(self, fleet: &load::fleet::Fleet) -> tokio::process::Child {
+        self.start_with(fleet, &[])
+    }
+
+    /// As [`Balancer::start`], with more of the configuration's environment (`env`).
+    pub fn start_with(self, fleet: &load::fleet::Fleet, env: &[(&str, &str)]) -> tokio::process::Child {
         let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/haproxy.cfg");
         let mut command = Command::new("haproxy");
         command.arg("-db").arg("-f").arg(config).env("FERNHILL_LISTEN", "fd@0");
+        command.env("FERNHILL_PROXY_SOURCE", load::fleet::PROXY_SOURCE);
         for index in 0..3 {
             let replica = fleet.urls.get(index).or(fleet.urls.last()).expect("a fleet of at least one");
             let address = replica.trim_start_matches("http://").trim_end_matches("/mcp");
             command.env(format!("FERNHILL_REPLICA_{}", index + 1), address);
+            let admin = fleet.admin_urls.get(index).or(fleet.admin_urls.last()).expect("an admin listener");
+            let port = admin.rsplit(':').next().expect("a port");
+            command.env(format!("FERNHILL_ADMIN_PORT_{}", index + 1), port);
         }
+        command.envs(env.iter().copied());
         command
             .stdin(Stdio::from(std::os::fd::OwnedFd::from(self.listener)))
             .stdout(Stdio::null())

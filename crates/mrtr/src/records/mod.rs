@@ -44,6 +44,10 @@ pub trait Records: OnceOnly {
     fn get<'a>(&'a self, key: &'a str) -> Pending<'a, Option<String>>;
     /// Forget the value under `key`, if any.
     fn remove<'a>(&'a self, key: &'a str) -> Pending<'a, ()>;
+    /// Add `delta` to the count under `key` (0 when absent or expired; never below 0) and return
+    /// it: atomic, so concurrent counts all count. A new count is kept for `keep` from when it
+    /// starts, and not longer however often it is added to (a window that does not move).
+    fn count<'a>(&'a self, key: &'a str, delta: i64, keep: Duration) -> Pending<'a, u64>;
     /// What this storage is, for logs.
     fn describe(&self) -> String;
 }
@@ -126,6 +130,20 @@ impl Records for InMemory {
         Box::pin(async { Ok(()) })
     }
 
+    fn count<'a>(&'a self, key: &'a str, delta: i64, keep: Duration) -> Pending<'a, u64> {
+        let counted = self.with(|entries, now| {
+            let (held, until) = entries
+                .get(key)
+                .filter(|(_, until)| *until > now)
+                .map(|(value, until)| (value.parse::<u64>().unwrap_or(0), *until))
+                .unwrap_or((0, now + keep));
+            let counted = held.saturating_add_signed(delta);
+            entries.insert(key.to_owned(), (counted.to_string(), until));
+            counted
+        });
+        Box::pin(async move { Ok(counted) })
+    }
+
     fn describe(&self) -> String {
         "memory (this process only)".into()
     }
@@ -182,5 +200,25 @@ mod tests {
         assert_eq!(records.get("gone").await.unwrap(), None);
         records.remove("q").await.unwrap();
         assert_eq!(records.get("q").await.unwrap(), None);
+        counts(records).await;
+    }
+
+    /// A count goes up and down, never below zero, and starts again once its window ends.
+    pub(super) async fn counts(records: Arc<dyn Records>) {
+        let keep = Duration::from_secs(60);
+        assert_eq!(records.count("c", 1, keep).await.unwrap(), 1);
+        assert_eq!(records.count("c", 1, keep).await.unwrap(), 2);
+        assert_eq!(records.count("c", -1, keep).await.unwrap(), 1);
+        assert_eq!(records.count("c", -5, keep).await.unwrap(), 0);
+        assert_eq!(records.count("gone", 3, Duration::ZERO).await.unwrap(), 3);
+        let mut tasks = Vec::new();
+        for _ in 0..32 {
+            let records = records.clone();
+            tasks.push(tokio::spawn(async move { records.count("many", 1, Duration::from_secs(60)).await.unwrap() }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(records.count("many", 0, keep).await.unwrap(), 32, "every concurrent count counted");
     }
 }

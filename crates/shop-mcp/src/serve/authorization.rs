@@ -2,8 +2,10 @@
 //!
 //! Reading tools need `orders:read`; the tools that move money or record what a lead decided
 //! (`issue_refund`, `pay_refund`, `record_return`) need `refunds:write`, the scope only support
-//! leads hold, which implies reading. Listing tools, discovery and the handshake need only a
-//! valid token. Over stdio there is no OAuth: the host's user launched the server.
+//! leads hold, which implies reading. A 2025 `initialize` opens a session, which holds memory
+//! until it ends, and leads to nothing but the tools: it needs `orders:read`, so a token that
+//! can reach no tool cannot open sessions. Listing tools and discovery need only a valid token.
+//! Over stdio there is no OAuth: the host's user launched the server.
 
 use oauth_resource::ScopePolicy;
 
@@ -24,7 +26,7 @@ impl ScopePolicy for ShopScopes {
     fn needed(&self, method: &str, target: Option<&str>) -> Vec<String> {
         match (method, target) {
             ("tools/call", Some(tool)) if WRITING_TOOLS.contains(&tool) => vec![REFUNDS_WRITE.to_owned()],
-            ("tools/call", _) => vec![ORDERS_READ.to_owned()],
+            ("tools/call" | "initialize", _) => vec![ORDERS_READ.to_owned()],
             _ => Vec::new(),
         }
     }

@@ -6,7 +6,10 @@ use std::{net::SocketAddr, time::Duration};
 
 use mrtr::request_state::DEFAULT_TTL;
 
-use crate::{quote_store::DEFAULT_QUOTE_TTL, tools::issue_refund::AskStyle};
+use crate::{
+    quote_store::{DEFAULT_MAX_OPEN_QUOTES, DEFAULT_QUOTE_TTL},
+    tools::issue_refund::AskStyle,
+};
 
 /// The environment variable that names the shop's API.
 pub const SHOP_API_ENV: &str = "SHOP_API_URL";
@@ -29,10 +32,15 @@ pub struct ServeConfig {
     #[arg(long, env = SHOP_API_ENV, value_name = "URL")]
     pub shop_api: String,
 
-    /// The shop's API's service credential, if it asks for one: the server calls the API as
-    /// itself, never with a caller's token. Give it in the environment.
+    /// The shop's API's service credential: the server calls the API as itself, never with a
+    /// caller's token. Give it in the environment, or --shop-api-token-file.
     #[arg(long, env = "SHOP_API_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     pub shop_api_token: Option<String>,
+
+    /// Read the shop's API's service credential from this file (what `shop-api --token-file`
+    /// wrote).
+    #[arg(long, env = "SHOP_API_TOKEN_FILE", conflicts_with = "shop_api_token", value_name = "PATH")]
+    pub shop_api_token_file: Option<std::path::PathBuf>,
 
     /// Where quotes and once-only claims live: `memory` (one process) or a redis:// URL (a fleet).
     #[arg(long, env = "SHOP_STORE", default_value = DEFAULT_STORE, value_name = "STORE")]
@@ -55,6 +63,11 @@ pub struct ServeConfig {
     /// How long a quote stays issuable, in seconds.
     #[arg(long, env = "SHOP_QUOTE_TTL", default_value_t = DEFAULT_QUOTE_TTL.as_secs(), value_name = "SECONDS")]
     pub quote_ttl: u64,
+
+    /// Quotes one caller may hold that are not issued yet (each is a row in the shop's API and
+    /// an entry here for its lifetime); past it, quote_refund says so. 0: no bound.
+    #[arg(long, env = "SHOP_MAX_OPEN_QUOTES", default_value_t = DEFAULT_MAX_OPEN_QUOTES, value_name = "N")]
+    pub max_open_quotes: u64,
 
     /// How issue_refund asks: `input-required` (MCP 2026-07-28), or `wait`, the 2025 way of a
     /// server-sent elicitation/create, which fails at 2026-07-28 (for showing that it does).
@@ -105,11 +118,13 @@ impl ServeConfig {
         Self {
             shop_api: shop_api.into(),
             shop_api_token: None,
+            shop_api_token_file: None,
             store: DEFAULT_STORE.into(),
             store_prefix: DEFAULT_STORE_PREFIX.into(),
             state_keys: None,
             state_ttl: DEFAULT_TTL.as_secs_f64(),
             quote_ttl: DEFAULT_QUOTE_TTL.as_secs(),
+            max_open_quotes: DEFAULT_MAX_OPEN_QUOTES,
             ask_style: AskStyle::InputRequired,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             when_busy: WhenBusy::Shed,
@@ -159,16 +174,27 @@ pub struct PaymentsConfig {
     #[arg(long = "payments", env = PAYMENTS_ENV, value_name = "URL")]
     pub provider: Option<String>,
 
-    /// The payment provider's service credential, if it asks for one (give it in the environment).
+    /// The payment provider's service credential (give it in the environment, or
+    /// --payments-token-file).
     #[arg(long = "payments-token", env = "PAYMENT_PROVIDER_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     pub token: Option<String>,
+
+    /// Read the payment provider's service credential from this file (what `payment-provider
+    /// --token-file` wrote).
+    #[arg(
+        long = "payments-token-file",
+        env = "PAYMENT_PROVIDER_TOKEN_FILE",
+        conflicts_with = "token",
+        value_name = "PATH"
+    )]
+    pub token_file: Option<std::path::PathBuf>,
 
     /// The payment provider's address as a lead's browser reaches it (defaults to --payments).
     #[arg(id = "payments_public_url", long = "payments-public-url", env = PAYMENTS_PUBLIC_ENV, value_name = "URL")]
     pub public_url: Option<String>,
 
-    /// Who the host's user is over stdio (no authenticated caller): whom payments are for and
-    /// whom the audit trail names.
+    /// Who the host's user is over stdio: whom payments are for and whom the audit trail
+    /// names. Over HTTP nobody is named but an authenticated caller.
     #[arg(long, env = "SHOP_LEAD", default_value = DEFAULT_LEAD)]
     pub lead: String,
 
@@ -182,6 +208,7 @@ impl Default for PaymentsConfig {
         Self {
             provider: None,
             token: None,
+            token_file: None,
             public_url: None,
             lead: DEFAULT_LEAD.into(),
             max_rounds: DEFAULT_PAY_ROUNDS,
@@ -207,6 +234,19 @@ pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(4);
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 /// HTTP connections open at once unless told otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// HTTP connections one client holds at once unless told otherwise: a host keeps a handful,
+/// a load test's sixteen leads sharing one address about as many.
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 64;
+/// How long a connection's first request may take to arrive unless told otherwise: a client
+/// that connects sends at once.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// 2025 sessions a replica keeps at once unless told otherwise (each holds a task and its
+/// buffers, tens of kilobytes).
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+/// 2025 sessions one caller holds at once unless told otherwise.
+pub const DEFAULT_MAX_SESSIONS_PER_CALLER: usize = 16;
+/// How long a 2025 session with no request in flight lives unless told otherwise.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(60);
 /// How long a request's headers (from the connection's opening or its last answer), and then
 /// its body, may take to arrive unless told otherwise: hyper's own default for headers. Hosts'
 /// HTTP clients drop idle connections sooner (httpx after 5 s, Node's after 4 s, ours 20 s).
@@ -262,12 +302,32 @@ pub struct HttpConfig {
     #[arg(long)]
     pub insecure_no_auth: bool,
 
-    /// HTTP connections open at once; past it, a new connection waits to be accepted.
+    /// Proxies whose word on the client's address is taken (repeat), such as 10.0.0.0/8 or
+    /// 127.0.0.1/32: their connections must open with a PROXY v2 header (HAProxy's
+    /// send-proxy-v2), unless --forwarded-header says where they name the client instead.
+    #[arg(long = "trusted-proxy", env = "SHOP_TRUSTED_PROXIES", value_delimiter = ',', value_name = "CIDR")]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+
+    /// Where PROXY protocol cannot be used: the request header in which trusted proxies name
+    /// the client, such as X-Forwarded-For (the rightmost address not a trusted proxy's counts).
+    #[arg(long, env = "SHOP_FORWARDED_HEADER", requires = "trusted_proxies", value_name = "HEADER")]
+    pub forwarded_header: Option<axum::http::HeaderName>,
+
+    /// HTTP connections open at once; past it, a new connection is answered 503 and closed.
     #[arg(long, env = "SHOP_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     pub max_connections: usize,
 
-    /// Seconds a request's headers may take to arrive, from the connection's opening or its
-    /// last answer (else the connection is closed), and then its body (else 408).
+    /// HTTP connections one client (an address; an IPv6 /64) holds at once; past it, 429.
+    #[arg(long, env = "SHOP_MAX_CONNECTIONS_PER_CLIENT", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_CLIENT, value_name = "N")]
+    pub max_connections_per_client: usize,
+
+    /// Seconds a connection's first request (its headers, and a PROXY header before them) may
+    /// take to arrive; else the connection is closed.
+    #[arg(long, env = "SHOP_HEADER_TIMEOUT", default_value = "5", value_parser = seconds, value_name = "SECONDS")]
+    pub header_timeout: Duration,
+
+    /// Seconds a later request's headers may take to arrive from the connection's last answer
+    /// (else the connection is closed), and a body from its headers (else 408).
     #[arg(long, env = "SHOP_READ_TIMEOUT", default_value = "30", value_parser = seconds, value_name = "SECONDS")]
     pub read_timeout: Duration,
 
@@ -289,9 +349,34 @@ pub struct HttpConfig {
     #[arg(long, env = "SHOP_RATE_BURST", value_name = "N")]
     pub rate_burst: Option<u32>,
 
-    /// Serve /metrics on this address of its own (such as 127.0.0.1:9464) rather than beside
-    /// /mcp.
-    #[arg(long, env = "SHOP_METRICS_LISTEN", value_name = "ADDRESS")]
+    /// New access tokens one client may have checked a second (five times as many at once);
+    /// past it, 429 without the token being looked at. A token checked lately costs nothing.
+    #[arg(long, env = "SHOP_AUTH_CHECKS_PER_CLIENT", default_value_t = oauth_resource::budget::DEFAULT_PER_CLIENT, value_name = "PER_SECOND")]
+    pub auth_checks_per_client: u32,
+
+    /// New access tokens the server checks a second in all, whoever sends them (twice as many
+    /// at once); past it, 503 with Retry-After.
+    #[arg(long, env = "SHOP_AUTH_CHECKS", default_value_t = oauth_resource::budget::DEFAULT_IN_ALL, value_name = "PER_SECOND")]
+    pub auth_checks: u32,
+
+    /// 2025 sessions this replica keeps at once; past it, an initialize gets 503.
+    #[arg(long, env = "SHOP_MAX_SESSIONS", default_value_t = DEFAULT_MAX_SESSIONS, value_name = "N")]
+    pub max_sessions: usize,
+
+    /// 2025 sessions one caller (a principal, or a client's address without authorization)
+    /// holds at once; past it, an initialize gets 429.
+    #[arg(long, env = "SHOP_MAX_SESSIONS_PER_CALLER", default_value_t = DEFAULT_MAX_SESSIONS_PER_CALLER, value_name = "N")]
+    pub max_sessions_per_caller: usize,
+
+    /// Seconds a 2025 session with no request in flight lives (a question waiting for its
+    /// person is a request in flight).
+    #[arg(long, env = "SHOP_SESSION_IDLE_TIMEOUT", default_value = "60", value_parser = seconds, value_name = "SECONDS")]
+    pub session_idle_timeout: Duration,
+
+    /// The admin listener: serve /livez, /readyz (with its reasons), /healthz and /metrics on
+    /// this address of its own too (such as 127.0.0.1:9464), for the load balancer's checks and
+    /// Prometheus; /metrics is then not served beside /mcp.
+    #[arg(long, visible_alias = "admin-listen", env = "SHOP_METRICS_LISTEN", value_name = "ADDRESS")]
     pub metrics_listen: Option<SocketAddr>,
 
     /// Serve /metrics beside /mcp even on a public address with authorization, where by
@@ -337,12 +422,21 @@ impl Default for HttpConfig {
             auth_client_id: None,
             auth_client_secret: None,
             insecure_no_auth: false,
+            trusted_proxies: Vec::new(),
+            forwarded_header: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
             read_timeout: DEFAULT_READ_TIMEOUT,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             max_requests_per_connection: DEFAULT_MAX_REQUESTS_PER_CONNECTION,
             rate_limit: DEFAULT_RATE_LIMIT,
             rate_burst: None,
+            auth_checks_per_client: oauth_resource::budget::DEFAULT_PER_CLIENT,
+            auth_checks: oauth_resource::budget::DEFAULT_IN_ALL,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_caller: DEFAULT_MAX_SESSIONS_PER_CALLER,
+            session_idle_timeout: DEFAULT_SESSION_IDLE,
             metrics_listen: None,
             public_metrics: false,
             drain_grace: DEFAULT_DRAIN_GRACE,

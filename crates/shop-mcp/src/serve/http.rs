@@ -9,14 +9,17 @@
 //! a body size limit. A fresh handler serves each request; every replica is interchangeable
 //! when they share the sealing keys and the records.
 //!
-//! A request to `/mcp` passes, in order: the timing and status fix-up ([`status_for_errors`]);
-//! with an issuer, the peer address's share of refused tokens, then the token, before
-//! anything of the body is read; the caller's share of requests ([`rate_limit`]); the body, read within the read timeout and the size limit
-//! ([`json_rpc_check`]); the scopes the body's request needs; the session's owner
-//! ([`session_owners`]); rmcp. `/livez`, `/readyz` and `/healthz` ([`readiness`]) answer beside
-//! it, and `/metrics` too unless it has an address of its own or the server faces the world with
-//! authorization. SIGTERM drains: not ready at once, still serving for `--drain-grace`, waiting
-//! questions ended in words within `--drain-timeout`, then the requests in flight finish.
+//! A connection is accepted within its bounds, and its client's address learned
+//! ([`connections`]). A request to `/mcp` then passes, in order: the timing and status fix-up
+//! ([`status_for_errors`]); with an issuer, the token, before anything of the body is read (a
+//! new token within the client's and the server's budget of checks); the caller's share of
+//! requests ([`rate_limit`]); the body, read within the read timeout and the size limit
+//! ([`json_rpc_check`]); the scopes the body's request needs; the 2025 session's owner, caps and
+//! idle time ([`sessions`]); rmcp. `/livez`, `/readyz` and `/healthz` ([`readiness`]) answer
+//! beside it, and `/metrics` too unless there is an admin listener or the server faces the world
+//! with authorization; the admin listener (`--metrics-listen`) serves all four. SIGTERM drains:
+//! not ready at once, still serving for `--drain-grace`, waiting questions ended in words within
+//! `--drain-timeout`, then the requests in flight finish.
 
 use std::{future::Future, net::SocketAddr, sync::Arc};
 
@@ -29,7 +32,8 @@ use axum::{
     routing::get,
 };
 use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    StreamableHttpServerConfig, StreamableHttpService,
+    session::local::{LocalSessionManager, SessionConfig},
 };
 use tokio_util::sync::CancellationToken;
 
@@ -38,11 +42,11 @@ use oauth_resource::{ResourceServer, ScopePolicy, gate::IntrospectionClient};
 
 use crate::serve::{
     HttpConfig, ServeError,
-    connections::{self, Bounds},
+    connections::{self, Bounds, ClientAddresses},
     json_rpc_check, prometheus,
-    rate_limit::{RateLimit, RefusalLimit},
+    rate_limit::RateLimit,
     readiness::Readiness,
-    session_owners::SessionOwners,
+    sessions::{Caps, Sessions},
 };
 
 pub use crate::serve::config::MAX_BODY_BYTES;
@@ -54,6 +58,9 @@ pub struct Lifecycle {
     pub readiness: Readiness,
     /// Where the server's calls wait for their people: closed when draining.
     pub questions: Option<WaitingRoom>,
+    /// The longest a request may wait for its person (a 2025 host's question): a session is
+    /// never ended by rmcp's own keep-alive sooner.
+    pub longest_wait: std::time::Duration,
 }
 
 /// Serve `server` (cloned for each request) until `shutdown` resolves; prints the MCP
@@ -72,6 +79,7 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
 ) -> Result<(), ServeError> {
     // The recorder first: the layers built below make their series exist at zero through it.
     let rendered = prometheus::install();
+    connections::raise_open_file_limit();
     let listen = http.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -81,7 +89,8 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     let gate = match (&http.auth_issuer, scopes) {
         (Some(issuer), Some(scopes)) => {
             let public_url = http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
-            let gate = ResourceServer::new(issuer, &public_url, "Fernhill shop", scopes, MAX_BODY_BYTES)?;
+            let gate = ResourceServer::new(issuer, &public_url, "Fernhill shop", scopes, MAX_BODY_BYTES)?
+                .with_check_budget(http.auth_checks_per_client, http.auth_checks);
             Some(match (http.auth_introspection, &http.auth_client_id) {
                 (true, Some(client_id)) => gate.with_introspection(IntrospectionClient {
                     client_id: client_id.clone(),
@@ -108,12 +117,22 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         .with_cancellation_token(stop.child_token())
         .with_allowed_hosts(http.allowed_hosts.clone())
         .with_allowed_origins(origins);
-    let sessions = Arc::new(LocalSessionManager::default());
-    let owners = Arc::new(SessionOwners::new(sessions.clone()));
-    let mcp = StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
+    // rmcp ends a session that has passed no message for its keep-alive, even one whose
+    // question waits for a person: past the longest such wait, it is a backstop to the idle
+    // sessions' own end (`sessions`).
+    let mut manager = LocalSessionManager::default();
+    let keep_alive = http.session_idle_timeout.max(lifecycle.longest_wait) + std::time::Duration::from_secs(60);
+    let mut session_config = SessionConfig::default();
+    session_config.keep_alive = Some(keep_alive);
+    manager.session_config = session_config;
+    let manager = Arc::new(manager);
+    let caps =
+        Caps { in_all: http.max_sessions, per_caller: http.max_sessions_per_caller, idle: http.session_idle_timeout };
+    let sessions = Sessions::start(manager.clone(), caps);
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), manager, config);
     // Layers run from the last added inwards.
     let mut endpoint =
-        Router::new().route_service("/mcp", mcp).layer(middleware::from_fn_with_state(owners, SessionOwners::guard));
+        Router::new().route_service("/mcp", mcp).layer(middleware::from_fn_with_state(sessions, Sessions::guard));
     if let Some(gate) = &gate {
         endpoint = endpoint.layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authorize));
     }
@@ -123,11 +142,8 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     }
     if let Some(gate) = &gate {
         gate.start().await;
-        endpoint = endpoint.layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authenticate));
-        // Before the token is checked: an address whose tokens keep being refused is turned away
-        // for a while, before its next one costs a signature check or an introspection.
         endpoint = endpoint
-            .layer(middleware::from_fn_with_state(RefusalLimit::new(), RefusalLimit::limit))
+            .layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authenticate))
             .merge(gate.metadata_routes());
     }
     let mut readiness = lifecycle.readiness;
@@ -143,14 +159,25 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
             })
         }));
     }
-    let mut app = endpoint.merge(readiness.clone().routes());
+    let mut app = endpoint.merge(readiness.clone().routes(false));
     let faces_the_world = !bound.ip().is_loopback() && gate.is_some();
     let bounds = Bounds {
         max_connections: http.max_connections,
+        max_connections_per_client: http.max_connections_per_client,
+        header_timeout: http.header_timeout,
         read_timeout: http.read_timeout,
         write_timeout: http.write_timeout,
         max_requests: http.max_requests_per_connection,
     };
+    let addresses =
+        ClientAddresses { trusted: http.trusted_proxies.clone(), forwarded_header: http.forwarded_header.clone() };
+    if !addresses.trusted.is_empty() {
+        let how = match &addresses.forwarded_header {
+            Some(header) => format!("the {header} header"),
+            None => "a PROXY v2 header".to_owned(),
+        };
+        tracing::info!(trusted = ?addresses.trusted, "clients' addresses taken from trusted proxies, by {how}");
+    }
     let metrics_app = Router::new().route("/metrics", get(move || std::future::ready(rendered.render())));
     let mut metrics_listener = None;
     match http.metrics_listen {
@@ -158,7 +185,7 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
             let listener = tokio::net::TcpListener::bind(address)
                 .await
                 .map_err(|source| ServeError::Listen { address: address.to_string(), source })?;
-            tracing::info!(address = %listener.local_addr()?, "serving /metrics on its own address");
+            tracing::info!(address = %listener.local_addr()?, "serving /livez, /readyz, /healthz and /metrics on the admin listener");
             metrics_listener = Some(listener);
         }
         None if faces_the_world && !http.public_metrics => {
@@ -173,14 +200,20 @@ pub async fn serve<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     let url = format!("http://{}/mcp", listener.local_addr()?);
     println!("{url}");
     tracing::info!(%url, "serving MCP over Streamable HTTP");
+    // The admin listener's address on the next line, for whoever started it on port 0.
+    if let Some(admin) = &metrics_listener {
+        println!("http://{}", admin.local_addr()?);
+    }
     let stopping = CancellationToken::new();
     let metrics_served = metrics_listener.map(|listener| {
         let stopping = stopping.clone();
-        tokio::spawn(connections::serve(listener, metrics_app, bounds, async move { stopping.cancelled().await }))
+        let admin = metrics_app.merge(readiness.clone().routes(true));
+        let admitted = ClientAddresses::default();
+        tokio::spawn(connections::serve(listener, admin, bounds, admitted, async move { stopping.cancelled().await }))
     });
     let (grace, question_timeout) = (http.drain_grace, http.drain_timeout.min(http.drain_grace));
     let questions = lifecycle.questions;
-    connections::serve(listener, app, bounds, async move {
+    connections::serve(listener, app, bounds, addresses, async move {
         shutdown.await;
         // Listening for a second signal from here on, before anything says it drains.
         let second = web_service::shutdown::signal();

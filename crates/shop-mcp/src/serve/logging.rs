@@ -3,8 +3,11 @@
 //! only warnings and errors; a service over HTTP says what it does. `-v` asks for more, and
 //! `RUST_LOG`, when set, decides alone. Lines are words for people by default, or one JSON
 //! object each (`--log-format json`) for a log shipper. Either way a string a peer sent (an id,
-//! a tool's name) is written escaped, never as a line of its own: this project's fields escape
-//! it, and every event, rmcp's too, is one line, its line breaks written `\n` ([`OneLine`]).
+//! a tool's name) is written escaped, never as a line of its own and never as a terminal's
+//! command: this project's fields escape it, and every event, rmcp's and any crate's too, is one
+//! line whose control characters (line breaks, ESC, BEL, DEL, C1 controls such as U+0085, the
+//! Unicode line and paragraph separators) are written as `\uXXXX` escapes ([`OneLine`]), which a
+//! JSON line reads back as the same string.
 
 use std::{
     borrow::Cow,
@@ -92,8 +95,9 @@ pub fn init_traced(verbosity: Verbosity, format: LogFormat, telemetry: Option<&T
 }
 
 /// Stderr, one line an event. The formatter writes each event whole, in one write, ending in a
-/// line break; a break or carriage return inside it (from a field a peer filled, in any
-/// crate's event) is written as `\n` or `\r`, so nobody can add a line to the log.
+/// line break; a control character inside it (from a field a peer filled, in any crate's event)
+/// is written as an escape, so nobody can add a line to the log or speak to the terminal that
+/// shows it.
 #[derive(Debug, Clone, Copy)]
 pub struct OneLine;
 
@@ -119,21 +123,42 @@ impl Write for OneLineWriter {
     }
 }
 
-/// `event` with every line break but its last, and every carriage return, escaped.
+/// `event` with every control character but its last line break escaped: C0 controls but tab,
+/// DEL, C1 controls, U+2028 and U+2029. A line break and a carriage return read `\n` and `\r`;
+/// the others `\uXXXX`, as JSON writes them.
 fn one_line(event: &[u8]) -> Cow<'_, [u8]> {
     let (body, end) = match event.strip_suffix(b"\n") {
         Some(body) => (body, &b"\n"[..]),
         None => (event, &b""[..]),
     };
-    if !body.iter().any(|b| matches!(b, b'\n' | b'\r')) {
+    // Bytes that start what is escaped: C0 and DEL, and the lead bytes of C1 (C2 80-9F) and of
+    // U+2028/U+2029 (E2 80 A8/A9). Anything else is written as it came.
+    let special = |b: &u8| matches!(b, 0x00..=0x08 | 0x0a..=0x1f | 0x7f | 0xc2 | 0xe2);
+    if !body.iter().any(special) {
         return Cow::Borrowed(event);
     }
-    let mut line = Vec::with_capacity(event.len() + 8);
-    for &byte in body {
-        match byte {
-            b'\n' => line.extend_from_slice(b"\\n"),
-            b'\r' => line.extend_from_slice(b"\\r"),
-            other => line.push(other),
+    let mut line = Vec::with_capacity(event.len() + 16);
+    let mut rest = body;
+    while let Some((&byte, tail)) = rest.split_first() {
+        let escaped = match (byte, tail) {
+            (b'\n', _) => Some((1, "\\n".to_owned())),
+            (b'\r', _) => Some((1, "\\r".to_owned())),
+            (0x00..=0x08 | 0x0b..=0x1f | 0x7f, _) => Some((1, format!("\\u{byte:04x}"))),
+            (0xc2, [second @ 0x80..=0x9f, ..]) => Some((2, format!("\\u{second:04x}"))),
+            (0xe2, [0x80, third @ (0xa8 | 0xa9), ..]) => {
+                Some((3, format!("\\u{:04x}", 0x2000 + u32::from(third - 0x80))))
+            }
+            _ => None,
+        };
+        match escaped {
+            Some((taken, text)) => {
+                line.extend_from_slice(text.as_bytes());
+                rest = &rest[taken..];
+            }
+            None => {
+                line.push(byte);
+                rest = tail;
+            }
         }
     }
     line.extend_from_slice(end);
@@ -148,6 +173,22 @@ mod tests {
     fn an_event_is_one_line() {
         let forged = b"WARN id=7\nINFO refund released\r by a lead\n";
         assert_eq!(&*one_line(forged), b"WARN id=7\\nINFO refund released\\r by a lead\n");
-        assert!(matches!(one_line(b"INFO plain\n"), Cow::Borrowed(_)));
+        let plain = "INFO plain, caf\u{e9} \u{2014} tab\there\n".as_bytes();
+        assert_eq!(&*one_line(plain), plain, "letters, dashes and tabs are written as they came");
+    }
+
+    /// What a terminal or a log viewer would take for a command or a line break is escaped:
+    /// ESC, BEL, DEL, U+0085 and the other C1 controls, U+2028 and U+2029.
+    #[test]
+    fn no_control_character_reaches_the_log_raw() {
+        let forged = "WARN id=\u{1b}[2J\u{7}\u{7f} next\u{85}line\u{2028}sep\u{2029}para \u{9b}31m\n";
+        let line = String::from_utf8(one_line(forged.as_bytes()).into_owned()).unwrap();
+        assert_eq!(line, "WARN id=\\u001b[2J\\u0007\\u007f next\\u0085line\\u2028sep\\u2029para \\u009b31m\n");
+        assert!(!line.trim_end_matches('\n').chars().any(char::is_control), "{line:?}");
+        // A JSON line stays JSON, and reads back as the string that was sent.
+        let json = format!("{{\"id\":\"{}\"}}\n", "a\u{2028}b\u{85}c");
+        let escaped = String::from_utf8(one_line(json.as_bytes()).into_owned()).unwrap();
+        let read: serde_json::Value = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(read["id"], "a\u{2028}b\u{85}c");
     }
 }

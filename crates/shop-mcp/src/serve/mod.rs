@@ -2,8 +2,9 @@
 //! transports side by side ([`stdio`] for a host that launches the server, [`http`] for
 //! Streamable HTTP with `/livez`, `/readyz` ([`readiness`], 503 while draining) and
 //! [`prometheus`], [`authorization`], each caller's share of requests ([`rate_limit`]), a
-//! [`json_rpc_check`] of every body, 2025 sessions bound to their callers ([`session_owners`]),
-//! and [`connections`] accepted within bounds). [`logging`] sends logs to stderr; [`telemetry`]
+//! [`json_rpc_check`] of every body, 2025 sessions bound to their callers, capped and ended when
+//! idle ([`sessions`]), and [`connections`] accepted within bounds, each with its client's
+//! address ([`client_address`], from trusted proxies too). [`logging`] sends logs to stderr; [`telemetry`]
 //! exports traces over OTLP when asked; [`state_keys`] reads the sealing keys. Past `--max-tool-calls`, calls are shed as state-only rounds
 //! (`mrtr::shedding`); a question waiting for its person holds no slot (`mrtr::waiting`).
 //!
@@ -11,6 +12,7 @@
 //! the boundary is the only way in.
 
 pub mod authorization;
+pub mod client_address;
 pub mod config;
 pub mod connections;
 pub mod http;
@@ -19,7 +21,7 @@ pub mod logging;
 pub mod prometheus;
 pub mod rate_limit;
 pub mod readiness;
-pub mod session_owners;
+pub mod sessions;
 pub mod state_keys;
 pub mod stdio;
 pub mod telemetry;
@@ -54,6 +56,8 @@ pub enum ServeError {
     Payments { url: String, source: ProviderError },
     #[error("the store: {0}")]
     Records(#[from] RecordsError),
+    #[error("reading a credential from {path}: {source}")]
+    Credential { path: std::path::PathBuf, source: std::io::Error },
     #[error(transparent)]
     Audit(#[from] AuditError),
     #[error("a tool's form: {0}")]
@@ -77,9 +81,10 @@ pub enum ServeError {
 pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     let (security, source) = state_keys::state_security(config.state_keys.as_deref(), config.state_ttl)?;
     tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
+    let api_token = secret(config.shop_api_token.clone(), config.shop_api_token_file.as_deref())?;
     let api = ShopApi::new(&config.shop_api)
         .map_err(|source| ServeError::ShopApi { url: config.shop_api.clone(), source })?
-        .with_token(config.shop_api_token.clone())
+        .with_token(api_token)
         .with_headers(Arc::new(telemetry::outgoing));
     let records = records::from_url(&config.store, &config.store_prefix)?;
     tracing::info!(records = %records.describe(), "keeping quotes and once-only claims");
@@ -95,7 +100,7 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     };
     let mut shop = Shop::new(api, security.ttl())?
         .with_ask_style(config.ask_style)
-        .with_records(records, config.quote_ttl())
+        .with_records(records, config.quote_ttl(), config.max_open_quotes)
         .with_audit(audit.clone(), &config.payments.lead);
     if let Some(payments) = payments(&config.payments)? {
         tracing::info!(lead = %payments.lead, "paying refunds through the payment provider");
@@ -123,9 +128,10 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
 
 fn payments(config: &PaymentsConfig) -> Result<Option<Payments>, ServeError> {
     let Some(url) = &config.provider else { return Ok(None) };
+    let token = secret(config.token.clone(), config.token_file.as_deref())?;
     let provider = PaymentProvider::new(url)
         .map_err(|source| ServeError::Payments { url: url.clone(), source })?
-        .with_token(config.token.clone())
+        .with_token(token)
         .with_headers(Arc::new(telemetry::outgoing));
     Ok(Some(Payments {
         public_url: config.public_url.clone().unwrap_or_else(|| url.clone()),
@@ -146,9 +152,22 @@ pub async fn run(config: &ServeConfig, shutdown: impl Future<Output = ()> + Send
         tracing::warn!(%listen, "serving HTTP without authorization (--insecure-no-auth): anyone who reaches it can release refunds");
     }
     let sealed = build(config)?;
-    let lifecycle =
-        http::Lifecycle { readiness: readiness_of(sealed.inner()), questions: Some(sealed.waiting_room().clone()) };
+    let lifecycle = http::Lifecycle {
+        readiness: readiness_of(sealed.inner()),
+        questions: Some(sealed.waiting_room().clone()),
+        longest_wait: std::time::Duration::from_secs_f64(config.state_ttl.max(0.0)),
+    };
     http::serve(&config.http, sealed, Some(Box::new(authorization::ShopScopes)), lifecycle, shutdown).await
+}
+
+/// A credential given, or read from the file named.
+fn secret(given: Option<String>, file: Option<&std::path::Path>) -> Result<Option<String>, ServeError> {
+    match file {
+        None => Ok(given.filter(|token| !token.is_empty())),
+        Some(path) => web_service::credential::read_secret(path)
+            .map(Some)
+            .map_err(|source| ServeError::Credential { path: path.to_owned(), source }),
+    }
 }
 
 /// This process, as the audit trail names it: the host's name and the process's ID.
@@ -158,11 +177,21 @@ fn replica_name() -> String {
     format!("{}/{}", if host.is_empty() { "localhost" } else { host }, std::process::id())
 }
 
-/// The shop is ready when its API answers and its store can be read.
+/// The shop is ready when its API answers, its store can be read and its audit trail written.
 fn readiness_of(shop: &Shop) -> Readiness {
     let api = shop.api.clone();
     let records = shop.records.clone();
+    let audit = shop.audit.clone();
     Readiness::new(vec![
+        Arc::new(move || {
+            let writable = audit.writable();
+            Box::pin(async move {
+                match writable {
+                    true => Ok(()),
+                    false => Err("the audit trail could not be written".to_owned()),
+                }
+            })
+        }),
         Arc::new(move || {
             let api = api.clone();
             Box::pin(async move { api.health().await.map_err(|error| error.to_string()) })

@@ -44,6 +44,7 @@ use shop_api::{ClientError, QuoteId, Refund, RefundId, RefundStatus};
 use crate::{
     Shop,
     audit::Who,
+    caller::Caller,
     tool_error::{Failure, Refusal, ToolError, respond},
     tools::{structured, structured_with_note},
 };
@@ -84,6 +85,11 @@ pub struct ReleaseForm {
 impl ReleaseForm {
     /// The support lead's yes.
     pub const YES: ReleaseForm = ReleaseForm { release: true };
+}
+
+/// The once-only claim of `question`'s answer about `refund_id`.
+fn claim_key(refund_id: &RefundId, question: &str) -> String {
+    format!("{TOOL}:{refund_id}:{question}")
 }
 
 /// The record that a lead declined `refund_id`.
@@ -167,7 +173,7 @@ impl Shop {
             }
             metrics::counter!("shop_refund_questions_total").increment(1);
             self.audit
-                .record(
+                .report(
                     "question_asked",
                     &who,
                     json!({"refund_id": refund.refund_id, "order_id": refund.order_id, "amount": refund.amount}),
@@ -199,7 +205,7 @@ impl Shop {
             Outcome::Cancelled => "cancel",
         };
         self.audit
-            .record("answered", who, json!({"refund_id": refund_id, "answer": answer, "question": question}))
+            .report("answered", who, json!({"refund_id": refund_id, "answer": answer, "question": question}))
             .await;
         match answer {
             "accept" => self.release(refund_id, question, who).await,
@@ -219,12 +225,12 @@ impl Shop {
                 "Refund for {quote_id} was not issued: the server could not read its quotes. Try again shortly."
             ))
         })?;
-        if known.is_none() {
+        let Some(kept) = known else {
             return Err(ToolError::new(format!(
                 "There is no quote {quote_id}. Call quote_refund for the order first."
             )));
-        }
-        self.api.create_refund(&quote_id).await.map_err(|error| match error.kind() {
+        };
+        let (refund, created) = self.api.create_refund_outcome(&quote_id).await.map_err(|error| match error.kind() {
             Some("already_refunded") => ToolError::new(format!(
                 "Refund for {quote_id} was not issued: {error} Each line is refunded once; look the refund up with \
                  refund_status instead of issuing it again."
@@ -233,18 +239,21 @@ impl Shop {
                 "Quote {quote_id} has expired, so nothing was issued. Call quote_refund again for what is still refundable."
             )),
             _ => error.into(),
-        })
+        })?;
+        if created {
+            self.quotes.issued(&kept).await;
+        }
+        Ok(refund)
     }
 
     /// Claim the refund's answer before acting on it: of two identical retries, one acts. The
     /// claim is kept as long as any state naming the question can still open (a state minted
     /// on a replica whose clock runs ahead lives that much longer).
     async fn claim(&self, refund_id: &RefundId, question: &str, who: &Who) -> Result<(), ToolError> {
-        let key = format!("{TOOL}:{refund_id}:{question}");
-        let claimed = self.records.claim(&key, self.state_ttl + FUTURE_SKEW).await;
+        let claimed = self.records.claim(&claim_key(refund_id, question), self.state_ttl + FUTURE_SKEW).await;
         if let Ok(Claim::Taken) = claimed {
             self.audit
-                .record("refused", who, json!({"refund_id": refund_id, "reason": "replay", "question": question}))
+                .report("refused", who, json!({"refund_id": refund_id, "reason": "replay", "question": question}))
                 .await;
         }
         match claimed {
@@ -318,15 +327,31 @@ impl Shop {
                 )));
             }
         }
-        match self.api.decide(refund_id, "confirm", who.caller.as_deref()).await {
+        // The trail fails closed: the intent is on disk before the money moves, or nothing moves.
+        let intent = json!({"refund_id": refund_id, "question": question});
+        if self.audit.record("releasing", who, intent).await.is_err() {
+            tracing::error!(%refund_id, "the audit trail could not be written; nothing released");
+            // Nothing was acted on: the answer may count when it comes again.
+            if let Err(error) = self.records.remove(&claim_key(refund_id, question)).await {
+                tracing::warn!(%refund_id, %error, "could not give back the claim of an answer not acted on");
+            }
+            return Err(ToolError::new(format!(
+                "Refund {refund_id} was not released: the server could not record the decision in its audit trail. \
+                 It stays held; send the answer again shortly."
+            )));
+        }
+        let decider = who.caller.as_ref().and_then(Caller::decider);
+        match self.api.decide(refund_id, "confirm", decider.as_deref()).await {
             Ok(released) => {
                 metrics::counter!("shop_refund_releases_total").increment(1);
                 tracing::info!(refund_id = %released.refund_id, amount = %released.amount, "refund released by a lead");
-                self.audit.record(
-                    "released",
-                    who,
-                    json!({"refund_id": released.refund_id, "order_id": released.order_id, "amount": released.amount}),
-                ).await;
+                self.audit
+                    .report(
+                        "released",
+                        who,
+                        json!({"refund_id": released.refund_id, "order_id": released.order_id, "amount": released.amount}),
+                    )
+                    .await;
                 Ok(structured(&released))
             }
             Err(error) if error.is_conflict() => Err(ToolError::refusal(
@@ -350,7 +375,7 @@ impl Shop {
         metrics::counter!("shop_refund_declines_total").increment(1);
         // Recorded before the cancel, with who declined: if the shop's API does not take the
         // cancel, the decline still stands, and the next issue_refund for the refund cancels it.
-        let by = who.caller.clone().unwrap_or_default();
+        let by = who.caller.as_ref().and_then(Caller::decider).unwrap_or_default();
         if let Err(error) = self.records.put(&declined(refund_id), by.clone(), DECLINE_KEPT).await {
             tracing::warn!(%refund_id, %error, "could not record the decline; cancelling it now is all that keeps it");
         }
@@ -394,7 +419,7 @@ impl Shop {
             }
         };
         tracing::info!(refund_id = %cancelled.refund_id, "refund declined by a lead and cancelled");
-        self.audit.record("declined", who, json!({"refund_id": cancelled.refund_id, "declined_by": decider})).await;
+        self.audit.report("declined", who, json!({"refund_id": cancelled.refund_id, "declined_by": decider})).await;
         // Cancelled: the record has done its work (and a reset shop's next refund of the same
         // ID must not meet it).
         if let Err(error) = self.records.remove(&declined(refund_id)).await {

@@ -30,7 +30,8 @@ use shop_api::{RefundId, RefundStatus};
 
 use crate::{
     Shop,
-    tool_error::{Failure, ToolError, respond},
+    caller::Caller,
+    tool_error::{Failure, ToolError, in_words, respond},
 };
 
 const TOOL: &str = "pay_refund";
@@ -46,7 +47,8 @@ pub struct Payments {
     pub provider: PaymentProvider,
     /// The provider's public address, as the lead's browser reaches it.
     pub public_url: String,
-    /// Who starts a payment on a transport with no authenticated caller (stdio: the host's user).
+    /// Who the host's user is over stdio, whose provider account pays (over HTTP, the
+    /// authenticated caller's; nobody's in particular when nobody is authenticated).
     pub lead: String,
     /// How many rounds a flow may take before the tool says it is unfinished.
     pub max_rounds: u32,
@@ -132,7 +134,7 @@ impl Shop {
             ))
             .into());
         }
-        let provider_error = |error: payment_provider::ProviderError| ToolError::new(error.to_string());
+        let provider_error = |error: payment_provider::ProviderError| in_words(error, payment_provider::SERVICE_NAME);
         let era = Era::of(context, self.state_ttl);
         let mut asking = Asking::new(state, responses, context.client_capabilities()).in_era(era);
         let mut flow = match asking.own_state().map(serde_json::from_str::<FlowState>) {
@@ -142,10 +144,10 @@ impl Shop {
             _ => {
                 asking.require(ElicitationMode::Url)?;
                 let flow = FlowState { flow: random_flow_id(), rounds: 0 };
-                let lead = crate::caller::subject(context).unwrap_or_else(|| payments.lead.clone());
+                let caller = Caller::of(context, &payments.lead);
                 let registration = NewFlow {
                     flow_id: flow.flow.clone(),
-                    lead,
+                    lead: caller.provider_account().map(str::to_owned),
                     refund_id: refund_id.to_string(),
                     amount: refund.amount.to_string(),
                 };
@@ -187,14 +189,24 @@ impl Shop {
                 .into());
             }
             Err(Paying::Asking(other)) => return Ok(unpaid(&other.to_string()).into()),
-            Err(Paying::Provider(error)) => return Err(ToolError::new(error.to_string()).into()),
+            Err(Paying::Provider(error)) => return Err(provider_error(error).into()),
+        }
+        // The trail fails closed: the intent is on disk before the money moves, or nothing moves.
+        let who = crate::audit::Who::of(context, &self.host_user);
+        let intent = serde_json::json!({"refund_id": refund_id, "amount": refund.amount});
+        if self.audit.record("paying", &who, intent).await.is_err() {
+            tracing::error!(%refund_id, "the audit trail could not be written; nothing paid");
+            return Ok(text(format!(
+                "Not paid: the server could not record the payment in its audit trail. {refund_id} stays released, \
+                 unpaid; call pay_refund again shortly."
+            ))
+            .into());
         }
         let payment = payments.provider.pay(&flow.flow, refund_id.as_str()).await.map_err(provider_error)?;
         tracing::info!(%refund_id, payment_id = %payment.payment_id, paid_by = %payment.paid_by.escape_debug(), "refund paid");
-        let who = crate::audit::Who::of(context, &self.host_user);
         let paid =
             serde_json::json!({"refund_id": refund_id, "payment_id": payment.payment_id, "paid_by": payment.paid_by});
-        self.audit.record("paid", &who, paid).await;
+        self.audit.report("paid", &who, paid).await;
         Ok(text(format!("Paid {refund_id} through the payment provider")).into())
     }
 }

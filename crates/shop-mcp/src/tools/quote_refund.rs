@@ -1,15 +1,17 @@
 //! `quote_refund`: what a refund would be, before anyone issues it.
 
 use rmcp::{
+    RoleServer,
     handler::server::{tool::schema_for_output, wrapper::Parameters},
     model::CallToolResult,
+    service::RequestContext,
     tool, tool_router,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use shop_api::{OrderId, Quote, QuoteRequest, Sku};
 
-use crate::{Shop, tool_error::ToolError, tools::structured};
+use crate::{Shop, caller::Caller, quote_store::Refused, tool_error::ToolError, tools::structured};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct QuoteRefund {
@@ -38,7 +40,12 @@ impl Shop {
         output_schema = schema_for_output::<Quote>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
-    pub async fn quote_refund(&self, Parameters(args): Parameters<QuoteRefund>) -> CallToolResult {
+    pub async fn quote_refund(
+        &self,
+        Parameters(args): Parameters<QuoteRefund>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let caller = Caller::of(&context, &self.host_user);
         let quoted = async {
             let order_id = OrderId::parse(&args.order_id)?;
             let skus = match args.skus.as_slice() {
@@ -46,16 +53,35 @@ impl Shop {
                 skus => Some(skus.iter().map(|sku| Sku::parse(sku)).collect::<Result<Vec<_>, _>>()?),
             };
             let request = QuoteRequest { order_id, skus, include_shipping: None };
-            let quote = self.api.create_quote(&request).await.map_err(|error| match error.kind() {
+            self.quotes.open(&caller).await.map_err(|refused| match refused {
+                Refused::TooMany(max) => ToolError::new(format!(
+                    "Nothing quoted: {max} of your quotes are not issued yet, the most one caller may hold. Issue \
+                     the ones you need with issue_refund; the rest lapse within {}.",
+                    in_words(self.quotes.keep())
+                )),
+                Refused::Records(error) => {
+                    tracing::error!(%error, "quote store unavailable; nothing quoted");
+                    ToolError::new("Nothing quoted: the server could not read its quotes. Try again shortly.")
+                }
+            })?;
+            let made = self.api.create_quote(&request).await;
+            if made.is_err() {
+                self.quotes.not_made(&caller).await;
+            }
+            let quote = made.map_err(|error| match error.kind() {
                 Some("already_refunded") => ToolError::new(format!(
                     "Nothing quoted: {error} Look the refund up with refund_status instead of quoting it again."
                 )),
                 _ => error.into(),
             })?;
-            self.quotes.put(&quote).await.map_err(|error| {
+            let kept = self.quotes.put(&quote, &caller).await;
+            if kept.is_err() {
+                self.quotes.not_made(&caller).await;
+            }
+            kept.map_err(|error| {
                 tracing::error!(%error, quote_id = %quote.quote_id, "could not keep the quote");
                 ToolError::new(format!(
-                    "Quote {} was made, but this server could not keep it for issue_refund: {error}. Try again shortly.",
+                    "Quote {} was made, but this server could not keep it for issue_refund. Try again shortly.",
                     quote.quote_id
                 ))
             })?;
@@ -65,5 +91,14 @@ impl Shop {
             Ok(quote) => structured(&quote),
             Err(error) => error.into_result("quote_refund"),
         }
+    }
+}
+
+/// A lifetime in words: "24 hours", "10 minutes".
+fn in_words(lasts: std::time::Duration) -> String {
+    match lasts.as_secs() {
+        seconds if seconds >= 7200 && seconds % 3600 == 0 => format!("{} hours", seconds / 3600),
+        seconds if seconds >= 120 => format!("{} minutes", seconds.div_ceil(60)),
+        seconds => format!("{seconds} seconds"),
     }
 }

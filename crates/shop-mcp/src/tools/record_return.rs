@@ -117,7 +117,7 @@ impl Shop {
                         let who = crate::audit::Who::of(context, &self.host_user);
                         let fields = serde_json::json!({"return_id": recorded.return_id, "order_id": recorded.order_id,
                             "sku": recorded.sku, "reason": recorded.reason, "restock": recorded.restock});
-                        self.audit.record("return_recorded", &who, fields).await;
+                        self.audit.report("return_recorded", &who, fields).await;
                         let text = format!("Recorded: {}, restock {}.", recorded.reason, python_bool(recorded.restock));
                         let shipping = if recorded.refund_shipping {
                             "The policy refunds shipping for this reason."

@@ -12,6 +12,7 @@ use std::{
 
 use mrtr::client::{Client, ScriptedUser, legacy};
 use rmcp::ServiceExt;
+use shop_api::RunningApi;
 use shop_mcp::serve::{ServeConfig, build};
 
 pub use shop::*;
@@ -71,7 +72,7 @@ pub fn log() -> Log {
 /// The shop's server over `api`, sealing with `keys` (if any) and configured further by
 /// `configure`, as `fernhill serve` builds it; a 2026-07-28 client playing `user`.
 pub async fn serve_with(
-    api: &str,
+    api: &RunningApi,
     keys: Option<&str>,
     configure: impl FnOnce(&mut ServeConfig),
     user: ScriptedUser,
@@ -81,19 +82,20 @@ pub async fn serve_with(
     (Client::connect(user, transport).await.unwrap(), log)
 }
 
-pub async fn serve(api: &str, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
+pub async fn serve(api: &RunningApi, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
     serve_with(api, keys, |_| {}, user).await
 }
 
 /// As [`serve`], to a client that opens with the 2025 `initialize` handshake.
-pub async fn serve_2025(api: &str, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
+pub async fn serve_2025(api: &RunningApi, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
     let log = log();
     let transport = start(api, keys, |_| {});
     (Client::connect_with(user, transport, legacy()).await.unwrap(), log)
 }
 
-fn start(api: &str, keys: Option<&str>, configure: impl FnOnce(&mut ServeConfig)) -> tokio::io::DuplexStream {
-    let mut config = ServeConfig::new(api);
+fn start(api: &RunningApi, keys: Option<&str>, configure: impl FnOnce(&mut ServeConfig)) -> tokio::io::DuplexStream {
+    let mut config = ServeConfig::new(&api.url);
+    config.shop_api_token = api.token.clone();
     config.state_keys = keys.map(str::to_owned);
     configure(&mut config);
     let server = build(&config).unwrap();

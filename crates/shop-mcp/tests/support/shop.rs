@@ -20,7 +20,7 @@ pub async fn start_api() -> RunningApi {
 }
 
 pub fn shop(api: &RunningApi) -> ShopApi {
-    ShopApi::new(&api.url).unwrap()
+    ShopApi::new(&api.url).unwrap().with_token(api.token.clone())
 }
 
 /// The status of `refund`, as the shop's API has it.

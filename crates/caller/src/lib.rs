@@ -1,0 +1,19 @@
+//! Who is calling an MCP server over HTTP, as one typed value each:
+//!
+//! - [`Principal`]: the person or program an access token names, by its issuer and subject.
+//!   The authorization gate puts it in a request's extensions once; whatever compares callers
+//!   (rates, 2025 session owners, the binding of a sealed state, an audit trail, a decision
+//!   recorded by a back end) reads it with [`Principal::of`] and compares this value, never a
+//!   string made from it.
+//! - [`ClientAddress`]: the client's address as the transport learned it (the TCP peer, or the
+//!   address a trusted proxy named), and [`ShareKey`], the key a per-client share is counted
+//!   under (an IPv6 address by its /64; none for a trusted proxy's own address, which is never
+//!   barred).
+//!
+//! Nothing here authenticates anyone: a transport that did puts the values where they are read.
+
+mod address;
+mod principal;
+
+pub use address::{ClientAddress, ShareKey};
+pub use principal::Principal;
