@@ -1,7 +1,7 @@
 //! The fixture server the official MCP conformance suite expects, built on this project's own
 //! layer: the sealing boundary (which must refuse a tampered `requestState`), the capability
-//! checks, and the shop's Streamable HTTP transport (`shop_mcp::serve::http`). It answers the suite's 2026-07-28 server
-//! scenarios (`@modelcontextprotocol/conformance` 0.2.0-alpha.12, `--requirements 2026-07-28`):
+//! checks, and the serving shell every server here uses (`mcp_serve`). It answers the suite's
+//! 2026-07-28 server scenarios (`@modelcontextprotocol/conformance` 0.2.0-alpha.12, `--requirements 2026-07-28`):
 //! the `test_input_required_result_*` tools and prompt, `test_missing_capability`, a resource
 //! (for caching hints and resource-not-found), a tool with an `x-mcp-header` parameter and one
 //! with JSON Schema 2020-12 keywords. Not part of the shop: the `conformance-fixture` binary.
@@ -10,9 +10,9 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
+use mcp_serve::{HttpConfig, Lifecycle, Listening, ServeError};
 use rmcp::{ErrorData, RoleServer, ServerHandler, model::*, service::RequestContext};
 use serde_json::{Value, json};
-use shop_mcp::serve::{HttpConfig, ServeError};
 
 /// The fixture: stateless, everything it carries between rounds is in the sealed state.
 #[derive(Debug, Clone, Default)]
@@ -432,12 +432,10 @@ pub async fn serve(listen: std::net::SocketAddr) -> Result<(), ServeError> {
     // The suite's DNS-rebinding scenario sends the server's own localhost Origin, which the
     // shop's transport accepts by default, and a foreign one, which it refuses.
     let http = HttpConfig::loopback(listen);
-    shop_mcp::serve::http::serve(
-        &http,
-        mrtr::boundary::Sealed::new(Fixture, security),
-        None,
-        shop_mcp::serve::http::Lifecycle::default(),
-        web_service::shutdown::signal(),
-    )
-    .await
+    let metrics = mcp_serve::prometheus::install(&[]);
+    let listening = Listening::bind(&http).await?;
+    println!("{}", listening.url());
+    let fixture = mrtr::boundary::Sealed::new(Fixture, security);
+    let service = mcp_serve::router(&http, listening.address(), fixture, None, Lifecycle::default(), metrics);
+    mcp_serve::serve(listening, service, web_service::shutdown::signal()).await
 }

@@ -131,8 +131,9 @@ pub async fn serve_if_asked(style: AskStyle) -> anyhow::Result<bool> {
     let mut config = FromEnvironment::try_parse_from([program]).context("configuring the server")?.config;
     config.ask_style = style;
     config.http.listen = None;
-    serve::logging::init(serve::logging::Verbosity::Quiet);
-    serve::run(&config, web_service::shutdown::signal()).await?;
+    let quiet = mcp_serve::logging::Verbosity::Quiet;
+    mcp_serve::logging::init(quiet, mcp_serve::logging::LogFormat::Text, None, serve::LOG_TARGETS);
+    serve::run(&config, |_| {}, web_service::shutdown::signal()).await?;
     Ok(true)
 }
 

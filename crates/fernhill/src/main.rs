@@ -6,7 +6,8 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 use clap::{Parser, Subcommand};
 use fernhill::commands;
 use host::HostOptions;
-use shop_mcp::serve::{ServeConfig, logging::LogFormat};
+use mcp_serve::logging::LogFormat;
+use shop_mcp::serve::ServeConfig;
 
 /// The Fernhill shop's MCP server, which asks a support lead before it pays a large refund.
 #[derive(Parser)]

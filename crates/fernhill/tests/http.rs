@@ -173,7 +173,7 @@ async fn get_and_delete_need_a_2025_session_and_strangers_are_refused() {
     let foreign =
         server.http.post(&server.url).header("origin", "https://evil.example").json(&json!({})).send().await.unwrap();
     assert_eq!(foreign.status(), StatusCode::FORBIDDEN);
-    let huge = "x".repeat(shop_mcp::serve::http::MAX_BODY_BYTES + 1);
+    let huge = "x".repeat(mcp_serve::config::MAX_BODY_BYTES + 1);
     let big = server
         .http
         .post(&server.url)

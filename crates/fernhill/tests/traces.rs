@@ -187,7 +187,7 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
     })
     .await;
     for span in spans.iter().filter(|s| s.trace == HOST_TRACE) {
-        let round = span.attribute("fernhill.mcp.round").map(|r| format!(" round {r}")).unwrap_or_default();
+        let round = span.attribute("mcp.mrtr.round").map(|r| format!(" round {r}")).unwrap_or_default();
         println!(
             "{} [{}] span {} parent {} links {:?}{round}",
             span.name, span.instance, span.id, span.parent, span.links
@@ -195,7 +195,7 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
     }
     let quoted = &named(&spans, "tools/call quote_refund")[0];
     let rounds = named(&spans, "tools/call issue_refund");
-    let round = |n: &str| rounds.iter().find(|s| s.attribute("fernhill.mcp.round") == Some(n)).unwrap().clone();
+    let round = |n: &str| rounds.iter().find(|s| s.attribute("mcp.mrtr.round") == Some(n)).unwrap().clone();
     let (first, second) = (round("1"), round("2"));
     // One trace, the host's, across both replicas.
     for span in [quoted, &first, &second] {

@@ -86,7 +86,7 @@ pub type Observer = Arc<dyn Fn(&Seen<'_>) + Send + Sync>;
 /// How a server follows one call across its rounds (with OpenTelemetry, say). The boundary
 /// makes each request's span, named and attributed as the OpenTelemetry MCP conventions say
 /// (`otel.name` `tools/call issue_refund`, `mcp.method.name`, `gen_ai.tool.name`, …; `error.type`
-/// and `otel.status_code` once answered; `fernhill.mcp.round`, this project's proposal, the
+/// and `otel.status_code` once answered; `mcp.mrtr.round`, this project's proposal, the
 /// round's number), and hands it here to be placed in a trace. The first round's trace context
 /// rides in the sealed state, so a retry on any replica can join the call's trace.
 pub trait CallTracing: Send + Sync + 'static {
@@ -445,7 +445,7 @@ impl<H> Sealed<H> {
                 }
             }
         }
-        span.record("fernhill.mcp.round", round);
+        span.record("mcp.mrtr.round", round);
         let trace = self.tracing.as_ref().and_then(|tracing| tracing.follow(span, context, first_round.as_deref()));
         Ok(Carrier { method, target, binding, round, party, started, carried, restored, trace })
     }
@@ -560,7 +560,7 @@ fn span(method: &str, target: &str, context: &RequestContext<RoleServer>) -> tra
         gen_ai.operation.name = tracing::field::Empty,
         gen_ai.tool.name = tracing::field::Empty,
         error.type = tracing::field::Empty,
-        fernhill.mcp.round = tracing::field::Empty,
+        mcp.mrtr.round = tracing::field::Empty,
     );
     if method == "tools/call" {
         span.record("gen_ai.operation.name", "execute_tool");

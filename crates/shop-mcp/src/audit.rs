@@ -201,7 +201,7 @@ impl Audit {
         line.insert("client_version".into(), json!(who.client_version));
         line.insert("era".into(), json!(who.era));
         // The call's trace, when traces are exported: the trail and the trace meet by it.
-        if let Some(trace) = crate::serve::telemetry::current_trace_id() {
+        if let Some(trace) = mcp_serve::telemetry::current_trace_id() {
             line.insert("trace_id".into(), json!(trace));
         }
         if let Value::Object(fields) = fields {

@@ -9,7 +9,7 @@
 //! - [`quote_store`]: the record of quotes this server handed out;
 //! - [`tool_error`]: failures worded for the model, as results rather than protocol errors;
 //! - [`serve`]: the server's assembly: one [`serve::ServeConfig`] (flattened into the binary's
-//!   command line), one [`serve::build`], stdio and Streamable HTTP side by side, metrics, logs.
+//!   command line), one [`serve::build`], stdio beside Streamable HTTP (served by `mcp_serve`).
 //!
 //! The shop's API decides which refunds are held (the 150.00 limit lives there alone). When it
 //! holds one, `issue_refund` answers `input_required` and keeps no call open; the retry brings

@@ -17,7 +17,8 @@ struct Cli {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    shop_mcp::serve::logging::init(shop_mcp::serve::logging::Verbosity::Info);
+    let (info, text) = (mcp_serve::logging::Verbosity::Info, mcp_serve::logging::LogFormat::Text);
+    mcp_serve::logging::init(info, text, None, &["conformance"]);
     match conformance::fixture::serve(cli.http).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

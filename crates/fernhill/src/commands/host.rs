@@ -3,12 +3,13 @@
 
 use host::HostOptions;
 
-use shop_mcp::serve::logging;
+use mcp_serve::logging;
+use shop_mcp::serve::LOG_TARGETS;
 
 pub async fn run(options: HostOptions) -> anyhow::Result<()> {
     // The host's own logs only when asked for: by default the terminal is the person's.
     if std::env::var_os("RUST_LOG").is_some() {
-        logging::init(logging::Verbosity::Info);
+        logging::init(logging::Verbosity::Info, logging::LogFormat::Text, None, LOG_TARGETS);
     }
     host::run(options).await
 }

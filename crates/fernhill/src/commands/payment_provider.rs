@@ -13,10 +13,11 @@ use anyhow::Context as _;
 use payment_provider::{Accounts, Amount, state::ProviderState};
 use web_service::credential::Credentials;
 
-use shop_mcp::serve::{
+use mcp_serve::{
     logging,
     telemetry::{self, Telemetry},
 };
+use shop_mcp::serve::LOG_TARGETS;
 use web_service::shutdown;
 
 /// How the payment provider runs.
@@ -64,7 +65,7 @@ pub enum RefusedToStart {
 
 pub async fn run(options: PaymentProviderOptions) -> anyhow::Result<()> {
     let telemetry = Telemetry::from_env("fernhill-payment-provider")?;
-    logging::init_traced(logging::Verbosity::Info, logging::LogFormat::Text, telemetry.as_ref());
+    logging::init(logging::Verbosity::Info, logging::LogFormat::Text, telemetry.as_ref(), LOG_TARGETS);
     let PaymentProviderOptions { listen, token, token_file, max_payment, insecure_no_auth, accounts } = options;
     let credentials = match insecure_no_auth {
         true => {

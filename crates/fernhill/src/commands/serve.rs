@@ -1,10 +1,10 @@
 //! `fernhill serve`: the shop's MCP server over stdio (what a host launches) or Streamable HTTP.
 
-use shop_mcp::serve::{
-    self, ServeConfig,
+use mcp_serve::{
     logging::{self, LogFormat, Verbosity},
     telemetry::Telemetry,
 };
+use shop_mcp::serve::{self, LOG_TARGETS, ServeConfig};
 
 /// Serve until the host closes stdin, or SIGINT or SIGTERM over HTTP. Over stdio the logs say
 /// only warnings and errors unless `verbose` (each `-v`) asks for more; over HTTP they say what
@@ -12,8 +12,16 @@ use shop_mcp::serve::{
 pub async fn run(config: ServeConfig, verbose: u8, format: LogFormat) -> anyhow::Result<()> {
     let default = if config.http.listen.is_some() { Verbosity::Info } else { Verbosity::Quiet };
     let telemetry = Telemetry::from_env("fernhill-mcp")?;
-    logging::init_traced(default.raised(verbose), format, telemetry.as_ref());
-    let served = serve::run(&config, web_service::shutdown::signal()).await;
+    logging::init(default.raised(verbose), format, telemetry.as_ref(), LOG_TARGETS);
+    // Over HTTP, where it listens goes on stdout first: the MCP endpoint, then the admin
+    // listener's URL if there is one.
+    let say_where = |listening: &mcp_serve::Listening| {
+        println!("{}", listening.url());
+        if let Some(admin) = listening.admin_url() {
+            println!("{admin}");
+        }
+    };
+    let served = serve::run(&config, say_where, web_service::shutdown::signal()).await;
     if let Some(telemetry) = telemetry {
         telemetry.shutdown();
     }

@@ -16,10 +16,11 @@ use web_service::credential::Credentials;
 
 use super::service_credential::credential_of;
 
-use shop_mcp::serve::{
+use mcp_serve::{
     logging,
     telemetry::{self, Telemetry},
 };
+use shop_mcp::serve::LOG_TARGETS;
 use web_service::shutdown;
 
 /// How the shop's API runs.
@@ -69,7 +70,7 @@ pub struct ShopApiOptions {
 
 pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
     let telemetry = Telemetry::from_env("fernhill-shop-api")?;
-    logging::init_traced(logging::Verbosity::Info, logging::LogFormat::Text, telemetry.as_ref());
+    logging::init(logging::Verbosity::Info, logging::LogFormat::Text, telemetry.as_ref(), LOG_TARGETS);
     let ShopApiOptions {
         listen,
         db,

@@ -1,33 +1,26 @@
 //! Serving the shop: one configuration ([`ServeConfig`]), one [`build`], and the two
-//! transports side by side ([`stdio`] for a host that launches the server, [`http`] for
-//! Streamable HTTP with `/livez`, `/readyz` ([`readiness`], 503 while draining) and
-//! [`prometheus`], [`authorization`], each caller's share of requests ([`rate_limit`]), a
-//! [`json_rpc_check`] of every body, 2025 sessions bound to their callers, capped and ended when
-//! idle ([`sessions`]), and [`connections`] accepted within bounds, each with its client's
-//! address ([`client_address`], from trusted proxies too). [`logging`] sends logs to stderr; [`telemetry`]
-//! exports traces over OTLP when asked; [`state_keys`] reads the sealing keys. Past `--max-tool-calls`, calls are shed as state-only rounds
+//! transports side by side: [`stdio`] for a host that launches the server, and Streamable HTTP
+//! through `mcp_serve` (the serving shell, which knows nothing of the shop) with the shop's
+//! scopes ([`authorization`]), its readiness checks and its metrics' series. [`state_keys`]
+//! reads the sealing keys. Past `--max-tool-calls`, calls are shed as state-only rounds
 //! (`mrtr::shedding`); a question waiting for its person holds no slot (`mrtr::waiting`).
 //!
 //! Only a sealed shop is served: [`build`] returns the shop behind its sealing boundary, and
 //! the boundary is the only way in.
 
 pub mod authorization;
-pub mod client_address;
 pub mod config;
-pub mod connections;
-pub mod http;
-pub mod json_rpc_check;
-pub mod logging;
-pub mod prometheus;
-pub mod rate_limit;
-pub mod readiness;
-pub mod sessions;
 pub mod state_keys;
 pub mod stdio;
-pub mod telemetry;
 
 use std::{future::Future, sync::Arc};
 
+use mcp_serve::{
+    Lifecycle, Listening,
+    prometheus::{self, Series},
+    readiness::Readiness,
+    telemetry,
+};
 use mrtr::{
     boundary::Sealed,
     records::{self, RecordsError},
@@ -37,13 +30,30 @@ use mrtr::{
 use payment_provider::{PaymentProvider, ProviderError};
 use shop_api::{ClientError, ShopApi};
 
-pub use config::{HttpConfig, PaymentsConfig, ServeConfig, WhenBusy};
+pub use config::{PaymentsConfig, ServeConfig, WhenBusy};
+pub use mcp_serve::HttpConfig;
 
 use crate::{
     Payments, Shop,
     audit::{self, Audit, AuditError},
-    serve::{readiness::Readiness, state_keys::StateKeyError},
+    serve::state_keys::StateKeyError,
+    tool_error::API_FAILURES,
 };
+
+/// The crates whose doings a server's log tells at its default verbosity over HTTP, and whose
+/// spans go to OpenTelemetry: this project's.
+pub const LOG_TARGETS: &[&str] =
+    &["fernhill", "shop_mcp", "shop_api", "payment_provider", "host", "wire", "load", "conformance"];
+
+/// The shop's own counters, at zero from the start.
+pub const SERIES: &[Series] = &[
+    Series::counter("shop_refund_questions_total"),
+    Series::counter("shop_refund_releases_total"),
+    Series::counter("shop_refund_declines_total"),
+    Series::counter("shop_refund_dismissals_total"),
+    Series::counter("shop_once_only_failures_total"),
+    Series::labelled("shop_api_failures_total", "kind", &API_FAILURES),
+];
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -62,14 +72,10 @@ pub enum ServeError {
     Audit(#[from] AuditError),
     #[error("a tool's form: {0}")]
     Form(#[from] mrtr::form::FormError),
-    #[error("listening on {address}: {source}")]
-    Listen { address: String, source: std::io::Error },
     #[error("serving over stdio: {0}")]
     Stdio(String),
-    #[error("serving HTTP: {0}")]
-    Http(#[from] std::io::Error),
     #[error(transparent)]
-    Authorization(#[from] oauth_resource::gate::GateError),
+    Http(#[from] mcp_serve::ServeError),
     #[error(
         "refusing to serve HTTP on {0} without authorization: anyone who reaches it could release refunds. \
          Give --auth-issuer and --public-url, or --insecure-no-auth if something else guards it"
@@ -142,8 +148,13 @@ fn payments(config: &PaymentsConfig) -> Result<Option<Payments>, ServeError> {
 }
 
 /// Serve over HTTP when the configuration names an address, else over stdio, until the
-/// client closes stdin or `shutdown` resolves.
-pub async fn run(config: &ServeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+/// client closes stdin or `shutdown` resolves. Over HTTP, `listening` is told where the
+/// server listens once it does (the binary says it).
+pub async fn run(
+    config: &ServeConfig,
+    listening: impl FnOnce(&Listening),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     let Some(listen) = config.http.listen else { return stdio::serve(build(config)?).await };
     if config.http.auth_issuer.is_none() && !listen.ip().is_loopback() {
         if !config.http.insecure_no_auth {
@@ -151,13 +162,23 @@ pub async fn run(config: &ServeConfig, shutdown: impl Future<Output = ()> + Send
         }
         tracing::warn!(%listen, "serving HTTP without authorization (--insecure-no-auth): anyone who reaches it can release refunds");
     }
+    // The recorder first: the layers built below make their series exist at zero through it.
+    let metrics = prometheus::install(SERIES);
     let sealed = build(config)?;
-    let lifecycle = http::Lifecycle {
+    let lifecycle = Lifecycle {
         readiness: readiness_of(sealed.inner()),
         questions: Some(sealed.waiting_room().clone()),
         longest_wait: std::time::Duration::from_secs_f64(config.state_ttl.max(0.0)),
     };
-    http::serve(&config.http, sealed, Some(Box::new(authorization::ShopScopes)), lifecycle, shutdown).await
+    let bound = Listening::bind(&config.http).await?;
+    let gate = mcp_serve::gate(&config.http, bound.address(), "Fernhill shop", Box::new(authorization::ShopScopes))?;
+    if let Some(gate) = &gate {
+        gate.start().await;
+    }
+    // Said once the issuer's keys are had (or given up on for now), as callers come next.
+    listening(&bound);
+    let service = mcp_serve::router(&config.http, bound.address(), sealed, gate, lifecycle, metrics);
+    Ok(mcp_serve::serve(bound, service, shutdown).await?)
 }
 
 /// A credential given, or read from the file named.

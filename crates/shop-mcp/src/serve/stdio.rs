@@ -7,6 +7,7 @@
 //! pass to rmcp unchanged through an in-memory pipe; one writer puts rmcp's lines and these
 //! answers on stdout, a whole line at a time.
 
+use mcp_serve::json_rpc_check;
 use mrtr::boundary::Sealed;
 use rmcp::{ServiceExt, service::ServerInitializeError};
 use tokio::{
@@ -14,10 +15,7 @@ use tokio::{
     sync::mpsc,
 };
 
-use crate::{
-    Shop,
-    serve::{ServeError, json_rpc_check},
-};
+use crate::{Shop, serve::ServeError};
 
 /// The longest line read from the host; a longer one is refused, not buffered without bound.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;

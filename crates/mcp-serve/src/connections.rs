@@ -61,7 +61,7 @@ use tokio::{
 use tokio_io_timeout::TimeoutStream;
 use tower::ServiceExt as _;
 
-pub use crate::serve::client_address::ClientAddresses;
+pub use crate::client_address::ClientAddresses;
 
 /// How much one replica accepts.
 #[derive(Debug, Clone, Copy)]

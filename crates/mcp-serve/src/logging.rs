@@ -20,7 +20,7 @@ use tracing_subscriber::{
     util::SubscriberInitExt as _,
 };
 
-use crate::serve::telemetry::Telemetry;
+use crate::telemetry::Telemetry;
 
 /// How much to say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,13 +44,15 @@ impl Verbosity {
         }
     }
 
-    fn filter(self) -> &'static str {
+    /// The filter at this verbosity, where `ours` are the crates whose doings `Info` tells.
+    fn filter(self, ours: &[&str]) -> String {
         match self {
-            Verbosity::Quiet => "warn,rmcp=error",
+            Verbosity::Quiet => "warn,rmcp=error".to_owned(),
             Verbosity::Info => {
-                "warn,fernhill=info,shop_mcp=info,shop_api=info,payment_provider=info,mrtr=info,oauth_resource=info,conformance=info,request_state=warn"
+                let ours: String = ours.iter().map(|target| format!(",{target}=info")).collect();
+                format!("warn,mcp_serve=info,oauth_resource=info,mrtr=info{ours},request_state=warn")
             }
-            Verbosity::Debug => "debug",
+            Verbosity::Debug => "debug".to_owned(),
         }
     }
 }
@@ -65,31 +67,21 @@ pub enum LogFormat {
     Json,
 }
 
-/// Install the stderr subscriber at `verbosity`, in words, unless `RUST_LOG` says otherwise.
-pub fn init(verbosity: Verbosity) {
-    init_as(verbosity, LogFormat::Text);
-}
-
-/// Install the stderr subscriber at `verbosity`, writing `format`.
-pub fn init_as(verbosity: Verbosity, format: LogFormat) {
-    init_traced(verbosity, format, None);
-}
-
-/// As [`init_as`], and with `telemetry`, the spans of the shop's own crates go to
+/// Install the stderr subscriber at `verbosity`, writing `format`, unless `RUST_LOG` says
+/// otherwise; `ours` are the server's own crates (their targets), whose doings `Info` tells.
+/// With `telemetry`, the spans of `ours` (and of the sealing boundary and this crate) go to
 /// OpenTelemetry whatever the log's verbosity.
-pub fn init_traced(verbosity: Verbosity, format: LogFormat, telemetry: Option<&Telemetry>) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(verbosity.filter()));
+pub fn init(verbosity: Verbosity, format: LogFormat, telemetry: Option<&Telemetry>, ours: &[&str]) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(verbosity.filter(ours)));
     let lines = fmt::layer().with_writer(OneLine).with_ansi(false);
     let lines: Box<dyn Layer<Registry> + Send + Sync> = match format {
         LogFormat::Text => Box::new(lines.with_filter(filter)),
         LogFormat::Json => Box::new(lines.json().with_current_span(true).with_span_list(false).with_filter(filter)),
     };
     let spans = telemetry.map(|telemetry| {
-        let ours = Targets::new()
-            .with_target("mrtr", Level::INFO)
-            .with_target("shop_mcp", Level::INFO)
-            .with_target("fernhill", Level::INFO);
-        telemetry.layer().with_filter(ours)
+        let shell = Targets::new().with_target("mrtr", Level::INFO).with_target("mcp_serve", Level::INFO);
+        let targets = ours.iter().fold(shell, |targets, target| targets.with_target(*target, Level::INFO));
+        telemetry.layer().with_filter(targets)
     });
     let _ = tracing_subscriber::registry().with(lines).with(spans).try_init();
 }

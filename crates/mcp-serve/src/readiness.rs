@@ -9,22 +9,19 @@
 //!   addresses), on the admin listener it says why; either way the log says why when it changes.
 //! - `/healthz`: as `/livez`, kept for what already probes it.
 //!
-//! On SIGTERM the replica drains ([`Draining`]): readiness turns 503 at once, the listener keeps
-//! serving for the grace period while the load balancer notices, questions still waiting for
-//! their people end in words after the drain timeout (the refund stays held), and then the
-//! listener closes and the requests in flight finish.
+//! The replica's phase ([`crate::drain`]) comes first: a replica that is draining is not
+//! ready, whatever its checks say.
 
 use std::{
     future::Future,
     pin::Pin,
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 
 use tokio::time::Instant;
+
+use crate::drain::{Drain, Phase};
 
 use axum::{
     Router,
@@ -68,7 +65,7 @@ impl Kept {
 /// Whether the replica takes requests.
 #[derive(Clone, Default)]
 pub struct Readiness {
-    draining: Arc<AtomicBool>,
+    drain: Drain,
     checks: Vec<Kept>,
     /// The reason last logged, so a change is logged once.
     said: Arc<Mutex<Option<String>>>,
@@ -86,15 +83,15 @@ impl Readiness {
         self
     }
 
-    /// From now on, not ready: the replica is stopping.
-    pub fn drain(&self) {
-        self.draining.store(true, Ordering::SeqCst);
-        metrics::gauge!("mcp_ready").set(0.0);
+    /// Not ready once `drain` has left [`Phase::Ready`].
+    pub fn following(mut self, drain: Drain) -> Self {
+        self.drain = drain;
+        self
     }
 
     /// Ready, or why not (each check's answer kept for [`KEPT`]).
     pub async fn ready(&self) -> Result<(), String> {
-        if self.draining.load(Ordering::SeqCst) {
+        if self.drain.phase() != Phase::Ready {
             return Err("draining: this replica is stopping".to_owned());
         }
         for check in &self.checks {
@@ -140,14 +137,12 @@ async fn readyz(State((readiness, say_why)): State<(Readiness, bool)>) -> Respon
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicBool;
-
-    use super::*;
-
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     use axum::body::{Body, to_bytes};
     use tower::ServiceExt as _;
+
+    use super::*;
 
     /// A check of an API that answers as `up` says, counting how often it is asked.
     fn api(up: &Arc<AtomicBool>, asked: &Arc<AtomicUsize>) -> Check {
@@ -164,13 +159,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn ready_until_a_check_fails_or_it_drains() {
         let (up, asked) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicUsize::new(0)));
-        let readiness = Readiness::new(vec![api(&up, &asked)]);
+        let drain = Drain::new();
+        let readiness = Readiness::new(vec![api(&up, &asked)]).following(drain.clone());
         assert_eq!(readiness.ready().await, Ok(()));
         up.store(false, Ordering::SeqCst);
         tokio::time::advance(KEPT).await;
         assert!(readiness.ready().await.unwrap_err().contains("did not answer"));
         up.store(true, Ordering::SeqCst);
-        readiness.drain();
+        drain.enter(Phase::Draining);
         assert!(readiness.ready().await.unwrap_err().starts_with("draining"));
     }
 

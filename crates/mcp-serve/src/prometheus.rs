@@ -2,8 +2,8 @@
 //!
 //! The counters come from two places: the sealing boundary, which sees every request (its
 //! method, latency, rounds, refused states and their reasons, and -32021 by client name), and
-//! the shop's tools (questions, releases, declines). Both write through the `metrics` facade;
-//! this module installs the Prometheus recorder that renders them.
+//! the server's own tools, whose series it hands to [`install`] to start at zero. Both write
+//! through the `metrics` facade; this module installs the Prometheus recorder that renders them.
 
 use std::sync::{Arc, OnceLock};
 
@@ -61,24 +61,45 @@ pub fn client_label(name: &str) -> String {
     "other".to_owned()
 }
 
-/// Make every counter whose labels are known exist at zero, so an alert can tell "none" from
-/// "missing" on a fresh replica.
-fn start_at_zero() {
+/// A counter to start at zero: its name, and the label and values it is counted under (if
+/// any), so an alert can tell "none" from "missing" on a fresh replica.
+#[derive(Debug, Clone, Copy)]
+pub struct Series {
+    pub name: &'static str,
+    pub label: Option<(&'static str, &'static [&'static str])>,
+}
+
+impl Series {
+    /// A counter with no labels.
+    pub const fn counter(name: &'static str) -> Self {
+        Self { name, label: None }
+    }
+
+    /// A counter under `label`, one series for each of `values`.
+    pub const fn labelled(name: &'static str, label: &'static str, values: &'static [&'static str]) -> Self {
+        Self { name, label: Some((label, values)) }
+    }
+
+    fn start_at_zero(&self) {
+        match self.label {
+            None => metrics::counter!(self.name).increment(0),
+            Some((label, values)) => {
+                for value in values {
+                    metrics::counter!(self.name, label => *value).increment(0);
+                }
+            }
+        }
+    }
+}
+
+/// Make every counter this module counts, and `also`, exist at zero.
+fn start_at_zero(also: &[Series]) {
     for reason in Rejection::ALL {
         metrics::counter!("mcp_request_state_rejections_total", "reason" => reason.label()).increment(0);
     }
-    for counter in [
-        "shop_refund_questions_total",
-        "shop_refund_releases_total",
-        "shop_refund_declines_total",
-        "shop_refund_dismissals_total",
-        "mcp_shed_total",
-        "shop_once_only_failures_total",
-    ] {
-        metrics::counter!(counter).increment(0);
-    }
-    for kind in crate::tool_error::API_FAILURES {
-        metrics::counter!("shop_api_failures_total", "kind" => kind).increment(0);
+    metrics::counter!("mcp_shed_total").increment(0);
+    for series in also {
+        series.start_at_zero();
     }
 }
 
@@ -104,8 +125,8 @@ fn error_label(code: i32) -> &'static str {
 const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Install the recorder (once per process, on a Tokio runtime) and return the handle that
-/// renders it.
-pub fn install() -> PrometheusHandle {
+/// renders it, with every series it counts and `series` at zero.
+pub fn install(series: &[Series]) -> PrometheusHandle {
     HANDLE
         .get_or_init(|| {
             let seconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
@@ -123,7 +144,7 @@ pub fn install() -> PrometheusHandle {
                 });
             match builder.map(PrometheusBuilder::install_recorder) {
                 Ok(Ok(handle)) => {
-                    start_at_zero();
+                    start_at_zero(series);
                     // A histogram keeps every sample until upkeep folds it into its buckets,
                     // which `install_recorder` leaves to its caller: without this, a server
                     // nobody scrapes grew by about 55 bytes a request (measured: 10 MiB for

@@ -46,7 +46,7 @@ use http_body::Frame;
 use rmcp::transport::streamable_http_server::session::{SessionManager, local::LocalSessionManager};
 use tokio::time::Instant;
 
-use crate::serve::{config::MAX_BODY_BYTES, json_rpc_check};
+use crate::{config::MAX_BODY_BYTES, json_rpc_check};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 

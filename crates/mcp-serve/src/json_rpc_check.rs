@@ -27,7 +27,7 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use crate::serve::config::MAX_BODY_BYTES;
+use crate::config::MAX_BODY_BYTES;
 
 /// The middleware: read the body within `read_timeout`, pass the request on to rmcp, and word
 /// its refusal of an undecodable body.

@@ -12,10 +12,11 @@
 //! - One call, one trace: the first round's span context travels inside the sealed
 //!   `requestState`, so every retry, on whichever replica, joins the first round's trace (its
 //!   parent when the client sends no context of its own) with a link to the first round and
-//!   `fernhill.mcp.round`, its round's number. This is this project's proposal; the conventions
+//!   `mcp.mrtr.round`, its round's number. This is this project's proposal; the conventions
 //!   do not cover rounds yet.
-//! - Context goes on to the shop's API and the payment provider as a `traceparent` header
-//!   ([`outgoing`]), and both make server spans of their own ([`http_server_spans`]).
+//! - Context goes on to the services the server calls as a `traceparent` header
+//!   ([`outgoing`]), and a service built on axum makes server spans of its own
+//!   ([`http_server_spans`]).
 
 use std::collections::HashMap;
 
@@ -35,6 +36,8 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// sends what is left.
 pub struct Telemetry {
     provider: SdkTracerProvider,
+    /// The service's name, which names its tracer too.
+    service: String,
 }
 
 /// Why traces could not be set up.
@@ -61,7 +64,7 @@ impl Telemetry {
         let provider =
             SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build();
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-        Ok(Some(Self { provider }))
+        Ok(Some(Self { provider, service: service.to_owned() }))
     }
 
     /// The `tracing` layer that turns spans into OpenTelemetry spans.
@@ -69,13 +72,13 @@ impl Telemetry {
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
     {
-        tracing_opentelemetry::layer().with_tracer(self.provider.tracer("fernhill"))
+        tracing_opentelemetry::layer().with_tracer(self.provider.tracer(self.service.clone()))
     }
 
     /// Export what is left, and stop.
     pub fn shutdown(self) {
         if let Err(error) = self.provider.shutdown() {
-            eprintln!("fernhill: could not send the last traces: {error}");
+            eprintln!("{}: could not send the last traces: {error}", self.service);
         }
     }
 }
@@ -176,7 +179,7 @@ pub fn current_trace_id() -> Option<String> {
     context.is_valid().then(|| context.trace_id().to_string())
 }
 
-/// The `traceparent` header for a call made now to another service (the shop's API, the
+/// The `traceparent` header for a call made now to another service (a back end, the
 /// payment provider), naming the current span: that service's spans become its children.
 pub fn outgoing() -> Vec<(http::HeaderName, http::HeaderValue)> {
     let Some(parent) = traceparent(&Span::current().context()) else { return Vec::new() };
@@ -186,7 +189,7 @@ pub fn outgoing() -> Vec<(http::HeaderName, http::HeaderValue)> {
     }
 }
 
-/// The middleware that makes a server span for each request to a service of the shop's (its
+/// The middleware that makes a server span for each request to a service (its
 /// API, the payment provider), a child of the `traceparent` it was sent with, if any.
 pub async fn http_server_spans(request: Request, next: Next) -> Response {
     let route = request.uri().path().to_owned();

@@ -1,0 +1,234 @@
+//! What a server serves over Streamable HTTP, at MCP 2026-07-28: a pure function of its
+//! configuration, its handler and its gate ([`router`]), so the order of its layers can be
+//! tested in process.
+//!
+//! rmcp's `StreamableHttpService` does the transport: one POST per request and no session at
+//! 2026-07-28; a 2025-era client (the `initialize` handshake) gets a session (`Mcp-Session-Id`,
+//! kept in this process), so a question the server asks reaches it on the SSE stream and its
+//! answer is POSTed back while the call waits. A replica that does not know a session answers
+//! 404 and the client starts over. Also rmcp's: the `MCP-Protocol-Version`, `Mcp-Method` and
+//! `Mcp-Name` rules with -32020 on a mismatch, `Host` and `Origin` checks, and a body size
+//! limit. A fresh handler serves each request; every replica is interchangeable when they share
+//! what the handler keeps.
+//!
+//! A request to `/mcp` passes, in order: the timing and status fix-up ([`status_for_errors`]);
+//! with a gate, the token, before anything of the body is read (a new token within the client's
+//! and the server's budget of checks); the caller's share of requests
+//! ([`crate::rate_limit`]); the body, read within the read timeout and the size limit
+//! ([`crate::json_rpc_check`]); the scopes the body's request needs; the 2025 session's owner,
+//! caps and idle time ([`crate::sessions`]); rmcp. `/livez`, `/readyz` and `/healthz`
+//! ([`crate::readiness`]) answer beside it, outside the gate, and `/metrics` too unless there
+//! is an admin listener or the server faces the world with a gate; the admin listener serves
+//! all four.
+
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use axum::{
+    Router,
+    extract::Request,
+    http::StatusCode,
+    middleware::{self, Next},
+    response::Response,
+    routing::get,
+};
+use metrics_exporter_prometheus::PrometheusHandle;
+use mrtr::{boundary::ErrorCode, waiting::WaitingRoom};
+use oauth_resource::{ResourceServer, ScopePolicy, gate::IntrospectionClient};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService,
+    session::local::{LocalSessionManager, SessionConfig},
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    HttpConfig, ServeError,
+    config::MAX_BODY_BYTES,
+    connections::{Bounds, ClientAddresses},
+    drain::Drain,
+    json_rpc_check, prometheus,
+    rate_limit::RateLimit,
+    readiness::Readiness,
+    sessions::{Caps, Sessions},
+};
+
+/// What a server is told of its handler's life beyond the handler.
+#[derive(Clone, Default)]
+pub struct Lifecycle {
+    /// What `/readyz` checks (the issuer's keys are added when there is a gate).
+    pub readiness: Readiness,
+    /// Where the handler's calls wait for their people: closed when draining.
+    pub questions: Option<WaitingRoom>,
+    /// The longest a request may wait for its person (a 2025 host's question): a session is
+    /// never ended by rmcp's own keep-alive sooner.
+    pub longest_wait: Duration,
+}
+
+/// What [`crate::serve`] serves, and how: the public router (`/mcp` and the health routes), the
+/// admin router, the bounds on connections, where clients' addresses come from, and what
+/// draining closes.
+pub struct Service {
+    pub public: Router,
+    pub admin: Router,
+    pub(crate) bounds: Bounds,
+    pub(crate) addresses: ClientAddresses,
+    pub(crate) drain: Drain,
+    pub(crate) drain_grace: Duration,
+    pub(crate) question_timeout: Duration,
+    pub(crate) questions: Option<WaitingRoom>,
+    /// Ends rmcp's sessions and streams when the replica stops.
+    pub(crate) rmcp: CancellationToken,
+}
+
+/// The authorization gate `config` asks for (an issuer), for the resource at `bound` unless
+/// `--public-url` names it, deciding scopes with `scopes`; `name` is shown to people. Not
+/// started: call [`ResourceServer::start`] before serving.
+pub fn gate(
+    config: &HttpConfig,
+    bound: SocketAddr,
+    name: &str,
+    scopes: Box<dyn ScopePolicy>,
+) -> Result<Option<ResourceServer>, ServeError> {
+    let Some(issuer) = &config.auth_issuer else { return Ok(None) };
+    let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
+    let gate = ResourceServer::new(issuer, &public_url, name, scopes, MAX_BODY_BYTES)?
+        .with_check_budget(config.auth_checks_per_client, config.auth_checks);
+    Ok(Some(match (config.auth_introspection, &config.auth_client_id) {
+        (true, Some(client_id)) => gate.with_introspection(IntrospectionClient {
+            client_id: client_id.clone(),
+            client_secret: config.auth_client_secret.clone().unwrap_or_default(),
+        }),
+        _ => gate,
+    }))
+}
+
+/// What to serve for `handler` (cloned for each request) on `bound`, behind `gate` if any,
+/// rendering metrics with `metrics`.
+pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
+    config: &HttpConfig,
+    bound: SocketAddr,
+    handler: H,
+    gate: Option<ResourceServer>,
+    lifecycle: Lifecycle,
+    metrics: PrometheusHandle,
+) -> Service {
+    let rmcp = CancellationToken::new();
+    let drain = Drain::new();
+    // An Origin header is always checked: a browser page may call only from the origins
+    // allowed, and by default from this server's own loopback origin (a page it serves itself,
+    // or a local inspector on the same port), never from another site.
+    let origins = if config.allowed_origins.is_empty() {
+        ["localhost", "127.0.0.1", "[::1]"].map(|host| format!("http://{host}:{}", bound.port())).to_vec()
+    } else {
+        config.allowed_origins.clone()
+    };
+    let transport = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(true)
+        .with_json_response(true)
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_cancellation_token(rmcp.child_token())
+        .with_allowed_hosts(config.allowed_hosts.clone())
+        .with_allowed_origins(origins);
+    // rmcp ends a session that has passed no message for its keep-alive, even one whose
+    // question waits for a person: past the longest such wait, it is a backstop to the idle
+    // sessions' own end (`sessions`).
+    let mut manager = LocalSessionManager::default();
+    let mut session_config = SessionConfig::default();
+    session_config.keep_alive = Some(config.session_idle_timeout.max(lifecycle.longest_wait) + Duration::from_secs(60));
+    manager.session_config = session_config;
+    let manager = Arc::new(manager);
+    let caps = Caps {
+        in_all: config.max_sessions,
+        per_caller: config.max_sessions_per_caller,
+        idle: config.session_idle_timeout,
+    };
+    let sessions = Sessions::start(manager.clone(), caps);
+    let mcp = StreamableHttpService::new(move || Ok(handler.clone()), manager, transport);
+    // Layers run from the last added inwards.
+    let mut endpoint =
+        Router::new().route_service("/mcp", mcp).layer(middleware::from_fn_with_state(sessions, Sessions::guard));
+    if let Some(gate) = &gate {
+        endpoint = endpoint.layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authorize));
+    }
+    endpoint = endpoint.layer(middleware::from_fn_with_state(config.read_timeout, json_rpc_check::check));
+    if let Some(limit) = RateLimit::new(config.rate_limit, config.rate_burst.unwrap_or(config.rate_limit)) {
+        endpoint = endpoint.layer(middleware::from_fn_with_state(limit, RateLimit::limit));
+    }
+    let mut readiness = lifecycle.readiness.following(drain.clone());
+    if let Some(gate) = &gate {
+        endpoint = endpoint
+            .layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authenticate))
+            .merge(gate.metadata_routes());
+        let gate = gate.clone();
+        readiness = readiness.with(Arc::new(move || {
+            let gate = gate.clone();
+            Box::pin(async move {
+                match gate.has_keys().await {
+                    true => Ok(()),
+                    false => Err("the authorization server's keys are not fetched yet".to_owned()),
+                }
+            })
+        }));
+    }
+    let metrics_route = Router::new().route("/metrics", get(move || std::future::ready(metrics.render())));
+    let mut public = endpoint.merge(readiness.clone().routes(false));
+    let faces_the_world = !bound.ip().is_loopback() && gate.is_some();
+    match config.metrics_listen {
+        Some(_) => {}
+        None if faces_the_world && !config.public_metrics => tracing::warn!(
+            "not serving /metrics on a public address with authorization: give --metrics-listen (or --public-metrics)"
+        ),
+        None => public = public.merge(metrics_route.clone()),
+    }
+    let public = public.layer(middleware::from_fn(status_for_errors)).layer(middleware::from_fn(time_requests));
+    let admin = metrics_route.merge(readiness.routes(true));
+    let addresses =
+        ClientAddresses { trusted: config.trusted_proxies.clone(), forwarded_header: config.forwarded_header.clone() };
+    Service {
+        public,
+        admin,
+        bounds: Bounds {
+            max_connections: config.max_connections,
+            max_connections_per_client: config.max_connections_per_client,
+            header_timeout: config.header_timeout,
+            read_timeout: config.read_timeout,
+            write_timeout: config.write_timeout,
+            max_requests: config.max_requests_per_connection,
+        },
+        addresses,
+        drain,
+        drain_grace: config.drain_grace,
+        question_timeout: config.drain_timeout.min(config.drain_grace),
+        questions: lifecycle.questions,
+        rmcp,
+    }
+}
+
+/// Time every HTTP request by its MCP method (the `Mcp-Method` header), from a closed set.
+pub async fn time_requests(request: Request, next: Next) -> Response {
+    let method = prometheus::method_label(request.headers().get("mcp-method").and_then(|v| v.to_str().ok()));
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::histogram!("mcp_http_request_duration_seconds", "method" => method, "status" => status)
+        .record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// Give a JSON-RPC error the HTTP status its code calls for.
+///
+/// rmcp answers 400 for -32020/-32021/-32022 and a malformed `_meta`, 404 for -32601, and 200
+/// for every other error. A refused `requestState` (-32602), invalid params, an invalid
+/// request (-32600) and a parse error (-32700) are the client's fault and get 400 here, as the
+/// Python SDK's server answers them, so a client sees the same status from either. The
+/// boundary says which code a call ended in, through the [`ErrorCode`] put in the request's
+/// extensions here: no response is read back. (The body check answers its own -32700 and
+/// -32600 with 400 already.)
+pub async fn status_for_errors(mut request: Request, next: Next) -> Response {
+    let code = ErrorCode::default();
+    request.extensions_mut().insert(code.clone());
+    let mut response = next.run(request).await;
+    if response.status() == StatusCode::OK && matches!(code.get(), Some(-32602 | -32600 | -32700)) {
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+    }
+    response
+}
