@@ -306,6 +306,25 @@ async fn sigterm_stops_the_server_cleanly() {
     assert!(status.success(), "{status}");
 }
 
+/// Ctrl-C on a local server nobody balances: no load balancer has asked `/readyz` and no
+/// question waits, so there is nobody to give the drain grace to, and it stops at once rather
+/// than after thirty seconds.
+#[tokio::test]
+async fn an_idle_server_no_balancer_watches_stops_at_once_on_ctrl_c() {
+    let api = start_api().await;
+    let mut command = Command::new(fernhill());
+    command.args(["serve", "--http", "127.0.0.1:0", "--drain-grace", "30"]).shop_api(&api);
+    let (mut child, _url, log) = support::spawn_printing_url_with_log(&mut command).await;
+    let pid = child.id().unwrap().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().await.unwrap().success());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait())
+        .await
+        .expect("stopped well within the thirty seconds' grace")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    log.wait_for("stopping without a grace period").await;
+}
+
 /// A form reaches hosts with its fields in the form's order (the required ones as declared,
 /// then the rest), not sorted by name: the return form shows `reason` first, `note` last.
 #[tokio::test]

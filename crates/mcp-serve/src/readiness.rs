@@ -67,6 +67,8 @@ impl Kept {
 pub struct Readiness {
     drain: Drain,
     checks: Vec<Kept>,
+    /// When `/readyz` was last asked: whether a load balancer is watching.
+    last_asked: Arc<Mutex<Option<Instant>>>,
     /// The reason last logged, so a change is logged once.
     said: Arc<Mutex<Option<String>>>,
 }
@@ -109,6 +111,13 @@ impl Readiness {
             .route("/readyz", get(readyz).with_state((self, say_why)))
     }
 
+    /// Whether `/readyz` was asked within `lately`: a load balancer is watching, and a replica
+    /// that stops should give it time to notice.
+    pub fn watched_within(&self, lately: Duration) -> bool {
+        let last = *self.last_asked.lock().unwrap_or_else(PoisonError::into_inner);
+        last.is_some_and(|at| at.elapsed() <= lately)
+    }
+
     /// Log why the replica is not ready (or that it is again) when that changes.
     fn say(&self, ready: &Result<(), String>) {
         let now = ready.as_ref().err().cloned();
@@ -125,6 +134,7 @@ impl Readiness {
 
 /// `/readyz`; the answer is also the gauge `mcp_ready` (1 or 0), for alerts.
 async fn readyz(State((readiness, say_why)): State<(Readiness, bool)>) -> Response {
+    *readiness.last_asked.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
     let ready = readiness.ready().await;
     metrics::gauge!("mcp_ready").set(if ready.is_ok() { 1.0 } else { 0.0 });
     readiness.say(&ready);

@@ -72,6 +72,8 @@ pub struct Service {
     pub(crate) bounds: Bounds,
     pub(crate) addresses: ClientAddresses,
     pub(crate) drain: Drain,
+    /// Whether a load balancer watches `/readyz`, and so needs the drain grace.
+    pub(crate) readiness: Readiness,
     pub(crate) drain_grace: Duration,
     pub(crate) question_timeout: Duration,
     pub(crate) questions: Option<WaitingRoom>,
@@ -180,7 +182,7 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         None => public = public.merge(metrics_route.clone()),
     }
     let public = public.layer(middleware::from_fn(status_for_errors)).layer(middleware::from_fn(time_requests));
-    let admin = metrics_route.merge(readiness.routes(true));
+    let admin = metrics_route.merge(readiness.clone().routes(true));
     let addresses =
         ClientAddresses { trusted: config.trusted_proxies.clone(), forwarded_header: config.forwarded_header.clone() };
     Service {
@@ -196,6 +198,7 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         },
         addresses,
         drain,
+        readiness,
         drain_grace: config.drain_grace,
         question_timeout: config.drain_timeout.min(config.drain_grace),
         questions: lifecycle.questions,

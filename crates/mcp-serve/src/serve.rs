@@ -3,7 +3,9 @@
 //! sent to it), still serves for the drain grace while the balancer notices (a second signal
 //! cuts it short), and its questions still waiting end in words within the drain timeout; then
 //! it is [`Phase::Stopping`]: rmcp ends its sessions, the listeners close and the requests in
-//! flight finish.
+//! flight finish. An idle replica no load balancer watches (nobody asked `/readyz` within the
+//! grace, and no question waits) has nobody to give the grace to: it stops at once, as a local
+//! server on Ctrl-C should.
 
 use std::future::Future;
 
@@ -29,7 +31,8 @@ pub async fn serve(
         };
         tracing::info!(trusted = ?service.addresses.trusted, "clients' addresses taken from trusted proxies, by {how}");
     }
-    let Service { public, admin, bounds, addresses, drain, drain_grace, question_timeout, questions, rmcp } = service;
+    let Service { public, admin, bounds, addresses, drain, readiness, drain_grace, question_timeout, questions, rmcp } =
+        service;
     let admin_served = listening.admin.map(|listener| {
         if let Ok(address) = listener.local_addr() {
             tracing::info!(%address, "serving /livez, /readyz, /healthz and /metrics on the admin listener");
@@ -47,15 +50,22 @@ pub async fn serve(
         // Listening for a second signal from here on, before anything says it drains.
         let second = web_service::shutdown::signal();
         drain.enter(Phase::Draining);
+        // Idle: nobody to give the grace to (no load balancer asked, no question waits).
+        let waiting = questions.as_ref().map_or(0, |questions| questions.waiting());
+        let watched = readiness.watched_within(drain_grace) || waiting > 0;
+        let grace = if watched { drain_grace } else { std::time::Duration::ZERO };
         if let Some(questions) = &questions {
             questions.close_after(question_timeout);
         }
-        tracing::info!(
-            grace_secs = drain_grace.as_secs_f64(),
-            "draining: /readyz answers 503, and requests are still served for the grace period (a second signal ends it)"
-        );
+        match watched {
+            true => tracing::info!(
+                grace_secs = grace.as_secs_f64(),
+                "draining: /readyz answers 503, and requests are still served for the grace period (a second signal ends it)"
+            ),
+            false => tracing::info!("idle, and no load balancer asked /readyz lately: stopping without a grace period"),
+        }
         tokio::select! {
-            () = tokio::time::sleep(drain_grace) => {}
+            () = tokio::time::sleep(grace) => {}
             () = second => tracing::info!("a second signal: not waiting out the grace period"),
         }
         tracing::info!("stopping: finishing the requests in flight");

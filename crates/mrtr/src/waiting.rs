@@ -91,6 +91,11 @@ impl WaitingRoom {
         }
     }
 
+    /// How many calls wait for their people now.
+    pub fn waiting(&self) -> usize {
+        self.limit.saturating_sub(self.seats.available_permits())
+    }
+
     /// Stop waiting for people `after` from now: waits still going then end with
     /// [`Busy::Stopping`]; from now, new waits are refused with it at once.
     pub fn close_after(&self, after: Duration) {

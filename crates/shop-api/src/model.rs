@@ -103,11 +103,14 @@ pub struct Refund {
     pub currency: String,
     pub status: RefundStatus,
     /// Who released or declined it, as the MCP server asserted the caller (absent while held,
-    /// or for a refund that needed nobody).
+    /// or for a refund that needed nobody). Absent, never null: its schema is a string that is
+    /// not required, which every host renders (`["string", "null"]` is not portable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub decided_by: Option<String>,
-    /// When it was released or declined (RFC 3339, UTC).
+    /// When it was released or declined (RFC 3339, UTC); absent, never null, as `decided_by`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub decided_at: Option<String>,
 }
 

@@ -274,7 +274,7 @@ async fn futures_join(client: &Client<ScriptedUser>, q: &str, state: Option<Stri
 #[tokio::test]
 async fn a_host_that_cannot_ask_gets_32021_and_the_refund_stays_held() {
     let api = start_api().await;
-    let (client, _) = serve(&api, None, ScriptedUser::unable_to_ask()).await;
+    let (client, log) = serve(&api, None, ScriptedUser::unable_to_ask()).await;
     let q = quote(&client, "O-2289").await;
     let error = client.call_tool("issue_refund", json!({"quote_id": q})).await.unwrap_err();
     let error = error.rpc_error().unwrap().clone();
@@ -282,6 +282,9 @@ async fn a_host_that_cannot_ask_gets_32021_and_the_refund_stays_held() {
     assert_eq!(error.data.unwrap(), json!({"requiredCapabilities": {"elicitation": {"form": {}}}}));
     let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
     assert_eq!(refund.status, RefundStatus::NeedsConfirmation);
+    // The client's problem, not the server's: no warning in the server's log.
+    let said = log.text();
+    assert!(!said.lines().any(|line| line.contains("WARN")), "{said}");
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
 //! What a host shows a person of the shop's tools: every parameter has a title and a
-//! description, and a schema every host renders (one JSON type per parameter, no
-//! `["array", "null"]`).
+//! description, and every input and output schema is one every host renders (one JSON type
+//! wherever a type is named, no `["string", "null"]`).
 
 mod support;
 
@@ -25,6 +25,42 @@ async fn every_parameter_has_a_title_a_description_and_one_type() {
             assert!(property["type"].is_string(), "{at} has more than one type: {property}");
         }
     }
+}
+
+/// Where `schema` names a type as a list of types, by path.
+fn type_arrays(schema: &Value, at: &str, found: &mut Vec<String>) {
+    match schema {
+        Value::Object(members) => {
+            for (key, value) in members {
+                if key == "type" && value.is_array() {
+                    found.push(format!("{at}: {value}"));
+                }
+                type_arrays(value, &format!("{at}.{key}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (n, item) in items.iter().enumerate() {
+                type_arrays(item, &format!("{at}[{n}]"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The MCP Inspector warns of "schema portability" for a type array: none anywhere.
+#[tokio::test]
+async fn no_schema_names_a_list_of_types() {
+    let api = start_api().await;
+    let (client, _) = serve(&api, None, ScriptedUser::unable_to_ask()).await;
+    let mut found = Vec::new();
+    for tool in client.peer().list_all_tools().await.unwrap() {
+        let input = Value::Object((*tool.input_schema).clone());
+        type_arrays(&input, &format!("{} input", tool.name), &mut found);
+        if let Some(output) = &tool.output_schema {
+            type_arrays(&Value::Object((**output).clone()), &format!("{} output", tool.name), &mut found);
+        }
+    }
+    assert!(found.is_empty(), "type arrays: {found:#?}");
 }
 
 #[tokio::test]
