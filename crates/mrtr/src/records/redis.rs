@@ -215,11 +215,16 @@ mod tests {
     use super::*;
     use crate::records::tests::one_claim_of_many;
 
-    /// The Redis every machine of this project runs on 127.0.0.1:6379.
+    /// Against the Redis `REDIS_URL` names (the heavy tier sets it); without one, skipped with
+    /// a word, so a plain `cargo test` needs Rust alone.
     #[tokio::test]
     async fn redis_claims_once_and_keeps_values_until_they_expire() {
+        let Ok(url) = std::env::var("REDIS_URL") else {
+            eprintln!("skipped: set REDIS_URL (such as redis://127.0.0.1:6379) to test the records in Redis");
+            return;
+        };
         let prefix = format!("mrtr-test:{}:", rand::random::<u64>());
-        let records: Arc<dyn Records> = Arc::new(Redis::new("redis://127.0.0.1:6379", &prefix).unwrap());
+        let records: Arc<dyn Records> = Arc::new(Redis::new(&url, &prefix).unwrap());
         one_claim_of_many(records.clone(), "k".into()).await;
         records.put("q", "v".into(), Duration::from_secs(60)).await.unwrap();
         assert_eq!(records.get("q").await.unwrap().as_deref(), Some("v"));
