@@ -1,5 +1,8 @@
-//! `fernhill`: the Fernhill shop's MCP server, its API, the stand-in payment provider, a demo
-//! of every tool end to end, a terminal host, a wire recorder and a health probe. Parse, then call: each subcommand lives in `commands/`.
+//! `fernhill`: the Fernhill shop's API, the stand-in payment provider, a demo of every tool end
+//! to end, a terminal host and a wire recorder. The MCP server alone, lean, is `fernhill-mcp`
+//! (`src/bin/fernhill-mcp.rs`); `fernhill serve` is the same server, kept (hidden) for the demo
+//! and the programs that launch themselves. Parse, then call: each subcommand lives in
+//! `commands/`.
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
@@ -24,7 +27,8 @@ enum Command {
     /// Run the stand-in payment provider (flows, payments, the lead's connect page); prints the
     /// URL it listens on. Give it to `serve --payments`.
     PaymentProvider(commands::payment_provider::PaymentProviderOptions),
-    /// Serve the shop's MCP tools over stdio (what a desktop MCP host launches), or over Streamable HTTP with --http.
+    /// The MCP server, as `fernhill-mcp serve` (which a desktop host and the image run).
+    #[command(hide = true)]
     Serve {
         #[command(flatten)]
         config: Box<ServeConfig>,
@@ -34,12 +38,6 @@ enum Command {
         /// How log lines are written on stderr: text, or json (one object a line, for a log shipper).
         #[arg(long, env = "SHOP_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
-    },
-    /// Ask URL (such as http://127.0.0.1:8711/readyz) and exit 0 if it answers 2xx, 1 if not: a
-    /// health check for images that have no shell or curl.
-    Probe {
-        /// The URL to ask.
-        url: String,
     },
     /// Run every tool end to end on embedded defaults: API, payment provider, server over stdio, a
     /// scripted lead.
@@ -110,7 +108,6 @@ async fn main() -> ExitCode {
         Command::Serve { config, verbose, log_format } => {
             commands::serve::run(*config, verbose, log_format).await.map(|()| 0)
         }
-        Command::Probe { url } => commands::probe::run(&url).await,
         Command::Demo { answers, answers_file } => {
             commands::demo::run(&answers, answers_file.as_deref()).await.map(|()| 0)
         }

@@ -243,8 +243,13 @@ async fn a_served_fleet_pays_through_the_payment_provider_command() {
 async fn help_names_every_command() {
     let output = Command::new(fernhill()).arg("--help").output_within().await;
     let help = String::from_utf8_lossy(&output.stdout);
-    for command in ["shop-api", "payment-provider", "serve", "demo", "wire"] {
+    for command in ["shop-api", "payment-provider", "demo", "host", "wire"] {
         assert!(help.contains(command), "{help}");
+    }
+    let output = Command::new(support::fernhill_mcp()).arg("--help").output_within().await;
+    let help = String::from_utf8_lossy(&output.stdout);
+    for command in ["serve", "probe"] {
+        assert!(help.contains(command), "fernhill-mcp: {help}");
     }
 }
 

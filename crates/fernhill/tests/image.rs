@@ -1,5 +1,5 @@
 //! The container image (`deploy/Containerfile`, built by `deploy/build-image` with Debian's
-//! podman, from scratch) is complete: its root, mounted, holds everything `fernhill` needs.
+//! podman, from scratch) is complete: its root, mounted, holds everything `fernhill-mcp` needs.
 //! Containers cannot be started here (crun: cgroups in hybrid mode), so the test runs the
 //! image's entrypoint from its mounted root with chroot, as its non-root user, against a shop
 //! API on loopback: the health check's probe answers, and a lead confirms a refund.
@@ -12,7 +12,7 @@ use mrtr::client::{Client, ScriptedUser};
 use serde_json::json;
 use tokio::process::Command;
 
-use support::{ShopApiCommand, Within, fernhill, quote, start_api};
+use support::{ShopApiCommand, Within, fernhill_mcp, quote, start_api};
 
 /// Debian's chroot, by its path: the image's process gets no environment, so no PATH either.
 const CHROOT: &str = "/usr/sbin/chroot";
@@ -38,15 +38,15 @@ impl Drop for Built {
 async fn the_image_runs_from_its_own_root_and_confirms_a_refund() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/build-image");
     let tag = format!("localhost/fernhill-test:{}", rand::random::<u32>());
-    run(script.to_str().unwrap(), &[fernhill().to_str().unwrap(), &tag]).await;
+    run(script.to_str().unwrap(), &[fernhill_mcp().to_str().unwrap(), &tag]).await;
     let _built = Built(tag.clone());
     let root = run("podman", &["image", "mount", &tag]).await;
     let inspected = run("podman", &["image", "inspect", &tag]).await;
     let inspected: serde_json::Value = serde_json::from_str(&inspected).unwrap();
     let (config, health) = (&inspected[0]["Config"], &inspected[0]["Healthcheck"]);
     assert_eq!(config["User"], "10001:10001");
-    assert_eq!(config["Entrypoint"], json!(["/usr/local/bin/fernhill"]));
-    assert_eq!(health["Test"], json!(["CMD", "/usr/local/bin/fernhill", "probe", "http://127.0.0.1:8711/readyz"]));
+    assert_eq!(config["Entrypoint"], json!(["/usr/local/bin/fernhill-mcp"]));
+    assert_eq!(health["Test"], json!(["CMD", "/usr/local/bin/fernhill-mcp", "probe", "http://127.0.0.1:8711/readyz"]));
     for absent in ["bin/sh", "usr/bin/apt", "bin/bash"] {
         assert!(!PathBuf::from(&root).join(absent).exists(), "{absent} is in the image");
     }
@@ -54,14 +54,14 @@ async fn the_image_runs_from_its_own_root_and_confirms_a_refund() {
     let api = start_api().await;
     let mut serve = Command::new(CHROOT);
     serve
-        .args(["--userspec=10001:10001", &root, "/usr/local/bin/fernhill"])
+        .args(["--userspec=10001:10001", &root, "/usr/local/bin/fernhill-mcp"])
         .args(["serve", "--http", "127.0.0.1:0"])
         .env_clear()
         .shop_api(&api);
     let (_server, url) = support::spawn_printing_url(&mut serve).await;
     let ready = url.replace("/mcp", "/readyz");
     let probed = Command::new(CHROOT)
-        .args(["--userspec=10001:10001", &root, "/usr/local/bin/fernhill", "probe", &ready])
+        .args(["--userspec=10001:10001", &root, "/usr/local/bin/fernhill-mcp", "probe", &ready])
         .env_clear()
         .output_within()
         .await;

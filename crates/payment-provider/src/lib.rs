@@ -9,7 +9,8 @@
 //! (`POST /payments`). Passwords go to this page only, never through the MCP
 //! client. Only the person who started a flow can finish it.
 //!
-//! Layers, from the wire inwards:
+//! Layers, from the wire inwards (all but the client, its model and IDs need the `server`
+//! feature, on by default):
 //!
 //! - [`client`]: [`PaymentProvider`], the reqwest client the MCP server uses.
 //! - [`service`] and [`routes`]: the axum server. JSON endpoints answer
@@ -22,24 +23,35 @@
 //! Plumbing shared with the shop's API (problems, the JSON client and its
 //! error, serving on loopback) lives in `web-service`.
 
+#[cfg(feature = "server")]
 pub mod accounts;
 pub mod client;
 pub mod ids;
 pub mod model;
+#[cfg(feature = "server")]
 pub mod pages;
+#[cfg(feature = "server")]
 pub mod problem;
+#[cfg(feature = "server")]
 pub mod routes;
+#[cfg(feature = "server")]
 pub mod service;
+#[cfg(feature = "server")]
 pub mod state;
 pub use web_service::timestamp;
 
+#[cfg(feature = "server")]
 pub use accounts::{Accounts, DEMO_ACCOUNTS};
 pub use client::{PaymentProvider, ProviderError, ProviderErrorExt};
 pub use ids::{Amount, FlowId, IdError, RefundId, Username, random_flow_id};
 pub use model::{Flow, FlowStatus, NewFlow, Payment, PaymentRequest};
+#[cfg(feature = "server")]
 pub use problem::Problem;
+#[cfg(feature = "server")]
 pub use routes::router;
+#[cfg(feature = "server")]
 pub use service::{RunningProvider, serve, spawn_loopback};
+#[cfg(feature = "server")]
 pub use state::{ProviderState, StateError};
 
 /// How messages name this service inside a sentence.

@@ -6,7 +6,8 @@
 //! [`policy::CONFIRMATION_LIMIT`] (150.00) is created held, as
 //! `needs_confirmation`, until a person confirms or cancels it.
 //!
-//! Layers, from the wire inwards:
+//! Layers, from the wire inwards (all but the client, its model, IDs and money need the
+//! `server` feature, on by default):
 //!
 //! - [`client`]: [`ShopApi`], the async reqwest client the MCP server uses.
 //! - [`service`] and [`routes`]: the axum server; handlers parse IDs, call
@@ -24,12 +25,19 @@ pub mod client;
 pub mod ids;
 pub mod model;
 pub mod money;
+#[cfg(feature = "server")]
 pub mod policy;
+#[cfg(feature = "server")]
 pub mod problem;
+#[cfg(feature = "server")]
 pub mod routes;
+#[cfg(feature = "server")]
 pub mod seed;
+#[cfg(feature = "server")]
 pub mod service;
+#[cfg(feature = "server")]
 pub mod store;
+#[cfg(feature = "server")]
 mod write_transaction;
 
 pub use client::{ClientError, ShopApi};
@@ -39,9 +47,13 @@ pub use model::{
     ReturnReason, ReturnRequest,
 };
 pub use money::{Cents, MoneyError};
+#[cfg(feature = "server")]
 pub use problem::Problem;
+#[cfg(feature = "server")]
 pub use routes::router;
+#[cfg(feature = "server")]
 pub use service::{RunningApi, app, serve, spawn_loopback, spawn_loopback_open};
+#[cfg(feature = "server")]
 pub use store::{Store, StoreError};
 
 /// How messages name this service inside a sentence.

@@ -23,6 +23,11 @@ pub fn fernhill() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fernhill"))
 }
 
+/// The MCP server alone, as a desktop host and the image run it.
+pub fn fernhill_mcp() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fernhill-mcp"))
+}
+
 /// An example binary, built by `cargo test` beside the `fernhill` binary.
 pub fn example(name: &str) -> PathBuf {
     let path = fernhill().parent().expect("target dir").join("examples").join(name);
