@@ -7,7 +7,10 @@
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
-use fernhill::commands;
+use fernhill::commands::{
+    self,
+    runtime::{self, Threads},
+};
 use host::HostOptions;
 use mcp_serve::logging::LogFormat;
 use shop_mcp::serve::ServeConfig;
@@ -94,15 +97,35 @@ enum Command {
 }
 
 /// A fifth of the server's time under load went to glibc's malloc and free (perf, 2 cores);
-/// mimalloc serves the many small, short-lived allocations of JSON-RPC handling faster. Built
-/// without transparent huge pages (`no_thp`): with them, its first arena is committed as 2 MiB
-/// pages, and a stdio server that answers one request held 7 MiB more (and started 1.5 ms later).
+/// mimalloc serves the many small, short-lived allocations of JSON-RPC handling faster. Its
+/// version 2 (`v2`): version 3 prepares its bitmaps and each thread's heap at start, and a
+/// tokio program on one thread that prints one line took 1.54 ms from start to exit with it,
+/// 1.31 ms with version 2 (1.06 ms with glibc's); under load the two were level (`bench/ab`,
+/// seven rounds each). Built without transparent huge pages (`no_thp`): with them, its first
+/// arena is committed as 2 MiB pages, and a stdio server that answers one request held 7 MiB
+/// more (and started 1.5 ms later).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let outcome = match Cli::parse().command {
+fn main() -> ExitCode {
+    let command = Cli::parse().command;
+    let threads = match &command {
+        Command::Serve { config, .. } => commands::serve::threads(config),
+        _ => Threads::EachCore,
+    };
+    let outcome =
+        runtime::build(threads).map_err(anyhow::Error::from).and_then(|runtime| runtime.block_on(run(command)));
+    match outcome {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(error) => {
+            eprintln!("fernhill: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command) -> anyhow::Result<i32> {
+    match command {
         Command::ShopApi(options) => commands::shop_api::run(options).await.map(|()| 0),
         Command::PaymentProvider(options) => commands::payment_provider::run(options).await.map(|()| 0),
         Command::Serve { config, verbose, log_format } => {
@@ -118,13 +141,6 @@ async fn main() -> ExitCode {
             commands::wire::run_http(&log, listen, &upstream).await.map(|()| 0)
         }
         Command::Wire { log, upstream: None, command, .. } => commands::wire::run_stdio(&log, &command).await,
-    };
-    match outcome {
-        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-        Err(error) => {
-            eprintln!("fernhill: {error:#}");
-            ExitCode::FAILURE
-        }
     }
 }
 

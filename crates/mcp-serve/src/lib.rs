@@ -15,6 +15,8 @@
 //! - [`drain`]: ready, draining, stopping: one typed state every part reads;
 //! - [`logging`] (one-line logs on stderr) and [`telemetry`] (OpenTelemetry traces over OTLP).
 //!
+//! A server over stdio takes [`stdio_pipes`] alone: stdin and stdout on the event loop.
+//!
 //! [`config::HttpConfig`] holds every setting, each with its default. Nothing here knows what
 //! the handler does; the environment twins of the settings carry this project's `SHOP_` names.
 
@@ -31,6 +33,7 @@ pub mod readiness;
 pub mod router;
 pub mod serve;
 pub mod sessions;
+pub mod stdio_pipes;
 pub mod telemetry;
 
 pub use config::HttpConfig;

@@ -5,13 +5,16 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use fernhill::commands;
+use fernhill::commands::{
+    self,
+    runtime::{self, Threads},
+};
 use mcp_serve::logging::LogFormat;
 use shop_mcp::serve::ServeConfig;
 
 /// The Fernhill shop's MCP server, which asks a support lead before it pays a large refund.
 #[derive(Parser)]
-#[command(version, about, long_about = None)]
+#[command(name = "fernhill-mcp", version, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -42,14 +45,22 @@ enum Command {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let outcome = match Cli::parse().command {
-        Command::Serve { config, verbose, log_format } => {
-            commands::serve::run(*config, verbose, log_format).await.map(|()| 0)
-        }
-        Command::Probe { url } => commands::probe::run(&url).await,
+fn main() -> ExitCode {
+    let command = Cli::parse().command;
+    let threads = match &command {
+        Command::Serve { config, .. } => commands::serve::threads(config),
+        Command::Probe { .. } => Threads::One,
     };
+    let outcome = runtime::build(threads).map_err(anyhow::Error::from).and_then(|runtime| {
+        runtime.block_on(async {
+            match command {
+                Command::Serve { config, verbose, log_format } => {
+                    commands::serve::run(*config, verbose, log_format).await.map(|()| 0)
+                }
+                Command::Probe { url } => commands::probe::run(&url).await,
+            }
+        })
+    });
     match outcome {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(error) => {

@@ -4,6 +4,7 @@ pub mod demo;
 pub mod host;
 pub mod payment_provider;
 pub mod probe;
+pub mod runtime;
 pub mod serve;
 pub mod service_credential;
 pub mod shop_api;

@@ -6,6 +6,13 @@ use mcp_serve::{
 };
 use shop_mcp::serve::{self, LOG_TARGETS, ServeConfig};
 
+use crate::commands::runtime::Threads;
+
+/// What serving needs: one thread for a host over stdio, a worker for each core over HTTP.
+pub fn threads(config: &ServeConfig) -> Threads {
+    if config.http.listen.is_some() { Threads::EachCore } else { Threads::One }
+}
+
 /// Serve until the host closes stdin, or SIGINT or SIGTERM over HTTP. Over stdio the logs say
 /// only warnings and errors unless `verbose` (each `-v`) asks for more; over HTTP they say what
 /// the service does.

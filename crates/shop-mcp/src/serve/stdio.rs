@@ -5,9 +5,10 @@
 //! ([`json_rpc_check::problem`]): a line that is not JSON gets -32700, one that is not a
 //! JSON-RPC message -32600, both with `"id": null`, and the server goes on. Well-formed lines
 //! pass to rmcp unchanged through an in-memory pipe; one writer puts rmcp's lines and these
-//! answers on stdout, a whole line at a time.
+//! answers on stdout, a whole line at a time. Stdin and stdout are waited on by the event loop
+//! when they are pipes or sockets ([`stdio_pipes`]).
 
-use mcp_serve::json_rpc_check;
+use mcp_serve::{json_rpc_check, stdio_pipes};
 use mrtr::boundary::Sealed;
 use rmcp::{ServiceExt, service::ServerInitializeError};
 use tokio::{
@@ -20,14 +21,15 @@ use crate::{Shop, serve::ServeError};
 /// The longest line read from the host; a longer one is refused, not buffered without bound.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
-/// Serve `server` over this process's stdin and stdout until the client closes stdin. A host
-/// that closes stdin before its first request (one that only probed the server) ends it quietly.
+/// Serve `server` over this process's stdin and stdout until the client closes stdin, then
+/// exit once every answer is written. A host that closes stdin before a session began (one that
+/// only probed the server) ends it quietly.
 pub async fn serve(server: Sealed<Shop>) -> Result<(), ServeError> {
     let (to_rmcp, rmcp_reads) = tokio::io::duplex(256 * 1024);
     let (rmcp_writes, from_rmcp) = tokio::io::duplex(256 * 1024);
     let (lines, mut to_stdout) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
+        let mut stdout = stdio_pipes::stdout();
         while let Some(line) = to_stdout.recv().await {
             if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
                 break;
@@ -37,25 +39,25 @@ pub async fn serve(server: Sealed<Shop>) -> Result<(), ServeError> {
     tokio::spawn(relay_from_rmcp(from_rmcp, lines.clone()));
     let judging = tokio::spawn(judge_stdin(to_rmcp, lines));
 
-    let running = match server.serve((rmcp_reads, rmcp_writes)).await {
-        Ok(running) => running,
+    let stopped = match server.serve((rmcp_reads, rmcp_writes)).await {
+        Ok(running) => running.waiting().await.map(drop).map_err(|error| ServeError::Stdio(error.to_string())),
         Err(ServerInitializeError::ConnectionClosed(during)) => {
-            tracing::info!(%during, "the host closed the connection before its first request");
-            return Ok(());
+            tracing::info!(%during, "the host closed stdin before a session began (it may only have probed the server)");
+            Ok(())
         }
-        Err(error) => return Err(ServeError::Stdio(error.to_string())),
+        Err(error) => Err(ServeError::Stdio(error.to_string())),
     };
-    let stopped = running.waiting().await.map_err(|error| ServeError::Stdio(error.to_string()));
-    // rmcp is done. Stop reading stdin (if rmcp stopped for another reason, the host may still
-    // hold it open), then let what was written reach stdout, within a bound.
+    // rmcp is done, and what it answered (a `server/discover` before the host closed stdin,
+    // say) is on its way: stop reading stdin (if rmcp stopped for another reason, the host may
+    // still hold it open), then let every line reach stdout, within a bound.
     judging.abort();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
-    stopped.map(drop)
+    stopped
 }
 
 /// Read the host's lines: pass JSON-RPC messages to rmcp, answer anything else directly.
 async fn judge_stdin(mut to_rmcp: impl AsyncWrite + Unpin, lines: mpsc::UnboundedSender<Vec<u8>>) {
-    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut stdin = BufReader::new(stdio_pipes::stdin());
     let mut line = Vec::new();
     loop {
         line.clear();
