@@ -1368,11 +1368,7 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let (peer, peer_rx) = Peer::new(Arc::new(AtomicU32RequestIdProvider::default()), peer_info);
-    // PATCHED (fernhill): only a client's direct peer is configured from its info; a server's
-    // `get_info` (its whole capability set and instructions) was built here for nothing.
-    if R::IS_CLIENT {
-        R::configure_direct_peer(&peer, &service.get_info());
-    }
+    R::configure_direct_peer(&peer, &service.get_info());
     serve_inner(
         service,
         transport.into_transport(),
@@ -1381,128 +1377,6 @@ where
         VecDeque::new(),
         ct,
     )
-}
-
-/// PATCHED (fernhill, see PATCHED.md): one request served in the calling task, as
-/// [`serve_inner`] serves each request it receives, for a transport that carries exactly one
-/// request and has no loop to run (a stateless HTTP request): no task, channel or token of its
-/// own. Returns the response, or the error, to send.
-pub(crate) async fn serve_request_in_place<R, S>(
-    service: &S,
-    peer: &Peer<R>,
-    id: RequestId,
-    request: R::PeerReq,
-    ct: CancellationToken,
-) -> TxJsonRpcMessage<R>
-where
-    R: ServiceRole,
-    S: Service<R>,
-{
-    tracing::debug!(%id, ?request, "received request");
-    let association = peer_request_association(&request, &HashMap::<RequestId, ()>::new());
-    if let Err(error) =
-        R::enforce_peer_request_association(&request, peer.peer_info().as_deref(), association)
-    {
-        tracing::warn!(%id, message = %error.message, "rejected peer request");
-        return JsonRpcMessage::error(error, Some(id));
-    }
-    answer_request(service, peer, id, request, ct).await
-}
-
-/// PATCHED (fernhill): one request answered by `service`, in the context it gives the handler
-/// (its `_meta` and extensions, its peer, its cancellation token) and within the task-locals
-/// that name it as the originating request. Returns the response, or the error, to send.
-/// [`serve_inner`] answers each request it receives this way in a task of its own, and
-/// [`serve_request_in_place`] in the calling task.
-async fn answer_request<R, S>(
-    service: &S,
-    peer: &Peer<R>,
-    id: RequestId,
-    mut request: R::PeerReq,
-    ct: CancellationToken,
-) -> TxJsonRpcMessage<R>
-where
-    R: ServiceRole,
-    S: Service<R>,
-{
-    let mut extensions = Extensions::new();
-    let mut meta = RequestMetaObject::new();
-    // avoid clone
-    // swap meta firstly, otherwise progress token will be lost
-    std::mem::swap(&mut meta, request.get_meta_mut());
-    std::mem::swap(&mut extensions, request.extensions_mut());
-    let context = RequestContext {
-        ct,
-        id: id.clone(),
-        peer: peer.clone(),
-        meta,
-        extensions,
-    };
-    let version = context.meta.protocol_version();
-    let result = ORIGINATING_REQUEST
-        .scope(
-            id.clone(),
-            ORIGINATING_PROTOCOL_VERSION.scope(version, service.handle_request(request, context)),
-        )
-        .await;
-    match result {
-        Ok(result) => {
-            tracing::debug!(%id, ?result, "response message");
-            JsonRpcMessage::response(result, id)
-        }
-        Err(error) => {
-            log_response_error(&id, &error);
-            JsonRpcMessage::error(error, Some(id))
-        }
-    }
-}
-
-/// PATCHED (fernhill): an error answered to the peer, logged by whose problem it is. A
-/// malformed request, an unknown method, bad parameters, a capability or header the client
-/// lacks are the client's (debug, with the code and the message); anything else is this
-/// side's (warn, with the code and the message). Never the error's `Debug` form, whose data
-/// may be long and is not meant for an operator's eye.
-fn log_response_error(id: &RequestId, error: &crate::ErrorData) {
-    let code = error.code.0;
-    let clients = matches!(code, -32700 | -32600 | -32601 | -32602 | -32020 | -32021 | -32022);
-    if clients {
-        tracing::debug!(%id, code, message = %error.message, "answered a client's error");
-    } else {
-        tracing::warn!(%id, code, message = %error.message, "answered an error");
-    }
-}
-
-/// PATCHED (fernhill): who waits on a message a service's peer emitted while it served a
-/// request in place ([`serve_request_in_place`]).
-pub(crate) enum EmittedBy<R: ServiceRole> {
-    /// A request: no answer can reach it over a stateless HTTP request, so its responder is
-    /// kept while the handler runs, as [`serve_inner`] keeps it pending.
-    Request(Responder<Result<R::PeerResp, ServiceError>>),
-    /// A notification, to be told it went out.
-    Notification(Responder<Result<(), ServiceError>>),
-}
-
-/// PATCHED (fernhill): the message [`serve_inner`] sends for one its service's peer emits.
-pub(crate) fn emitted_message<R: ServiceRole>(
-    message: PeerSinkMessage<R>,
-) -> (TxJsonRpcMessage<R>, EmittedBy<R>) {
-    match message {
-        PeerSinkMessage::Request {
-            request,
-            id,
-            responder,
-        } => (
-            JsonRpcMessage::request(request, id),
-            EmittedBy::Request(responder),
-        ),
-        PeerSinkMessage::Notification {
-            notification,
-            responder,
-        } => (
-            JsonRpcMessage::notification(notification),
-            EmittedBy::Notification(responder),
-        ),
-    }
 }
 
 /// Spawn a task that may hold `!Send` state when the `local` feature is active.
@@ -1748,7 +1622,7 @@ where
                 }
                 Event::PeerMessage(JsonRpcMessage::Request(JsonRpcRequest {
                     id,
-                    request,
+                    mut request,
                     ..
                 })) => {
                     tracing::debug!(%id, ?request, "received request");
@@ -1776,12 +1650,42 @@ where
                         let request_ct = serve_loop_ct.child_token();
                         let context_ct = request_ct.child_token();
                         local_ct_pool.insert(id.clone(), request_ct);
-                        let peer = peer.clone();
+                        let mut extensions = Extensions::new();
+                        let mut meta = RequestMetaObject::new();
+                        // avoid clone
+                        // swap meta firstly, otherwise progress token will be lost
+                        std::mem::swap(&mut meta, request.get_meta_mut());
+                        std::mem::swap(&mut extensions, request.extensions_mut());
+                        let context = RequestContext {
+                            ct: context_ct,
+                            id: id.clone(),
+                            peer: peer.clone(),
+                            meta,
+                            extensions,
+                        };
                         let current_span = tracing::Span::current();
-                        // PATCHED (fernhill): the request is answered by `answer_request`,
-                        // which `serve_request_in_place` shares.
+                        let handler_id = id.clone();
+                        let handler_version = context.meta.protocol_version();
                         spawn_service_task(async move {
-                            let response = answer_request(&*service, &peer, id, request, context_ct).await;
+                            let result = ORIGINATING_REQUEST
+                                .scope(
+                                    handler_id,
+                                    ORIGINATING_PROTOCOL_VERSION.scope(
+                                        handler_version,
+                                        service.handle_request(request, context),
+                                    ),
+                                )
+                                .await;
+                            let response = match result {
+                                Ok(result) => {
+                                    tracing::debug!(%id, ?result, "response message");
+                                    JsonRpcMessage::response(result, id)
+                                }
+                                Err(error) => {
+                                    tracing::warn!(%id, ?error, "response error");
+                                    JsonRpcMessage::error(error, Some(id))
+                                }
+                            };
                             let _send_result = sink.send(response).await;
                         }.instrument(current_span));
                     }
