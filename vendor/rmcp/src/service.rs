@@ -1379,6 +1379,117 @@ where
     )
 }
 
+/// PATCHED (fernhill, see PATCHED.md; only the Streamable HTTP service uses it, hence its cfg):
+/// one request served in the calling task, as
+/// [`serve_inner`] serves each request it receives, for a transport that carries exactly one
+/// request and has no loop to run (a stateless HTTP request): no task, channel or token of its
+/// own. Returns the response, or the error, to send.
+#[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
+pub(crate) async fn serve_request_in_place<R, S>(
+    service: &S,
+    peer: &Peer<R>,
+    id: RequestId,
+    request: R::PeerReq,
+    ct: CancellationToken,
+) -> TxJsonRpcMessage<R>
+where
+    R: ServiceRole,
+    S: Service<R>,
+{
+    tracing::debug!(%id, ?request, "received request");
+    let association = peer_request_association(&request, &HashMap::<RequestId, ()>::new());
+    if let Err(error) =
+        R::enforce_peer_request_association(&request, peer.peer_info().as_deref(), association)
+    {
+        tracing::warn!(%id, message = %error.message, "rejected peer request");
+        return JsonRpcMessage::error(error, Some(id));
+    }
+    answer_request(service, peer, id, request, ct).await
+}
+
+/// PATCHED (fernhill): one request answered by `service`, in the context it gives the handler
+/// (its `_meta` and extensions, its peer, its cancellation token) and within the task-locals
+/// that name it as the originating request. Returns the response, or the error, to send.
+/// [`serve_inner`] answers each request it receives this way in a task of its own, and
+/// [`serve_request_in_place`] in the calling task.
+async fn answer_request<R, S>(
+    service: &S,
+    peer: &Peer<R>,
+    id: RequestId,
+    mut request: R::PeerReq,
+    ct: CancellationToken,
+) -> TxJsonRpcMessage<R>
+where
+    R: ServiceRole,
+    S: Service<R>,
+{
+    let mut extensions = Extensions::new();
+    let mut meta = RequestMetaObject::new();
+    // avoid clone
+    // swap meta firstly, otherwise progress token will be lost
+    std::mem::swap(&mut meta, request.get_meta_mut());
+    std::mem::swap(&mut extensions, request.extensions_mut());
+    let context = RequestContext {
+        ct,
+        id: id.clone(),
+        peer: peer.clone(),
+        meta,
+        extensions,
+    };
+    let version = context.meta.protocol_version();
+    let result = ORIGINATING_REQUEST
+        .scope(
+            id.clone(),
+            ORIGINATING_PROTOCOL_VERSION.scope(version, service.handle_request(request, context)),
+        )
+        .await;
+    match result {
+        Ok(result) => {
+            tracing::debug!(%id, ?result, "response message");
+            JsonRpcMessage::response(result, id)
+        }
+        Err(error) => {
+            tracing::warn!(%id, ?error, "response error");
+            JsonRpcMessage::error(error, Some(id))
+        }
+    }
+}
+
+/// PATCHED (fernhill): who waits on a message a service's peer emitted while it served a
+/// request in place ([`serve_request_in_place`]).
+#[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
+pub(crate) enum EmittedBy<R: ServiceRole> {
+    /// A request: no answer can reach it over a stateless HTTP request, so its responder is
+    /// kept while the handler runs, as [`serve_inner`] keeps it pending.
+    Request(Responder<Result<R::PeerResp, ServiceError>>),
+    /// A notification, to be told it went out.
+    Notification(Responder<Result<(), ServiceError>>),
+}
+
+/// PATCHED (fernhill): the message [`serve_inner`] sends for one its service's peer emits.
+#[cfg(all(feature = "transport-streamable-http-server", not(feature = "local")))]
+pub(crate) fn emitted_message<R: ServiceRole>(
+    message: PeerSinkMessage<R>,
+) -> (TxJsonRpcMessage<R>, EmittedBy<R>) {
+    match message {
+        PeerSinkMessage::Request {
+            request,
+            id,
+            responder,
+        } => (
+            JsonRpcMessage::request(request, id),
+            EmittedBy::Request(responder),
+        ),
+        PeerSinkMessage::Notification {
+            notification,
+            responder,
+        } => (
+            JsonRpcMessage::notification(notification),
+            EmittedBy::Notification(responder),
+        ),
+    }
+}
+
 /// Spawn a task that may hold `!Send` state when the `local` feature is active.
 ///
 /// Without the `local` feature this is `tokio::spawn` (requires `Future: Send + 'static`).
@@ -1622,7 +1733,7 @@ where
                 }
                 Event::PeerMessage(JsonRpcMessage::Request(JsonRpcRequest {
                     id,
-                    mut request,
+                    request, // PATCHED (fernhill): moved whole into `answer_request`
                     ..
                 })) => {
                     tracing::debug!(%id, ?request, "received request");
@@ -1650,42 +1761,12 @@ where
                         let request_ct = serve_loop_ct.child_token();
                         let context_ct = request_ct.child_token();
                         local_ct_pool.insert(id.clone(), request_ct);
-                        let mut extensions = Extensions::new();
-                        let mut meta = RequestMetaObject::new();
-                        // avoid clone
-                        // swap meta firstly, otherwise progress token will be lost
-                        std::mem::swap(&mut meta, request.get_meta_mut());
-                        std::mem::swap(&mut extensions, request.extensions_mut());
-                        let context = RequestContext {
-                            ct: context_ct,
-                            id: id.clone(),
-                            peer: peer.clone(),
-                            meta,
-                            extensions,
-                        };
+                        let peer = peer.clone();
                         let current_span = tracing::Span::current();
-                        let handler_id = id.clone();
-                        let handler_version = context.meta.protocol_version();
+                        // PATCHED (fernhill): the request is answered by `answer_request`,
+                        // which `serve_request_in_place` shares.
                         spawn_service_task(async move {
-                            let result = ORIGINATING_REQUEST
-                                .scope(
-                                    handler_id,
-                                    ORIGINATING_PROTOCOL_VERSION.scope(
-                                        handler_version,
-                                        service.handle_request(request, context),
-                                    ),
-                                )
-                                .await;
-                            let response = match result {
-                                Ok(result) => {
-                                    tracing::debug!(%id, ?result, "response message");
-                                    JsonRpcMessage::response(result, id)
-                                }
-                                Err(error) => {
-                                    tracing::warn!(%id, ?error, "response error");
-                                    JsonRpcMessage::error(error, Some(id))
-                                }
-                            };
+                            let response = answer_request(&*service, &peer, id, request, context_ct).await;
                             let _send_result = sink.send(response).await;
                         }.instrument(current_span));
                     }

@@ -1703,10 +1703,19 @@ where
     }
 
     // The HTTP status must be known before opening an SSE stream.
+    //
+    // PATCHED (fernhill, see PATCHED.md): the request is served in this task
+    // (`serve_request_in_place`) instead of through a whole service spawned
+    // for it (`serve_directly_with_ct`: a serve loop task, a task for the
+    // request, channels, tokens). A handler whose first message is its answer,
+    // the common case, costs no task at all; one that emits a notification or
+    // a request first goes on in a task of its own feeding the SSE stream, as
+    // before. A handler whose client goes away is cancelled through its token
+    // and finished in a task, never dropped half-way (`FinishOnDrop`).
     async fn serve_negotiated_request_directly(
         &self,
         service: S,
-        mut request: crate::model::JsonRpcRequest<ClientRequest>,
+        request: crate::model::JsonRpcRequest<ClientRequest>,
         parts: http::request::Parts,
     ) -> HttpResult<BoxResponse> {
         let request_meta_malformed = !request
@@ -1715,62 +1724,95 @@ where
             .missing_required_keys(&ProtocolVersion::V_2026_07_28)
             .is_empty();
         let peer_info = Self::peer_info_for_stateless_request(&request, &parts.headers);
-        request.request.extensions_mut().insert(parts);
-        let (transport, mut receiver) =
-            OneshotTransport::<RoleServer>::new(ClientJsonRpcMessage::Request(request));
-        // Give this stateless request its own cancellation token so a client
-        // disconnect can cancel the in-flight handler (#857), as in the
-        // non-negotiated stateless path below.
-        let request_ct = CancellationToken::new();
-        let service = serve_directly_with_ct(
-            NegotiatingStatelessHttpService(service),
-            transport,
+        let crate::model::JsonRpcRequest {
+            id, mut request, ..
+        } = request;
+        request.extensions_mut().insert(parts);
+        // PATCHED (fernhill): the handler's peer; what it emits comes out of `emitted`.
+        let (peer, mut emitted) = crate::service::Peer::<RoleServer>::new(
+            Arc::new(crate::service::AtomicU32RequestIdProvider::default()),
             peer_info,
+        );
+        // Give this stateless request its own cancellation token so a client
+        // disconnect can cancel the in-flight handler (#857).
+        let request_ct = CancellationToken::new();
+        let handler_ct = request_ct.child_token();
+        let mut handler = FinishOnDrop::new(
+            async move {
+                let service = NegotiatingStatelessHttpService(service);
+                crate::service::serve_request_in_place(&service, &peer, id, request, handler_ct)
+                    .await
+            },
             request_ct.clone(),
         );
-        tokio::spawn(async move {
-            let _ = service.waiting().await;
-        });
 
         let cancel = self.config.cancellation_token.child_token();
         // Cancel the handler if the client disconnects while it is still
-        // producing its first message (this future is dropped before
-        // `receiver.recv()` completes). Disarmed once the handler emits
-        // anything, so a normal response is never cancelled.
+        // producing its first message (this future is dropped before either
+        // completes). Disarmed once the handler emits anything, so a normal
+        // response is never cancelled.
         let mut disconnect_guard = Some(request_ct.clone().drop_guard());
         let first = tokio::select! {
-            message = receiver.recv() => {
-                if let Some(guard) = disconnect_guard.take() {
-                    guard.disarm();
-                }
-                message
+            answer = &mut handler => Ok(answer),
+            Some(message) = emitted.recv() => Err(message),
+            _ = cancel.cancelled() => {
+                return Err(internal_error_response("empty response")(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "no response message received from handler",
+                ))
+                .into());
             }
-            _ = cancel.cancelled() => None,
-        }
-        .ok_or_else(|| {
-            internal_error_response("empty response")(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "no response message received from handler",
-            ))
-        })?;
-
-        let terminal = matches!(
-            &first,
-            ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)
-        );
-        let status = jsonrpc_http_status(&first, request_meta_malformed);
-        if terminal && (self.config.json_response || status != http::StatusCode::OK) {
-            // This message is the whole reply, so `receiver` is dropped here and
-            // anything the handler emits afterwards is undeliverable. Cancel it so
-            // a still-running handler stops instead of running on unobserved: its
-            // terminal `send` would otherwise fail before adding the termination
-            // permit, leaving the serve loop parked forever. A no-op when the
-            // handler already completed.
-            request_ct.cancel();
-            return jsonrpc_message_response(first, status);
+        };
+        if let Some(guard) = disconnect_guard.take() {
+            guard.disarm();
         }
 
-        Ok(self.stateless_sse_response(Some(first), receiver, request_ct))
+        let message = match first {
+            Ok(answer) => answer,
+            Err(message) => {
+                // The handler emitted a message before its answer: the answer
+                // comes on an SSE stream after it, from a task of its own.
+                let (sender, receiver) =
+                    tokio::sync::mpsc::channel(STATELESS_STREAM_CHANNEL_CAPACITY);
+                tokio::spawn(async move {
+                    // Requests it sent wait, unanswered, until the handler ends.
+                    let mut unanswerable = Vec::new();
+                    let mut next = Some(message);
+                    loop {
+                        if let Some(message) = next.take() {
+                            let (message, by) = crate::service::emitted_message(message);
+                            let sent = sender.send(message).await.is_ok();
+                            match by {
+                                crate::service::EmittedBy::Request(responder) => {
+                                    unanswerable.push(responder)
+                                }
+                                crate::service::EmittedBy::Notification(responder) if sent => {
+                                    let _ = responder.send(Ok(()));
+                                }
+                                crate::service::EmittedBy::Notification(_) => {}
+                            }
+                        }
+                        tokio::select! {
+                            answer = &mut handler => {
+                                let _ = sender.send(answer).await;
+                                break;
+                            }
+                            Some(message) = emitted.recv() => next = Some(message),
+                        }
+                    }
+                });
+                return Ok(self.stateless_sse_response(None, receiver, request_ct));
+            }
+        };
+        let status = jsonrpc_http_status(&message, request_meta_malformed);
+        // Anything the handler left running that emits later is undeliverable:
+        // cancel it, as the spawned service was cancelled.
+        request_ct.cancel();
+        if self.config.json_response || status != http::StatusCode::OK {
+            return jsonrpc_message_response(message, status);
+        }
+        let (_, receiver) = tokio::sync::mpsc::channel(1);
+        Ok(self.stateless_sse_response(Some(message), receiver, CancellationToken::new()))
     }
 
     /// Looks up `name`'s input schema for SEP-2243 `Mcp-Param-*` validation.
@@ -2604,6 +2646,59 @@ where
             capabilities: ClientCapabilities::default(),
             client_info: Implementation::default(),
         })
+    }
+}
+
+/// PATCHED (fernhill): a request's handler served in place, which is not dropped half-way
+/// when whoever awaits it goes away (a client that disconnects): its token is cancelled and
+/// it is finished in a task of its own, as a handler in a spawned service would be.
+struct FinishOnDrop<F: Future + Send + 'static>
+where
+    F::Output: Send + 'static,
+{
+    future: Option<Pin<Box<F>>>,
+    ct: CancellationToken,
+}
+
+impl<F: Future + Send + 'static> FinishOnDrop<F>
+where
+    F::Output: Send + 'static,
+{
+    fn new(future: F, ct: CancellationToken) -> Self {
+        Self {
+            future: Some(Box::pin(future)),
+            ct,
+        }
+    }
+}
+
+impl<F: Future + Send + 'static> Future for FinishOnDrop<F>
+where
+    F::Output: Send + 'static,
+{
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let Some(future) = self.future.as_mut() else {
+            panic!("FinishOnDrop polled after it completed");
+        };
+        let output = std::task::ready!(future.as_mut().poll(cx));
+        self.future = None;
+        Poll::Ready(output)
+    }
+}
+
+impl<F: Future + Send + 'static> Drop for FinishOnDrop<F>
+where
+    F::Output: Send + 'static,
+{
+    fn drop(&mut self) {
+        if let Some(future) = self.future.take() {
+            self.ct.cancel();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(future);
+            }
+        }
     }
 }
 

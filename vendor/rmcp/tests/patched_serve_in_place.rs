@@ -1,9 +1,9 @@
-//! A stateless 2026-07-28 request through rmcp's Streamable HTTP service as the shop configures
-//! it (JSON responses, 2025-era sessions beside). The workspace's rmcp serves such a request in
-//! place rather than through a service spawned for it (vendor/rmcp/PATCHED.md); these hold what
-//! a spawned service gave: a handler whose client goes away is cancelled and still finishes,
-//! never dropped half-way (a claim made, a payment not), and a handler that notifies before
-//! it answers is answered on an SSE stream, notification first.
+#![cfg(not(feature = "local"))]
+//! PATCHED (fernhill, change 2 in PATCHED.md): a stateless 2026-07-28 request is served in the
+//! calling task instead of through a service spawned for it. These hold what a spawned service
+//! gave: a handler whose client goes away is cancelled and still finishes, never dropped
+//! half-way, and a handler that notifies before it answers is answered on an SSE stream,
+//! notification first.
 
 use std::sync::Arc;
 
