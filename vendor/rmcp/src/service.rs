@@ -1368,7 +1368,11 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let (peer, peer_rx) = Peer::new(Arc::new(AtomicU32RequestIdProvider::default()), peer_info);
-    R::configure_direct_peer(&peer, &service.get_info());
+    // PATCHED (fernhill): only a client's direct peer is configured from its info; a server's
+    // `get_info` (its whole capability set and instructions) was built here for nothing.
+    if R::IS_CLIENT {
+        R::configure_direct_peer(&peer, &service.get_info());
+    }
     serve_inner(
         service,
         transport.into_transport(),
