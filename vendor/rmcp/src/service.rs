@@ -1453,9 +1453,24 @@ where
             JsonRpcMessage::response(result, id)
         }
         Err(error) => {
-            tracing::warn!(%id, ?error, "response error");
+            log_response_error(&id, &error);
             JsonRpcMessage::error(error, Some(id))
         }
+    }
+}
+
+/// PATCHED (fernhill): an error answered to the peer, logged by whose problem it is. A
+/// malformed request, an unknown method, bad parameters, a capability or header the client
+/// lacks are the client's (debug, with the code and the message); anything else is this
+/// side's (warn, with the code and the message). Never the error's `Debug` form, whose data
+/// may be long and is not meant for an operator's eye.
+fn log_response_error(id: &RequestId, error: &crate::ErrorData) {
+    let code = error.code.0;
+    let clients = matches!(code, -32700 | -32600 | -32601 | -32602 | -32020 | -32021 | -32022);
+    if clients {
+        tracing::debug!(%id, code, message = %error.message, "answered a client's error");
+    } else {
+        tracing::warn!(%id, code, message = %error.message, "answered an error");
     }
 }
 
