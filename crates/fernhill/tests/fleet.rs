@@ -127,7 +127,7 @@ async fn a_lead_slower_than_the_state_gets_32602_and_a_fresh_call_asks_again() {
         StateSecurity::new(KeyRing::new(&[&plan.keys]).unwrap(), Duration::from_secs(600), Some("shop".into()));
     let binding = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": q})), None);
     let eleven_minutes_ago = mrtr::request_state::epoch_seconds() - 660.0;
-    let stale = security.seal_at("R-0111", &binding, eleven_minutes_ago);
+    let stale = security.seal(&mrtr::request_state::Claims::new("R-0111", &binding).at(eleven_minutes_ago));
     let error = b.call_tool_once(yes(&q, Some(stale))).await.unwrap_err();
     assert_eq!(error.rpc_error().unwrap().code.0, -32602);
     let logged = fleet.log(1).wait_for("requestState rejected on tools/call: expired", Duration::from_secs(20)).await;

@@ -9,7 +9,7 @@ use std::{collections::BTreeMap, path::PathBuf, process::Command, time::Duration
 
 use mrtr::{
     client::{ScriptedUser, params},
-    request_state::{Binding, StateSecurity},
+    request_state::{Binding, Claims, StateSecurity, epoch_seconds},
     seal::KeyRing,
 };
 use rmcp::model::CallToolResponse;
@@ -76,10 +76,13 @@ async fn both_sdks_digest_awkward_arguments_alike() {
         "nested": {"b": true, "a": null},
     });
     let binding = Binding::new("tools/call", "record_return", Some(&arguments), None);
-    let sealed_here = security(KEY_A).seal("state-from-rust", &binding);
+    let sealed_here = security(KEY_A).seal(&Claims::new("state-from-rust", &binding));
     assert_eq!(sdk("open", KEY_A, "record_return", &arguments, &sealed_here), Ok("state-from-rust".into()));
     let sealed_there = sdk("seal", KEY_A, "record_return", &arguments, "state-from-python").unwrap();
-    assert_eq!(security(KEY_A).open(&sealed_there, &binding), Ok("state-from-python".into()));
+    assert_eq!(
+        security(KEY_A).open(&sealed_there, &binding, epoch_seconds()).map(|opened| opened.state),
+        Ok("state-from-python".into())
+    );
 }
 
 /// mrtr's own example, a deployer that asks before it deploys, serves the Python SDK in both

@@ -101,7 +101,7 @@ async fn answer(State(api): State<Option<ShopApi>>, Json(request): Json<Value>) 
 /// answer in the server's shape. The refund's ID rides in the state, as long as a sealed one.
 async fn upstream(api: &ShopApi, tool: &str, params: &Value) -> Result<Value, String> {
     let arguments = &params["arguments"];
-    let failed = |error: shop_api::ClientError| error.to_string();
+    let failed = |error: shop_api::ApiError| error.to_string();
     if tool == "quote_refund" {
         let request: QuoteRequest = serde_json::from_value(arguments.clone()).map_err(|e| e.to_string())?;
         let quote = api.create_quote(&request).await.map_err(failed)?;

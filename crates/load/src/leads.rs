@@ -27,7 +27,7 @@ use mrtr::client::{Answer, Client, ClientError, ScriptedUser, params, retry};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use serde_json::json;
 use shop_api::{RefundStatus, ShopApi};
-use shop_mcp::tools::issue_refund::ReleaseForm;
+use shop_mcp::{tool_error::AnswerRefusal, tools::issue_refund::ReleaseForm};
 use tokio::sync::watch;
 
 use crate::{
@@ -47,14 +47,12 @@ const SHED_PAUSE_MAX: Duration = Duration::from_millis(250);
 const SHED_ROUNDS: usize = 10;
 
 /// The `_meta` key of a tool-error result that says, for programs, why the tool refused an
-/// answer. The server sets it in `shop_mcp::tool_error` ([`ToolError::into_result`], under
-/// [`shop_mcp::tool_error::REFUSAL_META`]); the load reads it rather than the error's words.
-///
-/// [`ToolError::into_result`]: shop_mcp::tool_error::ToolError::into_result
-pub const REFUSAL_META: &str = "fernhill/refusal";
+/// answer: the server's own constant, so the load reads what the server writes rather than the
+/// error's words.
+pub use shop_mcp::tool_error::REFUSAL_META;
 /// The refusal under [`REFUSAL_META`] of an answer whose refund the shop's API no longer holds
 /// (its 409): a replayed answer that the once-only record let through.
-pub const NOT_HELD: &str = "not_held";
+pub const NOT_HELD: &str = AnswerRefusal::NotHeld.label();
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -381,13 +379,7 @@ fn refusal(result: &CallToolResult) -> Option<&str> {
 }
 
 fn unreached(error: &ClientError) -> String {
-    let mut words = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        words = format!("{words}: {cause}");
-        source = cause.source();
-    }
-    words
+    error.in_words()
 }
 
 /// How a round that did not go on ends the confirmation.
@@ -497,22 +489,20 @@ fn book(refund: &shop_api::Refund, confirmation: &Confirmation, report: &mut Rep
 
 #[cfg(test)]
 mod tests {
-    use shop_mcp::tool_error::{self, Refusal, ToolError};
+    use shop_mcp::tool_error::ToolError;
 
     use super::*;
 
     #[test]
     fn the_refusal_is_read_where_the_server_puts_it() {
-        assert_eq!(REFUSAL_META, tool_error::REFUSAL_META);
-        assert_eq!(NOT_HELD, Refusal::NotHeld.label());
-        let not_held = ToolError::refusal(Refusal::NotHeld, "Refund R-0111 is gone.").into_result("issue_refund");
+        let not_held = ToolError::refusal(AnswerRefusal::NotHeld, "Refund R-0111 is gone.").into_result("issue_refund");
         assert_eq!(refusal(&not_held), Some(NOT_HELD));
         // As it crosses the wire: `_meta` on the result, read back by the client.
         let wire = serde_json::to_value(&not_held).unwrap();
         assert_eq!(wire["_meta"][REFUSAL_META], NOT_HELD, "{wire}");
         let read: CallToolResult = serde_json::from_value(wire).unwrap();
         assert_eq!(refusal(&read), Some(NOT_HELD));
-        let answered = ToolError::refusal(Refusal::Answered, "Already answered.").into_result("issue_refund");
+        let answered = ToolError::refusal(AnswerRefusal::Answered, "Already answered.").into_result("issue_refund");
         assert_eq!(refusal(&answered), Some("answered"));
     }
 

@@ -113,7 +113,7 @@ impl TurnedAway {
     }
 
     fn count(self) {
-        metrics::counter!("mcp_connections_refused_total", "reason" => self.label()).increment(1);
+        metrics::counter!(crate::prometheus::CONNECTIONS_REFUSED, "reason" => self.label()).increment(1);
     }
 }
 
@@ -177,7 +177,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     for reason in TurnedAway::ALL {
-        metrics::counter!("mcp_connections_refused_total", "reason" => reason.label()).increment(0);
+        metrics::counter!(crate::prometheus::CONNECTIONS_REFUSED, "reason" => reason.label()).increment(0);
     }
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(bounds.read_timeout);

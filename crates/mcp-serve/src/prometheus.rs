@@ -13,6 +13,29 @@ use mrtr::{
     request_state::Rejection,
 };
 
+/// Every request that can carry a state, by method and outcome.
+pub const REQUESTS: &str = "mcp_requests_total";
+/// How long the server took over such a request, by method.
+pub const REQUEST_DURATION: &str = "mcp_request_duration_seconds";
+/// How many rounds a finished call took, by tool.
+pub const ROUNDS_PER_CALL: &str = "mcp_rounds_per_call";
+/// States refused, by reason (every reason at zero from the start).
+pub const REQUEST_STATE_REJECTIONS: &str = "mcp_request_state_rejections_total";
+/// Calls shed as state-only rounds, the server being busy (at zero from the start).
+pub const SHED: &str = "mcp_shed_total";
+/// Calls answered -32021, by client name.
+pub const MISSING_CAPABILITY: &str = "mcp_missing_capability_total";
+/// Requests past a caller's share (at zero from the start).
+pub const RATE_LIMITED: &str = "mcp_rate_limited_total";
+/// Connections refused, by reason (every reason at zero from the start).
+pub const CONNECTIONS_REFUSED: &str = "mcp_connections_refused_total";
+/// 2025 sessions refused, by the cap that refused them.
+pub const SESSIONS_REFUSED: &str = "mcp_sessions_refused_total";
+/// 1 while the replica is ready, 0 while it is not.
+pub const READY: &str = "mcp_ready";
+/// Every HTTP request, by method and status.
+pub const HTTP_REQUEST_DURATION: &str = "mcp_http_request_duration_seconds";
+
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
 /// The MCP methods a request may be labelled with; anything else is `other`, so a client
@@ -95,9 +118,9 @@ impl Series {
 /// Make every counter this module counts, and `also`, exist at zero.
 fn start_at_zero(also: &[Series]) {
     for reason in Rejection::ALL {
-        metrics::counter!("mcp_request_state_rejections_total", "reason" => reason.label()).increment(0);
+        metrics::counter!(REQUEST_STATE_REJECTIONS, "reason" => reason.label()).increment(0);
     }
-    metrics::counter!("mcp_shed_total").increment(0);
+    metrics::counter!(SHED).increment(0);
     for series in also {
         series.start_at_zero();
     }
@@ -132,11 +155,9 @@ pub fn install(series: &[Series]) -> PrometheusHandle {
             let seconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
             let rounds = [1.0, 2.0, 3.0, 4.0, 5.0, 10.0];
             let builder = PrometheusBuilder::new()
-                .set_buckets_for_metric(Matcher::Full("mcp_request_duration_seconds".into()), &seconds)
-                .and_then(|b| {
-                    b.set_buckets_for_metric(Matcher::Full("mcp_http_request_duration_seconds".into()), &seconds)
-                })
-                .and_then(|b| b.set_buckets_for_metric(Matcher::Full("mcp_rounds_per_call".into()), &rounds))
+                .set_buckets_for_metric(Matcher::Full(REQUEST_DURATION.into()), &seconds)
+                .and_then(|b| b.set_buckets_for_metric(Matcher::Full(HTTP_REQUEST_DURATION.into()), &seconds))
+                .and_then(|b| b.set_buckets_for_metric(Matcher::Full(ROUNDS_PER_CALL.into()), &rounds))
                 .and_then(|b| {
                     // The OpenTelemetry MCP conventions' buckets for `mcp.server.operation.duration`.
                     let conventions = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
@@ -179,9 +200,8 @@ pub fn observer() -> Observer {
             SeenOutcome::Error(_) => "error",
             SeenOutcome::Shed => "shed",
         };
-        metrics::counter!("mcp_requests_total", "method" => method.clone(), "outcome" => outcome).increment(1);
-        metrics::histogram!("mcp_request_duration_seconds", "method" => method.clone())
-            .record(seen.elapsed.as_secs_f64());
+        metrics::counter!(REQUESTS, "method" => method.clone(), "outcome" => outcome).increment(1);
+        metrics::histogram!(REQUEST_DURATION, "method" => method.clone()).record(seen.elapsed.as_secs_f64());
         // The conventions' metric, with their attribute names; `error_type` from a closed set.
         let error_type = match seen.outcome {
             SeenOutcome::Error(code) => error_label(code),
@@ -195,16 +215,16 @@ pub fn observer() -> Observer {
         metrics::histogram!(OPERATION_DURATION, &attributes).record(seen.elapsed.as_secs_f64());
         match seen.outcome {
             SeenOutcome::Rejected(reason) => {
-                metrics::counter!("mcp_request_state_rejections_total", "reason" => reason.label()).increment(1);
+                metrics::counter!(REQUEST_STATE_REJECTIONS, "reason" => reason.label()).increment(1);
             }
             SeenOutcome::Error(-32021) => {
                 let client = client_label(seen.client.unwrap_or("unknown"));
-                metrics::counter!("mcp_missing_capability_total", "client" => client).increment(1);
+                metrics::counter!(MISSING_CAPABILITY, "client" => client).increment(1);
             }
-            SeenOutcome::Shed => metrics::counter!("mcp_shed_total").increment(1),
+            SeenOutcome::Shed => metrics::counter!(SHED).increment(1),
             SeenOutcome::Complete if seen.target.is_some() => {
                 let tool = seen.target.unwrap_or_default().to_owned();
-                metrics::histogram!("mcp_rounds_per_call", "tool" => tool).record(f64::from(seen.round));
+                metrics::histogram!(ROUNDS_PER_CALL, "tool" => tool).record(f64::from(seen.round));
             }
             _ => {}
         }

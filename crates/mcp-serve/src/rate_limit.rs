@@ -76,7 +76,7 @@ impl RateLimit {
 /// Make the 429s' series exist at zero, and every [`TIDY_EVERY`] run `tidy` on `limit` while it
 /// is in use.
 fn tidy<T: Send + Sync + 'static>(limit: &Arc<T>, tidy: impl Fn(&T) + Send + 'static) {
-    metrics::counter!("mcp_rate_limited_total").increment(0);
+    metrics::counter!(crate::prometheus::RATE_LIMITED).increment(0);
     let tidied = Arc::downgrade(limit);
     tokio::spawn(async move {
         let mut every = tokio::time::interval(TIDY_EVERY);
@@ -91,7 +91,7 @@ fn tidy<T: Send + Sync + 'static>(limit: &Arc<T>, tidy: impl Fn(&T) + Send + 'st
 
 /// 429, come back in `wait` (whole seconds, at least one), counted.
 fn too_many(wait: Duration) -> Response {
-    metrics::counter!("mcp_rate_limited_total").increment(1);
+    metrics::counter!(crate::prometheus::RATE_LIMITED).increment(1);
     let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
     let mut response =
         (StatusCode::TOO_MANY_REQUESTS, format!("Too many requests from this caller; retry in {seconds} s\n"))

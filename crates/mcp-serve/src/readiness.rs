@@ -136,7 +136,7 @@ impl Readiness {
 async fn readyz(State((readiness, say_why)): State<(Readiness, bool)>) -> Response {
     *readiness.last_asked.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
     let ready = readiness.ready().await;
-    metrics::gauge!("mcp_ready").set(if ready.is_ok() { 1.0 } else { 0.0 });
+    metrics::gauge!(crate::prometheus::READY).set(if ready.is_ok() { 1.0 } else { 0.0 });
     readiness.say(&ready);
     match ready {
         Ok(()) => "ready\n".into_response(),

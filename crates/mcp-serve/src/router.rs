@@ -29,7 +29,7 @@ use axum::{
     http::StatusCode,
     middleware::{self, Next},
     response::Response,
-    routing::get,
+    routing::{any, get},
 };
 use metrics_exporter_prometheus::PrometheusHandle;
 use mrtr::{boundary::ErrorCode, waiting::WaitingRoom};
@@ -144,10 +144,17 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         idle: config.session_idle_timeout,
     };
     let sessions = Sessions::start(manager.clone(), caps);
-    let mcp = StreamableHttpService::new(move || Ok(handler.clone()), manager, transport);
+    // One service shared by every request, served through its `handle`: routed as a tower
+    // service, it would be cloned for each request, and each clone copies its configuration
+    // (the allowed host and origin lists).
+    let mcp = Arc::new(StreamableHttpService::new(move || Ok(handler.clone()), manager, transport));
+    let mcp = any(move |request: Request| {
+        let mcp = mcp.clone();
+        async move { mcp.handle(request).await }
+    });
     // Layers run from the last added inwards.
     let mut endpoint =
-        Router::new().route_service("/mcp", mcp).layer(middleware::from_fn_with_state(sessions, Sessions::guard));
+        Router::new().route("/mcp", mcp).layer(middleware::from_fn_with_state(sessions, Sessions::guard));
     if let Some(gate) = &gate {
         endpoint = endpoint.layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authorize));
     }
@@ -212,7 +219,7 @@ pub async fn time_requests(request: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();
-    metrics::histogram!("mcp_http_request_duration_seconds", "method" => method, "status" => status)
+    metrics::histogram!(crate::prometheus::HTTP_REQUEST_DURATION, "method" => method, "status" => status)
         .record(started.elapsed().as_secs_f64());
     response
 }

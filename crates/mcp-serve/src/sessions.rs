@@ -309,7 +309,7 @@ fn refused(full: Full) -> Response {
             (StatusCode::SERVICE_UNAVAILABLE, format!("This server already holds {cap} sessions; try again shortly"))
         }
     };
-    metrics::counter!("mcp_sessions_refused_total", "cap" => if status == StatusCode::TOO_MANY_REQUESTS { "caller" } else { "replica" })
+    metrics::counter!(crate::prometheus::SESSIONS_REFUSED, "cap" => if status == StatusCode::TOO_MANY_REQUESTS { "caller" } else { "replica" })
         .increment(1);
     tracing::info!(%status, "refused a session: {words}");
     let mut response = (status, Json(json_rpc_check::error_message(-32000, words))).into_response();

@@ -6,7 +6,7 @@ use std::{hint::black_box, time::Duration};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use mrtr::{
-    request_state::{Binding, StateSecurity, argument_digest},
+    request_state::{Binding, Claims, StateSecurity, argument_digest, epoch_seconds},
     seal::KeyRing,
 };
 use serde_json::json;
@@ -26,12 +26,12 @@ fn state(c: &mut Criterion) {
     let security = StateSecurity::new(KeyRing::new(&[KEY]).unwrap(), Duration::from_secs(600), Some("shop".into()));
     let arguments = json!({"quote_id": "Q-5001"});
     let binding = Binding::new("tools/call", "issue_refund", Some(&arguments), None);
-    let token = security.seal("R-0111", &binding);
+    let token = security.seal(&Claims::new("R-0111", &binding));
     c.bench_function("state seal (claims + codec)", |b| {
-        b.iter(|| security.seal(black_box("R-0111"), black_box(&binding)))
+        b.iter(|| security.seal(&Claims::new(black_box("R-0111"), black_box(&binding))))
     });
     c.bench_function("state open (codec + checks)", |b| {
-        b.iter(|| security.open(black_box(&token), black_box(&binding)).unwrap())
+        b.iter(|| security.open(black_box(&token), black_box(&binding), epoch_seconds()).unwrap())
     });
     c.bench_function("argument digest", |b| b.iter(|| argument_digest(Some(black_box(&arguments)))));
 }

@@ -6,16 +6,13 @@
 
 use std::{sync::Arc, time::Duration};
 
-use mrtr::ask::{AskError, Asking, Era, Outcome};
-use mrtr::boundary::{OpenedState, QuestionId, Sealed, fresh_question_id};
-use mrtr::{form::FormSchema, once_only::*, records::InMemory, request_state::StateSecurity, seal::KeyRing};
-use rmcp::handler::server::{router::tool::ToolRouter, tool::InputResponses, wrapper::Parameters};
+use mrtr::{AskError, Asking, Claim, FormSchema, InMemory, KeyRing, Outcome, Sealed, StateSecurity};
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{
-    ErrorData, RoleServer, ServerHandler, ServiceExt, service::RequestContext, tool, tool_handler, tool_router,
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Deploy {
@@ -41,28 +38,21 @@ impl Deployer {
     async fn deploy(
         &self,
         Parameters(Deploy { build }): Parameters<Deploy>,
-        OpenedState(state): OpenedState,
-        QuestionId(question): QuestionId,
-        InputResponses(answers): InputResponses,
-        context: RequestContext<RoleServer>,
+        mut asking: Asking,
     ) -> Result<CallToolResponse, ErrorData> {
-        let era = Era::of(&context, Duration::from_secs(300));
-        let mut asking = Asking::new(state, answers, context.client_capabilities()).in_era(era);
         let form = FormSchema::<Confirm>::of().map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let said = match asking.form("confirm", &form, &format!("Deploy build {build} to production?")).await {
-            Ok(Some(outcome)) => outcome,
-            Ok(None) => return Ok(asking.input_required().into()),
-            Err(AskError::Protocol(error)) => return Err(error),
-            Err(other) => return Ok(text(format!("Not deployed: {other}."))),
-        };
-        let Outcome::Accepted(Confirm { confirm: true }) = said else {
-            return Ok(text(format!("Build {build} was not deployed.")));
-        };
-        // Claimed before the side effect: the same answer sent twice deploys once.
-        let key = question.unwrap_or_else(fresh_question_id);
-        match self.answered.claim(&key, Duration::from_secs(600)).await {
-            Ok(Claim::First) => Ok(text(format!("Deployed build {build} to production."))),
-            _ => Ok(text("That answer was acted on already.".into())),
+        match asking.form("confirm", &form, &format!("Deploy build {build} to production?")).await {
+            Ok(None) => Ok(asking.input_required().into()),
+            // Claimed before the side effect: the same answer sent twice deploys once.
+            Ok(Some(Outcome::Accepted(Confirm { confirm: true }))) => {
+                match asking.claim_once(&*self.answered, asking.question_id()).await {
+                    Ok(Claim::First) => Ok(text(format!("Deployed build {build} to production."))),
+                    _ => Ok(text("That answer was acted on already.".into())),
+                }
+            }
+            Ok(Some(_)) => Ok(text(format!("Build {build} was not deployed."))),
+            Err(AskError::Protocol(error)) => Err(error),
+            Err(other) => Ok(text(format!("Not deployed: {other}."))),
         }
     }
 }

@@ -48,11 +48,38 @@ use rmcp::{
 use crate::{
     capability::{ElicitationMode, require_elicitation},
     form::FormSchema,
+    once_only::{Claim, OnceOnly, OnceOnlyError},
+    request_state::FUTURE_SKEW,
     waiting::{Busy, Work},
 };
 
 /// How many times a waiting call puts a form again when the answer does not fit it.
 const WAITING_ATTEMPTS: usize = 3;
+
+/// What the boundary opened for one request, in the request's extensions: the state the
+/// handler minted last round and the question it names (both `None` on a first round), and
+/// the state's lifetime. Its fields are the crate's, so nothing but the boundary makes one.
+#[derive(Debug, Clone)]
+pub(crate) struct CallOpened {
+    pub(crate) state: Option<String>,
+    pub(crate) question: Option<String>,
+    pub(crate) lifetime: Duration,
+}
+
+impl CallOpened {
+    /// A state opened from `token`: the question it names is a digest of the token, so every
+    /// replay of the same answer names the same question.
+    pub(crate) fn from_token(token: &str, state: String, lifetime: Duration) -> Self {
+        let digest = Sha256::digest(token.as_bytes());
+        Self { state: Some(state), question: Some(URL_SAFE_NO_PAD.encode(&digest[..18])), lifetime }
+    }
+}
+
+/// A question ID for a question that no sealed state names: one put to the person on the
+/// back-channel while the call waits (a 2025 connection). Random, so it meets no other claim.
+fn fresh_question_id() -> String {
+    URL_SAFE_NO_PAD.encode(rand::random::<[u8; 18]>())
+}
 
 /// How questions reach the person on one connection.
 #[derive(Clone)]
@@ -194,7 +221,7 @@ pub enum UrlOutcome {
 }
 
 /// What the state carries from round to round.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Carried {
     /// The format of this envelope.
     ask: u8,
@@ -222,9 +249,10 @@ enum Carrying {
 ///
 /// # Examples
 ///
-/// A first round asks a form question; the retry reads the answer. Behind the boundary a tool
-/// gets `state` from [`OpenedState`](crate::boundary::OpenedState), the answers from rmcp's
-/// `InputResponses` extractor, and the capabilities from its request's context. Here the state
+/// Behind the boundary a tool takes its `Asking` as an argument: the boundary builds it from the
+/// opened state, the retry's answers, the client's capabilities and its era (see the example
+/// on [`Asking`]'s extractor, in [`crate::boundary`]). Built here by hand with [`Asking::new`],
+/// as a test does: a first round asks a form question; the retry reads the answer. The state
 /// passes from round to round as plaintext; the boundary seals and opens it in between.
 ///
 /// ```
@@ -266,8 +294,10 @@ enum Carrying {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Asking {
+    /// The state as it came back (for [`Asking::expecting`]).
+    state: Option<String>,
     responses: InputResponses,
     carried: Carried,
     next: Carried,
@@ -275,10 +305,18 @@ pub struct Asking {
     capabilities: Option<ClientCapabilities>,
     carrying: Carrying,
     era: Era,
+    /// The question this retry answers, or a fresh one for a question not yet sealed.
+    question: String,
+    /// How long a claim on this call's answer is kept: as long as its state can still open.
+    claim_life: Duration,
 }
 
 impl Asking {
-    /// From a retry's opened state and answers, and the client's declared capabilities.
+    /// From a retry's opened state and answers, and the client's declared capabilities, asking
+    /// in rounds and claiming for [`DEFAULT_TTL`](crate::request_state::DEFAULT_TTL) plus the
+    /// skew: for tests and handlers outside the boundary. Behind [`Sealed`](crate::Sealed), a
+    /// tool takes the `Asking` the boundary builds, in the right era and with the state's real
+    /// lifetime.
     pub fn new(
         state: Option<String>,
         responses: Option<InputResponses>,
@@ -286,11 +324,13 @@ impl Asking {
     ) -> Self {
         // A state this layer did not write (or none) carries nothing: every question is new.
         let carried = state
-            .and_then(|s| serde_json::from_str::<Carried>(&s).ok())
+            .as_deref()
+            .and_then(|s| serde_json::from_str::<Carried>(s).ok())
             .filter(|c| c.ask == ENVELOPE)
             .unwrap_or_default();
         let next = Carried { ask: ENVELOPE, own: carried.own.clone(), ..Carried::default() };
         Self {
+            state,
             responses: responses.unwrap_or_default(),
             carried,
             next,
@@ -298,24 +338,36 @@ impl Asking {
             capabilities,
             carrying: Carrying::Envelope,
             era: Era::Rounds,
+            question: fresh_question_id(),
+            claim_life: crate::request_state::DEFAULT_TTL + FUTURE_SKEW,
         }
     }
 
-    /// A call whose state is the tool's own string `expected` alone, with no envelope: for a
-    /// tool whose state must read as another SDK's tool writes it by hand. Answers count only
-    /// when the state that came back is `expected`: an answer with no state, or with another
-    /// record's, is an answer to a question never asked, and the question is asked again.
-    pub fn bare(
-        expected: &str,
-        state: Option<String>,
+    /// The `Asking` the boundary builds for a tool call ([`crate::boundary`]'s extractor).
+    pub(crate) fn for_call(
+        opened: CallOpened,
         responses: Option<InputResponses>,
-        capabilities: Option<ClientCapabilities>,
+        context: &RequestContext<RoleServer>,
     ) -> Self {
-        let responses = responses.unwrap_or_default();
-        let responses = if state.as_deref() == Some(expected) {
-            responses
+        let mut asking = Self::new(opened.state, responses, context.client_capabilities());
+        asking.era = Era::of(context, opened.lifetime);
+        if let Some(question) = opened.question {
+            asking.question = question;
+        }
+        asking.claim_life = opened.lifetime + FUTURE_SKEW;
+        asking
+    }
+
+    /// The same call, whose state is the tool's own string `expected` alone, with no envelope:
+    /// for a tool whose state must read as another SDK's tool writes it by hand. Answers count
+    /// only when the state that came back is `expected`: an answer with no state, or with
+    /// another record's, is an answer to a question never asked, and the question is asked
+    /// again.
+    pub fn expecting(self, expected: &str) -> Self {
+        let responses = if self.state.as_deref() == Some(expected) {
+            self.responses
         } else {
-            if !responses.is_empty() {
+            if !self.responses.is_empty() {
                 tracing::info!("discarding answers: they came without this call's state, so nothing asked them");
             }
             InputResponses::new()
@@ -326,10 +378,32 @@ impl Asking {
             carried: Carried::default(),
             next,
             pending: InputRequests::new(),
-            capabilities,
             carrying: Carrying::Bare,
-            era: Era::Rounds,
+            ..self
         }
+    }
+
+    /// The state the tool minted last round, as the boundary opened it (`None` on a first
+    /// round): the envelope this layer writes, or a tool's own string (see
+    /// [`Asking::expecting`]).
+    pub fn opened_state(&self) -> Option<&str> {
+        self.state.as_deref()
+    }
+
+    /// The question this retry answers: a digest of the sealed state it came back with, so
+    /// every replay of the same answer names the same question and another question, even
+    /// about the same record, names another. For a question not yet sealed (one asked on a
+    /// 2025 back-channel while the call waits), a random ID that meets no other claim.
+    pub fn question_id(&self) -> &str {
+        &self.question
+    }
+
+    /// Claim `key` in `record` before acting on this call's answer, for as long as a state
+    /// naming the question can still open (its lifetime plus
+    /// [`FUTURE_SKEW`]): of two identical retries, one gets [`Claim::First`] and acts. Key it
+    /// by [`Asking::question_id`] (and what the answer acts on).
+    pub async fn claim_once<R: OnceOnly + ?Sized>(&self, record: &R, key: &str) -> Result<Claim, OnceOnlyError> {
+        record.claim(key, self.claim_life).await
     }
 
     /// Ask in `era` ([`Era::Rounds`] unless told).
@@ -746,22 +820,22 @@ mod tests {
     #[test]
     fn a_bare_state_counts_answers_only_when_it_names_the_record() {
         let form = FormSchema::<Pick>::of().unwrap();
-        let mut first = Asking::bare("R-0111", None, None, caps());
+        let mut first = Asking::new(None, None, caps()).expecting("R-0111");
         assert_eq!(first.form_in_rounds("pick", &form, "How many?").unwrap(), None);
         let asked = first.input_required();
         assert_eq!(asked.request_state.as_deref(), Some("R-0111"));
         let answer = json!({"pick": {"action": "accept", "content": {"count": 3}}});
         let responses: InputResponses = serde_json::from_value(answer).unwrap();
-        let mut right = Asking::bare("R-0111", Some("R-0111".into()), Some(responses.clone()), caps());
+        let mut right = Asking::new(Some("R-0111".into()), Some(responses.clone()), caps()).expecting("R-0111");
         assert!(right.has_answer("pick"));
         assert_eq!(
             right.form_in_rounds("pick", &form, "How many?").unwrap(),
             Some(Outcome::Accepted(Pick { count: 3 }))
         );
-        let mut other = Asking::bare("R-0111", Some("R-0112".into()), Some(responses.clone()), caps());
+        let mut other = Asking::new(Some("R-0112".into()), Some(responses.clone()), caps()).expecting("R-0111");
         assert!(!other.has_answer("pick"));
         assert_eq!(other.form_in_rounds("pick", &form, "How many?").unwrap(), None);
-        let mut stateless = Asking::bare("R-0111", None, Some(responses), caps());
+        let mut stateless = Asking::new(None, Some(responses), caps()).expecting("R-0111");
         assert_eq!(stateless.form_in_rounds("pick", &form, "How many?").unwrap(), None);
     }
 

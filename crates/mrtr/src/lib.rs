@@ -23,13 +23,14 @@
 //! - `client` (feature `client`): a 2026-07-28 client with scripted people, retries built and
 //!   results read; feature `child-process` lets it start a stdio server.
 //!
-//! A request's path: the transport hands rmcp a `tools/call`; [`boundary::Sealed`] opens its
-//! state (or refuses it) and puts the plaintext in the request's extensions; the tool reads it
-//! with [`boundary::OpenedState`], asks through [`ask::Asking`], claims a [`once_only`] record
-//! before it acts, and returns a result or `input_required`, whose state the boundary seals.
+//! A request's path: the transport hands rmcp a `tools/call`; [`Sealed`] opens its state (or
+//! refuses it) and builds the tool an [`Asking`] from it, the retry's answers and the client's
+//! era; the tool asks through it, claims the answer once ([`Asking::claim_once`]) before it
+//! acts, and returns a result or `input_required`, whose state the boundary seals.
 //! `examples/deploy.rs` is a whole server that asks "Deploy build 412 to production?".
 
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod ask;
 pub mod boundary;
@@ -44,3 +45,11 @@ pub mod request_state;
 pub mod seal;
 pub mod shedding;
 pub mod waiting;
+
+pub use ask::{AskError, Asking, Era, Outcome};
+pub use boundary::Sealed;
+pub use form::FormSchema;
+pub use once_only::{Claim, OnceOnly};
+pub use records::InMemory;
+pub use request_state::StateSecurity;
+pub use seal::KeyRing;

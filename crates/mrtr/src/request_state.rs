@@ -128,8 +128,9 @@ pub fn argument_digest(arguments: Option<&Value>) -> String {
     URL_SAFE_NO_PAD.encode(&digest[..16])
 }
 
+/// The claims as they are sealed (the Python SDK's names, and ours it ignores).
 #[derive(Serialize, Deserialize)]
-struct Claims {
+struct Wire {
     v: u64,
     iat: f64,
     exp: f64,
@@ -169,6 +170,52 @@ pub struct HeldOver {
     pub responses: Option<Value>,
 }
 
+/// What a state says, to be sealed ([`StateSecurity::seal`]): the tool's plaintext for one
+/// round of one request, and what rides with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claims<'a> {
+    /// The request the state is for: it opens for that request's retry alone.
+    pub binding: &'a Binding,
+    /// The tool's plaintext state. Empty for a held-over round.
+    pub state: &'a str,
+    /// Which round of the call mints it, counted from 1.
+    pub round: u32,
+    /// When it is minted, in seconds since the epoch: it lives until then plus the lifetime.
+    pub minted_at: f64,
+    /// The call's first round's trace context, a W3C `traceparent`, if the server traces calls.
+    pub trace: Option<String>,
+    /// What a held-over round holds for its retry; `None` for any other state.
+    pub held: Option<HeldOver>,
+}
+
+impl<'a> Claims<'a> {
+    /// The first round's `state` for the request `binding` describes, minted now.
+    pub fn new(state: &'a str, binding: &'a Binding) -> Self {
+        Self { binding, state, round: 1, minted_at: now(), trace: None, held: None }
+    }
+
+    /// A held-over round's state for the request `binding` describes: it carries `held` to the
+    /// retry, and lives as long as any state.
+    pub fn held_over(held: HeldOver, binding: &'a Binding) -> Self {
+        Self { held: Some(held), ..Self::new("", binding) }
+    }
+
+    /// Minted at `minted_at` (seconds since the epoch) instead of now.
+    pub fn at(self, minted_at: f64) -> Self {
+        Self { minted_at, ..self }
+    }
+
+    /// Minted by round `round` of the call.
+    pub fn in_round(self, round: u32) -> Self {
+        Self { round, ..self }
+    }
+
+    /// Carrying the call's first round's trace context.
+    pub fn traced(self, trace: Option<String>) -> Self {
+        Self { trace, ..self }
+    }
+}
+
 /// What an opened state holds: the tool's plaintext, and which round minted it; or, for a
 /// held-over round, what it held.
 #[derive(Debug, Clone, PartialEq)]
@@ -193,7 +240,7 @@ pub struct Opened {
 /// ```
 /// use std::time::Duration;
 ///
-/// use mrtr::request_state::{Binding, Rejection, StateSecurity};
+/// use mrtr::request_state::{Binding, Claims, Rejection, StateSecurity, epoch_seconds};
 /// use mrtr::seal::KeyRing;
 /// use serde_json::json;
 ///
@@ -201,19 +248,20 @@ pub struct Opened {
 ///
 /// // A round of `tools/call issue_refund {"quote_id": "Q-5001"}`, no caller authenticated.
 /// let call = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": "Q-5001"})), None);
-/// let token = security.seal("R-0111", &call);
+/// let token = security.seal(&Claims::new("R-0111", &call));
 ///
 /// // The retry repeats the request: the state opens to the plaintext the tool sealed.
-/// assert_eq!(security.open(&token, &call), Ok("R-0111".to_owned()));
+/// let opened = security.open(&token, &call, epoch_seconds());
+/// assert_eq!(opened.map(|opened| opened.state), Ok("R-0111".to_owned()));
 ///
 /// // The same token sent with other arguments is refused.
 /// let other = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": "Q-5002"})), None);
-/// assert_eq!(security.open(&token, &other), Err(Rejection::RequestBinding));
+/// assert_eq!(security.open(&token, &other, epoch_seconds()), Err(Rejection::RequestBinding));
 ///
-/// // Judged at a given time (seconds since the epoch), a state expires `ttl` after its minting.
-/// let minted = security.seal_at("R-0111", &call, 1_000.0);
-/// assert_eq!(security.open_at(&minted, &call, 1_599.0).map(|opened| opened.round), Ok(1));
-/// assert_eq!(security.open_at(&minted, &call, 1_600.0), Err(Rejection::Expired));
+/// // A state expires `ttl` after its minting (times in seconds since the epoch).
+/// let minted = security.seal(&Claims::new("R-0111", &call).at(1_000.0));
+/// assert_eq!(security.open(&minted, &call, 1_599.0).map(|opened| opened.round), Ok(1));
+/// assert_eq!(security.open(&minted, &call, 1_600.0), Err(Rejection::Expired));
 /// ```
 #[derive(Debug)]
 pub struct StateSecurity {
@@ -238,68 +286,34 @@ impl StateSecurity {
         self.ttl
     }
 
-    /// Seal the tool's plaintext `state` for the request `binding` describes, valid from now.
-    pub fn seal(&self, state: &str, binding: &Binding) -> String {
-        self.seal_round(state, binding, 1, now())
-    }
-
-    /// As [`Self::seal`], minted at `iat` (seconds since the epoch).
-    pub fn seal_at(&self, state: &str, binding: &Binding, iat: f64) -> String {
-        self.seal_round(state, binding, 1, iat)
-    }
-
-    /// As [`Self::seal`], minted by round `round` of the call at `iat`.
-    pub fn seal_round(&self, state: &str, binding: &Binding, round: u32, iat: f64) -> String {
-        self.seal_claims(state, binding, round, iat, None, None)
-    }
-
-    /// As [`Self::seal_round`], carrying the call's first round's trace context `trace`.
-    pub fn seal_traced(&self, state: &str, binding: &Binding, round: u32, iat: f64, trace: Option<String>) -> String {
-        self.seal_claims(state, binding, round, iat, None, trace)
-    }
-
-    /// A held-over round's state for the request `binding` describes: it carries `held` to the
-    /// retry, and lives as long as any state.
-    pub fn hold_over(&self, held: HeldOver, binding: &Binding, iat: f64) -> String {
-        self.seal_claims("", binding, 1, iat, Some(held), None)
-    }
-
-    fn seal_claims(
-        &self,
-        state: &str,
-        binding: &Binding,
-        round: u32,
-        iat: f64,
-        held: Option<HeldOver>,
-        trace: Option<String>,
-    ) -> String {
-        let claims = Claims {
+    /// Seal `claims`: a token that opens for the retry of the request they are bound to, until
+    /// they are `ttl` old.
+    pub fn seal(&self, claims: &Claims<'_>) -> String {
+        let Claims { binding, state, round, minted_at, trace, held } = claims;
+        let wire = Wire {
             v: ENVELOPE_VERSION,
-            iat,
-            exp: iat + self.ttl.as_secs_f64(),
+            iat: *minted_at,
+            exp: minted_at + self.ttl.as_secs_f64(),
             m: binding.method.clone(),
             t: binding.target.clone(),
             a: binding.arguments.clone(),
-            s: state.to_owned(),
+            s: (*state).to_owned(),
             aud: self.audience.clone(),
             p: binding.principal.as_deref().map(principal_claim),
-            r: (round > 1).then_some(round),
-            h: held,
-            tc: trace,
+            r: (*round > 1).then_some(*round),
+            h: held.clone(),
+            tc: trace.clone(),
         };
-        let payload = serde_json::to_vec(&claims).expect("claims are plain JSON");
+        let payload = serde_json::to_vec(&wire).expect("claims are plain JSON");
         self.ring.seal(&payload)
     }
 
-    /// Open `token` for the request `binding` describes and return the tool's plaintext state.
-    pub fn open(&self, token: &str, binding: &Binding) -> Result<String, Rejection> {
-        self.open_at(token, binding, now()).map(|opened| opened.state)
-    }
-
-    /// As [`Self::open`], judged at `now` (seconds since the epoch), with the minting round.
-    pub fn open_at(&self, token: &str, binding: &Binding, now: f64) -> Result<Opened, Rejection> {
+    /// Open `token` for the request `binding` describes, judged at `now` (seconds since the
+    /// epoch, [`epoch_seconds`] for the present): the tool's plaintext and the minting round, or
+    /// why it does not open.
+    pub fn open(&self, token: &str, binding: &Binding, now: f64) -> Result<Opened, Rejection> {
         let payload = self.ring.open(token)?;
-        let claims: Claims = serde_json::from_slice(&payload).map_err(|_| Rejection::Malformed)?;
+        let claims: Wire = serde_json::from_slice(&payload).map_err(|_| Rejection::Malformed)?;
         if claims.v != ENVELOPE_VERSION {
             return Err(Rejection::Malformed);
         }
@@ -326,11 +340,6 @@ impl StateSecurity {
             _ => return Err(Rejection::PrincipalDrift),
         }
         Ok(Opened { state: claims.s, round: claims.r.unwrap_or(1), held: claims.h, trace: claims.tc })
-    }
-
-    /// As [`Self::open_at`], judged now.
-    pub fn open_round(&self, token: &str, binding: &Binding) -> Result<Opened, Rejection> {
-        self.open_at(token, binding, now())
     }
 }
 
@@ -389,40 +398,43 @@ mod tests {
     #[test]
     fn opens_what_it_sealed_for_the_same_request() {
         let s = security(600);
-        let token = s.seal("R-0111", &call("Q-5001", None));
-        assert_eq!(s.open(&token, &call("Q-5001", None)).unwrap(), "R-0111");
+        let token = s.seal(&Claims::new("R-0111", &call("Q-5001", None)));
+        assert_eq!(
+            s.open(&token, &call("Q-5001", None), epoch_seconds()).map(|opened| opened.state).unwrap(),
+            "R-0111"
+        );
     }
 
     #[test]
     fn each_check_has_its_reason() {
         let s = security(600);
-        let token = s.seal_at("R-0111", &call("Q-5001", None), 1_000.0);
-        assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_599.0).unwrap().state, "R-0111");
-        assert_eq!(s.open_at(&token, &call("Q-5001", None), 1_600.0), Err(Rejection::Expired));
-        assert_eq!(s.open_at(&token, &call("Q-5001", None), 900.0), Err(Rejection::MintedInTheFuture));
+        let token = s.seal(&Claims::new("R-0111", &call("Q-5001", None)).at(1_000.0));
+        assert_eq!(s.open(&token, &call("Q-5001", None), 1_599.0).unwrap().state, "R-0111");
+        assert_eq!(s.open(&token, &call("Q-5001", None), 1_600.0), Err(Rejection::Expired));
+        assert_eq!(s.open(&token, &call("Q-5001", None), 900.0), Err(Rejection::MintedInTheFuture));
         // Clock skew between replicas: a state minted up to 60 s "in the future" still opens.
-        assert_eq!(s.open_at(&token, &call("Q-5001", None), 940.0).unwrap().state, "R-0111");
-        assert_eq!(s.open_at(&token, &call("Q-5001", None), 939.5), Err(Rejection::MintedInTheFuture));
-        assert_eq!(s.open_at(&token, &call("Q-5002", None), 1_001.0), Err(Rejection::RequestBinding));
+        assert_eq!(s.open(&token, &call("Q-5001", None), 940.0).unwrap().state, "R-0111");
+        assert_eq!(s.open(&token, &call("Q-5001", None), 939.5), Err(Rejection::MintedInTheFuture));
+        assert_eq!(s.open(&token, &call("Q-5002", None), 1_001.0), Err(Rejection::RequestBinding));
         let other = Binding::new("prompts/get", "issue_refund", Some(&json!({"quote_id": "Q-5001"})), None);
-        assert_eq!(s.open_at(&token, &other, 1_001.0), Err(Rejection::RequestBinding));
+        assert_eq!(s.open(&token, &other, 1_001.0), Err(Rejection::RequestBinding));
         let elsewhere = StateSecurity::new(
             KeyRing::new(&[b"a-test-secret-of-at-least-32-bytes!"]).unwrap(),
             Duration::from_secs(600),
             Some("payments".into()),
         );
-        assert_eq!(elsewhere.open_at(&token, &call("Q-5001", None), 1_001.0), Err(Rejection::Audience));
-        assert_eq!(s.open_at(&token, &call("Q-5001", Some("lead-1")), 1_001.0), Err(Rejection::PrincipalDrift));
+        assert_eq!(elsewhere.open(&token, &call("Q-5001", None), 1_001.0), Err(Rejection::Audience));
+        assert_eq!(s.open(&token, &call("Q-5001", Some("lead-1")), 1_001.0), Err(Rejection::PrincipalDrift));
     }
 
     #[test]
     fn carries_the_round_that_minted_it() {
         let s = security(600);
-        let first = s.seal("x", &call("Q-5001", None));
-        assert_eq!(s.open_round(&first, &call("Q-5001", None)).unwrap().round, 1);
-        let third = s.seal_round("x", &call("Q-5001", None), 3, epoch_seconds());
+        let first = s.seal(&Claims::new("x", &call("Q-5001", None)));
+        assert_eq!(s.open(&first, &call("Q-5001", None), epoch_seconds()).unwrap().round, 1);
+        let third = s.seal(&Claims::new("x", &call("Q-5001", None)).in_round(3).at(epoch_seconds()));
         assert_eq!(
-            s.open_round(&third, &call("Q-5001", None)).unwrap(),
+            s.open(&third, &call("Q-5001", None), epoch_seconds()).unwrap(),
             Opened { state: "x".into(), round: 3, held: None, trace: None }
         );
     }
@@ -430,25 +442,34 @@ mod tests {
     #[test]
     fn a_held_over_round_carries_the_shed_state_and_answers_bound_like_any_state() {
         let s = security(600);
-        let inner = s.seal("R-0111", &call("Q-5001", None));
+        let inner = s.seal(&Claims::new("R-0111", &call("Q-5001", None)));
         let held = HeldOver {
             token: Some(inner.clone()),
             responses: Some(json!({"confirm": {"action": "accept", "content": {"release": true}}})),
         };
-        let token = s.hold_over(held.clone(), &call("Q-5001", None), epoch_seconds());
-        let opened = s.open_round(&token, &call("Q-5001", None)).unwrap();
+        let token = s.seal(&Claims::held_over(held.clone(), &call("Q-5001", None)).at(epoch_seconds()));
+        let opened = s.open(&token, &call("Q-5001", None), epoch_seconds()).unwrap();
         assert_eq!((opened.state.as_str(), opened.held), ("", Some(held)));
-        assert_eq!(s.open_round(&token, &call("Q-5002", None)), Err(Rejection::RequestBinding));
-        assert_eq!(s.open_round(&inner, &call("Q-5001", None)).unwrap().held, None);
+        assert_eq!(s.open(&token, &call("Q-5002", None), epoch_seconds()), Err(Rejection::RequestBinding));
+        assert_eq!(s.open(&inner, &call("Q-5001", None), epoch_seconds()).unwrap().held, None);
     }
 
     #[test]
     fn binds_the_caller() {
         let s = security(600);
-        let token = s.seal("R-0111", &call("Q-5001", Some("lead-1")));
-        assert_eq!(s.open(&token, &call("Q-5001", Some("lead-1"))).unwrap(), "R-0111");
-        assert_eq!(s.open(&token, &call("Q-5001", Some("lead-2"))), Err(Rejection::Principal));
-        assert_eq!(s.open(&token, &call("Q-5001", None)), Err(Rejection::PrincipalDrift));
+        let token = s.seal(&Claims::new("R-0111", &call("Q-5001", Some("lead-1"))));
+        assert_eq!(
+            s.open(&token, &call("Q-5001", Some("lead-1")), epoch_seconds()).map(|opened| opened.state).unwrap(),
+            "R-0111"
+        );
+        assert_eq!(
+            s.open(&token, &call("Q-5001", Some("lead-2")), epoch_seconds()).map(|opened| opened.state),
+            Err(Rejection::Principal)
+        );
+        assert_eq!(
+            s.open(&token, &call("Q-5001", None), epoch_seconds()).map(|opened| opened.state),
+            Err(Rejection::PrincipalDrift)
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use mrtr::{
     canonical_json::sorted_compact,
     form::FormSchema,
-    request_state::{Binding, Rejection, StateSecurity, argument_digest},
+    request_state::{Binding, Claims, Rejection, StateSecurity, argument_digest, epoch_seconds},
     seal::KeyRing,
 };
 use proptest::prelude::*;
@@ -67,14 +67,14 @@ proptest! {
     #[test]
     fn any_string_is_refused_as_a_state(token in ".*") {
         let binding = Binding::new("tools/call", "issue_refund", None, None);
-        prop_assert!(security().open_round(&token, &binding).is_err());
+        prop_assert!(security().open(&token, &binding, epoch_seconds()).is_err());
     }
 
     /// Any bytes after the `v1.` prefix are refused as one of the seal's reasons.
     #[test]
     fn any_v1_token_is_refused_with_a_seal_reason(body in "[A-Za-z0-9_-]{0,300}") {
         let binding = Binding::new("tools/call", "issue_refund", None, None);
-        let refused = security().open_round(&format!("v1.{body}"), &binding).unwrap_err();
+        let refused = security().open(&format!("v1.{body}"), &binding, epoch_seconds()).unwrap_err();
         prop_assert!(matches!(refused, Rejection::Malformed | Rejection::UnknownKey | Rejection::Seal), "{refused:?}");
     }
 
@@ -83,13 +83,13 @@ proptest! {
     fn a_changed_character_never_opens(at in 3usize..60, with in "[A-Za-z0-9_-]") {
         let security = security();
         let binding = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": "Q-5001"})), None);
-        let token = security.seal_round("R-0111", &binding, 1, mrtr::request_state::epoch_seconds());
+        let token = security.seal(&Claims::new("R-0111", &binding));
         let mut changed: Vec<char> = token.chars().collect();
         let at = at.min(changed.len() - 1);
         prop_assume!(changed[at].to_string() != with);
         changed[at] = with.chars().next().unwrap();
         let changed: String = changed.into_iter().collect();
-        prop_assert!(security.open_round(&changed, &binding).is_err());
+        prop_assert!(security.open(&changed, &binding, epoch_seconds()).is_err());
     }
 
     /// The argument digest takes any JSON, and the same arguments in any key order digest alike.

@@ -13,19 +13,19 @@ use std::{
 };
 
 use mrtr::{
-    ask::{AskError, Asking, Era, Outcome, UrlQuestion},
-    boundary::{OpenedState, Principal, QuestionId, Sealed, Seen, SeenOutcome, fresh_question_id},
+    ask::{AskError, Asking, Outcome, UrlQuestion},
+    boundary::{Principal, Sealed, Seen, SeenOutcome},
     client::{Answer, Client, ClientError, ScriptedUser, legacy, params, retry, text},
     form::FormSchema,
-    once_only::{Claim, OnceOnly},
+    once_only::Claim,
     records::InMemory,
-    request_state::{Binding, Rejection, StateSecurity, epoch_seconds},
+    request_state::{Binding, Claims, Rejection, StateSecurity, epoch_seconds},
     seal::KeyRing,
     shedding::Shedding,
 };
 use rmcp::{
     ErrorData, RoleServer, ServerHandler, ServiceExt,
-    handler::server::{router::tool::ToolRouter, tool::InputResponses, wrapper::Parameters},
+    handler::server::{router::tool::ToolRouter, wrapper::Parameters},
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
         ElicitationCapability, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -89,12 +89,8 @@ impl Deployer {
     async fn deploy(
         &self,
         Parameters(Build { build }): Parameters<Build>,
-        OpenedState(state): OpenedState,
-        InputResponses(responses): InputResponses,
-        QuestionId(question): QuestionId,
-        context: RequestContext<RoleServer>,
+        mut asking: Asking,
     ) -> Result<CallToolResponse, ErrorData> {
-        let mut asking = Asking::new(state, responses, context.client_capabilities()).in_era(Era::of(&context, WAIT));
         let message = format!("Deploy build {build} to production?");
         let outcome = match asking.form("confirm", &self.form, &message).await {
             Ok(Some(outcome)) => outcome,
@@ -106,10 +102,8 @@ impl Deployer {
             return Ok(done(format!("Build {build} not deployed")));
         };
         // The answer is acted on once: claimed before the side effect.
-        let key = question.unwrap_or_else(fresh_question_id);
-        if self.answered.claim(&key, WAIT).await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?
-            == Claim::Taken
-        {
+        let claimed = asking.claim_once(&*self.answered, asking.question_id()).await;
+        if claimed.map_err(|e| ErrorData::internal_error(e.to_string(), None))? == Claim::Taken {
             return Ok(CallToolResult::error(vec![ContentBlock::text("That answer was acted on already.")]).into());
         }
         self.deployed.lock().unwrap().push(build);
@@ -126,13 +120,7 @@ impl Deployer {
     }
 
     #[tool(description = "Send the person to sign in on a page.")]
-    async fn sign_in(
-        &self,
-        OpenedState(state): OpenedState,
-        InputResponses(responses): InputResponses,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let mut asking = Asking::new(state, responses, context.client_capabilities()).in_era(Era::of(&context, WAIT));
+    async fn sign_in(&self, mut asking: Asking) -> Result<CallToolResponse, ErrorData> {
         let question = UrlQuestion::new("sign_in", "https://id.example/flow/7".into(), "Sign in", "7");
         let finished = || async { Ok::<_, AskError>(self.signed_in.load(Ordering::SeqCst)) };
         match asking.url(question, finished).await {
@@ -333,7 +321,7 @@ async fn an_expired_state_is_refused() {
     let server = Server::new();
     let client = server.connect(ScriptedUser::always(yes())).await;
     let binding = Binding::new("tools/call", "deploy", Some(&json!({"build": 412})), None);
-    let old = security().seal_at("{}", &binding, epoch_seconds() - 3600.0);
+    let old = security().seal(&Claims::new("{}", &binding).at(epoch_seconds() - 3600.0));
     let refused = client.call_tool_once(retry(deploy(412), Some(old), [("confirm", &yes())])).await;
     assert_eq!(rpc_code(refused.unwrap_err()), -32602);
     assert_eq!(server.last_seen(), SeenOutcome::Rejected(Rejection::Expired));

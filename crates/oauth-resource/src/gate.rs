@@ -39,7 +39,7 @@ use crate::{
     introspection::{Introspector, could_be_a_token},
     keys::IssuerKeys,
     metadata::ProtectedResource,
-    refusal::Refusal,
+    refusal::GateRefusal,
     scopes::{self, ScopePolicy},
     token,
     token_cache::TokenCache,
@@ -101,7 +101,7 @@ impl ResourceServer {
             .map_err(|error| GateError::PublicUrl { url: public_url.to_owned(), problem: error.to_string() })?;
         let metadata = ProtectedResource::new(public_url, issuer, policy.supported(), name);
         let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap_or_default();
-        Refusal::register_all();
+        GateRefusal::register_all();
         Ok(Self {
             inner: Arc::new(Inner {
                 issuer: issuer.to_owned(),
@@ -186,7 +186,7 @@ impl ResourceServer {
             (Principal::of(request.extensions()).cloned(), request.extensions().get::<Granted>().cloned())
         else {
             // Only behind `authenticate`: without a caller, nothing is let through.
-            return server.refuse(Refusal::Missing, &[], None);
+            return server.refuse(GateRefusal::Missing, &[], None);
         };
         // GET (a 2025 session's stream) and DELETE (its end) carry no request: any valid token
         // will do, and their bodies are not read.
@@ -204,13 +204,13 @@ impl ResourceServer {
             Ok(Peeked { method, target }) => server.inner.policy.needed(&method, target.as_deref()),
             Err(why) => {
                 tracing::info!(subject = %principal.subject().escape_debug(), why, "refused: what the request needs cannot be read");
-                return server.refuse(Refusal::Unreadable, &[], None);
+                return server.refuse(GateRefusal::Unreadable, &[], None);
             }
         };
         let missing = scopes::missing(server.inner.policy.as_ref(), &scopes, &needed);
         if !missing.is_empty() {
             tracing::info!(subject = %principal.subject().escape_debug(), ?missing, "refused: insufficient scope");
-            return server.refuse(Refusal::InsufficientScope, &needed, None);
+            return server.refuse(GateRefusal::InsufficientScope, &needed, None);
         }
         next.run(Request::from_parts(parts, Body::from(bytes))).await
     }
@@ -225,11 +225,11 @@ impl ResourceServer {
         &self,
         token: &str,
         client: Option<ClientAddress>,
-    ) -> Result<token::Checked, (Refusal, Option<Duration>)> {
+    ) -> Result<token::Checked, (GateRefusal, Option<Duration>)> {
         let inner = &self.inner;
         let over = |spent| match spent {
-            Spent::Client(wait) => (Refusal::Throttled, Some(wait)),
-            Spent::Server(wait) => (Refusal::Overloaded, Some(wait)),
+            Spent::Client(wait) => (GateRefusal::Throttled, Some(wait)),
+            Spent::Server(wait) => (GateRefusal::Overloaded, Some(wait)),
         };
         match inner.checked.get(token) {
             Some(Ok(checked)) => return Ok(checked),
@@ -248,21 +248,21 @@ impl ResourceServer {
     }
 
     /// `token` checked now, and for how long from now it stays valid.
-    async fn check_anew(&self, token: &str) -> Result<(token::Checked, Option<Duration>), Refusal> {
+    async fn check_anew(&self, token: &str) -> Result<(token::Checked, Option<Duration>), GateRefusal> {
         let inner = &self.inner;
         let looks_like_jwt = token.split('.').count() == 3;
         let Some(client) = inner.introspection.as_ref().filter(|_| !looks_like_jwt) else {
             return token::check(token, &inner.keys, &inner.issuer, &inner.resource).await;
         };
         if !could_be_a_token(token) {
-            return Err(Refusal::Malformed);
+            return Err(GateRefusal::Malformed);
         }
         let endpoint = match inner.keys.introspection_endpoint().await {
-            None => return Err(Refusal::IssuerUnreachable),
+            None => return Err(GateRefusal::IssuerUnreachable),
             Some(None) => {
                 // This server's setup, not the caller's token: 503, not a challenge to sign in again.
                 tracing::error!("the authorization server publishes no introspection endpoint");
-                return Err(Refusal::IssuerUnreachable);
+                return Err(GateRefusal::IssuerUnreachable);
             }
             Some(Some(endpoint)) => endpoint,
         };
@@ -276,11 +276,11 @@ impl ResourceServer {
     }
 
     /// The answer to a refused request, counted by its reason; `wait` says when to come back.
-    fn refuse(&self, refusal: Refusal, needed: &[String], wait: Option<Duration>) -> Response {
+    fn refuse(&self, refusal: GateRefusal, needed: &[String], wait: Option<Duration>) -> Response {
         refusal.count();
         // A flood's refusals are many: the budget's go to the debug log.
         match refusal {
-            Refusal::Throttled | Refusal::Overloaded => {
+            GateRefusal::Throttled | GateRefusal::Overloaded => {
                 tracing::debug!(reason = refusal.label(), "request refused: {refusal}")
             }
             _ => tracing::info!(reason = refusal.label(), "request refused: {refusal}"),
@@ -295,18 +295,20 @@ impl ResourceServer {
             response
         };
         match refusal {
-            Refusal::IssuerUnreachable => come_back(StatusCode::SERVICE_UNAVAILABLE, Duration::from_secs(5)),
-            Refusal::Throttled => come_back(StatusCode::TOO_MANY_REQUESTS, wait.unwrap_or(Duration::from_secs(1))),
-            Refusal::Overloaded => come_back(StatusCode::SERVICE_UNAVAILABLE, wait.unwrap_or(Duration::from_secs(1))),
-            Refusal::Unreadable => (StatusCode::BAD_REQUEST, refusal.to_string()).into_response(),
-            Refusal::InsufficientScope => {
+            GateRefusal::IssuerUnreachable => come_back(StatusCode::SERVICE_UNAVAILABLE, Duration::from_secs(5)),
+            GateRefusal::Throttled => come_back(StatusCode::TOO_MANY_REQUESTS, wait.unwrap_or(Duration::from_secs(1))),
+            GateRefusal::Overloaded => {
+                come_back(StatusCode::SERVICE_UNAVAILABLE, wait.unwrap_or(Duration::from_secs(1)))
+            }
+            GateRefusal::Unreadable => (StatusCode::BAD_REQUEST, refusal.to_string()).into_response(),
+            GateRefusal::InsufficientScope => {
                 let challenge = format!(
                     r#"Bearer error="insufficient_scope", scope="{}", resource_metadata="{metadata}", error_description="{refusal}""#,
                     needed.join(" ")
                 );
                 challenged(StatusCode::FORBIDDEN, &challenge, refusal)
             }
-            Refusal::Missing => {
+            GateRefusal::Missing => {
                 let scope = self.inner.policy.first_ask().join(" ");
                 challenged(
                     StatusCode::UNAUTHORIZED,
@@ -326,22 +328,22 @@ impl ResourceServer {
 }
 
 /// The request's bearer token, or why it has none to check.
-fn bearer_of(request: &Request) -> Result<String, Refusal> {
+fn bearer_of(request: &Request) -> Result<String, GateRefusal> {
     if request.uri().query().is_some_and(|q| q.split('&').any(|pair| pair.starts_with("access_token="))) {
-        return Err(Refusal::InQuery);
+        return Err(GateRefusal::InQuery);
     }
     let bearer = request
         .headers()
         .get(header::AUTHORIZATION)
         .map(|value| value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ").or(v.strip_prefix("bearer "))));
     match bearer {
-        None => Err(Refusal::Missing),
-        Some(None) => Err(Refusal::Malformed),
+        None => Err(GateRefusal::Missing),
+        Some(None) => Err(GateRefusal::Malformed),
         Some(Some(token)) => Ok(token.trim().to_owned()),
     }
 }
 
-fn challenged(status: StatusCode, challenge: &str, refusal: Refusal) -> Response {
+fn challenged(status: StatusCode, challenge: &str, refusal: GateRefusal) -> Response {
     let mut response = (status, refusal.to_string()).into_response();
     if let Ok(value) = HeaderValue::from_str(challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);

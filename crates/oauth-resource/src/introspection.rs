@@ -11,7 +11,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{refusal::Refusal, token::Checked};
+use crate::{refusal::GateRefusal, token::Checked};
 
 /// How the server asks about a token.
 #[derive(Clone)]
@@ -62,7 +62,7 @@ impl Introspector {
         token: &str,
         issuer: &str,
         audience: &str,
-    ) -> Result<(Checked, Option<std::time::Duration>), Refusal> {
+    ) -> Result<(Checked, Option<std::time::Duration>), GateRefusal> {
         let asked = self
             .http
             .post(&self.endpoint)
@@ -72,23 +72,23 @@ impl Introspector {
             .await;
         let response = asked.map_err(|error| {
             tracing::warn!(%error, "the introspection endpoint did not answer");
-            Refusal::IssuerUnreachable
+            GateRefusal::IssuerUnreachable
         })?;
         if !response.status().is_success() {
             tracing::warn!(status = %response.status(), "the introspection endpoint refused this server");
-            return Err(Refusal::IssuerUnreachable);
+            return Err(GateRefusal::IssuerUnreachable);
         }
-        let answer: Answer = response.json().await.map_err(|_| Refusal::IssuerUnreachable)?;
+        let answer: Answer = response.json().await.map_err(|_| GateRefusal::IssuerUnreachable)?;
         if !answer.active {
-            return Err(Refusal::Expired);
+            return Err(GateRefusal::Expired);
         }
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         if answer.exp.is_some_and(|exp| exp.saturating_add(crate::token::LEEWAY_SECS) < now) {
-            return Err(Refusal::Expired);
+            return Err(GateRefusal::Expired);
         }
         let lasts = answer.exp.map(|exp| std::time::Duration::from_secs(exp.saturating_sub(now)));
         if answer.iss.as_deref().is_some_and(|iss| iss != issuer) {
-            return Err(Refusal::WrongIssuer);
+            return Err(GateRefusal::WrongIssuer);
         }
         let for_us = match &answer.aud {
             Some(Value::String(aud)) => aud == audience,
@@ -96,11 +96,11 @@ impl Introspector {
             _ => false,
         };
         if !for_us {
-            return Err(Refusal::WrongAudience);
+            return Err(GateRefusal::WrongAudience);
         }
         // A machine's token (client credentials) may name no `sub`: the client is the subject,
         // as RFC 9068 has it for JWTs.
-        let subject = answer.sub.or(answer.client_id).filter(|sub| !sub.is_empty()).ok_or(Refusal::NoSubject)?;
+        let subject = answer.sub.or(answer.client_id).filter(|sub| !sub.is_empty()).ok_or(GateRefusal::NoSubject)?;
         let scopes = answer.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
         Ok((Checked { issuer: answer.iss.unwrap_or_else(|| issuer.to_owned()), subject, scopes }, lasts))
     }

@@ -36,5 +36,5 @@ pub mod token_cache;
 
 pub use caller::Principal;
 pub use gate::ResourceServer;
-pub use refusal::Refusal;
+pub use refusal::GateRefusal;
 pub use scopes::ScopePolicy;

@@ -1,9 +1,12 @@
 //! Why a request was refused: a closed set, so a metric's labels cannot grow with what clients
 //! send.
 
+/// Requests the gate refused, by reason (every reason at zero once the gate is built).
+pub const AUTH_FAILURES: &str = "mcp_auth_failures_total";
+
 /// Why a request did not get through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub enum GateRefusal {
     #[error("no bearer token in the Authorization header")]
     Missing,
     #[error("a token in the query string; tokens go only in the Authorization header")]
@@ -41,58 +44,58 @@ pub enum Refusal {
     Overloaded,
 }
 
-impl Refusal {
+impl GateRefusal {
     /// Every reason, for the metrics to start at zero.
-    pub const ALL: [Refusal; 16] = [
-        Refusal::Missing,
-        Refusal::InQuery,
-        Refusal::Malformed,
-        Refusal::Algorithm,
-        Refusal::NotAnAccessToken,
-        Refusal::UnknownKey,
-        Refusal::Signature,
-        Refusal::Expired,
-        Refusal::WrongIssuer,
-        Refusal::WrongAudience,
-        Refusal::NoSubject,
-        Refusal::InsufficientScope,
-        Refusal::IssuerUnreachable,
-        Refusal::Unreadable,
-        Refusal::Throttled,
-        Refusal::Overloaded,
+    pub const ALL: [GateRefusal; 16] = [
+        GateRefusal::Missing,
+        GateRefusal::InQuery,
+        GateRefusal::Malformed,
+        GateRefusal::Algorithm,
+        GateRefusal::NotAnAccessToken,
+        GateRefusal::UnknownKey,
+        GateRefusal::Signature,
+        GateRefusal::Expired,
+        GateRefusal::WrongIssuer,
+        GateRefusal::WrongAudience,
+        GateRefusal::NoSubject,
+        GateRefusal::InsufficientScope,
+        GateRefusal::IssuerUnreachable,
+        GateRefusal::Unreadable,
+        GateRefusal::Throttled,
+        GateRefusal::Overloaded,
     ];
 
     /// The metric label.
     pub fn label(self) -> &'static str {
         match self {
-            Refusal::Missing => "missing",
-            Refusal::InQuery => "in_query",
-            Refusal::Malformed => "malformed",
-            Refusal::Algorithm => "algorithm",
-            Refusal::NotAnAccessToken => "not_an_access_token",
-            Refusal::UnknownKey => "unknown_key",
-            Refusal::Signature => "signature",
-            Refusal::Expired => "expired",
-            Refusal::WrongIssuer => "wrong_issuer",
-            Refusal::WrongAudience => "wrong_audience",
-            Refusal::NoSubject => "no_subject",
-            Refusal::InsufficientScope => "insufficient_scope",
-            Refusal::IssuerUnreachable => "issuer_unreachable",
-            Refusal::Unreadable => "unreadable",
-            Refusal::Throttled => "throttled",
-            Refusal::Overloaded => "overloaded",
+            GateRefusal::Missing => "missing",
+            GateRefusal::InQuery => "in_query",
+            GateRefusal::Malformed => "malformed",
+            GateRefusal::Algorithm => "algorithm",
+            GateRefusal::NotAnAccessToken => "not_an_access_token",
+            GateRefusal::UnknownKey => "unknown_key",
+            GateRefusal::Signature => "signature",
+            GateRefusal::Expired => "expired",
+            GateRefusal::WrongIssuer => "wrong_issuer",
+            GateRefusal::WrongAudience => "wrong_audience",
+            GateRefusal::NoSubject => "no_subject",
+            GateRefusal::InsufficientScope => "insufficient_scope",
+            GateRefusal::IssuerUnreachable => "issuer_unreachable",
+            GateRefusal::Unreadable => "unreadable",
+            GateRefusal::Throttled => "throttled",
+            GateRefusal::Overloaded => "overloaded",
         }
     }
 
     /// Count one refusal.
     pub fn count(self) {
-        metrics::counter!("mcp_auth_failures_total", "reason" => self.label()).increment(1);
+        metrics::counter!(AUTH_FAILURES, "reason" => self.label()).increment(1);
     }
 
     /// Make every reason's series exist at zero, so "none" and "missing" read apart.
     pub fn register_all() {
-        for refusal in Refusal::ALL {
-            metrics::counter!("mcp_auth_failures_total", "reason" => refusal.label()).increment(0);
+        for refusal in GateRefusal::ALL {
+            metrics::counter!(AUTH_FAILURES, "reason" => refusal.label()).increment(0);
         }
     }
 }

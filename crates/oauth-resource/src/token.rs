@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use crate::{
     keys::{IssuerKeys, KeyError},
-    refusal::Refusal,
+    refusal::GateRefusal,
 };
 
 /// The algorithms a token may be signed with: asymmetric only.
@@ -68,19 +68,19 @@ pub async fn check(
     keys: &IssuerKeys,
     issuer: &str,
     audience: &str,
-) -> Result<(Checked, Option<Duration>), Refusal> {
+) -> Result<(Checked, Option<Duration>), GateRefusal> {
     let header = decode_header(token).map_err(|_| unreadable_header(token))?;
     if !ALGORITHMS.contains(&header.alg) {
-        return Err(Refusal::Algorithm);
+        return Err(GateRefusal::Algorithm);
     }
     let typ = header.typ.as_deref().unwrap_or_default().to_ascii_lowercase();
     if typ != "at+jwt" && typ != "application/at+jwt" {
-        return Err(Refusal::NotAnAccessToken);
+        return Err(GateRefusal::NotAnAccessToken);
     }
     let key = keys.key(header.kid.as_deref().unwrap_or_default()).await.map_err(|error| match error {
-        KeyError::Unreachable => Refusal::IssuerUnreachable,
-        KeyError::Unknown(_) => Refusal::UnknownKey,
-        KeyError::Unusable(_) => Refusal::Algorithm,
+        KeyError::Unreachable => GateRefusal::IssuerUnreachable,
+        KeyError::Unknown(_) => GateRefusal::UnknownKey,
+        KeyError::Unusable(_) => GateRefusal::Algorithm,
     })?;
     let mut validation = Validation::new(header.alg);
     validation.algorithms = vec![header.alg];
@@ -90,16 +90,16 @@ pub async fn check(
     validation.set_audience(&[audience]);
     validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
     let claims = decode::<Claims>(token, &key, &validation).map_err(|error| match error.kind() {
-        ErrorKind::ExpiredSignature | ErrorKind::ImmatureSignature => Refusal::Expired,
-        ErrorKind::InvalidIssuer => Refusal::WrongIssuer,
-        ErrorKind::InvalidAudience => Refusal::WrongAudience,
-        ErrorKind::InvalidSignature => Refusal::Signature,
-        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => Refusal::Algorithm,
-        ErrorKind::MissingRequiredClaim(claim) if claim == "sub" => Refusal::NoSubject,
-        _ => Refusal::Malformed,
+        ErrorKind::ExpiredSignature | ErrorKind::ImmatureSignature => GateRefusal::Expired,
+        ErrorKind::InvalidIssuer => GateRefusal::WrongIssuer,
+        ErrorKind::InvalidAudience => GateRefusal::WrongAudience,
+        ErrorKind::InvalidSignature => GateRefusal::Signature,
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => GateRefusal::Algorithm,
+        ErrorKind::MissingRequiredClaim(claim) if claim == "sub" => GateRefusal::NoSubject,
+        _ => GateRefusal::Malformed,
     })?;
     let Some(subject) = claims.claims.sub.filter(|sub| !sub.is_empty()) else {
-        return Err(Refusal::NoSubject);
+        return Err(GateRefusal::NoSubject);
     };
     let scopes = claims.claims.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
@@ -109,12 +109,12 @@ pub async fn check(
 
 /// Why a header did not parse: an algorithm the library does not even name (such as `none`) is
 /// an algorithm refused; anything else is a malformed token.
-fn unreadable_header(token: &str) -> Refusal {
+fn unreadable_header(token: &str) -> GateRefusal {
     let named_alg = token
         .split('.')
         .next()
         .and_then(|head| URL_SAFE_NO_PAD.decode(head).ok())
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .is_some_and(|header| header.get("alg").is_some_and(serde_json::Value::is_string));
-    if named_alg { Refusal::Algorithm } else { Refusal::Malformed }
+    if named_alg { GateRefusal::Algorithm } else { GateRefusal::Malformed }
 }

@@ -20,7 +20,7 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-use crate::{refusal::Refusal, token::Checked};
+use crate::{refusal::GateRefusal, token::Checked};
 
 /// The longest an active token's answer is kept (a revoked token stops working within it).
 pub const KEEP_ACTIVE: Duration = Duration::from_secs(60);
@@ -36,11 +36,11 @@ pub struct TokenCache {
 }
 
 /// An answer, and until when it holds.
-type Kept = (Result<Checked, Refusal>, Instant);
+type Kept = (Result<Checked, GateRefusal>, Instant);
 
 impl TokenCache {
     /// What was said of `token`, if it is still fresh.
-    pub fn get(&self, token: &str) -> Option<Result<Checked, Refusal>> {
+    pub fn get(&self, token: &str) -> Option<Result<Checked, GateRefusal>> {
         let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let (answer, until) = entries.get(&digest(token))?;
         (Instant::now() < *until).then(|| answer.clone())
@@ -48,10 +48,10 @@ impl TokenCache {
 
     /// Keep `answer` about `token`: an active token until `expires_in` (at most
     /// [`KEEP_ACTIVE`]), a refusal for [`KEEP_REFUSED`], an unreachable issuer not at all.
-    pub fn put(&self, token: &str, answer: &Result<Checked, Refusal>, expires_in: Option<Duration>) {
+    pub fn put(&self, token: &str, answer: &Result<Checked, GateRefusal>, expires_in: Option<Duration>) {
         let keep = match answer {
             Ok(_) => expires_in.unwrap_or(KEEP_ACTIVE).min(KEEP_ACTIVE),
-            Err(Refusal::IssuerUnreachable | Refusal::UnknownKey) => return,
+            Err(GateRefusal::IssuerUnreachable | GateRefusal::UnknownKey) => return,
             Err(_) => KEEP_REFUSED,
         };
         let now = Instant::now();
@@ -85,10 +85,10 @@ mod tests {
     fn keeps_answers_but_not_an_unreachable_issuer() {
         let cache = TokenCache::default();
         cache.put("good", &Ok(alice()), Some(Duration::from_secs(3600)));
-        cache.put("bad", &Err(Refusal::Expired), None);
-        cache.put("unknown", &Err(Refusal::IssuerUnreachable), None);
+        cache.put("bad", &Err(GateRefusal::Expired), None);
+        cache.put("unknown", &Err(GateRefusal::IssuerUnreachable), None);
         assert_eq!(cache.get("good"), Some(Ok(alice())));
-        assert_eq!(cache.get("bad"), Some(Err(Refusal::Expired)));
+        assert_eq!(cache.get("bad"), Some(Err(GateRefusal::Expired)));
         assert_eq!(cache.get("unknown"), None);
         // A token about to expire is kept no longer than it lives.
         cache.put("ending", &Ok(alice()), Some(Duration::ZERO));
@@ -100,11 +100,11 @@ mod tests {
         let cache = TokenCache::default();
         cache.put("good", &Ok(alice()), None);
         for n in 0..CAPACITY + 10 {
-            cache.put(&format!("token-{n}"), &Err(Refusal::Expired), None);
+            cache.put(&format!("token-{n}"), &Err(GateRefusal::Expired), None);
         }
         let held = cache.entries.lock().unwrap().len();
         assert!(held <= CAPACITY, "{held}");
-        assert_eq!(cache.get(&format!("token-{}", CAPACITY + 9)), Some(Err(Refusal::Expired)));
+        assert_eq!(cache.get(&format!("token-{}", CAPACITY + 9)), Some(Err(GateRefusal::Expired)));
         assert_eq!(cache.get("good"), Some(Ok(alice())));
     }
 }

@@ -31,7 +31,7 @@ use axum::{
 use caller::ClientAddress;
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 use oauth_resource::{
-    Principal, Refusal, ResourceServer, ScopePolicy,
+    GateRefusal, Principal, ResourceServer, ScopePolicy,
     gate::{Granted, IntrospectionClient},
     keys,
 };
@@ -230,7 +230,7 @@ fn call(tool: &str) -> Value {
 }
 
 /// The challenge for a token refused for `why`.
-fn invalid_token(why: Refusal) -> String {
+fn invalid_token(why: GateRefusal) -> String {
     format!(
         r#"Bearer error="invalid_token", error_description="{why}", resource_metadata="{METADATA_URL}", scope="{ORDERS_READ}""#
     )
@@ -240,45 +240,45 @@ fn invalid_token(why: Refusal) -> String {
 fn insufficient_scope(needs: &str) -> String {
     format!(
         r#"Bearer error="insufficient_scope", scope="{needs}", resource_metadata="{METADATA_URL}", error_description="{}""#,
-        Refusal::InsufficientScope
+        GateRefusal::InsufficientScope
     )
 }
 
 /// Refused with 401 `invalid_token` for `why`.
 #[track_caller]
-fn assert_invalid_token(reply: &Reply, why: Refusal, case: &str) {
+fn assert_invalid_token(reply: &Reply, why: GateRefusal, case: &str) {
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{case}");
     assert_eq!(reply.challenge(), Some(invalid_token(why).as_str()), "{case}");
 }
 
 /// Every class of bad token, with why it is refused: good claims for `mallory` changed in one way each.
-fn bad_tokens(shop: &Shop) -> Vec<(&'static str, String, Refusal)> {
+fn bad_tokens(shop: &Shop) -> Vec<(&'static str, String, GateRefusal)> {
     let (issuer, good) = (&shop.issuer, shop.claims("mallory", ORDERS_READ));
     vec![
-        ("expired", issuer.sign(&Claims { exp: -120, nbf: -300, ..good.clone() }), Refusal::Expired),
-        ("not yet valid", issuer.sign(&Claims { nbf: 120, ..good.clone() }), Refusal::Expired),
+        ("expired", issuer.sign(&Claims { exp: -120, nbf: -300, ..good.clone() }), GateRefusal::Expired),
+        ("not yet valid", issuer.sign(&Claims { nbf: 120, ..good.clone() }), GateRefusal::Expired),
         (
             "for another resource",
             issuer.sign(&Claims { aud: "https://other.example/mcp".into(), ..good.clone() }),
-            Refusal::WrongAudience,
+            GateRefusal::WrongAudience,
         ),
         (
             "from another issuer",
             issuer.sign(&Claims { iss: "https://evil.example".into(), ..good.clone() }),
-            Refusal::WrongIssuer,
+            GateRefusal::WrongIssuer,
         ),
-        ("signed by a key the issuer never published", issuer.forge(&good), Refusal::Signature),
-        ("naming a key the issuer never published", issuer.sign_naming_kid(&good, "made-up"), Refusal::UnknownKey),
-        ("alg none", issuer.unsigned(&good), Refusal::Algorithm),
-        ("HS256 under the public key", issuer.sign_hs256_with_public_key(&good), Refusal::Algorithm),
+        ("signed by a key the issuer never published", issuer.forge(&good), GateRefusal::Signature),
+        ("naming a key the issuer never published", issuer.sign_naming_kid(&good, "made-up"), GateRefusal::UnknownKey),
+        ("alg none", issuer.unsigned(&good), GateRefusal::Algorithm),
+        ("HS256 under the public key", issuer.sign_hs256_with_public_key(&good), GateRefusal::Algorithm),
         (
             "typ JWT, not an access token",
             issuer.sign(&Claims { typ: "JWT".into(), ..good.clone() }),
-            Refusal::NotAnAccessToken,
+            GateRefusal::NotAnAccessToken,
         ),
-        ("no subject", issuer.sign(&Claims { sub: None, ..good.clone() }), Refusal::NoSubject),
-        ("not a JWT", "not-a-token".to_owned(), Refusal::Malformed),
-        ("three parts of garbage", "a.b.c".to_owned(), Refusal::Malformed),
+        ("no subject", issuer.sign(&Claims { sub: None, ..good.clone() }), GateRefusal::NoSubject),
+        ("not a JWT", "not-a-token".to_owned(), GateRefusal::Malformed),
+        ("three parts of garbage", "a.b.c".to_owned(), GateRefusal::Malformed),
     ]
 }
 
@@ -303,9 +303,9 @@ async fn a_token_not_signed_by_a_published_key_is_refused() {
     let shop = Shop::start(false).await;
     let claims = shop.claims("mallory", ORDERS_READ);
     let forged = shop.post(Some(&shop.issuer.forge(&claims)), &list_tools()).await;
-    assert_invalid_token(&forged, Refusal::Signature, "the published kid, another key's signature");
+    assert_invalid_token(&forged, GateRefusal::Signature, "the published kid, another key's signature");
     let unknown = shop.post(Some(&shop.issuer.sign_naming_kid(&claims, "made-up")), &list_tools()).await;
-    assert_invalid_token(&unknown, Refusal::UnknownKey, "a kid the issuer never published");
+    assert_invalid_token(&unknown, GateRefusal::UnknownKey, "a kid the issuer never published");
     assert_eq!(shop.reached(), 0);
     // The same claims signed with the published key pass: the key was the only fault.
     assert_eq!(shop.post(Some(&shop.issuer.sign(&claims)), &list_tools()).await.status, StatusCode::OK);
@@ -336,7 +336,7 @@ async fn a_rotated_key_is_fetched_once_and_then_served_from_the_cache() {
 
     // The issuer no longer publishes key-1: its tokens are refused, without another fetch.
     let retired = shop.post(Some(&also_before_rotation), &list_tools()).await;
-    assert_invalid_token(&retired, Refusal::UnknownKey, "a key the issuer retired");
+    assert_invalid_token(&retired, GateRefusal::UnknownKey, "a key the issuer retired");
     assert_eq!(shop.issuer.jwks_fetches(), 2);
 }
 
@@ -353,7 +353,7 @@ async fn cached_keys_serve_while_the_issuer_is_down_even_after_a_failed_fetch() 
 
     // An unknown kid makes the gate try the issuer, which answers 503: the last good set stays.
     let unknown = shop.issuer.sign_naming_kid(&shop.claims("alice", ORDERS_READ), "key-2");
-    assert_invalid_token(&shop.post(Some(&unknown), &list_tools()).await, Refusal::UnknownKey, "an unknown kid");
+    assert_invalid_token(&shop.post(Some(&unknown), &list_tools()).await, GateRefusal::UnknownKey, "an unknown kid");
     assert_eq!(shop.issuer.jwks_fetches(), 2, "one failed fetch for the unknown kid");
     let reply = shop.post(Some(&token), &list_tools()).await;
     assert_eq!(reply.status, StatusCode::OK, "the last good set still serves");
@@ -367,7 +367,11 @@ async fn made_up_key_ids_do_not_hammer_the_issuer() {
     let asked = (shop.issuer.metadata_fetches(), shop.issuer.jwks_fetches());
     for n in 0..50 {
         let token = shop.issuer.sign_naming_kid(&claims, &format!("made-up-{n}"));
-        assert_invalid_token(&shop.post(Some(&token), &list_tools()).await, Refusal::UnknownKey, &format!("kid {n}"));
+        assert_invalid_token(
+            &shop.post(Some(&token), &list_tools()).await,
+            GateRefusal::UnknownKey,
+            &format!("kid {n}"),
+        );
     }
     // The first unknown kid fetches at once (it could have been a rotation); the other 49 fall
     // within the cooldown.
@@ -457,7 +461,7 @@ async fn every_bad_token_gets_401_invalid_token_saying_why() {
     // Not a bearer token at all.
     let mut basic = request(None, "/mcp", Body::from(list_tools().to_string()));
     basic.headers_mut().insert(header::AUTHORIZATION, "Basic YWxpY2U6c2VjcmV0".parse().unwrap());
-    assert_invalid_token(&shop.send(basic).await, Refusal::Malformed, "the Basic scheme");
+    assert_invalid_token(&shop.send(basic).await, GateRefusal::Malformed, "the Basic scheme");
     assert_eq!(shop.reached(), 0);
 }
 
@@ -467,9 +471,9 @@ async fn a_token_in_the_query_string_is_refused_even_beside_a_good_header() {
     let good = shop.token("alice", ORDERS_READ);
     let in_query = format!("/mcp?access_token={good}");
     let beside = shop.send(request(Some(&good), &in_query, Body::from(list_tools().to_string()))).await;
-    assert_invalid_token(&beside, Refusal::InQuery, "in the query and the header");
+    assert_invalid_token(&beside, GateRefusal::InQuery, "in the query and the header");
     let alone = shop.send(request(None, &in_query, Body::from(list_tools().to_string()))).await;
-    assert_invalid_token(&alone, Refusal::InQuery, "in the query alone");
+    assert_invalid_token(&alone, GateRefusal::InQuery, "in the query alone");
     assert_eq!(shop.reached(), 0);
     assert_eq!(shop.post(Some(&good), &list_tools()).await.status, StatusCode::OK, "the header alone");
 }
@@ -601,14 +605,18 @@ async fn an_opaque_token_is_introspected_once_and_names_its_principal() {
 async fn opaque_tokens_the_issuer_does_not_vouch_for_are_refused() {
     let shop = Shop::start(true).await;
     let never_issued = "Vd3v3rKqA2e2cX5VjYwY1QfN7t8ZbP0uLx9mH4sG1kE";
-    assert_invalid_token(&shop.post(Some(never_issued), &list_tools()).await, Refusal::Expired, "inactive");
+    assert_invalid_token(&shop.post(Some(never_issued), &list_tools()).await, GateRefusal::Expired, "inactive");
     let good = shop.claims("mallory", ORDERS_READ);
     let elsewhere = shop.issuer.opaque(&Claims { aud: "https://other.example/mcp".into(), ..good.clone() });
-    assert_invalid_token(&shop.post(Some(&elsewhere), &list_tools()).await, Refusal::WrongAudience, "another resource");
+    assert_invalid_token(
+        &shop.post(Some(&elsewhere), &list_tools()).await,
+        GateRefusal::WrongAudience,
+        "another resource",
+    );
     let foreign = shop.issuer.opaque(&Claims { iss: "https://evil.example".into(), ..good.clone() });
-    assert_invalid_token(&shop.post(Some(&foreign), &list_tools()).await, Refusal::WrongIssuer, "another issuer");
+    assert_invalid_token(&shop.post(Some(&foreign), &list_tools()).await, GateRefusal::WrongIssuer, "another issuer");
     let expired = shop.issuer.opaque(&Claims { exp: -120, ..good });
-    assert_invalid_token(&shop.post(Some(&expired), &list_tools()).await, Refusal::Expired, "expired");
+    assert_invalid_token(&shop.post(Some(&expired), &list_tools()).await, GateRefusal::Expired, "expired");
     assert_eq!(shop.issuer.introspections(), 4);
     assert_eq!(shop.reached(), 0);
 }
@@ -621,12 +629,12 @@ async fn junk_tokens_are_not_sent_to_the_issuer() {
     let asked = shop.issuer.requests();
     for n in 0..200 {
         let junk = format!("junk{n}");
-        assert_invalid_token(&shop.post(Some(&junk), &list_tools()).await, Refusal::Malformed, &junk);
+        assert_invalid_token(&shop.post(Some(&junk), &list_tools()).await, GateRefusal::Malformed, &junk);
     }
     assert_eq!(shop.issuer.requests(), asked, "a value that cannot be a token is not asked about");
     let inactive = "Vd3v3rKqA2e2cX5VjYwY1QfN7t8ZbP0uLx9mH4sG1kE";
     for _ in 0..200 {
-        assert_invalid_token(&shop.post(Some(inactive), &list_tools()).await, Refusal::Expired, "inactive");
+        assert_invalid_token(&shop.post(Some(inactive), &list_tools()).await, GateRefusal::Expired, "inactive");
     }
     assert_eq!(shop.issuer.requests(), asked + 1, "one introspection; the refusal is kept");
     assert_eq!(shop.issuer.introspections(), 1);
@@ -734,7 +742,7 @@ fn every_refusal_is_counted_under_its_own_reason() {
     metrics::with_local_recorder(&counts, || {
         runtime.block_on(async {
             let shop = Shop::start(false).await;
-            let zero: BTreeMap<String, u64> = Refusal::ALL.iter().map(|why| (why.label().to_owned(), 0)).collect();
+            let zero: BTreeMap<String, u64> = GateRefusal::ALL.iter().map(|why| (why.label().to_owned(), 0)).collect();
             assert_eq!(counts.snapshot(), zero);
             let down = Shop::new(Issuer::start().await, false);
             down.issuer.set_up(false);
@@ -757,43 +765,43 @@ fn every_refusal_is_counted_under_its_own_reason() {
 
             let reader = shop.token("carol", ORDERS_READ);
             let in_query = format!("/mcp?access_token={reader}");
-            let mut cases: Vec<(String, &Shop, Request<Body>, Refusal)> = vec![
+            let mut cases: Vec<(String, &Shop, Request<Body>, GateRefusal)> = vec![
                 (
                     "no token".into(),
                     &shop,
                     request(None, "/mcp", Body::from(list_tools().to_string())),
-                    Refusal::Missing,
+                    GateRefusal::Missing,
                 ),
                 (
                     "in the query".into(),
                     &shop,
                     request(None, &in_query, Body::from(list_tools().to_string())),
-                    Refusal::InQuery,
+                    GateRefusal::InQuery,
                 ),
                 (
                     "insufficient scope".into(),
                     &shop,
                     request(Some(&reader), "/mcp", Body::from(call("issue_refund").to_string())),
-                    Refusal::InsufficientScope,
+                    GateRefusal::InsufficientScope,
                 ),
                 (
                     "unreadable".into(),
                     &shop,
                     request(Some(&reader), "/mcp", Body::from("{not json")),
-                    Refusal::Unreadable,
+                    GateRefusal::Unreadable,
                 ),
                 (
                     "a client past its share of new tokens".into(),
                     &spent_client,
                     from("10.9.9.9", "a.b.x"),
-                    Refusal::Throttled,
+                    GateRefusal::Throttled,
                 ),
-                ("the server past its share".into(), &spent_server, from("10.9.9.3", "a.b.x"), Refusal::Overloaded),
+                ("the server past its share".into(), &spent_server, from("10.9.9.3", "a.b.x"), GateRefusal::Overloaded),
                 (
                     "issuer unreachable".into(),
                     &down,
                     request(Some(&reader), "/mcp", Body::from(list_tools().to_string())),
-                    Refusal::IssuerUnreachable,
+                    GateRefusal::IssuerUnreachable,
                 ),
             ];
             for (case, token, why) in bad_tokens(&shop) {
@@ -805,7 +813,7 @@ fn every_refusal_is_counted_under_its_own_reason() {
                 ));
             }
             let covered: BTreeMap<&str, u64> = cases.iter().map(|(_, _, _, why)| (why.label(), 0)).collect();
-            assert_eq!(covered.len(), Refusal::ALL.len(), "every reason has a case");
+            assert_eq!(covered.len(), GateRefusal::ALL.len(), "every reason has a case");
 
             for (case, target, sent, why) in cases {
                 let mut expected = counts.snapshot();

@@ -12,7 +12,7 @@ use web_service::JsonClient;
 use crate::SERVICE_NAME;
 use crate::model::{Flow, NewFlow, Payment, PaymentRequest};
 
-pub use web_service::ClientError as ProviderError;
+pub use web_service::ServiceCallError as ProviderError;
 pub use web_service::client::TIMEOUT;
 
 /// What a [`ProviderError`] means for paying. A trait because the error type

@@ -2,7 +2,7 @@
 //!
 //! It reads and writes the same [`crate::model`] types the server uses,
 //! over a `web-service` [`JsonClient`]. Failures come back as
-//! [`ClientError`], whose messages are written to be shown as is: an API
+//! [`ApiError`], whose messages are written to be shown as is: an API
 //! error displays the problem's `detail`.
 
 use serde_json::Value;
@@ -12,7 +12,7 @@ use crate::SERVICE_NAME;
 use crate::ids::{OrderId, QuoteId, RefundId};
 use crate::model::{ON_BEHALF_OF, Order, Policy, Quote, QuoteRequest, Refund, RefundRequest, Return, ReturnRequest};
 
-pub use web_service::ClientError;
+pub use web_service::ServiceCallError as ApiError;
 pub use web_service::client::TIMEOUT;
 
 /// A client for one API base URL. Cheap to clone; clones share connections.
@@ -25,7 +25,7 @@ impl ShopApi {
     /// A client for the API at `base_url`, such as `http://127.0.0.1:8710`.
     /// The URL must be absolute http(s) without query, fragment or
     /// credentials; a path prefix is kept.
-    pub fn new(base_url: &str) -> Result<ShopApi, ClientError> {
+    pub fn new(base_url: &str) -> Result<ShopApi, ApiError> {
         Ok(ShopApi { client: JsonClient::new(SERVICE_NAME, base_url)? })
     }
 
@@ -45,60 +45,60 @@ impl ShopApi {
     }
 
     /// `GET /healthz`: succeeds when the API answers.
-    pub async fn health(&self) -> Result<(), ClientError> {
+    pub async fn health(&self) -> Result<(), ApiError> {
         self.client.get::<Value>("/healthz").await.map(drop)
     }
 
     /// `GET /policy`.
-    pub async fn policy(&self) -> Result<Policy, ClientError> {
+    pub async fn policy(&self) -> Result<Policy, ApiError> {
         self.client.get("/policy").await
     }
 
     // Paths hold only validated IDs, so they need no escaping.
 
     /// `GET /orders/{order_id}`.
-    pub async fn order(&self, order_id: &OrderId) -> Result<Order, ClientError> {
+    pub async fn order(&self, order_id: &OrderId) -> Result<Order, ApiError> {
         self.client.get(&format!("/orders/{order_id}")).await
     }
 
     /// `POST /quotes`.
-    pub async fn create_quote(&self, request: &QuoteRequest) -> Result<Quote, ClientError> {
+    pub async fn create_quote(&self, request: &QuoteRequest) -> Result<Quote, ApiError> {
         self.client.post("/quotes", request).await
     }
 
     /// `GET /quotes/{quote_id}`.
-    pub async fn quote(&self, quote_id: &QuoteId) -> Result<Quote, ClientError> {
+    pub async fn quote(&self, quote_id: &QuoteId) -> Result<Quote, ApiError> {
         self.client.get(&format!("/quotes/{quote_id}")).await
     }
 
     /// `POST /refunds`: the quote's refund, new or existing.
-    pub async fn create_refund(&self, quote_id: &QuoteId) -> Result<Refund, ClientError> {
+    pub async fn create_refund(&self, quote_id: &QuoteId) -> Result<Refund, ApiError> {
         Ok(self.create_refund_outcome(quote_id).await?.0)
     }
 
     /// `POST /refunds`, also telling whether this call created the refund
     /// (`true`, 201) or it already existed (`false`, 200).
-    pub async fn create_refund_outcome(&self, quote_id: &QuoteId) -> Result<(Refund, bool), ClientError> {
+    pub async fn create_refund_outcome(&self, quote_id: &QuoteId) -> Result<(Refund, bool), ApiError> {
         self.client.post_created("/refunds", &RefundRequest { quote_id: quote_id.clone() }).await
     }
 
     /// `POST /returns`: what a returned parcel held (once per order line).
-    pub async fn record_return(&self, request: &ReturnRequest) -> Result<Return, ClientError> {
+    pub async fn record_return(&self, request: &ReturnRequest) -> Result<Return, ApiError> {
         self.client.post("/returns", request).await
     }
 
     /// `GET /refunds/{refund_id}`.
-    pub async fn refund(&self, refund_id: &RefundId) -> Result<Refund, ClientError> {
+    pub async fn refund(&self, refund_id: &RefundId) -> Result<Refund, ApiError> {
         self.client.get(&format!("/refunds/{refund_id}")).await
     }
 
     /// `POST /refunds/{refund_id}/confirm`: releases a held refund.
-    pub async fn confirm(&self, refund_id: &RefundId) -> Result<Refund, ClientError> {
+    pub async fn confirm(&self, refund_id: &RefundId) -> Result<Refund, ApiError> {
         self.decide(refund_id, "confirm", None).await
     }
 
     /// `POST /refunds/{refund_id}/cancel`: withdraws a held refund.
-    pub async fn cancel(&self, refund_id: &RefundId) -> Result<Refund, ClientError> {
+    pub async fn cancel(&self, refund_id: &RefundId) -> Result<Refund, ApiError> {
         self.decide(refund_id, "cancel", None).await
     }
 
@@ -110,7 +110,7 @@ impl ShopApi {
         refund_id: &RefundId,
         decision: &'static str,
         principal: Option<&str>,
-    ) -> Result<Refund, ClientError> {
+    ) -> Result<Refund, ApiError> {
         let mut request = self
             .client
             .request(reqwest::Method::POST, &format!("/refunds/{refund_id}/{decision}"))
@@ -122,7 +122,7 @@ impl ShopApi {
     }
 
     /// `GET /refunds`: every refund, oldest first.
-    pub async fn refunds(&self) -> Result<Vec<Refund>, ClientError> {
+    pub async fn refunds(&self) -> Result<Vec<Refund>, ApiError> {
         self.client.get("/refunds").await
     }
 }
@@ -136,7 +136,7 @@ mod tests {
         assert_eq!(ShopApi::new("http://127.0.0.1:8710/").unwrap().base_url(), "http://127.0.0.1:8710");
         assert_eq!(ShopApi::new("https://shop.example/api/").unwrap().base_url(), "https://shop.example/api");
         for bad in ["", "127.0.0.1:8710", "ftp://shop.example", "http://u:p@a/"] {
-            assert!(matches!(ShopApi::new(bad), Err(ClientError::BadBaseUrl(_))), "{bad:?} accepted");
+            assert!(matches!(ShopApi::new(bad), Err(ApiError::BadBaseUrl(_))), "{bad:?} accepted");
         }
     }
 }

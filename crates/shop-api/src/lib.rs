@@ -19,7 +19,7 @@
 //!   validated newtypes and money is integer [`Cents`], written `"180.00"`.
 //!
 //! Plumbing shared with the payment provider (problems, the JSON client and
-//! its [`ClientError`], serving on loopback) lives in `web-service`.
+//! its [`ApiError`], serving on loopback) lives in `web-service`.
 
 pub mod client;
 pub mod ids;
@@ -40,7 +40,7 @@ pub mod store;
 #[cfg(feature = "server")]
 mod write_transaction;
 
-pub use client::{ClientError, ShopApi};
+pub use client::{ApiError, ShopApi};
 pub use ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
 pub use model::{
     Order, OrderLine, Policy, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundRequest, RefundStatus, Return,

@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::{Value, json};
 use shop_api::{
-    Cents, ClientError, OrderId, QuoteId, QuoteRequest, RefundId, RefundStatus, RunningApi, ShopApi, Sku, Store,
+    ApiError, Cents, OrderId, QuoteId, QuoteRequest, RefundId, RefundStatus, RunningApi, ShopApi, Sku, Store,
     spawn_loopback,
 };
 use web_service::testing::send_raw;
@@ -400,7 +400,7 @@ async fn unreachable_api_is_reported_as_such() {
     drop(listener);
     let shop = ShopApi::new(&url).unwrap();
     let err = shop.policy().await.unwrap_err();
-    assert!(matches!(err, ClientError::Unreachable(_)), "{err:?}");
+    assert!(matches!(err, ApiError::Unreachable(_)), "{err:?}");
     assert!(err.to_string().starts_with(&format!("the shop's API at {url} did not answer: ")), "{err}");
 }
 

@@ -8,17 +8,19 @@
 //! - [`caller`]: who is calling, when the transport authenticated someone;
 //! - [`quote_store`]: the record of quotes this server handed out;
 //! - [`tool_error`]: failures worded for the model, as results rather than protocol errors;
+//! - [`series`]: the shop's metric series, by name, and the list started at zero;
 //! - [`serve`]: the server's assembly: one [`serve::ServeConfig`] (flattened into the binary's
 //!   command line), one [`serve::build`], stdio beside Streamable HTTP (served by `mcp_serve`).
 //!
 //! The shop's API decides which refunds are held (the 150.00 limit lives there alone). When it
 //! holds one, `issue_refund` answers `input_required` and keeps no call open; the retry brings
-//! the lead's answer and the state, which [`mrtr::boundary::Sealed`] opened before the tool ran.
+//! the lead's answer and the state, which [`mrtr::Sealed`] opened before the tool ran.
 //! Before the refund is released or cancelled, the answer is claimed in a once-only record.
 
 pub mod audit;
 pub mod caller;
 pub mod quote_store;
+pub mod series;
 pub mod serve;
 pub mod server;
 pub mod tool_error;

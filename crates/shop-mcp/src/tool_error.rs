@@ -10,20 +10,22 @@ use rmcp::{
     ErrorData,
     model::{CallToolResponse, CallToolResult, ContentBlock},
 };
-use shop_api::ClientError;
+use shop_api::ApiError;
+
+use crate::series::{API_FAILURE_KINDS, API_FAILURES};
 
 /// A failure inside a tool, worded for the model; a refusal a program must tell apart also
-/// carries its [`Refusal`] as `_meta["fernhill/refusal"]`, so no program reads the words.
+/// carries its [`AnswerRefusal`] as `_meta["fernhill/refusal"]`, so no program reads the words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
     message: String,
-    refusal: Option<Refusal>,
+    refusal: Option<AnswerRefusal>,
 }
 
 /// Why a tool refused an answer, for programs: the value of `_meta["fernhill/refusal"]` on the
 /// error result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub enum AnswerRefusal {
     /// The answer was acted on already (the once-only record was claimed) and the refund is
     /// released: a replay.
     Answered,
@@ -37,17 +39,17 @@ pub enum Refusal {
     NotHeld,
 }
 
-/// The `_meta` key of a [`Refusal`].
+/// The `_meta` key of an [`AnswerRefusal`].
 pub const REFUSAL_META: &str = "fernhill/refusal";
 
-impl Refusal {
+impl AnswerRefusal {
     /// Its value under [`REFUSAL_META`].
-    pub fn label(self) -> &'static str {
+    pub const fn label(self) -> &'static str {
         match self {
-            Refusal::Answered => "answered",
-            Refusal::InFlight => "in_flight",
-            Refusal::Declined => "declined",
-            Refusal::NotHeld => "not_held",
+            AnswerRefusal::Answered => "answered",
+            AnswerRefusal::InFlight => "in_flight",
+            AnswerRefusal::Declined => "declined",
+            AnswerRefusal::NotHeld => "not_held",
         }
     }
 }
@@ -58,7 +60,7 @@ impl ToolError {
     }
 
     /// A refusal of an answer, with the words for the model and the kind for programs.
-    pub fn refusal(refusal: Refusal, message: impl Into<String>) -> Self {
+    pub fn refusal(refusal: AnswerRefusal, message: impl Into<String>) -> Self {
         Self { message: message.into(), refusal: Some(refusal) }
     }
 
@@ -80,10 +82,10 @@ impl ToolError {
     }
 }
 
-impl From<ClientError> for ToolError {
+impl From<ApiError> for ToolError {
     /// The shop's API's own words for what it refused; for anything else, plain words ([`in_words`]).
     /// Failures of the API itself are counted ([`count_api_failure`]).
-    fn from(error: ClientError) -> Self {
+    fn from(error: ApiError) -> Self {
         count_api_failure(&error);
         in_words(error, shop_api::SERVICE_NAME)
     }
@@ -93,25 +95,25 @@ impl From<ClientError> for ToolError {
 /// words for what it refused the request for (a 4xx problem's `detail`, written for its caller);
 /// for a service that failed, did not answer or answered what cannot be read, plain words. An
 /// address, a URL or a transport's error never reaches the model: the log keeps them.
-pub fn in_words(error: ClientError, service: &str) -> ToolError {
+pub fn in_words(error: ApiError, service: &str) -> ToolError {
     let service = capitalized(service);
     match error {
-        ClientError::Api { status: 401 | 403, detail, .. } => {
+        ApiError::Api { status: 401 | 403, detail, .. } => {
             tracing::error!(%detail, "{service} refused this server's credential");
             ToolError::new(format!(
                 "{service} refused this server's credential; its operator must set it. Nothing was done."
             ))
         }
-        ClientError::Api { status, detail, .. } if status < 500 => ToolError::new(detail),
-        ClientError::Api { status, detail, .. } => {
+        ApiError::Api { status, detail, .. } if status < 500 => ToolError::new(detail),
+        ApiError::Api { status, detail, .. } => {
             tracing::warn!(status, %detail, "{service} failed");
             ToolError::new(format!("{service} failed to answer. Try again shortly."))
         }
-        ClientError::Unreachable(detail) => {
+        ApiError::Unreachable(detail) => {
             tracing::warn!(%detail, "{service} did not answer");
             ToolError::new(format!("{service} did not answer. Try again shortly."))
         }
-        ClientError::Decode(detail) | ClientError::BadBaseUrl(detail) | ClientError::Setup(detail) => {
+        ApiError::Decode(detail) | ApiError::BadBaseUrl(detail) | ApiError::Setup(detail) => {
             tracing::error!(%detail, "{service} could not be used");
             ToolError::new(format!("{service} gave an answer this server could not read. Try again shortly."))
         }
@@ -123,17 +125,14 @@ fn capitalized(text: &str) -> String {
     chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
-/// The kinds of `shop_api_failures_total`: no answer, or a 5xx.
-pub const API_FAILURES: [&str; 2] = ["unreachable", "server_error"];
-
 /// Count a failure of the shop's API itself (not its refusals, which are the caller's).
-pub fn count_api_failure(error: &ClientError) {
+pub fn count_api_failure(error: &ApiError) {
     let kind = match error {
-        ClientError::Unreachable(_) => API_FAILURES[0],
-        ClientError::Api { status, .. } if *status >= 500 => API_FAILURES[1],
+        ApiError::Unreachable(_) => API_FAILURE_KINDS[0],
+        ApiError::Api { status, .. } if *status >= 500 => API_FAILURE_KINDS[1],
         _ => return,
     };
-    metrics::counter!("shop_api_failures_total", "kind" => kind).increment(1);
+    metrics::counter!(API_FAILURES, "kind" => kind).increment(1);
 }
 
 impl From<shop_api::IdError> for ToolError {
@@ -179,8 +178,8 @@ pub fn respond(
 mod tests {
     use super::*;
 
-    fn api(status: u16, detail: &str) -> ClientError {
-        ClientError::Api { status, kind: "k".into(), detail: detail.into(), problem: Box::default() }
+    fn api(status: u16, detail: &str) -> ApiError {
+        ApiError::Api { status, kind: "k".into(), detail: detail.into(), problem: Box::default() }
     }
 
     /// What a service refused is said in its own words; how it failed (an address, a URL, a
@@ -188,11 +187,11 @@ mod tests {
     #[test]
     fn a_failed_call_names_no_address_url_or_transport_error() {
         let internals = [
-            ClientError::Unreachable(
+            ApiError::Unreachable(
                 "the payment provider at http://10.1.2.3:8720/flows: tcp connect error: Connection refused (os error 111)"
                     .into(),
             ),
-            ClientError::Decode("http://10.1.2.3:8720/flows answered text/html".into()),
+            ApiError::Decode("http://10.1.2.3:8720/flows answered text/html".into()),
             api(502, "upstream http://10.1.2.3:8720 failed"),
             api(401, "This service answers only callers that show its credential as a bearer token."),
         ];

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mrtr::{
     client::{Answer, Client, ScriptedUser, params, retry, text},
-    request_state::{Binding, StateSecurity},
+    request_state::{Binding, Claims, StateSecurity},
     seal::KeyRing,
 };
 use rmcp::model::{CallToolResponse, CallToolResult};
@@ -135,14 +135,16 @@ async fn every_refused_state_gets_one_error_and_its_own_logged_reason() {
     let security = StateSecurity::new(ring, Duration::from_secs(600), Some("shop".into()));
     let binding = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": q1})), None);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
-    let expired = security.seal_at("R-0111", &binding, now - 601.0);
+    let expired = security.seal(&Claims::new("R-0111", &binding).at(now - 601.0));
     let error = answer(&client, &q1, support::release(), Some(expired)).await.unwrap_err();
     assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
     log.wait_for("requestState rejected on tools/call: expired").await;
 
     // A key the server does not hold.
     let stranger = StateSecurity::new(KeyRing::new(&[KEY_B]).unwrap(), Duration::from_secs(600), Some("shop".into()));
-    let error = answer(&client, &q1, support::release(), Some(stranger.seal("R-0111", &binding))).await.unwrap_err();
+    let error = answer(&client, &q1, support::release(), Some(stranger.seal(&Claims::new("R-0111", &binding))))
+        .await
+        .unwrap_err();
     assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
     let text = log.wait_for("requestState rejected on tools/call: unknown key").await;
     assert!(text.lines().filter(|l| l.contains("requestState rejected")).all(|l| l.contains("WARN")), "{text}");
@@ -164,7 +166,7 @@ async fn keys_rotate_without_dropping_an_answer() {
         let refund_id = "R-".to_owned() + &format!("{:04}", 110 + api_refunds(&api).await);
         // The state as a server holding only the old key sealed it.
         let binding = Binding::new("tools/call", "issue_refund", Some(&json!({"quote_id": q})), None);
-        let sealed_by_old = old.seal(&refund_id, &binding);
+        let sealed_by_old = old.seal(&Claims::new(&refund_id, &binding));
         let reply = answer(&client, &q, support::release(), Some(sealed_by_old)).await;
         if opens {
             assert_eq!(refund_of(&complete(reply.unwrap())), (refund_id, "requested".into()), "keys {keys}");

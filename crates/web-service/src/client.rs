@@ -1,10 +1,10 @@
 //! [`JsonClient`], the reqwest client under each service's typed client,
-//! and [`ClientError`], why a call failed.
+//! and [`ServiceCallError`], why a call failed.
 //!
 //! A service's client (such as `ShopApi`) wraps a [`JsonClient`] and adds
 //! one method per endpoint. Requests go to paths under one base URL with a
 //! [`TIMEOUT`]; a success body is decoded from JSON, and an error response
-//! becomes [`ClientError::Api`] carrying the problem. Every message is
+//! becomes [`ServiceCallError::Api`] carrying the problem. Every message is
 //! written to be shown as is and names the service (`the shop's API at
 //! http://127.0.0.1:8710 did not answer: …`); an API error displays the
 //! problem's `detail`.
@@ -24,7 +24,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a call to a service failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub enum ServiceCallError {
     /// The service answered with an error status (and usually a problem body).
     #[error("{detail}")]
     Api {
@@ -49,11 +49,11 @@ pub enum ClientError {
     Setup(String),
 }
 
-impl ClientError {
+impl ServiceCallError {
     /// The HTTP status of an API error.
     pub fn status(&self) -> Option<u16> {
         match self {
-            ClientError::Api { status, .. } => Some(*status),
+            ServiceCallError::Api { status, .. } => Some(*status),
             _ => None,
         }
     }
@@ -61,7 +61,7 @@ impl ClientError {
     /// The problem kind of an API error, such as `not_held`.
     pub fn kind(&self) -> Option<&str> {
         match self {
-            ClientError::Api { kind, .. } => Some(kind),
+            ServiceCallError::Api { kind, .. } => Some(kind),
             _ => None,
         }
     }
@@ -109,8 +109,8 @@ impl JsonClient {
     /// it reads inside a sentence) at `base_url`, such as
     /// `http://127.0.0.1:8710`. The URL must be absolute http(s) without
     /// query, fragment or credentials; a path prefix is kept.
-    pub fn new(name: &'static str, base_url: &str) -> Result<JsonClient, ClientError> {
-        let bad = |why: &str| ClientError::BadBaseUrl(format!("{base_url:?} {why}"));
+    pub fn new(name: &'static str, base_url: &str) -> Result<JsonClient, ServiceCallError> {
+        let bad = |why: &str| ServiceCallError::BadBaseUrl(format!("{base_url:?} {why}"));
         let url = Url::parse(base_url).map_err(|e| bad(&format!("is not a URL: {e}")))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(bad("must start with http:// or https://"));
@@ -131,7 +131,8 @@ impl JsonClient {
         if url.scheme() == "http" {
             http = http.tls_certs_only([]);
         }
-        let http = http.build().map_err(|e| ClientError::Setup(format!("could not set up an HTTP client: {e}")))?;
+        let http =
+            http.build().map_err(|e| ServiceCallError::Setup(format!("could not set up an HTTP client: {e}")))?;
         let base_url = url.as_str().trim_end_matches('/').to_owned();
         Ok(JsonClient { http, base_url, base: url, name, bearer: None, headers: None })
     }
@@ -160,17 +161,17 @@ impl JsonClient {
     }
 
     /// `GET path`, decoded.
-    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ServiceCallError> {
         Ok(self.send(self.request(Method::GET, path)).await?.1)
     }
 
     /// `POST path` with `body` as JSON, decoded.
-    pub async fn post<T: DeserializeOwned>(&self, path: &str, body: &impl Serialize) -> Result<T, ClientError> {
+    pub async fn post<T: DeserializeOwned>(&self, path: &str, body: &impl Serialize) -> Result<T, ServiceCallError> {
         Ok(self.send(self.request(Method::POST, path).json(body)).await?.1)
     }
 
     /// `POST path` without a body, decoded.
-    pub async fn post_empty<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+    pub async fn post_empty<T: DeserializeOwned>(&self, path: &str) -> Result<T, ServiceCallError> {
         Ok(self.send(self.request(Method::POST, path)).await?.1)
     }
 
@@ -181,7 +182,7 @@ impl JsonClient {
         &self,
         path: &str,
         body: &impl Serialize,
-    ) -> Result<(T, bool), ClientError> {
+    ) -> Result<(T, bool), ServiceCallError> {
         let (status, value) = self.send(self.request(Method::POST, path).json(body)).await?;
         Ok((value, status == 201))
     }
@@ -205,7 +206,7 @@ impl JsonClient {
 
     /// Sends `request`; returns the success status and decoded body, or the
     /// error the service reported.
-    pub async fn send<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<(u16, T), ClientError> {
+    pub async fn send<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<(u16, T), ServiceCallError> {
         let response = request.send().await.map_err(|e| self.transport(&e))?;
         let status = response.status().as_u16();
         let body = response.bytes().await.map_err(|e| self.transport(&e))?;
@@ -213,14 +214,14 @@ impl JsonClient {
             return Err(api_error(self.name, status, &body));
         }
         serde_json::from_slice(&body).map(|value| (status, value)).map_err(|e| {
-            ClientError::Decode(format!(
+            ServiceCallError::Decode(format!(
                 "{} at {} sent a response that could not be read: {e}",
                 self.name, self.base_url
             ))
         })
     }
 
-    fn transport(&self, error: &reqwest::Error) -> ClientError {
+    fn transport(&self, error: &reqwest::Error) -> ServiceCallError {
         let mut reason = error.to_string();
         let mut source = std::error::Error::source(error);
         while let Some(cause) = source {
@@ -232,13 +233,13 @@ impl JsonClient {
             reason = format!("no answer within {} s ({reason})", TIMEOUT.as_secs());
         }
         let message = format!("{} at {} did not answer: {reason}", self.name, self.base_url);
-        if error.is_decode() { ClientError::Decode(message) } else { ClientError::Unreachable(message) }
+        if error.is_decode() { ServiceCallError::Decode(message) } else { ServiceCallError::Unreachable(message) }
     }
 }
 
-/// A [`ClientError::Api`] from an error response's status and body, from
+/// A [`ServiceCallError::Api`] from an error response's status and body, from
 /// the service called `name`.
-fn api_error(name: &str, status: u16, body: &[u8]) -> ClientError {
+fn api_error(name: &str, status: u16, body: &[u8]) -> ServiceCallError {
     let problem: Value =
         serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
     let field = |name: &str| problem.get(name).and_then(Value::as_str).filter(|text| !text.is_empty());
@@ -255,7 +256,7 @@ fn api_error(name: &str, status: u16, body: &[u8]) -> ClientError {
         }
         _ => format!("{} answered {status}.", sentence_start(name)),
     };
-    ClientError::Api { status, kind, detail, problem: Box::new(problem) }
+    ServiceCallError::Api { status, kind, detail, problem: Box::new(problem) }
 }
 
 #[cfg(test)]
@@ -271,7 +272,7 @@ mod tests {
         for bad in
             ["", "127.0.0.1:8710", "ftp://shop.example", "http://", "http://a/?x=1", "http://u:p@a/", "http://ö["]
         {
-            assert!(matches!(JsonClient::new(NAME, bad), Err(ClientError::BadBaseUrl(_))), "{bad:?} accepted");
+            assert!(matches!(JsonClient::new(NAME, bad), Err(ServiceCallError::BadBaseUrl(_))), "{bad:?} accepted");
         }
     }
 

@@ -11,7 +11,7 @@
 //! - [`service`]: [`serve`] a router until a shutdown signal, or
 //!   [`spawn_loopback`] it as a [`RunningService`] that stops on drop.
 //! - [`client`]: [`JsonClient`] (base URL, timeout, JSON in and out, and the service's own
-//!   credential when it has one) and [`ClientError`], which displays a problem's `detail`.
+//!   credential when it has one) and [`ServiceCallError`], which displays a problem's `detail`.
 //! - [`credential`]: a service's credentials (its own, and clients'), checked in constant time,
 //!   made and written when none is given.
 //! - [`browsers`]: a back end that no browser page may call, and that serves only its own names.
@@ -29,7 +29,7 @@ pub mod shutdown;
 pub mod testing;
 pub mod timestamp;
 
-pub use client::{ClientError, JsonClient};
+pub use client::{JsonClient, ServiceCallError};
 pub use ids::IdError;
 pub use problem::Problem;
 pub use service::{RunningService, serve, spawn_loopback};

@@ -1,5 +1,5 @@
 //! A tiny router served on loopback and called through `JsonClient`: success
-//! bodies, problems turned into `ClientError::Api`, the shared fallbacks and
+//! bodies, problems turned into `ServiceCallError::Api`, the shared fallbacks and
 //! a graceful shutdown.
 
 use axum::http::StatusCode;
@@ -8,7 +8,7 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 use web_service::problem::{method_not_allowed, no_such_route};
 use web_service::testing::send_raw;
-use web_service::{ClientError, JsonClient, Problem, spawn_loopback};
+use web_service::{JsonClient, Problem, ServiceCallError, spawn_loopback};
 
 fn router() -> Router {
     Router::new()
@@ -44,7 +44,7 @@ async fn client_decodes_answers_and_problems() {
     let err = client.post_empty::<Value>("/busy").await.unwrap_err();
     assert!(err.is_conflict(), "{err:?}");
     assert_eq!((err.kind(), err.to_string().as_str()), (Some("busy"), "The thing is busy."));
-    let ClientError::Api { problem, .. } = &err else { panic!("{err:?}") };
+    let ServiceCallError::Api { problem, .. } = &err else { panic!("{err:?}") };
     assert_eq!(problem["thing"], "x");
 
     let err = client.get::<Value>("/nowhere").await.unwrap_err();
@@ -83,7 +83,7 @@ async fn shutdown_and_drop_stop_the_server() {
     let client = JsonClient::new("the test service", &running.url).unwrap();
     running.shutdown().await.unwrap();
     let err = client.get::<Value>("/healthz").await.unwrap_err();
-    assert!(matches!(err, ClientError::Unreachable(_)), "{err:?}");
+    assert!(matches!(err, ServiceCallError::Unreachable(_)), "{err:?}");
     let prefix = format!("the test service at {} did not answer: ", client.base_url());
     assert!(err.to_string().starts_with(&prefix), "{err}");
 

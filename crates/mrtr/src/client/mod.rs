@@ -69,6 +69,27 @@ impl ClientError {
         }
     }
 
+    /// What went wrong, in words for a person or a log line: the error and its causes, each
+    /// said once. rmcp names a failed transport by its Rust type (`Transport [FromOne<…>]
+    /// error: …`); that is said as what failed instead: "the transport failed: HTTP 503".
+    pub fn in_words(&self) -> String {
+        let mut words = self.to_string();
+        let mut next = std::error::Error::source(self);
+        while let Some(error) = next {
+            if let Some(transport) = error.downcast_ref::<rmcp::transport::DynamicTransportError>() {
+                let plain = format!("the transport failed: {}", transport.error);
+                words = words.replace(&transport.to_string(), &plain);
+            } else {
+                let said = error.to_string();
+                if !words.contains(&said) {
+                    words = format!("{words}: {said}");
+                }
+            }
+            next = error.source();
+        }
+        words
+    }
+
     /// The `WWW-Authenticate` challenge of the 401 or 403 the server answered with, if that is
     /// why opening the connection or a request failed: what an OAuth client authorizes with.
     pub fn auth_challenge(&self) -> Option<&str> {
@@ -296,5 +317,22 @@ pub fn modern_or_legacy() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_transport_is_said_in_words_not_by_its_rust_type() {
+        let http = std::io::Error::other("HTTP 503");
+        let transport = rmcp::transport::DynamicTransportError::from_parts(
+            "mrtr::client::numbering::FromOne<rmcp::transport::worker::WorkerTransport<Http>>",
+            std::any::TypeId::of::<()>(),
+            Box::new(http),
+        );
+        let error = ClientError::Service(ServiceError::TransportSend(transport));
+        assert_eq!(error.in_words(), "Transport send error: the transport failed: HTTP 503");
     }
 }

@@ -3,7 +3,7 @@
 //! ([`FlatForm::problems`]). A server checks what it is sent with these, and a host checks
 //! what it is about to send with the same code, so what a host lets through the server takes.
 //!
-//! Each [`Problem`] is in words for the person: `count` and `must be at most 5`, one
+//! Each [`FieldError`] is in words for the person: `count` and `must be at most 5`, one
 //! sentence as "count must be at most 5".
 
 use serde_json::{Map, Value};
@@ -17,7 +17,7 @@ use super::{
 /// breaks (`must be at most 5`). Shown whole, it reads "count must be at most 5".
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field} {rule}")]
-pub struct Problem {
+pub struct FieldError {
     /// The key of the field whose answer breaks a rule.
     pub field: String,
     /// The rule it breaks, worded to follow the key: `must be at most 5`, `is required`.
@@ -26,8 +26,8 @@ pub struct Problem {
 
 impl Field {
     /// Whether `value` is an answer this field takes; the problem if not.
-    pub fn check(&self, value: &Value) -> Result<(), Problem> {
-        self.broken_rule(value).map_err(|rule| Problem { field: self.key.clone(), rule })
+    pub fn check(&self, value: &Value) -> Result<(), FieldError> {
+        self.broken_rule(value).map_err(|rule| FieldError { field: self.key.clone(), rule })
     }
 
     fn broken_rule(&self, value: &Value) -> Result<(), String> {
@@ -125,13 +125,13 @@ impl FlatForm {
     /// left out (missing, or `null`), then each value that breaks its field's rules, both in
     /// the form's order. An optional field may be `null`. Entries the form did not ask for are
     /// no problem: a server ignores them, as the spec asks.
-    pub fn problems(&self, content: &Map<String, Value>) -> Vec<Problem> {
+    pub fn problems(&self, content: &Map<String, Value>) -> Vec<FieldError> {
         let given = |field: &Field| content.get(&field.key).filter(|value| !value.is_null());
         let missing = self
             .fields
             .iter()
             .filter(|field| field.required && given(field).is_none())
-            .map(|field| Problem { field: field.key.clone(), rule: "is required".to_owned() });
+            .map(|field| FieldError { field: field.key.clone(), rule: "is required".to_owned() });
         let broken = self.fields.iter().filter_map(|field| field.check(given(field)?).err());
         missing.chain(broken).collect()
     }

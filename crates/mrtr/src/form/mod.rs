@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 pub use self::{
-    answers::Problem,
+    answers::FieldError,
     fields::{Choice, Field, FieldKind, FlatForm},
     formats::Format,
 };

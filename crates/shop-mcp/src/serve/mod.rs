@@ -15,12 +15,7 @@ pub mod stdio;
 
 use std::{future::Future, sync::Arc};
 
-use mcp_serve::{
-    Lifecycle, Listening,
-    prometheus::{self, Series},
-    readiness::Readiness,
-    telemetry,
-};
+use mcp_serve::{Lifecycle, Listening, prometheus, readiness::Readiness, telemetry};
 use mrtr::{
     boundary::Sealed,
     records::{self, RecordsError},
@@ -28,7 +23,7 @@ use mrtr::{
     waiting::WaitingRoom,
 };
 use payment_provider::{PaymentProvider, ProviderError};
-use shop_api::{ClientError, ShopApi};
+use shop_api::{ApiError, ShopApi};
 
 pub use config::{PaymentsConfig, ServeConfig, WhenBusy};
 pub use mcp_serve::HttpConfig;
@@ -37,7 +32,6 @@ use crate::{
     Payments, Shop,
     audit::{self, Audit, AuditError},
     serve::state_keys::StateKeyError,
-    tool_error::API_FAILURES,
 };
 
 /// The crates whose doings a server's log tells at its default verbosity over HTTP, and whose
@@ -45,23 +39,13 @@ use crate::{
 pub const LOG_TARGETS: &[&str] =
     &["fernhill", "shop_mcp", "shop_api", "payment_provider", "host", "wire", "load", "conformance"];
 
-/// The shop's own counters, at zero from the start.
-pub const SERIES: &[Series] = &[
-    Series::counter("shop_refund_questions_total"),
-    Series::counter("shop_refund_releases_total"),
-    Series::counter("shop_refund_declines_total"),
-    Series::counter("shop_refund_dismissals_total"),
-    Series::counter("shop_once_only_failures_total"),
-    Series::labelled("shop_api_failures_total", "kind", &API_FAILURES),
-];
-
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error(transparent)]
     StateKeys(#[from] StateKeyError),
     #[error("the shop's API at {url}: {source}")]
-    ShopApi { url: String, source: ClientError },
+    ShopApi { url: String, source: ApiError },
     #[error("the payment provider at {url}: {source}")]
     Payments { url: String, source: ProviderError },
     #[error("the store: {0}")]
@@ -163,7 +147,7 @@ pub async fn run(
         tracing::warn!(%listen, "serving HTTP without authorization (--insecure-no-auth): anyone who reaches it can release refunds");
     }
     // The recorder first: the layers built below make their series exist at zero through it.
-    let metrics = prometheus::install(SERIES);
+    let metrics = prometheus::install(crate::series::SERIES);
     let sealed = build(config)?;
     let lifecycle = Lifecycle {
         readiness: readiness_of(sealed.inner()),

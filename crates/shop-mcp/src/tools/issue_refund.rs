@@ -20,17 +20,12 @@
 
 use mrtr::{
     ask::{AskError, Asking, Era, Outcome},
-    boundary::{OpenedState, QuestionId, fresh_question_id},
     once_only::Claim,
-    request_state::FUTURE_SKEW,
     waiting::Busy,
 };
 use rmcp::{
     ErrorData, RoleServer,
-    handler::server::{
-        tool::{InputResponses, schema_for_output},
-        wrapper::Parameters,
-    },
+    handler::server::{tool::schema_for_output, wrapper::Parameters},
     model::CallToolResponse,
     model::CallToolResult,
     service::RequestContext,
@@ -39,13 +34,14 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use shop_api::{ClientError, QuoteId, Refund, RefundId, RefundStatus};
+use shop_api::{ApiError, QuoteId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
     audit::Who,
     caller::Caller,
-    tool_error::{Failure, Refusal, ToolError, respond},
+    series,
+    tool_error::{AnswerRefusal, Failure, ToolError, respond},
     tools::{structured, structured_with_note},
 };
 
@@ -118,12 +114,10 @@ impl Shop {
     pub async fn issue_refund(
         &self,
         Parameters(args): Parameters<IssueRefund>,
-        OpenedState(state): OpenedState,
-        QuestionId(question): QuestionId,
-        InputResponses(responses): InputResponses,
+        asking: Asking,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        respond(TOOL, self.issue(&args.quote_id, state, question, responses, &context).await)
+        respond(TOOL, self.issue(&args.quote_id, asking, &context).await)
     }
 }
 
@@ -131,24 +125,18 @@ impl Shop {
     async fn issue(
         &self,
         quote_id: &str,
-        state: Option<String>,
-        question_id: Option<String>,
-        responses: Option<rmcp::model::InputResponses>,
+        asking: Asking,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Failure> {
-        // The claim is this question's: a replay of its answer meets it, and nothing of another
-        // shop, or of this one before its records were reset, does. A question asked on the
-        // back-channel has no sealed state; it cannot be answered twice, and gets its own ID.
-        let answered = question_id.unwrap_or_else(fresh_question_id);
         let who = Who::of(context, &self.host_user);
         // A retry that carries this call's state and a fitting answer finishes from the state:
         // the boundary opened it for exactly these arguments, and it names the refund round 1
         // found for this quote, so neither the quote store nor `POST /refunds` is asked again.
         // The shop's API still refuses a second release (409).
-        if let Some(refund_id) = state.as_deref().and_then(|state| RefundId::parse(state).ok()) {
-            let finishing = Asking::bare(refund_id.as_str(), state.clone(), responses.clone(), None);
+        if let Some(refund_id) = asking.opened_state().and_then(|state| RefundId::parse(state).ok()) {
+            let finishing = asking.clone().expecting(refund_id.as_str());
             if let Some(said) = finishing.answered(CONFIRM, &self.forms.release) {
-                return Ok(self.act(&refund_id, said, &answered, &who).await?.into());
+                return Ok(self.act(&refund_id, said, &finishing, &who).await?.into());
             }
         }
         let refund = self.held_or_issued(quote_id).await?;
@@ -157,21 +145,20 @@ impl Shop {
         {
             return Ok(self.cancel_declined(&refund.refund_id, &by, &who).await?.into());
         }
-        let era = match self.ask_style {
-            AskStyle::InputRequired => Era::of(context, self.state_ttl),
-            AskStyle::AskAndWait => Era::back_channel(context, self.state_ttl),
-        };
         // The state is the refund's ID alone, not the asking layer's envelope: the Python
         // reference server sends exactly that, so a state that either server sealed under a
         // shared key finishes on the other.
         let held = refund.status == RefundStatus::NeedsConfirmation;
-        let mut asking =
-            Asking::bare(refund.refund_id.as_str(), state, responses, context.client_capabilities()).in_era(era);
+        let mut asking = asking.expecting(refund.refund_id.as_str());
+        if let AskStyle::AskAndWait = self.ask_style {
+            // The pre-2026 way whatever the connection, as the book's wrong way shows it.
+            asking = asking.in_era(Era::back_channel(context, self.state_ttl));
+        }
         if !asking.has_answer(CONFIRM) {
             if !held {
                 return Ok(structured(&refund).into());
             }
-            metrics::counter!("shop_refund_questions_total").increment(1);
+            metrics::counter!(series::REFUND_QUESTIONS).increment(1);
             self.audit
                 .report(
                     "question_asked",
@@ -188,17 +175,18 @@ impl Shop {
             }
             return Ok(asking.input_required().into());
         };
-        Ok(self.act(&refund.refund_id, said, &answered, &who).await?.into())
+        Ok(self.act(&refund.refund_id, said, &asking, &who).await?.into())
     }
 
-    /// Do what the lead said about `refund_id`, claiming `question` first.
+    /// Do what the lead said about `refund_id`, claiming the answer to `asking`'s question first.
     async fn act(
         &self,
         refund_id: &RefundId,
         said: Outcome<ReleaseForm>,
-        question: &str,
+        asking: &Asking,
         who: &Who,
     ) -> Result<CallToolResult, ToolError> {
+        let question = asking.question_id();
         let answer = match said {
             Outcome::Accepted(ReleaseForm { release: true }) => "accept",
             Outcome::Accepted(ReleaseForm { release: false }) | Outcome::Declined => "decline",
@@ -208,8 +196,8 @@ impl Shop {
             .report("answered", who, json!({"refund_id": refund_id, "answer": answer, "question": question}))
             .await;
         match answer {
-            "accept" => self.release(refund_id, question, who).await,
-            "decline" => self.refuse(refund_id, question, who).await,
+            "accept" => self.release(refund_id, asking, who).await,
+            "decline" => self.refuse(refund_id, asking, who).await,
             _ => self.still_held(refund_id).await,
         }
     }
@@ -249,8 +237,9 @@ impl Shop {
     /// Claim the refund's answer before acting on it: of two identical retries, one acts. The
     /// claim is kept as long as any state naming the question can still open (a state minted
     /// on a replica whose clock runs ahead lives that much longer).
-    async fn claim(&self, refund_id: &RefundId, question: &str, who: &Who) -> Result<(), ToolError> {
-        let claimed = self.records.claim(&claim_key(refund_id, question), self.state_ttl + FUTURE_SKEW).await;
+    async fn claim(&self, refund_id: &RefundId, asking: &Asking, who: &Who) -> Result<(), ToolError> {
+        let question = asking.question_id();
+        let claimed = asking.claim_once(&*self.records, &claim_key(refund_id, question)).await;
         if let Ok(Claim::Taken) = claimed {
             self.audit
                 .report("refused", who, json!({"refund_id": refund_id, "reason": "replay", "question": question}))
@@ -263,15 +252,15 @@ impl Shop {
                     // A decline whose cancel did not go through yet: finish it, and refuse.
                     let _ = self.cancel_declined(refund_id, &by, who).await;
                     return Err(ToolError::refusal(
-                        Refusal::Declined,
+                        AnswerRefusal::Declined,
                         format!("Refund {refund_id} was declined, and a decline stands. Don't send another answer."),
                     ));
                 }
                 let now = self.api.refund(refund_id).await.map(|r| r.status).unwrap_or(RefundStatus::NeedsConfirmation);
                 let refusal = match now {
-                    RefundStatus::Cancelled => Refusal::Declined,
-                    RefundStatus::Requested => Refusal::Answered,
-                    RefundStatus::NeedsConfirmation => Refusal::InFlight,
+                    RefundStatus::Cancelled => AnswerRefusal::Declined,
+                    RefundStatus::Requested => AnswerRefusal::Answered,
+                    RefundStatus::NeedsConfirmation => AnswerRefusal::InFlight,
                 };
                 Err(ToolError::refusal(
                     refusal,
@@ -297,7 +286,7 @@ impl Shop {
                 ))
             }
             Err(error) => {
-                metrics::counter!("shop_once_only_failures_total").increment(1);
+                metrics::counter!(series::ONCE_ONLY_FAILURES).increment(1);
                 tracing::error!(refund_id = %refund_id, %error, "once-only record unavailable; nothing released");
                 Err(ToolError::new(format!(
                     "Refund {} was not released: the server could not record the answer. It stays held; try again shortly.",
@@ -307,8 +296,9 @@ impl Shop {
         }
     }
 
-    async fn release(&self, refund_id: &RefundId, question: &str, who: &Who) -> Result<CallToolResult, ToolError> {
-        self.claim(refund_id, question, who).await?;
+    async fn release(&self, refund_id: &RefundId, asking: &Asking, who: &Who) -> Result<CallToolResult, ToolError> {
+        self.claim(refund_id, asking, who).await?;
+        let question = asking.question_id();
         // A decline of another question about this refund whose cancel has not gone through
         // yet: it stands, whatever this question's answer. Unknown is no (fail closed).
         match self.records.get(&declined(refund_id)).await {
@@ -343,7 +333,7 @@ impl Shop {
         let decider = who.caller.as_ref().and_then(Caller::decider);
         match self.api.decide(refund_id, "confirm", decider.as_deref()).await {
             Ok(released) => {
-                metrics::counter!("shop_refund_releases_total").increment(1);
+                metrics::counter!(series::REFUND_RELEASES).increment(1);
                 tracing::info!(refund_id = %released.refund_id, amount = %released.amount, "refund released by a lead");
                 self.audit
                     .report(
@@ -355,10 +345,10 @@ impl Shop {
                 Ok(structured(&released))
             }
             Err(error) if error.is_conflict() => Err(ToolError::refusal(
-                Refusal::NotHeld,
+                AnswerRefusal::NotHeld,
                 format!("Refund {refund_id} is not held any more, so it can't be released again."),
             )),
-            Err(error @ ClientError::Unreachable(_)) => {
+            Err(error @ ApiError::Unreachable(_)) => {
                 crate::tool_error::count_api_failure(&error);
                 tracing::warn!(%refund_id, %error, "the shop's API did not answer a release");
                 Err(ToolError::new(format!(
@@ -370,9 +360,9 @@ impl Shop {
         }
     }
 
-    async fn refuse(&self, refund_id: &RefundId, question: &str, who: &Who) -> Result<CallToolResult, ToolError> {
-        self.claim(refund_id, question, who).await?;
-        metrics::counter!("shop_refund_declines_total").increment(1);
+    async fn refuse(&self, refund_id: &RefundId, asking: &Asking, who: &Who) -> Result<CallToolResult, ToolError> {
+        self.claim(refund_id, asking, who).await?;
+        metrics::counter!(series::REFUND_DECLINES).increment(1);
         // Recorded before the cancel, with who declined: if the shop's API does not take the
         // cancel, the decline still stands, and the next issue_refund for the refund cancels it.
         let by = who.caller.as_ref().and_then(Caller::decider).unwrap_or_default();
@@ -404,7 +394,7 @@ impl Shop {
                 Ok(refund) if refund.status == RefundStatus::Cancelled => refund,
                 _ => {
                     return Err(ToolError::refusal(
-                        Refusal::NotHeld,
+                        AnswerRefusal::NotHeld,
                         format!("Refund {refund_id} is not held any more, so it can't be declined."),
                     ));
                 }
@@ -434,7 +424,7 @@ impl Shop {
 
     /// The lead closed the question without answering: nothing is used up.
     async fn still_held(&self, refund_id: &RefundId) -> Result<CallToolResult, ToolError> {
-        metrics::counter!("shop_refund_dismissals_total").increment(1);
+        metrics::counter!(series::REFUND_DISMISSALS).increment(1);
         let refund = self.api.refund(refund_id).await?;
         let note = match refund.status {
             RefundStatus::NeedsConfirmation => format!(

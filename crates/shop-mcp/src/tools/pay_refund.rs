@@ -12,14 +12,13 @@
 //! unfinished, so an abandoned flow does not loop until the client's round cap.
 
 use mrtr::{
-    ask::{AskError, Asking, Era, UrlOutcome, UrlQuestion},
-    boundary::OpenedState,
+    ask::{AskError, Asking, UrlOutcome, UrlQuestion},
     capability::ElicitationMode,
 };
 use payment_provider::{NewFlow, PaymentProvider, random_flow_id};
 use rmcp::{
     ErrorData, RoleServer,
-    handler::server::{tool::InputResponses, wrapper::Parameters},
+    handler::server::wrapper::Parameters,
     model::{CallToolResponse, CallToolResult, ContentBlock},
     service::RequestContext,
     tool, tool_router,
@@ -107,11 +106,10 @@ impl Shop {
     pub async fn pay_refund(
         &self,
         Parameters(args): Parameters<PayRefund>,
-        OpenedState(state): OpenedState,
-        InputResponses(responses): InputResponses,
+        asking: Asking,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        respond(TOOL, self.pay(&args.refund_id, state, responses, &context).await)
+        respond(TOOL, self.pay(&args.refund_id, asking, &context).await)
     }
 }
 
@@ -119,8 +117,7 @@ impl Shop {
     async fn pay(
         &self,
         refund_id: &str,
-        state: Option<String>,
-        responses: Option<rmcp::model::InputResponses>,
+        mut asking: Asking,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Failure> {
         let payments =
@@ -135,8 +132,6 @@ impl Shop {
             .into());
         }
         let provider_error = |error: payment_provider::ProviderError| in_words(error, payment_provider::SERVICE_NAME);
-        let era = Era::of(context, self.state_ttl);
-        let mut asking = Asking::new(state, responses, context.client_capabilities()).in_era(era);
         let mut flow = match asking.own_state().map(serde_json::from_str::<FlowState>) {
             Some(Ok(flow)) => flow,
             // A new flow: the server's own ID for it, registered for the person who started it,

@@ -7,13 +7,12 @@
 //! open. A client that cannot show a form gets -32021 before the tool does anything.
 
 use mrtr::{
-    ask::{AskError, Asking, Era, Outcome},
-    boundary::OpenedState,
+    ask::{AskError, Asking, Outcome},
     capability::ElicitationMode,
 };
 use rmcp::{
     ErrorData, RoleServer,
-    handler::server::{tool::InputResponses, wrapper::Parameters},
+    handler::server::wrapper::Parameters,
     model::{CallToolResponse, CallToolResult, ContentBlock},
     service::RequestContext,
     tool, tool_router,
@@ -75,11 +74,10 @@ impl Shop {
     pub async fn record_return(
         &self,
         Parameters(args): Parameters<RecordReturn>,
-        OpenedState(state): OpenedState,
-        InputResponses(responses): InputResponses,
+        asking: Asking,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        respond(TOOL, self.record(&args, state, responses, &context).await)
+        respond(TOOL, self.record(&args, asking, &context).await)
     }
 }
 
@@ -87,12 +85,9 @@ impl Shop {
     async fn record(
         &self,
         args: &RecordReturn,
-        state: Option<String>,
-        responses: Option<rmcp::model::InputResponses>,
+        mut asking: Asking,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Failure> {
-        let era = Era::of(context, self.state_ttl);
-        let mut asking = Asking::new(state, responses, context.client_capabilities()).in_era(era);
         // As the Python SDK's resolver does: a client that cannot show the form is told before
         // the tool looks at anything.
         asking.require(ElicitationMode::Form)?;

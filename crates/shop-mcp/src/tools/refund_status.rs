@@ -12,7 +12,7 @@ use shop_api::{Refund, RefundId};
 use crate::{Shop, tool_error::ToolError, tools::structured};
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct RefundStatus {
+pub struct ReadRefundStatus {
     /// The shop's refund ID, such as R-0111.
     #[schemars(title = "Refund", regex(pattern = RefundId::PATTERN))]
     pub refund_id: String,
@@ -27,7 +27,7 @@ impl Shop {
         output_schema = schema_for_output::<Refund>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    pub async fn refund_status(&self, Parameters(args): Parameters<RefundStatus>) -> CallToolResult {
+    pub async fn refund_status(&self, Parameters(args): Parameters<ReadRefundStatus>) -> CallToolResult {
         let found = async {
             let refund_id = RefundId::parse(&args.refund_id)?;
             Ok::<_, ToolError>(self.api.refund(&refund_id).await?)

@@ -1,0 +1,29 @@
+//! The shop's own metric series: their names, and the list a server starts at zero so an alert
+//! can tell "none yet" from "missing" on a fresh replica.
+
+use mcp_serve::prometheus::Series;
+
+/// Questions put to a lead about a held refund.
+pub const REFUND_QUESTIONS: &str = "shop_refund_questions_total";
+/// Refunds a lead's answer released.
+pub const REFUND_RELEASES: &str = "shop_refund_releases_total";
+/// Refunds a lead's answer declined.
+pub const REFUND_DECLINES: &str = "shop_refund_declines_total";
+/// Questions the lead dismissed without answering.
+pub const REFUND_DISMISSALS: &str = "shop_refund_dismissals_total";
+/// Answers not acted on because the once-only record could not be reached.
+pub const ONCE_ONLY_FAILURES: &str = "shop_once_only_failures_total";
+/// Calls to the shop's API that failed, by kind ([`API_FAILURE_KINDS`]).
+pub const API_FAILURES: &str = "shop_api_failures_total";
+/// The kinds of [`API_FAILURES`]: no answer, or a 5xx.
+pub const API_FAILURE_KINDS: [&str; 2] = ["unreachable", "server_error"];
+
+/// The shop's own counters, at zero from the start.
+pub const SERIES: &[Series] = &[
+    Series::counter(REFUND_QUESTIONS),
+    Series::counter(REFUND_RELEASES),
+    Series::counter(REFUND_DECLINES),
+    Series::counter(REFUND_DISMISSALS),
+    Series::counter(ONCE_ONLY_FAILURES),
+    Series::labelled(API_FAILURES, "kind", &API_FAILURE_KINDS),
+];
