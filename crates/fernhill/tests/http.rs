@@ -412,8 +412,9 @@ async fn metric_labels_are_a_closed_set_and_start_at_zero() {
 /// status, and the JSON-RPC code (0: a tool error the model reads).
 type Row<'a> = (&'a str, &'a str, Option<&'a str>, Vec<u8>, &'a str, u16, i64);
 
-/// The rest of the bad-input table (README, "What bad input gets"): each row's HTTP status and
-/// JSON-RPC code (or a tool error the model reads), and the server still answers afterwards.
+/// The rest of the bad-input table (docs/operations.md, "What bad input gets"): each row's HTTP
+/// status and JSON-RPC code (or a tool error the model reads), and the server still answers
+/// afterwards.
 #[tokio::test]
 async fn every_row_of_the_bad_input_table() {
     let api = start_api().await;
