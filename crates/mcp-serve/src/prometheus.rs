@@ -35,6 +35,8 @@ pub const SESSIONS_REFUSED: &str = "mcp_sessions_refused_total";
 pub const READY: &str = "mcp_ready";
 /// Every HTTP request, by method and status.
 pub const HTTP_REQUEST_DURATION: &str = "mcp_http_request_duration_seconds";
+/// The OpenTelemetry MCP conventions' `mcp.server.operation.duration`, as Prometheus names it.
+pub const OPERATION_DURATION: &str = "mcp_server_operation_duration_seconds";
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -125,9 +127,6 @@ fn start_at_zero(also: &[Series]) {
         series.start_at_zero();
     }
 }
-
-/// The OpenTelemetry MCP conventions' `mcp.server.operation.duration`, as Prometheus names it.
-pub const OPERATION_DURATION: &str = "mcp_server_operation_duration_seconds";
 
 /// A JSON-RPC error code as a label: the codes this server answers, else `other`.
 fn error_label(code: i32) -> &'static str {

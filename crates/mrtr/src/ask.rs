@@ -1,7 +1,8 @@
 //! The one way a tool asks: typed questions with stable keys, answers carried across rounds.
 //!
-//! A tool makes an [`Asking`] from the retry's `inputResponses` and its opened `requestState`,
-//! and asks [`Asking::form`] for each answer it needs. Each call gives the outcome when the
+//! A tool takes the [`Asking`] the boundary builds for its call (from the retry's
+//! `inputResponses`, its opened `requestState`, the client's capabilities and era), and asks
+//! [`Asking::form`] for each answer it needs. Each call gives the outcome when the
 //! person has answered *that* question (accepted and valid, declined, or cancelled), or `None`
 //! when it must still be asked; then the tool returns [`Asking::input_required`], which holds
 //! every question still open (several keys ask several questions in one round) and a state
@@ -322,6 +323,17 @@ impl Asking {
         responses: Option<InputResponses>,
         capabilities: Option<ClientCapabilities>,
     ) -> Self {
+        let claim_life = crate::request_state::DEFAULT_TTL + FUTURE_SKEW;
+        Self::from_parts(state, responses, capabilities, fresh_question_id(), claim_life)
+    }
+
+    fn from_parts(
+        state: Option<String>,
+        responses: Option<InputResponses>,
+        capabilities: Option<ClientCapabilities>,
+        question: String,
+        claim_life: Duration,
+    ) -> Self {
         // A state this layer did not write (or none) carries nothing: every question is new.
         let carried = state
             .as_deref()
@@ -338,8 +350,8 @@ impl Asking {
             capabilities,
             carrying: Carrying::Envelope,
             era: Era::Rounds,
-            question: fresh_question_id(),
-            claim_life: crate::request_state::DEFAULT_TTL + FUTURE_SKEW,
+            question,
+            claim_life,
         }
     }
 
@@ -349,12 +361,11 @@ impl Asking {
         responses: Option<InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> Self {
-        let mut asking = Self::new(opened.state, responses, context.client_capabilities());
+        let question = opened.question.unwrap_or_else(fresh_question_id);
+        let claim_life = opened.lifetime + FUTURE_SKEW;
+        let capabilities = context.client_capabilities();
+        let mut asking = Self::from_parts(opened.state, responses, capabilities, question, claim_life);
         asking.era = Era::of(context, opened.lifetime);
-        if let Some(question) = opened.question {
-            asking.question = question;
-        }
-        asking.claim_life = opened.lifetime + FUTURE_SKEW;
         asking
     }
 

@@ -432,7 +432,7 @@ mod tests {
         let s = security(600);
         let first = s.seal(&Claims::new("x", &call("Q-5001", None)));
         assert_eq!(s.open(&first, &call("Q-5001", None), epoch_seconds()).unwrap().round, 1);
-        let third = s.seal(&Claims::new("x", &call("Q-5001", None)).in_round(3).at(epoch_seconds()));
+        let third = s.seal(&Claims::new("x", &call("Q-5001", None)).in_round(3));
         assert_eq!(
             s.open(&third, &call("Q-5001", None), epoch_seconds()).unwrap(),
             Opened { state: "x".into(), round: 3, held: None, trace: None }
@@ -447,7 +447,7 @@ mod tests {
             token: Some(inner.clone()),
             responses: Some(json!({"confirm": {"action": "accept", "content": {"release": true}}})),
         };
-        let token = s.seal(&Claims::held_over(held.clone(), &call("Q-5001", None)).at(epoch_seconds()));
+        let token = s.seal(&Claims::held_over(held.clone(), &call("Q-5001", None)));
         let opened = s.open(&token, &call("Q-5001", None), epoch_seconds()).unwrap();
         assert_eq!((opened.state.as_str(), opened.held), ("", Some(held)));
         assert_eq!(s.open(&token, &call("Q-5002", None), epoch_seconds()), Err(Rejection::RequestBinding));

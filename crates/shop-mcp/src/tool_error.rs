@@ -11,6 +11,7 @@ use rmcp::{
     model::{CallToolResponse, CallToolResult, ContentBlock},
 };
 use shop_api::ApiError;
+use web_service::ServiceCallError;
 
 use crate::series::{API_FAILURE_KINDS, API_FAILURES};
 
@@ -95,25 +96,25 @@ impl From<ApiError> for ToolError {
 /// words for what it refused the request for (a 4xx problem's `detail`, written for its caller);
 /// for a service that failed, did not answer or answered what cannot be read, plain words. An
 /// address, a URL or a transport's error never reaches the model: the log keeps them.
-pub fn in_words(error: ApiError, service: &str) -> ToolError {
+pub fn in_words(error: ServiceCallError, service: &str) -> ToolError {
     let service = capitalized(service);
     match error {
-        ApiError::Api { status: 401 | 403, detail, .. } => {
+        ServiceCallError::Api { status: 401 | 403, detail, .. } => {
             tracing::error!(%detail, "{service} refused this server's credential");
             ToolError::new(format!(
                 "{service} refused this server's credential; its operator must set it. Nothing was done."
             ))
         }
-        ApiError::Api { status, detail, .. } if status < 500 => ToolError::new(detail),
-        ApiError::Api { status, detail, .. } => {
+        ServiceCallError::Api { status, detail, .. } if status < 500 => ToolError::new(detail),
+        ServiceCallError::Api { status, detail, .. } => {
             tracing::warn!(status, %detail, "{service} failed");
             ToolError::new(format!("{service} failed to answer. Try again shortly."))
         }
-        ApiError::Unreachable(detail) => {
+        ServiceCallError::Unreachable(detail) => {
             tracing::warn!(%detail, "{service} did not answer");
             ToolError::new(format!("{service} did not answer. Try again shortly."))
         }
-        ApiError::Decode(detail) | ApiError::BadBaseUrl(detail) | ApiError::Setup(detail) => {
+        ServiceCallError::Decode(detail) | ServiceCallError::BadBaseUrl(detail) | ServiceCallError::Setup(detail) => {
             tracing::error!(%detail, "{service} could not be used");
             ToolError::new(format!("{service} gave an answer this server could not read. Try again shortly."))
         }

@@ -1780,14 +1780,15 @@ where
                         let request_ct = serve_loop_ct.child_token();
                         let context_ct = request_ct.child_token();
                         local_ct_pool.insert(id.clone(), request_ct);
+                        // PATCHED (fernhill) begin: the request is answered by
+                        // `answer_request`, which `serve_request_in_place` shares.
                         let peer = peer.clone();
                         let current_span = tracing::Span::current();
-                        // PATCHED (fernhill): the request is answered by `answer_request`,
-                        // which `serve_request_in_place` shares.
                         spawn_service_task(async move {
                             let response = answer_request(&*service, &peer, id, request, context_ct).await;
                             let _send_result = sink.send(response).await;
                         }.instrument(current_span));
+                        // PATCHED (fernhill) end
                     }
                 }
                 Event::PeerMessage(JsonRpcMessage::Notification(JsonRpcNotification {

@@ -100,7 +100,8 @@ pub fn principal(context: &RequestContext<RoleServer>) -> Option<Principal> {
 /// ```
 impl<S> FromContextPart<ToolCallContext<'_, S>> for Asking {
     fn from_context_part(context: &mut ToolCallContext<S>) -> Result<Self, ErrorData> {
-        let responses = context.input_responses.take();
+        // Cloned, not taken: a tool that also takes rmcp's `InputResponses` still gets them.
+        let responses = context.input_responses.clone();
         let request = context.request_context();
         let Some(opened) = request.extensions.get::<CallOpened>() else {
             return Err(ErrorData::internal_error(

@@ -248,7 +248,6 @@ impl<H> Sealed<H> {
         Ok(Through { plain, responses })
     }
 
-    /// The state-only round that sheds this call: it holds the call's state and answers.
     /// The one path of a request that can carry a state (`tools/call`, `prompts/get`,
     /// `resources/read`): its span; its state opened, or the request refused; `serve` run in
     /// the span; the outgoing state sealed, or the call shed as a state-only round; the

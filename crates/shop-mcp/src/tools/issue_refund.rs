@@ -125,7 +125,7 @@ impl Shop {
     async fn issue(
         &self,
         quote_id: &str,
-        asking: Asking,
+        mut asking: Asking,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, Failure> {
         let who = Who::of(context, &self.host_user);
@@ -134,9 +134,9 @@ impl Shop {
         // found for this quote, so neither the quote store nor `POST /refunds` is asked again.
         // The shop's API still refuses a second release (409).
         if let Some(refund_id) = asking.opened_state().and_then(|state| RefundId::parse(state).ok()) {
-            let finishing = asking.clone().expecting(refund_id.as_str());
-            if let Some(said) = finishing.answered(CONFIRM, &self.forms.release) {
-                return Ok(self.act(&refund_id, said, &finishing, &who).await?.into());
+            asking = asking.expecting(refund_id.as_str());
+            if let Some(said) = asking.answered(CONFIRM, &self.forms.release) {
+                return Ok(self.act(&refund_id, said, &asking, &who).await?.into());
             }
         }
         let refund = self.held_or_issued(quote_id).await?;

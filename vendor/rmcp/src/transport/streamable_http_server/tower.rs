@@ -1704,7 +1704,7 @@ where
 
     // The HTTP status must be known before opening an SSE stream.
     //
-    // PATCHED (fernhill, see PATCHED.md): the request is served in this task
+    // PATCHED (fernhill) begin, to its end below (see PATCHED.md): the request is served in this task
     // (`serve_request_in_place`) instead of through a whole service spawned
     // for it (`serve_directly_with_ct`: a serve loop task, a task for the
     // request, channels, tokens). A handler whose first message is its answer,
@@ -1814,6 +1814,7 @@ where
         let (_, receiver) = tokio::sync::mpsc::channel(1);
         Ok(self.stateless_sse_response(Some(message), receiver, CancellationToken::new()))
     }
+    // PATCHED (fernhill) end
 
     /// Looks up `name`'s input schema for SEP-2243 `Mcp-Param-*` validation.
     fn tool_schema(&self, name: &str) -> Option<Arc<JsonObject>> {
