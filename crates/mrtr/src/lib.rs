@@ -20,6 +20,7 @@
 //!   its slot back, under bounds of its own;
 //! - [`capability`]: -32021 unless the client declared the elicitation mode a question needs;
 //! - [`canonical_json`]: the argument digest's JSON, byte for byte the Python SDK's;
+//! - `tasks` (feature `tasks`): durable tasks bound to their caller, and where they are kept;
 //! - `client` (feature `client`): a 2026-07-28 client with scripted people, retries built and
 //!   results read; feature `child-process` lets it start a stdio server.
 //!
@@ -44,6 +45,8 @@ pub mod records;
 pub mod request_state;
 pub mod seal;
 pub mod shedding;
+#[cfg(feature = "tasks")]
+pub mod tasks;
 pub mod waiting;
 
 pub use ask::{AskError, Asking, Era, Outcome};

@@ -1,0 +1,318 @@
+//! One task as it is kept between its requests: whose it is, where it is in its life, the
+//! questions it waits on, the answers it has, and its version for compare-and-set.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Duration,
+};
+
+use rmcp::model::TaskStatus;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::TaskId;
+
+/// Where a task is in its life, with what that part carries. The first terminal phase a task
+/// reaches is its last ([`TaskRecord::settle`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Phase {
+    /// Being worked on.
+    Working,
+    /// Waiting on these questions (`inputRequests`, by key), each a whole request
+    /// (`{"method": "elicitation/create", "params": …}`).
+    InputRequired {
+        /// The questions not answered yet.
+        pending: BTreeMap<String, Value>,
+    },
+    /// Done: the tool's result (a tool error included, `isError: true`).
+    Completed {
+        /// The result, as the original request's would have been.
+        result: Value,
+    },
+    /// Ended by a JSON-RPC error (`code`, `message`, `data`), or by outliving its lifetime.
+    Failed {
+        /// The error object.
+        error: Value,
+    },
+    /// Ended because its client cancelled it.
+    Cancelled,
+}
+
+impl Phase {
+    /// The extension's status for this phase.
+    pub fn status(&self) -> TaskStatus {
+        match self {
+            Phase::Working => TaskStatus::Working,
+            Phase::InputRequired { .. } => TaskStatus::InputRequired,
+            Phase::Completed { .. } => TaskStatus::Completed,
+            Phase::Failed { .. } => TaskStatus::Failed,
+            Phase::Cancelled => TaskStatus::Cancelled,
+        }
+    }
+
+    /// Whether the task has ended.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Phase::Completed { .. } | Phase::Failed { .. } | Phase::Cancelled)
+    }
+}
+
+/// A question's key was used before in this task: keys are unique for a task's whole life.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the key {0} was already used in this task")]
+pub struct KeyReused(pub String);
+
+/// One task between its requests. Times are milliseconds since the epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// Its id.
+    pub id: TaskId,
+    /// The principal that created it (`None`: nobody was authenticated); only it may read,
+    /// answer or cancel the task.
+    pub owner: Option<String>,
+    /// The tool whose call became this task.
+    pub tool: String,
+    /// When it was created.
+    pub created_ms: u64,
+    /// When it last changed.
+    pub updated_ms: u64,
+    /// How long it lives from its creation.
+    pub ttl_ms: u64,
+    /// How often its client should ask about it.
+    pub poll_interval_ms: u64,
+    /// Words on where it is, for the person.
+    pub status_message: Option<String>,
+    /// Where it is in its life.
+    pub phase: Phase,
+    /// Answers received and not yet acted on, by key.
+    pub answers: BTreeMap<String, Value>,
+    /// Every key ever asked, so none is asked twice.
+    pub asked_keys: BTreeSet<String>,
+    /// Its client asked for it to stop; whoever works on it stops when it can.
+    pub cancel_requested: bool,
+    /// The tool's own note of what the task waits on (for the shop, a refund's id), so any
+    /// replica can take it up.
+    pub resume: Option<String>,
+    /// Its version, one more at every change the store accepts.
+    pub version: u64,
+}
+
+impl TaskRecord {
+    /// A new task of `tool` for `owner`, working, created at `now_ms`.
+    pub fn new(owner: Option<String>, tool: impl Into<String>, ttl: Duration, poll: Duration, now_ms: u64) -> Self {
+        Self {
+            id: TaskId::fresh(),
+            owner,
+            tool: tool.into(),
+            created_ms: now_ms,
+            updated_ms: now_ms,
+            ttl_ms: millis(ttl),
+            poll_interval_ms: millis(poll),
+            status_message: None,
+            phase: Phase::Working,
+            answers: BTreeMap::new(),
+            asked_keys: BTreeSet::new(),
+            cancel_requested: false,
+            resume: None,
+            version: 0,
+        }
+    }
+
+    /// Its status on the wire.
+    pub fn status(&self) -> TaskStatus {
+        self.phase.status()
+    }
+
+    /// When its lifetime ends.
+    pub fn expires_at_ms(&self) -> u64 {
+        self.created_ms.saturating_add(self.ttl_ms)
+    }
+
+    /// Ask `request` under `key`: the task waits on it (with any other question still open).
+    /// A key is never asked twice in a task's life; an ended task asks nothing (`Ok`, and no
+    /// change).
+    pub fn ask(&mut self, key: &str, request: Value, now_ms: u64) -> Result<(), KeyReused> {
+        if self.phase.is_terminal() {
+            return Ok(());
+        }
+        if !self.asked_keys.insert(key.to_owned()) {
+            return Err(KeyReused(key.to_owned()));
+        }
+        let mut pending = match std::mem::replace(&mut self.phase, Phase::Working) {
+            Phase::InputRequired { pending } => pending,
+            _ => BTreeMap::new(),
+        };
+        pending.insert(key.to_owned(), request);
+        self.phase = Phase::InputRequired { pending };
+        self.updated_ms = now_ms;
+        Ok(())
+    }
+
+    /// Take the answers to questions still open; ignore any other key (never asked, answered
+    /// already, or the task ended), as the extension says. A task with no question left goes
+    /// back to working. Returns the keys taken.
+    pub fn answer(&mut self, responses: impl IntoIterator<Item = (String, Value)>, now_ms: u64) -> Vec<String> {
+        let Phase::InputRequired { pending } = &mut self.phase else {
+            return Vec::new();
+        };
+        let mut taken = Vec::new();
+        for (key, response) in responses {
+            if pending.remove(&key).is_some() {
+                self.answers.insert(key.clone(), response);
+                taken.push(key);
+            }
+        }
+        if pending.is_empty() {
+            self.phase = Phase::Working;
+        }
+        if !taken.is_empty() {
+            self.updated_ms = now_ms;
+        }
+        taken
+    }
+
+    /// End the task in `phase`, if it has not ended: the first ending is the only one.
+    /// Returns whether this call ended it.
+    pub fn settle(&mut self, phase: Phase, now_ms: u64) -> bool {
+        if self.phase.is_terminal() || !phase.is_terminal() {
+            return false;
+        }
+        self.phase = phase;
+        self.updated_ms = now_ms;
+        true
+    }
+
+    /// Its client asks it to stop. A task waiting only on its client's answers has nothing
+    /// running to stop, and ends cancelled at once; a working one is marked, and its worker
+    /// stops when it can (the extension's cancel is cooperative). Returns whether anything
+    /// changed; an ended task stays as it is.
+    pub fn cancel(&mut self, now_ms: u64) -> bool {
+        match self.phase {
+            Phase::InputRequired { .. } => self.settle(Phase::Cancelled, now_ms),
+            Phase::Working if !self.cancel_requested => {
+                self.cancel_requested = true;
+                self.updated_ms = now_ms;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Fail the task if it has outlived its lifetime by `now_ms`, with words saying so.
+    /// Returns whether this call failed it.
+    pub fn expire(&mut self, now_ms: u64) -> bool {
+        if now_ms < self.expires_at_ms() {
+            return false;
+        }
+        let lived = Duration::from_millis(self.ttl_ms);
+        let message = format!(
+            "The task ended unfinished: it lives {} from its creation, and that time has passed.",
+            in_words(lived)
+        );
+        let failed = self.settle(Phase::Failed { error: json!({"code": -32603, "message": message}) }, now_ms);
+        if failed {
+            self.status_message = Some(message);
+        }
+        failed
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A lifetime in the largest whole unit it fills: "72 hours", "10 minutes", "30 seconds".
+fn in_words(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    let (count, unit) = match seconds {
+        s if s >= 3600 && s % 3600 == 0 => (s / 3600, "hour"),
+        s if s >= 60 && s % 60 == 0 => (s / 60, "minute"),
+        s => (s, "second"),
+    };
+    format!("{count} {unit}{}", if count == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn task() -> TaskRecord {
+        TaskRecord::new(Some("https://id.example lead-1".into()), "issue_refund", 72 * HOUR, HOUR / 120, 1_000)
+    }
+
+    fn question(text: &str) -> Value {
+        json!({"method": "elicitation/create", "params": {"mode": "form", "message": text, "requestedSchema": {"type": "object"}}})
+    }
+
+    #[test]
+    fn questions_wait_under_keys_unique_for_the_task_s_life() {
+        let mut task = task();
+        task.ask("confirm", question("Refund 180.00?"), 2_000).unwrap();
+        task.ask("note", question("Why?"), 2_000).unwrap();
+        assert_eq!(task.status(), TaskStatus::InputRequired);
+        // A partial answer: the other question stays open; unknown keys are ignored.
+        let taken = task.answer([("confirm".into(), json!({"action": "accept"})), ("other".into(), json!(1))], 3_000);
+        assert_eq!(taken, ["confirm"]);
+        let Phase::InputRequired { pending } = &task.phase else { panic!("{:?}", task.phase) };
+        assert_eq!(pending.keys().collect::<Vec<_>>(), ["note"]);
+        // An answered key is not answered again, nor asked again.
+        assert_eq!(task.answer([("confirm".into(), json!({"action": "decline"}))], 4_000), Vec::<String>::new());
+        assert_eq!(task.answers["confirm"], json!({"action": "accept"}));
+        assert_eq!(task.ask("confirm", question("Again?"), 4_000), Err(KeyReused("confirm".into())));
+        task.answer([("note".into(), json!({"action": "accept"}))], 5_000);
+        assert_eq!(task.status(), TaskStatus::Working);
+    }
+
+    #[test]
+    fn the_first_ending_is_the_only_one() {
+        let mut task = task();
+        assert!(!task.settle(Phase::Working, 2_000), "working is no ending");
+        assert!(task.settle(Phase::Completed { result: json!({"content": []}) }, 2_000));
+        assert!(!task.settle(Phase::Cancelled, 3_000));
+        assert!(!task.cancel(3_000), "a cancel of an ended task changes nothing");
+        assert!(!task.expire(u64::MAX));
+        assert_eq!(task.status(), TaskStatus::Completed);
+    }
+
+    #[test]
+    fn a_cancel_ends_a_waiting_task_and_marks_a_working_one() {
+        let mut waiting = task();
+        waiting.ask("confirm", question("Refund?"), 2_000).unwrap();
+        assert!(waiting.cancel(3_000));
+        assert_eq!(waiting.status(), TaskStatus::Cancelled);
+        let mut working = task();
+        assert!(working.cancel(3_000));
+        assert!(working.cancel_requested);
+        assert_eq!(working.status(), TaskStatus::Working, "cooperative: the worker ends it");
+        assert!(!working.cancel(4_000), "asked once");
+    }
+
+    #[test]
+    fn a_task_that_outlives_its_lifetime_fails_in_words() {
+        let mut task = task();
+        task.ask("confirm", question("Refund?"), 2_000).unwrap();
+        let end = task.expires_at_ms();
+        assert!(!task.expire(end - 1));
+        assert!(task.expire(end));
+        let Phase::Failed { error } = &task.phase else { panic!("{:?}", task.phase) };
+        assert_eq!(error["code"], -32603);
+        assert_eq!(
+            task.status_message.as_deref(),
+            Some("The task ended unfinished: it lives 72 hours from its creation, and that time has passed.")
+        );
+        // Answers that come after are not taken.
+        assert!(task.answer([("confirm".into(), json!({"action": "accept"}))], end + 1).is_empty());
+    }
+
+    #[test]
+    fn a_record_reads_back_as_it_was_kept() {
+        let mut task = task();
+        task.ask("confirm", question("Refund?"), 2_000).unwrap();
+        task.resume = Some("R-0111".into());
+        let kept = serde_json::to_string(&task).unwrap();
+        assert_eq!(serde_json::from_str::<TaskRecord>(&kept).unwrap(), task);
+        assert!(kept.len() < 1024, "a waiting task is under 1 KiB: {} bytes", kept.len());
+    }
+}
