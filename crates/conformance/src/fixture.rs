@@ -4,13 +4,17 @@
 //! 2026-07-28 server scenarios (`@modelcontextprotocol/conformance` 0.2.0-alpha.12, `--requirements 2026-07-28`):
 //! the `test_input_required_result_*` tools and prompt, `test_missing_capability`, a resource
 //! (for caching hints and resource-not-found), a tool with an `x-mcp-header` parameter and one
-//! with JSON Schema 2020-12 keywords. Not part of the shop: the `conformance-fixture` binary.
+//! with JSON Schema 2020-12 keywords; and the tools of the Tasks extension's scenarios (`greet`,
+//! `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete`, `multi_input`,
+//! `test_tool_with_task`), its tasks kept in memory and bound to their caller by mrtr's
+//! boundary. Not part of the shop: the `conformance-fixture` binary.
 //! Sampling and roots are deprecated at 2026-07-28 (SEP-2577) but the suite still asks for them.
 #![allow(deprecated)]
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use mcp_serve::{HttpConfig, Lifecycle, Listening, ServeError};
+use mrtr::tasks::{InMemoryTasks, Resuming, Step, TaskRecord, TaskTimes, TaskWork, Tasking, Tasks};
 use rmcp::{ErrorData, RoleServer, ServerHandler, model::*, service::RequestContext};
 use serde_json::{Value, json};
 
@@ -77,6 +81,10 @@ const TOOLS: &[(&str, &str)] = &[
     ("test_multiple_content_types", "Returns text, an image and a resource"),
     ("test_error_handling", "Fails as a tool, with isError"),
     ("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100"),
+    ("failing_job", "Tasks: a task that completes with a tool error (needs the extension)"),
+    ("protocol_error_job", "Tasks: a task that fails with a JSON-RPC error (needs the extension)"),
+    ("multi_input", "Tasks: a task that asks two questions at once"),
+    ("test_tool_with_task", "Tasks and MRTR: asks by input_required first, then becomes a task"),
 ];
 
 /// A tool whose `region` travels in an `Mcp-Param-Region` header too (SEP-2243), and one whose
@@ -93,6 +101,25 @@ fn tools() -> Vec<Tool> {
             "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
             "required": ["region"],
         })),
+    ));
+    tools.push(Tool::new(
+        "greet",
+        "Greets by name, always at once, never as a task",
+        schema(json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})),
+    ));
+    tools.push(Tool::new(
+        "slow_compute",
+        "Tasks: works for a number of seconds, as a task when the client declared the extension",
+        schema(json!({
+            "type": "object",
+            "properties": {"seconds": {"type": "number", "minimum": 0}, "label": {"type": "string"}},
+            "required": ["seconds"],
+        })),
+    ));
+    tools.push(Tool::new(
+        "confirm_delete",
+        "Tasks: asks to confirm the deletion of a file, as a task's question",
+        schema(json!({"type": "object", "properties": {"filename": {"type": "string"}}, "required": ["filename"]})),
     ));
     tools.push(Tool::new(
         "json_schema_2020_12_tool",
@@ -138,6 +165,122 @@ async fn progress(context: &RequestContext<RoleServer>) -> Result<CallToolResult
 
 const RESOURCE: &str = "test://static-text";
 
+/// The longest a `slow_compute` works, whatever it is asked.
+const LONGEST_COMPUTE: Duration = Duration::from_secs(120);
+
+/// The Tasks scenarios' tools, if `request` names one of them.
+async fn task_tool(
+    request: &CallToolRequestParams,
+    answers: &InputResponses,
+    tasking: Option<Tasking>,
+) -> Option<Result<CallToolResponse, ErrorData>> {
+    let argument = |name: &str| request.arguments.as_ref().and_then(|a| a.get(name));
+    let declared = tasking.as_ref().is_some_and(Tasking::declared);
+    let needs_task = || tasking.clone().filter(Tasking::declared).ok_or_else(mrtr::tasks::required);
+    Some(match request.name.as_ref() {
+        "greet" => {
+            let name = argument("name").and_then(Value::as_str).unwrap_or("there");
+            Ok(text(format!("Hello, {name}!")).into())
+        }
+        "slow_compute" => {
+            let seconds = argument("seconds").and_then(Value::as_f64).filter(|s| s.is_finite() && *s >= 0.0);
+            let Some(seconds) = seconds else {
+                return Some(Err(ErrorData::invalid_params("seconds must be a number of seconds, 0 or more", None)));
+            };
+            let took = Duration::from_secs_f64(seconds).min(LONGEST_COMPUTE);
+            let label = argument("label").and_then(Value::as_str).unwrap_or("compute").to_owned();
+            let work = async move {
+                tokio::time::sleep(took).await;
+                Ok(text(format!("{label}: computed in {} ms", took.as_millis())))
+            };
+            match (&tasking, declared && !took.is_zero()) {
+                (Some(tasking), true) => tasking.run(work).await,
+                _ => work.await.map(Into::into),
+            }
+        }
+        "failing_job" => match needs_task() {
+            Err(error) => Err(error),
+            Ok(tasking) => {
+                tasking
+                    .run(async {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        Ok(CallToolResult::error(vec![ContentBlock::text(
+                            "The job failed, as a tool: nothing was done",
+                        )]))
+                    })
+                    .await
+            }
+        },
+        "protocol_error_job" => match needs_task() {
+            Err(error) => Err(error),
+            Ok(tasking) => {
+                tasking
+                    .run(async { Err(ErrorData::internal_error("the job failed before it could answer", None)) })
+                    .await
+            }
+        },
+        "confirm_delete" => match needs_task() {
+            Err(error) => Err(error),
+            Ok(tasking) => {
+                let filename = argument("filename").and_then(Value::as_str).unwrap_or("a file").to_owned();
+                let form =
+                    ElicitationSchema::builder().required_bool("confirm").build().unwrap_or_else(|_| name_form());
+                let question = elicit(&format!("Delete {filename}?"), form);
+                tasking.ask(vec![("confirm".into(), question)], Some(filename)).await
+            }
+        },
+        "multi_input" => match needs_task() {
+            Err(error) => Err(error),
+            Ok(tasking) => {
+                let confirm =
+                    ElicitationSchema::builder().required_bool("confirm").build().unwrap_or_else(|_| name_form());
+                let questions = vec![
+                    ("name".to_owned(), elicit("What is your name?", name_form())),
+                    ("confirm".to_owned(), elicit("Shall I go on?", confirm)),
+                ];
+                tasking.ask(questions, None).await
+            }
+        },
+        // MRTR first, synchronously; the task after, with the answer in it.
+        "test_tool_with_task" => match (answers.values().next(), needs_task()) {
+            (None, _) => Ok(ask(vec![("user_name", elicit("What is your name?", name_form()))], None).into()),
+            (Some(_), Err(error)) => Err(error),
+            (Some(answer), Ok(tasking)) => {
+                let name = field(Some(answer), "name");
+                tasking.run(async move { Ok(text(format!("Hello, {name}! Your task is done."))) }).await
+            }
+        },
+        _ => return None,
+    })
+}
+
+/// How the fixture's tasks that asked go on once answered.
+struct FixtureWork;
+
+impl TaskWork for FixtureWork {
+    fn resume<'a>(&'a self, task: &'a TaskRecord) -> Resuming<'a> {
+        let accepted = |key: &str| task.answers.get(key).is_some_and(|answer| answer["action"] == "accept");
+        let result = match task.tool.as_str() {
+            "confirm_delete" => {
+                let filename = task.resume.as_deref().unwrap_or("the file");
+                let confirmed = accepted("confirm") && task.answers["confirm"]["content"]["confirm"] == true;
+                text(if confirmed { format!("Deleted {filename}") } else { format!("Kept {filename}") })
+            }
+            "multi_input" => {
+                let name = field(task.answers.get("name"), "name");
+                text(format!("Received both answers: name={name}, go on={}", accepted("confirm")))
+            }
+            other => {
+                return Box::pin(std::future::ready(Step::Done(Err(ErrorData::internal_error(
+                    format!("no work takes up a task of {other}"),
+                    None,
+                )))));
+            }
+        };
+        Box::pin(std::future::ready(Step::Done(Ok(result))))
+    }
+}
+
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
@@ -179,6 +322,9 @@ impl ServerHandler for Fixture {
             }
         }
         let capabilities = context.client_capabilities().unwrap_or_default();
+        if let Some(answer) = task_tool(&request, &answers, mrtr::tasks::tasking(&context)).await {
+            return answer;
+        }
         Ok(match request.name.as_ref() {
             "test_simple_text" => text("This is a simple text response for testing.").into(),
             "test_image_content" => CallToolResult::success(vec![ContentBlock::image(PNG, "image/png")]).into(),
@@ -435,7 +581,11 @@ pub async fn serve(listen: std::net::SocketAddr) -> Result<(), ServeError> {
     let metrics = mcp_serve::prometheus::install(&[]);
     let listening = Listening::bind(&http).await?;
     println!("{}", listening.url());
-    let fixture = mrtr::boundary::Sealed::new(Fixture, security);
+    let times =
+        TaskTimes { lifetime: Duration::from_secs(3600), poll: Duration::from_millis(500), ..TaskTimes::default() };
+    let tasks =
+        Tasks::new(Arc::new(InMemoryTasks::new(Duration::from_secs(3600))), times).working(Arc::new(FixtureWork));
+    let fixture = mrtr::boundary::Sealed::new(Fixture, security).tasks(tasks);
     let service = mcp_serve::router(&http, listening.address(), fixture, None, Lifecycle::default(), metrics);
     mcp_serve::serve(listening, service, web_service::shutdown::signal()).await
 }

@@ -35,13 +35,6 @@ macro_rules! forwarded_to_inner {
             self.inner.supported_protocol_versions()
         }
 
-        fn discover(
-            &self,
-            context: RequestContext<RoleServer>,
-        ) -> impl Future<Output = Result<DiscoverResult, ErrorData>> + MaybeSendFuture + '_ {
-            self.inner.discover(context)
-        }
-
         fn complete(
             &self,
             request: CompleteRequestParams,
@@ -165,34 +158,6 @@ macro_rules! forwarded_to_inner {
             context: NotificationContext<RoleServer>,
         ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
             self.inner.on_custom_notification(notification, context)
-        }
-
-        fn get_info(&self) -> ServerConfig {
-            self.inner.get_info()
-        }
-
-        fn get_task(
-            &self,
-            request: GetTaskParams,
-            context: RequestContext<RoleServer>,
-        ) -> impl Future<Output = Result<GetTaskResult, ErrorData>> + MaybeSendFuture + '_ {
-            self.inner.get_task(request, context)
-        }
-
-        fn update_task(
-            &self,
-            request: UpdateTaskParams,
-            context: RequestContext<RoleServer>,
-        ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-            self.inner.update_task(request, context)
-        }
-
-        fn cancel_task(
-            &self,
-            request: CancelTaskParams,
-            context: RequestContext<RoleServer>,
-        ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-            self.inner.cancel_task(request, context)
         }
 
         fn list_skills(

@@ -13,6 +13,7 @@
 mod extracting;
 mod forwarding;
 mod observing;
+mod tasks;
 
 pub use extracting::{OpenedState, Principal, opened_state, principal};
 pub use observing::{CallTracing, ErrorCode, Observer, Seen, SeenOutcome};
@@ -78,6 +79,8 @@ pub struct Sealed<S> {
     shedding: Option<Shedding>,
     waiting: WaitingRoom,
     tracing: Option<Arc<dyn CallTracing>>,
+    #[cfg(feature = "tasks")]
+    tasks: Option<crate::tasks::Tasks>,
 }
 
 impl<S: Clone> Clone for Sealed<S> {
@@ -89,6 +92,8 @@ impl<S: Clone> Clone for Sealed<S> {
             shedding: self.shedding.clone(),
             waiting: self.waiting.clone(),
             tracing: self.tracing.clone(),
+            #[cfg(feature = "tasks")]
+            tasks: self.tasks.clone(),
         }
     }
 }
@@ -102,7 +107,16 @@ impl<S> Sealed<S> {
     /// [`DEFAULT_WAITING`] seats (in all, and per caller).
     pub fn new(inner: S, security: Arc<StateSecurity>) -> Self {
         let waiting = WaitingRoom::new(DEFAULT_WAITING.0, DEFAULT_WAITING.1);
-        Self { inner, security, observer: None, shedding: None, waiting, tracing: None }
+        Self {
+            inner,
+            security,
+            observer: None,
+            shedding: None,
+            waiting,
+            tracing: None,
+            #[cfg(feature = "tasks")]
+            tasks: None,
+        }
     }
 
     /// Place every request's span in its call's trace with `tracing` (see [`CallTracing`]).
@@ -454,6 +468,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
             // context has dropped that context (and its extensions) by then.
             let work = Arc::new(Work::new(slot, self.shedding.clone(), self.waiting.clone(), principal(&context)));
             context.extensions.insert(work.clone());
+            self.hand_tasking(&request, &mut context);
             let answer = self.inner.call_tool(request, context).await;
             drop(work);
             Served::Answered(answer)
@@ -484,6 +499,40 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
         self.guarded("resources/read", target, None, state, context, move |_, context| async move {
             Served::Answered(self.inner.read_resource(request, context).await)
         })
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        self.advertised(self.inner.get_info())
+    }
+
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        let mut discovered = self.inner.discover(context).await?;
+        discovered.capabilities = self.advertised(ServerConfig::new(discovered.capabilities)).capabilities;
+        Ok(discovered)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.serve_get_task(request, context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.serve_update_task(request, context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.serve_cancel_task(request, context).await
     }
 
     forwarding::forwarded_to_inner!();

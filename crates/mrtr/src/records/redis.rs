@@ -74,7 +74,7 @@ impl Redis {
         Ok(Self { source, prefix: prefix.to_owned(), url: url.to_owned() })
     }
 
-    async fn connection(&self) -> Result<ConnectionManager, RecordsError> {
+    pub(crate) async fn connection(&self) -> Result<ConnectionManager, RecordsError> {
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(REDIS_TIMEOUT))
             .set_response_timeout(Some(REDIS_TIMEOUT))
@@ -106,11 +106,11 @@ impl Redis {
         }
     }
 
-    fn key(&self, key: &str) -> String {
+    pub(crate) fn key(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
     }
 
-    fn failed(&self, error: redis::RedisError) -> RecordsError {
+    pub(crate) fn failed(&self, error: redis::RedisError) -> RecordsError {
         // A primary that was demoted, or is gone: ask the Sentinels again next time.
         if let Source::Sentinel { connection, .. } = &self.source
             && (error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)

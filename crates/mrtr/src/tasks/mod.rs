@@ -11,12 +11,19 @@
 //! lifetime counts from its creation; past it the task is failed with words
 //! ([`TaskRecord::expire`]), then forgotten once the store's grace has passed.
 //!
-//! This module holds the record and the stores ([`InMemoryTasks`] here; a shared one to come);
-//! serving `tasks/get`, `tasks/update` and `tasks/cancel` through the boundary is built on it.
+//! [`Tasks`] answers `tasks/get`, `tasks/update` and `tasks/cancel` over a store (the
+//! boundary serves them through it: [`crate::Sealed::tasks`]); a tool makes a task through
+//! the [`Tasking`] the boundary hands it, which asks ([`Tasking::ask`]: the server's
+//! [`TaskWork`] takes the task up once answered) or runs ([`Tasking::run`]). The stores:
+//! [`InMemoryTasks`] for one process, `RedisTasks` (feature `redis`) for a fleet.
 //! `docs/design/tasks-extension.md` at the repository's root says what the extension requires.
 
 mod memory;
 mod record;
+#[cfg(feature = "redis")]
+mod redis;
+mod serving;
+mod tasking;
 
 use std::{fmt, future::Future, pin::Pin};
 
@@ -24,6 +31,10 @@ use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 
 pub use memory::{Clock, InMemoryTasks, epoch_millis};
 pub use record::{KeyReused, Phase, TaskRecord};
+#[cfg(feature = "redis")]
+pub use redis::RedisTasks;
+pub use serving::{NOT_FOUND, Resuming, Step, TaskTimes, TaskWork, Tasks};
+pub use tasking::{Tasking, required, tasking};
 
 /// A boxed future, so the store can be chosen at run time.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, TaskStoreError>> + Send + 'a>>;

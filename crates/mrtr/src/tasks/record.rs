@@ -93,6 +93,11 @@ pub struct TaskRecord {
     /// The tool's own note of what the task waits on (for the shop, a refund's id), so any
     /// replica can take it up.
     pub resume: Option<String>,
+    /// Until when a replica that took up its answers holds it: another replica takes it up
+    /// only after this (the first one having died, say), and the once-only records keep the
+    /// work it does from being done twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_until_ms: Option<u64>,
     /// Its version, one more at every change the store accepts.
     pub version: u64,
 }
@@ -114,6 +119,7 @@ impl TaskRecord {
             asked_keys: BTreeSet::new(),
             cancel_requested: false,
             resume: None,
+            lease_until_ms: None,
             version: 0,
         }
     }
@@ -169,6 +175,31 @@ impl TaskRecord {
             self.updated_ms = now_ms;
         }
         taken
+    }
+
+    /// Whether every question it asked is answered and no replica holds it (or the one that did
+    /// let its hold lapse): the task can be taken up.
+    pub fn ready(&self, now_ms: u64) -> bool {
+        matches!(self.phase, Phase::Working)
+            && !self.answers.is_empty()
+            && self.lease_until_ms.is_none_or(|until| until <= now_ms)
+    }
+
+    /// Hold the task until `until_ms` to act on its answers, if it is [ready](Self::ready).
+    /// Returns whether this call took it.
+    pub fn take_up(&mut self, now_ms: u64, until_ms: u64) -> bool {
+        if !self.ready(now_ms) {
+            return false;
+        }
+        self.lease_until_ms = Some(until_ms);
+        self.updated_ms = now_ms;
+        true
+    }
+
+    /// The answers were acted on: forget them and let go of the task.
+    pub fn let_go(&mut self) {
+        self.answers.clear();
+        self.lease_until_ms = None;
     }
 
     /// End the task in `phase`, if it has not ended: the first ending is the only one.
@@ -263,6 +294,19 @@ mod tests {
         assert_eq!(task.ask("confirm", question("Again?"), 4_000), Err(KeyReused("confirm".into())));
         task.answer([("note".into(), json!({"action": "accept"}))], 5_000);
         assert_eq!(task.status(), TaskStatus::Working);
+    }
+
+    #[test]
+    fn answered_questions_are_taken_up_by_one_replica_until_its_hold_lapses() {
+        let mut task = task();
+        task.ask("confirm", question("Refund?"), 2_000).unwrap();
+        assert!(!task.ready(2_000), "still asking");
+        task.answer([("confirm".into(), json!({"action": "accept"}))], 3_000);
+        assert!(task.take_up(3_000, 33_000));
+        assert!(!task.take_up(4_000, 34_000), "held by the first");
+        assert!(task.take_up(33_000, 63_000), "its hold lapsed");
+        task.let_go();
+        assert!(!task.ready(40_000), "nothing left to act on");
     }
 
     #[test]

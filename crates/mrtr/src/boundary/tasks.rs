@@ -1,0 +1,96 @@
+//! The boundary and the Tasks extension: with [`Sealed::tasks`] the boundary advertises the
+//! extension, hands each `tools/call` a [`Tasking`](crate::tasks::Tasking) bound to its caller,
+//! and answers `tasks/get`, `tasks/update` and `tasks/cancel` itself, as the task's owner alone
+//! may ask them; without, all of that is the wrapped handler's. rmcp has refused a `tasks/*`
+//! from a client that did not declare the extension (-32021) and one whose `Mcp-Name` is not
+//! its task's (-32020) before these run.
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{CallToolRequestParams, CancelTaskParams, GetTaskParams, GetTaskResult, ServerConfig, UpdateTaskParams},
+    service::RequestContext,
+};
+
+use super::Sealed;
+
+#[cfg(feature = "tasks")]
+impl<S> Sealed<S> {
+    /// Serve the extension's methods from `tasks`, and let tools make tasks in it.
+    pub fn tasks(mut self, tasks: crate::tasks::Tasks) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+}
+
+impl<H: ServerHandler> Sealed<H> {
+    /// `config` with the extension advertised when the boundary serves it.
+    pub(super) fn advertised(&self, config: ServerConfig) -> ServerConfig {
+        #[cfg(feature = "tasks")]
+        if self.tasks.is_some() {
+            let mut config = config;
+            config
+                .capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), Default::default());
+            return config;
+        }
+        config
+    }
+
+    /// Put this call's [`Tasking`](crate::tasks::Tasking) in its request, for its tool.
+    pub(super) fn hand_tasking(&self, _request: &CallToolRequestParams, _context: &mut RequestContext<RoleServer>) {
+        #[cfg(feature = "tasks")]
+        if let Some(tasks) = &self.tasks {
+            let owner = owner(_context);
+            let declared = _context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks());
+            let tasking = crate::tasks::Tasking::new(tasks.clone(), owner, declared, _request.name.to_string());
+            _context.extensions.insert(tasking);
+        }
+    }
+
+    pub(super) async fn serve_get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        #[cfg(feature = "tasks")]
+        if let Some(tasks) = &self.tasks {
+            let owner = owner(&context);
+            return tasks.get(&request.task_id, owner.as_deref()).await;
+        }
+        self.inner.get_task(request, context).await
+    }
+
+    pub(super) async fn serve_update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        #[cfg(feature = "tasks")]
+        if let Some(tasks) = &self.tasks {
+            let owner = owner(&context);
+            return tasks.update(&request.task_id, owner.as_deref(), request.input_responses).await;
+        }
+        self.inner.update_task(request, context).await
+    }
+
+    pub(super) async fn serve_cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        #[cfg(feature = "tasks")]
+        if let Some(tasks) = &self.tasks {
+            let owner = owner(&context);
+            return tasks.cancel(&request.task_id, owner.as_deref()).await;
+        }
+        self.inner.cancel_task(request, context).await
+    }
+}
+
+/// Whom the transport authenticated for this request, as tasks record their owners.
+#[cfg(feature = "tasks")]
+fn owner(context: &RequestContext<RoleServer>) -> Option<String> {
+    super::principal(context).map(|caller| caller.to_string())
+}

@@ -1,0 +1,551 @@
+//! The extension's three methods as a server answers them (`tasks/get`, `tasks/update`,
+//! `tasks/cancel`), and the making of a task, over a [`TaskStore`]: every answer is read
+//! from the store and every change is a compare-and-set on it, so any replica answers for
+//! any task and two replicas changing one task at once cannot both win.
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    pin::Pin,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use rmcp::{
+    ErrorData,
+    model::{
+        CallToolResult, CreateTaskResult, DetailedTask, GetTaskResult, InputRequest, InputResponses, JsonObject, Task,
+        TaskPayload,
+    },
+};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use super::{Clock, Phase, TaskId, TaskRecord, TaskStore, TaskStoreError, epoch_millis};
+
+/// The one message for a task that is not there for this caller: never made, expired and
+/// forgotten, or someone else's (which must not be told apart).
+pub const NOT_FOUND: &str = "Failed to retrieve task: Task not found";
+
+/// How a task goes on once a replica has taken up its answers.
+#[derive(Debug)]
+pub enum Step {
+    /// It is done: with the tool's result (a tool error included), or failed with a JSON-RPC
+    /// error.
+    Done(Result<CallToolResult, ErrorData>),
+    /// It asks again, under keys it has never used.
+    Ask(Vec<(String, InputRequest)>),
+}
+
+/// A boxed future, so the work can be chosen at run time.
+pub type Resuming<'a> = Pin<Box<dyn Future<Output = Step> + Send + 'a>>;
+
+/// What a server does with a task whose questions are all answered: the task's record holds
+/// the answers ([`TaskRecord::answers`]) and the tool's own note of what it waits on
+/// ([`TaskRecord::resume`]). Whichever replica took the answers calls it; if that replica dies
+/// first, another takes the task up once its hold lapses, so the work must be once-only (the
+/// claims of [`crate::once_only`] make it so).
+pub trait TaskWork: Send + Sync {
+    /// Go on with `task`.
+    fn resume<'a>(&'a self, task: &'a TaskRecord) -> Resuming<'a>;
+}
+
+/// How long tasks live and how often their clients should ask, unless a tool says otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskTimes {
+    /// A task's lifetime from its creation (`ttlMs`).
+    pub lifetime: Duration,
+    /// How often a client should ask about a task (`pollIntervalMs`).
+    pub poll: Duration,
+    /// How long a replica holds a task whose answers it took up before another may.
+    pub hold: Duration,
+}
+
+impl Default for TaskTimes {
+    fn default() -> Self {
+        Self { lifetime: Duration::from_secs(3600), poll: Duration::from_secs(1), hold: Duration::from_secs(30) }
+    }
+}
+
+/// A server's tasks: where they are kept, what takes them up, and the stop signals of the
+/// ones running in this process. Cheap to clone.
+#[derive(Clone)]
+pub struct Tasks {
+    store: Arc<dyn TaskStore>,
+    work: Option<Arc<dyn TaskWork>>,
+    times: TaskTimes,
+    clock: Clock,
+    /// A stop signal for each task running in this process, sent when its client cancels.
+    running: Arc<Mutex<HashMap<TaskId, watch::Sender<bool>>>>,
+}
+
+/// Changes to one task retried before the store is said to be too busy.
+const CHANGE_ATTEMPTS: usize = 32;
+
+impl Tasks {
+    /// Tasks kept in `store`, living and polled as `times` says.
+    pub fn new(store: Arc<dyn TaskStore>, times: TaskTimes) -> Self {
+        Self { store, work: None, times, clock: Arc::new(epoch_millis), running: Arc::default() }
+    }
+
+    /// Tell the time by `clock` (tests skip time with their own).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Take up answered tasks with `work`.
+    pub fn working(mut self, work: Arc<dyn TaskWork>) -> Self {
+        self.work = Some(work);
+        self
+    }
+
+    /// The lifetimes and poll interval new tasks get.
+    pub fn times(&self) -> TaskTimes {
+        self.times
+    }
+
+    /// The time now, by this server's clock (milliseconds since the epoch).
+    pub fn now(&self) -> u64 {
+        (self.clock)()
+    }
+
+    /// Keep `task` and tell of it: the answer for the client, given only once any replica's
+    /// `tasks/get` finds the task.
+    pub async fn create(&self, task: &TaskRecord) -> Result<CreateTaskResult, ErrorData> {
+        self.store.create(task).await.map_err(unavailable)?;
+        tracing::debug!(target: "tasks", task = %task.id, tool = %task.tool, status = ?task.status(), "task created");
+        Ok(CreateTaskResult::new(wire_task(task)))
+    }
+
+    /// `tasks/get`: the task as it stands for its owner. A task past its lifetime is failed
+    /// first; one whose answers a replica took up and let lapse is taken up again here.
+    pub async fn get(&self, id: &str, owner: Option<&str>) -> Result<GetTaskResult, ErrorData> {
+        let id = TaskId::parse(id).map_err(|_| not_found())?;
+        let now = self.now();
+        let task = self.change(&id, owner, |task| task.expire(now)).await?;
+        if task.ready(now) {
+            let tasks = self.clone();
+            let (id, owner) = (id.clone(), owner.map(str::to_owned));
+            tokio::spawn(async move { tasks.take_up(&id, owner.as_deref()).await });
+        }
+        detailed(&task).map(GetTaskResult::new)
+    }
+
+    /// `tasks/update`: take the answers to questions still open, ignore any other key, and
+    /// once none is open, act on them before acknowledging (so the next `tasks/get` shows the
+    /// task moved on).
+    pub async fn update(&self, id: &str, owner: Option<&str>, responses: InputResponses) -> Result<(), ErrorData> {
+        let id = TaskId::parse(id).map_err(|_| not_found())?;
+        let now = self.now();
+        let task = self
+            .change(&id, owner, |task| {
+                let expired = task.expire(now);
+                expired || !task.answer(responses.iter().map(|(k, v)| (k.clone(), v.clone())), now).is_empty()
+            })
+            .await?;
+        if task.ready(now) {
+            self.take_up(&id, owner).await?;
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`: a task waiting only on its client ends cancelled; a working one is
+    /// asked to stop (its worker in this process at once, on another replica at its next
+    /// look); an ended one stays as it is. Acknowledged in every case.
+    pub async fn cancel(&self, id: &str, owner: Option<&str>) -> Result<(), ErrorData> {
+        let id = TaskId::parse(id).map_err(|_| not_found())?;
+        let now = self.now();
+        self.change(&id, owner, |task| task.cancel(now)).await?;
+        if let Some(stop) = self.running().get(&id) {
+            stop.send_replace(true);
+        }
+        Ok(())
+    }
+
+    /// Run `work` for `task`, which is kept first: the task ends with its result, or
+    /// cancelled if its client cancels it first.
+    pub(crate) async fn run<F>(&self, task: TaskRecord, work: F) -> Result<CreateTaskResult, ErrorData>
+    where
+        F: Future<Output = Result<CallToolResult, ErrorData>> + Send + 'static,
+    {
+        let (stop, mut stopped) = watch::channel(false);
+        self.running().insert(task.id.clone(), stop);
+        let created = match self.create(&task).await {
+            Ok(created) => created,
+            Err(error) => {
+                self.running().remove(&task.id);
+                return Err(error);
+            }
+        };
+        let tasks = self.clone();
+        tokio::spawn(async move {
+            let poll = Duration::from_millis(task.poll_interval_ms.max(1));
+            let outcome = tokio::select! {
+                outcome = work => Some(outcome),
+                () = tasks.cancelled(&task, &mut stopped, poll) => None,
+            };
+            let now = tasks.now();
+            let ending = match outcome {
+                None => Phase::Cancelled,
+                Some(outcome) => ending(outcome),
+            };
+            if let Err(error) =
+                tasks.change(&task.id, task.owner.as_deref(), |kept| kept.settle(ending.clone(), now)).await
+            {
+                tracing::warn!(target: "tasks", task = %task.id, "a task's ending was not kept: {}", error.message);
+            }
+            tasks.running().remove(&task.id);
+        });
+        Ok(created)
+    }
+
+    /// Resolves once `task`'s client has cancelled it: told by this process at once, or seen
+    /// in the store at each poll (a cancel that another replica took).
+    async fn cancelled(&self, task: &TaskRecord, stopped: &mut watch::Receiver<bool>, poll: Duration) {
+        loop {
+            tokio::select! {
+                changed = stopped.changed() => if changed.is_err() || *stopped.borrow() { return },
+                () = tokio::time::sleep(poll) => {
+                    if let Ok(Some(kept)) = self.store.get(&task.id).await
+                        && (kept.cancel_requested || kept.phase.is_terminal())
+                    {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Take up a task whose questions are all answered, act on its answers through the work,
+    /// and keep how it went on. Nothing happens if another replica holds it.
+    async fn take_up(&self, id: &TaskId, owner: Option<&str>) -> Result<(), ErrorData> {
+        let now = self.now();
+        let hold = u64::try_from(self.times.hold.as_millis()).unwrap_or(u64::MAX);
+        let mut took = false;
+        let task = self
+            .change(id, owner, |task| {
+                took = task.take_up(now, now.saturating_add(hold));
+                took
+            })
+            .await?;
+        if !took {
+            return Ok(());
+        }
+        let step = match &self.work {
+            Some(work) => work.resume(&task).await,
+            None => Step::Done(Err(ErrorData::internal_error("this server has no work to take up its tasks", None))),
+        };
+        let now = self.now();
+        self.change(id, owner, |kept| {
+            kept.let_go();
+            match &step {
+                Step::Done(outcome) => {
+                    kept.settle(ending(outcome.clone()), now);
+                }
+                Step::Ask(questions) => {
+                    for (key, question) in questions {
+                        let request = serde_json::to_value(question).unwrap_or(Value::Null);
+                        if let Err(reused) = kept.ask(key, request, now) {
+                            tracing::warn!(target: "tasks", task = %id, "a task's work asked again: {reused}");
+                            kept.settle(ending(Err(ErrorData::internal_error(reused.to_string(), None))), now);
+                            break;
+                        }
+                    }
+                }
+            }
+            true
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Change the task under `id` for `owner` with `change` (which says whether it changed
+    /// anything), retried on a newer version until the store takes it; the task as it now is.
+    async fn change(
+        &self,
+        id: &TaskId,
+        owner: Option<&str>,
+        mut change: impl FnMut(&mut TaskRecord) -> bool,
+    ) -> Result<TaskRecord, ErrorData> {
+        for _ in 0..CHANGE_ATTEMPTS {
+            let Some(mut task) = self.store.get_for(id, owner).await.map_err(unavailable)? else {
+                return Err(not_found());
+            };
+            let version = task.version;
+            if !change(&mut task) {
+                return Ok(task);
+            }
+            if self.store.replace(&task, version).await.map_err(unavailable)? {
+                task.version = version + 1;
+                return Ok(task);
+            }
+        }
+        Err(ErrorData::internal_error("the task is changing too fast to change it; try again", None))
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, watch::Sender<bool>>> {
+        self.running.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The phase a tool's outcome ends its task in: a result (a tool error too) completes it, a
+/// JSON-RPC error fails it.
+fn ending(outcome: Result<CallToolResult, ErrorData>) -> Phase {
+    match outcome {
+        Ok(result) => Phase::Completed { result: serde_json::to_value(result).unwrap_or(Value::Null) },
+        Err(error) => Phase::Failed { error: serde_json::to_value(error).unwrap_or(Value::Null) },
+    }
+}
+
+/// The task's envelope on the wire (no owner, answers or version: those stay in the store).
+fn wire_task(task: &TaskRecord) -> Task {
+    let mut wire = Task::new(task.id.as_str(), task.status(), timestamp(task.created_ms), timestamp(task.updated_ms))
+        .with_ttl_ms(task.ttl_ms)
+        .with_poll_interval_ms(task.poll_interval_ms);
+    if let Some(message) = &task.status_message {
+        wire = wire.with_status_message(message.clone());
+    }
+    wire
+}
+
+/// The task with what its status carries: its open questions, its result or its error.
+fn detailed(task: &TaskRecord) -> Result<DetailedTask, ErrorData> {
+    let object = |value: &Value| -> JsonObject { value.as_object().cloned().unwrap_or_default() };
+    let payload = match &task.phase {
+        Phase::Working => TaskPayload::Working,
+        Phase::Cancelled => TaskPayload::Cancelled,
+        Phase::Completed { result } => TaskPayload::Completed { result: object(result) },
+        Phase::Failed { error } => TaskPayload::Failed { error: object(error) },
+        Phase::InputRequired { pending } => {
+            let input_requests = pending
+                .iter()
+                .map(|(key, request)| Ok((key.clone(), serde_json::from_value::<InputRequest>(request.clone())?)))
+                .collect::<Result<_, serde_json::Error>>()
+                .map_err(|error| ErrorData::internal_error(format!("a kept question does not read: {error}"), None))?;
+            TaskPayload::InputRequired { input_requests }
+        }
+    };
+    Ok(DetailedTask::new(wire_task(task), payload))
+}
+
+/// Milliseconds since the epoch as RFC 3339, UTC, to the millisecond.
+fn timestamp(ms: u64) -> String {
+    let nanos = i128::from(ms) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|at| at.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
+}
+
+fn not_found() -> ErrorData {
+    ErrorData::invalid_params(NOT_FOUND, None)
+}
+
+fn unavailable(error: TaskStoreError) -> ErrorData {
+    tracing::warn!(target: "tasks", "{error}");
+    ErrorData::internal_error("the task store is unavailable; try again", None)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    use rmcp::model::{ContentBlock, ElicitRequest, ElicitRequestParams, ElicitationSchema};
+    use serde_json::json;
+
+    use super::*;
+    use crate::tasks::{InMemoryTasks, Tasking};
+
+    const LEAD: Option<&str> = Some("https://id.example lead-1");
+    const OTHER: Option<&str> = Some("https://id.example lead-2");
+
+    /// Counts what it takes up, and completes each with the answers it had.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl TaskWork for Counting {
+        fn resume<'a>(&'a self, task: &'a TaskRecord) -> Resuming<'a> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            let said = serde_json::to_string(&task.answers).unwrap();
+            Box::pin(std::future::ready(Step::Done(Ok(CallToolResult::success(vec![ContentBlock::text(said)])))))
+        }
+    }
+
+    struct Fixture {
+        tasks: Tasks,
+        work: Arc<Counting>,
+        now: Arc<AtomicU64>,
+    }
+
+    fn fixture() -> Fixture {
+        let now = Arc::new(AtomicU64::new(1_000_000));
+        let clock: Clock = {
+            let now = now.clone();
+            Arc::new(move || now.load(Ordering::SeqCst))
+        };
+        let store = Arc::new(InMemoryTasks::with_clock(Duration::from_secs(60), clock.clone()));
+        let work = Arc::new(Counting::default());
+        let times = TaskTimes {
+            lifetime: Duration::from_secs(3600),
+            poll: Duration::from_secs(5),
+            hold: Duration::from_secs(30),
+        };
+        let tasks = Tasks::new(store, times).with_clock(clock).working(work.clone());
+        Fixture { tasks, work, now }
+    }
+
+    fn question(text: &str) -> InputRequest {
+        let schema = ElicitationSchema::builder().required_bool("confirm").build().unwrap();
+        InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: text.into(),
+            requested_schema: schema,
+        }))
+    }
+
+    async fn asked(fixture: &Fixture, keys: &[&str]) -> String {
+        let tasking = Tasking::new(fixture.tasks.clone(), LEAD.map(str::to_owned), true, "issue_refund".into());
+        let questions = keys.iter().map(|key| (key.to_string(), question(key))).collect();
+        let created = tasking.ask(questions, Some("R-0111".into())).await.unwrap();
+        let rmcp::model::CallToolResponse::Task(created) = created else { panic!("{created:?}") };
+        created.task.task_id
+    }
+
+    fn wire(result: &GetTaskResult) -> Value {
+        serde_json::to_value(result).unwrap()
+    }
+
+    async fn settled(tasks: &Tasks, id: &str) -> Value {
+        for _ in 0..1000 {
+            let task = wire(&tasks.get(id, LEAD).await.unwrap());
+            if ["completed", "failed", "cancelled"].contains(&task["status"].as_str().unwrap()) {
+                return task;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("the task did not end")
+    }
+
+    #[tokio::test]
+    async fn a_task_of_someone_else_s_is_as_unknown_as_one_never_made() {
+        let fixture = fixture();
+        let id = asked(&fixture, &["confirm"]).await;
+        for (id, caller) in
+            [(id.as_str(), OTHER), (id.as_str(), None), ("gate-test", LEAD), (&TaskId::fresh().to_string(), LEAD)]
+        {
+            let refused = fixture.tasks.get(id, caller).await.unwrap_err();
+            assert_eq!((refused.code.0, refused.message.as_ref()), (-32602, NOT_FOUND));
+            let refused =
+                fixture.tasks.update(id, caller, [("confirm".into(), json!({"action": "accept"}))].into()).await;
+            assert_eq!(refused.unwrap_err().message, NOT_FOUND);
+            assert_eq!(fixture.tasks.cancel(id, caller).await.unwrap_err().message, NOT_FOUND);
+        }
+        assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0, "nobody else's answer was taken");
+        let task = wire(&fixture.tasks.get(&id, LEAD).await.unwrap());
+        assert_eq!(task["status"], "input_required");
+        assert_eq!(task["inputRequests"]["confirm"]["method"], "elicitation/create");
+        assert_eq!(task["resultType"], "complete");
+        assert!(task.get("requestState").is_none() && task.get("owner").is_none());
+    }
+
+    #[tokio::test]
+    async fn answers_are_taken_for_open_questions_only_and_acted_on_before_the_ack() {
+        let fixture = fixture();
+        let id = asked(&fixture, &["confirm", "reason"]).await;
+        let partial =
+            [("confirm".to_owned(), json!({"action": "accept"})), ("unknown-key".to_owned(), json!({"ignored": true}))];
+        fixture.tasks.update(&id, LEAD, partial.into()).await.unwrap();
+        let task = wire(&fixture.tasks.get(&id, LEAD).await.unwrap());
+        assert_eq!(task["status"], "input_required");
+        assert_eq!(task["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), ["reason"]);
+        // An answered key is not taken again.
+        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "decline"}))].into()).await.unwrap();
+        fixture.tasks.update(&id, LEAD, [("reason".into(), json!({"action": "accept"}))].into()).await.unwrap();
+        // Acted on before the ack: the very next read has the outcome.
+        let task = wire(&fixture.tasks.get(&id, LEAD).await.unwrap());
+        assert_eq!(task["status"], "completed", "{task}");
+        let said = task["result"]["content"][0]["text"].as_str().unwrap();
+        assert_eq!(said, r#"{"confirm":{"action":"accept"},"reason":{"action":"accept"}}"#);
+        assert_eq!(fixture.work.0.load(Ordering::SeqCst), 1);
+        // Late answers change nothing.
+        fixture.tasks.update(&id, LEAD, [("reason".into(), json!({"action": "decline"}))].into()).await.unwrap();
+        assert_eq!(fixture.work.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_cancel_ends_a_waiting_task_and_is_acknowledged_again_once_it_has_ended() {
+        let fixture = fixture();
+        let id = asked(&fixture, &["confirm"]).await;
+        fixture.tasks.cancel(&id, LEAD).await.unwrap();
+        assert_eq!(wire(&fixture.tasks.get(&id, LEAD).await.unwrap())["status"], "cancelled");
+        fixture.tasks.cancel(&id, LEAD).await.unwrap();
+        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into()).await.unwrap();
+        assert_eq!(wire(&fixture.tasks.get(&id, LEAD).await.unwrap())["status"], "cancelled");
+        assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0, "a cancelled task's late answer is not acted on");
+    }
+
+    #[tokio::test]
+    async fn a_running_task_ends_with_its_work_or_stops_when_cancelled() {
+        let fixture = fixture();
+        let tasking = Tasking::new(fixture.tasks.clone(), LEAD.map(str::to_owned), true, "slow_compute".into());
+        let done = tasking.run(async { Ok(CallToolResult::error(vec![ContentBlock::text("nothing done")])) }).await;
+        let rmcp::model::CallToolResponse::Task(done) = done.unwrap() else { panic!() };
+        let task = settled(&fixture.tasks, &done.task.task_id).await;
+        assert_eq!((task["status"].as_str(), &task["result"]["isError"]), (Some("completed"), &json!(true)));
+        let failed = tasking.run(async { Err(ErrorData::internal_error("broke", None)) }).await.unwrap();
+        let rmcp::model::CallToolResponse::Task(failed) = failed else { panic!() };
+        let task = settled(&fixture.tasks, &failed.task.task_id).await;
+        assert_eq!((task["status"].as_str(), &task["error"]["code"]), (Some("failed"), &json!(-32603)));
+        assert!(task.get("result").is_none());
+        let forever = tasking.run(std::future::pending()).await.unwrap();
+        let rmcp::model::CallToolResponse::Task(forever) = forever else { panic!() };
+        assert_eq!(wire(&fixture.tasks.get(&forever.task.task_id, LEAD).await.unwrap())["status"], "working");
+        fixture.tasks.cancel(&forever.task.task_id, LEAD).await.unwrap();
+        assert_eq!(settled(&fixture.tasks, &forever.task.task_id).await["status"], "cancelled");
+        // Only with the extension declared on this request.
+        let undeclared = Tasking::new(fixture.tasks.clone(), None, false, "slow_compute".into());
+        let refused = undeclared.run(std::future::pending()).await.unwrap_err();
+        assert_eq!(refused.code.0, -32021);
+        assert!(
+            refused.data.unwrap()["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object()
+        );
+    }
+
+    #[tokio::test]
+    async fn answers_a_replica_took_and_left_are_taken_up_once_its_hold_lapses() {
+        let fixture = fixture();
+        let id = asked(&fixture, &["confirm"]).await;
+        // A replica took the answer and died before acting on it.
+        let task_id = TaskId::parse(&id).unwrap();
+        let store = &fixture.tasks.store;
+        let mut kept = store.get(&task_id).await.unwrap().unwrap();
+        let now = fixture.now.load(Ordering::SeqCst);
+        kept.answer([("confirm".into(), json!({"action": "accept"}))], now);
+        assert!(kept.take_up(now, now + 30_000));
+        assert!(store.replace(&kept, kept.version).await.unwrap());
+        assert_eq!(wire(&fixture.tasks.get(&id, LEAD).await.unwrap())["status"], "working");
+        tokio::task::yield_now().await;
+        assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0, "held");
+        fixture.now.fetch_add(30_000, Ordering::SeqCst);
+        assert_eq!(settled(&fixture.tasks, &id).await["status"], "completed");
+        assert_eq!(fixture.work.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_task_past_its_lifetime_fails_in_words() {
+        let fixture = fixture();
+        let id = asked(&fixture, &["confirm"]).await;
+        fixture.now.fetch_add(3_600_000, Ordering::SeqCst);
+        let task = wire(&fixture.tasks.get(&id, LEAD).await.unwrap());
+        assert_eq!(task["status"], "failed");
+        assert_eq!(
+            task["statusMessage"],
+            "The task ended unfinished: it lives 1 hour from its creation, and that time has passed."
+        );
+        assert_eq!(task["ttlMs"], 3_600_000);
+        assert_eq!(task["createdAt"], "1970-01-01T00:16:40Z");
+        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into()).await.unwrap();
+        assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0);
+    }
+}
