@@ -258,7 +258,7 @@ async fn task_tool(
 struct FixtureWork;
 
 impl TaskWork for FixtureWork {
-    fn resume<'a>(&'a self, task: &'a TaskRecord) -> Resuming<'a> {
+    fn resume<'a>(&'a self, task: &'a TaskRecord, _: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a> {
         let accepted = |key: &str| task.answers.get(key).is_some_and(|answer| answer["action"] == "accept");
         let result = match task.tool.as_str() {
             "confirm_delete" => {

@@ -417,6 +417,12 @@ impl Asking {
         record.claim(key, self.claim_life).await
     }
 
+    /// How long a claim of this call's answer is kept ([`Asking::claim_once`]): the state's
+    /// lifetime plus the allowed skew.
+    pub fn claim_life(&self) -> Duration {
+        self.claim_life
+    }
+
     /// Ask in `era` ([`Era::Rounds`] unless told).
     pub fn in_era(mut self, era: Era) -> Self {
         self.era = era;
@@ -682,6 +688,24 @@ impl Asking {
         let requests = (!self.pending.is_empty()).then_some(self.pending);
         InputRequiredResult::new(requests, Some(state))
     }
+}
+
+/// The form question `message` as a whole request (`elicitation/create`), for a question that
+/// is asked elsewhere than in a round: a task's, answered through `tasks/update`.
+pub fn form_question<T: JsonSchema + DeserializeOwned>(form: &FormSchema<T>, message: &str) -> InputRequest {
+    InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: message.to_owned(),
+        requested_schema: form.requested_schema(),
+    }))
+}
+
+/// What `answer` (an `ElicitResult` as JSON, from a round or a task) says to the form: the
+/// outcome, or why it does not count (it does not read, or an accept does not fit).
+pub fn read_form<T: JsonSchema + DeserializeOwned>(answer: &Value, form: &FormSchema<T>) -> Result<Outcome<T>, String> {
+    let answer: ElicitResult =
+        serde_json::from_value(answer.clone()).map_err(|_| "the answer could not be read".to_owned())?;
+    read_form_answer(&answer, form)
 }
 
 /// What an answer to a form says, in either era: the outcome, or why it does not count.

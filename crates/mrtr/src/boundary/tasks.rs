@@ -57,7 +57,7 @@ impl<H: ServerHandler> Sealed<H> {
         #[cfg(feature = "tasks")]
         if let Some(tasks) = &self.tasks {
             let owner = owner(&context);
-            return tasks.get(&request.task_id, owner.as_deref()).await;
+            return tasks.get(&request.task_id, owner.as_deref(), Some(&context)).await;
         }
         self.inner.get_task(request, context).await
     }
@@ -70,7 +70,7 @@ impl<H: ServerHandler> Sealed<H> {
         #[cfg(feature = "tasks")]
         if let Some(tasks) = &self.tasks {
             let owner = owner(&context);
-            return tasks.update(&request.task_id, owner.as_deref(), request.input_responses).await;
+            return tasks.update(&request.task_id, owner.as_deref(), request.input_responses, Some(&context)).await;
         }
         self.inner.update_task(request, context).await
     }

@@ -135,6 +135,7 @@ pub struct ScriptedUser {
     asked: Arc<Mutex<Vec<ElicitRequestParams>>>,
     on_question: Option<OnQuestion>,
     name: String,
+    tasks: bool,
 }
 
 impl ScriptedUser {
@@ -162,12 +163,20 @@ impl ScriptedUser {
             asked: Arc::default(),
             on_question: None,
             name: "fernhill".into(),
+            tasks: false,
         }
     }
 
     /// Declare exactly `capability` (for example form only).
     pub fn declaring(mut self, capability: Option<ElicitationCapability>) -> Self {
         self.declares = capability;
+        self
+    }
+
+    /// Declare the Tasks extension too, on every request: a server may answer a call with a
+    /// task, whose questions come through `tasks/get` and go back through `tasks/update`.
+    pub fn declaring_tasks(mut self) -> Self {
+        self.tasks = true;
         self
     }
 
@@ -220,7 +229,15 @@ pub fn message_of(params: &ElicitRequestParams) -> &str {
 
 impl ClientHandler for ScriptedUser {
     fn get_info(&self) -> ClientConfig {
-        super::client_config(&self.name, self.declares.clone())
+        let mut config = super::client_config(&self.name, self.declares.clone());
+        if self.tasks {
+            config
+                .capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), Default::default());
+        }
+        config
     }
 
     async fn create_elicitation(

@@ -154,21 +154,23 @@ pub fn from_url(store: &str, prefix: &str) -> Result<std::sync::Arc<dyn Records>
     match store {
         "memory" | "" => Ok(std::sync::Arc::new(InMemory::new())),
         #[cfg(feature = "redis")]
-        url if url.starts_with(SENTINEL_SCHEME) => Ok(std::sync::Arc::new(Redis::sentinel(url, prefix)?)),
-        #[cfg(feature = "redis")]
-        url if ["redis://", "rediss://", "redis+unix://", "unix://"].iter().any(|scheme| url.starts_with(scheme)) => {
-            Ok(std::sync::Arc::new(Redis::new(url, prefix)?))
-        }
+        url => Ok(std::sync::Arc::new(Redis::open(url, prefix)?)),
         #[cfg(not(feature = "redis"))]
         url if url.starts_with("redis") || url.starts_with("unix://") => {
             let _ = prefix;
             Err(RecordsError(format!("{url}: this build has no Redis support (mrtr's `redis` feature)")))
         }
-        other => Err(RecordsError(format!(
-            "--store takes memory, a redis:// URL, a Redis socket as redis+unix:///path, or Sentinels as \
-             redis+sentinel://HOST:PORT[,HOST:PORT]/SERVICE, not {other:?}"
-        ))),
+        #[cfg(not(feature = "redis"))]
+        other => Err(not_a_store(other)),
     }
+}
+
+/// What a `--store` value that names no store is told.
+fn not_a_store(store: &str) -> RecordsError {
+    RecordsError(format!(
+        "--store takes memory, a redis:// URL, a Redis socket as redis+unix:///path, or Sentinels as \
+         redis+sentinel://HOST:PORT[,HOST:PORT]/SERVICE, not {store:?}"
+    ))
 }
 
 #[cfg(test)]

@@ -47,6 +47,18 @@ impl std::fmt::Debug for Redis {
 const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Redis {
+    /// The Redis a `--store` URL names: Sentinels (`redis+sentinel://`), or one Redis
+    /// (`redis://`, `rediss://`, `redis+unix://`, `unix://`); keys under `prefix`.
+    pub fn open(url: &str, prefix: &str) -> Result<Self, RecordsError> {
+        if url.starts_with(SENTINEL_SCHEME) {
+            Self::sentinel(url, prefix)
+        } else if ["redis://", "rediss://", "redis+unix://", "unix://"].iter().any(|scheme| url.starts_with(scheme)) {
+            Self::new(url, prefix)
+        } else {
+            Err(super::not_a_store(url))
+        }
+    }
+
     /// Records in the Redis at `url` (such as `redis://127.0.0.1:6379`), keys under `prefix`.
     pub fn new(url: &str, prefix: &str) -> Result<Self, RecordsError> {
         let client = redis::Client::open(url).map_err(|e| RecordsError(format!("{url}: {e}")))?;

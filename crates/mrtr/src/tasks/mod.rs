@@ -64,6 +64,29 @@ pub trait TaskStore: Send + Sync {
     }
 }
 
+/// The task store a `--store` value names, beside the records it names ([`crate::records::from_url`]):
+/// `memory`, or Redis (direct or through Sentinels, with the `redis` feature), keys under
+/// `prefix`; a task is forgotten `grace` after its lifetime.
+pub fn from_url(
+    store: &str,
+    prefix: &str,
+    grace: std::time::Duration,
+) -> Result<std::sync::Arc<dyn TaskStore>, TaskStoreError> {
+    match store {
+        "memory" | "" => Ok(std::sync::Arc::new(InMemoryTasks::new(grace))),
+        #[cfg(feature = "redis")]
+        url => {
+            let redis = crate::records::Redis::open(url, prefix).map_err(|error| TaskStoreError(error.0))?;
+            Ok(std::sync::Arc::new(RedisTasks::new(redis, grace)))
+        }
+        #[cfg(not(feature = "redis"))]
+        other => {
+            let _ = prefix;
+            Err(TaskStoreError(format!("{other}: this build keeps tasks in memory only (mrtr's `redis` feature)")))
+        }
+    }
+}
+
 /// A task's id: 256 random bits, unpadded base64url (43 characters), which the extension lets
 /// a client use as a bearer token and an HTTP header (`Mcp-Name`) carries as it is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

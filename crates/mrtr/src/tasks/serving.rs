@@ -11,8 +11,9 @@ use std::{
     time::Duration,
 };
 
+use rmcp::service::RequestContext;
 use rmcp::{
-    ErrorData,
+    ErrorData, RoleServer,
     model::{
         CallToolResult, CreateTaskResult, DetailedTask, GetTaskResult, InputRequest, InputResponses, JsonObject, Task,
         TaskPayload,
@@ -46,8 +47,10 @@ pub type Resuming<'a> = Pin<Box<dyn Future<Output = Step> + Send + 'a>>;
 /// first, another takes the task up once its hold lapses, so the work must be once-only (the
 /// claims of [`crate::once_only`] make it so).
 pub trait TaskWork: Send + Sync {
-    /// Go on with `task`.
-    fn resume<'a>(&'a self, task: &'a TaskRecord) -> Resuming<'a>;
+    /// Go on with `task`. `by` is the request that took it up (the `tasks/update` that brought
+    /// the last answer, or a later `tasks/get`), whose caller is the task's owner; `None` when
+    /// no request did.
+    fn resume<'a>(&'a self, task: &'a TaskRecord, by: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a>;
 }
 
 /// How long tasks live and how often their clients should ask, unless a tool says otherwise.
@@ -120,22 +123,34 @@ impl Tasks {
 
     /// `tasks/get`: the task as it stands for its owner. A task past its lifetime is failed
     /// first; one whose answers a replica took up and let lapse is taken up again here.
-    pub async fn get(&self, id: &str, owner: Option<&str>) -> Result<GetTaskResult, ErrorData> {
+    /// `by` is the request asking, handed to the work if it takes the task up.
+    pub async fn get(
+        &self,
+        id: &str,
+        owner: Option<&str>,
+        by: Option<&RequestContext<RoleServer>>,
+    ) -> Result<GetTaskResult, ErrorData> {
         let id = TaskId::parse(id).map_err(|_| not_found())?;
         let now = self.now();
         let task = self.change(&id, owner, |task| task.expire(now)).await?;
         if task.ready(now) {
             let tasks = self.clone();
-            let (id, owner) = (id.clone(), owner.map(str::to_owned));
-            tokio::spawn(async move { tasks.take_up(&id, owner.as_deref()).await });
+            let (id, owner, by) = (id.clone(), owner.map(str::to_owned), by.cloned());
+            tokio::spawn(async move { tasks.take_up(&id, owner.as_deref(), by.as_ref()).await });
         }
         detailed(&task).map(GetTaskResult::new)
     }
 
     /// `tasks/update`: take the answers to questions still open, ignore any other key, and
     /// once none is open, act on them before acknowledging (so the next `tasks/get` shows the
-    /// task moved on).
-    pub async fn update(&self, id: &str, owner: Option<&str>, responses: InputResponses) -> Result<(), ErrorData> {
+    /// task moved on). `by` is the request answering, handed to the work.
+    pub async fn update(
+        &self,
+        id: &str,
+        owner: Option<&str>,
+        responses: InputResponses,
+        by: Option<&RequestContext<RoleServer>>,
+    ) -> Result<(), ErrorData> {
         let id = TaskId::parse(id).map_err(|_| not_found())?;
         let now = self.now();
         let task = self
@@ -145,7 +160,7 @@ impl Tasks {
             })
             .await?;
         if task.ready(now) {
-            self.take_up(&id, owner).await?;
+            self.take_up(&id, owner, by).await?;
         }
         Ok(())
     }
@@ -219,7 +234,12 @@ impl Tasks {
 
     /// Take up a task whose questions are all answered, act on its answers through the work,
     /// and keep how it went on. Nothing happens if another replica holds it.
-    async fn take_up(&self, id: &TaskId, owner: Option<&str>) -> Result<(), ErrorData> {
+    async fn take_up(
+        &self,
+        id: &TaskId,
+        owner: Option<&str>,
+        by: Option<&RequestContext<RoleServer>>,
+    ) -> Result<(), ErrorData> {
         let now = self.now();
         let hold = u64::try_from(self.times.hold.as_millis()).unwrap_or(u64::MAX);
         let mut took = false;
@@ -233,7 +253,7 @@ impl Tasks {
             return Ok(());
         }
         let step = match &self.work {
-            Some(work) => work.resume(&task).await,
+            Some(work) => work.resume(&task, by).await,
             None => Step::Done(Err(ErrorData::internal_error("this server has no work to take up its tasks", None))),
         };
         let now = self.now();
@@ -241,7 +261,9 @@ impl Tasks {
             kept.let_go();
             match &step {
                 Step::Done(outcome) => {
-                    kept.settle(ending(outcome.clone()), now);
+                    if kept.settle(ending(outcome.clone()), now) {
+                        kept.status_message = None;
+                    }
                 }
                 Step::Ask(questions) => {
                     for (key, question) in questions {
@@ -365,7 +387,7 @@ mod tests {
     struct Counting(AtomicUsize);
 
     impl TaskWork for Counting {
-        fn resume<'a>(&'a self, task: &'a TaskRecord) -> Resuming<'a> {
+        fn resume<'a>(&'a self, task: &'a TaskRecord, _: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a> {
             self.0.fetch_add(1, Ordering::SeqCst);
             let said = serde_json::to_string(&task.answers).unwrap();
             Box::pin(std::future::ready(Step::Done(Ok(CallToolResult::success(vec![ContentBlock::text(said)])))))
@@ -418,7 +440,7 @@ mod tests {
 
     async fn settled(tasks: &Tasks, id: &str) -> Value {
         for _ in 0..1000 {
-            let task = wire(&tasks.get(id, LEAD).await.unwrap());
+            let task = wire(&tasks.get(id, LEAD, None).await.unwrap());
             if ["completed", "failed", "cancelled"].contains(&task["status"].as_str().unwrap()) {
                 return task;
             }
@@ -434,15 +456,15 @@ mod tests {
         for (id, caller) in
             [(id.as_str(), OTHER), (id.as_str(), None), ("gate-test", LEAD), (&TaskId::fresh().to_string(), LEAD)]
         {
-            let refused = fixture.tasks.get(id, caller).await.unwrap_err();
+            let refused = fixture.tasks.get(id, caller, None).await.unwrap_err();
             assert_eq!((refused.code.0, refused.message.as_ref()), (-32602, NOT_FOUND));
             let refused =
-                fixture.tasks.update(id, caller, [("confirm".into(), json!({"action": "accept"}))].into()).await;
+                fixture.tasks.update(id, caller, [("confirm".into(), json!({"action": "accept"}))].into(), None).await;
             assert_eq!(refused.unwrap_err().message, NOT_FOUND);
             assert_eq!(fixture.tasks.cancel(id, caller).await.unwrap_err().message, NOT_FOUND);
         }
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0, "nobody else's answer was taken");
-        let task = wire(&fixture.tasks.get(&id, LEAD).await.unwrap());
+        let task = wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap());
         assert_eq!(task["status"], "input_required");
         assert_eq!(task["inputRequests"]["confirm"]["method"], "elicitation/create");
         assert_eq!(task["resultType"], "complete");
@@ -455,21 +477,21 @@ mod tests {
         let id = asked(&fixture, &["confirm", "reason"]).await;
         let partial =
             [("confirm".to_owned(), json!({"action": "accept"})), ("unknown-key".to_owned(), json!({"ignored": true}))];
-        fixture.tasks.update(&id, LEAD, partial.into()).await.unwrap();
-        let task = wire(&fixture.tasks.get(&id, LEAD).await.unwrap());
+        fixture.tasks.update(&id, LEAD, partial.into(), None).await.unwrap();
+        let task = wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap());
         assert_eq!(task["status"], "input_required");
         assert_eq!(task["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), ["reason"]);
         // An answered key is not taken again.
-        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "decline"}))].into()).await.unwrap();
-        fixture.tasks.update(&id, LEAD, [("reason".into(), json!({"action": "accept"}))].into()).await.unwrap();
+        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "decline"}))].into(), None).await.unwrap();
+        fixture.tasks.update(&id, LEAD, [("reason".into(), json!({"action": "accept"}))].into(), None).await.unwrap();
         // Acted on before the ack: the very next read has the outcome.
-        let task = wire(&fixture.tasks.get(&id, LEAD).await.unwrap());
+        let task = wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap());
         assert_eq!(task["status"], "completed", "{task}");
         let said = task["result"]["content"][0]["text"].as_str().unwrap();
         assert_eq!(said, r#"{"confirm":{"action":"accept"},"reason":{"action":"accept"}}"#);
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 1);
         // Late answers change nothing.
-        fixture.tasks.update(&id, LEAD, [("reason".into(), json!({"action": "decline"}))].into()).await.unwrap();
+        fixture.tasks.update(&id, LEAD, [("reason".into(), json!({"action": "decline"}))].into(), None).await.unwrap();
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 1);
     }
 
@@ -478,10 +500,10 @@ mod tests {
         let fixture = fixture();
         let id = asked(&fixture, &["confirm"]).await;
         fixture.tasks.cancel(&id, LEAD).await.unwrap();
-        assert_eq!(wire(&fixture.tasks.get(&id, LEAD).await.unwrap())["status"], "cancelled");
+        assert_eq!(wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap())["status"], "cancelled");
         fixture.tasks.cancel(&id, LEAD).await.unwrap();
-        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into()).await.unwrap();
-        assert_eq!(wire(&fixture.tasks.get(&id, LEAD).await.unwrap())["status"], "cancelled");
+        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into(), None).await.unwrap();
+        assert_eq!(wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap())["status"], "cancelled");
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0, "a cancelled task's late answer is not acted on");
     }
 
@@ -500,7 +522,7 @@ mod tests {
         assert!(task.get("result").is_none());
         let forever = tasking.run(std::future::pending()).await.unwrap();
         let rmcp::model::CallToolResponse::Task(forever) = forever else { panic!() };
-        assert_eq!(wire(&fixture.tasks.get(&forever.task.task_id, LEAD).await.unwrap())["status"], "working");
+        assert_eq!(wire(&fixture.tasks.get(&forever.task.task_id, LEAD, None).await.unwrap())["status"], "working");
         fixture.tasks.cancel(&forever.task.task_id, LEAD).await.unwrap();
         assert_eq!(settled(&fixture.tasks, &forever.task.task_id).await["status"], "cancelled");
         // Only with the extension declared on this request.
@@ -524,7 +546,7 @@ mod tests {
         kept.answer([("confirm".into(), json!({"action": "accept"}))], now);
         assert!(kept.take_up(now, now + 30_000));
         assert!(store.replace(&kept, kept.version).await.unwrap());
-        assert_eq!(wire(&fixture.tasks.get(&id, LEAD).await.unwrap())["status"], "working");
+        assert_eq!(wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap())["status"], "working");
         tokio::task::yield_now().await;
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0, "held");
         fixture.now.fetch_add(30_000, Ordering::SeqCst);
@@ -537,7 +559,7 @@ mod tests {
         let fixture = fixture();
         let id = asked(&fixture, &["confirm"]).await;
         fixture.now.fetch_add(3_600_000, Ordering::SeqCst);
-        let task = wire(&fixture.tasks.get(&id, LEAD).await.unwrap());
+        let task = wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap());
         assert_eq!(task["status"], "failed");
         assert_eq!(
             task["statusMessage"],
@@ -545,7 +567,7 @@ mod tests {
         );
         assert_eq!(task["ttlMs"], 3_600_000);
         assert_eq!(task["createdAt"], "1970-01-01T00:16:40Z");
-        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into()).await.unwrap();
+        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into(), None).await.unwrap();
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0);
     }
 }

@@ -62,6 +62,17 @@ pub struct ServeConfig {
     #[arg(long, env = "SHOP_REQUEST_STATE_TTL", default_value_t = DEFAULT_TTL.as_secs_f64(), value_name = "SECONDS")]
     pub state_ttl: f64,
 
+    /// How long a refund waits as a task for its lead, in seconds from when it was asked (for a
+    /// client that declares the Tasks extension): 72 hours unless told. Past it, the task fails
+    /// in words and the refund stays held.
+    #[arg(long, env = "SHOP_TASK_TTL", default_value_t = DEFAULT_TASK_TTL.as_secs(), value_name = "SECONDS")]
+    pub task_ttl: u64,
+
+    /// How often a client should ask about a task, in seconds (`pollIntervalMs`): a person
+    /// answers in minutes, so seconds are enough.
+    #[arg(long, env = "SHOP_TASK_POLL", default_value_t = DEFAULT_TASK_POLL.as_secs_f64(), value_name = "SECONDS")]
+    pub task_poll: f64,
+
     /// How long a quote stays issuable, in seconds.
     #[arg(long, env = "SHOP_QUOTE_TTL", default_value_t = DEFAULT_QUOTE_TTL.as_secs(), value_name = "SECONDS")]
     pub quote_ttl: u64,
@@ -126,6 +137,8 @@ impl ServeConfig {
             state_keys: None,
             state_ttl: DEFAULT_TTL.as_secs_f64(),
             quote_ttl: DEFAULT_QUOTE_TTL.as_secs(),
+            task_ttl: DEFAULT_TASK_TTL.as_secs(),
+            task_poll: DEFAULT_TASK_POLL.as_secs_f64(),
             max_open_quotes: DEFAULT_MAX_OPEN_QUOTES,
             ask_style: AskStyle::InputRequired,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
@@ -142,7 +155,25 @@ impl ServeConfig {
     pub fn quote_ttl(&self) -> Duration {
         Duration::from_secs(self.quote_ttl)
     }
+
+    /// How tasks live and are polled: `--task-ttl`, `--task-poll` (at least a millisecond).
+    pub fn task_times(&self) -> mrtr::tasks::TaskTimes {
+        let poll =
+            Duration::try_from_secs_f64(self.task_poll).unwrap_or(DEFAULT_TASK_POLL).max(Duration::from_millis(1));
+        mrtr::tasks::TaskTimes {
+            lifetime: Duration::from_secs(self.task_ttl),
+            poll,
+            ..mrtr::tasks::TaskTimes::default()
+        }
+    }
 }
+
+/// How long a refund waits as a task for its lead unless told otherwise.
+pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(72 * 3600);
+/// How often a client should ask about a task unless told otherwise.
+pub const DEFAULT_TASK_POLL: Duration = Duration::from_secs(5);
+/// How long an ended task is still told of after its lifetime, before it is forgotten.
+pub const TASK_GRACE: Duration = Duration::from_secs(24 * 3600);
 
 /// Tool calls one server works on at once unless told otherwise: enough to keep the shop's API
 /// and Redis busy from one replica, few enough that a burst is shed rather than queued.

@@ -50,6 +50,8 @@ pub enum ServeError {
     Payments { url: String, source: ProviderError },
     #[error("the store: {0}")]
     Records(#[from] RecordsError),
+    #[error("the task store: {0}")]
+    Tasks(#[from] mrtr::tasks::TaskStoreError),
     #[error("reading a credential from {path}: {source}")]
     Credential { path: std::path::PathBuf, source: std::io::Error },
     #[error(transparent)]
@@ -96,13 +98,18 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
         tracing::info!(lead = %payments.lead, "paying refunds through the payment provider");
         shop = shop.with_payments(payments);
     }
+    // Tasks in the same store as the records: a refund waiting for its lead is a record any
+    // replica reads, answers and finishes.
+    let task_store = mrtr::tasks::from_url(&config.store, &config.store_prefix, config::TASK_GRACE)?;
+    let tasks = mrtr::tasks::Tasks::new(task_store, config.task_times()).working(Arc::new(shop.clone()));
     // The Prometheus recorder is installed by the HTTP transport, which serves /metrics; over
     // stdio nothing would read it, and installing it calibrates a clock (milliseconds of
     // spinning at every start). Without it the metrics below cost nothing.
     let sealed = Sealed::new(shop, Arc::clone(&security))
         .observed(audit::observing(audit, prometheus::observer()))
         .waiting(WaitingRoom::new(config.max_waiting, config.max_waiting_per_caller))
-        .traced(Arc::new(telemetry::CallTraces));
+        .traced(Arc::new(telemetry::CallTraces))
+        .tasks(tasks);
     Ok(match (config.max_tool_calls, config.when_busy) {
         (0, _) => sealed,
         (limit, WhenBusy::Shed) => {

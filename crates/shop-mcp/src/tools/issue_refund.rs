@@ -15,7 +15,9 @@
 //! - cancel (the lead dismissed the question): nothing is used up, the refund stays held.
 //!
 //! The era is the connection's (`mrtr::ask::Era`): a 2025 host is asked on the back-channel
-//! while the call waits, with the same rules. [`AskStyle::AskAndWait`] asks that way on every
+//! while the call waits, with the same rules. A client that declares the Tasks extension on
+//! its request gets the question as a task's instead ([`super::refund_task`]), with the same
+//! rules again. [`AskStyle::AskAndWait`] asks that way on every
 //! connection, kept to show how it fails at 2026-07-28.
 
 use mrtr::{
@@ -93,6 +95,21 @@ fn declined(refund_id: &RefundId) -> String {
     format!("{TOOL}:declined:{refund_id}")
 }
 
+/// The question an answer answers, and how long the claim of that answer is kept: no shorter
+/// than the answer can still arrive.
+pub(crate) struct Answered {
+    /// Unique to the question: a round's question id, or a task's id and key.
+    pub(crate) question: String,
+    pub(crate) claim_life: std::time::Duration,
+}
+
+impl Answered {
+    /// The question of this call's rounds (its state's lifetime plus the allowed skew).
+    fn of(asking: &Asking) -> Self {
+        Self { question: asking.question_id().to_owned(), claim_life: asking.claim_life() }
+    }
+}
+
 /// The question the lead sees.
 pub fn question(refund: &Refund) -> String {
     format!(
@@ -136,7 +153,7 @@ impl Shop {
         if let Some(refund_id) = asking.opened_state().and_then(|state| RefundId::parse(state).ok()) {
             asking = asking.expecting(refund_id.as_str());
             if let Some(said) = asking.answered(CONFIRM, &self.forms.release) {
-                return Ok(self.act(&refund_id, said, &asking, &who).await?.into());
+                return Ok(self.act(&refund_id, said, &Answered::of(&asking), &who).await?.into());
             }
         }
         let refund = self.held_or_issued(quote_id).await?;
@@ -159,6 +176,11 @@ impl Shop {
                 return Ok(structured(&refund).into());
             }
             metrics::counter!(series::REFUND_QUESTIONS).increment(1);
+            // A client that declared the Tasks extension on this request gets the question as
+            // a task's: the lead may answer hours later, through any replica.
+            if let Some(tasking) = self.refund_tasking(context, &asking) {
+                return Ok(self.ask_as_task(tasking, &refund, &who).await?);
+            }
             self.audit
                 .report(
                     "question_asked",
@@ -175,18 +197,18 @@ impl Shop {
             }
             return Ok(asking.input_required().into());
         };
-        Ok(self.act(&refund.refund_id, said, &asking, &who).await?.into())
+        Ok(self.act(&refund.refund_id, said, &Answered::of(&asking), &who).await?.into())
     }
 
-    /// Do what the lead said about `refund_id`, claiming the answer to `asking`'s question first.
-    async fn act(
+    /// Do what the lead said about `refund_id`, claiming the answer to `answered`'s question first.
+    pub(crate) async fn act(
         &self,
         refund_id: &RefundId,
         said: Outcome<ReleaseForm>,
-        asking: &Asking,
+        answered: &Answered,
         who: &Who,
     ) -> Result<CallToolResult, ToolError> {
-        let question = asking.question_id();
+        let question = answered.question.as_str();
         let answer = match said {
             Outcome::Accepted(ReleaseForm { release: true }) => "accept",
             Outcome::Accepted(ReleaseForm { release: false }) | Outcome::Declined => "decline",
@@ -196,8 +218,8 @@ impl Shop {
             .report("answered", who, json!({"refund_id": refund_id, "answer": answer, "question": question}))
             .await;
         match answer {
-            "accept" => self.release(refund_id, asking, who).await,
-            "decline" => self.refuse(refund_id, asking, who).await,
+            "accept" => self.release(refund_id, answered, who).await,
+            "decline" => self.refuse(refund_id, answered, who).await,
             _ => self.still_held(refund_id).await,
         }
     }
@@ -237,9 +259,9 @@ impl Shop {
     /// Claim the refund's answer before acting on it: of two identical retries, one acts. The
     /// claim is kept as long as any state naming the question can still open (a state minted
     /// on a replica whose clock runs ahead lives that much longer).
-    async fn claim(&self, refund_id: &RefundId, asking: &Asking, who: &Who) -> Result<(), ToolError> {
-        let question = asking.question_id();
-        let claimed = asking.claim_once(&*self.records, &claim_key(refund_id, question)).await;
+    async fn claim(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<(), ToolError> {
+        let question = answered.question.as_str();
+        let claimed = self.records.claim(&claim_key(refund_id, question), answered.claim_life).await;
         if let Ok(Claim::Taken) = claimed {
             self.audit
                 .report("refused", who, json!({"refund_id": refund_id, "reason": "replay", "question": question}))
@@ -296,9 +318,9 @@ impl Shop {
         }
     }
 
-    async fn release(&self, refund_id: &RefundId, asking: &Asking, who: &Who) -> Result<CallToolResult, ToolError> {
-        self.claim(refund_id, asking, who).await?;
-        let question = asking.question_id();
+    async fn release(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<CallToolResult, ToolError> {
+        self.claim(refund_id, answered, who).await?;
+        let question = answered.question.as_str();
         // A decline of another question about this refund whose cancel has not gone through
         // yet: it stands, whatever this question's answer. Unknown is no (fail closed).
         match self.records.get(&declined(refund_id)).await {
@@ -360,8 +382,8 @@ impl Shop {
         }
     }
 
-    async fn refuse(&self, refund_id: &RefundId, asking: &Asking, who: &Who) -> Result<CallToolResult, ToolError> {
-        self.claim(refund_id, asking, who).await?;
+    async fn refuse(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<CallToolResult, ToolError> {
+        self.claim(refund_id, answered, who).await?;
         metrics::counter!(series::REFUND_DECLINES).increment(1);
         // Recorded before the cancel, with who declined: if the shop's API does not take the
         // cancel, the decline still stands, and the next issue_refund for the refund cancels it.

@@ -3,7 +3,8 @@
 //! - [`lookup_order`]: one order, its lines, shipping, total and status;
 //! - [`quote_refund`]: what a refund would be, before anyone issues it;
 //! - [`issue_refund`]: issues the refund a quote describes, and asks a support lead before it
-//!   releases a refund the shop's API holds;
+//!   releases a refund the shop's API holds; to a client that declared the Tasks extension, as
+//!   a task's question ([`refund_task`]) that may be answered hours later;
 //! - [`refund_status`]: where one refund stands now;
 //! - [`record_return`]: asks whoever opened a returned parcel what they found, in a typed form;
 //! - [`pay_refund`]: pays a released refund through the payment provider, in URL mode: the lead
@@ -16,6 +17,7 @@ pub mod pay_refund;
 pub mod quote_refund;
 pub mod record_return;
 pub mod refund_status;
+pub mod refund_task;
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Serialize;
