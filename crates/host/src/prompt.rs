@@ -79,6 +79,12 @@ impl PersonAtTerminal {
         }
     }
 
+    /// Whether this person declares the Tasks extension: a host that can ask follows a task to
+    /// its end, asking the task's questions as it asks a round's.
+    pub fn takes_tasks(&self) -> bool {
+        self.declares.is_some()
+    }
+
     /// Declare exactly `capability` (`None`: a host that cannot ask).
     pub fn declaring(mut self, capability: Option<ElicitationCapability>) -> Self {
         self.declares = capability;
@@ -107,7 +113,8 @@ impl PersonAtTerminal {
 
 impl ClientHandler for PersonAtTerminal {
     fn get_info(&self) -> ClientConfig {
-        mrtr::client::client_config(&self.name, self.declares.clone())
+        let config = mrtr::client::client_config(&self.name, self.declares.clone());
+        if self.takes_tasks() { mrtr::client::declaring_tasks(config) } else { config }
     }
 
     async fn create_elicitation(

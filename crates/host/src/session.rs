@@ -19,7 +19,7 @@ use mrtr::{
 };
 use rmcp::{
     ServiceError,
-    model::{CallToolResult, ContentBlock, Implementation, Tool},
+    model::{CallToolResult, ContentBlock, Implementation, Task, Tool},
     transport::{
         StreamableHttpClientTransport, TokioChildProcess, streamable_http_client::StreamableHttpClientTransportConfig,
     },
@@ -66,6 +66,7 @@ pub async fn run(options: HostOptions) -> anyhow::Result<()> {
         None => launch(&options.command, &first).await?,
     };
     let Connected { client, started_as, log, sign_in } = connected;
+    let client = client.watching_tasks(Arc::new(print_task));
     let interactive = client.handler().can_ask();
 
     let info = client.server();
@@ -413,6 +414,24 @@ fn explain(error: &ClientError) -> String {
 }
 
 /// The result on stdout: structured content pretty-printed, else the text; errors marked.
+/// A task's state as the host reads it: its status, the server's words, and how often the
+/// host asks again.
+fn print_task(task: &Task) {
+    let status = serde_json::to_value(task.status).ok().and_then(|s| s.as_str().map(str::to_owned)).unwrap_or_default();
+    let said = task.status_message.as_deref().map(|m| format!(": {}", line(m))).unwrap_or_default();
+    let every = match task.poll_interval_ms {
+        Some(ms) if !task.status.is_terminal() => format!(" (asked about every {})", seconds(ms)),
+        _ => String::new(),
+    };
+    let short = task.task_id.get(..8).unwrap_or(&task.task_id);
+    eprintln!("{}", dim(&format!("⧗ task {} is {}{said}{every}", line(short), status.replace('_', " "))));
+}
+
+/// Milliseconds in words: "5 s", "1.5 s".
+fn seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{:.1} s", ms as f64 / 1000.0) }
+}
+
 fn print_result(tool: &str, result: &CallToolResult) {
     let texts: Vec<String> = result
         .content

@@ -125,3 +125,21 @@ async fn a_task_made_on_one_replica_is_answered_on_another() {
     assert_eq!(get(&other, id).await, done);
     assert_eq!(status(&api, "R-0111").await, shop_api::RefundStatus::Requested);
 }
+
+/// The project's client follows a task to its end: the question to its person, the answer
+/// back through `tasks/update`, the task's result as the call's.
+#[tokio::test]
+async fn a_client_that_declares_tasks_follows_the_task_to_its_end() {
+    let api = start_api().await;
+    let host = tasks_host();
+    let (client, _) = serve_with(&api, None, |_| {}, host.clone()).await;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let client = client.watching_tasks({
+        let seen = seen.clone();
+        std::sync::Arc::new(move |task| seen.lock().unwrap().push(serde_json::to_value(task.status).unwrap()))
+    });
+    let done = support::issue(&client, "O-2289").await;
+    assert_eq!(support::field(&done, "status"), "requested");
+    assert_eq!(host.asked().len(), 1, "the task's question went to the person");
+    assert_eq!(*seen.lock().unwrap(), [json!("input_required"), json!("completed")]);
+}

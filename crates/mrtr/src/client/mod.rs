@@ -7,9 +7,11 @@
 //! the rounds itself, through rmcp's loop: each question goes to the handler, each retry gets a
 //! new id and carries exactly the answers and the state of the round before. Like the Python
 //! SDK's client it checks a result against the tool's output schema, listing the tools once.
-//! [`Client::call_tool_once`] drives one round by hand.
+//! [`Client::call_tool_once`] drives one round by hand. A handler that declares the Tasks
+//! extension gets tasks: [`Client::call_tool`] follows one to its end (`following`).
 
 pub mod call;
+mod following;
 pub mod numbering;
 pub mod scripted;
 
@@ -30,6 +32,7 @@ use rmcp::{
 use serde_json::Value;
 
 pub use call::{field, params, retry, text};
+pub use following::TaskWatch;
 pub use numbering::FromOne;
 pub use scripted::{Answer, ScriptError, ScriptedUser, parse_script};
 
@@ -58,6 +61,9 @@ pub enum ClientError {
         /// What does not match, in words.
         problem: String,
     },
+    /// The call became a task, and the task was cancelled before it ended.
+    #[error("the task {0} was cancelled before it ended")]
+    TaskCancelled(String),
 }
 
 impl ClientError {
@@ -105,6 +111,7 @@ impl ClientError {
 pub struct Client<H: ClientHandler> {
     service: RunningService<RoleClient, H>,
     max_rounds: usize,
+    task_watch: Option<TaskWatch>,
     /// Each tool's output schema, listed on first need.
     output_schemas: Mutex<Option<HashMap<String, Option<JsonObject>>>>,
 }
@@ -179,7 +186,13 @@ impl<H: ClientHandler> Client<H> {
             .serve_with_lifecycle(FromOne::new(transport.into_transport()), lifecycle)
             .await
             .map_err(Box::new)?;
-        Ok(Self { service, max_rounds: DEFAULT_MAX_ROUNDS, output_schemas: Mutex::new(None) })
+        Ok(Self { service, max_rounds: DEFAULT_MAX_ROUNDS, task_watch: None, output_schemas: Mutex::new(None) })
+    }
+
+    /// Tell `watch` of each state a task this client follows is read in.
+    pub fn watching_tasks(mut self, watch: TaskWatch) -> Self {
+        self.task_watch = Some(watch);
+        self
     }
 
     /// Give up after `max_rounds` rounds of `input_required`.
@@ -209,9 +222,17 @@ impl<H: ClientHandler> Client<H> {
     }
 
     /// Call a tool and run its rounds: every question goes to the handler, and the call is
-    /// retried with the answers and the state until the server completes it.
+    /// retried with the answers and the state until the server completes it. A handler that
+    /// declares the Tasks extension may get a task instead: followed to its end, each of its
+    /// questions to the handler, the task's result the call's.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, ClientError> {
-        let result = self.service.call_tool_with_mrtr_max_rounds(params(name, arguments), self.max_rounds).await?;
+        let params = params(name, arguments);
+        let result = if self.handler().get_info().capabilities.supports_tasks() {
+            let watch = self.task_watch.as_ref();
+            following::call(self.service.peer(), self.handler(), params, self.max_rounds, watch).await?
+        } else {
+            self.service.call_tool_with_mrtr_max_rounds(params, self.max_rounds).await?
+        };
         self.check_output(name, &result).await?;
         Ok(result)
     }
@@ -273,6 +294,17 @@ pub fn client_config(name: &str, elicitation: Option<ElicitationCapability>) -> 
     let mut capabilities = ClientCapabilities::default();
     capabilities.elicitation = elicitation;
     ClientConfig::new(capabilities, Implementation::new(name.to_owned(), env!("CARGO_PKG_VERSION")))
+}
+
+/// `config` declaring the Tasks extension too: the server may answer a call with a task,
+/// which [`Client::call_tool`] follows to its end.
+pub fn declaring_tasks(mut config: ClientConfig) -> ClientConfig {
+    config
+        .capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), Default::default());
+    config
 }
 
 /// Both elicitation modes, form and URL: what a host that shows questions to a person declares.

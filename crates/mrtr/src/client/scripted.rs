@@ -229,15 +229,8 @@ pub fn message_of(params: &ElicitRequestParams) -> &str {
 
 impl ClientHandler for ScriptedUser {
     fn get_info(&self) -> ClientConfig {
-        let mut config = super::client_config(&self.name, self.declares.clone());
-        if self.tasks {
-            config
-                .capabilities
-                .extensions
-                .get_or_insert_with(Default::default)
-                .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), Default::default());
-        }
-        config
+        let config = super::client_config(&self.name, self.declares.clone());
+        if self.tasks { super::declaring_tasks(config) } else { config }
     }
 
     async fn create_elicitation(
