@@ -604,3 +604,55 @@ async fn a_question_waiting_at_sigterm_ends_in_words_within_the_drain_timeout() 
     let _ = Command::new("kill").args(["-TERM", &pid]).status().await;
     let _ = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait()).await;
 }
+
+/// The Tasks extension on the real server's wire: advertised in `server/discover`; refused
+/// (-32021) to a client that does not declare it; `issue_refund` for one that does is a task
+/// whose question is read with `tasks/get` (its `Mcp-Name` the task's id, else -32020) and
+/// answered with `tasks/update`, which releases the refund before it acknowledges; an unknown
+/// task is -32602, and the removed `tasks/result` and `tasks/list` are -32601.
+#[tokio::test]
+async fn a_refund_waits_as_a_task_on_the_wire() {
+    let api = start_api().await;
+    let server = start(&api).await;
+    let tasks = json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let declaring = |mut params: Value| {
+        params["_meta"] = meta(tasks.clone());
+        params
+    };
+    let (_, _, discovered) = server.post(1, "server/discover", json!({}), None).await;
+    assert_eq!(discovered["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"], json!({}));
+
+    let unknown = "tasks-conformance-nonexistent-12345";
+    let (status, _, refused) = server.post(2, "tasks/get", json!({"taskId": unknown}), Some(unknown)).await;
+    assert_eq!((status, refused["error"]["code"].as_i64()), (StatusCode::BAD_REQUEST, Some(-32021)), "{refused}");
+    let (_, _, unknown_task) = server.post(3, "tasks/get", declaring(json!({"taskId": unknown})), Some(unknown)).await;
+    assert_eq!(unknown_task["error"]["code"], -32602, "{unknown_task}");
+    for (id, removed) in [(4, "tasks/result"), (5, "tasks/list")] {
+        let (_, _, answer) = server.post(id, removed, declaring(json!({"taskId": unknown})), None).await;
+        assert_eq!(answer["error"]["code"], -32601, "{removed}: {answer}");
+    }
+
+    let (_, _, quote) = server.call(6, "quote_refund", json!({"order_id": "O-2289"}), json!({})).await;
+    let quote_id = quote["result"]["structuredContent"]["quote_id"].clone();
+    let issue = declaring(json!({"name": "issue_refund", "arguments": {"quote_id": quote_id}}));
+    let (_, _, created) = server.post(7, "tools/call", issue, Some("issue_refund")).await;
+    let created = &created["result"];
+    assert_eq!((created["resultType"].as_str(), created["status"].as_str()), (Some("task"), Some("input_required")));
+    assert!(created.get("requestState").is_none());
+    let id = created["taskId"].as_str().unwrap();
+
+    let (status, _, mismatched) = server.post(8, "tasks/get", declaring(json!({"taskId": id})), Some("another")).await;
+    assert_eq!((status, mismatched["error"]["code"].as_i64()), (StatusCode::BAD_REQUEST, Some(-32020)));
+    let (_, _, waiting) = server.post(9, "tasks/get", declaring(json!({"taskId": id})), Some(id)).await;
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    assert_eq!(waiting["result"]["inputRequests"]["confirm"]["method"], "elicitation/create");
+
+    let yes = json!({"taskId": id, "inputResponses": {"confirm": {"action": "accept", "content": {"release": true}}}});
+    let (_, _, ack) = server.post(10, "tasks/update", declaring(yes), Some(id)).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    let (_, _, done) = server.post(11, "tasks/get", declaring(json!({"taskId": id})), Some(id)).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(done["result"]["result"]["structuredContent"]["status"], "requested");
+    let (_, _, ack) = server.post(12, "tasks/cancel", declaring(json!({"taskId": id})), Some(id)).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "a cancel of an ended task is acknowledged");
+}

@@ -56,3 +56,8 @@ pub use once_only::{Claim, OnceOnly};
 pub use records::InMemory;
 pub use request_state::StateSecurity;
 pub use seal::KeyRing;
+
+// The README's snippets that compile, compiled and run as doctests.
+#[cfg(all(doctest, feature = "tasks"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeSnippets;
