@@ -16,7 +16,7 @@ use axum::{Router, body::Bytes, extract::State, routing::post};
 use mrtr::client::{Client, ScriptedUser, params, retry};
 use opentelemetry_proto::tonic::{collector::trace::v1::ExportTraceServiceRequest, common::v1::any_value};
 use prost::Message as _;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, RequestMetaObject};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, GetTaskParams, RequestMetaObject, UpdateTaskParams};
 use serde_json::json;
 use tokio::{process::Command, sync::Notify};
 
@@ -125,8 +125,17 @@ fn with_host_context(mut call: CallToolRequestParams) -> CallToolRequestParams {
 /// The shop's API's credential in this test.
 const API_TOKEN: &str = "traces-test-service-credential";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_confirmation_across_two_replicas_is_one_trace() {
+/// An OTLP receiver, the shop's API and two replicas (A and B) sharing Redis, all exporting to it.
+struct Traced {
+    received: Received,
+    /// Each replica's process and URL.
+    replicas: Vec<(tokio::process::Child, String)>,
+    _api: tokio::process::Child,
+    /// The replicas' audit trails.
+    trail: tempfile::TempDir,
+}
+
+async fn traced_fleet() -> Traced {
     let received = Received::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let receiver = format!("http://{}", listener.local_addr().unwrap());
@@ -136,7 +145,7 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
     let mut api = Command::new(fernhill());
     api.args(["shop-api", "--listen", "127.0.0.1:0"]).env("SHOP_API_TOKEN", API_TOKEN);
     traced(&mut api, &receiver, "api");
-    let (_api, api_url) = support::spawn_printing_url(&mut api).await;
+    let (api, api_url) = support::spawn_printing_url(&mut api).await;
     let prefix = format!("traces-{}:", rand::random::<u32>());
     let trail = tempfile::tempdir().unwrap();
     let mut replicas = Vec::new();
@@ -162,6 +171,17 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
         traced(&mut serve, &receiver, instance);
         replicas.push(support::spawn_printing_url(&mut serve).await);
     }
+    Traced { received, replicas, _api: api, trail }
+}
+
+fn named(spans: &[Span], name: &str) -> Vec<Span> {
+    spans.iter().filter(|s| s.name == name).cloned().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_confirmation_across_two_replicas_is_one_trace() {
+    // Every part bound by name: what a pattern leaves out is dropped, and its process with it.
+    let Traced { received, replicas, trail, _api } = traced_fleet().await;
     let yes = || ScriptedUser::always(fernhill::chapter::release());
     let a = Client::connect_http(yes(), &replicas[0].1, 4).await.unwrap();
     let b = Client::connect_http(yes(), &replicas[1].1, 4).await.unwrap();
@@ -178,7 +198,6 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
     let CallToolResponse::Complete(done) = b.call_tool_once(answer).await.unwrap() else { panic!("done") };
     assert_eq!(mrtr::client::field(&done, "status"), Some("requested"));
 
-    let named = |spans: &[Span], name: &str| spans.iter().filter(|s| s.name == name).cloned().collect::<Vec<_>>();
     let spans = until(&received, |spans| {
         named(spans, "tools/call issue_refund").len() == 2
             && !named(spans, "tools/call quote_refund").is_empty()
@@ -222,4 +241,51 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
     let released: serde_json::Value =
         serde_json::from_str(released.lines().find(|line| line.contains("\"released\"")).unwrap()).unwrap();
     assert_eq!(released["trace_id"], HOST_TRACE);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_s_reads_and_its_answer_on_another_replica_join_the_trace_of_the_call_that_made_it() {
+    let Traced { received, replicas, trail: _trail, _api } = traced_fleet().await;
+    let lead = || ScriptedUser::always(fernhill::chapter::release()).declaring_tasks();
+    let a = Client::connect_http(lead(), &replicas[0].1, 4).await.unwrap();
+    let b = Client::connect_http(lead(), &replicas[1].1, 4).await.unwrap();
+    let CallToolResponse::Complete(quote) =
+        a.call_tool_once(params("quote_refund", json!({"order_id": "O-2289"}))).await.unwrap()
+    else {
+        panic!("a quote")
+    };
+    let quote_id = mrtr::client::field(&quote, "quote_id").unwrap().to_owned();
+    let call = with_host_context(params("issue_refund", json!({"quote_id": quote_id})));
+    let CallToolResponse::Task(created) = a.call_tool_once(call).await.unwrap() else { panic!("a task") };
+    let id = created.task.task_id;
+    // Read and answered on replica B, with no context of the host's.
+    let waiting = b.peer().get_task(GetTaskParams::new(id.clone())).await.unwrap();
+    assert_eq!(serde_json::to_value(&waiting).unwrap()["status"], "input_required");
+    let yes = [("confirm".to_owned(), json!({"action": "accept", "content": {"release": true}}))];
+    b.peer().update_task(UpdateTaskParams::new(id.clone(), yes.into_iter().collect())).await.unwrap();
+
+    let spans = until(&received, |spans| {
+        !named(spans, "tools/call issue_refund").is_empty()
+            && !named(spans, "tasks/get").is_empty()
+            && !named(spans, "tasks/update").is_empty()
+            && named(spans, "POST /refunds/{id}/confirm").iter().any(|s| s.trace == HOST_TRACE)
+    })
+    .await;
+    let made = &named(&spans, "tools/call issue_refund")[0];
+    assert_eq!(
+        (made.trace.as_str(), made.parent.as_str(), made.instance.as_str()),
+        (HOST_TRACE, HOST_SPAN, "replica-a")
+    );
+    for method in ["tasks/get", "tasks/update"] {
+        let span = &named(&spans, method)[0];
+        assert_eq!((span.trace.as_str(), span.instance.as_str()), (HOST_TRACE, "replica-b"), "{span:#?}");
+        assert_eq!(span.parent, made.id, "{method} is a child of the call that made the task: {span:#?}");
+        assert!(span.links.contains(&made.id), "{span:#?}");
+        assert_eq!(span.attribute("mcp.method.name"), Some(method));
+        assert!(!span.attributes.iter().any(|(_, value)| value.contains(&id)), "a task's id is its client's secret");
+    }
+    // The release, made while the answer was taken up, is the update's child.
+    let update = &named(&spans, "tasks/update")[0];
+    let confirmed = named(&spans, "POST /refunds/{id}/confirm").into_iter().find(|s| s.trace == HOST_TRACE).unwrap();
+    assert_eq!(confirmed.parent, update.id);
 }

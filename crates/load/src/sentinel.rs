@@ -93,6 +93,11 @@ impl SentinelGroup {
         format!("redis+sentinel://127.0.0.1:{}/{SERVICE}", self.sentinel.port)
     }
 
+    /// The primary's own URL, while it runs (to read what the fleet keeps in it).
+    pub fn primary_url(&self) -> Option<String> {
+        self.primary.as_ref().map(|primary| format!("redis://127.0.0.1:{}", primary.port))
+    }
+
     /// Kill the primary (SIGKILL: what it had not replicated is lost) and wait until the
     /// Sentinel has promoted the replica.
     pub async fn fail_over(&mut self) -> anyhow::Result<()> {

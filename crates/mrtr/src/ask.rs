@@ -700,6 +700,20 @@ pub fn form_question<T: JsonSchema + DeserializeOwned>(form: &FormSchema<T>, mes
     }))
 }
 
+/// The URL question `message`, sending the person to `url`, as a whole request
+/// (`elicitation/create`, URL mode), for a question asked elsewhere than in a round: a task's.
+/// Its answer says only whether the person agreed to open the page; the tool's own records say
+/// whether what the page is for was done.
+pub fn url_question(url: String, message: &str) -> InputRequest {
+    // rmcp 3.11 still has the 2025-11-25 `elicitationId`; 2026-07-28 removed it.
+    InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
+        meta: None,
+        message: message.to_owned(),
+        url,
+        elicitation_id: String::new(),
+    }))
+}
+
 /// What `answer` (an `ElicitResult` as JSON, from a round or a task) says to the form: the
 /// outcome, or why it does not count (it does not read, or an accept does not fit).
 pub fn read_form<T: JsonSchema + DeserializeOwned>(answer: &Value, form: &FormSchema<T>) -> Result<Outcome<T>, String> {

@@ -239,6 +239,9 @@ impl<H> Sealed<H> {
         context.extensions.insert(opened);
         span.record("mcp.mrtr.round", round);
         let trace = self.tracing.as_ref().and_then(|tracing| tracing.follow(span, context, first_round.as_deref()));
+        if let Some(trace) = &trace {
+            context.extensions.insert(observing::CallTrace(trace.clone()));
+        }
         Ok(Carrier { method, target, binding, round, party, started, carried, restored, trace })
     }
 

@@ -57,9 +57,10 @@ pub type Observer = Arc<dyn Fn(&Seen<'_>) + Send + Sync>;
 /// rides in the sealed state, so a retry on any replica can join the call's trace.
 pub trait CallTracing: Send + Sync + 'static {
     /// Place `span`, the request's, in its trace: from the request's own context (`_meta`),
-    /// else from `first_round` (the call's first round's context, from the state), with a link
-    /// to the first round. Returns the context the state of this round carries on: the first
-    /// round's, or, for a first round, this span's.
+    /// else from `first_round` (the call's first round's context, from the state; for a
+    /// `tasks/*` request, the context of the call that made the task), with a link to it.
+    /// Returns the context the state of this round carries on: the first round's, or, for a
+    /// first round, this span's.
     fn follow(
         &self,
         span: &tracing::Span,
@@ -67,6 +68,11 @@ pub trait CallTracing: Send + Sync + 'static {
         first_round: Option<&str>,
     ) -> Option<String>;
 }
+
+/// The trace context a call goes on in (what [`CallTracing::follow`] returned for it), put in
+/// its request for the task it may make to keep.
+#[derive(Debug, Clone)]
+pub(super) struct CallTrace(pub(super) String);
 
 /// Where a transport learns the JSON-RPC error code a call that can ask ended in, to give the
 /// answer the status the code calls for (HTTP's 400 for a refused state) without reading the
@@ -106,9 +112,10 @@ pub(super) fn note_error<R>(
 pub(super) fn span(method: &str, target: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
     let target = target.escape_debug().to_string();
     let version = context.protocol_version().unwrap_or(ProtocolVersion::V_2026_07_28).to_string();
+    let name = if target.is_empty() { method.to_owned() } else { format!("{method} {target}") };
     let span = tracing::info_span!(
         "mcp",
-        otel.name = %format!("{method} {target}"),
+        otel.name = %name,
         otel.kind = "server",
         otel.status_code = tracing::field::Empty,
         mcp.method.name = method,

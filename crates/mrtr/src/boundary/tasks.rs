@@ -12,6 +12,8 @@ use rmcp::{
 };
 
 use super::Sealed;
+#[cfg(feature = "tasks")]
+use tracing::Instrument;
 
 #[cfg(feature = "tasks")]
 impl<S> Sealed<S> {
@@ -44,7 +46,9 @@ impl<H: ServerHandler> Sealed<H> {
         if let Some(tasks) = &self.tasks {
             let owner = owner(_context);
             let declared = _context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks());
-            let tasking = crate::tasks::Tasking::new(tasks.clone(), owner, declared, _request.name.to_string());
+            let trace = _context.extensions.get::<super::observing::CallTrace>().map(|trace| trace.0.clone());
+            let tasking =
+                crate::tasks::Tasking::new(tasks.clone(), owner, declared, _request.name.to_string()).traced(trace);
             _context.extensions.insert(tasking);
         }
     }
@@ -57,7 +61,8 @@ impl<H: ServerHandler> Sealed<H> {
         #[cfg(feature = "tasks")]
         if let Some(tasks) = &self.tasks {
             let owner = owner(&context);
-            return tasks.get(&request.task_id, owner.as_deref(), Some(&context)).await;
+            let span = self.task_span("tasks/get", &request.task_id, owner.as_deref(), &context).await;
+            return tasks.get(&request.task_id, owner.as_deref(), Some(&context)).instrument(span).await;
         }
         self.inner.get_task(request, context).await
     }
@@ -70,7 +75,9 @@ impl<H: ServerHandler> Sealed<H> {
         #[cfg(feature = "tasks")]
         if let Some(tasks) = &self.tasks {
             let owner = owner(&context);
-            return tasks.update(&request.task_id, owner.as_deref(), request.input_responses, Some(&context)).await;
+            let span = self.task_span("tasks/update", &request.task_id, owner.as_deref(), &context).await;
+            let updating = tasks.update(&request.task_id, owner.as_deref(), request.input_responses, Some(&context));
+            return updating.instrument(span).await;
         }
         self.inner.update_task(request, context).await
     }
@@ -83,9 +90,31 @@ impl<H: ServerHandler> Sealed<H> {
         #[cfg(feature = "tasks")]
         if let Some(tasks) = &self.tasks {
             let owner = owner(&context);
-            return tasks.cancel(&request.task_id, owner.as_deref()).await;
+            let span = self.task_span("tasks/cancel", &request.task_id, owner.as_deref(), &context).await;
+            return tasks.cancel(&request.task_id, owner.as_deref()).instrument(span).await;
         }
         self.inner.cancel_task(request, context).await
+    }
+}
+
+#[cfg(feature = "tasks")]
+impl<H: ServerHandler> Sealed<H> {
+    /// The span of a `tasks/*` request (named by its method alone: a task's id is its client's
+    /// secret), placed, when the server follows traces, in the trace of the call that made the
+    /// task, with a link to that call: a task's reads and answers, on any replica, join it.
+    async fn task_span(
+        &self,
+        method: &'static str,
+        id: &str,
+        owner: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> tracing::Span {
+        let span = super::span(method, "", context);
+        if let (Some(tracing), Some(tasks)) = (&self.tracing, &self.tasks) {
+            let made_by = tasks.trace_of(id, owner).await;
+            tracing.follow(&span, context, made_by.as_deref());
+        }
+        span
     }
 }
 

@@ -118,6 +118,12 @@ impl Redis {
         }
     }
 
+    /// Whether writes here are replicated to a Redis that a failover may promote (Sentinels
+    /// watch it): a write the caller must not lose waits for a replica's acknowledgement.
+    pub(crate) fn fails_over(&self) -> bool {
+        matches!(self.source, Source::Sentinel { .. })
+    }
+
     pub(crate) fn key(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
     }

@@ -81,23 +81,32 @@ pub struct TaskRecord {
     /// How often its client should ask about it.
     pub poll_interval_ms: u64,
     /// Words on where it is, for the person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_message: Option<String>,
     /// Where it is in its life.
     pub phase: Phase,
     /// Answers received and not yet acted on, by key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub answers: BTreeMap<String, Value>,
     /// Every key ever asked, so none is asked twice.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub asked_keys: BTreeSet<String>,
     /// Its client asked for it to stop; whoever works on it stops when it can.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancel_requested: bool,
     /// The tool's own note of what the task waits on (for the shop, a refund's id), so any
     /// replica can take it up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume: Option<String>,
     /// Until when a replica that took up its answers holds it: another replica takes it up
     /// only after this (the first one having died, say), and the once-only records keep the
     /// work it does from being done twice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_until_ms: Option<u64>,
+    /// The trace context (a W3C `traceparent`) of the call that made it, so its reads and
+    /// answers, on any replica, join that call's trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
     /// Its version, one more at every change the store accepts.
     pub version: u64,
 }
@@ -120,6 +129,7 @@ impl TaskRecord {
             cancel_requested: false,
             resume: None,
             lease_until_ms: None,
+            trace: None,
             version: 0,
         }
     }
@@ -199,6 +209,12 @@ impl TaskRecord {
     /// The answers were acted on: forget them and let go of the task.
     pub fn let_go(&mut self) {
         self.answers.clear();
+        self.lease_until_ms = None;
+    }
+
+    /// The answers were not acted on (nothing was done, for a reason that passes): let go of
+    /// the task and keep them, so the next look takes it up again.
+    pub fn put_back(&mut self) {
         self.lease_until_ms = None;
     }
 
@@ -358,5 +374,17 @@ mod tests {
         let kept = serde_json::to_string(&task).unwrap();
         assert_eq!(serde_json::from_str::<TaskRecord>(&kept).unwrap(), task);
         assert!(kept.len() < 1024, "a waiting task is under 1 KiB: {} bytes", kept.len());
+    }
+
+    #[test]
+    fn what_a_task_does_not_have_is_not_kept() {
+        let fresh = task();
+        let kept = serde_json::to_value(&fresh).unwrap();
+        for absent in
+            ["status_message", "answers", "asked_keys", "cancel_requested", "resume", "lease_until_ms", "trace"]
+        {
+            assert!(kept.get(absent).is_none(), "{absent} kept empty: {kept}");
+        }
+        assert_eq!(serde_json::from_value::<TaskRecord>(kept).unwrap(), fresh);
     }
 }

@@ -21,6 +21,7 @@ use rmcp::{
 };
 use serde_json::Value;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use super::{Clock, Phase, TaskId, TaskRecord, TaskStore, TaskStoreError, epoch_millis};
 
@@ -36,6 +37,9 @@ pub enum Step {
     Done(Result<CallToolResult, ErrorData>),
     /// It asks again, under keys it has never used.
     Ask(Vec<(String, InputRequest)>),
+    /// Nothing was done, for a reason that passes (a store that did not answer): the task
+    /// keeps its answers, and the next `tasks/get` takes it up again.
+    Later,
 }
 
 /// A boxed future, so the work can be chosen at run time.
@@ -116,7 +120,16 @@ impl Tasks {
     /// Keep `task` and tell of it: the answer for the client, given only once any replica's
     /// `tasks/get` finds the task.
     pub async fn create(&self, task: &TaskRecord) -> Result<CreateTaskResult, ErrorData> {
-        self.store.create(task).await.map_err(unavailable)?;
+        if let Err(first) = self.store.create(task).await {
+            // The write may have landed with its answer lost (a primary failing over, a reset
+            // connection): the id is this call's own, so finding it means it did. Otherwise
+            // the write is tried once more, on whatever primary the store now reaches.
+            tracing::debug!(target: "tasks", task = %task.id, "a task's creation is tried again: {first}");
+            match self.store.get(&task.id).await {
+                Ok(Some(_)) => {}
+                _ => self.store.create(task).await.map_err(unavailable)?,
+            }
+        }
         tracing::debug!(target: "tasks", task = %task.id, tool = %task.tool, status = ?task.status(), "task created");
         Ok(CreateTaskResult::new(wire_task(task)))
     }
@@ -136,9 +149,18 @@ impl Tasks {
         if task.ready(now) {
             let tasks = self.clone();
             let (id, owner, by) = (id.clone(), owner.map(str::to_owned), by.cloned());
-            tokio::spawn(async move { tasks.take_up(&id, owner.as_deref(), by.as_ref()).await });
+            let taking = async move { tasks.take_up(&id, owner.as_deref(), by.as_ref()).await };
+            tokio::spawn(taking.instrument(tracing::Span::current()));
         }
         detailed(&task).map(GetTaskResult::new)
+    }
+
+    /// The trace context of the call that made the task under `id`, for its owner: none for
+    /// a task unknown to them, or when the store does not answer (a trace is never worth
+    /// failing a request for).
+    pub async fn trace_of(&self, id: &str, owner: Option<&str>) -> Option<String> {
+        let id = TaskId::parse(id).ok()?;
+        self.store.get_for(&id, owner).await.ok().flatten()?.trace
     }
 
     /// `tasks/update`: take the answers to questions still open, ignore any other key, and
@@ -194,7 +216,8 @@ impl Tasks {
             }
         };
         let tasks = self.clone();
-        tokio::spawn(async move {
+        // The work goes on in the call's span, and so in its trace.
+        let running = async move {
             let poll = Duration::from_millis(task.poll_interval_ms.max(1));
             let outcome = tokio::select! {
                 outcome = work => Some(outcome),
@@ -211,7 +234,8 @@ impl Tasks {
                 tracing::warn!(target: "tasks", task = %task.id, "a task's ending was not kept: {}", error.message);
             }
             tasks.running().remove(&task.id);
-        });
+        };
+        tokio::spawn(running.instrument(tracing::Span::current()));
         Ok(created)
     }
 
@@ -258,8 +282,13 @@ impl Tasks {
         };
         let now = self.now();
         self.change(id, owner, |kept| {
+            if matches!(step, Step::Later) {
+                kept.put_back();
+                return true;
+            }
             kept.let_go();
             match &step {
+                Step::Later => {}
                 Step::Done(outcome) => {
                     if kept.settle(ending(outcome.clone()), now) {
                         kept.status_message = None;
@@ -291,14 +320,16 @@ impl Tasks {
         mut change: impl FnMut(&mut TaskRecord) -> bool,
     ) -> Result<TaskRecord, ErrorData> {
         for _ in 0..CHANGE_ATTEMPTS {
-            let Some(mut task) = self.store.get_for(id, owner).await.map_err(unavailable)? else {
+            let Some(mut task) = twice(|| self.store.get_for(id, owner)).await.map_err(unavailable)? else {
                 return Err(not_found());
             };
             let version = task.version;
             if !change(&mut task) {
                 return Ok(task);
             }
-            if self.store.replace(&task, version).await.map_err(unavailable)? {
+            // A replace whose answer was lost and which landed fails its second try on the
+            // version, and the loop reads the task as that first try left it.
+            if twice(|| self.store.replace(&task, version)).await.map_err(unavailable)? {
                 task.version = version + 1;
                 return Ok(task);
             }
@@ -358,6 +389,18 @@ fn timestamp(ms: u64) -> String {
         .ok()
         .and_then(|at| at.format(&time::format_description::well_known::Rfc3339).ok())
         .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
+}
+
+/// A store call, tried once more if it fails: a Redis failing over (or a reset connection)
+/// fails the call in flight, and the store reaches the new primary on the next.
+async fn twice<'a, T>(mut call: impl FnMut() -> super::Pending<'a, T>) -> Result<T, TaskStoreError> {
+    match call().await {
+        Ok(value) => Ok(value),
+        Err(first) => {
+            tracing::debug!(target: "tasks", "a task store call is tried again: {first}");
+            call().await
+        }
+    }
 }
 
 fn not_found() -> ErrorData {
@@ -569,5 +612,110 @@ mod tests {
         assert_eq!(task["createdAt"], "1970-01-01T00:16:40Z");
         fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into(), None).await.unwrap();
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0);
+    }
+
+    /// Does nothing the first time it is asked (its own store did not answer), then completes.
+    #[derive(Default)]
+    struct LaterOnce(AtomicUsize);
+
+    impl TaskWork for LaterOnce {
+        fn resume<'a>(&'a self, _: &'a TaskRecord, _: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a> {
+            let step = match self.0.fetch_add(1, Ordering::SeqCst) {
+                0 => Step::Later,
+                _ => Step::Done(Ok(CallToolResult::success(vec![ContentBlock::text("released")]))),
+            };
+            Box::pin(std::future::ready(step))
+        }
+    }
+
+    #[tokio::test]
+    async fn work_that_could_not_be_done_leaves_the_answers_for_the_next_look() {
+        let fixture = fixture();
+        let work = Arc::new(LaterOnce::default());
+        let tasks = fixture.tasks.clone().working(work.clone());
+        let fixture = Fixture { tasks, ..fixture };
+        let id = asked(&fixture, &["confirm"]).await;
+        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into(), None).await.unwrap();
+        assert_eq!(work.0.load(Ordering::SeqCst), 1);
+        let kept = fixture.tasks.store.get(&TaskId::parse(&id).unwrap()).await.unwrap().unwrap();
+        assert_eq!(
+            (kept.status(), kept.answers.len(), kept.lease_until_ms),
+            (rmcp::model::TaskStatus::Working, 1, None)
+        );
+        // No time passes: the next look takes it up at once.
+        assert_eq!(settled(&fixture.tasks, &id).await["result"]["content"][0]["text"], "released");
+        assert_eq!(work.0.load(Ordering::SeqCst), 2);
+    }
+
+    /// A store whose next calls fail, as a Redis failing over fails the calls in flight: either
+    /// before they touch anything, or (`landed`) after a create took effect.
+    struct Flaky {
+        kept: InMemoryTasks,
+        failing: AtomicUsize,
+        landed: std::sync::atomic::AtomicBool,
+    }
+
+    impl Flaky {
+        fn fail(&self) -> Result<(), TaskStoreError> {
+            match self.failing.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)) {
+                Ok(_) => Err(TaskStoreError("the connection was reset".into())),
+                Err(_) => Ok(()),
+            }
+        }
+    }
+
+    impl TaskStore for Flaky {
+        fn create<'a>(&'a self, task: &'a TaskRecord) -> super::super::Pending<'a, ()> {
+            Box::pin(async move {
+                if self.landed.swap(false, Ordering::SeqCst) {
+                    self.kept.create(task).await?;
+                    return Err(TaskStoreError("the answer was lost".into()));
+                }
+                self.fail()?;
+                self.kept.create(task).await
+            })
+        }
+        fn get<'a>(&'a self, id: &'a TaskId) -> super::super::Pending<'a, Option<TaskRecord>> {
+            Box::pin(async move {
+                self.fail()?;
+                self.kept.get(id).await
+            })
+        }
+        fn replace<'a>(&'a self, task: &'a TaskRecord, expected: u64) -> super::super::Pending<'a, bool> {
+            Box::pin(async move {
+                self.fail()?;
+                self.kept.replace(task, expected).await
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_call_that_fails_once_is_tried_again_and_a_landed_create_is_not_made_twice() {
+        let store = Arc::new(Flaky {
+            kept: InMemoryTasks::new(Duration::from_secs(60)),
+            failing: AtomicUsize::new(0),
+            landed: false.into(),
+        });
+        let tasks = Tasks::new(store.clone(), TaskTimes::default());
+        let record = || {
+            TaskRecord::new(LEAD.map(str::to_owned), "t", Duration::from_secs(60), Duration::from_secs(1), tasks.now())
+        };
+        // A create whose answer was lost although it landed: found, not made again.
+        let landed = record();
+        store.landed.store(true, Ordering::SeqCst);
+        tasks.create(&landed).await.expect("the landed create is found");
+        // A create, a read and a change that each fail once.
+        let task = record();
+        store.failing.store(1, Ordering::SeqCst);
+        tasks.create(&task).await.expect("tried again");
+        store.failing.store(1, Ordering::SeqCst);
+        assert_eq!(wire(&tasks.get(task.id.as_str(), LEAD, None).await.unwrap())["status"], "working");
+        store.failing.store(1, Ordering::SeqCst);
+        tasks.cancel(task.id.as_str(), LEAD).await.expect("tried again");
+        assert!(store.kept.get(&task.id).await.unwrap().unwrap().cancel_requested);
+        // Twice in a row is an outage: said as one, not hidden.
+        store.failing.store(2, Ordering::SeqCst);
+        let refused = tasks.get(task.id.as_str(), LEAD, None).await.unwrap_err();
+        assert_eq!(refused.message, "the task store is unavailable; try again");
     }
 }

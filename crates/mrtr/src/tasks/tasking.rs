@@ -25,6 +25,8 @@ pub struct Tasking {
     lifetime: Duration,
     poll: Duration,
     message: Option<String>,
+    /// The call's trace context, which its task keeps.
+    trace: Option<String>,
 }
 
 impl Tasking {
@@ -32,7 +34,13 @@ impl Tasking {
     /// capabilities name the extension.
     pub(crate) fn new(tasks: Tasks, owner: Option<String>, declared: bool, tool: String) -> Self {
         let times = tasks.times();
-        Self { tasks, owner, declared, tool, lifetime: times.lifetime, poll: times.poll, message: None }
+        Self { tasks, owner, declared, tool, lifetime: times.lifetime, poll: times.poll, message: None, trace: None }
+    }
+
+    /// A task made here keeps `trace`, the call's trace context, for its reads to join.
+    pub(crate) fn traced(mut self, trace: Option<String>) -> Self {
+        self.trace = trace;
+        self
     }
 
     /// Whether this request's client declared the extension: only then may the call become a
@@ -101,6 +109,7 @@ impl Tasking {
         let mut task =
             TaskRecord::new(self.owner.clone(), self.tool.clone(), self.lifetime, self.poll, self.tasks.now());
         task.status_message = self.message.clone();
+        task.trace = self.trace.clone();
         Ok(task)
     }
 }
