@@ -21,6 +21,8 @@ use crate::series::{API_FAILURE_KINDS, API_FAILURES};
 pub struct ToolError {
     message: String,
     refusal: Option<AnswerRefusal>,
+    /// Nothing was done and nothing was claimed: the same answer may be acted on again.
+    nothing_done: bool,
 }
 
 /// Why a tool refused an answer, for programs: the value of `_meta["fernhill/refusal"]` on the
@@ -57,12 +59,24 @@ impl AnswerRefusal {
 
 impl ToolError {
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), refusal: None }
+        Self { message: message.into(), refusal: None, nothing_done: false }
     }
 
     /// A refusal of an answer, with the words for the model and the kind for programs.
     pub fn refusal(refusal: AnswerRefusal, message: impl Into<String>) -> Self {
-        Self { message: message.into(), refusal: Some(refusal) }
+        Self { message: message.into(), refusal: Some(refusal), nothing_done: false }
+    }
+
+    /// An answer not acted on for a reason that passes (a store that did not answer), with
+    /// nothing done and nothing claimed: the same answer may be acted on when it comes again,
+    /// so a task keeps it for its next look instead of ending.
+    pub fn nothing_done(message: impl Into<String>) -> Self {
+        Self { message: message.into(), refusal: None, nothing_done: true }
+    }
+
+    /// Whether the answer may be acted on again ([`ToolError::nothing_done`]).
+    pub fn is_nothing_done(&self) -> bool {
+        self.nothing_done
     }
 
     /// The words for the model.

@@ -78,9 +78,13 @@ mod paying {
     use std::sync::Arc;
 
     use mrtr::client::{Answer, Client, ScriptedUser, params, retry};
-    use payment_provider::{ProviderState, RunningProvider};
-    use rmcp::model::{CallToolResponse, CallToolResult, ElicitRequestParams, InputRequest, InputRequiredResult};
+    use payment_provider::{FlowId, ProviderState, RunningProvider};
+    use rmcp::model::{
+        CallToolResponse, CallToolResult, ElicitRequestParams, GetTaskParams, InputRequest, InputRequiredResult,
+        UpdateTaskParams,
+    };
     use serde_json::json;
+    use shop_mcp::tools::pay_refund::MESSAGE;
 
     use shop_mcp::serve::ServeConfig;
 
@@ -240,5 +244,108 @@ mod paying {
         let result = client.call_tool("pay_refund", json!({"refund_id": "R-0111"})).await.unwrap();
         assert_eq!(result.is_error, Some(true));
         assert!(text(&result).contains("R-0111 is needs_confirmation; only a released refund"), "{}", text(&result));
+    }
+
+    /// Reads `id` until it ends: a read takes up an answered task in the background, so the
+    /// read that finds it ended comes after.
+    async fn until_ended(client: &Client<ScriptedUser>, id: &str) -> serde_json::Value {
+        for _ in 0..1000 {
+            let got = client.peer().get_task(GetTaskParams::new(id)).await.unwrap();
+            let got = serde_json::to_value(got).unwrap();
+            if got["status"] != "working" {
+                return got;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("task {id} did not end")
+    }
+
+    async fn answer_task(client: &Client<ScriptedUser>, id: &str, said: serde_json::Value) {
+        let responses = [("connect".to_owned(), said)].into_iter().collect();
+        client.peer().update_task(UpdateTaskParams::new(id, responses)).await.unwrap();
+    }
+
+    /// A payment waiting as a task, and what it runs on.
+    struct PaymentTask {
+        state: Arc<ProviderState>,
+        provider: RunningProvider,
+        _api: shop_api::RunningApi,
+        client: Client<ScriptedUser>,
+        id: String,
+        /// The provider's page the task sends the lead to.
+        page: String,
+    }
+
+    /// A shop whose host declares the Tasks extension, with R-0111 released through a task,
+    /// and a payment task for it.
+    async fn a_payment_waiting_as_a_task() -> PaymentTask {
+        let state = Arc::new(ProviderState::default());
+        let provider = payment_provider::spawn_loopback(state.clone()).await.unwrap();
+        let api = start_api().await;
+        let paying = |config: &mut ServeConfig| {
+            config.payments.provider = Some(provider.url.clone());
+            config.payments.token = provider.token.clone();
+        };
+        let host = ScriptedUser::always(support::release()).declaring_tasks();
+        let (client, _) = serve_with(&api, None, paying, host).await;
+        let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
+        // The client follows the refund's task to its end, its host saying yes.
+        let released =
+            client.call_tool("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]}));
+        assert_eq!(released.await.unwrap().structured_content.unwrap()["status"], "requested");
+        let call = params("pay_refund", json!({"refund_id": "R-0111"}));
+        let CallToolResponse::Task(created) = client.call_tool_once(call).await.unwrap() else { panic!("a task") };
+        let wire = serde_json::to_value(&created).unwrap();
+        assert_eq!(
+            (wire["status"].as_str(), wire["statusMessage"].as_str()),
+            (Some("input_required"), Some("Waiting for the lead to connect their payment account to pay R-0111."))
+        );
+        let id = created.task.task_id;
+        let waiting =
+            serde_json::to_value(client.peer().get_task(GetTaskParams::new(id.clone())).await.unwrap()).unwrap();
+        let connect = &waiting["inputRequests"]["connect"]["params"];
+        assert_eq!((connect["mode"].as_str(), connect["message"].as_str()), (Some("url"), Some(MESSAGE)));
+        let page = connect["url"].as_str().unwrap().to_owned();
+        assert!(page.starts_with(&format!("{}/connect/", provider.url)) && !page.contains("R-0111"), "{page}");
+        PaymentTask { state, provider, _api: api, client, id, page }
+    }
+
+    #[tokio::test]
+    async fn a_sign_in_waits_as_a_task_until_the_lead_signs_in_on_the_provider_s_page_then_pays_once() {
+        let task = a_payment_waiting_as_a_task().await;
+        let (state, provider, client, id, page) = (&task.state, &task.provider, &task.client, &task.id, &task.page);
+        answer_task(client, id, json!({"action": "accept"})).await;
+        // The lead agreed to open the page, and has not signed in: the task works on, unpaid.
+        let working =
+            serde_json::to_value(client.peer().get_task(GetTaskParams::new(id.as_str())).await.unwrap()).unwrap();
+        assert_eq!(working["status"], "working", "{working}");
+        let flow = FlowId::parse(page.rsplit('/').next().unwrap()).unwrap();
+        let payment = payment_provider::PaymentRequest { flow_id: flow.to_string(), refund_id: "R-0111".into() };
+        assert!(state.pay(&payment).is_err(), "nothing can be paid before the lead signs in");
+        // The lead signs in on the provider's page; the next reads pay, once.
+        let csrf = state.connect_view(&flow).unwrap().csrf_token;
+        let (lead, password) = payment_provider::DEMO_ACCOUNTS[0];
+        assert!(matches!(state.sign_in(&flow, &csrf, lead, password), Ok(payment_provider::state::SignIn::Connected)));
+        let ended = until_ended(client, id).await;
+        assert_eq!(ended["status"], "completed", "{ended}");
+        assert_eq!(ended["result"]["content"][0]["text"], "Paid R-0111 through the payment provider");
+        let record = payment_provider::PaymentProvider::new(&provider.url).unwrap().with_token(provider.token.clone());
+        assert_eq!(record.flow(flow.as_str()).await.unwrap().finished_by.as_deref(), Some(lead));
+        assert_eq!(until_ended(client, id).await, ended, "ended once");
+        let (paid, made_now) = state.pay(&payment).unwrap();
+        assert!(!made_now, "the task paid it, once: {paid:?}");
+    }
+
+    #[tokio::test]
+    async fn a_declined_sign_in_task_ends_unpaid() {
+        let task = a_payment_waiting_as_a_task().await;
+        let (client, id) = (&task.client, &task.id);
+        answer_task(client, id, json!({"action": "decline"})).await;
+        let ended = until_ended(client, id).await;
+        assert_eq!(ended["status"], "completed");
+        assert_eq!(
+            ended["result"]["content"][0]["text"],
+            "Not paid: the user didn't connect a payment account. R-0111 stays released, unpaid."
+        );
     }
 }

@@ -310,7 +310,7 @@ impl Shop {
             Err(error) => {
                 metrics::counter!(series::ONCE_ONLY_FAILURES).increment(1);
                 tracing::error!(refund_id = %refund_id, %error, "once-only record unavailable; nothing released");
-                Err(ToolError::new(format!(
+                Err(ToolError::nothing_done(format!(
                     "Refund {} was not released: the server could not record the answer. It stays held; try again shortly.",
                     refund_id
                 )))
@@ -347,7 +347,7 @@ impl Shop {
             if let Err(error) = self.records.remove(&claim_key(refund_id, question)).await {
                 tracing::warn!(%refund_id, %error, "could not give back the claim of an answer not acted on");
             }
-            return Err(ToolError::new(format!(
+            return Err(ToolError::nothing_done(format!(
                 "Refund {refund_id} was not released: the server could not record the decision in its audit trail. \
                  It stays held; send the answer again shortly."
             )));

@@ -8,19 +8,45 @@
 //! - [`refund_status`]: where one refund stands now;
 //! - [`record_return`]: asks whoever opened a returned parcel what they found, in a typed form;
 //! - [`pay_refund`]: pays a released refund through the payment provider, in URL mode: the lead
-//!   signs in on the provider's own page. A server with no provider configured says so and pays
+//!   signs in on the provider's own page; to a client that declared the Tasks extension, as a
+//!   task's question ([`payment_task`]). A server with no provider configured says so and pays
 //!   nothing.
+//!
+//! The shop's tasks are taken up, once answered, by the tool that made them (`TaskWork for Shop`).
 
 pub mod issue_refund;
 pub mod lookup_order;
 pub mod pay_refund;
+pub mod payment_task;
 pub mod quote_refund;
 pub mod record_return;
 pub mod refund_status;
 pub mod refund_task;
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use mrtr::tasks::{Resuming, Step, TaskRecord, TaskWork};
+use rmcp::{
+    ErrorData, RoleServer,
+    model::{CallToolResult, ContentBlock},
+    service::RequestContext,
+};
 use serde::Serialize;
+
+use crate::Shop;
+
+/// What takes up the shop's tasks, once answered: the tool that made each.
+impl TaskWork for Shop {
+    fn resume<'a>(&'a self, task: &'a TaskRecord, by: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a> {
+        Box::pin(async move {
+            match task.tool.as_str() {
+                "issue_refund" => self.resume_refund(task, by).await,
+                "pay_refund" => self.resume_payment(task, by).await,
+                other => {
+                    Step::Done(Err(ErrorData::internal_error(format!("no work takes up a task of {other}"), None)))
+                }
+            }
+        })
+    }
+}
 
 /// A complete result that carries `record` as structured content, and as JSON text for
 /// clients that read only text.

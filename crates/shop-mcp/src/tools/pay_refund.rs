@@ -25,10 +25,11 @@ use rmcp::{
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use shop_api::{RefundId, RefundStatus};
+use shop_api::{Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
+    audit::Who,
     caller::Caller,
     tool_error::{Failure, ToolError, in_words, respond},
 };
@@ -67,12 +68,8 @@ struct FlowState {
     rounds: u32,
 }
 
-fn text(message: String) -> CallToolResult {
+pub(crate) fn text(message: String) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(message)])
-}
-
-fn not_connected(refund_id: &RefundId) -> CallToolResult {
-    text(format!("Not paid: the user didn't connect a payment account. {refund_id} stays released, unpaid."))
 }
 
 /// What can stop a sign-in: the asking, or the provider.
@@ -147,10 +144,16 @@ impl Shop {
                     amount: refund.amount.to_string(),
                 };
                 payments.provider.register_flow(&registration).await.map_err(provider_error)?;
+                // To a client that declared the Tasks extension, the sign-in is a task's
+                // question, which may wait as long as the lead takes.
+                if let Some(tasking) = self.payment_tasking(context) {
+                    let url = connect_url(payments, &flow.flow);
+                    return Ok(self.sign_in_as_task(tasking, &refund_id, &flow.flow, url).await?);
+                }
                 flow
             }
         };
-        let url = format!("{}/connect/{}", payments.public_url.trim_end_matches('/'), flow.flow);
+        let url = connect_url(payments, &flow.flow);
         // A flow of the rounds era that has taken its rounds is not asked about again.
         let rounds_left = flow.rounds < payments.max_rounds;
         let question = UrlQuestion::new(CONNECT, url, MESSAGE, &flow.flow).asking_again(rounds_left);
@@ -186,22 +189,44 @@ impl Shop {
             Err(Paying::Asking(other)) => return Ok(unpaid(&other.to_string()).into()),
             Err(Paying::Provider(error)) => return Err(provider_error(error).into()),
         }
-        // The trail fails closed: the intent is on disk before the money moves, or nothing moves.
         let who = crate::audit::Who::of(context, &self.host_user);
+        Ok(self.pay_now(payments, &refund, &flow.flow, &who).await?.into())
+    }
+
+    /// Pay `refund` through the finished flow `flow`, for `who`: the intent written first.
+    pub(crate) async fn pay_now(
+        &self,
+        payments: &Payments,
+        refund: &Refund,
+        flow: &str,
+        who: &Who,
+    ) -> Result<CallToolResult, ToolError> {
+        let refund_id = &refund.refund_id;
+        // The trail fails closed: the intent is on disk before the money moves, or nothing moves.
         let intent = serde_json::json!({"refund_id": refund_id, "amount": refund.amount});
-        if self.audit.record("paying", &who, intent).await.is_err() {
+        if self.audit.record("paying", who, intent).await.is_err() {
             tracing::error!(%refund_id, "the audit trail could not be written; nothing paid");
             return Ok(text(format!(
                 "Not paid: the server could not record the payment in its audit trail. {refund_id} stays released, \
                  unpaid; call pay_refund again shortly."
-            ))
-            .into());
+            )));
         }
-        let payment = payments.provider.pay(&flow.flow, refund_id.as_str()).await.map_err(provider_error)?;
+        let payment = (payments.provider.pay(flow, refund_id.as_str()).await)
+            .map_err(|error| in_words(error, payment_provider::SERVICE_NAME))?;
         tracing::info!(%refund_id, payment_id = %payment.payment_id, paid_by = %payment.paid_by.escape_debug(), "refund paid");
         let paid =
             serde_json::json!({"refund_id": refund_id, "payment_id": payment.payment_id, "paid_by": payment.paid_by});
-        self.audit.report("paid", &who, paid).await;
-        Ok(text(format!("Paid {refund_id} through the payment provider")).into())
+        self.audit.report("paid", who, paid).await;
+        Ok(text(format!("Paid {refund_id} through the payment provider")))
     }
+}
+
+/// The provider's page where the lead signs in for `flow`: it names the flow alone.
+fn connect_url(payments: &Payments, flow: &str) -> String {
+    format!("{}/connect/{}", payments.public_url.trim_end_matches('/'), flow)
+}
+
+/// The answer to a lead who would not connect their account.
+pub(crate) fn not_connected(refund_id: &RefundId) -> CallToolResult {
+    text(format!("Not paid: the user didn't connect a payment account. {refund_id} stays released, unpaid."))
 }

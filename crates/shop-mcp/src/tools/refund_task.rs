@@ -9,7 +9,7 @@
 use mrtr::{
     ask::{Asking, form_question, read_form},
     capability::ElicitationMode,
-    tasks::{Resuming, Step, TaskRecord, TaskWork, Tasking},
+    tasks::{Step, TaskRecord, Tasking},
 };
 use rmcp::{ErrorData, RoleServer, model::CallToolResponse, service::RequestContext};
 use serde_json::json;
@@ -71,7 +71,7 @@ impl Shop {
 
     /// Take up a refund task whose lead answered: act on the answer as a round's answer is
     /// acted on, or ask again.
-    async fn resume_refund(&self, task: &TaskRecord, by: Option<&RequestContext<RoleServer>>) -> Step {
+    pub(crate) async fn resume_refund(&self, task: &TaskRecord, by: Option<&RequestContext<RoleServer>>) -> Step {
         let who = by.map(|context| Who::of(context, &self.host_user)).unwrap_or_default();
         let Some(refund_id) = task.resume.as_deref().and_then(|id| RefundId::parse(id).ok()) else {
             return Step::Done(Err(ErrorData::internal_error("this task names no refund", None)));
@@ -87,10 +87,16 @@ impl Shop {
         // The claim outlives any answer to this task: its whole lifetime, and a day.
         let claim_life = std::time::Duration::from_millis(task.ttl_ms) + std::time::Duration::from_secs(24 * 3600);
         let answered = Answered { question: format!("task:{}:{key}", task.id), claim_life };
-        Step::Done(Ok(match self.act(&refund_id, said, &answered, &who).await {
-            Ok(result) => result,
-            Err(error) => error.into_result(TOOL),
-        }))
+        match self.act(&refund_id, said, &answered, &who).await {
+            Ok(result) => Step::Done(Ok(result)),
+            // A store that did not answer, say while Redis fails over: the task keeps the
+            // answer, and the lead's next look (any replica's) acts on it.
+            Err(error) if error.is_nothing_done() => {
+                tracing::warn!(%refund_id, task = %task.id, "{}; the answer waits for the task's next look", error.message());
+                Step::Later
+            }
+            Err(error) => Step::Done(Ok(error.into_result(TOOL))),
+        }
     }
 
     /// An answer that does not fit the form: the question again, under a key the task never
@@ -104,19 +110,5 @@ impl Shop {
             (2..).map(|n| format!("{CONFIRM}-{n}")).find(|key| !task.asked_keys.contains(key)).unwrap_or_default();
         let message = format!("That answer didn't fit: {problem}. {}", question(&refund));
         Step::Ask(vec![(key, form_question(&self.forms.release, &message))])
-    }
-}
-
-/// What takes up the shop's tasks: `issue_refund`'s, whose lead answered.
-impl TaskWork for Shop {
-    fn resume<'a>(&'a self, task: &'a TaskRecord, by: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a> {
-        Box::pin(async move {
-            match task.tool.as_str() {
-                TOOL => self.resume_refund(task, by).await,
-                other => {
-                    Step::Done(Err(ErrorData::internal_error(format!("no work takes up a task of {other}"), None)))
-                }
-            }
-        })
     }
 }
