@@ -160,3 +160,27 @@ if unanswered:
             print("  " + line)
     for line in text("scale-memory.txt").splitlines():
         print("  " + line)
+
+tasks = text("tasks.txt")
+if tasks:
+    get = numbers("tasks.txt", r"tasks/get: ([\d.]+) ms server CPU")
+    lookup = numbers("tasks.txt", r"lookup_order: ([\d.]+) ms server CPU")
+    update = numbers("tasks.txt", r"tasks/update: ([\d.]+) ms server CPU")
+    record = numbers("tasks.txt", r"redis: (\d+) bytes per waiting task's record")
+    kept = numbers("tasks.txt", r"record, (\d+) bytes with its key")
+    resident = numbers("tasks.txt", r"\((\d+) bytes per waiting task\)")
+    print()
+    print("| tasks (fernhill, one server, Redis store) | beside | fernhill | ratio | target | met |")
+    print("|---|---|---|---|---|---|")
+    if get and lookup:
+        worst = max(get) / min(lookup)
+        print(f"| server CPU per tasks/get, ms, beside a lookup_order | {span(lookup, 3)} | {span(get, 3)} "
+              f"| {worst:.2f}x the lookup | <= 1x | {'met' if worst <= 1 else 'missed'} |")
+    if update:
+        print(f"| server CPU per tasks/update (it releases the refund), ms | {span(lookup, 3)} | {span(update, 3)} | - | - | - |")
+    if kept:
+        print(f"| bytes per waiting task in Redis (its record; with its key) | - | {span(record, 0)}; {span(kept, 0)} "
+              f"| - | < 1 KiB | {'met' if max(kept) < 1024 else 'missed'} |")
+    if resident:
+        print(f"| server resident memory per waiting task, bytes | - | {span(resident, 0)} | - | 0 | "
+              f"{'met' if max(resident) < 64 else 'missed'} |")

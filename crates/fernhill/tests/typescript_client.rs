@@ -6,6 +6,10 @@
 //!   back-channel while the call waits; one released, one declined, one host without
 //!   elicitation refused with -32021, each refund's status read from the shop's API.
 //!
+//! - the Tasks extension's own client library (`@modelcontextprotocol/ext-tasks` 0.2.2, which the
+//!   MCP Inspector 2.x uses) over v2's client: a refund's question waits as a task, read with
+//!   `tasks/get` and answered with `tasks/update`, and the task's result is the release.
+//!
 //! Each SDK is installed with npm into the target dir on first use, and the test fails loudly if
 //! npm cannot reach it.
 
@@ -20,20 +24,26 @@ use support::{ShopApiCommand, fernhill, shop, start_api};
 
 /// One SDK from npm, and the script that drives it.
 struct Sdk {
-    /// What npm installs, `name@version`.
-    package: &'static str,
+    /// What npm installs, `name@version` each.
+    packages: &'static [&'static str],
     /// Where under the target dir.
     folder: &'static str,
     /// The script, under `tests/node/`.
     script: &'static str,
 }
 
-const V2: Sdk = Sdk { package: "@modelcontextprotocol/client@2.4.0", folder: "ts-sdk", script: "confirm.mjs" };
-const V1: Sdk = Sdk { package: "@modelcontextprotocol/sdk@1.32.2", folder: "ts-sdk-v1", script: "legacy.mjs" };
+const V2: Sdk = Sdk { packages: &["@modelcontextprotocol/client@2.4.0"], folder: "ts-sdk", script: "confirm.mjs" };
+const V1: Sdk = Sdk { packages: &["@modelcontextprotocol/sdk@1.32.2"], folder: "ts-sdk-v1", script: "legacy.mjs" };
+/// The Tasks extension's own client library over v2's client (what the MCP Inspector 2.x uses).
+const TASKS: Sdk = Sdk {
+    packages: &["@modelcontextprotocol/client@2.4.0", "@modelcontextprotocol/ext-tasks@0.2.2"],
+    folder: "ts-ext-tasks",
+    script: "tasks.mjs",
+};
 
 /// The script run with `args`; the servers it launches call the shop's API with `token`.
 async fn node(sdk: &Sdk, args: &[&str], token: Option<&str>) -> String {
-    let folder = support::npm(sdk.folder, &[sdk.package], &[sdk.script]);
+    let folder = support::npm(sdk.folder, sdk.packages, &[sdk.script]);
     let mut node = Command::new("node");
     node.arg(folder.join(sdk.script)).args(args).current_dir(&folder).kill_on_drop(true);
     if let Some(token) = token {
@@ -63,6 +73,23 @@ async fn the_typescript_client_confirms_and_declines_over_http() {
     serve.args(["serve", "--http", "127.0.0.1:0"]).shop_api(&api);
     let (_server, url) = support::spawn_printing_url(&mut serve).await;
     assert_eq!(node(&V2, &["http", &url], None).await, EXPECTED);
+}
+
+const TASK: &str = "task: input_required, asked: Refund 180.00 on order O-2289? It is above the policy limit, so a \
+lead must confirm it.\ntask states seen: input_required,completed\nreleased: R-0111 requested\n";
+
+/// An independent client of the Tasks extension, `@modelcontextprotocol/ext-tasks` (the one the
+/// MCP Inspector 2.x drives tasks with), follows the refund's task to its end: it reads the
+/// lead's question with `tasks/get`, answers it with `tasks/update` and reads the result.
+#[tokio::test]
+async fn the_tasks_extension_s_own_client_follows_a_refund_task_to_its_end_over_http() {
+    let api = start_api().await;
+    let mut serve = Command::new(fernhill());
+    serve.args(["serve", "--http", "127.0.0.1:0", "--task-poll", "0.05"]).shop_api(&api);
+    let (_server, url) = support::spawn_printing_url(&mut serve).await;
+    assert_eq!(node(&TASKS, &["http", &url], None).await, TASK);
+    let released = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(released.status, RefundStatus::Requested);
 }
 
 const LEGACY: &str = "confirm: 2025-11-25, R-0111 requested, questions asked: 1

@@ -18,6 +18,8 @@ use crate::{
     orders::Orders,
     overload::{self, OverloadPlan},
     report::Report,
+    task_cost::{self, TaskCostPlan},
+    waiting_tasks::{self, TasksPlan},
 };
 
 /// How much load: leads at once, confirmations in all.
@@ -189,6 +191,48 @@ pub struct FaultsOptions {
     pub program: ProgramOptions,
 }
 
+/// `tasks`: refunds that wait as tasks through restarts and a failover.
+#[derive(Args)]
+pub struct TasksOptions {
+    /// Refunds left waiting as tasks.
+    #[arg(long, default_value_t = 1_000)]
+    pub tasks: usize,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 32)]
+    pub concurrency: usize,
+    #[command(flatten)]
+    pub program: ProgramOptions,
+}
+
+/// `task-cost`: what waiting tasks cost a server already running.
+#[derive(Args)]
+pub struct TaskCostOptions {
+    /// The server's MCP endpoint.
+    #[arg(long, value_name = "URL")]
+    pub url: String,
+    /// The server's process ID, whose CPU time and memory are read.
+    #[arg(long, value_name = "PID")]
+    pub pid: u32,
+    /// The orders refunded, one per task (start the shop's API with --load-orders N).
+    #[arg(long = "order", default_value = "O-100001+", value_name = "ORDER")]
+    pub orders: Orders,
+    /// Tasks left waiting, then answered.
+    #[arg(long, default_value_t = 1_000)]
+    pub tasks: usize,
+    /// `tasks/get` requests, and as many `lookup_order` calls.
+    #[arg(long, default_value_t = 10_000)]
+    pub reads: usize,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
+    /// The server's Redis (its --store), to read what a waiting task takes there.
+    #[arg(long, value_name = "URL", requires = "store_prefix")]
+    pub redis: Option<String>,
+    /// The server's --store-prefix.
+    #[arg(long, value_name = "PREFIX")]
+    pub store_prefix: Option<String>,
+}
+
 /// `overload`: one bounded replica, past its capacity.
 #[derive(Args)]
 pub struct OverloadOptions {
@@ -291,6 +335,26 @@ pub async fn faults(options: FaultsOptions) -> anyhow::Result<()> {
     print!("{}", faults::render(&rows));
     let broken: Vec<String> = rows.iter().filter(|row| !row.holds()).map(|row| row.fault.to_string()).collect();
     anyhow::ensure!(broken.is_empty(), "the books did not hold under: {}", broken.join(", "));
+    Ok(())
+}
+
+/// Refunds waiting as tasks through every replica's restart and a Redis failover, then
+/// answered; the books as a table, and whether they held.
+pub async fn tasks(options: TasksOptions) -> anyhow::Result<()> {
+    anyhow::ensure!(options.tasks > 0 && options.concurrency > 0, "--tasks and --concurrency must be at least 1");
+    let plan = TasksPlan { tasks: options.tasks, concurrency: options.concurrency, ..TasksPlan::default() };
+    let books = waiting_tasks::run(&options.program.path()?, &plan).await?;
+    print!("{}", books.render());
+    anyhow::ensure!(books.hold(), "the books did not hold");
+    Ok(())
+}
+
+/// What waiting tasks cost a running server, printed.
+pub async fn task_cost(options: TaskCostOptions) -> anyhow::Result<()> {
+    let TaskCostOptions { url, pid, orders, tasks, reads, concurrency, redis, store_prefix } = options;
+    let redis = redis.zip(store_prefix);
+    let plan = TaskCostPlan { url, pid, orders, tasks, reads, concurrency, redis };
+    print!("{}", task_cost::measure(&plan).await?.render());
     Ok(())
 }
 

@@ -23,6 +23,10 @@
 //! - [`relay`]: a TCP relay in front of a replica or the API, that a fault run cuts or slows;
 //! - [`redis_server`]: a Redis of a run's own, to stop and start again, and [`sentinel`]: a
 //!   primary, a replica and a Sentinel, to fail over;
+//! - [`task_cost`]: what a waiting task costs one server: CPU per `tasks/get` and
+//!   `tasks/update` beside a `lookup_order`, and its memory while tasks wait;
+//! - [`waiting_tasks`]: refunds that wait as tasks (the Tasks extension) while every replica
+//!   is restarted and Redis fails over, then answered through random replicas: the books;
 //! - [`cold_start`]: a stdio server's start to its first answer, and its peak memory;
 //! - [`usage`]: the CPU time server processes spend during a run, and their memory;
 //! - [`echo`]: the floor, a bare JSON service answering a confirmation's requests with canned
@@ -49,4 +53,6 @@ pub mod redis_server;
 pub mod relay;
 pub mod report;
 pub mod sentinel;
+pub mod task_cost;
 pub mod usage;
+pub mod waiting_tasks;

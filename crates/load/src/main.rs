@@ -6,14 +6,16 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use load::commands::{
-    self, ColdStartOptions, ConfirmOptions, EchoOptions, FaultsOptions, FleetOptions, OverloadOptions, ServeEchoOptions,
+    self, ColdStartOptions, ConfirmOptions, EchoOptions, FaultsOptions, FleetOptions, OverloadOptions,
+    ServeEchoOptions, TaskCostOptions, TasksOptions,
 };
 
 /// Confirm refunds with simulated leads against fernhill servers, and check the books.
 ///
 /// The leads go to servers already running (confirm), to a fleet started here (fleet), or to
 /// the floor, a bare JSON service (echo). Besides: a stdio server's cold start (cold-start),
-/// faults struck under load (faults), and overload, shed or queued (overload). Each
+/// faults struck under load (faults), overload, shed or queued (overload), and refunds
+/// waiting as tasks through restarts (tasks). Each
 /// subcommand's --help says more.
 #[derive(Parser)]
 #[command(version)]
@@ -72,6 +74,22 @@ enum Command {
     ///
     /// Example: fernhill-load faults kill-replica api-down, or fernhill-load faults --all
     Faults(FaultsOptions),
+    /// Leave refunds waiting as tasks (the Tasks extension) on a fleet of three replicas
+    /// sharing a Redis under Sentinel, restart every replica and fail Redis over while they
+    /// wait, then answer each through a random replica (and again through another): a table of
+    /// the books.
+    ///
+    /// Fails unless no task was lost, none released twice, every decline stands and every task
+    /// ended as its lead said. Needs redis-server installed.
+    ///
+    /// Example: fernhill-load tasks --tasks 1000
+    Tasks(TasksOptions),
+    /// What waiting tasks cost a server already running: its CPU per `tasks/get` and per
+    /// `tasks/update` beside a plain `lookup_order`, and its memory before and after the tasks
+    /// were made.
+    ///
+    /// Example: fernhill-load task-cost --url http://127.0.0.1:8711/mcp --pid 4242 --tasks 1000
+    TaskCost(TaskCostOptions),
     /// Measure overload: one replica bounded to a few tool calls at once over a slowed API, its
     /// capacity, then arrivals at 2x and 5x that with shedding and with queueing; a table.
     Overload(OverloadOptions),
@@ -89,6 +107,8 @@ async fn main() -> ExitCode {
         Command::ColdStart(options) => commands::cold_start(options).await,
         Command::Faults(options) => commands::faults(options).await,
         Command::Overload(options) => commands::overload(options).await,
+        Command::Tasks(options) => commands::tasks(options).await,
+        Command::TaskCost(options) => commands::task_cost(options).await,
         Command::ServeEcho(options) => commands::serve_echo(options).await,
     };
     match ran {

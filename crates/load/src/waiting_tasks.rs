@@ -1,0 +1,516 @@
+//! Refunds that wait as tasks through a fleet's restarts and a Redis failover (the Tasks
+//! extension): a relayed fleet of three replicas on a Redis primary, its replica and a Sentinel
+//! takes `issue_refund` calls from clients that declare the extension, each call's question
+//! left waiting as a task; every replica is then killed and started again, each task is read
+//! once (as its host polls it), and the Redis primary is killed so the Sentinel fails over;
+//! then each task is read and answered (a yes, or
+//! a decline for every third) through a random replica, with the same answer sent at once
+//! through another replica too, as a host whose reply was lost sends it again.
+//!
+//! The books, from the tasks, the shop's API and the replicas' audit trails: tasks lost (a
+//! waiting task that any replica answered -32602, or that never ended), refunds released by
+//! more than one replica's hand, declines that did not stand, refunds that ended otherwise than
+//! their lead said.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+use futures::{StreamExt as _, stream};
+use mrtr::client::{Answer, Client, ScriptedUser, params};
+use rmcp::{
+    ErrorData, RoleClient, ServiceError,
+    model::{CallToolResponse, GetTaskParams, TaskStatus, UpdateTaskParams},
+    service::Peer,
+};
+use serde_json::{Value, json};
+use shop_api::{RefundStatus, ShopApi};
+use shop_mcp::tools::issue_refund::ReleaseForm;
+
+use crate::{
+    authorization::{self, Credentials},
+    fleet::{Fleet, FleetPlan},
+    report::Percentiles,
+    sentinel::SentinelGroup,
+};
+
+/// The fleet's replicas.
+const REPLICAS: usize = 3;
+/// Tries at one request, each on the next replica, before it counts as unanswered (a replica
+/// restarted leaves its clients' pooled connections dead: the first use of one fails).
+const TRIES: usize = REPLICAS;
+/// How long one request may take before it counts as unanswered (no run hangs on a lost reply).
+const DEADLINE: Duration = Duration::from_secs(30);
+/// Reads of an answered task before it counts as never ended.
+const READS: usize = 200;
+/// How often the replicas ask their clients to read a task: the run's clients follow it.
+const POLL_SECONDS: &str = "0.02";
+
+/// How big a run is.
+#[derive(Debug, Clone)]
+pub struct TasksPlan {
+    /// Refunds that wait as tasks.
+    pub tasks: usize,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// Every this many tasks, the lead declines (0: none does).
+    pub decline_every: usize,
+}
+
+impl Default for TasksPlan {
+    fn default() -> Self {
+        Self { tasks: 1_000, concurrency: 32, decline_every: 3 }
+    }
+}
+
+/// What a run found.
+#[derive(Debug, Default)]
+pub struct TaskBooks {
+    /// Refunds asked about.
+    pub tasks: usize,
+    /// Calls answered with a task waiting on the lead (`input_required`).
+    pub waiting: usize,
+    /// Replicas killed and started again while the tasks waited.
+    pub restarts: usize,
+    /// Whether the Redis primary was killed and the Sentinel failed over.
+    pub failed_over: bool,
+    /// Tasks read waiting after the faults and answered.
+    pub answered: usize,
+    /// Tasks that completed.
+    pub completed: usize,
+    /// Requests answered -32602 (an unknown task) for a task that was made.
+    pub refused_unknown: usize,
+    /// Waiting tasks lost: answered -32602, or never read again.
+    pub lost: usize,
+    /// Answered tasks that never ended.
+    pub not_ended: usize,
+    /// Refunds the shop's API shows released.
+    pub released: usize,
+    /// Refunds that more than one `released` line of the audit trails names.
+    pub released_twice: usize,
+    /// Tasks whose lead declined.
+    pub declined: usize,
+    /// Declined refunds that did not end cancelled.
+    pub overturned: usize,
+    /// Refunds that ended otherwise than their lead said (a decline overturned included).
+    pub not_as_said: usize,
+    /// Requests that went to another replica because the first did not answer.
+    pub rerouted: usize,
+    /// What a waiting task takes in Redis, on average: its record's bytes (`STRLEN`), and the
+    /// key's whole cost by Redis's own count (`MEMORY USAGE`).
+    pub bytes_per_waiting_task: (usize, usize),
+    /// From the answer to the task's end, as its client saw it.
+    pub answer_to_end: Percentiles,
+    /// What went wrong, in words.
+    pub problems: Vec<String>,
+}
+
+impl TaskBooks {
+    /// Nothing lost, nothing released twice, every decline standing, every refund as its lead
+    /// said, every task ended.
+    pub fn hold(&self) -> bool {
+        self.waiting == self.tasks
+            && self.lost == 0
+            && self.refused_unknown == 0
+            && self.not_ended == 0
+            && self.released_twice == 0
+            && self.overturned == 0
+            && self.not_as_said == 0
+            && self.completed == self.tasks
+    }
+
+    /// The books as a Markdown table, then the first problems.
+    pub fn render(&self) -> String {
+        let mut out = String::from(
+            "| tasks | waiting | replicas restarted | Redis failed over | answered | completed | released | released twice \
+             | declined / standing | answered -32602 | lost | not ended | not as the lead said | rerouted \
+             | answer to end p50 / p99 ms | bytes per waiting task (record / in Redis) |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        );
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {:.1} / {:.1} | {} / {} |\n",
+            self.tasks,
+            self.waiting,
+            self.restarts,
+            if self.failed_over { "yes" } else { "no" },
+            self.answered,
+            self.completed,
+            self.released,
+            self.released_twice,
+            self.declined,
+            self.declined - self.overturned.min(self.declined),
+            self.refused_unknown,
+            self.lost,
+            self.not_ended,
+            self.not_as_said,
+            self.rerouted,
+            ms(self.answer_to_end.p50),
+            ms(self.answer_to_end.p99),
+            self.bytes_per_waiting_task.0,
+            self.bytes_per_waiting_task.1,
+        ));
+        for problem in self.problems.iter().take(10) {
+            out.push_str(&format!("{problem}\n"));
+        }
+        out
+    }
+}
+
+/// One refund waiting as a task.
+struct Waiting {
+    task_id: String,
+    quote_id: String,
+    says_yes: bool,
+}
+
+/// How one request went.
+enum Reply<T> {
+    Answered(T),
+    /// A JSON-RPC error.
+    Refused(ErrorData),
+    /// No replica answered.
+    Unreached(String),
+}
+
+/// How one task went once answered.
+#[derive(Default)]
+struct Answered {
+    refused_unknown: usize,
+    read_waiting: bool,
+    ended: Option<Value>,
+    took: Option<Duration>,
+    rerouted: usize,
+    problem: Option<String>,
+}
+
+/// A client of each replica, all declaring the extension.
+struct Clients(Vec<Client<ScriptedUser>>);
+
+impl Clients {
+    async fn connect(urls: &[String], concurrency: usize) -> anyhow::Result<Self> {
+        let mut clients = Vec::new();
+        for url in urls {
+            let host = ScriptedUser::always(Answer::form(&ReleaseForm::YES)).named("task-lead").declaring_tasks();
+            let client = authorization::connect(host, url, &Credentials::None, concurrency).await;
+            clients.push(client.with_context(|| format!("connecting to {url}"))?);
+        }
+        Ok(Self(clients))
+    }
+
+    /// `request` through replica `first`, then the next ones while none answers; how many
+    /// replicas it went past.
+    async fn send<T, F, Fut>(&self, first: usize, request: F) -> (Reply<T>, usize)
+    where
+        F: Fn(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let mut last = String::new();
+        for attempt in 0..TRIES {
+            let client = &self.0[(first + attempt) % self.0.len()];
+            match tokio::time::timeout(DEADLINE, request(client.peer().clone())).await {
+                Ok(Ok(answer)) => return (Reply::Answered(answer), attempt),
+                Ok(Err(ServiceError::McpError(error))) => return (Reply::Refused(error), attempt),
+                Ok(Err(error)) => last = error.to_string(),
+                Err(_) => last = format!("no answer within {DEADLINE:?}"),
+            }
+        }
+        (Reply::Unreached(last), TRIES)
+    }
+}
+
+/// Run the fleet test with `program` (the fernhill binary): make the tasks, strike, answer,
+/// and keep the books.
+pub async fn run(program: &Path, plan: &TasksPlan) -> anyhow::Result<TaskBooks> {
+    let dir = tempfile::tempdir().context("a directory for the run's Redis and audit trails")?;
+    let mut sentinels = SentinelGroup::start(dir.path()).await?;
+    let audit = dir.path().join("audit");
+    std::fs::create_dir_all(&audit).context("the audit trails' folder")?;
+    let mut fleet_plan = FleetPlan {
+        relayed: true,
+        audit_logs: Some(audit.clone()),
+        ..FleetPlan::new(REPLICAS, &sentinels.store_url())
+    };
+    fleet_plan.extra.extend(["--task-poll".to_owned(), POLL_SECONDS.to_owned()]);
+    let mut fleet = Fleet::start(program, &fleet_plan).await?;
+    let clients = Clients::connect(&fleet.urls, plan.concurrency).await?;
+    let orders = fleet.orders(plan.tasks)?;
+    let mut books = TaskBooks { tasks: plan.tasks, ..TaskBooks::default() };
+
+    // The tasks, each made through the next replica in turn.
+    let made: Vec<Result<Waiting, String>> = stream::iter(0..plan.tasks)
+        .map(|n| {
+            let (clients, order) = (&clients, orders.next());
+            let says_yes = plan.decline_every == 0 || (n + 1) % plan.decline_every != 0;
+            async move { make(clients, n % REPLICAS, &order, says_yes).await }
+        })
+        .buffer_unordered(plan.concurrency.max(1))
+        .collect()
+        .await;
+    let mut waiting = Vec::new();
+    for task in made {
+        match task {
+            Ok(task) => waiting.push(task),
+            Err(problem) => books.problems.push(problem),
+        }
+    }
+    books.waiting = waiting.len();
+    let primary = sentinels.primary_url().context("the Redis primary")?;
+    let ids = waiting.iter().map(|task| task.task_id.as_str());
+    books.bytes_per_waiting_task = bytes_per_task(&primary, &fleet_plan.store_prefix, ids).await?;
+
+    // Every replica killed and started again; each task read once, as its host polls it; then
+    // the primary killed.
+    for index in 0..REPLICAS {
+        fleet.restart(program, index, &fleet_plan).await.with_context(|| format!("restarting replica {index}"))?;
+        books.restarts += 1;
+    }
+    let polled: Vec<Result<(), (bool, String)>> = stream::iter(&waiting)
+        .map(|task| still_waiting(&clients, task))
+        .buffer_unordered(plan.concurrency.max(1))
+        .collect()
+        .await;
+    for (unknown, problem) in polled.into_iter().filter_map(Result::err) {
+        books.refused_unknown += usize::from(unknown);
+        books.problems.push(problem);
+    }
+    sentinels.fail_over().await?;
+    books.failed_over = true;
+
+    // Each task answered through a random replica, and again at once through another.
+    let answered: Vec<(&Waiting, Answered)> = stream::iter(&waiting)
+        .map(|task| {
+            let clients = &clients;
+            async move { (task, answer(clients, task).await) }
+        })
+        .buffer_unordered(plan.concurrency.max(1))
+        .collect()
+        .await;
+    let mut took = Vec::new();
+    for (task, outcome) in &answered {
+        books.refused_unknown += outcome.refused_unknown;
+        books.rerouted += outcome.rerouted;
+        books.declined += usize::from(!task.says_yes);
+        if outcome.refused_unknown > 0 || !outcome.read_waiting {
+            books.lost += 1;
+        }
+        books.answered += usize::from(outcome.read_waiting);
+        match &outcome.ended {
+            Some(ended) if ended["status"] == "completed" => books.completed += 1,
+            Some(ended) => books.problems.push(format!("task {} ended {}", task.task_id, ended["status"])),
+            None => books.not_ended += 1,
+        }
+        took.extend(outcome.took);
+        if let Some(problem) = &outcome.problem {
+            books.problems.push(problem.clone());
+        }
+    }
+    books.answer_to_end = Percentiles::of(&mut took);
+
+    let api = ShopApi::new(&fleet.api.url)?.with_token(fleet.api.token.clone());
+    let refunds = api.refunds().await.context("listing the shop's refunds")?;
+    let releases = releases_by_refund(&audit)?;
+    let by_quote: HashMap<&str, &Waiting> = waiting.iter().map(|task| (task.quote_id.as_str(), task)).collect();
+    for refund in &refunds {
+        let Some(task) = by_quote.get(refund.quote_id.as_str()) else { continue };
+        let released = refund.status == RefundStatus::Requested;
+        books.released += usize::from(released);
+        let times = releases.get(refund.refund_id.as_str()).copied().unwrap_or(0);
+        if times > 1 {
+            books.released_twice += 1;
+            books.problems.push(format!("refund {} was released {times} times", refund.refund_id));
+        }
+        let expected = if task.says_yes { RefundStatus::Requested } else { RefundStatus::Cancelled };
+        if refund.status != expected {
+            books.not_as_said += 1;
+            books.overturned += usize::from(!task.says_yes);
+            books.problems.push(format!(
+                "refund {} is {} after its lead said {}",
+                refund.refund_id,
+                refund.status,
+                if task.says_yes { "yes" } else { "no" }
+            ));
+        }
+    }
+    drop(fleet);
+    drop(sentinels);
+    Ok(books)
+}
+
+/// Quote `order` and ask to refund it through replica `first`, as a client that declares
+/// the extension: the call must come back a task waiting on the lead.
+async fn make(clients: &Clients, first: usize, order: &str, says_yes: bool) -> Result<Waiting, String> {
+    let quote = params("quote_refund", json!({"order_id": order}));
+    let quoting = |peer: Peer<RoleClient>| {
+        let quote = quote.clone();
+        async move { peer.call_tool_once(quote).await }
+    };
+    let quoted = match clients.send(first, quoting).await.0 {
+        Reply::Answered(CallToolResponse::Complete(result)) => result,
+        other => return Err(format!("{order}: quote_refund: {}", said(other)?)),
+    };
+    let quote_id = mrtr::client::field(&quoted, "quote_id").ok_or(format!("{order}: the quote has no id"))?.to_owned();
+    let issue = params("issue_refund", json!({"quote_id": quote_id}));
+    let issuing = |peer: Peer<RoleClient>| {
+        let issue = issue.clone();
+        async move { peer.call_tool_once(issue).await }
+    };
+    match clients.send(first, issuing).await.0 {
+        Reply::Answered(CallToolResponse::Task(created)) if created.task.status == TaskStatus::InputRequired => {
+            Ok(Waiting { task_id: created.task.task_id, quote_id, says_yes })
+        }
+        other => Err(format!("{order}: issue_refund did not wait as a task: {}", said(other)?)),
+    }
+}
+
+/// Read `task` through a random replica: it must still wait on its lead (`Err`: whether it was
+/// answered -32602, and the words).
+async fn still_waiting(clients: &Clients, task: &Waiting) -> Result<(), (bool, String)> {
+    let id = task.task_id.as_str();
+    let reading = |peer: Peer<RoleClient>| async move { peer.get_task(GetTaskParams::new(id)).await };
+    match clients.send(rand::random_range(0..REPLICAS), reading).await.0 {
+        Reply::Answered(got) if got.task.task.status == TaskStatus::InputRequired => Ok(()),
+        Reply::Answered(got) => Err((false, format!("task {id} stopped waiting: {:?}", got.task.task.status))),
+        Reply::Refused(error) => {
+            Err((error.code.0 == -32602, format!("task {id}: tasks/get answered {}", error.code.0)))
+        }
+        Reply::Unreached(words) => Err((false, format!("task {id}: no replica answered tasks/get: {words}"))),
+    }
+}
+
+/// Read `task` waiting through a random replica, answer it there and through the next replica
+/// at once, then read it until it ends.
+async fn answer(clients: &Clients, task: &Waiting) -> Answered {
+    let mut outcome = Answered::default();
+    let first = rand::random_range(0..REPLICAS);
+    let id = task.task_id.as_str();
+    let read = |first: usize| {
+        clients.send(first, move |peer: Peer<RoleClient>| async move { peer.get_task(GetTaskParams::new(id)).await })
+    };
+    let (reply, went_past) = read(first).await;
+    outcome.rerouted += went_past;
+    let key = match reply {
+        Reply::Answered(got) => {
+            let got = serde_json::to_value(&got).unwrap_or_default();
+            match got["inputRequests"].as_object().and_then(|asked| asked.keys().next()) {
+                Some(key) if got["status"] == "input_required" => key.clone(),
+                _ => {
+                    outcome.problem = Some(format!("task {id} was not waiting on its lead: {got}"));
+                    return outcome;
+                }
+            }
+        }
+        Reply::Refused(error) => {
+            outcome.refused_unknown += usize::from(error.code.0 == -32602);
+            outcome.problem = Some(format!("task {id}: tasks/get answered {}: {}", error.code.0, error.message));
+            return outcome;
+        }
+        Reply::Unreached(words) => {
+            outcome.problem = Some(format!("task {id}: no replica answered tasks/get: {words}"));
+            return outcome;
+        }
+    };
+    outcome.read_waiting = true;
+    let said = match task.says_yes {
+        true => json!({"action": "accept", "content": {"release": true}}),
+        false => json!({"action": "decline"}),
+    };
+    let started = Instant::now();
+    let update = |first: usize| {
+        let responses = [(key.clone(), said.clone())].into_iter().collect();
+        let params = UpdateTaskParams::new(id, responses);
+        clients.send(first, move |peer: Peer<RoleClient>| {
+            let params = params.clone();
+            async move { peer.update_task(params).await }
+        })
+    };
+    let (once, twice) = tokio::join!(update(first), update(first + 1));
+    for (reply, went_past) in [once, twice] {
+        outcome.rerouted += went_past;
+        match reply {
+            Reply::Answered(_) => {}
+            Reply::Refused(error) => {
+                outcome.refused_unknown += usize::from(error.code.0 == -32602);
+                outcome.problem = Some(format!("task {id}: tasks/update answered {}: {}", error.code.0, error.message));
+            }
+            Reply::Unreached(words) => {
+                outcome.problem = Some(format!("task {id}: no replica took the answer: {words}"))
+            }
+        }
+    }
+    for n in 0..READS {
+        let (reply, went_past) = read(first + n).await;
+        outcome.rerouted += went_past;
+        let got = match reply {
+            Reply::Answered(got) => serde_json::to_value(&got).unwrap_or_default(),
+            Reply::Refused(error) => {
+                outcome.refused_unknown += usize::from(error.code.0 == -32602);
+                outcome.problem = Some(format!("task {id}: tasks/get answered {}: {}", error.code.0, error.message));
+                return outcome;
+            }
+            Reply::Unreached(_) => continue,
+        };
+        if ["completed", "failed", "cancelled"].contains(&got["status"].as_str().unwrap_or_default()) {
+            outcome.took = Some(started.elapsed());
+            outcome.ended = Some(got);
+            return outcome;
+        }
+        // The task is being worked on: read it again at the interval its server asks.
+        let poll = got["pollIntervalMs"].as_u64().unwrap_or(20);
+        tokio::time::sleep(Duration::from_millis(poll)).await;
+    }
+    outcome.problem = Some(format!("task {id} did not end in {READS} reads"));
+    outcome
+}
+
+/// What the tasks `ids` take in the Redis at `url` (keys under `prefix`), on average: their
+/// records' bytes (`STRLEN`), and their keys' whole cost by Redis's own count (`MEMORY USAGE`).
+pub async fn bytes_per_task<'a>(
+    url: &str,
+    prefix: &str,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> anyhow::Result<(usize, usize)> {
+    let client = redis::Client::open(url).context("the Redis URL")?;
+    let mut connection = client.get_multiplexed_async_connection().await.context("reaching Redis")?;
+    let (mut record, mut kept, mut count) = (0, 0, 0);
+    for id in ids {
+        let key = format!("{prefix}task:{id}");
+        let length: usize = redis::cmd("STRLEN").arg(&key).query_async(&mut connection).await?;
+        let usage: Option<usize> = redis::cmd("MEMORY").arg("USAGE").arg(&key).query_async(&mut connection).await?;
+        anyhow::ensure!(length > 0, "task {id} is not in Redis under {key}");
+        record += length;
+        kept += usage.unwrap_or(0);
+        count += 1;
+    }
+    Ok((record / count.max(1), kept / count.max(1)))
+}
+
+/// Words for a reply that was not the one expected (`Err`: no replica answered).
+fn said<T: std::fmt::Debug>(reply: Reply<T>) -> Result<String, String> {
+    match reply {
+        Reply::Answered(other) => Ok(format!("{other:?}")),
+        Reply::Refused(error) => Ok(format!("{}: {}", error.code.0, error.message)),
+        Reply::Unreached(words) => Err(format!("no replica answered: {words}")),
+    }
+}
+
+/// How many `released` lines of the audit trails in `folder` name each refund.
+fn releases_by_refund(folder: &Path) -> anyhow::Result<BTreeMap<String, usize>> {
+    let mut releases = BTreeMap::new();
+    for entry in std::fs::read_dir(folder).context("the audit trails")? {
+        let path = entry?.path();
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        for line in text.lines() {
+            let event: Value = serde_json::from_str(line).with_context(|| format!("a line of {}", path.display()))?;
+            if event["event"] == "released"
+                && let Some(refund) = event["refund_id"].as_str()
+            {
+                *releases.entry(refund.to_owned()).or_default() += 1;
+            }
+        }
+    }
+    Ok(releases)
+}
