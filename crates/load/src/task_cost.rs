@@ -1,7 +1,8 @@
 //! What a waiting task costs one running server: its CPU per `tasks/get` and per `tasks/update`
 //! beside a plain `lookup_order` on the same server, read from `/proc` around each batch, and
-//! its resident memory before and after the tasks were made (a task is a record in the store,
-//! so it should cost the server nothing while it waits).
+//! its resident memory before and after most of the tasks were made, the first tenth having
+//! warmed it (a task is a record in the store, so it should cost the server nothing while it
+//! waits).
 
 use std::time::Duration;
 
@@ -50,7 +51,10 @@ pub struct TaskCost {
     pub lookup: Duration,
     /// Server CPU per `tasks/update` that answers a task (the release it makes included).
     pub update: Duration,
-    /// The server's resident memory before the tasks were made, and after, in bytes.
+    /// The tasks made between the two readings of [`TaskCost::resident`].
+    pub measured: usize,
+    /// The server's resident memory before the last [`TaskCost::measured`] tasks were made, and
+    /// after, in bytes.
     pub resident: (u64, u64),
     /// What a waiting task takes in Redis: its record's bytes, and Redis's own count.
     pub in_redis: Option<(usize, usize)>,
@@ -70,7 +74,7 @@ impl TaskCost {
             "tasks/get: {:.3} ms server CPU per request ({} reads of {} waiting tasks)\n\
              lookup_order: {:.3} ms server CPU per request ({} calls)\n\
              tasks/update: {:.3} ms server CPU per request (each answers a task and releases its refund)\n\
-             server resident memory: {} KiB before {} tasks waited, {} KiB after ({} bytes per waiting task)\n{}",
+             server resident memory: {} KiB before {} more tasks waited, {} KiB after ({} bytes per waiting task)\n{}",
             ms(self.get),
             self.reads,
             self.tasks,
@@ -78,9 +82,9 @@ impl TaskCost {
             self.reads,
             ms(self.update),
             self.resident.0 / 1024,
-            self.tasks,
+            self.measured,
             self.resident.1 / 1024,
-            grew / self.tasks.max(1) as u64,
+            grew / self.measured.max(1) as u64,
             in_redis,
         )
     }
@@ -92,15 +96,18 @@ pub async fn measure(plan: &TaskCostPlan) -> anyhow::Result<TaskCost> {
     let host = ScriptedUser::always(Answer::form(&ReleaseForm::YES)).named("task-cost").declaring_tasks();
     let client = authorization::connect(host, &plan.url, &Credentials::None, plan.concurrency).await?;
     let order = plan.orders.next();
-    // Warm: the connections, the server's buffers and the allocator's pages.
+    // Warm: the connections, the server's buffers and the allocator's pages, with lookups and a
+    // tenth of the tasks (they wait with the rest); the memory is read around the other nine.
     each(plan.concurrency, 0..plan.concurrency * 8, |_| lookup(&client, &order)).await?;
-    let before = usage::memory(plan.pid, "VmRSS")?;
+    let warm = (plan.tasks / 10).max(1);
     let mut ids = Vec::with_capacity(plan.tasks);
     ids.push(make(&client, &order).await?);
-    let rest: Vec<String> =
-        each(plan.concurrency, 1..plan.tasks, |_| async { make(&client, &plan.orders.next()).await }).await?;
-    ids.extend(rest);
+    let making = |_| async { make(&client, &plan.orders.next()).await };
+    ids.extend(each(plan.concurrency, 1..warm, making).await?);
+    let before = usage::memory(plan.pid, "VmRSS")?;
+    ids.extend(each(plan.concurrency, warm..plan.tasks, making).await?);
     let after = usage::memory(plan.pid, "VmRSS")?;
+    let measured = plan.tasks - warm;
     let in_redis = match &plan.redis {
         Some((url, prefix)) => Some(bytes_per_task(url, prefix, ids.iter().map(String::as_str)).await?),
         None => None,
@@ -134,7 +141,16 @@ pub async fn measure(plan: &TaskCostPlan) -> anyhow::Result<TaskCost> {
         .await
     })
     .await?;
-    Ok(TaskCost { tasks: ids.len(), reads: plan.reads, get, lookup, update, resident: (before, after), in_redis })
+    Ok(TaskCost {
+        tasks: ids.len(),
+        measured,
+        reads: plan.reads,
+        get,
+        lookup,
+        update,
+        resident: (before, after),
+        in_redis,
+    })
 }
 
 /// `work` for each of `items`, `concurrency` at once; their outputs, or the first failure.
