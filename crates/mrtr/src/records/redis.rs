@@ -45,6 +45,8 @@ impl std::fmt::Debug for Redis {
 
 /// How long a Redis call may take before the caller fails closed.
 const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long to wait before asking Sentinels that named no primary again.
+const SENTINEL_PAUSE: Duration = Duration::from_millis(50);
 
 impl Redis {
     /// The Redis a `--store` URL names: Sentinels (`redis+sentinel://`), or one Redis
@@ -106,7 +108,18 @@ impl Redis {
                     return Ok(open.clone());
                 }
                 // The Sentinels get the same bound as Redis: a silent one fails the call closed.
-                let asking = async { sentinels.lock().await.async_get_client().await };
+                // Just after a failover they may name no primary for a moment (the new one not
+                // yet seen up): asked again within that bound rather than failing the call.
+                let asking = async {
+                    loop {
+                        match sentinels.lock().await.async_get_client().await {
+                            Err(error) if error.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel => {
+                                tokio::time::sleep(SENTINEL_PAUSE).await;
+                            }
+                            named => break named,
+                        }
+                    }
+                };
                 let primary = tokio::time::timeout(REDIS_TIMEOUT, asking)
                     .await
                     .map_err(|_| RecordsError(format!("{}: the Sentinels did not answer in time", self.url)))?
