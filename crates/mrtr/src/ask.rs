@@ -500,12 +500,7 @@ impl Asking {
         let mut shown = message.to_owned();
         let mut problem = String::new();
         for _ in 0..WAITING_ATTEMPTS {
-            let question = ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: shown,
-                requested_schema: form.requested_schema(),
-            };
-            let answer = elicit_waiting(peer, question, wait).await?;
+            let answer = elicit_waiting(peer, form_params(form, shown), wait).await?;
             match read_form_answer(&answer, form) {
                 Ok(outcome) => return Ok(outcome),
                 Err(why) => problem = why,
@@ -523,12 +518,7 @@ impl Asking {
         form: &FormSchema<T>,
         message: &str,
     ) -> Result<Option<Outcome<T>>, ErrorData> {
-        let question = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: message.to_owned(),
-            requested_schema: form.requested_schema(),
-        };
-        let digest = digest_of(&question);
+        let digest = digest_of(&form_params(form, message.to_owned()));
         let asked_this = match self.carrying {
             Carrying::Envelope => self.carried.asked.get(key) == Some(&digest),
             Carrying::Bare => true,
@@ -565,11 +555,7 @@ impl Asking {
             Some(problem) => format!("That answer didn't fit: {problem}. {message}"),
             None => message.to_owned(),
         };
-        let question = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: shown,
-            requested_schema: form.requested_schema(),
-        };
+        let question = form_params(form, shown);
         self.pending.insert(key.to_owned(), InputRequest::Elicitation(ElicitRequest::new(question)));
         self.next.asked.insert(key.to_owned(), digest);
         Ok(None)
@@ -611,12 +597,7 @@ impl Asking {
         let flow_id = question.flow_id.to_owned();
         let outcome = era
             .wait_for_person(async {
-                let asked = ElicitRequestParams::UrlElicitationParams {
-                    meta: None,
-                    message: question.message.to_owned(),
-                    url: question.url,
-                    elicitation_id: flow_id.clone(),
-                };
+                let asked = url_params(question.url, question.message, flow_id.clone());
                 let answer = elicit_waiting(&peer, asked, wait).await?;
                 match answer.action {
                     ElicitationAction::Accept => {}
@@ -646,27 +627,15 @@ impl Asking {
         if !self.was_asked(key) {
             return None;
         }
-        let answer: ElicitResult = serde_json::from_value(self.responses.get(key)?.clone()).ok()?;
-        match answer.action {
-            ElicitationAction::Accept => Some(Outcome::Accepted(())),
-            ElicitationAction::Decline => Some(Outcome::Declined),
-            ElicitationAction::Cancel => Some(Outcome::Cancelled),
-            _ => None,
-        }
+        read_url(self.responses.get(key)?)
     }
 
     /// Ask the URL question `key` this round: send the person to `url` with `message`.
     /// -32021 unless the client can open URLs.
     fn ask_url(&mut self, key: &str, url: String, message: &str) -> Result<(), ErrorData> {
         self.require(ElicitationMode::Url)?;
-        // rmcp 3.11 still has the 2025-11-25 `elicitationId`; 2026-07-28 removed it, and the
-        // flow's own ID rides in the state instead.
-        let question = ElicitRequestParams::UrlElicitationParams {
-            meta: None,
-            message: message.to_owned(),
-            url,
-            elicitation_id: String::new(),
-        };
+        // The flow's own ID rides in the state instead of `elicitationId`.
+        let question = url_params(url, message, String::new());
         self.next.asked.insert(key.to_owned(), digest_of(&question));
         self.pending.insert(key.to_owned(), InputRequest::Elicitation(ElicitRequest::new(question)));
         Ok(())
@@ -693,11 +662,19 @@ impl Asking {
 /// The form question `message` as a whole request (`elicitation/create`), for a question that
 /// is asked elsewhere than in a round: a task's, answered through `tasks/update`.
 pub fn form_question<T: JsonSchema + DeserializeOwned>(form: &FormSchema<T>, message: &str) -> InputRequest {
-    InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message: message.to_owned(),
-        requested_schema: form.requested_schema(),
-    }))
+    InputRequest::Elicitation(ElicitRequest::new(form_params(form, message.to_owned())))
+}
+
+/// The form question `message`, as every era and every asker sends it.
+fn form_params<T: JsonSchema + DeserializeOwned>(form: &FormSchema<T>, message: String) -> ElicitRequestParams {
+    ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: form.requested_schema() }
+}
+
+/// The URL question `message`, sending the person to `url`. rmcp 3.11 still has the
+/// 2025-11-25 `elicitationId` (a 2025 client gets the flow's ID there); 2026-07-28 removed it,
+/// and an empty one is not sent.
+fn url_params(url: String, message: &str, elicitation_id: String) -> ElicitRequestParams {
+    ElicitRequestParams::UrlElicitationParams { meta: None, message: message.to_owned(), url, elicitation_id }
 }
 
 /// The URL question `message`, sending the person to `url`, as a whole request
@@ -705,13 +682,20 @@ pub fn form_question<T: JsonSchema + DeserializeOwned>(form: &FormSchema<T>, mes
 /// Its answer says only whether the person agreed to open the page; the tool's own records say
 /// whether what the page is for was done.
 pub fn url_question(url: String, message: &str) -> InputRequest {
-    // rmcp 3.11 still has the 2025-11-25 `elicitationId`; 2026-07-28 removed it.
-    InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
-        meta: None,
-        message: message.to_owned(),
-        url,
-        elicitation_id: String::new(),
-    }))
+    InputRequest::Elicitation(ElicitRequest::new(url_params(url, message, String::new())))
+}
+
+/// What `answer` (an `ElicitResult` as JSON, from a round or a task) says to a URL question:
+/// accepted (the person agreed to open the page, no more), declined or cancelled; `None` when
+/// it does not read.
+pub fn read_url(answer: &Value) -> Option<Outcome<()>> {
+    let answer: ElicitResult = serde_json::from_value(answer.clone()).ok()?;
+    match answer.action {
+        ElicitationAction::Accept => Some(Outcome::Accepted(())),
+        ElicitationAction::Decline => Some(Outcome::Declined),
+        ElicitationAction::Cancel => Some(Outcome::Cancelled),
+        _ => None,
+    }
 }
 
 /// What `answer` (an `ElicitResult` as JSON, from a round or a task) says to the form: the

@@ -6,14 +6,11 @@
 //! refund once, whoever asks twice). A decline or a dismissal ends it unpaid.
 
 use mrtr::{
-    ask::url_question,
+    Outcome,
+    ask::{read_url, url_question},
     tasks::{Step, TaskRecord, Tasking},
 };
-use rmcp::{
-    ErrorData, RoleServer,
-    model::{CallToolResponse, ElicitResult, ElicitationAction},
-    service::RequestContext,
-};
+use rmcp::{ErrorData, RoleServer, model::CallToolResponse, service::RequestContext};
 use serde::{Deserialize, Serialize};
 use shop_api::{RefundId, RefundStatus};
 
@@ -79,9 +76,7 @@ impl Shop {
         else {
             return Step::Done(Err(ErrorData::internal_error("this task names no payment", None)));
         };
-        let said =
-            task.answers.values().next().and_then(|answer| serde_json::from_value::<ElicitResult>(answer.clone()).ok());
-        if !said.is_some_and(|said| said.action == ElicitationAction::Accept) {
+        if !matches!(task.answers.values().next().and_then(read_url), Some(Outcome::Accepted(()))) {
             return done(not_connected(&refund_id));
         }
         match payments.provider.flow(&waiting.flow).await {
