@@ -239,6 +239,7 @@ impl<H> Sealed<H> {
         context.extensions.insert(opened);
         span.record("mcp.mrtr.round", round);
         let trace = self.tracing.as_ref().and_then(|tracing| tracing.follow(span, context, first_round.as_deref()));
+        #[cfg(feature = "tasks")]
         if let Some(trace) = &trace {
             context.extensions.insert(observing::CallTrace(trace.clone()));
         }

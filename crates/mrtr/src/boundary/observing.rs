@@ -71,6 +71,7 @@ pub trait CallTracing: Send + Sync + 'static {
 
 /// The trace context a call goes on in (what [`CallTracing::follow`] returned for it), put in
 /// its request for the task it may make to keep.
+#[cfg(feature = "tasks")]
 #[derive(Debug, Clone)]
 pub(super) struct CallTrace(pub(super) String);
 

@@ -133,6 +133,7 @@ impl Redis {
 
     /// Whether writes here are replicated to a Redis that a failover may promote (Sentinels
     /// watch it): a write the caller must not lose waits for a replica's acknowledgement.
+    #[cfg(feature = "tasks")]
     pub(crate) fn fails_over(&self) -> bool {
         matches!(self.source, Source::Sentinel { .. })
     }
