@@ -28,6 +28,19 @@ async fn get(client: &Client<ScriptedUser>, id: &str) -> Value {
     serde_json::to_value(client.peer().get_task(GetTaskParams::new(id)).await.unwrap()).unwrap()
 }
 
+/// The task once it has ended, read as a client polls (a read takes the answers up and
+/// answers at once; the work it started ends the task a moment later).
+async fn ended(client: &Client<ScriptedUser>, id: &str) -> Value {
+    for _ in 0..500 {
+        let task = get(client, id).await;
+        if !matches!(task["status"].as_str(), Some("working" | "input_required")) {
+            return task;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("task {id} did not end within five seconds of reads")
+}
+
 async fn answer(client: &Client<ScriptedUser>, id: &str, key: &str, said: Value) {
     let responses = [(key.to_owned(), said)].into_iter().collect();
     client.peer().update_task(UpdateTaskParams::new(id, responses)).await.unwrap();
@@ -142,4 +155,82 @@ async fn a_client_that_declares_tasks_follows_the_task_to_its_end() {
     assert_eq!(support::field(&done, "status"), "requested");
     assert_eq!(host.asked().len(), 1, "the task's question went to the person");
     assert_eq!(*seen.lock().unwrap(), [json!("input_required"), json!("completed")]);
+}
+
+/// An answer the once-only record cannot take waits in the task for its next look, and counts
+/// once when it is taken. The server's Redis user may touch the task's key but, for a while,
+/// not the claims' (a Redis ACL): the lead's yes is kept, nothing is released and no intent is
+/// written; once the claims may be written again, the next `tasks/get` releases the refund.
+/// Without `Step::Later` the task would end in an error the lead cannot answer. Needs
+/// `REDIS_URL` (and ACLs: Redis 6 or newer).
+#[tokio::test]
+async fn an_answer_the_record_could_not_take_waits_for_the_task_s_next_look() {
+    let Ok(redis_url) = std::env::var("REDIS_URL") else {
+        eprintln!("REDIS_URL is not set: the answer-that-waits test is skipped");
+        return;
+    };
+    let admin = redis::Client::open(redis_url.as_str()).unwrap();
+    let mut admin = admin.get_multiplexed_async_connection().await.unwrap();
+    let run = format!("later-{}-{}", std::process::id(), rand_suffix());
+    let prefix = format!("{run}:");
+    let acl = |keys: &str| {
+        let mut command = redis::cmd("ACL");
+        command.arg("SETUSER").arg(&run).arg("reset").arg("on").arg(format!(">{run}")).arg("+@all").arg(keys);
+        command
+    };
+    let _: () = acl("allkeys").query_async(&mut admin).await.unwrap();
+    let _user = DropUser(redis_url.clone(), run.clone());
+    let mut url = url::Url::parse(&redis_url).unwrap();
+    url.set_username(&run).unwrap();
+    url.set_password(Some(&run)).unwrap();
+
+    let api = start_api().await;
+    let audit = tempfile::NamedTempFile::new().unwrap();
+    let (client, _) = serve_with(
+        &api,
+        None,
+        |config| {
+            config.store = url.to_string();
+            config.store_prefix = prefix.clone();
+            config.audit_log = Some(audit.path().to_owned());
+        },
+        tasks_host(),
+    )
+    .await;
+    let created = issue_as_task(&client, "O-2289").await;
+    let id = created.task.task_id.as_str();
+
+    // The task's key alone: the claim of the answer is refused.
+    let _: () = acl(&format!("~{prefix}task:*")).query_async(&mut admin).await.unwrap();
+    answer(&client, id, "confirm", json!({"action": "accept", "content": {"release": true}})).await;
+    let waiting = get(&client, id).await;
+    assert_eq!(waiting["status"], "working", "the answer is kept, not failed: {waiting}");
+    assert!(waiting.get("inputRequests").is_none(), "not asked again: {waiting}");
+    assert_eq!(status(&api, "R-0111").await, shop_api::RefundStatus::NeedsConfirmation);
+    let trail = std::fs::read_to_string(audit.path()).unwrap();
+    assert!(!trail.contains("\"releasing\""), "no intent before the claim: {trail}");
+
+    let _: () = acl("allkeys").query_async(&mut admin).await.unwrap();
+    let done = ended(&client, id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["structuredContent"]["status"], "requested");
+    assert_eq!(status(&api, "R-0111").await, shop_api::RefundStatus::Requested);
+    assert_eq!(get(&client, id).await, done, "taken once");
+    let trail = std::fs::read_to_string(audit.path()).unwrap();
+    assert_eq!(trail.matches("\"released\"").count(), 1, "{trail}");
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos().into()
+}
+
+/// Deletes the test's Redis user when the test ends, passed or not.
+struct DropUser(String, String);
+
+impl Drop for DropUser {
+    fn drop(&mut self) {
+        if let Ok(mut connection) = redis::Client::open(self.0.as_str()).and_then(|c| c.get_connection()) {
+            let _: redis::RedisResult<()> = redis::cmd("ACL").arg("DELUSER").arg(&self.1).query(&mut connection);
+        }
+    }
 }
