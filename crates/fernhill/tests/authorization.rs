@@ -84,7 +84,7 @@ async fn the_metadata_names_the_issuer_and_a_request_without_a_token_is_challeng
         reqwest::get(format!("{base}/.well-known/oauth-protected-resource/mcp")).await.unwrap().json().await.unwrap();
     assert_eq!(metadata["resource"], server.url.as_str());
     assert_eq!(metadata["authorization_servers"], json!([issuer.url]));
-    assert_eq!(metadata["scopes_supported"], json!(["orders:read", "refunds:write"]));
+    assert_eq!(metadata["scopes_supported"], json!(["orders:read", "refunds:request", "refunds:write"]));
     assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
     assert!(metadata["resource_name"].is_string());
     // The document at the root would describe a resource at the root, which this is not.

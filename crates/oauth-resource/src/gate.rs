@@ -200,17 +200,19 @@ impl ResourceServer {
             Ok(bytes) => bytes,
             Err(_) => return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large").into_response(),
         };
-        let needed = match peek(&bytes) {
-            Ok(Peeked { method, target }) => server.inner.policy.needed(&method, target.as_deref()),
+        let Peeked { method, target } = match peek(&bytes) {
+            Ok(peeked) => peeked,
             Err(why) => {
                 tracing::info!(subject = %principal.subject().escape_debug(), why, "refused: what the request needs cannot be read");
                 return server.refuse(GateRefusal::Unreadable, &[], None);
             }
         };
-        let missing = scopes::missing(server.inner.policy.as_ref(), &scopes, &needed);
+        let policy = server.inner.policy.as_ref();
+        let needed = policy.needed(&method, target.as_deref());
+        let missing = scopes::missing(policy, &scopes, &needed);
         if !missing.is_empty() {
             tracing::info!(subject = %principal.subject().escape_debug(), ?missing, "refused: insufficient scope");
-            return server.refuse(GateRefusal::InsufficientScope, &needed, None);
+            return server.refuse(GateRefusal::InsufficientScope, &policy.to_ask(&method, target.as_deref()), None);
         }
         next.run(Request::from_parts(parts, Body::from(bytes))).await
     }

@@ -9,6 +9,14 @@ pub trait ScopePolicy: Send + Sync + 'static {
     /// `tools/call`). Empty: any valid token will do.
     fn needed(&self, method: &str, target: Option<&str>) -> Vec<String>;
 
+    /// The scopes a refusal for want of [`ScopePolicy::needed`] names for the client to ask
+    /// for: by default the needed ones; a policy may name scopes that imply them, when those
+    /// are what the request needs to finish the way callers expect (a lead's scope, say, for a
+    /// call a lead's own answer completes).
+    fn to_ask(&self, method: &str, target: Option<&str>) -> Vec<String> {
+        self.needed(method, target)
+    }
+
     /// The scopes that `held` implies, itself included (a lead's `refunds:write` implies
     /// `orders:read`, say). By default each scope implies only itself.
     fn implied(&self, held: &str) -> Vec<String> {

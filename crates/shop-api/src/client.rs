@@ -73,13 +73,21 @@ impl ShopApi {
 
     /// `POST /refunds`: the quote's refund, new or existing.
     pub async fn create_refund(&self, quote_id: &QuoteId) -> Result<Refund, ApiError> {
-        Ok(self.create_refund_outcome(quote_id).await?.0)
+        Ok(self.create_refund_outcome(quote_id, None).await?.0)
     }
 
-    /// `POST /refunds`, also telling whether this call created the refund
-    /// (`true`, 201) or it already existed (`false`, 200).
-    pub async fn create_refund_outcome(&self, quote_id: &QuoteId) -> Result<(Refund, bool), ApiError> {
-        self.client.post_created("/refunds", &RefundRequest { quote_id: quote_id.clone() }).await
+    /// `POST /refunds` on behalf of `principal`, whom the API records as having asked for it
+    /// ([`ON_BEHALF_OF`]), also telling whether this call created the refund (`true`, 201) or
+    /// it already existed (`false`, 200).
+    pub async fn create_refund_outcome(
+        &self,
+        quote_id: &QuoteId,
+        principal: Option<&str>,
+    ) -> Result<(Refund, bool), ApiError> {
+        let request =
+            self.client.request(reqwest::Method::POST, "/refunds").json(&RefundRequest { quote_id: quote_id.clone() });
+        let (status, refund) = self.client.send(on_behalf_of(request, principal)).await?;
+        Ok((refund, status == 201))
     }
 
     /// `POST /returns`: what a returned parcel held (once per order line).
@@ -111,19 +119,25 @@ impl ShopApi {
         decision: &'static str,
         principal: Option<&str>,
     ) -> Result<Refund, ApiError> {
-        let mut request = self
+        let request = self
             .client
             .request(reqwest::Method::POST, &format!("/refunds/{refund_id}/{decision}"))
             .json(&crate::model::Decision::default());
-        if let Some(value) = principal.and_then(|p| reqwest::header::HeaderValue::from_str(p).ok()) {
-            request = request.header(ON_BEHALF_OF, value);
-        }
-        Ok(self.client.send(request).await?.1)
+        Ok(self.client.send(on_behalf_of(request, principal)).await?.1)
     }
 
     /// `GET /refunds`: every refund, oldest first.
     pub async fn refunds(&self) -> Result<Vec<Refund>, ApiError> {
         self.client.get("/refunds").await
+    }
+}
+
+/// `request`, saying it is made for `principal` ([`ON_BEHALF_OF`]); a principal that cannot be
+/// a header value (not visible ASCII) is not sent.
+fn on_behalf_of(request: reqwest::RequestBuilder, principal: Option<&str>) -> reqwest::RequestBuilder {
+    match principal.and_then(|p| reqwest::header::HeaderValue::from_str(p).ok()) {
+        Some(value) => request.header(ON_BEHALF_OF, value),
+        None => request,
     }
 }
 

@@ -43,8 +43,8 @@ mod write_transaction;
 pub use client::{ApiError, ShopApi};
 pub use ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
 pub use model::{
-    Order, OrderLine, Policy, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundRequest, RefundStatus, Return,
-    ReturnReason, ReturnRequest,
+    Approval, NotYours, Order, OrderLine, Policy, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundRequest,
+    RefundStatus, Return, ReturnReason, ReturnRequest,
 };
 pub use money::{Cents, MoneyError};
 #[cfg(feature = "server")]

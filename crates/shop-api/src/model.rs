@@ -102,6 +102,11 @@ pub struct Refund {
     pub amount: Cents,
     pub currency: String,
     pub status: RefundStatus,
+    /// Who asked for it, as the MCP server asserted the caller (absent when nobody could be
+    /// named: an unauthenticated caller, or a refund made before this was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub requested_by: Option<String>,
     /// Who released or declined it, as the MCP server asserted the caller (absent while held,
     /// or for a refund that needed nobody). Absent, never null: its schema is a string that is
     /// not required, which every host renders (`["string", "null"]` is not portable).
@@ -125,12 +130,77 @@ pub const ON_BEHALF_OF: &str = "fernhill-on-behalf-of";
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {}
 
+/// Who may decide a held refund.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum Approval {
+    /// The lead who asked for a refund may release it (the chapter's flow).
+    #[default]
+    #[serde(rename = "self")]
+    SelfApproval,
+    /// Another lead must: whoever asked for a refund can never release it, and a release by
+    /// nobody named, or of a refund nobody is named as asking for, is refused.
+    #[serde(rename = "another-lead")]
+    AnotherLead,
+}
+
+impl Approval {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::SelfApproval => "self",
+            Approval::AnotherLead => "another-lead",
+        }
+    }
+
+    /// Whether `decider` may release a refund `requester` asked for: `Err` says why not.
+    pub fn may_release(self, requester: Option<&str>, decider: Option<&str>) -> Result<(), NotYours> {
+        match (self, requester, decider) {
+            (Approval::SelfApproval, _, _) => Ok(()),
+            (Approval::AnotherLead, _, None) => Err(NotYours::DeciderUnknown),
+            (Approval::AnotherLead, None, Some(_)) => Err(NotYours::RequesterUnknown),
+            (Approval::AnotherLead, Some(asked), Some(decides)) if asked == decides => Err(NotYours::OwnRequest),
+            (Approval::AnotherLead, Some(_), Some(_)) => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for Approval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Approval {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "self" => Ok(Approval::SelfApproval),
+            "another-lead" => Ok(Approval::AnotherLead),
+            other => Err(format!("{other:?} is not an approval policy (self or another-lead)")),
+        }
+    }
+}
+
+/// Why a release is not this decider's to make under [`Approval::AnotherLead`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotYours {
+    #[error("the lead who asked for a refund cannot release it; another lead must")]
+    OwnRequest,
+    #[error("nobody is named as releasing it, so it cannot be told apart from its requester")]
+    DeciderUnknown,
+    #[error("nobody is named as having asked for it, so another lead's release cannot be told apart")]
+    RequesterUnknown,
+}
+
 /// The refund policy as the API publishes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Policy {
     /// Refunds strictly above this amount are held for confirmation.
     pub confirmation_limit: Cents,
     pub currency: String,
+    /// Who may release a held refund (absent from an API that predates it: `self`).
+    #[serde(default)]
+    pub approval: Approval,
 }
 
 /// Body of `POST /quotes`.

@@ -4,7 +4,7 @@
 //! refund: a refund that would bring what the order has refunded (released and held) above the
 //! limit is held, however the order's refunds are split.
 
-use crate::model::{Policy, RefundStatus, ReturnReason};
+use crate::model::{Approval, Policy, RefundStatus, ReturnReason};
 use crate::money::Cents;
 
 /// An order's refunds above this total (150.00) are held.
@@ -33,9 +33,9 @@ pub fn refunds_shipping(reason: ReturnReason) -> bool {
     }
 }
 
-/// The policy as served by `GET /policy`.
-pub fn policy() -> Policy {
-    Policy { confirmation_limit: CONFIRMATION_LIMIT, currency: CURRENCY.to_owned() }
+/// The policy as served by `GET /policy`, with who may release a held refund.
+pub fn policy(approval: Approval) -> Policy {
+    Policy { confirmation_limit: CONFIRMATION_LIMIT, currency: CURRENCY.to_owned(), approval }
 }
 
 #[cfg(test)]

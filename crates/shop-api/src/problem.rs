@@ -17,6 +17,7 @@ use serde_json::Value;
 pub use web_service::problem::{CONTENT_TYPE, Problem, TYPE_PREFIX};
 
 use crate::SERVICE_NAME;
+use crate::model::NotYours;
 use crate::store::StoreError;
 
 /// 500 whose detail reveals nothing; log the cause before using it.
@@ -50,6 +51,15 @@ impl From<StoreError> for Problem {
                     .with("refund_id", refund_id.as_str())
                     // `status` is taken by RFC 9457 for the HTTP status code.
                     .with("refund_status", status.as_str())
+            }
+            StoreError::NotYours { refund_id, why } => {
+                let kind = match why {
+                    NotYours::OwnRequest => "self_approval",
+                    NotYours::DeciderUnknown => "decider_unknown",
+                    NotYours::RequesterUnknown => "requester_unknown",
+                };
+                Problem::new(StatusCode::FORBIDDEN, kind, "Not this lead's to release", detail)
+                    .with("refund_id", refund_id.as_str())
             }
             StoreError::AlreadyRefunded { order_id, covered } => {
                 Problem::new(StatusCode::CONFLICT, "already_refunded", "Already refunded or held", detail)

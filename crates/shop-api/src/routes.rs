@@ -90,8 +90,8 @@ async fn healthz() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }
 
-async fn get_policy() -> Json<Policy> {
-    Json(policy::policy())
+async fn get_policy(State(store): State<Arc<Store>>) -> Json<Policy> {
+    Json(policy::policy(store.approval()))
 }
 
 async fn get_order(State(store): State<Arc<Store>>, PathId(order_id): PathId<OrderId>) -> Result<Response, Problem> {
@@ -116,10 +116,14 @@ async fn get_quote(State(store): State<Arc<Store>>, PathId(quote_id): PathId<Quo
 /// 201 with the new refund, or 200 with the refund the quote already has.
 async fn create_refund(
     State(store): State<Arc<Store>>,
+    headers: HeaderMap,
+    shown: Option<axum::Extension<Shown>>,
     body: Result<Json<RefundRequest>, JsonRejection>,
 ) -> Result<Response, Problem> {
     let Json(request) = body?;
-    let (refund, is_new) = with_store(store, move |store| store.create_refund(&request.quote_id)).await?;
+    let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
+    let (refund, is_new) =
+        with_store(store, move |store| store.create_refund(&request.quote_id, by.as_deref())).await?;
     if is_new {
         Ok(created(format!("/refunds/{}", refund.refund_id), refund))
     } else {
@@ -139,7 +143,8 @@ async fn get_refund(
 }
 
 /// For whom the caller says it acts: counted from the service credential (the MCP server's)
-/// alone; from any other caller the header is ignored, and nobody is recorded as deciding.
+/// alone; from any other caller the header is ignored, and nobody is recorded as asking or
+/// deciding.
 fn on_behalf_of(headers: &HeaderMap, shown: Option<Shown>) -> Option<String> {
     let value = headers.get(ON_BEHALF_OF)?;
     if shown != Some(Shown::Service) {

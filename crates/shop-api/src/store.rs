@@ -36,7 +36,8 @@ use crate::write_transaction::WriteTransaction;
 
 use crate::ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
 use crate::model::{
-    Order, OrderLine, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundStatus, Return, ReturnReason, ReturnRequest,
+    Approval, NotYours, Order, OrderLine, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundStatus, Return,
+    ReturnReason, ReturnRequest,
 };
 use crate::money::Cents;
 use crate::policy;
@@ -57,6 +58,9 @@ pub enum StoreError {
     /// A confirm or cancel of a refund that is no longer held.
     #[error("Refund {refund_id} is not held; its status is {status}.")]
     NotHeld { refund_id: RefundId, status: RefundStatus },
+    /// A release that is not this decider's to make ([`Approval::AnotherLead`]).
+    #[error("Refund {refund_id} was not released: {why}.")]
+    NotYours { refund_id: RefundId, why: NotYours },
     /// A return of a SKU that is not on the order.
     #[error("SKU {sku} is not on order {order_id}; its SKUs are {}.", list(order_skus))]
     NotOnOrder { order_id: OrderId, sku: Sku, order_skus: Vec<Sku> },
@@ -146,6 +150,7 @@ CREATE TABLE IF NOT EXISTS refunds (
     currency     TEXT NOT NULL,
     status       TEXT NOT NULL
         CHECK (status IN ('needs_confirmation', 'requested', 'cancelled')),
+    requested_by TEXT,
     decided_by   TEXT,
     decided_at   TEXT
 );
@@ -178,8 +183,8 @@ CREATE INDEX IF NOT EXISTS refunds_by_order ON refunds (order_id);
 ";
 
 /// The schema's version, in SQLite's `user_version`: 0 before refunds covered lines, 1 before
-/// they said who released or declined them.
-const SCHEMA_VERSION: i64 = 2;
+/// they said who released or declined them, 2 before they said who asked for them.
+const SCHEMA_VERSION: i64 = 3;
 
 const QUOTE_ID_OFFSET: i64 = 5000;
 const REFUND_ID_OFFSET: i64 = 110;
@@ -191,6 +196,7 @@ pub struct Store {
     conn: Mutex<Connection>,
     on_disk: bool,
     quote_ttl: Duration,
+    approval: Approval,
 }
 
 impl Store {
@@ -229,7 +235,23 @@ impl Store {
             }
         }
         tx.commit()?;
-        Ok(Store { conn: Mutex::new(conn), on_disk: path.is_some(), quote_ttl: DEFAULT_QUOTE_TTL })
+        Ok(Store {
+            conn: Mutex::new(conn),
+            on_disk: path.is_some(),
+            quote_ttl: DEFAULT_QUOTE_TTL,
+            approval: Approval::default(),
+        })
+    }
+
+    /// Who may release a held refund (`self` unless told).
+    pub fn with_approval(mut self, approval: Approval) -> Store {
+        self.approval = approval;
+        self
+    }
+
+    /// Who may release a held refund.
+    pub fn approval(&self) -> Approval {
+        self.approval
     }
 
     /// Quotes made from now on can be issued for `ttl` (a day unless told).
@@ -354,8 +376,9 @@ impl Store {
     /// exists (with its current status). The flag is true when it was
     /// created by this call. A new refund's status comes from
     /// [`policy::status_for`], over what the order has refunded already.
-    /// A quote whose lines another refund covered since it was made is refused.
-    pub fn create_refund(&self, quote_id: &QuoteId) -> Result<(Refund, bool), StoreError> {
+    /// A quote whose lines another refund covered since it was made is refused. `by` is who
+    /// asked for it, as the caller asserts it (kept as the refund's `requested_by`).
+    pub fn create_refund(&self, quote_id: &QuoteId, by: Option<&str>) -> Result<(Refund, bool), StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
         if let Some(existing) = find_refund(&tx, "quote_id", quote_id.as_str())? {
@@ -368,8 +391,8 @@ impl Store {
         covered.refuse_any(&order.order_id, lines.iter().map(|(line, _)| line.as_str()))?;
         let status = policy::status_for(covered.total, quote.amount);
         tx.prepare_cached(
-            "INSERT INTO refunds (quote_id, order_id, amount_cents, currency, status)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO refunds (quote_id, order_id, amount_cents, currency, status, requested_by)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
         .execute(params![
             quote.quote_id.as_str(),
@@ -377,6 +400,7 @@ impl Store {
             quote.amount.0,
             quote.currency,
             status.as_str(),
+            by,
         ])?;
         let rowid = tx.last_insert_rowid();
         let refund_id: RefundId = numbered("R", REFUND_ID_OFFSET, rowid)?;
@@ -407,6 +431,7 @@ impl Store {
             amount: quote.amount,
             currency: quote.currency,
             status,
+            requested_by: by.map(str::to_owned),
             decided_by: None,
             decided_at: None,
         };
@@ -484,7 +509,9 @@ impl Store {
     }
 
     /// Releases a held refund: `needs_confirmation` → `requested`, recording who released it
-    /// (`by`, as the caller asserts it) and when.
+    /// (`by`, as the caller asserts it) and when. Under [`Approval::AnotherLead`] the one who
+    /// asked for it may not, nor may nobody named, nor anyone a refund nobody is named as
+    /// asking for (the API's own check; the MCP server checks the same before it asks).
     pub fn confirm(&self, refund_id: &RefundId, by: Option<&str>) -> Result<Refund, StoreError> {
         self.release_hold(refund_id, RefundStatus::Requested, by)
     }
@@ -500,6 +527,15 @@ impl Store {
     fn release_hold(&self, refund_id: &RefundId, to: RefundStatus, by: Option<&str>) -> Result<Refund, StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
+        if to == RefundStatus::Requested && self.approval != Approval::SelfApproval {
+            let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
+                .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
+            if refund.status == RefundStatus::NeedsConfirmation
+                && let Err(why) = self.approval.may_release(refund.requested_by.as_deref(), by)
+            {
+                return Err(StoreError::NotYours { refund_id: refund.refund_id, why });
+            }
+        }
         let at = web_service::timestamp::rfc3339(SystemTime::now());
         let changed = tx
             .prepare_cached(
@@ -620,7 +656,7 @@ fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
     if version >= SCHEMA_VERSION {
         return Ok(());
     }
-    for column in ["decided_by", "decided_at"] {
+    for column in ["requested_by", "decided_by", "decided_at"] {
         let has =
             conn.prepare(&format!("SELECT 1 FROM pragma_table_info('refunds') WHERE name = '{column}'"))?.exists([])?;
         if !has {
@@ -799,8 +835,7 @@ fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<(Quote, i64), Sto
     Ok((quote, expires_at))
 }
 
-const REFUND_COLUMNS: &str =
-    "SELECT refund_id, order_id, quote_id, amount_cents, currency, status, decided_by, decided_at FROM refunds";
+const REFUND_COLUMNS: &str = "SELECT refund_id, order_id, quote_id, amount_cents, currency, status, requested_by, decided_by, decided_at FROM refunds";
 
 /// A refunds row as stored, before its text is validated.
 struct RefundRow {
@@ -810,6 +845,7 @@ struct RefundRow {
     amount: i64,
     currency: String,
     status: String,
+    requested_by: Option<String>,
     decided_by: Option<String>,
     decided_at: Option<String>,
 }
@@ -823,8 +859,9 @@ impl RefundRow {
             amount: row.get(3)?,
             currency: row.get(4)?,
             status: row.get(5)?,
-            decided_by: row.get(6)?,
-            decided_at: row.get(7)?,
+            requested_by: row.get(6)?,
+            decided_by: row.get(7)?,
+            decided_at: row.get(8)?,
         })
     }
 
@@ -836,6 +873,7 @@ impl RefundRow {
             amount: Cents(self.amount),
             currency: self.currency,
             status: self.status.parse().map_err(|e| StoreError::Corrupt(format!("{e}")))?,
+            requested_by: self.requested_by,
             decided_by: self.decided_by,
             decided_at: self.decided_at,
         })
@@ -870,11 +908,11 @@ mod tests {
         let second = store.create_quote(&whole("O-1021")).unwrap();
         assert_eq!(first.quote_id.as_str(), "Q-5001");
         assert_eq!(second.quote_id.as_str(), "Q-5002");
-        let (refund, created) = store.create_refund(&second.quote_id).unwrap();
+        let (refund, created) = store.create_refund(&second.quote_id, None).unwrap();
         assert!(created);
         assert_eq!(refund.refund_id.as_str(), "R-0111");
         assert_eq!(refund.status, RefundStatus::Requested);
-        let (again, created) = store.create_refund(&second.quote_id).unwrap();
+        let (again, created) = store.create_refund(&second.quote_id, None).unwrap();
         assert!(!created);
         assert_eq!(again, refund);
     }
@@ -917,9 +955,9 @@ mod tests {
         let store = Store::open(None).unwrap();
         let first = store.create_quote(&skus("O-1145", &["GG-2210"])).unwrap();
         let second = store.create_quote(&skus("O-1145", &["GG-2210"])).unwrap();
-        let (refund, _) = store.create_refund(&first.quote_id).unwrap();
+        let (refund, _) = store.create_refund(&first.quote_id, None).unwrap();
         assert_eq!((refund.amount, refund.status), (Cents(8500), RefundStatus::Requested));
-        let issued_twice = store.create_refund(&second.quote_id).unwrap_err();
+        let issued_twice = store.create_refund(&second.quote_id, None).unwrap_err();
         assert_eq!(
             issued_twice.to_string(),
             "Order O-1145 is already refunded or held for refund there (GG-2210 by R-0111); only what is still \
@@ -930,7 +968,7 @@ mod tests {
         let rest = store.create_quote(&whole("O-1145")).unwrap();
         assert_eq!(rest.skus, vec![Sku::parse("KG-1043").unwrap()]);
         assert_eq!((rest.amount, rest.includes_shipping), (Cents(24950 + 899), true));
-        store.create_refund(&rest.quote_id).unwrap();
+        store.create_refund(&rest.quote_id, None).unwrap();
         assert_eq!(
             store.create_quote(&whole("O-1145")).unwrap_err().to_string(),
             "Order O-1145 is already refunded or held for refund there (GG-2210 by R-0111, KG-1043 by R-0112, \
@@ -945,7 +983,7 @@ mod tests {
         let mut with_shipping = skus("O-1145", &["GG-2210"]);
         with_shipping.include_shipping = Some(true);
         let quote = store.create_quote(&with_shipping).unwrap();
-        store.create_refund(&quote.quote_id).unwrap();
+        store.create_refund(&quote.quote_id, None).unwrap();
         let mut again = skus("O-1145", &["KG-1043"]);
         again.include_shipping = Some(true);
         assert!(matches!(store.create_quote(&again), Err(StoreError::AlreadyRefunded { .. })));
@@ -978,7 +1016,7 @@ mod tests {
         let mut statuses = Vec::new();
         for sku in ["GG-9001", "GG-9002", "GG-9003"] {
             let quote = store.create_quote(&skus("O-9000", &[sku])).unwrap();
-            statuses.push((quote.needs_confirmation, store.create_refund(&quote.quote_id).unwrap().0.status));
+            statuses.push((quote.needs_confirmation, store.create_refund(&quote.quote_id, None).unwrap().0.status));
         }
         assert_eq!(
             statuses,
@@ -990,19 +1028,19 @@ mod tests {
         );
         // Held refunds count too: the shipping alone (5.00) is held while 180.00 is refunded or held.
         let shipping = store.create_quote(&whole("O-9000")).unwrap();
-        assert_eq!(store.create_refund(&shipping.quote_id).unwrap().0.status, RefundStatus::NeedsConfirmation);
+        assert_eq!(store.create_refund(&shipping.quote_id, None).unwrap().0.status, RefundStatus::NeedsConfirmation);
     }
 
     #[test]
     fn a_cancelled_refund_frees_its_lines() {
         let store = Store::open(None).unwrap();
         let quote = store.create_quote(&whole("O-2289")).unwrap();
-        let (refund, _) = store.create_refund(&quote.quote_id).unwrap();
+        let (refund, _) = store.create_refund(&quote.quote_id, None).unwrap();
         assert!(matches!(store.create_quote(&whole("O-2289")), Err(StoreError::AlreadyRefunded { .. })));
         store.cancel(&refund.refund_id, None).unwrap();
         let again = store.create_quote(&whole("O-2289")).unwrap();
         assert_eq!(again.amount, Cents(18000));
-        assert_eq!(store.create_refund(&again.quote_id).unwrap().0.status, RefundStatus::NeedsConfirmation);
+        assert_eq!(store.create_refund(&again.quote_id, None).unwrap().0.status, RefundStatus::NeedsConfirmation);
     }
 
     /// What an order has refunded is read through an index: a scan of every refund would make
@@ -1029,7 +1067,7 @@ mod tests {
         store.add_load_orders(100_001, 10).unwrap();
         for n in 0..10 {
             let quote = store.create_quote(&whole(&format!("O-{}", 100_001 + n))).unwrap();
-            let (refund, _) = store.create_refund(&quote.quote_id).unwrap();
+            let (refund, _) = store.create_refund(&quote.quote_id, None).unwrap();
             store.confirm(&refund.refund_id, Some("lead")).unwrap();
         }
         let conn = store.conn();
@@ -1044,7 +1082,7 @@ mod tests {
     fn quotes_expire_and_are_purged() {
         let store = Store::open(None).unwrap().with_quote_ttl(Duration::ZERO);
         let quote = store.create_quote(&whole("O-2289")).unwrap();
-        assert!(matches!(store.create_refund(&quote.quote_id), Err(StoreError::QuoteExpired(_))));
+        assert!(matches!(store.create_refund(&quote.quote_id, None), Err(StoreError::QuoteExpired(_))));
         assert!(matches!(store.quote(&quote.quote_id), Err(StoreError::QuoteExpired(_))));
         // The next quote purges it: its row is gone.
         store.create_quote(&whole("O-1021")).unwrap();
@@ -1054,7 +1092,7 @@ mod tests {
         // A quote a refund names is kept.
         let store = Store::open(None).unwrap();
         let kept = store.create_quote(&whole("O-2289")).unwrap();
-        store.create_refund(&kept.quote_id).unwrap();
+        store.create_refund(&kept.quote_id, None).unwrap();
         store.conn().execute("UPDATE quotes SET expires_at = 0", []).unwrap();
         store.create_quote(&whole("O-1021")).unwrap();
         assert_eq!(store.refund(&RefundId::parse("R-0111").unwrap()).unwrap().quote_id, kept.quote_id);
@@ -1112,7 +1150,7 @@ mod tests {
         // 120.00 went out (the line twice): 60.00 more passes the limit.
         let next = store.create_quote(&skus("O-9000", &["GG-9002"])).unwrap();
         assert!(next.needs_confirmation);
-        assert_eq!(store.create_refund(&next.quote_id).unwrap().0.status, RefundStatus::NeedsConfirmation);
+        assert_eq!(store.create_refund(&next.quote_id, None).unwrap().0.status, RefundStatus::NeedsConfirmation);
         drop(store);
         // Opening again changes nothing.
         let store = Store::open(Some(&path)).unwrap();
@@ -1125,7 +1163,7 @@ mod tests {
         let store = Store::open(None).unwrap();
         let quote = store.create_quote(&whole("O-2289")).unwrap();
         assert!(quote.needs_confirmation);
-        let (refund, _) = store.create_refund(&quote.quote_id).unwrap();
+        let (refund, _) = store.create_refund(&quote.quote_id, None).unwrap();
         assert_eq!(refund.status, RefundStatus::NeedsConfirmation);
         let cancelled = store.cancel(&refund.refund_id, None).unwrap();
         assert_eq!(cancelled.status, RefundStatus::Cancelled);

@@ -126,7 +126,7 @@ async fn creating_a_refund_twice_returns_the_same_refund() {
     assert_eq!(second, first);
     assert_eq!(second["status"], "needs_confirmation");
 
-    let (refund, created) = h.shop.create_refund_outcome(&quote.quote_id).await.unwrap();
+    let (refund, created) = h.shop.create_refund_outcome(&quote.quote_id, None).await.unwrap();
     assert!(!created);
     assert_eq!(refund.refund_id.as_str(), "R-0111");
     assert_eq!(h.shop.refunds().await.unwrap(), vec![refund]);
@@ -140,7 +140,7 @@ async fn concurrent_refund_requests_create_one_refund() {
         .map(|_| {
             let shop = h.shop.clone();
             let quote_id = quote.quote_id.clone();
-            tokio::spawn(async move { shop.create_refund_outcome(&quote_id).await.unwrap() })
+            tokio::spawn(async move { shop.create_refund_outcome(&quote_id, None).await.unwrap() })
         })
         .collect();
     let mut created = 0;
@@ -367,7 +367,47 @@ async fn policy_and_health() {
     assert_eq!(policy.confirmation_limit.to_string(), "150.00");
     assert_eq!(policy.currency, "EUR");
     let (_, body) = send_raw(h.http.get(h.url("/policy"))).await;
-    assert_eq!(body, json!({"confirmation_limit": "150.00", "currency": "EUR"}));
+    assert_eq!(body, json!({"confirmation_limit": "150.00", "currency": "EUR", "approval": "self"}));
+}
+
+/// Under `another-lead`, the API itself keeps the requester from releasing their own refund:
+/// whoever the MCP server says asked for it may not release it, nor may nobody named, nor may
+/// anyone a refund nobody is named as asking for; another lead may, and both are recorded.
+/// A requester may still withdraw (cancel) their own request.
+#[tokio::test]
+async fn under_another_lead_the_requester_cannot_release_their_own_refund() {
+    let h = Harness::with_store(Store::open(None).unwrap().with_approval(shop_api::Approval::AnotherLead)).await;
+    let (_, policy) = send_raw(h.http.get(h.url("/policy"))).await;
+    assert_eq!(policy["approval"], "another-lead");
+    let quote = h.whole_order_quote("O-2289").await;
+    let (held, _) = h.shop.create_refund_outcome(&quote.quote_id, Some("agent-7")).await.unwrap();
+    assert_eq!((held.status, held.requested_by.as_deref()), (RefundStatus::NeedsConfirmation, Some("agent-7")));
+    for (decider, kind) in [(Some("agent-7"), "self_approval"), (None, "decider_unknown")] {
+        let refused = h.shop.decide(&held.refund_id, "confirm", decider).await.unwrap_err();
+        assert_eq!((refused.status(), refused.kind()), (Some(403), Some(kind)), "{refused}");
+    }
+    let released = h.shop.decide(&held.refund_id, "confirm", Some("lead-2")).await.unwrap();
+    assert_eq!(released.status, RefundStatus::Requested);
+    assert_eq!((released.requested_by.as_deref(), released.decided_by.as_deref()), (Some("agent-7"), Some("lead-2")));
+
+    let quote = h.whole_order_quote("O-5150").await;
+    let (nameless, _) = h.shop.create_refund_outcome(&quote.quote_id, None).await.unwrap();
+    let refused = h.shop.decide(&nameless.refund_id, "confirm", Some("lead-2")).await.unwrap_err();
+    assert_eq!(refused.kind(), Some("requester_unknown"), "{refused}");
+    let quote = h.whole_order_quote("O-1145").await;
+    let (withdrawn, _) = h.shop.create_refund_outcome(&quote.quote_id, Some("agent-7")).await.unwrap();
+    let withdrawn = h.shop.decide(&withdrawn.refund_id, "cancel", Some("agent-7")).await.unwrap();
+    assert_eq!(withdrawn.status, RefundStatus::Cancelled);
+}
+
+/// A refund keeps who asked for it, as the service credential's caller said.
+#[tokio::test]
+async fn a_refund_keeps_who_asked_for_it() {
+    let h = Harness::start().await;
+    let quote = h.whole_order_quote("O-2289").await;
+    let (refund, _) = h.shop.create_refund_outcome(&quote.quote_id, Some("agent-7")).await.unwrap();
+    assert_eq!(refund.requested_by.as_deref(), Some("agent-7"));
+    assert_eq!(h.shop.refund(&refund.refund_id).await.unwrap().requested_by.as_deref(), Some("agent-7"));
 }
 
 #[tokio::test]

@@ -44,14 +44,18 @@ pub struct Who {
     pub client_version: Option<String>,
     /// `2026-07-28` (rounds) or the 2025 revision the connection negotiated.
     pub era: Option<String>,
+    /// Whether the caller may decide held refunds ([`Caller::is_lead`]); not in the trail.
+    pub lead: bool,
 }
 
 impl Who {
     /// Who sent the request `context` carries; `host_user` names the host's user over stdio.
     pub fn of(context: &RequestContext<RoleServer>, host_user: &str) -> Who {
         let info = context.client_info();
+        let caller = Caller::of(context, host_user);
         Who {
-            caller: Some(Caller::of(context, host_user)),
+            lead: caller.is_lead(context),
+            caller: Some(caller),
             client: info.as_ref().map(|info| info.name.clone()),
             client_version: info.map(|info| info.version),
             era: Some(context.protocol_version().unwrap_or(ProtocolVersion::V_2026_07_28).to_string()),
@@ -224,6 +228,7 @@ pub fn observing(audit: Audit, inner: Observer) -> Observer {
                 client: seen.client.map(str::to_owned),
                 client_version: None,
                 era: None,
+                lead: false,
             };
             // The boundary's observer cannot wait: the line is written just after.
             audit.record_later("refused", &who, json!({"tool": seen.target, "reason": reason.label()}));
@@ -257,6 +262,7 @@ mod tests {
             client: Some("a host\nINFO forged".into()),
             client_version: Some("1.0".into()),
             era: Some("2026-07-28".into()),
+            lead: true,
         };
         audit.record("released", &alice, json!({"refund_id": "R-0111", "amount": "180.00"})).await.unwrap();
         let written = lines(&path);

@@ -35,6 +35,22 @@ impl Caller {
         }
     }
 
+    /// Whether this caller is a lead, who may decide held refunds: a principal whose token
+    /// `context` carries holds `refunds:write`; the host's user over stdio is the lead the
+    /// configuration names; over HTTP without authorization, anyone is (the chapter's open
+    /// server; under `another-lead` approval such a caller is named to nobody, so decides
+    /// nothing).
+    pub fn is_lead(&self, context: &RequestContext<RoleServer>) -> bool {
+        match self {
+            Caller::Principal(_) => context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<oauth_resource::gate::Granted>())
+                .is_some_and(|granted| crate::serve::authorization::is_lead(&granted.0)),
+            Caller::HostUser(_) | Caller::Unauthenticated(_) => true,
+        }
+    }
+
     /// Whom the shop's API records as having decided, when anyone can be named: a principal, or
     /// the host's user over stdio; nobody for an unauthenticated caller.
     pub fn decider(&self) -> Option<String> {

@@ -3,7 +3,9 @@
 //!
 //! - [`server`]: [`Shop`], the rmcp server handler with its tools and name;
 //! - [`tools`]: one file per tool: `lookup_order`, `quote_refund`, `issue_refund`, `refund_status`,
-//!   `record_return` (a typed form), `pay_refund` (URL mode, through the payment provider);
+//!   `record_return` (a typed form), `pay_refund` (URL mode, through the payment provider),
+//!   `review_refunds` (a lead's list of refunds waiting for them, and the question about one);
+//! - [`approval`]: who may decide a held refund, checked before every decision;
 //! - [`audit`]: the trail of every decision about money, one JSON line each;
 //! - [`caller`]: who is calling, when the transport authenticated someone;
 //! - [`quote_store`]: the record of quotes this server handed out;
@@ -17,6 +19,7 @@
 //! the lead's answer and the state, which [`mrtr::Sealed`] opened before the tool ran.
 //! Before the refund is released or cancelled, the answer is claimed in a once-only record.
 
+pub mod approval;
 pub mod audit;
 pub mod caller;
 pub mod quote_store;

@@ -10,7 +10,7 @@ use rmcp::{
     model::{Implementation, ServerCapabilities, ServerConfig},
     tool_handler,
 };
-use shop_api::ShopApi;
+use shop_api::{Approval, ShopApi};
 
 use mrtr::form::{FormError, FormSchema};
 
@@ -48,6 +48,8 @@ pub struct Shop {
     /// How long a claim is kept: no shorter than a state lives.
     pub(crate) state_ttl: Duration,
     pub(crate) ask_style: AskStyle,
+    /// Who may decide a held refund (`crate::approval`).
+    pub(crate) approval: Approval,
     pub(crate) forms: Arc<Forms>,
     pub(crate) payments: Option<Payments>,
     /// Where decisions about money are recorded.
@@ -72,6 +74,7 @@ impl Shop {
             records,
             state_ttl,
             ask_style: AskStyle::default(),
+            approval: Approval::default(),
             forms: Arc::new(forms),
             payments: None,
             audit: Audit::off(),
@@ -82,7 +85,8 @@ impl Shop {
                     + Self::issue_refund_router()
                     + Self::refund_status_router()
                     + Self::record_return_router()
-                    + Self::pay_refund_router(),
+                    + Self::pay_refund_router()
+                    + Self::review_refunds_router(),
             ),
         })
     }
@@ -107,6 +111,12 @@ impl Shop {
     pub(crate) fn with_audit(mut self, audit: Audit, host_user: &str) -> Self {
         self.audit = audit;
         self.host_user = host_user.to_owned();
+        self
+    }
+
+    /// Decide held refunds under `approval`.
+    pub(crate) fn with_approval(mut self, approval: Approval) -> Self {
+        self.approval = approval;
         self
     }
 

@@ -40,6 +40,9 @@ pub enum AnswerRefusal {
     Declined,
     /// The shop's API no longer holds the refund for an answer (another answer got there first).
     NotHeld,
+    /// The caller may not decide this refund: not a lead, or (under `another-lead`) the one
+    /// who asked for it.
+    NotYours,
 }
 
 /// The `_meta` key of an [`AnswerRefusal`].
@@ -53,6 +56,7 @@ impl AnswerRefusal {
             AnswerRefusal::InFlight => "in_flight",
             AnswerRefusal::Declined => "declined",
             AnswerRefusal::NotHeld => "not_held",
+            AnswerRefusal::NotYours => "not_yours",
         }
     }
 }

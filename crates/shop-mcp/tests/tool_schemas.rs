@@ -14,7 +14,7 @@ async fn every_parameter_has_a_title_a_description_and_one_type() {
     let api = start_api().await;
     let (client, _) = serve(&api, None, ScriptedUser::unable_to_ask()).await;
     let tools = client.peer().list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 6);
+    assert_eq!(tools.len(), 7);
     for tool in &tools {
         assert!(tool.title.is_some(), "{} has no title", tool.name);
         let properties = tool.input_schema.get("properties").and_then(Value::as_object).unwrap();

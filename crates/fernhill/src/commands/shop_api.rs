@@ -62,6 +62,10 @@ pub struct ShopApiOptions {
     /// How long a quote can be issued, in seconds.
     #[arg(long, env = "SHOP_QUOTE_TTL", default_value_t = DEFAULT_QUOTE_TTL.as_secs(), value_name = "SECONDS")]
     pub quote_ttl: u64,
+    /// Who may release a held refund: `self` (the lead who asked may, the chapter's flow) or
+    /// `another-lead` (never the one who asked; the MCP server names both to the API).
+    #[arg(long, env = "SHOP_APPROVAL", default_value = "self", value_name = "POLICY")]
+    pub approval: shop_api::Approval,
     /// Add this many orders for load tests, O-100001 upwards, each refundable once (180.00,
     /// held for a lead), for `fernhill-load`.
     #[arg(long, default_value_t = 0, value_name = "N")]
@@ -80,6 +84,7 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
         allowed_hosts,
         insecure_no_auth,
         quote_ttl,
+        approval,
         load_orders,
     } = options;
     let credentials = match insecure_no_auth {
@@ -102,7 +107,8 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
             Some(path) => format!("opening the store at {}", path.display()),
             None => "opening an in-memory store".to_owned(),
         })?
-        .with_quote_ttl(Duration::from_secs(quote_ttl));
+        .with_quote_ttl(Duration::from_secs(quote_ttl))
+        .with_approval(approval);
     if load_orders > 0 {
         store
             .add_load_orders(shop_api::seed::FIRST_LOAD_ORDER, load_orders)

@@ -98,6 +98,11 @@ pub struct TaskRecord {
     /// replica can take it up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume: Option<String>,
+    /// It waits on something outside any call (a decision made elsewhere): each read takes it
+    /// up, with no answers, for the work to look ([`crate::tasks::Step::Later`] while nothing
+    /// changed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub watch: bool,
     /// Until when a replica that took up its answers holds it: another replica takes it up
     /// only after this (the first one having died, say), and the once-only records keep the
     /// work it does from being done twice.
@@ -128,6 +133,7 @@ impl TaskRecord {
             asked_keys: BTreeSet::new(),
             cancel_requested: false,
             resume: None,
+            watch: false,
             lease_until_ms: None,
             trace: None,
             version: 0,
@@ -187,11 +193,11 @@ impl TaskRecord {
         taken
     }
 
-    /// Whether every question it asked is answered and no replica holds it (or the one that did
-    /// let its hold lapse): the task can be taken up.
+    /// Whether every question it asked is answered (or it [watches](Self::watch)) and no
+    /// replica holds it (or the one that did let its hold lapse): the task can be taken up.
     pub fn ready(&self, now_ms: u64) -> bool {
         matches!(self.phase, Phase::Working)
-            && !self.answers.is_empty()
+            && (!self.answers.is_empty() || self.watch)
             && self.lease_until_ms.is_none_or(|until| until <= now_ms)
     }
 
@@ -229,13 +235,16 @@ impl TaskRecord {
         true
     }
 
-    /// Its client asks it to stop. A task waiting only on its client's answers has nothing
-    /// running to stop, and ends cancelled at once; a working one is marked, and its worker
-    /// stops when it can (the extension's cancel is cooperative). Returns whether anything
-    /// changed; an ended task stays as it is.
+    /// Its client asks it to stop. A task waiting only on its client's answers, or watching
+    /// with nobody holding it, has nothing running to stop, and ends cancelled at once; a
+    /// working one is marked, and its worker stops when it can (the extension's cancel is
+    /// cooperative). Returns whether anything changed; an ended task stays as it is.
     pub fn cancel(&mut self, now_ms: u64) -> bool {
         match self.phase {
             Phase::InputRequired { .. } => self.settle(Phase::Cancelled, now_ms),
+            Phase::Working if self.watch && self.answers.is_empty() && self.lease_until_ms.is_none() => {
+                self.settle(Phase::Cancelled, now_ms)
+            }
             Phase::Working if !self.cancel_requested => {
                 self.cancel_requested = true;
                 self.updated_ms = now_ms;
@@ -323,6 +332,23 @@ mod tests {
         assert!(task.take_up(33_000, 63_000), "its hold lapsed");
         task.let_go();
         assert!(!task.ready(40_000), "nothing left to act on");
+    }
+
+    #[test]
+    fn a_watching_task_is_taken_up_at_every_look_and_ends_cancelled_when_nobody_holds_it() {
+        let mut task = task();
+        assert!(!task.ready(2_000), "a plain working task waits for nothing a read could take up");
+        task.watch = true;
+        assert!(task.take_up(2_000, 32_000), "taken up with no answers");
+        assert!(!task.take_up(3_000, 33_000), "held by the first");
+        task.put_back();
+        assert!(task.ready(4_000), "put back: the next look takes it up again");
+        assert!(task.take_up(4_000, 34_000));
+        task.cancel(5_000);
+        assert_eq!((task.status(), task.cancel_requested), (TaskStatus::Working, true), "held: only marked");
+        let mut idle = TaskRecord { watch: true, ..self::task() };
+        assert!(idle.cancel(5_000));
+        assert_eq!(idle.status(), TaskStatus::Cancelled, "nothing runs between reads: cancelled at once");
     }
 
     #[test]

@@ -284,6 +284,11 @@ impl Tasks {
         self.change(id, owner, |kept| {
             if matches!(step, Step::Later) {
                 kept.put_back();
+                // A watching task its client cancelled while this replica looked: nothing runs
+                // between reads, so it ends here.
+                if kept.watch && kept.cancel_requested {
+                    kept.settle(Phase::Cancelled, now);
+                }
                 return true;
             }
             kept.let_go();
@@ -626,6 +631,32 @@ mod tests {
             };
             Box::pin(std::future::ready(step))
         }
+    }
+
+    /// A task that waits on a decision made elsewhere: every look takes it up, the work finds
+    /// nothing yet (`Later`) and the task stays `working`, asking nothing; the next look finds
+    /// the decision and ends it. Cancelled while nobody looks, it ends at once.
+    #[tokio::test]
+    async fn a_watching_task_is_looked_at_by_each_read_until_its_work_ends_it() {
+        let fixture = fixture();
+        let work = Arc::new(LaterOnce::default());
+        let tasks = fixture.tasks.clone().working(work.clone());
+        let tasking = Tasking::new(tasks.clone(), LEAD.map(str::to_owned), true, "issue_refund".into());
+        let rmcp::model::CallToolResponse::Task(created) = tasking.wait("R-0111".into()).await.unwrap() else {
+            panic!("not a task")
+        };
+        let id = created.task.task_id;
+        let first = wire(&tasks.get(&id, LEAD, None).await.unwrap());
+        assert_eq!(first["status"], "working");
+        assert!(first.get("inputRequests").is_none(), "{first}");
+        assert_eq!(settled(&tasks, &id).await["result"]["content"][0]["text"], "released");
+        assert_eq!(work.0.load(Ordering::SeqCst), 2, "looked at twice: not yet, then done");
+
+        let rmcp::model::CallToolResponse::Task(other) = tasking.wait("R-0112".into()).await.unwrap() else {
+            panic!("not a task")
+        };
+        tasks.cancel(&other.task.task_id, LEAD).await.unwrap();
+        assert_eq!(wire(&tasks.get(&other.task.task_id, LEAD, None).await.unwrap())["status"], "cancelled");
     }
 
     #[tokio::test]

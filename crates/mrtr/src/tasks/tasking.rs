@@ -89,6 +89,19 @@ impl Tasking {
         Ok(self.tasks.create(&task).await?.into())
     }
 
+    /// The call becomes a task that waits, `working`, on something outside any call (a person
+    /// deciding elsewhere, say): each `tasks/get`, on any replica, takes it up for the server's
+    /// [`TaskWork`](super::TaskWork) to look, with `resume` and no answers; the work ends it
+    /// when what it waits on has happened and returns [`Step::Later`](super::Step::Later) until
+    /// then. Nothing runs between reads. Refused as [`Tasking::required`] for a client that
+    /// did not declare the extension.
+    pub async fn wait(&self, resume: String) -> Result<CallToolResponse, ErrorData> {
+        let mut task = self.record()?;
+        task.watch = true;
+        task.resume = Some(resume);
+        Ok(self.tasks.create(&task).await?.into())
+    }
+
     /// The call becomes a task that runs `work` in this process: it ends with the work's
     /// result (a tool error completes it, a JSON-RPC error fails it), or cancelled if its
     /// client cancels first. Refused as [`Tasking::required`] for a client that did not

@@ -87,6 +87,13 @@ pub struct ServeConfig {
     #[arg(long, value_enum, default_value_t = AskStyle::InputRequired)]
     pub ask_style: AskStyle,
 
+    /// Who may decide a held refund: `self` (the lead who asks for it may confirm it, the
+    /// chapter's flow) or `another-lead` (never the one who asked: their refund waits for
+    /// another lead, who decides it with review_refunds). Set the shop's API the same: it
+    /// checks again.
+    #[arg(long, env = "SHOP_APPROVAL", default_value = "self", value_name = "POLICY")]
+    pub approval: shop_api::Approval,
+
     /// Tool calls worked on at once. Past it, a 2026-07-28 caller's call is answered at once
     /// with a state-only round (it comes back shortly and finishes; nothing is lost), and an
     /// earlier caller's waits. 0: no bound.
@@ -141,6 +148,7 @@ impl ServeConfig {
             task_poll: DEFAULT_TASK_POLL.as_secs_f64(),
             max_open_quotes: DEFAULT_MAX_OPEN_QUOTES,
             ask_style: AskStyle::InputRequired,
+            approval: shop_api::Approval::SelfApproval,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             when_busy: WhenBusy::Shed,
             max_waiting: DEFAULT_MAX_WAITING,

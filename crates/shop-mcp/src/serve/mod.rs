@@ -92,6 +92,7 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     };
     let mut shop = Shop::new(api, security.ttl())?
         .with_ask_style(config.ask_style)
+        .with_approval(config.approval)
         .with_records(records, config.quote_ttl(), config.max_open_quotes)
         .with_audit(audit.clone(), &config.payments.lead);
     if let Some(payments) = payments(&config.payments)? {
@@ -162,7 +163,12 @@ pub async fn run(
         longest_wait: std::time::Duration::from_secs_f64(config.state_ttl.max(0.0)),
     };
     let bound = Listening::bind(&config.http).await?;
-    let gate = mcp_serve::gate(&config.http, bound.address(), "Fernhill shop", Box::new(authorization::ShopScopes))?;
+    let gate = mcp_serve::gate(
+        &config.http,
+        bound.address(),
+        "Fernhill shop",
+        Box::new(authorization::ShopScopes { approval: config.approval }),
+    )?;
     if let Some(gate) = &gate {
         gate.start().await;
     }

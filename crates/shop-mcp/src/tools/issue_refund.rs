@@ -105,7 +105,7 @@ pub(crate) struct Answered {
 
 impl Answered {
     /// The question of this call's rounds (its state's lifetime plus the allowed skew).
-    fn of(asking: &Asking) -> Self {
+    pub(crate) fn of(asking: &Asking) -> Self {
         Self { question: asking.question_id().to_owned(), claim_life: asking.claim_life() }
     }
 }
@@ -156,7 +156,7 @@ impl Shop {
                 return Ok(self.act(&refund_id, said, &Answered::of(&asking), &who).await?.into());
             }
         }
-        let refund = self.held_or_issued(quote_id).await?;
+        let refund = self.held_or_issued(quote_id, &who).await?;
         if refund.status == RefundStatus::NeedsConfirmation
             && let Some(by) = self.decliner(&refund.refund_id).await
         {
@@ -174,6 +174,11 @@ impl Shop {
         if !asking.has_answer(CONFIRM) {
             if !held {
                 return Ok(structured(&refund).into());
+            }
+            // Only a lead decides, and under `another-lead` not the one who asked: anyone
+            // else's refund waits for a lead, and nobody is asked here.
+            if let Err(why) = self.may_decide(&who, refund.requested_by.as_deref()) {
+                return Ok(self.wait_for_lead(context, &refund, &who, why).await?);
             }
             metrics::counter!(series::REFUND_QUESTIONS).increment(1);
             // A client that declared the Tasks extension on this request gets the question as
@@ -208,6 +213,9 @@ impl Shop {
         answered: &Answered,
         who: &Who,
     ) -> Result<CallToolResult, ToolError> {
+        // The choke point: whatever brought the answer, only someone who may decide this
+        // refund has it acted on (the shop's API checks again).
+        self.check_decider(refund_id, who).await?;
         let question = answered.question.as_str();
         let answer = match said {
             Outcome::Accepted(ReleaseForm { release: true }) => "accept",
@@ -225,9 +233,9 @@ impl Shop {
     }
 
     /// Issue the refund, asking nobody yet: the quote must be one this server gave out; the API
-    /// creates the refund (or returns the one it made for this quote before) and decides whether
-    /// to hold it.
-    async fn held_or_issued(&self, quote_id: &str) -> Result<Refund, ToolError> {
+    /// creates the refund (or returns the one it made for this quote before), records `who`
+    /// asked for it, and decides whether to hold it.
+    async fn held_or_issued(&self, quote_id: &str, who: &Who) -> Result<Refund, ToolError> {
         let quote_id = QuoteId::parse(quote_id)?;
         let known = self.quotes.get(&quote_id).await.map_err(|error| {
             tracing::error!(%error, %quote_id, "quote store unavailable; nothing issued");
@@ -240,7 +248,9 @@ impl Shop {
                 "There is no quote {quote_id}. Call quote_refund for the order first."
             )));
         };
-        let (refund, created) = self.api.create_refund_outcome(&quote_id).await.map_err(|error| match error.kind() {
+        let requester = who.caller.as_ref().and_then(Caller::decider);
+        let created = self.api.create_refund_outcome(&quote_id, requester.as_deref()).await;
+        let (refund, created) = created.map_err(|error| match error.kind() {
             Some("already_refunded") => ToolError::new(format!(
                 "Refund for {quote_id} was not issued: {error} Each line is refunded once; look the refund up with \
                  refund_status instead of issuing it again."
@@ -370,6 +380,11 @@ impl Shop {
                 AnswerRefusal::NotHeld,
                 format!("Refund {refund_id} is not held any more, so it can't be released again."),
             )),
+            // The API's own approval check (its policy stricter than this server's).
+            Err(error) if matches!(error.kind(), Some("self_approval" | "decider_unknown" | "requester_unknown")) => {
+                tracing::warn!(%refund_id, %error, "the shop's API refused the release: not this lead's to make");
+                Err(ToolError::refusal(AnswerRefusal::NotYours, format!("{error} It stays held for another lead.")))
+            }
             Err(error @ ApiError::Unreachable(_)) => {
                 crate::tool_error::count_api_failure(&error);
                 tracing::warn!(%refund_id, %error, "the shop's API did not answer a release");

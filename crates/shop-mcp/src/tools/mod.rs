@@ -12,6 +12,10 @@
 //!   task's question ([`payment_task`]). A server with no provider configured says so and pays
 //!   nothing.
 //!
+//! - [`review_refunds`]: a lead's list of the refunds waiting for their decision, and the
+//!   question about one, asked in the lead's own session; a refund its caller may not decide
+//!   waits for it ([`waiting_approval`]).
+//!
 //! The shop's tasks are taken up, once answered, by the tool that made them (`TaskWork for Shop`).
 
 pub mod issue_refund;
@@ -22,6 +26,8 @@ pub mod quote_refund;
 pub mod record_return;
 pub mod refund_status;
 pub mod refund_task;
+pub mod review_refunds;
+pub mod waiting_approval;
 
 use mrtr::tasks::{Resuming, Step, TaskRecord, TaskWork};
 use rmcp::{
@@ -38,6 +44,7 @@ impl TaskWork for Shop {
     fn resume<'a>(&'a self, task: &'a TaskRecord, by: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a> {
         Box::pin(async move {
             match task.tool.as_str() {
+                "issue_refund" if task.watch => self.resume_approval(task).await,
                 "issue_refund" => self.resume_refund(task, by).await,
                 "pay_refund" => self.resume_payment(task, by).await,
                 other => {

@@ -1,0 +1,126 @@
+//! Approvals another lead makes: `fernhill serve --http --approval another-lead` over a shop's
+//! API that requires the same, callers signed by an issuer on loopback. An agent with
+//! `refunds:request` asks for refunds and is never asked to decide them; a lead who asks waits
+//! for another lead too; a lead decides the refunds waiting for them with `review_refunds`,
+//! by their own answer in their own session, never their own request; the shop's API records
+//! who asked and who decided; the agent's task completes with the lead's decision.
+
+mod support;
+
+use std::sync::Arc;
+
+use mrtr::client::{Client, ScriptedUser, params, text};
+use rmcp::{
+    model::{CallToolResponse, GetTaskParams},
+    transport::{StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig},
+};
+use serde_json::{Value, json};
+use shop_api::{Approval, RefundId, RefundStatus, RunningApi, Store};
+use tokio::process::Command;
+
+use support::{KEY_A, ShopApiCommand, fernhill, issuer::Issuer, shop};
+
+async fn client(url: &str, token: &str, user: ScriptedUser) -> Client<ScriptedUser> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    Client::connect(user, StreamableHttpClientTransport::from_config(config)).await.unwrap()
+}
+
+fn structured(result: &rmcp::model::CallToolResult) -> Value {
+    result.structured_content.clone().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their_own() {
+    let store = Store::open(None).unwrap().with_approval(Approval::AnotherLead);
+    let api: RunningApi = shop_api::spawn_loopback(Arc::new(store)).await.unwrap();
+    let issuer = Issuer::start().await;
+    let mut command = Command::new(fernhill());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url, "--approval", "another-lead"])
+        .shop_api(&api)
+        .env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    let (_server, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let token = |who: &str, scope: &str| issuer.sign(&issuer.claims(who, scope, &url));
+    let principal = |who: &str| format!("{} {who}", issuer.url);
+
+    // An agent that follows tasks asks: its call becomes a task waiting for a lead, asking it
+    // nothing.
+    let agent_host = ScriptedUser::always(support::release()).declaring_tasks();
+    let agent = client(&url, &token("agent-7", "orders:read refunds:request"), agent_host.clone()).await;
+    let quote_id = support::quote(&agent, "O-2289").await;
+    let CallToolResponse::Task(task) =
+        agent.call_tool_once(params("issue_refund", json!({"quote_id": quote_id}))).await.unwrap()
+    else {
+        panic!("not a task")
+    };
+    let waiting = serde_json::to_value(&task).unwrap();
+    assert_eq!(waiting["status"], "working");
+    let message = waiting["statusMessage"].as_str().unwrap();
+    assert!(message.starts_with("Waiting for a lead's decision on R-0111 (180.00 on order O-2289)"), "{message}");
+    assert!(message.ends_with(&format!("asked by {}.", principal("agent-7"))), "{message}");
+    let id = task.task.task_id.clone();
+    let read = agent.peer().get_task(GetTaskParams::new(id.clone())).await.unwrap();
+    assert_eq!(serde_json::to_value(&read).unwrap()["status"], "working");
+
+    // A lead who asks waits for another lead, and is not asked either.
+    let alice_host = ScriptedUser::always(support::release());
+    let alice = client(&url, &token("alice", "orders:read refunds:write"), alice_host.clone()).await;
+    let quote_id = support::quote(&alice, "O-5150").await;
+    let held = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    assert_ne!(held.is_error, Some(true), "{held:?}");
+    assert!(text(&held).contains("the lead who asked for a refund cannot release it"), "{}", text(&held));
+    assert_eq!(structured(&held)["status"], "needs_confirmation");
+    assert!(alice_host.asked().is_empty() && agent_host.asked().is_empty(), "nobody was asked to decide");
+
+    // Alice's list holds the agent's refund, not her own; her own she cannot decide.
+    let listed = alice.call_tool("review_refunds", json!({})).await.unwrap();
+    let ids: Vec<&str> = listed.structured_content.as_ref().unwrap()["waiting"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["refund_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["R-0111"], "{listed:?}");
+    let own = alice.call_tool("review_refunds", json!({"refund_id": "R-0112"})).await.unwrap();
+    assert_eq!(own.is_error, Some(true), "{own:?}");
+    assert!(text(&own).contains("cannot release it"), "{}", text(&own));
+    assert!(alice_host.asked().is_empty(), "not asked about her own request");
+
+    // The agent may not review at all: its token lacks a lead's scope.
+    let refused = agent.call_tool("review_refunds", json!({})).await.unwrap_err();
+    assert!(refused.auth_challenge().is_some() || refused.to_string().contains("403"), "{refused}");
+
+    // Alice decides the agent's refund by her own answer, in her own session.
+    let decided = alice.call_tool("review_refunds", json!({"refund_id": "R-0111"})).await.unwrap();
+    assert_eq!(structured(&decided)["status"], "requested", "{decided:?}");
+    let asked = alice_host.asked();
+    assert_eq!(asked.len(), 1);
+    let shown = serde_json::to_value(&asked[0]).unwrap()["message"].as_str().unwrap().to_owned();
+    assert!(shown.contains("Raised cedar planter") && shown.contains("180.00"), "{shown}");
+    assert!(shown.contains(&format!("asked by {}", principal("agent-7"))), "{shown}");
+    let released = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(released.status, RefundStatus::Requested);
+    assert_eq!(released.requested_by, Some(principal("agent-7")));
+    assert_eq!(released.decided_by, Some(principal("alice")));
+
+    // The agent's task completes with the lead's decision, read as a client polls (a read
+    // takes the task up to look, and answers at once).
+    let mut done = Value::Null;
+    for _ in 0..500 {
+        done = serde_json::to_value(agent.peer().get_task(GetTaskParams::new(id.clone())).await.unwrap()).unwrap();
+        if done["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["structuredContent"]["status"], "requested");
+
+    // Another lead decides Alice's.
+    let bob_host = ScriptedUser::always(support::release());
+    let bob = client(&url, &token("bob", "orders:read refunds:write"), bob_host).await;
+    let decided = bob.call_tool("review_refunds", json!({"refund_id": "R-0112"})).await.unwrap();
+    assert_eq!(structured(&decided)["status"], "requested", "{decided:?}");
+    let released = shop(&api).refund(&RefundId::parse("R-0112").unwrap()).await.unwrap();
+    assert_eq!((released.requested_by, released.decided_by), (Some(principal("alice")), Some(principal("bob"))));
+}

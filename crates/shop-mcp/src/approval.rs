@@ -1,0 +1,60 @@
+//! Who may decide a held refund: the one check every decision passes in this server, whichever
+//! tool or channel brought it (a round's answer, a task's, `review_refunds`'), before anything
+//! is claimed or released. The shop's API checks the same again with the principals the server
+//! names to it (`requested_by`, `decided_by`), so a server misconfigured or bypassed cannot
+//! release a refund its requester approved.
+//!
+//! - Only a lead decides: a caller whose token holds `refunds:write` (or the host's user over
+//!   stdio). A caller with `refunds:request` alone asks; their refund waits for a lead.
+//! - Under [`Approval::AnotherLead`], never the one who asked for the refund, nor a caller who
+//!   cannot be named, nor for a refund whose requester was not named.
+
+use shop_api::{Approval, NotYours, RefundId};
+
+use crate::{
+    Shop,
+    audit::Who,
+    caller::Caller,
+    tool_error::{AnswerRefusal, ToolError},
+};
+
+/// Why a caller may not decide a refund.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotDecider {
+    #[error("only a support lead (refunds:write) decides a held refund")]
+    NotALead,
+    #[error("{0}")]
+    Policy(#[from] NotYours),
+}
+
+impl Shop {
+    /// Whether `who` may decide a held refund that `requested_by` asked for.
+    pub(crate) fn may_decide(&self, who: &Who, requested_by: Option<&str>) -> Result<(), NotDecider> {
+        if !who.lead {
+            return Err(NotDecider::NotALead);
+        }
+        let decider = who.caller.as_ref().and_then(Caller::decider);
+        Ok(self.approval.may_release(requested_by, decider.as_deref())?)
+    }
+
+    /// [`Shop::may_decide`] for `refund_id`, its requester read from the shop's API when the
+    /// policy needs it; a refusal worded for the model otherwise.
+    pub(crate) async fn check_decider(&self, refund_id: &RefundId, who: &Who) -> Result<(), ToolError> {
+        let requested_by = match self.approval {
+            Approval::SelfApproval => None,
+            Approval::AnotherLead => self.api.refund(refund_id).await?.requested_by,
+        };
+        self.may_decide(who, requested_by.as_deref()).map_err(|why| {
+            tracing::warn!(%refund_id, caller = ?who.caller, "refused a decision: {why}");
+            not_yours(refund_id, why)
+        })
+    }
+}
+
+/// The refusal of a decision `why` forbids.
+pub(crate) fn not_yours(refund_id: &RefundId, why: NotDecider) -> ToolError {
+    ToolError::refusal(
+        AnswerRefusal::NotYours,
+        format!("Refund {refund_id} was not decided: {why}. It stays held for a lead; nothing was released."),
+    )
+}

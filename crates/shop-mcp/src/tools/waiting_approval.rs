@@ -1,0 +1,98 @@
+//! A held refund its caller may not decide (`crate::approval`): it waits for a lead, who
+//! decides it elsewhere and later (`review_refunds`). Nothing is asked of the caller and
+//! nothing is released until a lead decides.
+//!
+//! - To a client that declared the Tasks extension on its request, the call becomes a task
+//!   that stays `working`, saying whose decision it waits for; each `tasks/get`, on any
+//!   replica, asks the shop's API where the refund stands, and the task completes with the
+//!   refund once a lead released or declined it.
+//! - To any other client, the result says the refund is held for a lead, and `refund_status`
+//!   tells the outcome later.
+
+use mrtr::tasks::{Step, TaskRecord};
+use rmcp::{RoleServer, model::CallToolResponse, service::RequestContext};
+use serde_json::json;
+use shop_api::{Refund, RefundId, RefundStatus};
+
+use crate::{
+    Shop,
+    approval::NotDecider,
+    audit::Who,
+    tool_error::ToolError,
+    tools::{issue_refund::AskStyle, structured_with_note},
+};
+
+/// Who asked for `refund`, in words.
+fn asker(refund: &Refund) -> &str {
+    refund.requested_by.as_deref().unwrap_or("someone unnamed")
+}
+
+impl Shop {
+    /// `refund` is held and `who` may not decide it (`why`): it waits for a lead.
+    pub(crate) async fn wait_for_lead(
+        &self,
+        context: &RequestContext<RoleServer>,
+        refund: &Refund,
+        who: &Who,
+        why: NotDecider,
+    ) -> Result<CallToolResponse, ToolError> {
+        let tasking = mrtr::tasks::tasking(context)
+            .filter(|tasking| tasking.declared() && self.ask_style == AskStyle::InputRequired);
+        let waits = json!({"refund_id": refund.refund_id, "order_id": refund.order_id, "amount": refund.amount,
+                           "requested_by": refund.requested_by, "why": why.to_string()});
+        let Some(tasking) = tasking else {
+            self.audit.report("approval_waiting", who, waits).await;
+            let note = format!(
+                "Refund {} ({} on order {}) is held for a lead's decision: {why}. Nothing was released. A lead \
+                 decides it with review_refunds; call refund_status later to see the outcome.",
+                refund.refund_id, refund.amount, refund.order_id
+            );
+            return Ok(structured_with_note(refund, note).into());
+        };
+        let message = format!(
+            "Waiting for a lead's decision on {} ({} on order {}), asked by {}.",
+            refund.refund_id,
+            refund.amount,
+            refund.order_id,
+            asker(refund)
+        );
+        let created = tasking.saying(message).wait(refund.refund_id.to_string()).await.map_err(|error| {
+            tracing::error!(refund_id = %refund.refund_id, error = %error.message, "the task could not be kept");
+            ToolError::new(format!(
+                "Refund {} is held for a lead's decision; the server could not keep a task to follow it. Call \
+                 refund_status later to see the outcome.",
+                refund.refund_id
+            ))
+        })?;
+        let task = match &created {
+            CallToolResponse::Task(task) => Some(task.task.task_id.clone()),
+            _ => None,
+        };
+        let mut waits = waits;
+        waits["task"] = json!(task);
+        self.audit.report("approval_waiting", who, waits).await;
+        Ok(created)
+    }
+
+    /// A waiting approval's task, looked at: done once a lead decided, later while it is held.
+    pub(crate) async fn resume_approval(&self, task: &TaskRecord) -> Step {
+        let Some(refund_id) = task.resume.as_deref().and_then(|id| RefundId::parse(id).ok()) else {
+            return Step::Done(Err(rmcp::ErrorData::internal_error("this task names no refund", None)));
+        };
+        match self.api.refund(&refund_id).await {
+            Ok(refund) if refund.status == RefundStatus::NeedsConfirmation => Step::Later,
+            Ok(refund) => {
+                let by = refund.decided_by.as_deref().unwrap_or("a lead");
+                let note = match refund.status {
+                    RefundStatus::Requested => format!("{by} released refund {}.", refund.refund_id),
+                    _ => format!("Refund {} is {}: {by} declined it.", refund.refund_id, refund.status),
+                };
+                Step::Done(Ok(structured_with_note(&refund, note)))
+            }
+            Err(error) => {
+                tracing::warn!(%refund_id, %error, "could not read where a waiting refund stands; the next read asks again");
+                Step::Later
+            }
+        }
+    }
+}
