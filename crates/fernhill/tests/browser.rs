@@ -3,6 +3,9 @@
 //! way a support lead would, in the middle of `pay_refund`'s rounds: the MCP
 //! server sends the lead to the page, the browser signs in, the retry pays.
 //!
+//! And a lead signs in on the approval page with the shop's issuer (oidc-provider), sees what
+//! an agent asked for, and releases it.
+//!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (Debian packages
 //! `chromium` and `chromium-driver`). Without them these tests fail, saying
 //! so; they are never skipped.
@@ -227,4 +230,105 @@ async fn another_lead_is_refused_in_a_browser_and_nothing_is_paid() {
     browser.close().await.unwrap();
     driver.stop().await;
     running.shutdown().await.unwrap();
+}
+
+/// Another lead decides on the approval page. An agent (client credentials, `refunds:request`)
+/// asks for a refund under `--approval another-lead` and is told the page's link; a lead opens
+/// it in Chromium, signs in at the issuer (authorization code with PKCE), sees the order, its
+/// lines, the amount and who asked, and releases it: the shop's API records both. The page is
+/// sent with a strict CSP and no personal data in its URL; a post from another origin, or
+/// without the session's form token, decides nothing.
+#[tokio::test]
+async fn a_lead_signs_in_on_the_approval_page_and_releases_what_an_agent_asked_for() {
+    use load::authorization::{self, Credentials};
+    use shop_api::{Approval, RefundId, RefundStatus, Store};
+    use support::ShopApiCommand;
+
+    let (_issuer, issuer_url) = support::oidc_issuer("jwt").await;
+    let store = Store::open(None).unwrap().with_approval(Approval::AnotherLead);
+    let api = shop_api::spawn_loopback(Arc::new(store)).await.unwrap();
+    let mut command = Command::new(support::fernhill_mcp());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer_url, "--approval", "another-lead"])
+        .args(["--approvals-client-id", "approvals", "--approvals-client-secret", "approvals-secret"])
+        .shop_api(&api);
+    let (_server, url) = support::spawn_printing_url(&mut command).await;
+    let agent = Credentials::ClientSecret {
+        client_id: "agent".into(),
+        client_secret: "agent-secret".into(),
+        scopes: vec!["orders:read".into(), "refunds:request".into()],
+    };
+    let agent = authorization::connect(ScriptedUser::always(chapter::release()), &url, &agent, 1).await.unwrap();
+    let quote = agent.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
+    let quote_id = quote.structured_content.unwrap()["quote_id"].clone();
+    let held = agent.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    let said = mrtr::client::text(&held);
+    let origin = url.trim_end_matches("/mcp").to_owned();
+    let link = format!("{origin}/approvals/R-0111");
+    assert!(said.contains(&format!("A lead decides it at {link}.")), "{said}");
+
+    // What anyone else's browser could send decides nothing.
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let forged = [("form_token", "guess"), ("decision", "release")];
+    let cross_site = http.post(&link).header("origin", "http://evil.example").form(&forged).send().await.unwrap();
+    assert_eq!(cross_site.status(), 403);
+    let no_session = http.post(&link).header("origin", &origin).form(&forged).send().await.unwrap();
+    assert_eq!(no_session.status(), 403);
+    let first = http.get(&link).send().await.unwrap();
+    assert_eq!(first.status(), 303, "sent to sign in first");
+    let csp = first.headers()["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    let cookie = first.headers()["set-cookie"].to_str().unwrap();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
+    assert!(first.headers()["location"].to_str().unwrap().contains("code_challenge_method=S256"));
+
+    // The lead, in a browser.
+    let driver = Chromedriver::start().await;
+    let profile = tempfile::tempdir().unwrap();
+    let browser = driver.browser(&profile).await;
+    browser.goto(&link).await.unwrap();
+    let login = browser.wait().at_most(PAGE_TIMEOUT).for_element(Locator::Css("input[name=login]")).await.unwrap();
+    login.send_keys("lead-2").await.unwrap();
+    browser.find(Locator::Css("input[name=password]")).await.unwrap().send_keys("any").await.unwrap();
+    browser.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+    // oidc-provider's consent page, then back to the approval page.
+    let review = "main[data-outcome=\"review\"]";
+    for _ in 0..3 {
+        if browser.find(Locator::Css(review)).await.is_ok() {
+            break;
+        }
+        if let Ok(button) = browser.find(Locator::Css("button[type=submit]")).await {
+            let _ = button.click().await;
+        }
+        let _ = browser.wait().at_most(Duration::from_secs(5)).for_element(Locator::Css(review)).await;
+    }
+    let main = browser.wait().at_most(PAGE_TIMEOUT).for_element(Locator::Css(review)).await.unwrap();
+    let text = main.text().await.unwrap();
+    for shown in ["R-0111", "180.00", "O-2289", "Raised cedar planter", &format!("{issuer_url} agent")] {
+        assert!(text.contains(shown), "{shown} not shown: {text}");
+    }
+    assert_eq!(browser.current_url().await.unwrap().as_str(), link, "nothing but the refund in the URL");
+    // The lead's own session, without the form's token (a forged form): nothing decided.
+    let session = browser.get_named_cookie("fernhill-approvals").await.unwrap();
+    let forged = http
+        .post(&link)
+        .header("origin", &origin)
+        .header("cookie", format!("fernhill-approvals={}", session.value()))
+        .form(&[("form_token", "guess"), ("decision", "release")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403);
+    assert!(forged.text().await.unwrap().contains("data-outcome=\"bad_form\""));
+    browser.find(Locator::Css("button[value=release]")).await.unwrap().click().await.unwrap();
+    let released = browser.wait().at_most(PAGE_TIMEOUT).for_element(Locator::Css("main[data-outcome=\"released\"]"));
+    let Ok(done) = released.await else { panic!("not released: {}", browser.source().await.unwrap()) };
+    assert!(done.text().await.unwrap().contains("Refund R-0111 is released."));
+    browser.close().await.unwrap();
+    driver.stop().await;
+
+    let refund = support::shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(refund.status, RefundStatus::Requested);
+    assert_eq!(refund.requested_by, Some(format!("{issuer_url} agent")));
+    assert_eq!(refund.decided_by, Some(format!("{issuer_url} lead-2")));
 }

@@ -35,22 +35,7 @@ async fn issuer() -> (Child, String) {
 
 /// The same, issuing `tokens` (`jwt` or `opaque`) access tokens.
 async fn issuer_of(tokens: &str) -> (Child, String) {
-    let folder = support::npm("oidc", &["oidc-provider@9.13.3"], &["issuer.mjs"]);
-    let mut child = Command::new("node")
-        .arg(folder.join("issuer.mjs"))
-        .env("ACCESS_TOKENS", tokens)
-        .current_dir(&folder)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node runs");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.expect("the issuer started");
-    let url = first.unwrap().expect("the issuer printed its URL");
-    // Keep reading: oidc-provider prints warnings later, and a closed pipe would end it.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
+    support::oidc_issuer(tokens).await
 }
 
 fn lead(client_id: &str) -> Credentials {

@@ -39,22 +39,7 @@ pub struct Page {
     pub html: String,
 }
 
-/// Escapes `text` for use in HTML text and in double- or single-quoted
-/// attribute values.
-pub fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            c => escaped.push(c),
-        }
-    }
-    escaped
-}
+pub use web_service::html::escape;
 
 impl Page {
     /// A page whose `<main>` holds `body`, which must already be HTML.

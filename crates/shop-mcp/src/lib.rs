@@ -6,6 +6,7 @@
 //!   `record_return` (a typed form), `pay_refund` (URL mode, through the payment provider),
 //!   `review_refunds` (a lead's list of refunds waiting for them, and the question about one);
 //! - [`approval`]: who may decide a held refund, checked before every decision;
+//! - [`approval_page`]: the page where a lead signs in and decides a waiting refund;
 //! - [`audit`]: the trail of every decision about money, one JSON line each;
 //! - [`caller`]: who is calling, when the transport authenticated someone;
 //! - [`quote_store`]: the record of quotes this server handed out;
@@ -20,6 +21,7 @@
 //! Before the refund is released or cancelled, the answer is claimed in a once-only record.
 
 pub mod approval;
+pub mod approval_page;
 pub mod audit;
 pub mod caller;
 pub mod quote_store;

@@ -50,6 +50,8 @@ pub struct Shop {
     pub(crate) ask_style: AskStyle,
     /// Who may decide a held refund (`crate::approval`).
     pub(crate) approval: Approval,
+    /// Where the approval page is served, once the server knows (`crate::approval_page`).
+    pub(crate) approval_page: Arc<std::sync::OnceLock<String>>,
     pub(crate) forms: Arc<Forms>,
     pub(crate) payments: Option<Payments>,
     /// Where decisions about money are recorded.
@@ -75,6 +77,7 @@ impl Shop {
             state_ttl,
             ask_style: AskStyle::default(),
             approval: Approval::default(),
+            approval_page: Arc::default(),
             forms: Arc::new(forms),
             payments: None,
             audit: Audit::off(),

@@ -14,6 +14,7 @@
 //!   credential when it has one) and [`ServiceCallError`], which displays a problem's `detail`.
 //! - [`credential`]: a service's credentials (its own, and clients'), checked in constant time,
 //!   made and written when none is given.
+//! - [`html`]: text escaped for the pages a service serves.
 //! - [`browsers`]: a back end that no browser page may call, and that serves only its own names.
 //! - [`shutdown`]: SIGINT or SIGTERM, awaited, so a server stops after the requests in flight.
 //! - [`timestamp`]: RFC 3339 UTC text, for records that say when.
@@ -22,6 +23,7 @@
 pub mod browsers;
 pub mod client;
 pub mod credential;
+pub mod html;
 pub mod ids;
 pub mod problem;
 pub mod service;

@@ -8,6 +8,10 @@
 //            scopes orders:read and refunds:write
 //   other-lead  the same as lead, another person (secret "other-lead-secret")
 //   reader   confidential (secret "reader-secret"): client credentials, orders:read only
+//   agent    confidential (secret "agent-secret"): client credentials, orders:read and
+//            refunds:request (asks for refunds, decides none)
+//   approvals  the approval page's client: confidential (secret "approvals-secret"),
+//            authorization code with PKCE, redirected to /approvals/callback on loopback
 //   host     public (PKCE, no secret): authorization code with a loopback redirect
 //   fernhill-mcp  the MCP server's own client, for introspection (secret "fernhill-mcp-secret")
 // With ACCESS_TOKENS=opaque in the environment it issues opaque tokens instead of JWTs, which a
@@ -33,6 +37,11 @@ const provider = new Provider(issuer, {
           redirect_uris: [], response_types: [], scope: 'orders:read refunds:write' },
         { client_id: 'reader', client_secret: 'reader-secret', grant_types: ['client_credentials'], redirect_uris: [],
           response_types: [], scope: 'orders:read' },
+        { client_id: 'agent', client_secret: 'agent-secret', grant_types: ['client_credentials'], redirect_uris: [],
+          response_types: [], scope: 'orders:read refunds:request' },
+        { client_id: 'approvals', client_secret: 'approvals-secret', application_type: 'native',
+          grant_types: ['authorization_code'], response_types: ['code'],
+          redirect_uris: ['http://127.0.0.1/approvals/callback'], scope: 'openid refunds:write' },
         { client_id: 'fernhill-mcp', client_secret: 'fernhill-mcp-secret', grant_types: [], redirect_uris: [],
           response_types: [] },
         { client_id: 'host', token_endpoint_auth_method: 'none', application_type: 'native',
@@ -41,7 +50,7 @@ const provider = new Provider(issuer, {
     ],
     jwks: { keys: [signing] },
     clientDefaults: { id_token_signed_response_alg: 'ES256' },
-    scopes: ['openid', 'offline_access', 'orders:read', 'refunds:write'],
+    scopes: ['openid', 'offline_access', 'orders:read', 'refunds:request', 'refunds:write'],
     pkce: { required: () => true },
     features: {
         devInteractions: { enabled: true },
@@ -54,7 +63,7 @@ const provider = new Provider(issuer, {
             getResourceServerInfo(ctx, resource) {
                 if (!mcpResource.test(resource)) throw new errors.InvalidTarget();
                 return {
-                    scope: 'orders:read refunds:write',
+                    scope: 'orders:read refunds:request refunds:write',
                     audience: resource,
                     accessTokenFormat: process.env.ACCESS_TOKENS === 'opaque' ? 'opaque' : 'jwt',
                     accessTokenTTL: 600,

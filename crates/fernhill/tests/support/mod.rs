@@ -228,6 +228,28 @@ pub fn npm(folder: &str, packages: &[&str], scripts: &[&str]) -> PathBuf {
     folder
 }
 
+/// oidc-provider (npm) on an ephemeral loopback port, issuing `tokens` (`jwt` or `opaque`)
+/// access tokens (`tests/node/issuer.mjs` names its clients); the child and its issuer URL.
+pub async fn oidc_issuer(tokens: &str) -> (tokio::process::Child, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let folder = npm("oidc", &["oidc-provider@9.13.3"], &["issuer.mjs"]);
+    let mut child = Command::new("node")
+        .arg(folder.join("issuer.mjs"))
+        .env("ACCESS_TOKENS", tokens)
+        .current_dir(&folder)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await.expect("the issuer started");
+    let url = first.unwrap().expect("the issuer printed its URL");
+    // Keep reading: oidc-provider prints warnings later, and a closed pipe would end it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
 /// HAProxy with the repository's `deploy/haproxy.cfg`, on a loopback socket bound before it
 /// starts: its URL is known first (a fleet's public URL), and it inherits the socket as its
 /// stdin (`bind fd@0`), so no port is picked, freed and raced for.

@@ -94,6 +94,24 @@ pub struct ServeConfig {
     #[arg(long, env = "SHOP_APPROVAL", default_value = "self", value_name = "POLICY")]
     pub approval: shop_api::Approval,
 
+    /// Serve the approval page (`/approvals/R-0111`), where a lead signs in with the issuer
+    /// (--auth-issuer) and decides a waiting refund; this names the page's client there.
+    #[arg(long, env = "SHOP_APPROVALS_CLIENT_ID", value_name = "ID")]
+    pub approvals_client_id: Option<String>,
+
+    /// The approval page's client secret at the issuer.
+    #[arg(long, env = "SHOP_APPROVALS_CLIENT_SECRET", hide_env_values = true, value_name = "SECRET")]
+    pub approvals_client_secret: Option<String>,
+
+    /// A file holding the approval page's client secret.
+    #[arg(
+        long,
+        env = "SHOP_APPROVALS_CLIENT_SECRET_FILE",
+        value_name = "PATH",
+        conflicts_with = "approvals_client_secret"
+    )]
+    pub approvals_client_secret_file: Option<std::path::PathBuf>,
+
     /// Tool calls worked on at once. Past it, a 2026-07-28 caller's call is answered at once
     /// with a state-only round (it comes back shortly and finishes; nothing is lost), and an
     /// earlier caller's waits. 0: no bound.
@@ -149,6 +167,9 @@ impl ServeConfig {
             max_open_quotes: DEFAULT_MAX_OPEN_QUOTES,
             ask_style: AskStyle::InputRequired,
             approval: shop_api::Approval::SelfApproval,
+            approvals_client_id: None,
+            approvals_client_secret: None,
+            approvals_client_secret_file: None,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             when_busy: WhenBusy::Shed,
             max_waiting: DEFAULT_MAX_WAITING,

@@ -30,6 +30,7 @@ pub use mcp_serve::HttpConfig;
 
 use crate::{
     Payments, Shop,
+    approval_page::{self, ApprovalPage, sign_in::SignIn},
     audit::{self, Audit, AuditError},
     serve::state_keys::StateKeyError,
 };
@@ -67,6 +68,8 @@ pub enum ServeError {
          Give --auth-issuer and --public-url, or --insecure-no-auth if something else guards it"
     )]
     Insecure(std::net::SocketAddr),
+    #[error("the approval page: {0}")]
+    ApprovalPage(String),
 }
 
 /// The shop's server behind its sealing boundary, observed for metrics.
@@ -172,10 +175,47 @@ pub async fn run(
     if let Some(gate) = &gate {
         gate.start().await;
     }
+    let page = approval_page(config, sealed.inner(), bound.address())?;
     // Said once the issuer's keys are had (or given up on for now), as callers come next.
     listening(&bound);
-    let service = mcp_serve::router(&config.http, bound.address(), sealed, gate, lifecycle, metrics);
+    let mut service = mcp_serve::router(&config.http, bound.address(), sealed, gate, lifecycle, metrics);
+    if let Some(page) = page {
+        service.public = service.public.merge(page.routes());
+    }
     Ok(mcp_serve::serve(bound, service, shutdown).await?)
+}
+
+/// The approval page, when `--approvals-client-id` names its client at the issuer: served at
+/// the public URL's origin (or the address bound), its sign-in asking for a token for the MCP
+/// endpoint, whose scopes say whether the person is a lead. Its links are given from then on.
+fn approval_page(
+    config: &ServeConfig,
+    shop: &Shop,
+    bound: std::net::SocketAddr,
+) -> Result<Option<ApprovalPage>, ServeError> {
+    let Some(client_id) = &config.approvals_client_id else { return Ok(None) };
+    let Some(issuer) = &config.http.auth_issuer else {
+        return Err(ServeError::ApprovalPage("--approvals-client-id needs --auth-issuer: leads sign in there".into()));
+    };
+    let endpoint = config.http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
+    let origin = match url_origin(&endpoint) {
+        Some(origin) => origin,
+        None => return Err(ServeError::ApprovalPage(format!("the public URL {endpoint} has no origin"))),
+    };
+    let secret = secret(config.approvals_client_secret.clone(), config.approvals_client_secret_file.as_deref())?;
+    let redirect = format!("{origin}{}/callback", approval_page::PATH);
+    let sign_in = SignIn::new(issuer, client_id, secret.as_deref(), &redirect, &endpoint, shop.records.clone())
+        .map_err(ServeError::ApprovalPage)?;
+    let _ = shop.approval_page.set(format!("{origin}{}", approval_page::PATH));
+    tracing::info!(page = %format!("{origin}{}", approval_page::PATH), "serving the approval page");
+    Ok(Some(ApprovalPage::new(shop.clone(), sign_in, &origin)))
+}
+
+/// `scheme://host[:port]` of `url`.
+fn url_origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let host = rest.split('/').next().filter(|host| !host.is_empty())?;
+    Some(format!("{scheme}://{host}"))
 }
 
 /// A credential given, or read from the file named.

@@ -40,17 +40,20 @@ impl Shop {
             .filter(|tasking| tasking.declared() && self.ask_style == AskStyle::InputRequired);
         let waits = json!({"refund_id": refund.refund_id, "order_id": refund.order_id, "amount": refund.amount,
                            "requested_by": refund.requested_by, "why": why.to_string()});
+        // Where a lead decides: the approval page's link, when the server serves it.
+        let page = self.approval_page.get().map(|page| format!(" A lead decides it at {page}/{}.", refund.refund_id));
+        let page = page.unwrap_or_default();
         let Some(tasking) = tasking else {
             self.audit.report("approval_waiting", who, waits).await;
             let note = format!(
-                "Refund {} ({} on order {}) is held for a lead's decision: {why}. Nothing was released. A lead \
-                 decides it with review_refunds; call refund_status later to see the outcome.",
+                "Refund {} ({} on order {}) is held for a lead's decision: {why}. Nothing was released.{page} A lead \
+                 may also decide it with review_refunds; call refund_status later to see the outcome.",
                 refund.refund_id, refund.amount, refund.order_id
             );
             return Ok(structured_with_note(refund, note).into());
         };
         let message = format!(
-            "Waiting for a lead's decision on {} ({} on order {}), asked by {}.",
+            "Waiting for a lead's decision on {} ({} on order {}), asked by {}.{page}",
             refund.refund_id,
             refund.amount,
             refund.order_id,

@@ -1,0 +1,268 @@
+//! A lead signs in on the approval page with the shop's issuer: OpenID Connect's authorization
+//! code flow with PKCE, as a confidential client, through the `openidconnect` crate (discovery,
+//! the code exchange, the ID token's signature, issuer, audience, expiry and nonce).
+//!
+//! What the flow keeps between its two requests, and the session it ends in, are records in
+//! the server's store (memory, or the Redis a fleet shares), so any replica continues it:
+//!
+//! - a sign-in started: under its `state` (256 random bits), the PKCE verifier, the nonce, the
+//!   page to return to, and a digest of the random value the browser was given in a cookie, so
+//!   a callback is taken only from the browser that started it, and only once;
+//! - a session: under a digest of its cookie's value, the lead's principal (issuer and
+//!   subject), when they signed in (`auth_time`), whether their token holds `refunds:write`,
+//!   and the form token the page's forms carry.
+
+use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
+
+use base64::Engine as _;
+use mrtr::records::Records;
+use openidconnect::{
+    AuthorizationCode, ClientId, ClientSecret, CsrfToken, HttpRequest, HttpResponse, IssuerUrl, Nonce,
+    OAuth2TokenResponse as _, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse as _,
+    core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata},
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use tokio::sync::OnceCell;
+
+/// How long a sign-in may take, from the page to the issuer and back.
+const SIGN_IN_LIFE: Duration = Duration::from_secs(10 * 60);
+/// How long a session lasts: a lead signs in again after it.
+pub const SESSION_LIFE: Duration = Duration::from_secs(15 * 60);
+
+/// Why a sign-in could not start or finish. Said to the person in words; the details go to
+/// the log.
+#[derive(Debug, thiserror::Error)]
+pub enum SignInError {
+    #[error("the sign-in service could not be reached")]
+    Issuer(String),
+    #[error("this sign-in is unknown, was used already, or was started in another browser")]
+    Unknown,
+    #[error("the sign-in service's answer could not be verified")]
+    Unverified(String),
+    #[error("the server's store did not answer")]
+    Store(String),
+}
+
+/// The approval page's client at the issuer.
+#[derive(Clone)]
+pub struct SignIn {
+    issuer: IssuerUrl,
+    client_id: ClientId,
+    client_secret: Option<ClientSecret>,
+    redirect: RedirectUrl,
+    /// The MCP endpoint, asked for as the access token's resource: its scopes say whether the
+    /// person is a lead.
+    resource: String,
+    http: reqwest::Client,
+    /// The issuer's metadata, fetched on first use.
+    metadata: Arc<OnceCell<CoreProviderMetadata>>,
+    records: Arc<dyn Records>,
+}
+
+/// A sign-in under way, as kept between the page and the callback.
+#[derive(Serialize, Deserialize)]
+struct Started {
+    verifier: String,
+    nonce: String,
+    return_to: String,
+    browser: String,
+}
+
+/// Who signed in on the page, as the session keeps them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Session {
+    pub issuer: String,
+    pub subject: String,
+    /// When they signed in at the issuer (seconds since the epoch), if the ID token said.
+    pub auth_time: Option<i64>,
+    /// Whether their token holds a lead's `refunds:write`.
+    pub lead: bool,
+    /// The token every form of this session carries.
+    pub form_token: String,
+}
+
+/// Where the person goes next, and the cookie to set.
+pub struct Redirect {
+    pub location: String,
+    pub cookie_value: String,
+}
+
+impl SignIn {
+    pub fn new(
+        issuer: &str,
+        client_id: &str,
+        client_secret: Option<&str>,
+        redirect: &str,
+        resource: &str,
+        records: Arc<dyn Records>,
+    ) -> Result<Self, String> {
+        let http = reqwest::Client::builder()
+            // Following redirects would let an issuer's answer send this server elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|error| error.to_string())?;
+        Ok(Self {
+            issuer: IssuerUrl::new(issuer.to_owned()).map_err(|error| format!("the issuer {issuer}: {error}"))?,
+            client_id: ClientId::new(client_id.to_owned()),
+            client_secret: client_secret.map(|secret| ClientSecret::new(secret.to_owned())),
+            redirect: RedirectUrl::new(redirect.to_owned()).map_err(|error| format!("{redirect}: {error}"))?,
+            resource: resource.to_owned(),
+            http,
+            metadata: Arc::default(),
+            records,
+        })
+    }
+
+    async fn metadata(&self) -> Result<CoreProviderMetadata, SignInError> {
+        let http = self.http.clone();
+        self.metadata
+            .get_or_try_init(|| async move {
+                CoreProviderMetadata::discover_async(self.issuer.clone(), &client(http))
+                    .await
+                    .map_err(|error| SignInError::Issuer(format!("discovery: {error}")))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Start a sign-in that returns to `return_to` (a path on this server): the issuer's
+    /// address to send the browser to, and the value of the cookie that binds the callback to
+    /// this browser.
+    pub async fn start(&self, return_to: &str) -> Result<Redirect, SignInError> {
+        let metadata = self.metadata().await?;
+        let client = CoreClient::from_provider_metadata(metadata, self.client_id.clone(), self.client_secret.clone())
+            .set_redirect_uri(self.redirect.clone());
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let (address, state, nonce) = client
+            .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
+            .add_scope(Scope::new(crate::serve::authorization::REFUNDS_WRITE.to_owned()))
+            .add_extra_param("resource", &self.resource)
+            .set_pkce_challenge(challenge)
+            .url();
+        let browser = random_token();
+        let started = Started {
+            verifier: verifier.secret().clone(),
+            nonce: nonce.secret().clone(),
+            return_to: return_to.to_owned(),
+            browser: digest(&browser),
+        };
+        let kept = serde_json::to_string(&started).map_err(|error| SignInError::Store(error.to_string()))?;
+        self.records
+            .put(&started_key(state.secret()), kept, SIGN_IN_LIFE)
+            .await
+            .map_err(|error| SignInError::Store(error.to_string()))?;
+        Ok(Redirect { location: address.to_string(), cookie_value: browser })
+    }
+
+    /// Finish the sign-in `state` names, from the browser whose cookie is `browser`: exchange
+    /// `code`, verify the ID token, and open a session. Where to go, and the session cookie's
+    /// value.
+    pub async fn finish(&self, code: &str, state: &str, browser: &str) -> Result<Redirect, SignInError> {
+        let key = started_key(state);
+        let kept = self.records.get(&key).await.map_err(|error| SignInError::Store(error.to_string()))?;
+        let started: Started = kept.and_then(|kept| serde_json::from_str(&kept).ok()).ok_or(SignInError::Unknown)?;
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(digest(browser).as_bytes(), started.browser.as_bytes())) {
+            return Err(SignInError::Unknown);
+        }
+        // One use: a second callback with the same state finds nothing.
+        if let Err(error) = self.records.remove(&key).await {
+            tracing::warn!(%error, "could not forget a finished sign-in; it lapses on its own");
+        }
+        let metadata = self.metadata().await?;
+        let client = CoreClient::from_provider_metadata(metadata, self.client_id.clone(), self.client_secret.clone())
+            .set_redirect_uri(self.redirect.clone());
+        let tokens = client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .map_err(|error| SignInError::Issuer(error.to_string()))?
+            .set_pkce_verifier(PkceCodeVerifier::new(started.verifier))
+            .request_async(&client_of(&self.http))
+            .await
+            .map_err(|error| SignInError::Unverified(format!("the code exchange: {error}")))?;
+        let id_token = tokens.id_token().ok_or_else(|| SignInError::Unverified("no ID token".to_owned()))?;
+        let claims = id_token
+            .claims(&client.id_token_verifier(), &Nonce::new(started.nonce))
+            .map_err(|error| SignInError::Unverified(format!("the ID token: {error}")))?;
+        let granted: Vec<String> =
+            tokens.scopes().map(|scopes| scopes.iter().map(|scope| scope.to_string()).collect()).unwrap_or_else(
+                // No scope in the answer: what was asked for was granted (RFC 6749, 5.1).
+                || vec![crate::serve::authorization::REFUNDS_WRITE.to_owned()],
+            );
+        let session = Session {
+            issuer: claims.issuer().to_string(),
+            subject: claims.subject().to_string(),
+            auth_time: claims.auth_time().map(|at| at.timestamp()),
+            lead: crate::serve::authorization::is_lead(&granted),
+            form_token: random_token(),
+        };
+        let cookie_value = random_token();
+        let kept = serde_json::to_string(&session).map_err(|error| SignInError::Store(error.to_string()))?;
+        self.records
+            .put(&session_key(&cookie_value), kept, SESSION_LIFE)
+            .await
+            .map_err(|error| SignInError::Store(error.to_string()))?;
+        tracing::info!(subject = %session.subject.escape_debug(), lead = session.lead, "signed in on the approval page");
+        Ok(Redirect { location: started.return_to, cookie_value })
+    }
+
+    /// The session whose cookie is `cookie_value`, if it is one and has not lapsed.
+    pub async fn session(&self, cookie_value: &str) -> Result<Option<Session>, SignInError> {
+        let kept = self
+            .records
+            .get(&session_key(cookie_value))
+            .await
+            .map_err(|error| SignInError::Store(error.to_string()))?;
+        Ok(kept.and_then(|kept| serde_json::from_str(&kept).ok()))
+    }
+}
+
+fn started_key(state: &str) -> String {
+    format!("approval-sign-in:{}", digest(state))
+}
+
+/// Sessions are kept under a digest of their cookie: the store alone does not give them away.
+fn session_key(cookie_value: &str) -> String {
+    format!("approval-session:{}", digest(cookie_value))
+}
+
+/// A digest of `value`, URL-safe: what is kept in place of a secret.
+pub fn digest(value: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(value.as_bytes()))
+}
+
+/// 256 random bits, URL-safe.
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the operating system's random source");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// An HTTP failure, as the OAuth library takes it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HttpError(String);
+
+type Answer = Pin<Box<dyn Future<Output = Result<HttpResponse, HttpError>> + Send>>;
+
+/// The OAuth library's HTTP client over this server's reqwest: its own `reqwest` feature is on
+/// an older reqwest, which would put a second HTTP stack in the binary.
+fn client(http: reqwest::Client) -> impl Fn(HttpRequest) -> Answer {
+    move |request: HttpRequest| {
+        let http = http.clone();
+        Box::pin(async move {
+            let request = reqwest::Request::try_from(request).map_err(|error| HttpError(error.to_string()))?;
+            let response = http.execute(request).await.map_err(|error| HttpError(error.to_string()))?;
+            let mut answer = http::Response::builder().status(response.status());
+            for (name, value) in response.headers() {
+                answer = answer.header(name, value);
+            }
+            let body = response.bytes().await.map_err(|error| HttpError(error.to_string()))?;
+            answer.body(body.to_vec()).map_err(|error| HttpError(error.to_string()))
+        }) as Answer
+    }
+}
+
+fn client_of(http: &reqwest::Client) -> impl Fn(HttpRequest) -> Answer {
+    client(http.clone())
+}
