@@ -3,7 +3,8 @@
 //! `refunds:request` asks for refunds and is never asked to decide them; a lead who asks waits
 //! for another lead too; a lead decides the refunds waiting for them with `review_refunds`,
 //! by their own answer in their own session, never their own request; the shop's API records
-//! who asked and who decided; the agent's task completes with the lead's decision.
+//! who asked and who decided; the agent's task completes with the lead's decision; a webhook
+//! hears of each waiting refund and each decision, signed, and is tried again when it fails.
 
 mod support;
 
@@ -20,6 +21,44 @@ use tokio::process::Command;
 
 use support::{KEY_A, ShopApiCommand, fernhill, issuer::Issuer, shop};
 
+/// A webhook receiver on loopback: it refuses its first post (500), then takes every post,
+/// sending each body with its signature header to the test.
+async fn receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<(String, bytes::Bytes)>) {
+    let (tell, heard) = tokio::sync::mpsc::unbounded_channel();
+    let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: bytes::Bytes| {
+            let (tell, first) = (tell.clone(), first.clone());
+            async move {
+                if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    return axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+                }
+                let signature = headers[shop_mcp::webhook::SIGNATURE_HEADER].to_str().unwrap().to_owned();
+                let _ = tell.send((signature, body));
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, heard)
+}
+
+const WEBHOOK_SECRET: &str = "a-secret-of-sixteen-or-more";
+
+/// The next announcement, its signature checked.
+async fn next_announcement(heard: &mut tokio::sync::mpsc::UnboundedReceiver<(String, bytes::Bytes)>) -> Value {
+    let (signature, body) = tokio::time::timeout(std::time::Duration::from_secs(30), heard.recv())
+        .await
+        .expect("an announcement within 30 s")
+        .unwrap();
+    let at: u64 = signature.split(',').next().unwrap().trim_start_matches("t=").parse().unwrap();
+    assert_eq!(signature, shop_mcp::webhook::sign(WEBHOOK_SECRET, at, &body), "signed with the shared secret");
+    serde_json::from_slice(&body).unwrap()
+}
+
 async fn client(url: &str, token: &str, user: ScriptedUser) -> Client<ScriptedUser> {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
     Client::connect(user, StreamableHttpClientTransport::from_config(config)).await.unwrap()
@@ -34,9 +73,11 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
     let store = Store::open(None).unwrap().with_approval(Approval::AnotherLead);
     let api: RunningApi = shop_api::spawn_loopback(Arc::new(store)).await.unwrap();
     let issuer = Issuer::start().await;
+    let (hook, mut heard) = receiver().await;
     let mut command = Command::new(fernhill());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url, "--approval", "another-lead"])
+        .args(["--approvals-webhook", &hook, "--approvals-webhook-secret", WEBHOOK_SECRET])
         .shop_api(&api)
         .env("SHOP_REQUEST_STATE_KEY", KEY_A);
     let (_server, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
@@ -59,6 +100,12 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
     assert!(message.starts_with("Waiting for a lead's decision on R-0111 (180.00 on order O-2289)"), "{message}");
     assert!(message.ends_with(&format!("asked by {}.", principal("agent-7"))), "{message}");
     let id = task.task.task_id.clone();
+    // The webhook hears of it (its first post refused, the next try taken).
+    let waiting = next_announcement(&mut heard).await;
+    assert_eq!(waiting["event"]["event"], "waiting");
+    assert_eq!(waiting["event"]["refund_id"], "R-0111");
+    let words = waiting["text"].as_str().unwrap();
+    assert!(words.starts_with("Refund R-0111 (180.00 on order O-2289) waits for a lead's decision"), "{words}");
     let read = agent.peer().get_task(GetTaskParams::new(id.clone())).await.unwrap();
     assert_eq!(serde_json::to_value(&read).unwrap()["status"], "working");
 
@@ -71,6 +118,7 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
     assert!(text(&held).contains("the lead who asked for a refund cannot release it"), "{}", text(&held));
     assert_eq!(structured(&held)["status"], "needs_confirmation");
     assert!(alice_host.asked().is_empty() && agent_host.asked().is_empty(), "nobody was asked to decide");
+    assert_eq!(next_announcement(&mut heard).await["event"]["refund_id"], "R-0112");
 
     // Alice's list holds the agent's refund, not her own; her own she cannot decide.
     let listed = alice.call_tool("review_refunds", json!({})).await.unwrap();
@@ -102,6 +150,12 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
     assert_eq!(released.status, RefundStatus::Requested);
     assert_eq!(released.requested_by, Some(principal("agent-7")));
     assert_eq!(released.decided_by, Some(principal("alice")));
+    let decided = next_announcement(&mut heard).await;
+    assert_eq!(
+        (decided["event"]["event"].as_str(), decided["event"]["refund_id"].as_str()),
+        (Some("released"), Some("R-0111"))
+    );
+    assert_eq!(decided["event"]["decided_by"], principal("alice"));
 
     // The agent's task completes with the lead's decision, read as a client polls (a read
     // takes the task up to look, and answers at once).

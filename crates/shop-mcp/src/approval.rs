@@ -27,6 +27,23 @@ pub enum NotDecider {
     Policy(#[from] NotYours),
 }
 
+impl NotDecider {
+    /// Count a decision refused for this reason ([`crate::series::APPROVAL_REFUSALS`]).
+    pub fn count(self) {
+        metrics::counter!(crate::series::APPROVAL_REFUSALS, "reason" => self.label()).increment(1);
+    }
+
+    /// Its label in [`crate::series::APPROVAL_REFUSALS`].
+    pub fn label(self) -> &'static str {
+        match self {
+            NotDecider::NotALead => "not_a_lead",
+            NotDecider::Policy(NotYours::OwnRequest) => "own_request",
+            NotDecider::Policy(NotYours::DeciderUnknown) => "decider_unknown",
+            NotDecider::Policy(NotYours::RequesterUnknown) => "requester_unknown",
+        }
+    }
+}
+
 impl Shop {
     /// Whether `who` may decide a held refund that `requested_by` asked for.
     pub(crate) fn may_decide(&self, who: &Who, requested_by: Option<&str>) -> Result<(), NotDecider> {
@@ -51,8 +68,9 @@ impl Shop {
     }
 }
 
-/// The refusal of a decision `why` forbids.
+/// The refusal of a decision `why` forbids, counted.
 pub(crate) fn not_yours(refund_id: &RefundId, why: NotDecider) -> ToolError {
+    why.count();
     ToolError::refusal(
         AnswerRefusal::NotYours,
         format!("Refund {refund_id} was not decided: {why}. It stays held for a lead; nothing was released."),

@@ -10,6 +10,7 @@
 //! - [`audit`]: the trail of every decision about money, one JSON line each;
 //! - [`caller`]: who is calling, when the transport authenticated someone;
 //! - [`quote_store`]: the record of quotes this server handed out;
+//! - [`webhook`]: waiting approvals and decisions announced, signed, to a chat's webhook;
 //! - [`tool_error`]: failures worded for the model, as results rather than protocol errors;
 //! - [`series`]: the shop's metric series, by name, and the list started at zero;
 //! - [`serve`]: the server's assembly: one [`serve::ServeConfig`] (flattened into the binary's
@@ -30,6 +31,7 @@ pub mod serve;
 pub mod server;
 pub mod tool_error;
 pub mod tools;
+pub mod webhook;
 
 pub use server::{SERVER_NAME, Shop};
 pub use tools::{issue_refund::AskStyle, pay_refund::Payments};

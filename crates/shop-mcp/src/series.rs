@@ -18,6 +18,16 @@ pub const API_FAILURES: &str = "shop_api_failures_total";
 /// The kinds of [`API_FAILURES`]: no answer, or a 5xx.
 pub const API_FAILURE_KINDS: [&str; 2] = ["unreachable", "server_error"];
 
+/// Announcements to the approvals webhook, by outcome ([`WEBHOOK_OUTCOMES`]).
+pub const WEBHOOK_DELIVERIES: &str = "shop_approvals_webhook_deliveries_total";
+/// The outcomes of [`WEBHOOK_DELIVERIES`]: delivered, or given up on after every try.
+pub const WEBHOOK_OUTCOMES: [&str; 2] = ["delivered", "given_up"];
+/// Decisions refused at the approval rule's choke point, by why ([`APPROVAL_REFUSAL_REASONS`]).
+pub const APPROVAL_REFUSALS: &str = "shop_approval_refusals_total";
+/// The reasons of [`APPROVAL_REFUSALS`]: not a lead, their own request, nobody named as
+/// deciding, nobody named as asking.
+pub const APPROVAL_REFUSAL_REASONS: [&str; 4] = ["not_a_lead", "own_request", "decider_unknown", "requester_unknown"];
+
 /// The shop's own counters, at zero from the start.
 pub const SERIES: &[Series] = &[
     Series::counter(REFUND_QUESTIONS),
@@ -26,4 +36,6 @@ pub const SERIES: &[Series] = &[
     Series::counter(REFUND_DISMISSALS),
     Series::counter(ONCE_ONLY_FAILURES),
     Series::labelled(API_FAILURES, "kind", &API_FAILURE_KINDS),
+    Series::labelled(WEBHOOK_DELIVERIES, "outcome", &WEBHOOK_OUTCOMES),
+    Series::labelled(APPROVAL_REFUSALS, "reason", &APPROVAL_REFUSAL_REASONS),
 ];

@@ -22,6 +22,7 @@ use crate::{
         pay_refund::Payments,
         record_return::Inspection,
     },
+    webhook::Webhook,
 };
 
 /// Every form the tools ask, built (and checked) when the server is made.
@@ -52,6 +53,8 @@ pub struct Shop {
     pub(crate) approval: Approval,
     /// Where the approval page is served, once the server knows (`crate::approval_page`).
     pub(crate) approval_page: Arc<std::sync::OnceLock<String>>,
+    /// Where waiting approvals and decisions are announced (`crate::webhook`).
+    pub(crate) webhook: Option<Webhook>,
     pub(crate) forms: Arc<Forms>,
     pub(crate) payments: Option<Payments>,
     /// Where decisions about money are recorded.
@@ -78,6 +81,7 @@ impl Shop {
             ask_style: AskStyle::default(),
             approval: Approval::default(),
             approval_page: Arc::default(),
+            webhook: None,
             forms: Arc::new(forms),
             payments: None,
             audit: Audit::off(),
@@ -120,6 +124,12 @@ impl Shop {
     /// Decide held refunds under `approval`.
     pub(crate) fn with_approval(mut self, approval: Approval) -> Self {
         self.approval = approval;
+        self
+    }
+
+    /// Announce waiting approvals and decisions to `webhook`.
+    pub(crate) fn with_webhook(mut self, webhook: Option<Webhook>) -> Self {
+        self.webhook = webhook;
         self
     }
 

@@ -134,6 +134,7 @@ async fn show(State(page): State<Arc<ApprovalPage>>, Path(refund_id): Path<Strin
         return Page::notice(StatusCode::OK, "settled", &words).into_response();
     }
     if let Err(why) = page.shop.may_decide(&who(&session), refund.requested_by.as_deref()) {
+        why.count();
         let words = format!("You can't decide refund {refund_id}: {why}.");
         return Page::notice(StatusCode::FORBIDDEN, "not_yours", &words).into_response();
     }

@@ -112,6 +112,16 @@ pub struct ServeConfig {
     )]
     pub approvals_client_secret_file: Option<std::path::PathBuf>,
 
+    /// Announce each refund that waits for a lead (with its approval page link), and each
+    /// decision, to this webhook: JSON a chat's incoming webhook takes (`text`), signed with
+    /// --approvals-webhook-secret, retried with backoff.
+    #[arg(long, env = "SHOP_APPROVALS_WEBHOOK", value_name = "URL", requires = "approvals_webhook_secret")]
+    pub approvals_webhook: Option<String>,
+
+    /// The secret the webhook's posts are signed with (HMAC-SHA256, the Fernhill-Signature header).
+    #[arg(long, env = "SHOP_APPROVALS_WEBHOOK_SECRET", hide_env_values = true, value_name = "SECRET")]
+    pub approvals_webhook_secret: Option<String>,
+
     /// Tool calls worked on at once. Past it, a 2026-07-28 caller's call is answered at once
     /// with a state-only round (it comes back shortly and finishes; nothing is lost), and an
     /// earlier caller's waits. 0: no bound.
@@ -170,6 +180,8 @@ impl ServeConfig {
             approvals_client_id: None,
             approvals_client_secret: None,
             approvals_client_secret_file: None,
+            approvals_webhook: None,
+            approvals_webhook_secret: None,
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             when_busy: WhenBusy::Shed,
             max_waiting: DEFAULT_MAX_WAITING,

@@ -68,8 +68,8 @@ pub enum ServeError {
          Give --auth-issuer and --public-url, or --insecure-no-auth if something else guards it"
     )]
     Insecure(std::net::SocketAddr),
-    #[error("the approval page: {0}")]
-    ApprovalPage(String),
+    #[error("approvals: {0}")]
+    Approvals(String),
 }
 
 /// The shop's server behind its sealing boundary, observed for metrics.
@@ -96,6 +96,7 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     let mut shop = Shop::new(api, security.ttl())?
         .with_ask_style(config.ask_style)
         .with_approval(config.approval)
+        .with_webhook(webhook(config)?)
         .with_records(records, config.quote_ttl(), config.max_open_quotes)
         .with_audit(audit.clone(), &config.payments.lead);
     if let Some(payments) = payments(&config.payments)? {
@@ -195,20 +196,30 @@ fn approval_page(
 ) -> Result<Option<ApprovalPage>, ServeError> {
     let Some(client_id) = &config.approvals_client_id else { return Ok(None) };
     let Some(issuer) = &config.http.auth_issuer else {
-        return Err(ServeError::ApprovalPage("--approvals-client-id needs --auth-issuer: leads sign in there".into()));
+        return Err(ServeError::Approvals("--approvals-client-id needs --auth-issuer: leads sign in there".into()));
     };
     let endpoint = config.http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
     let origin = match url_origin(&endpoint) {
         Some(origin) => origin,
-        None => return Err(ServeError::ApprovalPage(format!("the public URL {endpoint} has no origin"))),
+        None => return Err(ServeError::Approvals(format!("the public URL {endpoint} has no origin"))),
     };
     let secret = secret(config.approvals_client_secret.clone(), config.approvals_client_secret_file.as_deref())?;
     let redirect = format!("{origin}{}/callback", approval_page::PATH);
     let sign_in = SignIn::new(issuer, client_id, secret.as_deref(), &redirect, &endpoint, shop.records.clone())
-        .map_err(ServeError::ApprovalPage)?;
+        .map_err(ServeError::Approvals)?;
     let _ = shop.approval_page.set(format!("{origin}{}", approval_page::PATH));
     tracing::info!(page = %format!("{origin}{}", approval_page::PATH), "serving the approval page");
     Ok(Some(ApprovalPage::new(shop.clone(), sign_in, &origin)))
+}
+
+/// The approvals webhook, when one is named.
+fn webhook(config: &ServeConfig) -> Result<Option<crate::webhook::Webhook>, ServeError> {
+    let Some(url) = &config.approvals_webhook else { return Ok(None) };
+    let secret = config.approvals_webhook_secret.as_deref().unwrap_or_default();
+    if secret.len() < 16 {
+        return Err(ServeError::Approvals("--approvals-webhook-secret must be at least 16 characters".into()));
+    }
+    crate::webhook::Webhook::new(url, secret).map(Some).map_err(ServeError::Approvals)
 }
 
 /// `scheme://host[:port]` of `url`.

@@ -374,6 +374,7 @@ impl Shop {
                         json!({"refund_id": released.refund_id, "order_id": released.order_id, "amount": released.amount}),
                     )
                     .await;
+                self.announce("released", &released);
                 Ok(structured(&released))
             }
             Err(error) if error.is_conflict() => Err(ToolError::refusal(
@@ -446,6 +447,7 @@ impl Shop {
             }
         };
         tracing::info!(refund_id = %cancelled.refund_id, "refund declined by a lead and cancelled");
+        self.announce("declined", &cancelled);
         self.audit.report("declined", who, json!({"refund_id": cancelled.refund_id, "declined_by": decider})).await;
         // Cancelled: the record has done its work (and a reset shop's next refund of the same
         // ID must not meet it).

@@ -43,6 +43,7 @@ impl Shop {
         // Where a lead decides: the approval page's link, when the server serves it.
         let page = self.approval_page.get().map(|page| format!(" A lead decides it at {page}/{}.", refund.refund_id));
         let page = page.unwrap_or_default();
+        self.announce("waiting", refund);
         let Some(tasking) = tasking else {
             self.audit.report("approval_waiting", who, waits).await;
             let note = format!(
