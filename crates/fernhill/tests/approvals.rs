@@ -59,6 +59,20 @@ async fn next_announcement(heard: &mut tokio::sync::mpsc::UnboundedReceiver<(Str
     serde_json::from_slice(&body).unwrap()
 }
 
+/// The task `id` once it stopped working, read as a client polls (a read takes a waiting
+/// task up to look, and answers at once: the look's outcome shows on a later read).
+async fn ended(client: &Client<ScriptedUser>, id: &str) -> Value {
+    let mut task = Value::Null;
+    for _ in 0..500 {
+        task = serde_json::to_value(client.peer().get_task(GetTaskParams::new(id)).await.unwrap()).unwrap();
+        if task["status"] != "working" {
+            return task;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    task
+}
+
 async fn client(url: &str, token: &str, user: ScriptedUser) -> Client<ScriptedUser> {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
     Client::connect(user, StreamableHttpClientTransport::from_config(config)).await.unwrap()
@@ -159,14 +173,7 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
 
     // The agent's task completes with the lead's decision, read as a client polls (a read
     // takes the task up to look, and answers at once).
-    let mut done = Value::Null;
-    for _ in 0..500 {
-        done = serde_json::to_value(agent.peer().get_task(GetTaskParams::new(id.clone())).await.unwrap()).unwrap();
-        if done["status"] != "working" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let done = ended(&agent, &id).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["structuredContent"]["status"], "requested");
 
@@ -177,4 +184,80 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
     assert_eq!(structured(&decided)["status"], "requested", "{decided:?}");
     let released = shop(&api).refund(&RefundId::parse("R-0112").unwrap()).await.unwrap();
     assert_eq!((released.requested_by, released.decided_by), (Some(principal("alice")), Some(principal("bob"))));
+}
+
+/// Approvals always end, and someone hears of those that wait too long. The shop's API runs on
+/// a clock the test controls (the agent asked two hours ago); the server escalates after an
+/// hour: `fernhill_approvals_overdue` counts the refund and the webhook hears of it, naming
+/// whom. Past the deadline the API cancels it as expired, the agent's task completes saying
+/// so, nothing can be released, and the gauge goes back to zero.
+#[tokio::test]
+async fn a_refund_that_waits_too_long_is_escalated_and_at_its_deadline_expires() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let real_now = || {
+        i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).unwrap()
+    };
+    let offset = Arc::new(AtomicI64::new(-2 * 3600));
+    let clock = shop_api::Clock::from_fn({
+        let offset = offset.clone();
+        move || real_now() + offset.load(Ordering::SeqCst)
+    });
+    let store = Store::open(None).unwrap().with_approval(Approval::AnotherLead).with_clock(clock);
+    let api: RunningApi = shop_api::spawn_loopback(Arc::new(store)).await.unwrap();
+    let issuer = Issuer::start().await;
+    let (hook, mut heard) = receiver().await;
+    let mut command = Command::new(fernhill());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url, "--approval", "another-lead"])
+        .args(["--approvals-webhook", &hook, "--approvals-webhook-secret", WEBHOOK_SECRET])
+        .args(["--escalate-after", "3600", "--escalate-to", "@refund-leads", "--escalation-check", "0.1"])
+        .shop_api(&api)
+        .env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    let (_server, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let token = issuer.sign(&issuer.claims("agent-7", "orders:read refunds:request", &url));
+    let agent = client(&url, &token, ScriptedUser::always(support::release()).declaring_tasks()).await;
+    let quote_id = support::quote(&agent, "O-2289").await;
+    let CallToolResponse::Task(task) =
+        agent.call_tool_once(params("issue_refund", json!({"quote_id": quote_id}))).await.unwrap()
+    else {
+        panic!("not a task")
+    };
+    // Two announcements, in either order (the receiver refuses its first post, which is then
+    // tried again): the refund waits, and it is escalated.
+    let mut two = [next_announcement(&mut heard).await, next_announcement(&mut heard).await];
+    two.sort_by_key(|announced| announced["event"]["event"].as_str().unwrap().to_owned());
+    let [escalated, waiting] = two;
+    assert_eq!(
+        (escalated["event"]["event"].as_str(), waiting["event"]["event"].as_str()),
+        (Some("escalated"), Some("waiting"))
+    );
+    assert_eq!(escalated["event"]["escalated_to"], "@refund-leads");
+    assert!(escalated["text"].as_str().unwrap().contains("escalated to @refund-leads"), "{escalated}");
+    let metrics = url.replace("/mcp", "/metrics");
+    let gauge = || async {
+        let page = reqwest::get(&metrics).await.unwrap().text().await.unwrap();
+        page.lines().find_map(|line| line.strip_prefix("fernhill_approvals_overdue ").map(str::to_owned))
+    };
+    assert_eq!(gauge().await.as_deref(), Some("1"));
+
+    // The deadline (72 hours from when it was asked for) passes.
+    offset.store(72 * 3600, Ordering::SeqCst);
+    let id = task.task.task_id.clone();
+    let done = ended(&agent, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let said = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(said, "Refund R-0111 is cancelled: expired: no lead decided. Nothing was released.");
+    let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!((refund.status, refund.reason.as_deref()), (RefundStatus::Cancelled, Some(shop_api::EXPIRED)));
+    let late = shop(&api).decide(&RefundId::parse("R-0111").unwrap(), "confirm", Some("lead-2")).await;
+    assert_eq!(late.unwrap_err().kind(), Some("not_held"));
+    let mut overdue = gauge().await;
+    for _ in 0..500 {
+        if overdue.as_deref() == Some("0") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        overdue = gauge().await;
+    }
+    assert_eq!(overdue.as_deref(), Some("0"), "no longer overdue once it ended");
 }

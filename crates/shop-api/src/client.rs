@@ -130,6 +130,11 @@ impl ShopApi {
     pub async fn refunds(&self) -> Result<Vec<Refund>, ApiError> {
         self.client.get("/refunds").await
     }
+
+    /// `GET /refunds?status=needs_confirmation`: the refunds held for a lead, oldest first.
+    pub async fn held_refunds(&self) -> Result<Vec<Refund>, ApiError> {
+        self.client.get("/refunds?status=needs_confirmation").await
+    }
 }
 
 /// `request`, saying it is made for `principal` ([`ON_BEHALF_OF`]); a principal that cannot be

@@ -54,7 +54,7 @@ pub use routes::router;
 #[cfg(feature = "server")]
 pub use service::{RunningApi, app, serve, spawn_loopback, spawn_loopback_open};
 #[cfg(feature = "server")]
-pub use store::{Store, StoreError};
+pub use store::{Clock, DEFAULT_APPROVAL_DEADLINE, EXPIRED, Store, StoreError};
 
 /// How messages name this service inside a sentence.
 pub const SERVICE_NAME: &str = "the shop's API";

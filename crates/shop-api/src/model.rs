@@ -117,6 +117,18 @@ pub struct Refund {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub decided_at: Option<String>,
+    /// When it was asked for (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub requested_at: Option<String>,
+    /// By when a lead must decide it, if it was held: past it, it is cancelled as expired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub decide_by: Option<String>,
+    /// Why it ended without a lead's decision ("expired: no lead decided").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub reason: Option<String>,
 }
 
 /// The header in which the MCP server says, over its own service credential, for whom it

@@ -17,7 +17,7 @@ use tower_http::trace::TraceLayer;
 use web_service::problem::{method_not_allowed, no_such_route};
 
 use crate::ids::{IdError, OrderId, QuoteId, RefundId};
-use crate::model::{Decision, ON_BEHALF_OF, Policy, QuoteRequest, Refund, RefundRequest, ReturnRequest};
+use crate::model::{Decision, ON_BEHALF_OF, Policy, QuoteRequest, Refund, RefundRequest, RefundStatus, ReturnRequest};
 use crate::policy;
 use crate::problem::{self, Problem};
 use crate::store::{Store, StoreError};
@@ -131,8 +131,23 @@ async fn create_refund(
     }
 }
 
-async fn list_refunds(State(store): State<Arc<Store>>) -> Result<Json<Vec<Refund>>, Problem> {
-    Ok(Json(with_store(store, Store::list_refunds).await?))
+/// `GET /refunds[?status=needs_confirmation]`: every refund, or those in one status.
+#[derive(serde::Deserialize)]
+struct RefundsIn {
+    status: Option<String>,
+}
+
+async fn list_refunds(
+    State(store): State<Arc<Store>>,
+    query: Result<axum::extract::Query<RefundsIn>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<Refund>>, Problem> {
+    let status = match query.ok().and_then(|query| query.0.status) {
+        None => None,
+        Some(status) => Some(status.parse::<RefundStatus>().map_err(|unknown| {
+            Problem::new(StatusCode::BAD_REQUEST, "bad_status", "No such status", unknown.to_string())
+        })?),
+    };
+    Ok(Json(with_store(store, move |store| store.refunds_in(status)).await?))
 }
 
 async fn get_refund(

@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -152,7 +152,10 @@ CREATE TABLE IF NOT EXISTS refunds (
         CHECK (status IN ('needs_confirmation', 'requested', 'cancelled')),
     requested_by TEXT,
     decided_by   TEXT,
-    decided_at   TEXT
+    decided_at   TEXT,
+    requested_at INTEGER,
+    decide_by    INTEGER,
+    reason       TEXT
 );
 CREATE TABLE IF NOT EXISTS refund_lines (
     refund_id    TEXT NOT NULL REFERENCES refunds (refund_id),
@@ -180,11 +183,13 @@ CREATE TABLE IF NOT EXISTS returns (
 const INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS quotes_by_expiry ON quotes (expires_at);
 CREATE INDEX IF NOT EXISTS refunds_by_order ON refunds (order_id);
+CREATE INDEX IF NOT EXISTS held_refunds_by_deadline ON refunds (decide_by) WHERE status = 'needs_confirmation';
 ";
 
 /// The schema's version, in SQLite's `user_version`: 0 before refunds covered lines, 1 before
-/// they said who released or declined them, 2 before they said who asked for them.
-const SCHEMA_VERSION: i64 = 3;
+/// they said who released or declined them, 2 before they said who asked for them, 3 before
+/// they said when they were asked for, by when a lead must decide them, and why one ended.
+const SCHEMA_VERSION: i64 = 4;
 
 const QUOTE_ID_OFFSET: i64 = 5000;
 const REFUND_ID_OFFSET: i64 = 110;
@@ -197,7 +202,42 @@ pub struct Store {
     on_disk: bool,
     quote_ttl: Duration,
     approval: Approval,
+    /// How long a held refund waits for a lead before it is cancelled; `None`: for ever.
+    approval_deadline: Option<Duration>,
+    clock: Clock,
 }
+
+/// The time, in seconds since 1970: the system's, or one a test controls.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> i64 + Send + Sync>);
+
+impl Clock {
+    /// The system's clock.
+    pub fn system() -> Self {
+        Self(Arc::new(epoch_seconds))
+    }
+
+    /// A clock that tells what `now` says.
+    pub fn from_fn(now: impl Fn() -> i64 + Send + Sync + 'static) -> Self {
+        Self(Arc::new(now))
+    }
+
+    fn now(&self) -> i64 {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
+/// Why a held refund that no lead decided in time was cancelled.
+pub const EXPIRED: &str = "expired: no lead decided";
+
+/// How long a held refund waits for a lead by default (72 hours).
+pub const DEFAULT_APPROVAL_DEADLINE: Duration = Duration::from_secs(72 * 3600);
 
 impl Store {
     /// Opens (creating if needed) the database at `path`, or a fresh
@@ -240,6 +280,8 @@ impl Store {
             on_disk: path.is_some(),
             quote_ttl: DEFAULT_QUOTE_TTL,
             approval: Approval::default(),
+            approval_deadline: Some(DEFAULT_APPROVAL_DEADLINE),
+            clock: Clock::system(),
         })
     }
 
@@ -247,6 +289,30 @@ impl Store {
     pub fn with_approval(mut self, approval: Approval) -> Store {
         self.approval = approval;
         self
+    }
+
+    /// Held refunds made from now on wait at most `deadline` for a lead (`None`: for ever),
+    /// then are cancelled as [`EXPIRED`].
+    pub fn with_approval_deadline(mut self, deadline: Option<Duration>) -> Store {
+        self.approval_deadline = deadline;
+        self
+    }
+
+    /// Tell the time by `clock` (tests skip time with their own).
+    pub fn with_clock(mut self, clock: Clock) -> Store {
+        self.clock = clock;
+        self
+    }
+
+    /// Cancel, as [`EXPIRED`], every held refund whose deadline has passed; the ones cancelled.
+    /// Run by the service now and then, and before any refund is read or decided, so a refund
+    /// past its deadline is never released and never shown as held.
+    pub fn expire_overdue(&self) -> Result<Vec<RefundId>, StoreError> {
+        let conn = self.conn();
+        let tx = WriteTransaction::begin(&conn)?;
+        let expired = expire(&tx, None, self.clock.now())?;
+        tx.commit()?;
+        Ok(expired)
     }
 
     /// Who may release a held refund.
@@ -381,7 +447,13 @@ impl Store {
     pub fn create_refund(&self, quote_id: &QuoteId, by: Option<&str>) -> Result<(Refund, bool), StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
+        let now = self.clock.now();
         if let Some(existing) = find_refund(&tx, "quote_id", quote_id.as_str())? {
+            if !expire(&tx, Some(&existing.refund_id), now)?.is_empty() {
+                let expired = find_refund(&tx, "quote_id", quote_id.as_str())?;
+                tx.commit()?;
+                return Ok((expired.unwrap_or(existing), false));
+            }
             return Ok((existing, false));
         }
         let quote = load_live_quote(&tx, quote_id)?;
@@ -390,9 +462,15 @@ impl Store {
         let covered = Covered::of(&tx, &order.order_id)?;
         covered.refuse_any(&order.order_id, lines.iter().map(|(line, _)| line.as_str()))?;
         let status = policy::status_for(covered.total, quote.amount);
+        let decide_by = match (status, self.approval_deadline) {
+            (RefundStatus::NeedsConfirmation, Some(deadline)) => {
+                Some(now.saturating_add(i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX)))
+            }
+            _ => None,
+        };
         tx.prepare_cached(
-            "INSERT INTO refunds (quote_id, order_id, amount_cents, currency, status, requested_by)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO refunds (quote_id, order_id, amount_cents, currency, status, requested_by, requested_at, decide_by)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
         .execute(params![
             quote.quote_id.as_str(),
@@ -401,6 +479,8 @@ impl Store {
             quote.currency,
             status.as_str(),
             by,
+            now,
+            decide_by,
         ])?;
         let rowid = tx.last_insert_rowid();
         let refund_id: RefundId = numbered("R", REFUND_ID_OFFSET, rowid)?;
@@ -434,6 +514,9 @@ impl Store {
             requested_by: by.map(str::to_owned),
             decided_by: None,
             decided_at: None,
+            requested_at: Some(rfc3339(now)),
+            decide_by: decide_by.map(rfc3339),
+            reason: None,
         };
         Ok((refund, true))
     }
@@ -502,10 +585,20 @@ impl Store {
         Ok((record, true))
     }
 
-    /// A refund with its current status.
+    /// A refund with its current status (one past its deadline is cancelled first).
     pub fn refund(&self, refund_id: &RefundId) -> Result<Refund, StoreError> {
-        find_refund(&self.conn(), "refund_id", refund_id.as_str())?
-            .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))
+        let conn = self.conn();
+        let refund = find_refund(&conn, "refund_id", refund_id.as_str())?
+            .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
+        if refund.status != RefundStatus::NeedsConfirmation || !past_deadline(&conn, refund_id, self.clock.now())? {
+            return Ok(refund);
+        }
+        let tx = WriteTransaction::begin(&conn)?;
+        expire(&tx, Some(refund_id), self.clock.now())?;
+        let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
+            .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
+        tx.commit()?;
+        Ok(refund)
     }
 
     /// Releases a held refund: `needs_confirmation` → `requested`, recording who released it
@@ -527,6 +620,9 @@ impl Store {
     fn release_hold(&self, refund_id: &RefundId, to: RefundStatus, by: Option<&str>) -> Result<Refund, StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
+        // Past its deadline, it is cancelled as expired first: the update below then finds it
+        // not held, and nothing is released after the deadline.
+        expire(&tx, Some(refund_id), self.clock.now())?;
         if to == RefundStatus::Requested && self.approval != Approval::SelfApproval {
             let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
                 .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
@@ -555,11 +651,20 @@ impl Store {
         Ok(refund)
     }
 
-    /// Every refund, oldest first.
+    /// Every refund, oldest first (those past their deadline cancelled first).
     pub fn list_refunds(&self) -> Result<Vec<Refund>, StoreError> {
+        self.refunds_in(None)
+    }
+
+    /// Every refund in `status` (all for `None`), oldest first (those past their deadline
+    /// cancelled first).
+    pub fn refunds_in(&self, status: Option<RefundStatus>) -> Result<Vec<Refund>, StoreError> {
+        self.expire_overdue()?;
         let conn = self.conn();
-        let mut statement = conn.prepare(&format!("{REFUND_COLUMNS} ORDER BY id"))?;
-        let rows = statement.query_map([], RefundRow::read)?.collect::<Result<Vec<_>, _>>()?;
+        let mut statement =
+            conn.prepare_cached(&format!("{REFUND_COLUMNS} WHERE ?1 IS NULL OR status = ?1 ORDER BY id"))?;
+        let rows =
+            statement.query_map([status.map(RefundStatus::as_str)], RefundRow::read)?.collect::<Result<Vec<_>, _>>()?;
         rows.into_iter().map(RefundRow::into_refund).collect()
     }
 }
@@ -656,11 +761,19 @@ fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
     if version >= SCHEMA_VERSION {
         return Ok(());
     }
-    for column in ["requested_by", "decided_by", "decided_at"] {
+    let columns = [
+        ("requested_by", "TEXT"),
+        ("decided_by", "TEXT"),
+        ("decided_at", "TEXT"),
+        ("requested_at", "INTEGER"),
+        ("decide_by", "INTEGER"),
+        ("reason", "TEXT"),
+    ];
+    for (column, kind) in columns {
         let has =
             conn.prepare(&format!("SELECT 1 FROM pragma_table_info('refunds') WHERE name = '{column}'"))?.exists([])?;
         if !has {
-            conn.execute_batch(&format!("ALTER TABLE refunds ADD COLUMN {column} TEXT"))?;
+            conn.execute_batch(&format!("ALTER TABLE refunds ADD COLUMN {column} {kind}"))?;
         }
     }
     let has_expiry = conn.prepare("SELECT 1 FROM pragma_table_info('quotes') WHERE name = 'expires_at'")?.exists([])?;
@@ -711,6 +824,42 @@ const PURGE_EXPIRED_QUOTES: &str = "DELETE FROM quotes WHERE id IN (
 fn purge_expired_quotes(conn: &Connection, now: i64) -> Result<(), StoreError> {
     conn.prepare_cached(PURGE_EXPIRED_QUOTES)?.execute(params![now, PURGE_BATCH])?;
     Ok(())
+}
+
+/// Cancel as [`EXPIRED`] the held refunds past their deadline at `now` (`only` that one, or
+/// all), freeing their lines; the ones cancelled.
+fn expire(conn: &Connection, only: Option<&RefundId>, now: i64) -> Result<Vec<RefundId>, StoreError> {
+    let at = rfc3339(now);
+    let expired: Vec<String> = conn
+        .prepare_cached(
+            "UPDATE refunds SET status = 'cancelled', reason = ?1, decided_at = ?2
+             WHERE status = 'needs_confirmation' AND decide_by IS NOT NULL AND decide_by <= ?3
+               AND (?4 IS NULL OR refund_id = ?4)
+             RETURNING refund_id",
+        )?
+        .query_map(params![EXPIRED, at, now, only.map(RefundId::as_str)], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    for refund_id in &expired {
+        conn.prepare_cached("UPDATE refund_lines SET active = 0 WHERE refund_id = ?1")?.execute([refund_id])?;
+        tracing::info!(%refund_id, "a held refund's deadline passed with no lead's decision: cancelled");
+    }
+    expired.iter().map(|id| stored_id(id)).collect()
+}
+
+/// Whether held `refund_id`'s deadline has passed at `now`.
+fn past_deadline(conn: &Connection, refund_id: &RefundId, now: i64) -> Result<bool, StoreError> {
+    let decide_by: Option<i64> = conn
+        .prepare_cached("SELECT decide_by FROM refunds WHERE refund_id = ?1")?
+        .query_row([refund_id.as_str()], |row| row.get(0))
+        .optional()?
+        .flatten();
+    Ok(decide_by.is_some_and(|by| by <= now))
+}
+
+/// RFC 3339 text of `seconds` since 1970.
+fn rfc3339(seconds: i64) -> String {
+    let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(seconds).unwrap_or(0));
+    web_service::timestamp::rfc3339(at)
 }
 
 /// Seconds since 1970 by the system clock (0 before it).
@@ -835,7 +984,9 @@ fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<(Quote, i64), Sto
     Ok((quote, expires_at))
 }
 
-const REFUND_COLUMNS: &str = "SELECT refund_id, order_id, quote_id, amount_cents, currency, status, requested_by, decided_by, decided_at FROM refunds";
+const REFUND_COLUMNS: &str =
+    "SELECT refund_id, order_id, quote_id, amount_cents, currency, status, requested_by, decided_by, decided_at,
+            requested_at, decide_by, reason FROM refunds";
 
 /// A refunds row as stored, before its text is validated.
 struct RefundRow {
@@ -848,6 +999,9 @@ struct RefundRow {
     requested_by: Option<String>,
     decided_by: Option<String>,
     decided_at: Option<String>,
+    requested_at: Option<i64>,
+    decide_by: Option<i64>,
+    reason: Option<String>,
 }
 
 impl RefundRow {
@@ -862,6 +1016,9 @@ impl RefundRow {
             requested_by: row.get(6)?,
             decided_by: row.get(7)?,
             decided_at: row.get(8)?,
+            requested_at: row.get(9)?,
+            decide_by: row.get(10)?,
+            reason: row.get(11)?,
         })
     }
 
@@ -876,6 +1033,9 @@ impl RefundRow {
             requested_by: self.requested_by,
             decided_by: self.decided_by,
             decided_at: self.decided_at,
+            requested_at: self.requested_at.map(rfc3339),
+            decide_by: self.decide_by.map(rfc3339),
+            reason: self.reason,
         })
     }
 }

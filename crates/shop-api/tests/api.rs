@@ -24,7 +24,11 @@ impl Harness {
     }
 
     async fn with_store(store: Store) -> Harness {
-        let api = spawn_loopback(Arc::new(store)).await.unwrap();
+        Harness::with_store_arc(Arc::new(store)).await
+    }
+
+    async fn with_store_arc(store: Arc<Store>) -> Harness {
+        let api = spawn_loopback(store).await.unwrap();
         let token = api.token.clone().expect("an API started here has a credential");
         let shop = ShopApi::new(&api.url).unwrap().with_token(Some(token.clone()));
         let mut headers = reqwest::header::HeaderMap::new();
@@ -540,4 +544,75 @@ async fn an_open_api_takes_a_decision_with_an_empty_body() {
     let (status, body) = send_raw(empty).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["status"], "requested");
+}
+
+/// Approvals always end. 10,000 refunds held for a lead, on a clock the test controls: a
+/// tenth released and a tenth declined before the deadline; at the deadline the API cancels
+/// every other one as expired, and nothing is released after it, through the store or the
+/// API (a release is refused, a read shows it cancelled and why).
+#[tokio::test]
+async fn every_held_refund_ends_decided_or_expired_and_none_is_released_after_its_deadline() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    const HELD: u32 = 10_000;
+    let now = Arc::new(AtomicI64::new(1_800_000_000));
+    let clock = shop_api::Clock::from_fn({
+        let now = now.clone();
+        move || now.load(Ordering::SeqCst)
+    });
+    let store = Store::open(None)
+        .unwrap()
+        .with_clock(clock)
+        .with_approval_deadline(Some(std::time::Duration::from_secs(72 * 3600)));
+    store.add_load_orders(shop_api::seed::FIRST_LOAD_ORDER, HELD).unwrap();
+    let store = Arc::new(store);
+    let mut held = Vec::new();
+    for n in 0..HELD {
+        let order_id = shop_api::OrderId::parse(&format!("O-{}", shop_api::seed::FIRST_LOAD_ORDER + n)).unwrap();
+        let quote =
+            store.create_quote(&shop_api::QuoteRequest { order_id, skus: None, include_shipping: None }).unwrap();
+        let (refund, _) = store.create_refund(&quote.quote_id, Some("agent-7")).unwrap();
+        assert_eq!(refund.status, RefundStatus::NeedsConfirmation);
+        held.push(refund.refund_id);
+    }
+    let decided: Vec<(usize, &'static str)> = (0..held.len())
+        .filter_map(|n| match n % 10 {
+            0 => Some((n, "confirm")),
+            1 => Some((n, "cancel")),
+            _ => None,
+        })
+        .collect();
+    now.fetch_add(71 * 3600, Ordering::SeqCst);
+    for (n, decision) in &decided {
+        match *decision {
+            "confirm" => store.confirm(&held[*n], Some("lead-2")).unwrap(),
+            _ => store.cancel(&held[*n], Some("lead-2")).unwrap(),
+        };
+    }
+    assert!(store.expire_overdue().unwrap().is_empty(), "nothing expires before its deadline");
+    now.fetch_add(3600, Ordering::SeqCst);
+    let expired = store.expire_overdue().unwrap();
+    assert_eq!(expired.len(), (HELD as usize) - decided.len());
+    for refund_id in &held {
+        assert!(matches!(store.confirm(refund_id, Some("lead-3")), Err(shop_api::StoreError::NotHeld { .. })));
+    }
+    let all = store.list_refunds().unwrap();
+    let count = |status: RefundStatus, reason: Option<&str>| {
+        all.iter().filter(|r| r.status == status && r.reason.as_deref() == reason).count()
+    };
+    assert_eq!(count(RefundStatus::Requested, None), (HELD / 10) as usize);
+    assert_eq!(count(RefundStatus::Cancelled, None), (HELD / 10) as usize);
+    assert_eq!(count(RefundStatus::Cancelled, Some(shop_api::EXPIRED)), (HELD as usize) * 8 / 10);
+    assert!(all.iter().all(|r| r.status != RefundStatus::NeedsConfirmation));
+
+    // Over HTTP: one more held refund, past its deadline, never swept: read as expired, and
+    // its release refused.
+    let h = Harness::with_store_arc(store.clone()).await;
+    let order_id = shop_api::OrderId::parse("O-2289").unwrap();
+    let quote = store.create_quote(&shop_api::QuoteRequest { order_id, skus: None, include_shipping: None }).unwrap();
+    let (late, _) = store.create_refund(&quote.quote_id, Some("agent-7")).unwrap();
+    now.fetch_add(72 * 3600, Ordering::SeqCst);
+    let refused = h.shop.decide(&late.refund_id, "confirm", Some("lead-2")).await.unwrap_err();
+    assert_eq!(refused.kind(), Some("not_held"), "{refused}");
+    let read = h.shop.refund(&late.refund_id).await.unwrap();
+    assert_eq!((read.status, read.reason.as_deref()), (RefundStatus::Cancelled, Some(shop_api::EXPIRED)));
 }

@@ -7,6 +7,7 @@
 //!   `review_refunds` (a lead's list of refunds waiting for them, and the question about one);
 //! - [`approval`]: who may decide a held refund, checked before every decision;
 //! - [`approval_page`]: the page where a lead signs in and decides a waiting refund;
+//! - [`escalation`]: approvals that wait too long, counted and announced;
 //! - [`audit`]: the trail of every decision about money, one JSON line each;
 //! - [`caller`]: who is calling, when the transport authenticated someone;
 //! - [`quote_store`]: the record of quotes this server handed out;
@@ -25,6 +26,7 @@ pub mod approval;
 pub mod approval_page;
 pub mod audit;
 pub mod caller;
+pub mod escalation;
 pub mod quote_store;
 pub mod series;
 pub mod serve;

@@ -1,5 +1,6 @@
 //! Announcements of waiting approvals to a webhook (`--approvals-webhook URL`): a refund that
-//! waits for a lead (with its link), and again when a lead decided it. A chat tool's incoming
+//! waits for a lead (with its link), again if it waits too long (`crate::escalation`), and when
+//! a lead decided it. A chat tool's incoming
 //! webhook takes the body as it is (`text`, in Slack's and Mattermost's shape); the `event`
 //! object carries the same as data.
 //!
@@ -42,6 +43,9 @@ pub struct Announcement {
     /// Where a lead decides it, when the approval page is served.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
+    /// Whom an escalation is for (`--escalate-to`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalated_to: Option<String>,
 }
 
 impl Announcement {
@@ -54,6 +58,14 @@ impl Announcement {
             "waiting" => format!(
                 "Refund {} ({} on order {}) waits for a lead's decision, asked by {asked}.{link}",
                 self.refund_id, self.amount, self.order_id
+            ),
+            "escalated" => format!(
+                "Refund {} ({} on order {}), asked by {asked}, has waited too long for a lead's decision: \
+                 escalated{}.{link}",
+                self.refund_id,
+                self.amount,
+                self.order_id,
+                self.escalated_to.as_deref().map(|to| format!(" to {to}")).unwrap_or_default()
             ),
             event => {
                 format!("Refund {} ({} on order {}) was {event} by {by}.", self.refund_id, self.amount, self.order_id)
@@ -131,8 +143,23 @@ impl Webhook {
 impl Shop {
     /// Announce `event` (`waiting`, `released`, `declined`) of `refund`, if a webhook is set.
     pub(crate) fn announce(&self, event: &'static str, refund: &Refund) {
-        let Some(webhook) = &self.webhook else { return };
-        webhook.announce(Announcement {
+        if let Some(webhook) = &self.webhook {
+            webhook.announce(self.announcement(event, refund));
+        }
+    }
+
+    /// Announce that `refund` waited too long, to `to`, if a webhook is set.
+    pub(crate) fn announce_escalation(&self, refund: &Refund, to: Option<&str>) {
+        if let Some(webhook) = &self.webhook {
+            webhook.announce(Announcement {
+                escalated_to: to.map(str::to_owned),
+                ..self.announcement("escalated", refund)
+            });
+        }
+    }
+
+    fn announcement(&self, event: &'static str, refund: &Refund) -> Announcement {
+        Announcement {
             event,
             refund_id: refund.refund_id.to_string(),
             order_id: refund.order_id.to_string(),
@@ -140,7 +167,8 @@ impl Shop {
             requested_by: refund.requested_by.clone(),
             decided_by: refund.decided_by.clone(),
             link: self.approval_page.get().map(|page| format!("{page}/{}", refund.refund_id)),
-        });
+            escalated_to: None,
+        }
     }
 }
 
@@ -180,6 +208,7 @@ mod tests {
             requested_by: Some("agent-7".into()),
             decided_by: None,
             link: Some("https://shop.example/approvals/R-0111".into()),
+            escalated_to: None,
         };
         let body = serde_json::to_value(Body { text: waiting.text(), event: &waiting }).unwrap();
         assert_eq!(

@@ -188,10 +188,12 @@ impl JsonClient {
     }
 
     /// A request for `path`, which starts with `/` and is already escaped
-    /// (validated IDs need no escaping).
+    /// (validated IDs need no escaping), and may end in a `?query`.
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
         let mut url = self.base.clone();
+        let (path, query) = path.split_once('?').map_or((path, None), |(path, query)| (path, Some(query)));
         url.set_path(&format!("{}{path}", self.base.path().trim_end_matches('/')));
+        url.set_query(query);
         let mut request = self.http.request(method, url);
         if let Some(headers) = &self.headers {
             for (name, value) in headers() {

@@ -19,6 +19,13 @@ pub fn rfc3339_millis(time: SystemTime) -> String {
     format!("{}.{millis:03}Z", whole.trim_end_matches('Z'))
 }
 
+/// The instant RFC 3339 `text` names (any offset), or `None` if it names none.
+pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    let nanos = u64::try_from(at.unix_timestamp_nanos()).ok()?;
+    Some(UNIX_EPOCH + std::time::Duration::from_nanos(nanos))
+}
+
 /// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's
 /// `civil_from_days`, for non-negative days).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -49,5 +56,14 @@ mod tests {
         assert_eq!(at(4_102_444_799), "2099-12-31T23:59:59Z");
         assert_eq!(rfc3339(UNIX_EPOCH - Duration::from_secs(1)), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339_millis(UNIX_EPOCH + Duration::from_millis(1_785_230_043_250)), "2026-07-28T09:14:03.250Z");
+    }
+
+    #[test]
+    fn parses_what_it_formats_and_refuses_the_rest() {
+        let at = UNIX_EPOCH + Duration::from_secs(1_785_230_043);
+        assert_eq!(parse_rfc3339(&rfc3339(at)), Some(at));
+        assert_eq!(parse_rfc3339("2026-07-28T11:14:03+02:00"), Some(at));
+        assert_eq!(parse_rfc3339("yesterday"), None);
+        assert_eq!(parse_rfc3339("1969-12-31T23:59:59Z"), None);
     }
 }

@@ -66,6 +66,10 @@ pub struct ShopApiOptions {
     /// `another-lead` (never the one who asked; the MCP server names both to the API).
     #[arg(long, env = "SHOP_APPROVAL", default_value = "self", value_name = "POLICY")]
     pub approval: shop_api::Approval,
+    /// Seconds a held refund waits for a lead before it is cancelled as "expired: no lead
+    /// decided" (0: it waits for ever).
+    #[arg(long, env = "SHOP_APPROVAL_DEADLINE", default_value_t = shop_api::DEFAULT_APPROVAL_DEADLINE.as_secs(), value_name = "SECONDS")]
+    pub approval_deadline: u64,
     /// Add this many orders for load tests, O-100001 upwards, each refundable once (180.00,
     /// held for a lead), for `fernhill-load`.
     #[arg(long, default_value_t = 0, value_name = "N")]
@@ -85,6 +89,7 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
         insecure_no_auth,
         quote_ttl,
         approval,
+        approval_deadline,
         load_orders,
     } = options;
     let credentials = match insecure_no_auth {
@@ -108,7 +113,8 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
             None => "opening an in-memory store".to_owned(),
         })?
         .with_quote_ttl(Duration::from_secs(quote_ttl))
-        .with_approval(approval);
+        .with_approval(approval)
+        .with_approval_deadline((approval_deadline > 0).then(|| Duration::from_secs(approval_deadline)));
     if load_orders > 0 {
         store
             .add_load_orders(shop_api::seed::FIRST_LOAD_ORDER, load_orders)
@@ -119,7 +125,11 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
     let url = format!("http://{}", listener.local_addr()?);
     println!("{url}");
     tracing::info!(%url, db = ?db, credential = !credentials.is_open(), hosts = ?hosts, "shop API listening");
-    let mut app = shop_api::app(Arc::new(store), credentials, &hosts);
+    let store = Arc::new(store);
+    // Held refunds past their deadline are cancelled as they are read or decided; this sweep
+    // also frees the lines and the order's limit of those nobody looks at.
+    tokio::spawn(sweep_expired(store.clone()));
+    let mut app = shop_api::app(store, credentials, &hosts);
     if telemetry.is_some() {
         app = app.layer(axum::middleware::from_fn(telemetry::http_server_spans));
     }
@@ -129,4 +139,21 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
         telemetry.shutdown();
     }
     Ok(())
+}
+
+/// Cancel the held refunds past their deadline every minute.
+async fn sweep_expired(store: Arc<Store>) {
+    let mut ticks = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        ticks.tick().await;
+        let store = store.clone();
+        match tokio::task::spawn_blocking(move || store.expire_overdue()).await {
+            Ok(Ok(expired)) if !expired.is_empty() => {
+                tracing::info!(count = expired.len(), "held refunds past their deadline cancelled as expired")
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "could not cancel the held refunds past their deadline"),
+            Err(error) => tracing::warn!(%error, "the sweep of expired refunds stopped"),
+        }
+    }
 }

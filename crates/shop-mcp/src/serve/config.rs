@@ -122,6 +122,19 @@ pub struct ServeConfig {
     #[arg(long, env = "SHOP_APPROVALS_WEBHOOK_SECRET", hide_env_values = true, value_name = "SECRET")]
     pub approvals_webhook_secret: Option<String>,
 
+    /// Seconds a held refund may wait for a lead before it is overdue: counted in
+    /// fernhill_approvals_overdue and announced to the approvals webhook, once.
+    #[arg(long, env = "SHOP_ESCALATE_AFTER", default_value_t = DEFAULT_ESCALATE_AFTER.as_secs(), value_name = "SECONDS")]
+    pub escalate_after: u64,
+
+    /// Whom an overdue approval's announcement names (a chat handle, a team).
+    #[arg(long, env = "SHOP_ESCALATE_TO", value_name = "NAME")]
+    pub escalate_to: Option<String>,
+
+    /// Seconds between two looks for overdue approvals (each replica looks).
+    #[arg(long, env = "SHOP_ESCALATION_CHECK", default_value_t = DEFAULT_ESCALATION_CHECK.as_secs_f64(), value_name = "SECONDS")]
+    pub escalation_check: f64,
+
     /// Tool calls worked on at once. Past it, a 2026-07-28 caller's call is answered at once
     /// with a state-only round (it comes back shortly and finishes; nothing is lost), and an
     /// earlier caller's waits. 0: no bound.
@@ -182,6 +195,9 @@ impl ServeConfig {
             approvals_client_secret_file: None,
             approvals_webhook: None,
             approvals_webhook_secret: None,
+            escalate_after: DEFAULT_ESCALATE_AFTER.as_secs(),
+            escalate_to: None,
+            escalation_check: DEFAULT_ESCALATION_CHECK.as_secs_f64(),
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             when_busy: WhenBusy::Shed,
             max_waiting: DEFAULT_MAX_WAITING,
@@ -197,6 +213,15 @@ impl ServeConfig {
         Duration::from_secs(self.quote_ttl)
     }
 
+    /// When a waiting approval is overdue, how often to look, and whom to tell.
+    pub fn escalation(&self) -> crate::escalation::Escalation {
+        crate::escalation::Escalation {
+            after: Duration::from_secs(self.escalate_after),
+            every: Duration::try_from_secs_f64(self.escalation_check).unwrap_or(DEFAULT_ESCALATION_CHECK),
+            to: self.escalate_to.clone(),
+        }
+    }
+
     /// How tasks live and are polled: `--task-ttl`, `--task-poll` (at least a millisecond).
     pub fn task_times(&self) -> mrtr::tasks::TaskTimes {
         let poll =
@@ -209,6 +234,10 @@ impl ServeConfig {
     }
 }
 
+/// How long a held refund waits before it is overdue, by default (24 hours).
+pub const DEFAULT_ESCALATE_AFTER: Duration = Duration::from_secs(24 * 3600);
+/// How often each replica looks for overdue approvals, by default.
+pub const DEFAULT_ESCALATION_CHECK: Duration = Duration::from_secs(60);
 /// How long a refund waits as a task for its lead unless told otherwise.
 pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(72 * 3600);
 /// How often a client should ask about a task unless told otherwise.

@@ -177,6 +177,7 @@ pub async fn run(
         gate.start().await;
     }
     let page = approval_page(config, sealed.inner(), bound.address())?;
+    sealed.inner().watch_overdue(config.escalation());
     // Said once the issuer's keys are had (or given up on for now), as callers come next.
     listening(&bound);
     let mut service = mcp_serve::router(&config.http, bound.address(), sealed, gate, lifecycle, metrics);

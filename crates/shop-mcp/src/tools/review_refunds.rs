@@ -93,7 +93,7 @@ impl Shop {
         }
         let waiting: Vec<WaitingRefund> = self
             .api
-            .refunds()
+            .held_refunds()
             .await?
             .into_iter()
             .filter(|refund| refund.status == RefundStatus::NeedsConfirmation)

@@ -87,9 +87,12 @@ impl Shop {
             Ok(refund) if refund.status == RefundStatus::NeedsConfirmation => Step::Later,
             Ok(refund) => {
                 let by = refund.decided_by.as_deref().unwrap_or("a lead");
-                let note = match refund.status {
-                    RefundStatus::Requested => format!("{by} released refund {}.", refund.refund_id),
-                    _ => format!("Refund {} is {}: {by} declined it.", refund.refund_id, refund.status),
+                let note = match (refund.status, refund.reason.as_deref()) {
+                    (RefundStatus::Requested, _) => format!("{by} released refund {}.", refund.refund_id),
+                    (status, Some(reason)) => {
+                        format!("Refund {} is {status}: {reason}. Nothing was released.", refund.refund_id)
+                    }
+                    (status, None) => format!("Refund {} is {status}: {by} declined it.", refund.refund_id),
                 };
                 Step::Done(Ok(structured_with_note(&refund, note)))
             }
