@@ -88,10 +88,13 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
     let api: RunningApi = shop_api::spawn_loopback(Arc::new(store)).await.unwrap();
     let issuer = Issuer::start().await;
     let (hook, mut heard) = receiver().await;
+    let audit = tempfile::NamedTempFile::new().unwrap();
     let mut command = Command::new(fernhill());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url, "--approval", "another-lead"])
         .args(["--approvals-webhook", &hook, "--approvals-webhook-secret", WEBHOOK_SECRET])
+        .arg("--audit-log")
+        .arg(audit.path())
         .shop_api(&api)
         .env("SHOP_REQUEST_STATE_KEY", KEY_A);
     let (_server, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
@@ -164,6 +167,17 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
     assert_eq!(released.status, RefundStatus::Requested);
     assert_eq!(released.requested_by, Some(principal("agent-7")));
     assert_eq!(released.decided_by, Some(principal("alice")));
+    // The trail says who asked, who decided, through which channel and on what they saw, as
+    // the shop's API recorded it.
+    let trail = std::fs::read_to_string(audit.path()).unwrap();
+    let line = trail.lines().find(|line| line.contains("\"event\":\"released\"")).unwrap();
+    let record: Value = serde_json::from_str(line).unwrap();
+    assert_eq!((record["channel"].as_str(), record["refund_id"].as_str()), (Some("review"), Some("R-0111")));
+    assert_eq!(record["seen"], released.digest());
+    assert_eq!(
+        (record["requested_by"].clone(), record["decided_by"].clone()),
+        (json!(released.requested_by), json!(released.decided_by))
+    );
     let decided = next_announcement(&mut heard).await;
     assert_eq!(
         (decided["event"]["event"].as_str(), decided["event"]["refund_id"].as_str()),

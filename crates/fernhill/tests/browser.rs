@@ -247,10 +247,13 @@ async fn a_lead_signs_in_on_the_approval_page_and_releases_what_an_agent_asked_f
     let (_issuer, issuer_url) = support::oidc_issuer("jwt").await;
     let store = Store::open(None).unwrap().with_approval(Approval::AnotherLead);
     let api = shop_api::spawn_loopback(Arc::new(store)).await.unwrap();
+    let audit = tempfile::NamedTempFile::new().unwrap();
     let mut command = Command::new(support::fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer_url, "--approval", "another-lead"])
         .args(["--approvals-client-id", "approvals", "--approvals-client-secret", "approvals-secret"])
+        .arg("--audit-log")
+        .arg(audit.path())
         .shop_api(&api);
     let (_server, url) = support::spawn_printing_url(&mut command).await;
     let agent = Credentials::ClientSecret {
@@ -269,7 +272,7 @@ async fn a_lead_signs_in_on_the_approval_page_and_releases_what_an_agent_asked_f
 
     // What anyone else's browser could send decides nothing.
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let forged = [("form_token", "guess"), ("decision", "release")];
+    let forged = [("form_token", "guess"), ("decision", "release"), ("seen", "x")];
     let cross_site = http.post(&link).header("origin", "http://evil.example").form(&forged).send().await.unwrap();
     assert_eq!(cross_site.status(), 403);
     let no_session = http.post(&link).header("origin", &origin).form(&forged).send().await.unwrap();
@@ -314,12 +317,27 @@ async fn a_lead_signs_in_on_the_approval_page_and_releases_what_an_agent_asked_f
         .post(&link)
         .header("origin", &origin)
         .header("cookie", format!("fernhill-approvals={}", session.value()))
-        .form(&[("form_token", "guess"), ("decision", "release")])
+        .form(&[("form_token", "guess"), ("decision", "release"), ("seen", "x")])
         .send()
         .await
         .unwrap();
     assert_eq!(forged.status(), 403);
     assert!(forged.text().await.unwrap().contains("data-outcome=\"bad_form\""));
+    // The lead's own session and form, for a refund other than the one shown (another
+    // digest): refused, and nothing used up (the real click below still counts).
+    let token = browser.find(Locator::Css("input[name=form_token]")).await.unwrap().attr("value").await.unwrap();
+    let shown = browser.find(Locator::Css("input[name=seen]")).await.unwrap().attr("value").await.unwrap();
+    let other = http
+        .post(&link)
+        .header("origin", &origin)
+        .header("cookie", format!("fernhill-approvals={}", session.value()))
+        .form(&[("form_token", token.unwrap().as_str()), ("decision", "release"), ("seen", "another-refund")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 409);
+    assert!(other.text().await.unwrap().contains("changed since it was shown"));
+    assert!(shown.is_some_and(|seen| !seen.is_empty()));
     browser.find(Locator::Css("button[value=release]")).await.unwrap().click().await.unwrap();
     let released = browser.wait().at_most(PAGE_TIMEOUT).for_element(Locator::Css("main[data-outcome=\"released\"]"));
     let Ok(done) = released.await else { panic!("not released: {}", browser.source().await.unwrap()) };
@@ -331,4 +349,12 @@ async fn a_lead_signs_in_on_the_approval_page_and_releases_what_an_agent_asked_f
     assert_eq!(refund.status, RefundStatus::Requested);
     assert_eq!(refund.requested_by, Some(format!("{issuer_url} agent")));
     assert_eq!(refund.decided_by, Some(format!("{issuer_url} lead-2")));
+    let trail = std::fs::read_to_string(audit.path()).unwrap();
+    let released: serde_json::Value =
+        serde_json::from_str(trail.lines().find(|line| line.contains("\"event\":\"released\"")).unwrap()).unwrap();
+    assert_eq!(released["channel"], "page");
+    assert_eq!(released["seen"], refund.digest());
+    assert!(released["auth_time"].is_i64(), "{released}");
+    assert_eq!(released["requested_by"], format!("{issuer_url} agent"));
+    assert_eq!(released["decided_by"], format!("{issuer_url} lead-2"));
 }

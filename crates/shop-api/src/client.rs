@@ -119,10 +119,21 @@ impl ShopApi {
         decision: &'static str,
         principal: Option<&str>,
     ) -> Result<Refund, ApiError> {
-        let request = self
-            .client
-            .request(reqwest::Method::POST, &format!("/refunds/{refund_id}/{decision}"))
-            .json(&crate::model::Decision::default());
+        self.decide_as_seen(refund_id, decision, principal, None).await
+    }
+
+    /// As [`ShopApi::decide`], for a lead who saw the refund whose [`Refund::digest`] is
+    /// `seen`: the API refuses it (409 `changed`) if the refund no longer matches.
+    pub async fn decide_as_seen(
+        &self,
+        refund_id: &RefundId,
+        decision: &'static str,
+        principal: Option<&str>,
+        seen: Option<&str>,
+    ) -> Result<Refund, ApiError> {
+        let body = crate::model::Decision { seen: seen.map(str::to_owned) };
+        let request =
+            self.client.request(reqwest::Method::POST, &format!("/refunds/{refund_id}/{decision}")).json(&body);
         Ok(self.client.send(on_behalf_of(request, principal)).await?.1)
     }
 

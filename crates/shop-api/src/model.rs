@@ -131,16 +131,33 @@ pub struct Refund {
     pub reason: Option<String>,
 }
 
+impl Refund {
+    /// A digest of what a lead is shown and decides on: the refund, its order, its quote (and
+    /// so its lines), the amount and currency. A decision carries the digest of what was seen
+    /// ([`Decision::seen`]), and the API refuses it if the refund no longer matches.
+    pub fn digest(&self) -> String {
+        use base64::Engine as _;
+        use sha2::{Digest as _, Sha256};
+        let shown =
+            format!("{}\n{}\n{}\n{}\n{}", self.refund_id, self.order_id, self.quote_id, self.amount.0, self.currency);
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(shown.as_bytes()))
+    }
+}
+
 /// The header in which the MCP server says, over its own service credential, for whom it
 /// releases or declines a refund: the caller's principal, never the caller's token. The API
 /// counts it from the service credential alone; from any other caller it is ignored.
 pub const ON_BEHALF_OF: &str = "fernhill-on-behalf-of";
 
 /// `POST /refunds/{refund_id}/confirm` and `/cancel`: a JSON object, so that no request a
-/// browser may send unasked (a form's) can release or cancel a refund. Nothing in it is
-/// required yet.
+/// browser may send unasked (a form's) can release or cancel a refund.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Decision {}
+pub struct Decision {
+    /// The [`Refund::digest`] of what the lead saw, if the caller knows it: a refund that no
+    /// longer matches it is not released (409 `changed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<String>,
+}
 
 /// Who may decide a held refund.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]

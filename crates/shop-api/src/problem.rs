@@ -52,6 +52,10 @@ impl From<StoreError> for Problem {
                     // `status` is taken by RFC 9457 for the HTTP status code.
                     .with("refund_status", status.as_str())
             }
+            StoreError::Changed(refund_id) => {
+                Problem::new(StatusCode::CONFLICT, "changed", "Refund changed since it was seen", detail)
+                    .with("refund_id", refund_id.as_str())
+            }
             StoreError::NotYours { refund_id, why } => {
                 let kind = match why {
                     NotYours::OwnRequest => "self_approval",

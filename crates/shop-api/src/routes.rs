@@ -177,9 +177,11 @@ async fn confirm_refund(
     PathId(refund_id): PathId<RefundId>,
     body: Result<Json<Decision>, JsonRejection>,
 ) -> Result<Json<Refund>, Problem> {
-    let Json(_) = body?;
+    let Json(decision) = body?;
     let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
-    Ok(Json(with_store(store, move |store| store.confirm(&refund_id, by.as_deref())).await?))
+    let decided =
+        move |store: &Store| store.decide(&refund_id, RefundStatus::Requested, by.as_deref(), decision.seen.as_deref());
+    Ok(Json(with_store(store, decided).await?))
 }
 
 async fn cancel_refund(
@@ -189,9 +191,11 @@ async fn cancel_refund(
     PathId(refund_id): PathId<RefundId>,
     body: Result<Json<Decision>, JsonRejection>,
 ) -> Result<Json<Refund>, Problem> {
-    let Json(_) = body?;
+    let Json(decision) = body?;
     let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
-    Ok(Json(with_store(store, move |store| store.cancel(&refund_id, by.as_deref())).await?))
+    let decided =
+        move |store: &Store| store.decide(&refund_id, RefundStatus::Cancelled, by.as_deref(), decision.seen.as_deref());
+    Ok(Json(with_store(store, decided).await?))
 }
 
 /// 201 with the new return, or 200 with the one already recorded for that order line.

@@ -58,6 +58,9 @@ pub enum StoreError {
     /// A confirm or cancel of a refund that is no longer held.
     #[error("Refund {refund_id} is not held; its status is {status}.")]
     NotHeld { refund_id: RefundId, status: RefundStatus },
+    /// A decision about a refund that no longer matches what the lead saw.
+    #[error("Refund {0} changed since the lead saw it; it was not decided. Show it again.")]
+    Changed(RefundId),
     /// A release that is not this decider's to make ([`Approval::AnotherLead`]).
     #[error("Refund {refund_id} was not released: {why}.")]
     NotYours { refund_id: RefundId, why: NotYours },
@@ -606,23 +609,49 @@ impl Store {
     /// asked for it may not, nor may nobody named, nor anyone a refund nobody is named as
     /// asking for (the API's own check; the MCP server checks the same before it asks).
     pub fn confirm(&self, refund_id: &RefundId, by: Option<&str>) -> Result<Refund, StoreError> {
-        self.release_hold(refund_id, RefundStatus::Requested, by)
+        self.release_hold(refund_id, RefundStatus::Requested, by, None)
+    }
+
+    /// Decide a held refund (`to`: requested or cancelled) as [`Store::confirm`] and
+    /// [`Store::cancel`] do, refusing it if it no longer matches `seen`, the digest of what the
+    /// lead saw ([`Refund::digest`]).
+    pub fn decide(
+        &self,
+        refund_id: &RefundId,
+        to: RefundStatus,
+        by: Option<&str>,
+        seen: Option<&str>,
+    ) -> Result<Refund, StoreError> {
+        self.release_hold(refund_id, to, by, seen)
     }
 
     /// Withdraws a held refund: `needs_confirmation` → `cancelled`, recording who and when.
     pub fn cancel(&self, refund_id: &RefundId, by: Option<&str>) -> Result<Refund, StoreError> {
-        self.release_hold(refund_id, RefundStatus::Cancelled, by)
+        self.release_hold(refund_id, RefundStatus::Cancelled, by, None)
     }
 
     /// Moves a held refund to `to`, atomically: the `UPDATE` only matches a
     /// refund that is still held, so two racing calls cannot both succeed. A
     /// cancelled refund no longer covers its lines.
-    fn release_hold(&self, refund_id: &RefundId, to: RefundStatus, by: Option<&str>) -> Result<Refund, StoreError> {
+    fn release_hold(
+        &self,
+        refund_id: &RefundId,
+        to: RefundStatus,
+        by: Option<&str>,
+        seen: Option<&str>,
+    ) -> Result<Refund, StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
         // Past its deadline, it is cancelled as expired first: the update below then finds it
         // not held, and nothing is released after the deadline.
         expire(&tx, Some(refund_id), self.clock.now())?;
+        if let Some(seen) = seen {
+            let now = find_refund(&tx, "refund_id", refund_id.as_str())?
+                .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
+            if now.status == RefundStatus::NeedsConfirmation && now.digest() != seen {
+                return Err(StoreError::Changed(refund_id.clone()));
+            }
+        }
         if to == RefundStatus::Requested && self.approval != Approval::SelfApproval {
             let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
                 .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;

@@ -390,7 +390,12 @@ async fn under_another_lead_the_requester_cannot_release_their_own_refund() {
         let refused = h.shop.decide(&held.refund_id, "confirm", decider).await.unwrap_err();
         assert_eq!((refused.status(), refused.kind()), (Some(403), Some(kind)), "{refused}");
     }
-    let released = h.shop.decide(&held.refund_id, "confirm", Some("lead-2")).await.unwrap();
+    // A decision about what the lead did not see (another digest) is refused; with what they
+    // saw, it goes through.
+    let refused = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-2"), Some("not-it")).await.unwrap_err();
+    assert_eq!((refused.status(), refused.kind()), (Some(409), Some("changed")), "{refused}");
+    let seen = held.digest();
+    let released = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-2"), Some(&seen)).await.unwrap();
     assert_eq!(released.status, RefundStatus::Requested);
     assert_eq!((released.requested_by.as_deref(), released.decided_by.as_deref()), (Some("agent-7"), Some("lead-2")));
 

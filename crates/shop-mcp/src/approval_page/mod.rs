@@ -152,6 +152,8 @@ async fn show(State(page): State<Arc<ApprovalPage>>, Path(refund_id): Path<Strin
 struct Decision {
     form_token: String,
     decision: String,
+    /// The digest of the refund as the page showed it.
+    seen: String,
 }
 
 /// `POST /approvals/{refund_id}`: the lead's decision, from this origin, with their session's
@@ -201,6 +203,9 @@ async fn decide(
     let answered = Answered {
         question: format!("page:{}", sign_in::digest(&session.form_token)),
         claim_life: SESSION_LIFE + std::time::Duration::from_secs(24 * 3600),
+        channel: "page",
+        seen: Some(form.seen),
+        auth_time: session.auth_time,
     };
     match page.shop.act(&refund_id, said, &answered, &who(&session)).await {
         Ok(result) => {

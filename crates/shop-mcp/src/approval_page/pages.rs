@@ -54,6 +54,7 @@ impl Page {
              <p>Shipping {shipping}; the order's total {total}.</p>\n\
              <form method=\"post\" action=\"{action}\">\n\
              <input type=\"hidden\" name=\"form_token\" value=\"{token}\">\n\
+             <input type=\"hidden\" name=\"seen\" value=\"{seen}\">\n\
              <button type=\"submit\" name=\"decision\" value=\"release\">Release this refund</button>\n\
              <button type=\"submit\" name=\"decision\" value=\"decline\">Decline it</button>\n\
              </form>",
@@ -67,6 +68,7 @@ impl Page {
             total = escape(&order.total.to_string()),
             action = escape(action),
             token = escape(form_token),
+            seen = escape(&refund.digest()),
         );
         Self::new(StatusCode::OK, "review", body)
     }

@@ -139,6 +139,9 @@ impl SignIn {
             .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
             .add_scope(Scope::new(crate::serve::authorization::REFUNDS_WRITE.to_owned()))
             .add_extra_param("resource", &self.resource)
+            // A sign-in no older than a session: the issuer asks again past it, and says when
+            // the person signed in (`auth_time`), which the decision records.
+            .set_max_age(SESSION_LIFE)
             .set_pkce_challenge(challenge)
             .url();
         let browser = random_token();

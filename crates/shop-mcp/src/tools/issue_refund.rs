@@ -101,13 +101,42 @@ pub(crate) struct Answered {
     /// Unique to the question: a round's question id, or a task's id and key.
     pub(crate) question: String,
     pub(crate) claim_life: std::time::Duration,
+    /// Where the answer was given: `host` (the caller's own host, in a round or on the
+    /// back-channel), `task` (a task's question), `review` (`review_refunds`), `page` (the
+    /// approval page).
+    pub(crate) channel: &'static str,
+    /// The digest of the refund as the lead was shown it ([`shop_api::Refund::digest`]), where
+    /// the question carried it: the decision is refused if the refund no longer matches.
+    pub(crate) seen: Option<String>,
+    /// When the lead signed in at the issuer (seconds since 1970), where the channel knows.
+    pub(crate) auth_time: Option<i64>,
 }
 
 impl Answered {
-    /// The question of this call's rounds (its state's lifetime plus the allowed skew).
-    pub(crate) fn of(asking: &Asking) -> Self {
-        Self { question: asking.question_id().to_owned(), claim_life: asking.claim_life() }
+    /// The question of this call's rounds (its state's lifetime plus the allowed skew), asked
+    /// through `channel`.
+    pub(crate) fn of(asking: &Asking, channel: &'static str) -> Self {
+        Self {
+            question: asking.question_id().to_owned(),
+            claim_life: asking.claim_life(),
+            channel,
+            seen: None,
+            auth_time: None,
+        }
     }
+
+    /// What the audit trail says of how the decision was made.
+    fn record(&self) -> serde_json::Value {
+        json!({"question": self.question, "channel": self.channel, "seen": self.seen, "auth_time": self.auth_time})
+    }
+}
+
+/// The refusal of a decision about a refund that no longer matches what the lead saw.
+fn changed(refund_id: &RefundId) -> ToolError {
+    ToolError::refusal(
+        AnswerRefusal::NotHeld,
+        format!("Refund {refund_id} changed since it was shown to the lead; nothing was decided. Look at it again."),
+    )
 }
 
 /// The question the lead sees.
@@ -153,7 +182,7 @@ impl Shop {
         if let Some(refund_id) = asking.opened_state().and_then(|state| RefundId::parse(state).ok()) {
             asking = asking.expecting(refund_id.as_str());
             if let Some(said) = asking.answered(CONFIRM, &self.forms.release) {
-                return Ok(self.act(&refund_id, said, &Answered::of(&asking), &who).await?.into());
+                return Ok(self.act(&refund_id, said, &Answered::of(&asking, "host"), &who).await?.into());
             }
         }
         let refund = self.held_or_issued(quote_id, &who).await?;
@@ -202,7 +231,7 @@ impl Shop {
             }
             return Ok(asking.input_required().into());
         };
-        Ok(self.act(&refund.refund_id, said, &Answered::of(&asking), &who).await?.into())
+        Ok(self.act(&refund.refund_id, said, &Answered::of(&asking, "host"), &who).await?.into())
     }
 
     /// Do what the lead said about `refund_id`, claiming the answer to `answered`'s question first.
@@ -216,6 +245,13 @@ impl Shop {
         // The choke point: whatever brought the answer, only someone who may decide this
         // refund has it acted on (the shop's API checks again).
         self.check_decider(refund_id, who).await?;
+        // What the lead saw must still be what the refund is (the shop's API checks again).
+        if let Some(seen) = &answered.seen {
+            let now = self.api.refund(refund_id).await?;
+            if now.status == RefundStatus::NeedsConfirmation && now.digest() != *seen {
+                return Err(changed(refund_id));
+            }
+        }
         let question = answered.question.as_str();
         let answer = match said {
             Outcome::Accepted(ReleaseForm { release: true }) => "accept",
@@ -223,7 +259,11 @@ impl Shop {
             Outcome::Cancelled => "cancel",
         };
         self.audit
-            .report("answered", who, json!({"refund_id": refund_id, "answer": answer, "question": question}))
+            .report(
+                "answered",
+                who,
+                json!({"refund_id": refund_id, "answer": answer, "question": question, "channel": answered.channel}),
+            )
             .await;
         match answer {
             "accept" => self.release(refund_id, answered, who).await,
@@ -350,7 +390,10 @@ impl Shop {
             }
         }
         // The trail fails closed: the intent is on disk before the money moves, or nothing moves.
-        let intent = json!({"refund_id": refund_id, "question": question});
+        let decider = who.caller.as_ref().and_then(Caller::decider);
+        let mut intent = answered.record();
+        intent["refund_id"] = json!(refund_id);
+        intent["decided_by"] = json!(decider);
         if self.audit.record("releasing", who, intent).await.is_err() {
             tracing::error!(%refund_id, "the audit trail could not be written; nothing released");
             // Nothing was acted on: the answer may count when it comes again.
@@ -362,21 +405,26 @@ impl Shop {
                  It stays held; send the answer again shortly."
             )));
         }
-        let decider = who.caller.as_ref().and_then(Caller::decider);
-        match self.api.decide(refund_id, "confirm", decider.as_deref()).await {
+        match self.api.decide_as_seen(refund_id, "confirm", decider.as_deref(), answered.seen.as_deref()).await {
             Ok(released) => {
                 metrics::counter!(series::REFUND_RELEASES).increment(1);
                 tracing::info!(refund_id = %released.refund_id, amount = %released.amount, "refund released by a lead");
-                self.audit
-                    .report(
-                        "released",
-                        who,
-                        json!({"refund_id": released.refund_id, "order_id": released.order_id, "amount": released.amount}),
-                    )
-                    .await;
+                // Who asked and who decided as the shop's API recorded them, and how.
+                let mut record = answered.record();
+                for (key, value) in [
+                    ("refund_id", json!(released.refund_id)),
+                    ("order_id", json!(released.order_id)),
+                    ("amount", json!(released.amount)),
+                    ("requested_by", json!(released.requested_by)),
+                    ("decided_by", json!(released.decided_by)),
+                ] {
+                    record[key] = value;
+                }
+                self.audit.report("released", who, record).await;
                 self.announce("released", &released);
                 Ok(structured(&released))
             }
+            Err(error) if error.kind() == Some("changed") => Err(changed(refund_id)),
             Err(error) if error.is_conflict() => Err(ToolError::refusal(
                 AnswerRefusal::NotHeld,
                 format!("Refund {refund_id} is not held any more, so it can't be released again."),
@@ -448,7 +496,9 @@ impl Shop {
         };
         tracing::info!(refund_id = %cancelled.refund_id, "refund declined by a lead and cancelled");
         self.announce("declined", &cancelled);
-        self.audit.report("declined", who, json!({"refund_id": cancelled.refund_id, "declined_by": decider})).await;
+        let record =
+            json!({"refund_id": cancelled.refund_id, "declined_by": decider, "requested_by": cancelled.requested_by});
+        self.audit.report("declined", who, record).await;
         // Cancelled: the record has done its work (and a reset shop's next refund of the same
         // ID must not meet it).
         if let Err(error) = self.records.remove(&declined(refund_id)).await {

@@ -86,7 +86,13 @@ impl Shop {
         };
         // The claim outlives any answer to this task: its whole lifetime, and a day.
         let claim_life = std::time::Duration::from_millis(task.ttl_ms) + std::time::Duration::from_secs(24 * 3600);
-        let answered = Answered { question: format!("task:{}:{key}", task.id), claim_life };
+        let answered = Answered {
+            question: format!("task:{}:{key}", task.id),
+            claim_life,
+            channel: "task",
+            seen: None,
+            auth_time: None,
+        };
         match self.act(&refund_id, said, &answered, &who).await {
             Ok(result) => Step::Done(Ok(result)),
             // A store that did not answer, say while Redis fails over: the task keeps the

@@ -115,14 +115,22 @@ impl Shop {
         Ok(structured_with_note(&Waiting { waiting }, note))
     }
 
-    /// Ask `who` about `refund_id`, or act on their answer.
+    /// Ask `who` about `refund_id`, or act on their answer. The state is the refund's ID and
+    /// the digest of what the lead is shown: the decision carries it, and is refused if the
+    /// refund no longer matches.
     async fn review(&self, refund_id: &str, mut asking: Asking, who: &Who) -> Result<CallToolResponse, Failure> {
         let refund_id = RefundId::parse(refund_id).map_err(ToolError::from)?;
-        asking = asking.expecting(refund_id.as_str());
-        if asking.opened_state() == Some(refund_id.as_str())
-            && let Some(said) = asking.answered(CONFIRM, &self.forms.release)
-        {
-            return Ok(self.act(&refund_id, said, &Answered::of(&asking), who).await?.into());
+        let seen = asking
+            .opened_state()
+            .and_then(|state| state.split_once(' '))
+            .filter(|(id, _)| *id == refund_id.as_str())
+            .map(|(_, seen)| seen.to_owned());
+        if let Some(seen) = seen {
+            asking = asking.expecting(&format!("{refund_id} {seen}"));
+            if let Some(said) = asking.answered(CONFIRM, &self.forms.release) {
+                let answered = Answered { seen: Some(seen), ..Answered::of(&asking, "review") };
+                return Ok(self.act(&refund_id, said, &answered, who).await?.into());
+            }
         }
         let refund = self.api.refund(&refund_id).await.map_err(ToolError::from)?;
         if refund.status != RefundStatus::NeedsConfirmation {
@@ -132,10 +140,15 @@ impl Shop {
         if let Err(why) = self.may_decide(who, refund.requested_by.as_deref()) {
             return Err(not_yours(&refund_id, why).into());
         }
+        let seen = refund.digest();
+        asking = asking.expecting(&format!("{refund_id} {seen}"));
         let question = self.review_question(&refund).await?;
         let asked = asking.form(CONFIRM, &self.forms.release, &question).await;
         match asked {
-            Ok(Some(said)) => Ok(self.act(&refund_id, said, &Answered::of(&asking), who).await?.into()),
+            Ok(Some(said)) => {
+                let answered = Answered { seen: Some(seen), ..Answered::of(&asking, "review") };
+                Ok(self.act(&refund_id, said, &answered, who).await?.into())
+            }
             Ok(None) => Ok(asking.input_required().into()),
             Err(mrtr::ask::AskError::Protocol(error)) => Err(Failure::Protocol(error)),
             Err(error) => Err(ToolError::new(format!(
