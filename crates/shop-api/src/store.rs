@@ -609,31 +609,19 @@ impl Store {
     /// asked for it may not, nor may nobody named, nor anyone a refund nobody is named as
     /// asking for (the API's own check; the MCP server checks the same before it asks).
     pub fn confirm(&self, refund_id: &RefundId, by: Option<&str>) -> Result<Refund, StoreError> {
-        self.release_hold(refund_id, RefundStatus::Requested, by, None)
-    }
-
-    /// Decide a held refund (`to`: requested or cancelled) as [`Store::confirm`] and
-    /// [`Store::cancel`] do, refusing it if it no longer matches `seen`, the digest of what the
-    /// lead saw ([`Refund::digest`]).
-    pub fn decide(
-        &self,
-        refund_id: &RefundId,
-        to: RefundStatus,
-        by: Option<&str>,
-        seen: Option<&str>,
-    ) -> Result<Refund, StoreError> {
-        self.release_hold(refund_id, to, by, seen)
+        self.decide(refund_id, RefundStatus::Requested, by, None)
     }
 
     /// Withdraws a held refund: `needs_confirmation` → `cancelled`, recording who and when.
     pub fn cancel(&self, refund_id: &RefundId, by: Option<&str>) -> Result<Refund, StoreError> {
-        self.release_hold(refund_id, RefundStatus::Cancelled, by, None)
+        self.decide(refund_id, RefundStatus::Cancelled, by, None)
     }
 
-    /// Moves a held refund to `to`, atomically: the `UPDATE` only matches a
-    /// refund that is still held, so two racing calls cannot both succeed. A
-    /// cancelled refund no longer covers its lines.
-    fn release_hold(
+    /// Moves a held refund to `to` (requested or cancelled), atomically: the `UPDATE` only
+    /// matches a refund that is still held, so two racing calls cannot both succeed. A
+    /// cancelled refund no longer covers its lines. Refused if the refund no longer matches
+    /// `seen`, the digest of what the lead saw ([`Refund::digest`]).
+    pub fn decide(
         &self,
         refund_id: &RefundId,
         to: RefundStatus,
