@@ -334,3 +334,105 @@ async fn a_2025_session_belongs_to_the_caller_who_opened_it() {
     // The session ends as the 2025 transport says: 204, not 202.
     assert_eq!(session.delete_as(Some(&alice)).await.status(), reqwest::StatusCode::NO_CONTENT);
 }
+
+/// A person's browser on the approval page at `link`: sent to oidc-provider's sign-in, signs in
+/// as `login`, consents, comes back, reads the page and releases the refund. The last page.
+async fn page_signs_in_and_releases(link: &str, login: &str) -> String {
+    let browser =
+        reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let link = reqwest::Url::parse(link).unwrap();
+    let mut next = link.clone();
+    let page = 'signing_in: {
+        for _ in 0..16 {
+            let response = browser.get(next.clone()).send().await.unwrap();
+            let response = match response.headers().get("location") {
+                Some(_) => response,
+                None if next == link => break 'signing_in response.text().await.unwrap(),
+                None => {
+                    let html = response.text().await.unwrap();
+                    let action = html.split("action=\"").nth(1).and_then(|r| r.split('"').next()).unwrap().to_owned();
+                    let prompt =
+                        html.split("name=\"prompt\" value=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
+                    let form: Vec<(&str, &str)> = match prompt {
+                        "login" => vec![("prompt", "login"), ("login", login), ("password", "any")],
+                        other => vec![("prompt", other)],
+                    };
+                    browser.post(next.join(&action).unwrap()).form(&form).send().await.unwrap()
+                }
+            };
+            let location = response.headers().get("location").unwrap().to_str().unwrap().to_owned();
+            next = next.join(&location).unwrap();
+        }
+        panic!("the sign-in did not come back to the page");
+    };
+    let value = |name: &str| {
+        let marker = format!("name=\"{name}\" value=\"");
+        page.split(&marker)
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("{page}"))
+            .to_owned()
+    };
+    let origin = link.origin().ascii_serialization();
+    let form = [("form_token", value("form_token")), ("seen", value("seen")), ("decision", "release".to_owned())];
+    browser.post(link).header("origin", origin).form(&form).send().await.unwrap().text().await.unwrap()
+}
+
+/// Step-up (`--confirm-on page`): hosts that accept every question by themselves, one of each
+/// era, release nothing; the lead signing in on the approval page releases it. The 2026 host's
+/// accept leaves the refund held and says where it is decided; the 2025 host's call waits on
+/// the back-channel and ends with the lead's decision made on the page meanwhile.
+#[tokio::test]
+async fn with_confirm_on_page_a_host_that_accepts_everything_releases_nothing() {
+    let (api, (_issuer, issuer_url)) = (start_api().await, issuer().await);
+    let mut command = Command::new(fernhill());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer_url, "--confirm-on", "page"])
+        .args(["--approvals-client-id", "approvals", "--approvals-client-secret", "approvals-secret"])
+        .shop_api(&api);
+    let (_server, url) = support::spawn_printing_url(&mut command).await;
+    let origin = url.trim_end_matches("/mcp").to_owned();
+    // Accepts every question at once, a form with release: yes.
+    let accepts_everything = || ScriptedUser::always(chapter::release());
+
+    // 2026-07-28: asked in a round, accepted at once, nothing released.
+    let modern = authorization::connect(accepts_everything(), &url, &lead("lead"), 1).await.unwrap();
+    let quote_id = support::quote(&modern, "O-2289").await;
+    let held = modern.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    let said = mrtr::client::text(&held);
+    assert!(said.contains(&format!("decides it on the approval page at {origin}/approvals/R-0111")), "{said}");
+    assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
+    // The same host's answer to review_refunds counts no more.
+    let reviewed = modern.call_tool("review_refunds", json!({"refund_id": "R-0111"})).await.unwrap();
+    assert!(mrtr::client::text(&reviewed).contains("Decide refund R-0111 on the approval page"));
+    assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
+    // The lead on the page.
+    let page = page_signs_in_and_releases(&format!("{origin}/approvals/R-0111"), "lead").await;
+    assert!(page.contains("data-outcome=\"released\""), "{page}");
+    assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested);
+    let after = modern.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    assert_eq!(mrtr::client::field(&after, "status"), Some("requested"));
+
+    // 2025: the call waits on the back-channel; the lead decides on the page meanwhile.
+    let legacy =
+        authorization::connect_as(accepts_everything(), &url, &lead("lead"), 1, mrtr::client::legacy()).await.unwrap();
+    let quote_id = support::quote(&legacy, "O-5150").await;
+    let waiting = legacy.call_tool("issue_refund", json!({"quote_id": quote_id}));
+    let deciding = async {
+        // The host accepted the URL question by itself; nothing is released until the page.
+        let link = format!("{origin}/approvals/R-0112");
+        for _ in 0..500 {
+            if shop(&api).refund(&RefundId::parse("R-0112").unwrap()).await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(status(&api, "R-0112").await, RefundStatus::NeedsConfirmation);
+        page_signs_in_and_releases(&link, "lead").await
+    };
+    let (done, page) = tokio::join!(waiting, deciding);
+    assert!(page.contains("data-outcome=\"released\""), "{page}");
+    let done = done.unwrap();
+    assert_eq!(mrtr::client::field(&done, "status"), Some("requested"), "{done:?}");
+    assert!(mrtr::client::text(&done).contains("decided it on the approval page"));
+}

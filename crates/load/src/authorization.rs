@@ -34,11 +34,23 @@ pub async fn connect<H: ClientHandler>(
     credentials: &Credentials,
     concurrency: usize,
 ) -> anyhow::Result<Client<H>> {
+    connect_as(handler, url, credentials, concurrency, modern()).await
+}
+
+/// As [`connect`], opening as `lifecycle` says (`mrtr::client::legacy()` for a 2025 host's
+/// `initialize` handshake).
+pub async fn connect_as<H: ClientHandler>(
+    handler: H,
+    url: &str,
+    credentials: &Credentials,
+    concurrency: usize,
+    lifecycle: rmcp::service::ClientLifecycleMode,
+) -> anyhow::Result<Client<H>> {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).max_concurrent_requests(concurrency);
     let client = match credentials {
         Credentials::None => {
             let transport = StreamableHttpClientTransport::with_client(pooled_http_client(), config);
-            Client::connect_with(handler, transport, modern()).await?
+            Client::connect_with(handler, transport, lifecycle).await?
         }
         Credentials::TokenCommand(command) => {
             let output = tokio::process::Command::new("sh").args(["-c", command]).output().await?;
@@ -50,7 +62,7 @@ pub async fn connect<H: ClientHandler>(
             let token = String::from_utf8(output.stdout).context("the token command printed no text")?;
             let config = config.auth_header(token.trim().to_owned());
             let transport = StreamableHttpClientTransport::with_client(pooled_http_client(), config);
-            Client::connect_with(handler, transport, modern()).await?
+            Client::connect_with(handler, transport, lifecycle).await?
         }
         Credentials::ClientSecret { client_id, client_secret, scopes } => {
             let mut state = OAuthState::new(url, None).await.context("discovering the authorization server")?;
@@ -63,7 +75,7 @@ pub async fn connect<H: ClientHandler>(
             state.authenticate_client_credentials(grant).await.context("the client credentials grant")?;
             let manager = state.into_authorization_manager().context("the authorization did not finish")?;
             let http = AuthClient::new(pooled_http_client(), manager);
-            Client::connect_with(handler, StreamableHttpClientTransport::with_client(http, config), modern()).await?
+            Client::connect_with(handler, StreamableHttpClientTransport::with_client(http, config), lifecycle).await?
         }
     };
     Ok(client)

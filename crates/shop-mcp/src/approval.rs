@@ -8,6 +8,8 @@
 //!   stdio). A caller with `refunds:request` alone asks; their refund waits for a lead.
 //! - Under [`Approval::AnotherLead`], never the one who asked for the refund, nor a caller who
 //!   cannot be named, nor for a refund whose requester was not named.
+//! - Under [`ConfirmOn::Page`], only on the approval page, where the lead signed in at the
+//!   issuer: an answer from a host (which may accept every question by itself) never counts.
 
 use shop_api::{Approval, NotYours, RefundId};
 
@@ -17,6 +19,18 @@ use crate::{
     caller::Caller,
     tool_error::{AnswerRefusal, ToolError},
 };
+
+/// Where a decision counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConfirmOn {
+    /// Wherever a lead is asked: their host (a round, the back-channel, a task), review_refunds,
+    /// the approval page.
+    #[default]
+    Host,
+    /// On the approval page alone: the host is sent there by URL-mode elicitation, and its
+    /// answer says only that the lead will go.
+    Page,
+}
 
 /// Why a caller may not decide a refund.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -66,6 +80,17 @@ impl Shop {
             not_yours(refund_id, why)
         })
     }
+}
+
+/// The refusal of an answer from a host under [`ConfirmOn::Page`].
+pub(crate) fn on_the_page_only(refund_id: &RefundId, page: Option<&String>) -> ToolError {
+    let place = page.map(|page| format!(" at {page}/{refund_id}")).unwrap_or_default();
+    ToolError::refusal(
+        AnswerRefusal::NotYours,
+        format!(
+            "Refund {refund_id} is decided on the approval page only{place}: an answer from a host does not count.              It stays held until a lead decides it there."
+        ),
+    )
 }
 
 /// The refusal of a decision `why` forbids, counted.

@@ -15,6 +15,7 @@ use shop_api::{Approval, ShopApi};
 use mrtr::form::{FormError, FormSchema};
 
 use crate::{
+    approval::ConfirmOn,
     audit::Audit,
     quote_store::{DEFAULT_QUOTE_TTL, QuoteStore},
     tools::{
@@ -51,6 +52,8 @@ pub struct Shop {
     pub(crate) ask_style: AskStyle,
     /// Who may decide a held refund (`crate::approval`).
     pub(crate) approval: Approval,
+    /// Where a decision counts (`crate::approval::ConfirmOn`).
+    pub(crate) confirm_on: ConfirmOn,
     /// Where the approval page is served, once the server knows (`crate::approval_page`).
     pub(crate) approval_page: Arc<std::sync::OnceLock<String>>,
     /// Where waiting approvals and decisions are announced (`crate::webhook`).
@@ -80,6 +83,7 @@ impl Shop {
             state_ttl,
             ask_style: AskStyle::default(),
             approval: Approval::default(),
+            confirm_on: ConfirmOn::default(),
             approval_page: Arc::default(),
             webhook: None,
             forms: Arc::new(forms),
@@ -121,9 +125,10 @@ impl Shop {
         self
     }
 
-    /// Decide held refunds under `approval`.
-    pub(crate) fn with_approval(mut self, approval: Approval) -> Self {
+    /// Decide held refunds under `approval`, counting decisions made where `confirm_on` says.
+    pub(crate) fn with_approval(mut self, approval: Approval, confirm_on: ConfirmOn) -> Self {
         self.approval = approval;
+        self.confirm_on = confirm_on;
         self
     }
 

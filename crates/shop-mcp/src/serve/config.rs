@@ -94,6 +94,13 @@ pub struct ServeConfig {
     #[arg(long, env = "SHOP_APPROVAL", default_value = "self", value_name = "POLICY")]
     pub approval: shop_api::Approval,
 
+    /// Where a lead's decision counts: `host` (wherever they are asked) or `page` (on the
+    /// approval page alone, after signing in at the issuer: issue_refund sends the lead there by
+    /// URL-mode elicitation, and a host's accept never decides a refund). `page` needs
+    /// --approvals-client-id.
+    #[arg(long, env = "SHOP_CONFIRM_ON", value_enum, default_value_t = crate::approval::ConfirmOn::Host)]
+    pub confirm_on: crate::approval::ConfirmOn,
+
     /// Serve the approval page (`/approvals/R-0111`), where a lead signs in with the issuer
     /// (--auth-issuer) and decides a waiting refund; this names the page's client there.
     #[arg(long, env = "SHOP_APPROVALS_CLIENT_ID", value_name = "ID")]
@@ -190,6 +197,7 @@ impl ServeConfig {
             max_open_quotes: DEFAULT_MAX_OPEN_QUOTES,
             ask_style: AskStyle::InputRequired,
             approval: shop_api::Approval::SelfApproval,
+            confirm_on: crate::approval::ConfirmOn::Host,
             approvals_client_id: None,
             approvals_client_secret: None,
             approvals_client_secret_file: None,

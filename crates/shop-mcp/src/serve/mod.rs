@@ -30,6 +30,7 @@ pub use mcp_serve::HttpConfig;
 
 use crate::{
     Payments, Shop,
+    approval::ConfirmOn,
     approval_page::{self, ApprovalPage, sign_in::SignIn},
     audit::{self, Audit, AuditError},
     serve::state_keys::StateKeyError,
@@ -95,7 +96,7 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     };
     let mut shop = Shop::new(api, security.ttl())?
         .with_ask_style(config.ask_style)
-        .with_approval(config.approval)
+        .with_approval(config.approval, config.confirm_on)
         .with_webhook(webhook(config)?)
         .with_records(records, config.quote_ttl(), config.max_open_quotes)
         .with_audit(audit.clone(), &config.payments.lead);
@@ -195,7 +196,14 @@ fn approval_page(
     shop: &Shop,
     bound: std::net::SocketAddr,
 ) -> Result<Option<ApprovalPage>, ServeError> {
-    let Some(client_id) = &config.approvals_client_id else { return Ok(None) };
+    let Some(client_id) = &config.approvals_client_id else {
+        if config.confirm_on == ConfirmOn::Page {
+            return Err(ServeError::Approvals(
+                "--confirm-on page needs the approval page: give --approvals-client-id (and --auth-issuer)".into(),
+            ));
+        }
+        return Ok(None);
+    };
     let Some(issuer) = &config.http.auth_issuer else {
         return Err(ServeError::Approvals("--approvals-client-id needs --auth-issuer: leads sign in there".into()));
     };

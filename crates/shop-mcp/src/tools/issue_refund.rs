@@ -40,6 +40,7 @@ use shop_api::{ApiError, QuoteId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
+    approval::{ConfirmOn, on_the_page_only},
     audit::Who,
     caller::Caller,
     series,
@@ -209,6 +210,9 @@ impl Shop {
             if let Err(why) = self.may_decide(&who, refund.requested_by.as_deref()) {
                 return Ok(self.wait_for_lead(context, &refund, &who, why).await?);
             }
+            if self.confirm_on == ConfirmOn::Page {
+                return self.confirm_on_page(asking, &refund, context).await;
+            }
             metrics::counter!(series::REFUND_QUESTIONS).increment(1);
             // A client that declared the Tasks extension on this request gets the question as
             // a task's: the lead may answer hours later, through any replica.
@@ -245,6 +249,9 @@ impl Shop {
         // The choke point: whatever brought the answer, only someone who may decide this
         // refund has it acted on (the shop's API checks again).
         self.check_decider(refund_id, who).await?;
+        if self.confirm_on == ConfirmOn::Page && answered.channel != "page" {
+            return Err(on_the_page_only(refund_id, self.approval_page.get()));
+        }
         // What the lead saw must still be what the refund is (the shop's API checks again).
         if let Some(seen) = &answered.seen {
             let now = self.api.refund(refund_id).await?;

@@ -12,6 +12,8 @@
 //!   task's question ([`payment_task`]). A server with no provider configured says so and pays
 //!   nothing.
 //!
+//! - [`page_confirmation`]: under `--confirm-on page`, `issue_refund` sends the lead to the
+//!   approval page, where alone a decision counts;
 //! - [`review_refunds`]: a lead's list of the refunds waiting for their decision, and the
 //!   question about one, asked in the lead's own session; a refund its caller may not decide
 //!   waits for it ([`waiting_approval`]).
@@ -20,6 +22,7 @@
 
 pub mod issue_refund;
 pub mod lookup_order;
+pub mod page_confirmation;
 pub mod pay_refund;
 pub mod payment_task;
 pub mod quote_refund;

@@ -22,7 +22,7 @@ use shop_api::{Cents, OrderId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
-    approval::{NotDecider, not_yours},
+    approval::{ConfirmOn, NotDecider, not_yours},
     audit::Who,
     tool_error::{Failure, ToolError, respond},
     tools::{
@@ -139,6 +139,12 @@ impl Shop {
         }
         if let Err(why) = self.may_decide(who, refund.requested_by.as_deref()) {
             return Err(not_yours(&refund_id, why).into());
+        }
+        if self.confirm_on == ConfirmOn::Page {
+            let place = self.approval_page.get().map(|page| format!(" at {page}/{refund_id}")).unwrap_or_default();
+            let note =
+                format!("Decide refund {refund_id} on the approval page{place}: an answer here would not count.");
+            return Ok(structured_with_note(&refund, note).into());
         }
         let seen = refund.digest();
         asking = asking.expecting(&format!("{refund_id} {seen}"));
