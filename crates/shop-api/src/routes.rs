@@ -141,7 +141,10 @@ async fn list_refunds(
     State(store): State<Arc<Store>>,
     query: Result<axum::extract::Query<RefundsIn>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<Refund>>, Problem> {
-    let status = match query.ok().and_then(|query| query.0.status) {
+    let query = query.map_err(|rejection| {
+        Problem::new(StatusCode::BAD_REQUEST, "bad_query", "The query could not be read", rejection.body_text())
+    })?;
+    let status = match query.0.status {
         None => None,
         Some(status) => Some(status.parse::<RefundStatus>().map_err(|unknown| {
             Problem::new(StatusCode::BAD_REQUEST, "bad_status", "No such status", unknown.to_string())

@@ -371,6 +371,8 @@ impl Store {
         let tx = WriteTransaction::begin(&conn)?;
         let now = epoch_seconds();
         purge_expired_quotes(&tx, now)?;
+        // Held refunds past their deadline cover nothing any more.
+        expire(&tx, None, self.clock.now())?;
         let order = load_order(&tx, &request.order_id)?;
         let covered = Covered::of(&tx, &order.order_id)?;
         let (lines, shipping_by_default): (Vec<&OrderLine>, bool) = match &request.skus {
@@ -462,6 +464,7 @@ impl Store {
         let quote = load_live_quote(&tx, quote_id)?;
         let order = load_order(&tx, &quote.order_id)?;
         let lines = refunded_lines(&order, &quote)?;
+        expire(&tx, None, now)?;
         let covered = Covered::of(&tx, &order.order_id)?;
         covered.refuse_any(&order.order_id, lines.iter().map(|(line, _)| line.as_str()))?;
         let status = policy::status_for(covered.total, quote.amount);
@@ -792,6 +795,17 @@ fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
         if !has {
             conn.execute_batch(&format!("ALTER TABLE refunds ADD COLUMN {column} {kind}"))?;
         }
+    }
+    // Refunds held before deadlines were kept: asked for now, as far as anyone can tell, and
+    // decided by the default deadline from now, so they too end.
+    let now = epoch_seconds();
+    let deadline = now.saturating_add(i64::try_from(DEFAULT_APPROVAL_DEADLINE.as_secs()).unwrap_or(i64::MAX));
+    let dated = conn.execute(
+        "UPDATE refunds SET requested_at = ?1, decide_by = ?2 WHERE status = 'needs_confirmation' AND decide_by IS NULL",
+        params![now, deadline],
+    )?;
+    if dated > 0 {
+        tracing::info!(refunds = dated, "held refunds from before deadlines were kept now wait the default deadline");
     }
     let has_expiry = conn.prepare("SELECT 1 FROM pragma_table_info('quotes') WHERE name = 'expires_at'")?.exists([])?;
     if !has_expiry {

@@ -621,3 +621,31 @@ async fn every_held_refund_ends_decided_or_expired_and_none_is_released_after_it
     let read = h.shop.refund(&late.refund_id).await.unwrap();
     assert_eq!((read.status, read.reason.as_deref()), (RefundStatus::Cancelled, Some(shop_api::EXPIRED)));
 }
+
+/// A held refund past its deadline covers nothing: the order's next quote covers its lines
+/// again at once, with no sweep run in between.
+#[tokio::test]
+async fn an_expired_refund_frees_its_lines_for_the_next_quote() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let now = Arc::new(AtomicI64::new(1_800_000_000));
+    let clock = shop_api::Clock::from_fn({
+        let now = now.clone();
+        move || now.load(Ordering::SeqCst)
+    });
+    let store = Store::open(None).unwrap().with_clock(clock);
+    let whole = |order: &str| shop_api::QuoteRequest {
+        order_id: shop_api::OrderId::parse(order).unwrap(),
+        skus: None,
+        include_shipping: None,
+    };
+    let quote = store.create_quote(&whole("O-2289")).unwrap();
+    let (held, _) = store.create_refund(&quote.quote_id, Some("agent-7")).unwrap();
+    assert_eq!(held.status, RefundStatus::NeedsConfirmation);
+    let covered = store.create_quote(&whole("O-2289"));
+    assert!(matches!(covered, Err(shop_api::StoreError::AlreadyRefunded { .. })), "covered: {covered:?}");
+    now.fetch_add(72 * 3600, Ordering::SeqCst);
+    let again = store.create_quote(&whole("O-2289")).unwrap();
+    assert_eq!(again.amount.to_string(), "180.00");
+    let (next, created) = store.create_refund(&again.quote_id, Some("agent-7")).unwrap();
+    assert!(created && next.refund_id != held.refund_id);
+}

@@ -73,12 +73,32 @@ impl Shop {
     pub(crate) async fn check_decider(&self, refund_id: &RefundId, who: &Who) -> Result<(), ToolError> {
         let requested_by = match self.approval {
             Approval::SelfApproval => None,
-            Approval::AnotherLead => self.api.refund(refund_id).await?.requested_by,
+            Approval::AnotherLead => {
+                self.api.refund(refund_id).await.map_err(|error| read_failed(refund_id, error))?.requested_by
+            }
         };
         self.may_decide(who, requested_by.as_deref()).map_err(|why| {
             tracing::warn!(%refund_id, caller = ?who.caller, "refused a decision: {why}");
+            why.count();
             not_yours(refund_id, why)
         })
+    }
+}
+
+/// A refund that could not be read before a decision: a passing failure (no answer, a 5xx)
+/// leaves nothing done, so the answer may count when it comes again (a task keeps it).
+pub(crate) fn read_failed(refund_id: &RefundId, error: shop_api::ApiError) -> ToolError {
+    let passing =
+        matches!(error, shop_api::ApiError::Unreachable(_)) || error.status().is_some_and(|status| status >= 500);
+    match passing {
+        true => {
+            crate::tool_error::count_api_failure(&error);
+            ToolError::nothing_done(format!(
+                "Refund {refund_id} was not decided: the shop's API did not answer. It stays held; send the answer \
+                 again shortly."
+            ))
+        }
+        false => error.into(),
     }
 }
 
@@ -93,9 +113,8 @@ pub(crate) fn on_the_page_only(refund_id: &RefundId, page: Option<&String>) -> T
     )
 }
 
-/// The refusal of a decision `why` forbids, counted.
+/// The refusal of a decision `why` forbids.
 pub(crate) fn not_yours(refund_id: &RefundId, why: NotDecider) -> ToolError {
-    why.count();
     ToolError::refusal(
         AnswerRefusal::NotYours,
         format!("Refund {refund_id} was not decided: {why}. It stays held for a lead; nothing was released."),

@@ -63,6 +63,14 @@ impl Tasking {
         self
     }
 
+    /// A task made here lives at least `lifetime` from its creation (the server's own
+    /// lifetime if that is longer): one that waits on something with a deadline of its own
+    /// outlives it, and ends with it rather than before.
+    pub fn living_at_least(mut self, lifetime: Duration) -> Self {
+        self.lifetime = self.lifetime.max(lifetime);
+        self
+    }
+
     /// A task made here starts with these words on where it is (`statusMessage`).
     pub fn saying(mut self, message: impl Into<String>) -> Self {
         self.message = Some(message.into());

@@ -133,8 +133,8 @@ async fn show(State(page): State<Arc<ApprovalPage>>, Path(refund_id): Path<Strin
         let words = format!("Refund {refund_id} is {}; there is nothing to decide.", refund.status);
         return Page::notice(StatusCode::OK, "settled", &words).into_response();
     }
+    // Looking is not deciding: a refusal is counted only when a decision is tried (`act`).
     if let Err(why) = page.shop.may_decide(&who(&session), refund.requested_by.as_deref()) {
-        why.count();
         let words = format!("You can't decide refund {refund_id}: {why}.");
         return Page::notice(StatusCode::FORBIDDEN, "not_yours", &words).into_response();
     }
@@ -216,6 +216,10 @@ async fn decide(
             };
             Page::decided(outcome, &words).into_response()
         }
+        // Nothing was done, for a reason that passes: try again; otherwise refused.
+        Err(error) if error.is_nothing_done() => {
+            Page::notice(StatusCode::SERVICE_UNAVAILABLE, "unavailable", error.message()).into_response()
+        }
         Err(error) => Page::notice(StatusCode::CONFLICT, "refused", error.message()).into_response(),
     }
 }
@@ -230,6 +234,9 @@ struct Callback {
 /// `GET /approvals/callback`: the issuer sends the browser back here.
 async fn callback(State(page): State<Arc<ApprovalPage>>, Query(back): Query<Callback>, headers: HeaderMap) -> Response {
     let (Some(code), Some(state)) = (back.code, back.state) else {
+        if let Some(error) = &back.error {
+            tracing::info!(error = %error.escape_debug(), "the issuer sent a sign-in back unfinished");
+        }
         let words = match back.error {
             Some(_) => "The sign-in was not completed. Open the refund's link again to try once more.",
             None => "This address is where the sign-in service sends you back; open the refund's link instead.",
@@ -253,7 +260,8 @@ async fn callback(State(page): State<Arc<ApprovalPage>>, Query(back): Query<Call
             .into_response(),
         Err(error) => {
             tracing::warn!(%error, "a sign-in on the approval page failed");
-            let words = format!("The sign-in failed: {error}. Open the refund's link again to try once more.");
+            let words =
+                format!("The sign-in failed: {}. Open the refund's link again to try once more.", error.words());
             Page::notice(StatusCode::BAD_REQUEST, "sign_in_failed", &words).into_response()
         }
     }

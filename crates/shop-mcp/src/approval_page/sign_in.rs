@@ -11,11 +11,22 @@
 //! - a session: under a digest of its cookie's value, the lead's principal (issuer and
 //!   subject), when they signed in (`auth_time`), whether their token holds `refunds:write`,
 //!   and the form token the page's forms carry.
+//!
+//! Who the person is, and whether they are a lead, is read from the access token the sign-in
+//! got for the MCP endpoint, checked by the same gate as every request's bearer token (issuer,
+//! audience, signature, its `scope`), so the page and `/mcp` name a person alike; the ID token
+//! must name the same subject, and say when they signed in, no longer ago than a session.
 
-use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
 use base64::Engine as _;
 use mrtr::records::Records;
+use oauth_resource::gate::ResourceServer;
 use openidconnect::{
     AuthorizationCode, ClientId, ClientSecret, CsrfToken, HttpRequest, HttpResponse, IssuerUrl, Nonce,
     OAuth2TokenResponse as _, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse as _,
@@ -23,8 +34,10 @@ use openidconnect::{
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
-use tokio::sync::OnceCell;
+use tokio::sync::RwLock;
 
+/// Clocks differ: an `auth_time` this much older than a session is still taken.
+const AUTH_TIME_SKEW: Duration = Duration::from_secs(60);
 /// How long a sign-in may take, from the page to the issuer and back.
 const SIGN_IN_LIFE: Duration = Duration::from_secs(10 * 60);
 /// How long a session lasts: a lead signs in again after it.
@@ -34,14 +47,26 @@ pub const SESSION_LIFE: Duration = Duration::from_secs(15 * 60);
 /// the log.
 #[derive(Debug, thiserror::Error)]
 pub enum SignInError {
-    #[error("the sign-in service could not be reached")]
+    #[error("the sign-in service could not be reached ({0})")]
     Issuer(String),
     #[error("this sign-in is unknown, was used already, or was started in another browser")]
     Unknown,
-    #[error("the sign-in service's answer could not be verified")]
+    #[error("the sign-in service's answer could not be verified ({0})")]
     Unverified(String),
-    #[error("the server's store did not answer")]
+    #[error("the server's store did not answer ({0})")]
     Store(String),
+}
+
+impl SignInError {
+    /// What the person is told: the kind of failure, without the details the log has.
+    pub fn words(&self) -> &'static str {
+        match self {
+            SignInError::Issuer(_) => "the sign-in service could not be reached",
+            SignInError::Unknown => "this sign-in is unknown, was used already, or was started in another browser",
+            SignInError::Unverified(_) => "the sign-in service's answer could not be verified",
+            SignInError::Store(_) => "the server's store did not answer",
+        }
+    }
 }
 
 /// The approval page's client at the issuer.
@@ -55,9 +80,12 @@ pub struct SignIn {
     /// person is a lead.
     resource: String,
     http: reqwest::Client,
-    /// The issuer's metadata, fetched on first use.
-    metadata: Arc<OnceCell<CoreProviderMetadata>>,
+    /// The issuer's metadata and keys, fetched on first use and again when an ID token names
+    /// a key they lack (the issuer rotated its keys).
+    metadata: Arc<RwLock<Option<CoreProviderMetadata>>>,
     records: Arc<dyn Records>,
+    /// Checks the access token as `/mcp` checks a bearer token.
+    gate: ResourceServer,
 }
 
 /// A sign-in under way, as kept between the page and the callback.
@@ -96,6 +124,7 @@ impl SignIn {
         redirect: &str,
         resource: &str,
         records: Arc<dyn Records>,
+        gate: ResourceServer,
     ) -> Result<Self, String> {
         let http = reqwest::Client::builder()
             // Following redirects would let an issuer's answer send this server elsewhere.
@@ -112,26 +141,27 @@ impl SignIn {
             http,
             metadata: Arc::default(),
             records,
+            gate,
         })
     }
 
-    async fn metadata(&self) -> Result<CoreProviderMetadata, SignInError> {
-        let http = self.http.clone();
-        self.metadata
-            .get_or_try_init(|| async move {
-                CoreProviderMetadata::discover_async(self.issuer.clone(), &client(http))
-                    .await
-                    .map_err(|error| SignInError::Issuer(format!("discovery: {error}")))
-            })
+    /// The issuer's metadata: as fetched before, unless `fresh` asks for it again.
+    async fn metadata(&self, fresh: bool) -> Result<CoreProviderMetadata, SignInError> {
+        if !fresh && let Some(known) = self.metadata.read().await.as_ref() {
+            return Ok(known.clone());
+        }
+        let fetched = CoreProviderMetadata::discover_async(self.issuer.clone(), &client(self.http.clone()))
             .await
-            .cloned()
+            .map_err(|error| SignInError::Issuer(format!("discovery: {error}")))?;
+        *self.metadata.write().await = Some(fetched.clone());
+        Ok(fetched)
     }
 
     /// Start a sign-in that returns to `return_to` (a path on this server): the issuer's
     /// address to send the browser to, and the value of the cookie that binds the callback to
     /// this browser.
     pub async fn start(&self, return_to: &str) -> Result<Redirect, SignInError> {
-        let metadata = self.metadata().await?;
+        let metadata = self.metadata(false).await?;
         let client = CoreClient::from_provider_metadata(metadata, self.client_id.clone(), self.client_secret.clone())
             .set_redirect_uri(self.redirect.clone());
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
@@ -173,7 +203,7 @@ impl SignIn {
         if let Err(error) = self.records.remove(&key).await {
             tracing::warn!(%error, "could not forget a finished sign-in; it lapses on its own");
         }
-        let metadata = self.metadata().await?;
+        let metadata = self.metadata(false).await?;
         let client = CoreClient::from_provider_metadata(metadata, self.client_id.clone(), self.client_secret.clone())
             .set_redirect_uri(self.redirect.clone());
         let tokens = client
@@ -184,19 +214,50 @@ impl SignIn {
             .await
             .map_err(|error| SignInError::Unverified(format!("the code exchange: {error}")))?;
         let id_token = tokens.id_token().ok_or_else(|| SignInError::Unverified("no ID token".to_owned()))?;
-        let claims = id_token
-            .claims(&client.id_token_verifier(), &Nonce::new(started.nonce))
-            .map_err(|error| SignInError::Unverified(format!("the ID token: {error}")))?;
-        let granted: Vec<String> =
-            tokens.scopes().map(|scopes| scopes.iter().map(|scope| scope.to_string()).collect()).unwrap_or_else(
-                // No scope in the answer: what was asked for was granted (RFC 6749, 5.1).
-                || vec![crate::serve::authorization::REFUNDS_WRITE.to_owned()],
-            );
+        let nonce = Nonce::new(started.nonce);
+        // The sign-in must be recent (`max_age` was asked for; an issuer that ignores it is not
+        // taken at its word) and say when it was.
+        let verify = |client: &CoreClient<_, _, _, _, _, _>| {
+            let verifier = client.id_token_verifier().set_auth_time_verifier_fn(|auth_time| {
+                let at = auth_time.ok_or("the ID token does not say when the person signed in")?.timestamp();
+                let now = i64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs())
+                    .unwrap_or(i64::MAX);
+                let oldest = i64::try_from((SESSION_LIFE + AUTH_TIME_SKEW).as_secs()).unwrap_or(i64::MAX);
+                match now.saturating_sub(at) <= oldest {
+                    true => Ok(()),
+                    false => Err(format!("the person signed in {} s ago, longer than a session", now - at)),
+                }
+            });
+            id_token
+                .claims(&verifier, &nonce)
+                .map(|claims| (claims.issuer().to_string(), claims.subject().to_string(), claims.auth_time()))
+        };
+        let (id_issuer, id_subject, auth_time) = match verify(&client) {
+            Ok(verified) => verified,
+            // The issuer may have rotated its keys since they were fetched: once more, fresh.
+            Err(first) => {
+                let metadata = self.metadata(true).await?;
+                let client =
+                    CoreClient::from_provider_metadata(metadata, self.client_id.clone(), self.client_secret.clone())
+                        .set_redirect_uri(self.redirect.clone());
+                verify(&client)
+                    .map_err(|again| SignInError::Unverified(format!("the ID token: {again} (first: {first})")))?
+            }
+        };
+        // Who they are and what they may do, as /mcp would read it from the same token.
+        let access = self
+            .gate
+            .check_token(tokens.access_token().secret())
+            .await
+            .map_err(|refusal| SignInError::Unverified(format!("the access token: {refusal}")))?;
+        if access.issuer != id_issuer || access.subject != id_subject {
+            return Err(SignInError::Unverified("the ID token and the access token name different people".into()));
+        }
         let session = Session {
-            issuer: claims.issuer().to_string(),
-            subject: claims.subject().to_string(),
-            auth_time: claims.auth_time().map(|at| at.timestamp()),
-            lead: crate::serve::authorization::is_lead(&granted),
+            issuer: access.issuer.clone(),
+            subject: access.subject.clone(),
+            auth_time: auth_time.map(|at| at.timestamp()),
+            lead: crate::serve::authorization::is_lead(&access.scopes),
             form_token: random_token(),
         };
         let cookie_value = random_token();

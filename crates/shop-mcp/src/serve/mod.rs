@@ -152,7 +152,14 @@ pub async fn run(
     listening: impl FnOnce(&Listening),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    let Some(listen) = config.http.listen else { return stdio::serve(build(config)?).await };
+    let Some(listen) = config.http.listen else {
+        if config.confirm_on == ConfirmOn::Page {
+            return Err(ServeError::Approvals(
+                "--confirm-on page needs the approval page, which is served over HTTP alone (--http)".into(),
+            ));
+        }
+        return stdio::serve(build(config)?).await;
+    };
     if config.http.auth_issuer.is_none() && !listen.ip().is_loopback() {
         if !config.http.insecure_no_auth {
             return Err(ServeError::Insecure(listen));
@@ -177,7 +184,7 @@ pub async fn run(
     if let Some(gate) = &gate {
         gate.start().await;
     }
-    let page = approval_page(config, sealed.inner(), bound.address())?;
+    let page = approval_page(config, sealed.inner(), bound.address(), gate.as_ref())?;
     sealed.inner().watch_overdue(config.escalation());
     // Said once the issuer's keys are had (or given up on for now), as callers come next.
     listening(&bound);
@@ -195,6 +202,7 @@ fn approval_page(
     config: &ServeConfig,
     shop: &Shop,
     bound: std::net::SocketAddr,
+    gate: Option<&oauth_resource::gate::ResourceServer>,
 ) -> Result<Option<ApprovalPage>, ServeError> {
     let Some(client_id) = &config.approvals_client_id else {
         if config.confirm_on == ConfirmOn::Page {
@@ -214,8 +222,12 @@ fn approval_page(
     };
     let secret = secret(config.approvals_client_secret.clone(), config.approvals_client_secret_file.as_deref())?;
     let redirect = format!("{origin}{}/callback", approval_page::PATH);
-    let sign_in = SignIn::new(issuer, client_id, secret.as_deref(), &redirect, &endpoint, shop.records.clone())
-        .map_err(ServeError::Approvals)?;
+    let Some(gate) = gate else {
+        return Err(ServeError::Approvals("--approvals-client-id needs --auth-issuer: leads sign in there".into()));
+    };
+    let sign_in =
+        SignIn::new(issuer, client_id, secret.as_deref(), &redirect, &endpoint, shop.records.clone(), gate.clone())
+            .map_err(ServeError::Approvals)?;
     let _ = shop.approval_page.set(format!("{origin}{}", approval_page::PATH));
     tracing::info!(page = %format!("{origin}{}", approval_page::PATH), "serving the approval page");
     Ok(Some(ApprovalPage::new(shop.clone(), sign_in, &origin)))
@@ -231,11 +243,11 @@ fn webhook(config: &ServeConfig) -> Result<Option<crate::webhook::Webhook>, Serv
     crate::webhook::Webhook::new(url, secret).map(Some).map_err(ServeError::Approvals)
 }
 
-/// `scheme://host[:port]` of `url`.
+/// `scheme://host[:port]` of `url`, as a browser writes it in `Origin` (the default port left
+/// out, the host in lower case).
 fn url_origin(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let host = rest.split('/').next().filter(|host| !host.is_empty())?;
-    Some(format!("{scheme}://{host}"))
+    let origin = url::Url::parse(url).ok()?.origin();
+    origin.is_tuple().then(|| origin.ascii_serialization())
 }
 
 /// A credential given, or read from the file named.

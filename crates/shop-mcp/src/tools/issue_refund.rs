@@ -40,7 +40,7 @@ use shop_api::{ApiError, QuoteId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
-    approval::{ConfirmOn, on_the_page_only},
+    approval::{ConfirmOn, on_the_page_only, read_failed},
     audit::Who,
     caller::Caller,
     series,
@@ -254,7 +254,7 @@ impl Shop {
         }
         // What the lead saw must still be what the refund is (the shop's API checks again).
         if let Some(seen) = &answered.seen {
-            let now = self.api.refund(refund_id).await?;
+            let now = self.api.refund(refund_id).await.map_err(|error| read_failed(refund_id, error))?;
             if now.status == RefundStatus::NeedsConfirmation && now.digest() != *seen {
                 return Err(changed(refund_id));
             }

@@ -18,7 +18,7 @@ use shop_api::{Refund, RefundStatus};
 use crate::{
     Shop,
     tool_error::{Failure, ToolError},
-    tools::{issue_refund::AskStyle, structured_with_note},
+    tools::{issue_refund::AskStyle, structured_with_note, waiting_approval::until_decided},
 };
 
 /// The key of the URL question that sends the lead to the page.
@@ -46,7 +46,8 @@ impl Shop {
                 "Waiting for a lead to decide refund {} ({} on order {}) on the approval page: {link}",
                 refund.refund_id, refund.amount, refund.order_id
             );
-            return tasking.saying(message).wait(refund.refund_id.to_string()).await.map_err(|error| {
+            let tasking = tasking.saying(message).living_at_least(until_decided(refund));
+            return tasking.wait(refund.refund_id.to_string()).await.map_err(|error| {
                 tracing::error!(refund_id = %refund.refund_id, error = %error.message, "the task could not be kept");
                 ToolError::new(format!(
                     "Refund {} is held; a lead decides it on the approval page at {link}.",

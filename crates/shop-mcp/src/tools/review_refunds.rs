@@ -137,6 +137,7 @@ impl Shop {
             let note = format!("Refund {refund_id} is {}; there is nothing to decide.", refund.status);
             return Ok(structured_with_note(&refund, note).into());
         }
+        // Looking is not deciding: a refusal is counted only when a decision is tried (`act`).
         if let Err(why) = self.may_decide(who, refund.requested_by.as_deref()) {
             return Err(not_yours(&refund_id, why).into());
         }

@@ -22,6 +22,17 @@ use crate::{
     tools::{issue_refund::AskStyle, structured_with_note},
 };
 
+/// How long the record that a waiting refund was announced is kept.
+const ANNOUNCED_KEPT: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// How long a task watching `refund` must live: past its deadline, when the shop's API
+/// cancels it, by an hour, so the task ends saying it expired, not that the task did.
+pub(crate) fn until_decided(refund: &Refund) -> std::time::Duration {
+    let deadline = refund.decide_by.as_deref().and_then(web_service::timestamp::parse_rfc3339);
+    let left = deadline.and_then(|at| at.duration_since(std::time::SystemTime::now()).ok()).unwrap_or_default();
+    left + std::time::Duration::from_secs(3600)
+}
+
 /// Who asked for `refund`, in words.
 fn asker(refund: &Refund) -> &str {
     refund.requested_by.as_deref().unwrap_or("someone unnamed")
@@ -43,7 +54,15 @@ impl Shop {
         // Where a lead decides: the approval page's link, when the server serves it.
         let page = self.approval_page.get().map(|page| format!(" A lead decides it at {page}/{}.", refund.refund_id));
         let page = page.unwrap_or_default();
-        self.announce("waiting", refund);
+        // Announced once for the refund, however often its requester asks again.
+        let announced = format!("announced-waiting:{}", refund.refund_id);
+        match self.records.claim(&announced, ANNOUNCED_KEPT).await {
+            Ok(mrtr::once_only::Claim::First) => self.announce("waiting", refund),
+            Ok(mrtr::once_only::Claim::Taken) => {}
+            Err(error) => {
+                tracing::warn!(refund_id = %refund.refund_id, %error, "not announced: the store did not answer")
+            }
+        }
         let Some(tasking) = tasking else {
             self.audit.report("approval_waiting", who, waits).await;
             let note = format!(
@@ -60,14 +79,19 @@ impl Shop {
             refund.order_id,
             asker(refund)
         );
-        let created = tasking.saying(message).wait(refund.refund_id.to_string()).await.map_err(|error| {
-            tracing::error!(refund_id = %refund.refund_id, error = %error.message, "the task could not be kept");
-            ToolError::new(format!(
-                "Refund {} is held for a lead's decision; the server could not keep a task to follow it. Call \
+        let created = tasking
+            .saying(message)
+            .living_at_least(until_decided(refund))
+            .wait(refund.refund_id.to_string())
+            .await
+            .map_err(|error| {
+                tracing::error!(refund_id = %refund.refund_id, error = %error.message, "the task could not be kept");
+                ToolError::new(format!(
+                    "Refund {} is held for a lead's decision; the server could not keep a task to follow it. Call \
                  refund_status later to see the outcome.",
-                refund.refund_id
-            ))
-        })?;
+                    refund.refund_id
+                ))
+            })?;
         let task = match &created {
             CallToolResponse::Task(task) => Some(task.task.task_id.clone()),
             _ => None,
@@ -95,6 +119,10 @@ impl Shop {
                     (status, None) => format!("Refund {} is {status}: {by} declined it.", refund.refund_id),
                 };
                 Step::Done(Ok(structured_with_note(&refund, note)))
+            }
+            // The shop no longer knows it (a reset shop): nothing to wait for.
+            Err(error) if error.status() == Some(404) => {
+                Step::Done(Ok(crate::tool_error::ToolError::from(error).into_result("issue_refund")))
             }
             Err(error) => {
                 tracing::warn!(%refund_id, %error, "could not read where a waiting refund stands; the next read asks again");
