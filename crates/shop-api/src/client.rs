@@ -119,21 +119,26 @@ impl ShopApi {
         decision: &'static str,
         principal: Option<&str>,
     ) -> Result<Refund, ApiError> {
-        self.decide_as_seen(refund_id, decision, principal, None).await
+        self.decide_as_seen(refund_id, decision, principal, None, None).await
     }
 
     /// As [`ShopApi::decide`], for a lead who saw the refund whose [`Refund::digest`] is
-    /// `seen`: the API refuses it (409 `changed`) if the refund no longer matches.
+    /// `seen` (the API refuses it, 409 `changed`, if the refund no longer matches), under
+    /// `idempotency_key`: sent again with the same key, the decision gets its first answer.
     pub async fn decide_as_seen(
         &self,
         refund_id: &RefundId,
         decision: &'static str,
         principal: Option<&str>,
         seen: Option<&str>,
+        idempotency_key: Option<&str>,
     ) -> Result<Refund, ApiError> {
         let body = crate::model::Decision { seen: seen.map(str::to_owned) };
-        let request =
+        let mut request =
             self.client.request(reqwest::Method::POST, &format!("/refunds/{refund_id}/{decision}")).json(&body);
+        if let Some(key) = idempotency_key {
+            request = request.header(IDEMPOTENCY_KEY, key);
+        }
         Ok(self.client.send(on_behalf_of(request, principal)).await?.1)
     }
 
@@ -147,6 +152,9 @@ impl ShopApi {
         self.client.get("/refunds?status=needs_confirmation").await
     }
 }
+
+/// The header that makes a write idempotent (`crate::idempotency` on the server's side).
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// `request`, saying it is made for `principal` ([`ON_BEHALF_OF`]); a principal that cannot be
 /// a header value (not visible ASCII) is not sent.

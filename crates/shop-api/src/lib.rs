@@ -14,6 +14,7 @@
 //!   the store and map errors to RFC 9457 problems ([`problem`]).
 //! - [`store`]: SQLite behind a mutex; IDs, transactions (`write_transaction`, prepared once)
 //!   and state changes.
+//! - [`idempotency`]: a write sent again with its `Idempotency-Key` gets its first answer.
 //! - [`policy`] decides holds; [`seed`] holds the starting orders.
 //! - [`model`], [`ids`] and [`money`]: the shared vocabulary. IDs are
 //!   validated newtypes and money is integer [`Cents`], written `"180.00"`.
@@ -22,6 +23,8 @@
 //! its [`ApiError`], serving on loopback) lives in `web-service`.
 
 pub mod client;
+#[cfg(feature = "server")]
+pub mod idempotency;
 pub mod ids;
 pub mod model;
 pub mod money;

@@ -160,6 +160,13 @@ CREATE TABLE IF NOT EXISTS refunds (
     decide_by    INTEGER,
     reason       TEXT
 );
+CREATE TABLE IF NOT EXISTS idempotency (
+    key          TEXT PRIMARY KEY,
+    fingerprint  TEXT NOT NULL,
+    status       INTEGER,
+    body         BLOB,
+    created_at   INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS refund_lines (
     refund_id    TEXT NOT NULL REFERENCES refunds (refund_id),
     order_id     TEXT NOT NULL REFERENCES orders (order_id),
@@ -234,6 +241,27 @@ impl std::fmt::Debug for Clock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Clock")
     }
+}
+
+/// An idempotency key's row: what its request was, its answer once there is one, and when.
+struct KeptKey {
+    fingerprint: String,
+    status: Option<u16>,
+    body: Option<Vec<u8>>,
+    at: i64,
+}
+
+/// What an idempotency key already has ([`Store::idempotency_begin`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begun {
+    /// Nothing: run the write (its key is now in flight).
+    Fresh,
+    /// The first write's answer.
+    Done { status: u16, body: Vec<u8> },
+    /// The first write is still being answered.
+    InFlight,
+    /// The key was used for another request.
+    Reused,
 }
 
 /// Why a held refund that no lead decided in time was cancelled.
@@ -316,6 +344,53 @@ impl Store {
         let expired = expire(&tx, None, self.clock.now())?;
         tx.commit()?;
         Ok(expired)
+    }
+
+    /// Begin a write under idempotency `key` (with the request's `fingerprint`): run it
+    /// ([`Begun::Fresh`]: the key is now in flight), or what the key already has. Keys older
+    /// than [`crate::idempotency::KEPT`] are forgotten first.
+    pub fn idempotency_begin(&self, key: &str, fingerprint: &str) -> Result<Begun, StoreError> {
+        let conn = self.conn();
+        let tx = WriteTransaction::begin(&conn)?;
+        let now = epoch_seconds();
+        let kept = i64::try_from(crate::idempotency::KEPT.as_secs()).unwrap_or(i64::MAX);
+        tx.prepare_cached("DELETE FROM idempotency WHERE created_at <= ?1")?.execute([now.saturating_sub(kept)])?;
+        let found = tx
+            .prepare_cached("SELECT fingerprint, status, body, created_at FROM idempotency WHERE key = ?1")?
+            .query_row([key], |row| {
+                Ok(KeptKey { fingerprint: row.get(0)?, status: row.get(1)?, body: row.get(2)?, at: row.get(3)? })
+            })
+            .optional()?;
+        let abandoned = i64::try_from(crate::idempotency::ABANDONED.as_secs()).unwrap_or(i64::MAX);
+        let begun = match found {
+            Some(kept) if kept.fingerprint != fingerprint => Begun::Reused,
+            Some(KeptKey { status: Some(status), body, .. }) => Begun::Done { status, body: body.unwrap_or_default() },
+            Some(KeptKey { status: None, at, .. }) if now.saturating_sub(at) < abandoned => Begun::InFlight,
+            _ => {
+                tx.prepare_cached(
+                    "INSERT OR REPLACE INTO idempotency (key, fingerprint, status, body, created_at)
+                     VALUES (?1, ?2, NULL, NULL, ?3)",
+                )?
+                .execute(params![key, fingerprint, now])?;
+                Begun::Fresh
+            }
+        };
+        tx.commit()?;
+        Ok(begun)
+    }
+
+    /// Keep `status` and `body` as the answer of the write under `key`.
+    pub fn idempotency_finish(&self, key: &str, status: u16, body: &[u8]) -> Result<(), StoreError> {
+        self.conn()
+            .prepare_cached("UPDATE idempotency SET status = ?2, body = ?3 WHERE key = ?1")?
+            .execute(params![key, status, body])?;
+        Ok(())
+    }
+
+    /// Forget `key`: its write did not answer anything worth keeping.
+    pub fn idempotency_forget(&self, key: &str) -> Result<(), StoreError> {
+        self.conn().prepare_cached("DELETE FROM idempotency WHERE key = ?1")?.execute([key])?;
+        Ok(())
     }
 
     /// Who may release a held refund.

@@ -392,10 +392,11 @@ async fn under_another_lead_the_requester_cannot_release_their_own_refund() {
     }
     // A decision about what the lead did not see (another digest) is refused; with what they
     // saw, it goes through.
-    let refused = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-2"), Some("not-it")).await.unwrap_err();
+    let refused =
+        h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-2"), Some("not-it"), None).await.unwrap_err();
     assert_eq!((refused.status(), refused.kind()), (Some(409), Some("changed")), "{refused}");
     let seen = held.digest();
-    let released = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-2"), Some(&seen)).await.unwrap();
+    let released = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-2"), Some(&seen), None).await.unwrap();
     assert_eq!(released.status, RefundStatus::Requested);
     assert_eq!((released.requested_by.as_deref(), released.decided_by.as_deref()), (Some("agent-7"), Some("lead-2")));
 
@@ -648,4 +649,39 @@ async fn an_expired_refund_frees_its_lines_for_the_next_quote() {
     assert_eq!(again.amount.to_string(), "180.00");
     let (next, created) = store.create_refund(&again.quote_id, Some("agent-7")).unwrap();
     assert!(created && next.refund_id != held.refund_id);
+}
+
+/// A write sent again with its Idempotency-Key gets its first answer, and one effect: a lead's
+/// release whose answer was lost, sent again, is told it released the refund (not 409). The
+/// same key with another request is refused; a key whose first request is still in flight
+/// answers 409 with Retry-After; a bad key is refused.
+#[tokio::test]
+async fn a_write_sent_again_with_its_idempotency_key_gets_its_first_answer() {
+    let h = Harness::start().await;
+    let quote = h.whole_order_quote("O-2289").await;
+    let held = h.shop.create_refund(&quote.quote_id).await.unwrap();
+    let key = Some("confirm-R-0111-answer-1");
+    let first = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-1"), None, key).await.unwrap();
+    let again = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-1"), None, key).await.unwrap();
+    assert_eq!(first, again, "the first answer, not a 409");
+    assert_eq!(first.status, RefundStatus::Requested);
+    let without = h.shop.decide(&held.refund_id, "confirm", Some("lead-1")).await.unwrap_err();
+    assert_eq!(without.kind(), Some("not_held"), "without the key, a second release is refused");
+    let replayed = h
+        .http
+        .post(h.url("/refunds/R-0111/confirm"))
+        .header("idempotency-key", "confirm-R-0111-answer-1")
+        .header("fernhill-on-behalf-of", "lead-1")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replayed.headers()["idempotent-replayed"], "true");
+    let other = h.shop.decide_as_seen(&held.refund_id, "cancel", Some("lead-1"), None, key).await.unwrap_err();
+    assert_eq!((other.status(), other.kind()), (Some(422), Some("idempotency_key_reused")), "{other}");
+    let (status, body) = send_raw(
+        h.http.post(h.url("/refunds/R-0111/confirm")).header("idempotency-key", "not ascii \u{e9}").json(&json!({})),
+    )
+    .await;
+    assert_eq!((status.as_u16(), body["type"].as_str()), (400, Some("/problems/bad_idempotency_key")), "{body}");
 }

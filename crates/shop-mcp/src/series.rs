@@ -18,6 +18,8 @@ pub const API_FAILURES: &str = "shop_api_failures_total";
 /// The kinds of [`API_FAILURES`]: no answer, or a 5xx.
 pub const API_FAILURE_KINDS: [&str; 2] = ["unreachable", "server_error"];
 
+/// Writes to the shop's API sent again under their idempotency key, their answer lost.
+pub const API_WRITE_RETRIES: &str = "shop_api_write_retries_total";
 /// Announcements to the approvals webhook, by outcome ([`WEBHOOK_OUTCOMES`]).
 pub const WEBHOOK_DELIVERIES: &str = "shop_approvals_webhook_deliveries_total";
 /// The outcomes of [`WEBHOOK_DELIVERIES`]: delivered, or given up on after every try.
@@ -35,6 +37,7 @@ pub const SERIES: &[Series] = &[
     Series::counter(REFUND_DECLINES),
     Series::counter(REFUND_DISMISSALS),
     Series::counter(ONCE_ONLY_FAILURES),
+    Series::counter(API_WRITE_RETRIES),
     Series::labelled(API_FAILURES, "kind", &API_FAILURE_KINDS),
     Series::labelled(WEBHOOK_DELIVERIES, "outcome", &WEBHOOK_OUTCOMES),
     Series::labelled(APPROVAL_REFUSALS, "reason", &APPROVAL_REFUSAL_REASONS),

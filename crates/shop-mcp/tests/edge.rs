@@ -97,3 +97,73 @@ async fn a_failure_behind_the_server_is_told_without_its_internals() {
         assert!(!said.to_lowercase().contains(internal), "{said:?} names {internal:?}");
     }
 }
+
+/// A proxy in front of the shop's API that passes every request on, except that the answer to
+/// the first release is lost: the API did release the refund, and the connection is closed
+/// before its answer is sent.
+async fn losing_the_first_release_answer(api: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let upstream = api.trim_start_matches("http://").to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let (upstream, lost) = (upstream.clone(), lost.clone());
+            tokio::spawn(async move {
+                // One request a connection is enough here: each is read whole (its headers and
+                // Content-Length), sent on, and its answer read whole.
+                while let Some(request) = read_message(&mut client).await {
+                    let mut api = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                    api.write_all(&request).await.unwrap();
+                    let Some(answer) = read_message(&mut api).await else { return };
+                    let head = String::from_utf8_lossy(&request[..request.len().min(200)]).to_string();
+                    if head.contains("/confirm") && !lost.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                        return; // the answer is lost: the connection closes without it
+                    }
+                    client.write_all(&answer).await.unwrap();
+                }
+            });
+        }
+    });
+    async fn read_message(stream: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+        let mut message = Vec::new();
+        let mut buffer = [0u8; 4096];
+        loop {
+            if let Some(end) = message.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&message[..end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:").map(|n| n.trim().parse().unwrap_or(0)))
+                    .unwrap_or(0);
+                if message.len() >= end + 4 + length {
+                    return Some(message);
+                }
+            }
+            let read = stream.read(&mut buffer).await.ok()?;
+            if read == 0 {
+                return None;
+            }
+            message.extend_from_slice(&buffer[..read]);
+        }
+    }
+    url
+}
+
+/// A release whose answer was lost is sent again under its idempotency key and gets its first
+/// answer: the lead is told the refund was released, not that the API did not answer, and it
+/// was released once. Before, the lead was told the release "may or may not have gone
+/// through" (and a fresh call then said it was already confirmed).
+#[tokio::test]
+async fn a_release_whose_answer_was_lost_is_sent_again_and_told_as_released() {
+    let api = start_api().await;
+    let proxy = losing_the_first_release_answer(&api.url).await;
+    let (client, _) =
+        serve_with(&api, None, |config| config.shop_api = proxy.clone(), ScriptedUser::always(support::release()))
+            .await;
+    let done = issue(&client, "O-2289").await;
+    assert_ne!(done.is_error, Some(true), "{}", text(&done));
+    assert_eq!(support::field(&done, "status"), "requested");
+    let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(refund.status, RefundStatus::Requested);
+}

@@ -86,6 +86,18 @@ impl ReleaseForm {
     pub const YES: ReleaseForm = ReleaseForm { release: true };
 }
 
+/// Times a release whose answer was lost is sent again.
+const RELEASE_RETRIES: usize = 2;
+
+/// The idempotency key of `decision` on `refund_id` for the answer to `question`: the same on
+/// every replica, visible ASCII, and short (a digest).
+fn idempotency_key(decision: &str, refund_id: &RefundId, question: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(format!("{decision}\n{refund_id}\n{question}").as_bytes());
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("{decision}-{refund_id}-{hex}")
+}
+
 /// The once-only claim of `question`'s answer about `refund_id`.
 fn claim_key(refund_id: &RefundId, question: &str) -> String {
     format!("{TOOL}:{refund_id}:{question}")
@@ -412,7 +424,7 @@ impl Shop {
                  It stays held; send the answer again shortly."
             )));
         }
-        match self.api.decide_as_seen(refund_id, "confirm", decider.as_deref(), answered.seen.as_deref()).await {
+        match self.release_once(refund_id, decider.as_deref(), answered).await {
             Ok(released) => {
                 metrics::counter!(series::REFUND_RELEASES).increment(1);
                 tracing::info!(refund_id = %released.refund_id, amount = %released.amount, "refund released by a lead");
@@ -451,6 +463,32 @@ impl Shop {
             }
             Err(error) => Err(error.into()),
         }
+    }
+
+    /// Ask the shop's API to release `refund_id` for `decider`, under an idempotency key of
+    /// the answer: a release whose answer was lost (a reset connection, the API restarting) is
+    /// sent again, at most twice, and gets its first answer back, not a second effect nor a
+    /// 409 for the lead's own first yes.
+    async fn release_once(
+        &self,
+        refund_id: &RefundId,
+        decider: Option<&str>,
+        answered: &Answered,
+    ) -> Result<Refund, ApiError> {
+        let key = idempotency_key("confirm", refund_id, &answered.question);
+        let mut backoff = std::time::Duration::from_millis(200);
+        for _ in 0..RELEASE_RETRIES {
+            match self.api.decide_as_seen(refund_id, "confirm", decider, answered.seen.as_deref(), Some(&key)).await {
+                Err(ApiError::Unreachable(error)) => {
+                    metrics::counter!(series::API_WRITE_RETRIES).increment(1);
+                    tracing::info!(%refund_id, %error, "a release's answer was lost; sent again under its key");
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 4;
+                }
+                answered => return answered,
+            }
+        }
+        self.api.decide_as_seen(refund_id, "confirm", decider, answered.seen.as_deref(), Some(&key)).await
     }
 
     async fn refuse(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<CallToolResult, ToolError> {
