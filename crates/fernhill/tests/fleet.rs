@@ -183,7 +183,8 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
 async fn with_redis_gone_nothing_is_released_and_it_works_again_when_redis_is_back() {
     let dir = tempfile::tempdir().unwrap();
     let own = RedisServer::start(dir.path()).await.unwrap();
-    let plan = FleetPlan::new(1, &own.url());
+    // Answered at once, not ridden through (tests/edge.rs in shop-mcp rides an outage through).
+    let plan = FleetPlan { extra: vec!["--ride-through".into(), "0".into()], ..FleetPlan::new(1, &own.url()) };
     let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
     let client = lead(&fleet.urls[0]).await;
     let q = quote(&client, "O-2289").await;
@@ -237,7 +238,11 @@ async fn a_claim_that_cannot_be_recorded_releases_nothing() {
         .query_async(&mut admin)
         .await
         .unwrap();
-    let limited = FleetPlan { store: format!("redis://{user}:claims-forbidden@127.0.0.1:6379"), ..plan };
+    let limited = FleetPlan {
+        store: format!("redis://{user}:claims-forbidden@127.0.0.1:6379"),
+        extra: vec!["--ride-through".into(), "0".into()],
+        ..plan
+    };
     let fleet = Fleet::start(&fernhill(), &limited).await.unwrap();
     let lead = lead(&fleet.urls[0]).await;
     let q = quote(&lead, "O-2289").await; // the quote is written and read back: reads work

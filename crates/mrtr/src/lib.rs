@@ -41,6 +41,7 @@ pub mod capability;
 pub mod client;
 pub mod form;
 pub mod once_only;
+pub mod outage;
 pub mod records;
 pub mod request_state;
 pub mod seal;

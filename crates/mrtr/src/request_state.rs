@@ -168,6 +168,10 @@ pub struct HeldOver {
     /// none.
     #[serde(rename = "i", default, skip_serializing_if = "Option::is_none")]
     pub responses: Option<Value>,
+    /// When the call first met an outage it rides through (seconds since 1970), if it was held
+    /// over for one ([`crate::outage`]) rather than for load.
+    #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
+    pub outage_since: Option<u64>,
 }
 
 /// What a state says, to be sealed ([`StateSecurity::seal`]): the tool's plaintext for one
@@ -446,6 +450,7 @@ mod tests {
         let held = HeldOver {
             token: Some(inner.clone()),
             responses: Some(json!({"confirm": {"action": "accept", "content": {"release": true}}})),
+            outage_since: None,
         };
         let token = s.seal(&Claims::held_over(held.clone(), &call("Q-5001", None)));
         let opened = s.open(&token, &call("Q-5001", None), epoch_seconds()).unwrap();

@@ -93,7 +93,7 @@ pub(crate) fn read_failed(refund_id: &RefundId, error: shop_api::ApiError) -> To
     match passing {
         true => {
             crate::tool_error::count_api_failure(&error);
-            ToolError::nothing_done(format!(
+            ToolError::outage(format!(
                 "Refund {refund_id} was not decided: the shop's API did not answer. It stays held; send the answer \
                  again shortly."
             ))

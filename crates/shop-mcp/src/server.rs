@@ -54,6 +54,8 @@ pub struct Shop {
     pub(crate) approval: Approval,
     /// Where a decision counts (`crate::approval::ConfirmOn`).
     pub(crate) confirm_on: ConfirmOn,
+    /// How long a call may ride through an outage of what it depends on (`mrtr::outage`).
+    pub(crate) ride_through: Duration,
     /// Where the approval page is served, once the server knows (`crate::approval_page`).
     pub(crate) approval_page: Arc<std::sync::OnceLock<String>>,
     /// Where waiting approvals and decisions are announced (`crate::webhook`).
@@ -84,6 +86,7 @@ impl Shop {
             ask_style: AskStyle::default(),
             approval: Approval::default(),
             confirm_on: ConfirmOn::default(),
+            ride_through: crate::serve::config::DEFAULT_RIDE_THROUGH,
             approval_page: Arc::default(),
             webhook: None,
             forms: Arc::new(forms),
@@ -129,6 +132,12 @@ impl Shop {
     pub(crate) fn with_approval(mut self, approval: Approval, confirm_on: ConfirmOn) -> Self {
         self.approval = approval;
         self.confirm_on = confirm_on;
+        self
+    }
+
+    /// Ride through outages of what calls depend on for at most `window`.
+    pub(crate) fn riding_through(mut self, window: Duration) -> Self {
+        self.ride_through = window;
         self
     }
 

@@ -23,6 +23,9 @@ pub struct ToolError {
     refusal: Option<AnswerRefusal>,
     /// Nothing was done and nothing was claimed: the same answer may be acted on again.
     nothing_done: bool,
+    /// And the reason was an outage of a service or store the call depends on, which a call
+    /// may ride through ([`mrtr::outage`]).
+    outage: bool,
 }
 
 /// Why a tool refused an answer, for programs: the value of `_meta["fernhill/refusal"]` on the
@@ -63,19 +66,30 @@ impl AnswerRefusal {
 
 impl ToolError {
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), refusal: None, nothing_done: false }
+        Self { message: message.into(), refusal: None, nothing_done: false, outage: false }
     }
 
     /// A refusal of an answer, with the words for the model and the kind for programs.
     pub fn refusal(refusal: AnswerRefusal, message: impl Into<String>) -> Self {
-        Self { message: message.into(), refusal: Some(refusal), nothing_done: false }
+        Self { message: message.into(), refusal: Some(refusal), nothing_done: false, outage: false }
     }
 
     /// An answer not acted on for a reason that passes (a store that did not answer), with
     /// nothing done and nothing claimed: the same answer may be acted on when it comes again,
     /// so a task keeps it for its next look instead of ending.
     pub fn nothing_done(message: impl Into<String>) -> Self {
-        Self { message: message.into(), refusal: None, nothing_done: true }
+        Self { message: message.into(), refusal: None, nothing_done: true, outage: false }
+    }
+
+    /// As [`ToolError::nothing_done`], for an outage of a service or store the call depends on,
+    /// which may pass in a moment: a call may ride it through.
+    pub fn outage(message: impl Into<String>) -> Self {
+        Self { outage: true, ..Self::nothing_done(message) }
+    }
+
+    /// Whether an outage caused it ([`ToolError::outage`]).
+    pub fn is_outage(&self) -> bool {
+        self.outage
     }
 
     /// Whether the answer may be acted on again ([`ToolError::nothing_done`]).
@@ -124,13 +138,15 @@ pub fn in_words(error: ServiceCallError, service: &str) -> ToolError {
             ))
         }
         ServiceCallError::Api { status, detail, .. } if status < 500 => ToolError::new(detail),
+        // A service that failed or did not answer: an outage, which may pass, so a call may
+        // ride it through and a task keep its answer for the next look.
         ServiceCallError::Api { status, detail, .. } => {
             tracing::warn!(status, %detail, "{service} failed");
-            ToolError::new(format!("{service} failed to answer. Try again shortly."))
+            ToolError::outage(format!("{service} failed to answer. Try again shortly."))
         }
         ServiceCallError::Unreachable(detail) => {
             tracing::warn!(%detail, "{service} did not answer");
-            ToolError::new(format!("{service} did not answer. Try again shortly."))
+            ToolError::outage(format!("{service} did not answer. Try again shortly."))
         }
         ServiceCallError::Decode(detail) | ServiceCallError::BadBaseUrl(detail) | ServiceCallError::Setup(detail) => {
             tracing::error!(%detail, "{service} could not be used");

@@ -98,27 +98,49 @@ async fn a_failure_behind_the_server_is_told_without_its_internals() {
     }
 }
 
-/// A proxy in front of the shop's API that passes every request on, except that the answer to
-/// the first release is lost: the API did release the refund, and the connection is closed
-/// before its answer is sent.
+/// What the proxy in front of the shop's API does to releases.
+#[derive(Clone, Copy)]
+enum Releases {
+    /// The first one's answer is lost: the API released the refund, and the connection is
+    /// closed before its answer is sent.
+    LoseFirstAnswer,
+    /// The first `n` never reach the API: the connection is closed at once (the API is down).
+    Refuse(usize),
+}
+
+/// A proxy in front of the shop's API that passes every request on, but releases as `releases`
+/// says.
 async fn losing_the_first_release_answer(api: &str) -> String {
+    proxy(api, Releases::LoseFirstAnswer).await
+}
+
+async fn proxy(api: &str, releases: Releases) -> String {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let upstream = api.trim_start_matches("http://").to_owned();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let releases_seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     tokio::spawn(async move {
         while let Ok((mut client, _)) = listener.accept().await {
-            let (upstream, lost) = (upstream.clone(), lost.clone());
+            let (upstream, seen) = (upstream.clone(), releases_seen.clone());
             tokio::spawn(async move {
-                // One request a connection is enough here: each is read whole (its headers and
-                // Content-Length), sent on, and its answer read whole.
+                // Each request is read whole (its headers and Content-Length), sent on, and
+                // its answer read whole.
                 while let Some(request) = read_message(&mut client).await {
+                    let head = String::from_utf8_lossy(&request[..request.len().min(200)]).to_string();
+                    let release = head.contains("/confirm");
+                    let nth = if release { seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) } else { usize::MAX };
+                    if let Releases::Refuse(n) = releases
+                        && nth < n
+                    {
+                        return; // the API is down: the connection closes, nothing sent on
+                    }
                     let mut api = tokio::net::TcpStream::connect(&upstream).await.unwrap();
                     api.write_all(&request).await.unwrap();
                     let Some(answer) = read_message(&mut api).await else { return };
-                    let head = String::from_utf8_lossy(&request[..request.len().min(200)]).to_string();
-                    if head.contains("/confirm") && !lost.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    if let Releases::LoseFirstAnswer = releases
+                        && nth == 0
+                    {
                         return; // the answer is lost: the connection closes without it
                     }
                     client.write_all(&answer).await.unwrap();
@@ -166,4 +188,45 @@ async fn a_release_whose_answer_was_lost_is_sent_again_and_told_as_released() {
     assert_eq!(support::field(&done, "status"), "requested");
     let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
     assert_eq!(refund.status, RefundStatus::Requested);
+}
+
+/// A 2026-07-28 lead's yes that meets the shop's API down rides it through: the release is sent
+/// three times in the first round and never arrives; the call is answered with a state-only
+/// round holding the answer, the client comes back, and the release goes through, once. The
+/// lead is asked once. Before, the lead was told the API did not answer.
+#[tokio::test]
+async fn a_lead_s_yes_rides_through_the_api_being_down_for_a_moment() {
+    let api = start_api().await;
+    let proxy = proxy(&api.url, Releases::Refuse(4)).await;
+    let host = ScriptedUser::always(support::release());
+    let (client, _) = serve_with(&api, None, |config| config.shop_api = proxy.clone(), host.clone()).await;
+    let done = issue(&client, "O-2289").await;
+    assert_ne!(done.is_error, Some(true), "{}", text(&done));
+    assert_eq!(support::field(&done, "status"), "requested");
+    assert_eq!(host.asked().len(), 1, "asked once: the answer was held, not asked again");
+    assert_eq!(shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status, RefundStatus::Requested);
+}
+
+/// Past --ride-through, the error in words, as before: nothing released, the refund held.
+#[tokio::test]
+async fn an_outage_longer_than_the_ride_through_is_told_in_words() {
+    let api = start_api().await;
+    let proxy = proxy(&api.url, Releases::Refuse(usize::MAX)).await;
+    let (client, _) = serve_with(
+        &api,
+        None,
+        |config| {
+            config.shop_api = proxy.clone();
+            config.ride_through = 0;
+        },
+        ScriptedUser::always(support::release()),
+    )
+    .await;
+    let done = issue(&client, "O-2289").await;
+    assert_eq!(done.is_error, Some(true));
+    assert!(text(&done).contains("did not answer the release"), "{}", text(&done));
+    assert_eq!(
+        shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status,
+        RefundStatus::NeedsConfirmation
+    );
 }

@@ -187,6 +187,7 @@ struct Party {
 struct Through {
     plain: Option<(String, request_state::Opened)>,
     responses: Option<Value>,
+    outage_since: Option<u64>,
 }
 
 impl<H> Sealed<H> {
@@ -207,7 +208,7 @@ impl<H> Sealed<H> {
             Binding::new(method, &target, arguments.as_ref(), party.caller.as_ref().map(Principal::to_string));
         let lifetime = self.security.ttl();
         let mut opened = CallOpened { state: None, question: None, lifetime };
-        let (mut round, mut carried, mut restored, mut first_round) = (1, None, None, None);
+        let (mut round, mut carried, mut restored, mut first_round, mut outage_since) = (1, None, None, None, None);
         if let Some(token) = state {
             match self.open_through(token, &binding) {
                 Ok(through) => {
@@ -218,6 +219,7 @@ impl<H> Sealed<H> {
                         first_round = plain.trace;
                     }
                     restored = through.responses;
+                    outage_since = through.outage_since;
                 }
                 Err(reason) => {
                     tracing::warn!(
@@ -237,6 +239,9 @@ impl<H> Sealed<H> {
             }
         }
         context.extensions.insert(opened);
+        if let Some(since) = outage_since {
+            context.extensions.insert(crate::outage::OutageSince(since));
+        }
         span.record("mcp.mrtr.round", round);
         let trace = self.tracing.as_ref().and_then(|tracing| tracing.follow(span, context, first_round.as_deref()));
         #[cfg(feature = "tasks")]
@@ -250,8 +255,8 @@ impl<H> Sealed<H> {
     /// one: a round is held over once, whatever it carried).
     fn open_through(&self, token: String, binding: &Binding) -> Result<Through, Rejection> {
         let opened = self.security.open(&token, binding, request_state::epoch_seconds())?;
-        let Some(HeldOver { token: held, responses }) = opened.held else {
-            return Ok(Through { plain: Some((token, opened)), responses: None });
+        let Some(HeldOver { token: held, responses, outage_since }) = opened.held else {
+            return Ok(Through { plain: Some((token, opened)), responses: None, outage_since: None });
         };
         let plain = match held {
             None => None,
@@ -263,7 +268,7 @@ impl<H> Sealed<H> {
                 Some((inner, opened))
             }
         };
-        Ok(Through { plain, responses })
+        Ok(Through { plain, responses, outage_since })
     }
 
     /// The one path of a request that can carry a state (`tools/call`, `prompts/get`,
@@ -295,7 +300,9 @@ impl<H> Sealed<H> {
                     let resumed = Resumed { restored: opened.restored.take(), carries_state: opened.carried.is_some() };
                     match serve(resumed, context).await {
                         Served::Answered(answer) => self.close(opened, answer),
-                        Served::Shed(responses) => Ok(R::from_input_required(self.shed(opened, responses))),
+                        Served::Shed { responses, outage_since } => {
+                            Ok(R::from_input_required(self.shed(opened, responses, outage_since)))
+                        }
                     }
                 }
                 .await,
@@ -304,10 +311,11 @@ impl<H> Sealed<H> {
         .instrument(span)
     }
 
-    /// A state-only round for a call the server is too busy to work on: it holds the call's
-    /// state and the answers it brought, for the retry to carry back.
-    fn shed(&self, opened: Carrier, responses: Option<Value>) -> InputRequiredResult {
-        let held = HeldOver { token: opened.carried.clone(), responses };
+    /// A state-only round for a call the server is too busy to work on, or that met an outage
+    /// it rides through (since `outage_since`): it holds the call's state and the answers it
+    /// brought, for the retry to carry back.
+    fn shed(&self, opened: Carrier, responses: Option<Value>, outage_since: Option<u64>) -> InputRequiredResult {
+        let held = HeldOver { token: opened.carried.clone(), responses, outage_since };
         let state = self.security.seal(&Claims::held_over(held, &opened.binding));
         self.observe(opened.method, &opened.target, &opened.party, SeenOutcome::Shed, opened.round, opened.started);
         InputRequiredResult::from_request_state(state)
@@ -363,8 +371,9 @@ impl<H> Sealed<H> {
 enum Served<R> {
     /// Its answer (or error), whose outgoing state the boundary seals.
     Answered(Result<R, ErrorData>),
-    /// Nothing: the server was too busy, and the call is shed with these answers held.
-    Shed(Option<Value>),
+    /// Nothing: the server was too busy, or the tool met an outage it rides through (since
+    /// when), and the call is shed with these answers held.
+    Shed { responses: Option<Value>, outage_since: Option<u64> },
 }
 
 /// What the opened state gives the handler's path before the handler runs.
@@ -431,6 +440,12 @@ impl Guarded for ReadResourceResponse {
 }
 
 /// Whether the caller speaks 2026-07-28 or later (or did not say): it can be sent a round.
+/// The answers `request` brought, as a JSON object, to hold over a state-only round.
+fn held_responses(request: &CallToolRequestParams) -> Option<Value> {
+    let given = request.input_responses.as_ref()?;
+    Some(Value::Object(given.iter().map(|(key, value)| (key.clone(), value.clone())).collect()))
+}
+
 fn takes_rounds(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_none_or(|version| version >= ProtocolVersion::V_2026_07_28)
 }
@@ -458,11 +473,7 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
                 Some(shedding) => match shedding.try_enter(resumed.carries_state).await {
                     Some(slot) => Some(slot),
                     None if shedding.sheds() && takes_rounds(&context) => {
-                        let responses = request
-                            .input_responses
-                            .as_ref()
-                            .map(|given| Value::Object(given.iter().map(|(k, v)| (k.clone(), v.clone())).collect()));
-                        return Served::Shed(responses);
+                        return Served::Shed { responses: held_responses(&request), outage_since: None };
                     }
                     None => Some(shedding.enter().await),
                 },
@@ -473,8 +484,15 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
             let work = Arc::new(Work::new(slot, self.shedding.clone(), self.waiting.clone(), principal(&context)));
             context.extensions.insert(work.clone());
             self.hand_tasking(&request, &mut context);
+            let responses = held_responses(&request);
             let answer = self.inner.call_tool(request, context).await;
             drop(work);
+            // The tool met an outage it rides through: a state-only round, its answers held.
+            if let Err(error) = &answer
+                && let Some(since) = crate::outage::since(error)
+            {
+                return Served::Shed { responses, outage_since: Some(since) };
+            }
             Served::Answered(answer)
         })
     }

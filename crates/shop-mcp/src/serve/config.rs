@@ -142,6 +142,13 @@ pub struct ServeConfig {
     #[arg(long, env = "SHOP_ESCALATION_CHECK", default_value_t = DEFAULT_ESCALATION_CHECK.as_secs_f64(), value_name = "SECONDS")]
     pub escalation_check: f64,
 
+    /// Seconds a 2026-07-28 call may ride through an outage of the shop's API or the store
+    /// (issue_refund): it is answered with a state-only round and comes back, the lead's
+    /// answer held, until the outage ends or this window passes; then the error, in words.
+    /// 0: no riding through.
+    #[arg(long, env = "SHOP_RIDE_THROUGH", default_value_t = DEFAULT_RIDE_THROUGH.as_secs(), value_name = "SECONDS")]
+    pub ride_through: u64,
+
     /// Tool calls worked on at once. Past it, a 2026-07-28 caller's call is answered at once
     /// with a state-only round (it comes back shortly and finishes; nothing is lost), and an
     /// earlier caller's waits. 0: no bound.
@@ -206,6 +213,7 @@ impl ServeConfig {
             escalate_after: DEFAULT_ESCALATE_AFTER.as_secs(),
             escalate_to: None,
             escalation_check: DEFAULT_ESCALATION_CHECK.as_secs_f64(),
+            ride_through: DEFAULT_RIDE_THROUGH.as_secs(),
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             when_busy: WhenBusy::Shed,
             max_waiting: DEFAULT_MAX_WAITING,
@@ -242,6 +250,9 @@ impl ServeConfig {
     }
 }
 
+/// How long a call rides through an outage, by default: within what clients' own limits on
+/// rounds allow (this project's client comes back ten times, 50 ms doubling to 250 ms apart).
+pub const DEFAULT_RIDE_THROUGH: Duration = Duration::from_secs(2);
 /// How long a held refund waits before it is overdue, by default (24 hours).
 pub const DEFAULT_ESCALATE_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// How often each replica looks for overdue approvals, by default.

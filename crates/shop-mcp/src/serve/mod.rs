@@ -97,6 +97,7 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     let mut shop = Shop::new(api, security.ttl())?
         .with_ask_style(config.ask_style)
         .with_approval(config.approval, config.confirm_on)
+        .riding_through(std::time::Duration::from_secs(config.ride_through))
         .with_webhook(webhook(config)?)
         .with_records(records, config.quote_ttl(), config.max_open_quotes)
         .with_audit(audit.clone(), &config.payments.lead);

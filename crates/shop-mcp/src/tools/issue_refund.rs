@@ -176,7 +176,17 @@ impl Shop {
         asking: Asking,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        respond(TOOL, self.issue(&args.quote_id, asking, &context).await)
+        let issued = self.issue(&args.quote_id, asking, &context).await;
+        // An outage this call can outlast, nothing done that cannot be done again: a 2026
+        // caller comes back shortly, its lead's answer held, within --ride-through.
+        if let Err(Failure::Tool(error)) = &issued
+            && error.is_outage()
+            && let Some(come_back) = mrtr::outage::come_back(&context, self.ride_through)
+        {
+            tracing::info!("{} The call comes back in a moment.", error.message());
+            return Err(come_back);
+        }
+        respond(TOOL, issued)
     }
 }
 
@@ -379,7 +389,7 @@ impl Shop {
             Err(error) => {
                 metrics::counter!(series::ONCE_ONLY_FAILURES).increment(1);
                 tracing::error!(refund_id = %refund_id, %error, "once-only record unavailable; nothing released");
-                Err(ToolError::nothing_done(format!(
+                Err(ToolError::outage(format!(
                     "Refund {} was not released: the server could not record the answer. It stays held; try again shortly.",
                     refund_id
                 )))
@@ -453,10 +463,16 @@ impl Shop {
                 tracing::warn!(%refund_id, %error, "the shop's API refused the release: not this lead's to make");
                 Err(ToolError::refusal(AnswerRefusal::NotYours, format!("{error} It stays held for another lead.")))
             }
+            // No answer, even sent again: the claim is given back, so the same answer may be
+            // acted on when it comes again (a round ridden through, a task's next look), under
+            // the same idempotency key, which keeps the release to one.
             Err(error @ ApiError::Unreachable(_)) => {
                 crate::tool_error::count_api_failure(&error);
                 tracing::warn!(%refund_id, %error, "the shop's API did not answer a release");
-                Err(ToolError::new(format!(
+                if let Err(error) = self.records.remove(&claim_key(refund_id, question)).await {
+                    tracing::warn!(%refund_id, %error, "could not give back the claim of a release not answered");
+                }
+                Err(ToolError::outage(format!(
                     "The shop's API did not answer the release of refund {refund_id}, so it may or may not have gone \
                      through. Call issue_refund again with the same quote: it says where the refund stands."
                 )))

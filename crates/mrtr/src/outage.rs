@@ -1,0 +1,42 @@
+//! Riding through a short outage as rounds: a tool call that meets a store or a service it
+//! depends on down, having done nothing it cannot do again, may answer a 2026-07-28 caller with
+//! the load-shedding round ([`crate::shedding`]): an `input_required` that carries only a
+//! `requestState`, holding the call's own state and the answers it brought. The client comes
+//! back after its own pause, and the call goes on where it was, on any replica; the lead's
+//! answer is not lost and they are not asked again.
+//!
+//! The held-over state remembers when the call first met the outage, so the rounds stop after a
+//! window the tool chooses: past it, [`come_back`] says no, and the tool answers with its error,
+//! as it would have at once. A caller of an earlier revision cannot be told to come back:
+//! [`come_back`] says no to it too.
+
+use std::time::Duration;
+
+use rmcp::{ErrorData, RoleServer, model::ProtocolVersion, service::RequestContext};
+use serde_json::json;
+
+/// The `data` key that marks a tool's answer as "come back".
+const COME_BACK: &str = "mrtr/come_back";
+
+/// When the call first met the outage (seconds since 1970), as its held-over state says; in
+/// the request's extensions on a retry of such a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OutageSince(pub(crate) u64);
+
+/// The answer that sends this call's client away to come back, if it can be: a 2026-07-28 call
+/// whose outage began less than `window` ago (or now). `None`: answer as without it.
+pub fn come_back(context: &RequestContext<RoleServer>, window: Duration) -> Option<ErrorData> {
+    let rounds = context.protocol_version().is_none_or(|version| version >= ProtocolVersion::V_2026_07_28);
+    if !rounds {
+        return None;
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs());
+    let since = context.extensions.get::<OutageSince>().map_or(now, |since| since.0);
+    (now.saturating_sub(since) < window.as_secs())
+        .then(|| ErrorData::internal_error("come back shortly", Some(json!({COME_BACK: since}))))
+}
+
+/// When the outage began, if `error` is [`come_back`]'s answer.
+pub(crate) fn since(error: &ErrorData) -> Option<u64> {
+    error.data.as_ref()?.get(COME_BACK)?.as_u64()
+}
