@@ -16,8 +16,9 @@
 //! - [`once_only`]: the record claimed before a side effect, so an answer is acted on once, and
 //!   [`records`]: it and the values kept between rounds, in memory or (feature `redis`) in Redis;
 //! - [`shedding`]: past a limit of tool calls at once, a call is answered with a state-only
-//!   round that holds its state and answers; [`waiting`]: a call waiting for its person gives
-//!   its slot back, under bounds of its own;
+//!   round that holds its state and answers, as is a call that met an outage it rides through
+//!   ([`outage`]); [`waiting`]: a call waiting for its person gives its slot back, under bounds
+//!   of its own;
 //! - [`capability`]: -32021 unless the client declared the elicitation mode a question needs;
 //! - [`canonical_json`]: the argument digest's JSON, byte for byte the Python SDK's;
 //! - `tasks` (feature `tasks`): durable tasks bound to their caller, and where they are kept;
