@@ -26,7 +26,6 @@ use web_service::credential::Shown;
 
 use crate::{
     problem::Problem,
-    routes::BODY_LIMIT,
     store::{Begun, Store},
 };
 
@@ -41,8 +40,13 @@ pub const ABANDONED: Duration = Duration::from_secs(60);
 /// The longest key taken (as Stripe's).
 pub const MAX_KEY: usize = 255;
 
-/// Answer a write that names a key from what the key already has, or run it and keep its answer.
-pub async fn replay_or_run(State(store): State<Arc<Store>>, request: Request, next: Next) -> Response {
+/// Answer a write that names a key from what the key already has, or run it and keep its
+/// answer; a body is read up to `body_limit` bytes.
+pub async fn replay_or_run(
+    State((store, body_limit)): State<(Arc<Store>, usize)>,
+    request: Request,
+    next: Next,
+) -> Response {
     let Some(key) = request.headers().get(HEADER) else { return next.run(request).await };
     let key = match key.to_str().map(str::trim) {
         Ok(key) if !key.is_empty() && key.len() <= MAX_KEY && key.bytes().all(|b| b.is_ascii_graphic()) => key,
@@ -55,7 +59,7 @@ pub async fn replay_or_run(State(store): State<Arc<Store>>, request: Request, ne
     let shown = request.extensions().get::<Shown>().copied().unwrap_or(Shown::Nothing);
     let key = format!("{shown:?}:{key}");
     let (parts, body) = request.into_parts();
-    let Ok(body) = to_bytes(body, BODY_LIMIT).await else {
+    let Ok(body) = to_bytes(body, body_limit).await else {
         return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large").into_response();
     };
     let mut fingerprint = Sha256::new();
@@ -67,7 +71,7 @@ pub async fn replay_or_run(State(store): State<Arc<Store>>, request: Request, ne
     let fingerprint: String = fingerprint.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
     let begun = {
         let (store, key, fingerprint) = (store.clone(), key.clone(), fingerprint.clone());
-        tokio::task::spawn_blocking(move || store.idempotency_begin(&key, &fingerprint)).await
+        tokio::task::spawn_blocking(move || store.idempotency_begin(&key, &fingerprint, KEPT, ABANDONED)).await
     };
     match begun {
         Ok(Ok(Begun::Fresh)) => {}

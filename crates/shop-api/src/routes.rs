@@ -41,7 +41,7 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/returns", post(record_return))
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(no_such_route)
-        .layer(axum::middleware::from_fn_with_state(store.clone(), crate::idempotency::replay_or_run))
+        .layer(axum::middleware::from_fn_with_state((store.clone(), BODY_LIMIT), crate::idempotency::replay_or_run))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(TraceLayer::new_for_http())
         .with_state(store)

@@ -348,12 +348,18 @@ impl Store {
 
     /// Begin a write under idempotency `key` (with the request's `fingerprint`): run it
     /// ([`Begun::Fresh`]: the key is now in flight), or what the key already has. Keys older
-    /// than [`crate::idempotency::KEPT`] are forgotten first.
-    pub fn idempotency_begin(&self, key: &str, fingerprint: &str) -> Result<Begun, StoreError> {
+    /// than `kept` are forgotten first; one in flight longer than `abandoned` is taken over.
+    pub fn idempotency_begin(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        kept: Duration,
+        abandoned: Duration,
+    ) -> Result<Begun, StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
         let now = epoch_seconds();
-        let kept = i64::try_from(crate::idempotency::KEPT.as_secs()).unwrap_or(i64::MAX);
+        let kept = i64::try_from(kept.as_secs()).unwrap_or(i64::MAX);
         tx.prepare_cached("DELETE FROM idempotency WHERE created_at <= ?1")?.execute([now.saturating_sub(kept)])?;
         let found = tx
             .prepare_cached("SELECT fingerprint, status, body, created_at FROM idempotency WHERE key = ?1")?
@@ -361,7 +367,7 @@ impl Store {
                 Ok(KeptKey { fingerprint: row.get(0)?, status: row.get(1)?, body: row.get(2)?, at: row.get(3)? })
             })
             .optional()?;
-        let abandoned = i64::try_from(crate::idempotency::ABANDONED.as_secs()).unwrap_or(i64::MAX);
+        let abandoned = i64::try_from(abandoned.as_secs()).unwrap_or(i64::MAX);
         let begun = match found {
             Some(kept) if kept.fingerprint != fingerprint => Begun::Reused,
             Some(KeptKey { status: Some(status), body, .. }) => Begun::Done { status, body: body.unwrap_or_default() },
