@@ -59,20 +59,6 @@ async fn next_announcement(heard: &mut tokio::sync::mpsc::UnboundedReceiver<(Str
     serde_json::from_slice(&body).unwrap()
 }
 
-/// The task `id` once it stopped working, read as a client polls (a read takes a waiting
-/// task up to look, and answers at once: the look's outcome shows on a later read).
-async fn ended(client: &Client<ScriptedUser>, id: &str) -> Value {
-    let mut task = Value::Null;
-    for _ in 0..500 {
-        task = serde_json::to_value(client.peer().get_task(GetTaskParams::new(id)).await.unwrap()).unwrap();
-        if task["status"] != "working" {
-            return task;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    task
-}
-
 async fn client(url: &str, token: &str, user: ScriptedUser) -> Client<ScriptedUser> {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
     Client::connect(user, StreamableHttpClientTransport::from_config(config)).await.unwrap()
@@ -187,7 +173,7 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
 
     // The agent's task completes with the lead's decision, read as a client polls (a read
     // takes the task up to look, and answers at once).
-    let done = ended(&agent, &id).await;
+    let done = support::task_ended(&agent, &id).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["structuredContent"]["status"], "requested");
 
@@ -257,7 +243,7 @@ async fn a_refund_that_waits_too_long_is_escalated_and_at_its_deadline_expires()
     // The deadline (72 hours from when it was asked for) passes.
     offset.store(72 * 3600, Ordering::SeqCst);
     let id = task.task.task_id.clone();
-    let done = ended(&agent, &id).await;
+    let done = support::task_ended(&agent, &id).await;
     assert_eq!(done["status"], "completed", "{done}");
     let said = done["result"]["content"][0]["text"].as_str().unwrap();
     assert_eq!(said, "Refund R-0111 is cancelled: expired: no lead decided. Nothing was released.");

@@ -68,7 +68,7 @@ pub async fn replay_or_run(
     fingerprint.update(parts.uri.path().as_bytes());
     fingerprint.update(b"\n");
     fingerprint.update(&body);
-    let fingerprint: String = fingerprint.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
+    let fingerprint = hex::encode(fingerprint.finalize());
     let begun = {
         let (store, key, fingerprint) = (store.clone(), key.clone(), fingerprint.clone());
         tokio::task::spawn_blocking(move || store.idempotency_begin(&key, &fingerprint, KEPT, ABANDONED)).await

@@ -6,12 +6,12 @@
 //!
 //! - Only a lead decides: a caller whose token holds `refunds:write` (or the host's user over
 //!   stdio). A caller with `refunds:request` alone asks; their refund waits for a lead.
-//! - Under [`Approval::AnotherLead`], never the one who asked for the refund, nor a caller who
+//! - Under [`shop_api::Approval::AnotherLead`], never the one who asked for the refund, nor a caller who
 //!   cannot be named, nor for a refund whose requester was not named.
 //! - Under [`ConfirmOn::Page`], only on the approval page, where the lead signed in at the
 //!   issuer: an answer from a host (which may accept every question by itself) never counts.
 
-use shop_api::{Approval, NotYours, RefundId};
+use shop_api::{NotYours, RefundId};
 
 use crate::{
     Shop,
@@ -68,16 +68,15 @@ impl Shop {
         Ok(self.approval.may_release(requested_by, decider.as_deref())?)
     }
 
-    /// [`Shop::may_decide`] for `refund_id`, its requester read from the shop's API when the
-    /// policy needs it; a refusal worded for the model otherwise.
-    pub(crate) async fn check_decider(&self, refund_id: &RefundId, who: &Who) -> Result<(), ToolError> {
-        let requested_by = match self.approval {
-            Approval::SelfApproval => None,
-            Approval::AnotherLead => {
-                self.api.refund(refund_id).await.map_err(|error| read_failed(refund_id, error))?.requested_by
-            }
-        };
-        self.may_decide(who, requested_by.as_deref()).map_err(|why| {
+    /// [`Shop::may_decide`] for `refund_id`, which `requested_by` asked for; a refusal worded
+    /// for the model otherwise, counted.
+    pub(crate) fn check_decider(
+        &self,
+        refund_id: &RefundId,
+        requested_by: Option<&str>,
+        who: &Who,
+    ) -> Result<(), ToolError> {
+        self.may_decide(who, requested_by).map_err(|why| {
             tracing::warn!(%refund_id, caller = ?who.caller, "refused a decision: {why}");
             why.count();
             not_yours(refund_id, why)

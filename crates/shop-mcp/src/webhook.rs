@@ -177,9 +177,7 @@ pub fn sign(secret: &str, at: u64, body: &[u8]) -> String {
     let mut mac = <Hmac<Sha256>>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
     mac.update(format!("{at}.").as_bytes());
     mac.update(body);
-    let digest = mac.finalize().into_bytes();
-    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!("t={at},v1={hex}")
+    format!("t={at},v1={}", hex::encode(mac.finalize().into_bytes()))
 }
 
 #[cfg(test)]

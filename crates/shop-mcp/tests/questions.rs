@@ -246,20 +246,6 @@ mod paying {
         assert!(text(&result).contains("R-0111 is needs_confirmation; only a released refund"), "{}", text(&result));
     }
 
-    /// Reads `id` until it ends: a read takes up an answered task in the background, so the
-    /// read that finds it ended comes after.
-    async fn until_ended(client: &Client<ScriptedUser>, id: &str) -> serde_json::Value {
-        for _ in 0..1000 {
-            let got = client.peer().get_task(GetTaskParams::new(id)).await.unwrap();
-            let got = serde_json::to_value(got).unwrap();
-            if got["status"] != "working" {
-                return got;
-            }
-            tokio::task::yield_now().await;
-        }
-        panic!("task {id} did not end")
-    }
-
     async fn answer_task(client: &Client<ScriptedUser>, id: &str, said: serde_json::Value) {
         let responses = [("connect".to_owned(), said)].into_iter().collect();
         client.peer().update_task(UpdateTaskParams::new(id, responses)).await.unwrap();
@@ -326,12 +312,12 @@ mod paying {
         let csrf = state.connect_view(&flow).unwrap().csrf_token;
         let (lead, password) = payment_provider::DEMO_ACCOUNTS[0];
         assert!(matches!(state.sign_in(&flow, &csrf, lead, password), Ok(payment_provider::state::SignIn::Connected)));
-        let ended = until_ended(client, id).await;
+        let ended = support::task_ended(client, id).await;
         assert_eq!(ended["status"], "completed", "{ended}");
         assert_eq!(ended["result"]["content"][0]["text"], "Paid R-0111 through the payment provider");
         let record = payment_provider::PaymentProvider::new(&provider.url).unwrap().with_token(provider.token.clone());
         assert_eq!(record.flow(flow.as_str()).await.unwrap().finished_by.as_deref(), Some(lead));
-        assert_eq!(until_ended(client, id).await, ended, "ended once");
+        assert_eq!(support::task_ended(client, id).await, ended, "ended once");
         let (paid, made_now) = state.pay(&payment).unwrap();
         assert!(!made_now, "the task paid it, once: {paid:?}");
     }
@@ -341,7 +327,7 @@ mod paying {
         let task = a_payment_waiting_as_a_task().await;
         let (client, id) = (&task.client, &task.id);
         answer_task(client, id, json!({"action": "decline"})).await;
-        let ended = until_ended(client, id).await;
+        let ended = support::task_ended(client, id).await;
         assert_eq!(ended["status"], "completed");
         assert_eq!(
             ended["result"]["content"][0]["text"],

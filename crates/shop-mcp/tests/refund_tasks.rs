@@ -28,19 +28,6 @@ async fn get(client: &Client<ScriptedUser>, id: &str) -> Value {
     serde_json::to_value(client.peer().get_task(GetTaskParams::new(id)).await.unwrap()).unwrap()
 }
 
-/// The task once it has ended, read as a client polls (a read takes the answers up and
-/// answers at once; the work it started ends the task a moment later).
-async fn ended(client: &Client<ScriptedUser>, id: &str) -> Value {
-    for _ in 0..500 {
-        let task = get(client, id).await;
-        if !matches!(task["status"].as_str(), Some("working" | "input_required")) {
-            return task;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    panic!("task {id} did not end within five seconds of reads")
-}
-
 async fn answer(client: &Client<ScriptedUser>, id: &str, key: &str, said: Value) {
     let responses = [(key.to_owned(), said)].into_iter().collect();
     client.peer().update_task(UpdateTaskParams::new(id, responses)).await.unwrap();
@@ -211,7 +198,7 @@ async fn an_answer_the_record_could_not_take_waits_for_the_task_s_next_look() {
     assert!(!trail.contains("\"releasing\""), "no intent before the claim: {trail}");
 
     let _: () = acl("allkeys").query_async(&mut admin).await.unwrap();
-    let done = ended(&client, id).await;
+    let done = support::task_ended(&client, id).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["structuredContent"]["status"], "requested");
     assert_eq!(status(&api, "R-0111").await, shop_api::RefundStatus::Requested);

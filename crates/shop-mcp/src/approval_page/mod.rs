@@ -88,7 +88,7 @@ impl ApprovalPage {
     async fn session(&self, headers: &HeaderMap) -> Result<Option<Session>, Response> {
         let Some(value) = cookie_value(headers, self.session_cookie()) else { return Ok(None) };
         self.sign_in.session(&value).await.map_err(|error| {
-            tracing::error!(%error, "the approval page could not read a session");
+            tracing::error!(?error, "the approval page could not read a session");
             unavailable()
         })
     }
@@ -102,7 +102,7 @@ impl ApprovalPage {
                 see_other(&redirect.location, Some(cookie))
             }
             Err(error) => {
-                tracing::error!(%error, "the approval page could not start a sign-in");
+                tracing::error!(?error, "the approval page could not start a sign-in");
                 unavailable()
             }
         }
@@ -259,9 +259,8 @@ async fn callback(State(page): State<Arc<ApprovalPage>>, Query(back): Query<Call
         Ok(_) => Page::notice(StatusCode::BAD_REQUEST, "sign_in_failed", "The sign-in came back to an unknown page.")
             .into_response(),
         Err(error) => {
-            tracing::warn!(%error, "a sign-in on the approval page failed");
-            let words =
-                format!("The sign-in failed: {}. Open the refund's link again to try once more.", error.words());
+            tracing::warn!(?error, "a sign-in on the approval page failed");
+            let words = format!("The sign-in failed: {error}. Open the refund's link again to try once more.");
             Page::notice(StatusCode::BAD_REQUEST, "sign_in_failed", &words).into_response()
         }
     }

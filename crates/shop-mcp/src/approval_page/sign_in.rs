@@ -43,30 +43,18 @@ const SIGN_IN_LIFE: Duration = Duration::from_secs(10 * 60);
 /// How long a session lasts: a lead signs in again after it.
 pub const SESSION_LIFE: Duration = Duration::from_secs(15 * 60);
 
-/// Why a sign-in could not start or finish. Said to the person in words; the details go to
-/// the log.
+/// Why a sign-in could not start or finish: said to the person in words (`Display`); the
+/// details it carries go to the log (`Debug`).
 #[derive(Debug, thiserror::Error)]
 pub enum SignInError {
-    #[error("the sign-in service could not be reached ({0})")]
+    #[error("the sign-in service could not be reached")]
     Issuer(String),
     #[error("this sign-in is unknown, was used already, or was started in another browser")]
     Unknown,
-    #[error("the sign-in service's answer could not be verified ({0})")]
+    #[error("the sign-in service's answer could not be verified")]
     Unverified(String),
-    #[error("the server's store did not answer ({0})")]
+    #[error("the server's store did not answer")]
     Store(String),
-}
-
-impl SignInError {
-    /// What the person is told: the kind of failure, without the details the log has.
-    pub fn words(&self) -> &'static str {
-        match self {
-            SignInError::Issuer(_) => "the sign-in service could not be reached",
-            SignInError::Unknown => "this sign-in is unknown, was used already, or was started in another browser",
-            SignInError::Unverified(_) => "the sign-in service's answer could not be verified",
-            SignInError::Store(_) => "the server's store did not answer",
-        }
-    }
 }
 
 /// The approval page's client at the issuer.
@@ -150,7 +138,7 @@ impl SignIn {
         if !fresh && let Some(known) = self.metadata.read().await.as_ref() {
             return Ok(known.clone());
         }
-        let fetched = CoreProviderMetadata::discover_async(self.issuer.clone(), &client(self.http.clone()))
+        let fetched = CoreProviderMetadata::discover_async(self.issuer.clone(), &oauth_http(self.http.clone()))
             .await
             .map_err(|error| SignInError::Issuer(format!("discovery: {error}")))?;
         *self.metadata.write().await = Some(fetched.clone());
@@ -174,7 +162,7 @@ impl SignIn {
             .set_max_age(SESSION_LIFE)
             .set_pkce_challenge(challenge)
             .url();
-        let browser = random_token();
+        let browser = web_service::credential::generate();
         let started = Started {
             verifier: verifier.secret().clone(),
             nonce: nonce.secret().clone(),
@@ -210,7 +198,7 @@ impl SignIn {
             .exchange_code(AuthorizationCode::new(code.to_owned()))
             .map_err(|error| SignInError::Issuer(error.to_string()))?
             .set_pkce_verifier(PkceCodeVerifier::new(started.verifier))
-            .request_async(&client_of(&self.http))
+            .request_async(&oauth_http(self.http.clone()))
             .await
             .map_err(|error| SignInError::Unverified(format!("the code exchange: {error}")))?;
         let id_token = tokens.id_token().ok_or_else(|| SignInError::Unverified("no ID token".to_owned()))?;
@@ -258,9 +246,9 @@ impl SignIn {
             subject: access.subject.clone(),
             auth_time: auth_time.map(|at| at.timestamp()),
             lead: crate::serve::authorization::is_lead(&access.scopes),
-            form_token: random_token(),
+            form_token: web_service::credential::generate(),
         };
-        let cookie_value = random_token();
+        let cookie_value = web_service::credential::generate();
         let kept = serde_json::to_string(&session).map_err(|error| SignInError::Store(error.to_string()))?;
         self.records
             .put(&session_key(&cookie_value), kept, SESSION_LIFE)
@@ -295,13 +283,6 @@ pub fn digest(value: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(value.as_bytes()))
 }
 
-/// 256 random bits, URL-safe.
-pub fn random_token() -> String {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).expect("the operating system's random source");
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
 /// An HTTP failure, as the OAuth library takes it.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -311,7 +292,7 @@ type Answer = Pin<Box<dyn Future<Output = Result<HttpResponse, HttpError>> + Sen
 
 /// The OAuth library's HTTP client over this server's reqwest: its own `reqwest` feature is on
 /// an older reqwest, which would put a second HTTP stack in the binary.
-fn client(http: reqwest::Client) -> impl Fn(HttpRequest) -> Answer {
+fn oauth_http(http: reqwest::Client) -> impl Fn(HttpRequest) -> Answer {
     move |request: HttpRequest| {
         let http = http.clone();
         Box::pin(async move {
@@ -325,8 +306,4 @@ fn client(http: reqwest::Client) -> impl Fn(HttpRequest) -> Answer {
             answer.body(body.to_vec()).map_err(|error| HttpError(error.to_string()))
         }) as Answer
     }
-}
-
-fn client_of(http: &reqwest::Client) -> impl Fn(HttpRequest) -> Answer {
-    client(http.clone())
 }

@@ -36,7 +36,7 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use shop_api::{ApiError, QuoteId, Refund, RefundId, RefundStatus};
+use shop_api::{ApiError, Approval, QuoteId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
@@ -94,8 +94,7 @@ const RELEASE_RETRIES: usize = 2;
 fn idempotency_key(decision: &str, refund_id: &RefundId, question: &str) -> String {
     use sha2::Digest as _;
     let digest = sha2::Sha256::digest(format!("{decision}\n{refund_id}\n{question}").as_bytes());
-    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!("{decision}-{refund_id}-{hex}")
+    format!("{decision}-{refund_id}-{}", hex::encode(digest))
 }
 
 /// The once-only claim of `question`'s answer about `refund_id`.
@@ -268,18 +267,24 @@ impl Shop {
         answered: &Answered,
         who: &Who,
     ) -> Result<CallToolResult, ToolError> {
+        // The refund as it is now, read once, where the approval rule needs who asked for it
+        // or the answer carries what the lead saw.
+        let now = match self.approval == Approval::AnotherLead || answered.seen.is_some() {
+            true => Some(self.api.refund(refund_id).await.map_err(|error| read_failed(refund_id, error))?),
+            false => None,
+        };
         // The choke point: whatever brought the answer, only someone who may decide this
         // refund has it acted on (the shop's API checks again).
-        self.check_decider(refund_id, who).await?;
+        self.check_decider(refund_id, now.as_ref().and_then(|now| now.requested_by.as_deref()), who)?;
         if self.confirm_on == ConfirmOn::Page && answered.channel != "page" {
             return Err(on_the_page_only(refund_id, self.approval_page.get()));
         }
         // What the lead saw must still be what the refund is (the shop's API checks again).
-        if let Some(seen) = &answered.seen {
-            let now = self.api.refund(refund_id).await.map_err(|error| read_failed(refund_id, error))?;
-            if now.status == RefundStatus::NeedsConfirmation && now.digest() != *seen {
-                return Err(changed(refund_id));
-            }
+        if let (Some(seen), Some(now)) = (&answered.seen, &now)
+            && now.status == RefundStatus::NeedsConfirmation
+            && now.digest() != *seen
+        {
+            return Err(changed(refund_id));
         }
         let question = answered.question.as_str();
         let answer = match said {
@@ -493,9 +498,11 @@ impl Shop {
     ) -> Result<Refund, ApiError> {
         let key = idempotency_key("confirm", refund_id, &answered.question);
         let mut backoff = std::time::Duration::from_millis(200);
-        for _ in 0..RELEASE_RETRIES {
+        let mut tries_left = RELEASE_RETRIES;
+        loop {
             match self.api.decide_as_seen(refund_id, "confirm", decider, answered.seen.as_deref(), Some(&key)).await {
-                Err(ApiError::Unreachable(error)) => {
+                Err(ApiError::Unreachable(error)) if tries_left > 0 => {
+                    tries_left -= 1;
                     metrics::counter!(series::API_WRITE_RETRIES).increment(1);
                     tracing::info!(%refund_id, %error, "a release's answer was lost; sent again under its key");
                     tokio::time::sleep(backoff).await;
@@ -504,7 +511,6 @@ impl Shop {
                 answered => return answered,
             }
         }
-        self.api.decide_as_seen(refund_id, "confirm", decider, answered.seen.as_deref(), Some(&key)).await
     }
 
     async fn refuse(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<CallToolResult, ToolError> {

@@ -58,6 +58,15 @@ impl TaskWork for Shop {
     }
 }
 
+impl Shop {
+    /// The [`Tasking`](mrtr::tasks::Tasking) to answer this call with a task, if this
+    /// request's client declared the extension and the server asks in rounds.
+    pub(crate) fn tasking_for(&self, context: &RequestContext<RoleServer>) -> Option<mrtr::tasks::Tasking> {
+        let tasking = mrtr::tasks::tasking(context)?;
+        (tasking.declared() && self.ask_style == issue_refund::AskStyle::InputRequired).then_some(tasking)
+    }
+}
+
 /// A complete result that carries `record` as structured content, and as JSON text for
 /// clients that read only text.
 pub(crate) fn structured<T: Serialize>(record: &T) -> CallToolResult {

@@ -18,7 +18,7 @@ use shop_api::{Refund, RefundStatus};
 use crate::{
     Shop,
     tool_error::{Failure, ToolError},
-    tools::{issue_refund::AskStyle, structured_with_note, waiting_approval::until_decided},
+    tools::{structured_with_note, waiting_approval::until_decided},
 };
 
 /// The key of the URL question that sends the lead to the page.
@@ -39,8 +39,7 @@ impl Shop {
             .into());
         };
         let link = format!("{page}/{}", refund.refund_id);
-        let tasking = mrtr::tasks::tasking(context)
-            .filter(|tasking| tasking.declared() && self.ask_style == AskStyle::InputRequired);
+        let tasking = self.tasking_for(context);
         if let Some(tasking) = tasking {
             let message = format!(
                 "Waiting for a lead to decide refund {} ({} on order {}) on the approval page: {link}",

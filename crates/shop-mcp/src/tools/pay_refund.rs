@@ -146,7 +146,7 @@ impl Shop {
                 payments.provider.register_flow(&registration).await.map_err(provider_error)?;
                 // To a client that declared the Tasks extension, the sign-in is a task's
                 // question, which may wait as long as the lead takes.
-                if let Some(tasking) = self.payment_tasking(context) {
+                if let Some(tasking) = self.tasking_for(context) {
                     let url = connect_url(payments, &flow.flow);
                     return Ok(self.sign_in_as_task(tasking, &refund_id, &flow.flow, url).await?);
                 }

@@ -18,7 +18,6 @@ use crate::{
     Shop,
     audit::Who,
     tool_error::ToolError,
-    tools::issue_refund::AskStyle,
     tools::pay_refund::{CONNECT, MESSAGE, not_connected, text},
 };
 
@@ -32,13 +31,6 @@ struct WaitingPayment {
 }
 
 impl Shop {
-    /// The [`Tasking`] to ask `pay_refund`'s sign-in with, if this request's client declared
-    /// the extension and the server asks in rounds.
-    pub(crate) fn payment_tasking(&self, context: &RequestContext<RoleServer>) -> Option<Tasking> {
-        let tasking = mrtr::tasks::tasking(context)?;
-        (tasking.declared() && self.ask_style == AskStyle::InputRequired).then_some(tasking)
-    }
-
     /// The call becomes a task that sends the lead to `url` to sign in for `flow`.
     pub(crate) async fn sign_in_as_task(
         &self,

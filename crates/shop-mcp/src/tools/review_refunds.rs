@@ -96,7 +96,6 @@ impl Shop {
             .held_refunds()
             .await?
             .into_iter()
-            .filter(|refund| refund.status == RefundStatus::NeedsConfirmation)
             .filter(|refund| self.may_decide(who, refund.requested_by.as_deref()).is_ok())
             .map(|refund| WaitingRefund {
                 refund_id: refund.refund_id,

@@ -14,13 +14,7 @@ use rmcp::{RoleServer, model::CallToolResponse, service::RequestContext};
 use serde_json::json;
 use shop_api::{Refund, RefundId, RefundStatus};
 
-use crate::{
-    Shop,
-    approval::NotDecider,
-    audit::Who,
-    tool_error::ToolError,
-    tools::{issue_refund::AskStyle, structured_with_note},
-};
+use crate::{Shop, approval::NotDecider, audit::Who, tool_error::ToolError, tools::structured_with_note};
 
 /// How long the record that a waiting refund was announced is kept.
 const ANNOUNCED_KEPT: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
@@ -47,8 +41,7 @@ impl Shop {
         who: &Who,
         why: NotDecider,
     ) -> Result<CallToolResponse, ToolError> {
-        let tasking = mrtr::tasks::tasking(context)
-            .filter(|tasking| tasking.declared() && self.ask_style == AskStyle::InputRequired);
+        let tasking = self.tasking_for(context);
         let waits = json!({"refund_id": refund.refund_id, "order_id": refund.order_id, "amount": refund.amount,
                            "requested_by": refund.requested_by, "why": why.to_string()});
         // Where a lead decides: the approval page's link, when the server serves it.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use mrtr::client::{Answer, Client, ScriptedUser};
-use rmcp::model::{CallToolResponse, CallToolResult, InputRequiredResult};
+use rmcp::model::{CallToolResponse, CallToolResult, GetTaskParams, InputRequiredResult};
 use shop_api::{RefundId, RefundStatus, RunningApi, ShopApi, Store};
 
 pub const KEY_A: &str = "test-key-a-0123456789abcdefghijklmnopqrstuvwxyz";
@@ -57,4 +57,18 @@ pub async fn issue(client: &Client<ScriptedUser>, order: &str) -> CallToolResult
 /// A string field of a result's structured content, which must be there.
 pub fn field<'r>(result: &'r CallToolResult, name: &str) -> &'r str {
     mrtr::client::field(result, name).unwrap_or_else(|| panic!("no {name} in {result:?}"))
+}
+
+/// The task `id` once it stopped working, read as a client polls: a read that takes a task up
+/// (its answers, or a look at what it waits on) answers at once, and a later read shows how it
+/// went.
+pub async fn task_ended(client: &Client<ScriptedUser>, id: &str) -> serde_json::Value {
+    for _ in 0..500 {
+        let task = serde_json::to_value(client.peer().get_task(GetTaskParams::new(id)).await.unwrap()).unwrap();
+        if task["status"] != "working" {
+            return task;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("task {id} did not end within five seconds of reads")
 }
