@@ -21,8 +21,9 @@
 //! - [`orders`]: which order each confirmation refunds (an order is refunded once, so a run
 //!   needs one for each; the API adds them for load tests);
 //! - [`relay`]: a TCP relay in front of a replica or the API, that a fault run cuts or slows;
-//! - [`redis_server`]: a Redis of a run's own, to stop and start again, and [`sentinel`]: a
-//!   primary, a replica and a Sentinel, to fail over;
+//! - [`redis_server`]: a Redis of a run's own, to stop and start again, [`sentinel`]: a
+//!   primary, a replica and a Sentinel, to fail over, and [`cluster`]: a Redis Cluster of
+//!   three primaries with a replica each, to fail over and reshard (`redis_node`: one node);
 //! - [`task_cost`]: what a waiting task costs one server: CPU per `tasks/get` and
 //!   `tasks/update` beside a `lookup_order`, and its memory while tasks wait;
 //! - [`waiting_tasks`]: refunds that wait as tasks (the Tasks extension) while every replica
@@ -40,6 +41,7 @@
 pub mod arrivals;
 pub mod authorization;
 pub mod child_log;
+pub mod cluster;
 pub mod cold_start;
 pub mod commands;
 mod confirmation;
@@ -49,6 +51,7 @@ pub mod fleet;
 pub mod leads;
 pub mod orders;
 pub mod overload;
+mod redis_node;
 pub mod redis_server;
 pub mod relay;
 pub mod report;

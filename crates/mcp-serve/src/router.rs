@@ -36,7 +36,10 @@ use mrtr::{boundary::ErrorCode, waiting::WaitingRoom};
 use oauth_resource::{ResourceServer, ScopePolicy, gate::IntrospectionClient};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService,
-    session::local::{LocalSessionManager, SessionConfig},
+    session::{
+        SessionStore,
+        local::{LocalSessionManager, SessionConfig},
+    },
 };
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +52,7 @@ use crate::{
     rate_limit::RateLimit,
     readiness::Readiness,
     sessions::{Caps, Sessions},
+    shared_sessions::SharedSessions,
 };
 
 /// What a server is told of its handler's life beyond the handler.
@@ -61,6 +65,9 @@ pub struct Lifecycle {
     /// The longest a request may wait for its person (a 2025 host's question): a session is
     /// never ended by rmcp's own keep-alive sooner.
     pub longest_wait: Duration,
+    /// Where 2025 sessions are shared with the other replicas, if they are
+    /// ([`crate::shared_sessions`]).
+    pub shared_sessions: Option<Arc<SharedSessions>>,
 }
 
 /// What [`crate::serve`] serves, and how: the public router (`/mcp` and the health routes), the
@@ -123,13 +130,16 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     } else {
         config.allowed_origins.clone()
     };
-    let transport = StreamableHttpServerConfig::default()
+    let mut transport = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(true)
         .with_json_response(true)
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(rmcp.child_token())
         .with_allowed_hosts(config.allowed_hosts.clone())
         .with_allowed_origins(origins);
+    // A session another replica opened is restored from the shared store (rmcp replays its
+    // `initialize`), once `sessions` has found it is this caller's.
+    transport.session_store = lifecycle.shared_sessions.clone().map(|shared| shared as Arc<dyn SessionStore>);
     // rmcp ends a session that has passed no message for its keep-alive, even one whose
     // question waits for a person: past the longest such wait, it is a backstop to the idle
     // sessions' own end (`sessions`).
@@ -143,7 +153,7 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         per_caller: config.max_sessions_per_caller,
         idle: config.session_idle_timeout,
     };
-    let sessions = Sessions::start(manager.clone(), caps);
+    let sessions = Sessions::start(manager.clone(), caps, lifecycle.shared_sessions.clone());
     // One service shared by every request, served through its `handle`: routed as a tower
     // service, it would be cloned for each request, and each clone copies its configuration
     // (the allowed host and origin lists).

@@ -20,6 +20,9 @@
 //!   answer: it is set past the longest such wait, as a backstop.
 //! - A DELETE that rmcp answers 202 is answered 204, as the 2025 transport says a server ends a
 //!   session (clients such as the Python SDK's take 202 for a failure).
+//! - **Shared.** With [`SharedSessions`], a session opened on another replica (or on one that
+//!   has since stopped) is taken up here when its shared owner is this caller: rmcp restores it
+//!   from the shared store, and it is counted here as one opened here.
 //!
 //! Why beside rmcp rather than in it: rmcp's `SessionManager` is not told who calls, nor when a
 //! response has been written.
@@ -46,7 +49,11 @@ use http_body::Frame;
 use rmcp::transport::streamable_http_server::session::{SessionManager, local::LocalSessionManager};
 use tokio::time::Instant;
 
-use crate::{config::MAX_BODY_BYTES, json_rpc_check};
+use crate::{
+    config::MAX_BODY_BYTES,
+    json_rpc_check,
+    shared_sessions::{Opener, SharedSessions},
+};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -77,6 +84,8 @@ struct Session {
     in_flight: usize,
     /// When it last had a request in flight.
     idle_since: Instant,
+    /// When its shared records were last kept for longer (or written).
+    shared_at: Instant,
 }
 
 #[derive(Debug, Default)]
@@ -130,12 +139,24 @@ pub struct Sessions<M = LocalSessionManager> {
     manager: Arc<M>,
     caps: Caps,
     table: Mutex<Table>,
+    shared: Option<Arc<SharedSessions>>,
+}
+
+/// What a request naming a session finds here.
+enum Entry {
+    /// The session is here, and the caller's.
+    Entered { refresh: bool },
+    /// Another caller's session.
+    NotYours,
+    /// No session of that name here.
+    NotHere,
 }
 
 impl<M: Ends> Sessions<M> {
-    /// The sessions of `manager`, within `caps`; idle ones are swept while the value lives.
-    pub fn start(manager: Arc<M>, caps: Caps) -> Arc<Self> {
-        let sessions = Arc::new(Self { manager, caps, table: Mutex::default() });
+    /// The sessions of `manager`, within `caps`, shared with other replicas through `shared`
+    /// if any; idle ones are swept while the value lives.
+    pub fn start(manager: Arc<M>, caps: Caps, shared: Option<Arc<SharedSessions>>) -> Arc<Self> {
+        let sessions = Arc::new(Self { manager, caps, table: Mutex::default(), shared });
         let every = (caps.idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(15));
         tokio::spawn(sweep(Arc::downgrade(&sessions), every));
         sessions
@@ -170,24 +191,52 @@ impl<M: Ends> Sessions<M> {
             }
             *count += 1;
         }
-        table.sessions.insert(id, Session { owner, in_flight: 1, idle_since: Instant::now() });
+        let now = Instant::now();
+        table.sessions.insert(id, Session { owner, in_flight: 1, idle_since: now, shared_at: now });
         Ok(())
     }
 
-    /// A request enters session `id` from `principal`: false if the session is not known here,
+    /// A request enters session `id` from `principal`: not if the session is not known here,
     /// or a principal opened it and this is not that principal.
-    fn enter(&self, id: &str, principal: Option<&Principal>) -> bool {
+    fn enter(&self, id: &str, principal: Option<&Principal>) -> Entry {
         let mut table = self.table();
-        let Some(session) = table.sessions.get_mut(id) else { return false };
+        let Some(session) = table.sessions.get_mut(id) else { return Entry::NotHere };
         let opened_by = match &session.owner {
             Some(Owner::Principal(opener)) => Some(opener),
             _ => None,
         };
         if opened_by != principal {
-            return false;
+            return Entry::NotYours;
         }
         session.in_flight += 1;
-        true
+        let refresh = match &self.shared {
+            Some(shared) if session.shared_at.elapsed() >= shared.keep() / 2 => {
+                session.shared_at = Instant::now();
+                true
+            }
+            _ => false,
+        };
+        Entry::Entered { refresh }
+    }
+
+    /// Take up session `id`, opened by `principal` on another replica, if the shared record
+    /// says it was: counted here within the caps (rmcp restores it from the shared store).
+    async fn take_up(&self, id: &str, principal: Option<&Principal>, owner: Option<Owner>) -> bool {
+        let Some(shared) = &self.shared else { return false };
+        if shared.opener(id).await != Some(Opener::of(principal)) {
+            return false;
+        }
+        match self.open(id.to_owned(), owner) {
+            Ok(()) => {
+                tracing::info!(session = %id, "taking up a session another replica opened");
+                shared.refresh(id).await;
+                true
+            }
+            Err(full) => {
+                tracing::warn!(session = %id, ?full, "a session another replica opened was not taken up: full");
+                false
+            }
+        }
     }
 
     /// A request in session `id` has been answered.
@@ -241,12 +290,19 @@ impl<M: Ends> Sessions<M> {
             if request.method() != Method::POST {
                 return next.run(request).await;
             }
-            return sessions.maybe_open(request, owner, next).await;
+            return sessions.maybe_open(request, principal.as_ref(), owner, next).await;
         };
-        if !sessions.enter(&id, principal.as_ref()) {
-            // Another caller's session, one not opened here, or one that has ended: as unknown.
-            tracing::info!(session = %id.escape_debug(), "refused: no such session for this caller");
-            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        let entered = match sessions.enter(&id, principal.as_ref()) {
+            Entry::Entered { refresh } => refresh,
+            Entry::NotHere if sessions.take_up(&id, principal.as_ref(), owner.clone()).await => false,
+            Entry::NotHere | Entry::NotYours => {
+                // Another caller's session, one opened nowhere, or one that has ended: as unknown.
+                tracing::info!(session = %id.escape_debug(), "refused: no such session for this caller");
+                return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+            }
+        };
+        if let (true, Some(shared)) = (entered, &sessions.shared) {
+            shared.refresh(&id).await;
         }
         let ending = request.method() == Method::DELETE;
         let in_flight = InFlight::new(&sessions, id.clone());
@@ -254,6 +310,9 @@ impl<M: Ends> Sessions<M> {
         if ending && response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::NO_CONTENT;
             sessions.table().remove(&id);
+            if let Some(shared) = &sessions.shared {
+                shared.ended(&id).await;
+            }
         }
         in_flight.until_written(response)
     }
@@ -261,7 +320,13 @@ impl<M: Ends> Sessions<M> {
     /// A POST with no session: a 2026-07-28 request, or a 2025 `initialize` that opens one.
     /// At a cap, an `initialize` is refused before rmcp sees it; a session opened past a cap
     /// (two at once) is closed again and refused.
-    async fn maybe_open(self: &Arc<Self>, request: Request, owner: Option<Owner>, next: Next) -> Response {
+    async fn maybe_open(
+        self: &Arc<Self>,
+        request: Request,
+        principal: Option<&Principal>,
+        owner: Option<Owner>,
+        next: Next,
+    ) -> Response {
         let request = match self.room_for(owner.as_ref()) {
             Ok(()) => request,
             Err(full) => {
@@ -282,6 +347,9 @@ impl<M: Ends> Sessions<M> {
         if let Err(full) = self.open(opened.clone(), owner) {
             self.manager.close(&opened).await;
             return refused(full);
+        }
+        if let Some(shared) = &self.shared {
+            shared.opened(&opened, &Opener::of(principal)).await;
         }
         InFlight::new(self, opened).until_written(response)
     }
@@ -406,8 +474,14 @@ mod tests {
     /// Behind the guard, a stand-in for rmcp: `initialize` (no session yet) opens a session
     /// with a fresh ID; a request in a session is answered 200; DELETE ends it with 202.
     fn app(caps: Caps) -> (Router, Arc<Sessions<Kept>>) {
+        replica(caps, None, "s")
+    }
+
+    /// One replica of a fleet, its sessions shared through `shared`, its session IDs named
+    /// after `name`.
+    fn replica(caps: Caps, shared: Option<Arc<SharedSessions>>, name: &'static str) -> (Router, Arc<Sessions<Kept>>) {
         let kept = Arc::new(Kept::default());
-        let sessions = Sessions::start(kept.clone(), caps);
+        let sessions = Sessions::start(kept.clone(), caps, shared);
         let opened = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let rmcp = any(move |request: Request| {
             let (opened, kept) = (opened.clone(), kept.clone());
@@ -417,7 +491,7 @@ mod tests {
                 match (method, in_session) {
                     (_, false) if !opens_a_session(&body) => "answered, no session".into_response(),
                     (_, false) => {
-                        let id = format!("s{}", opened.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+                        let id = format!("{name}{}", opened.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
                         kept.0.lock().unwrap().insert(id.clone());
                         ([(SESSION_HEADER, id)], "opened").into_response()
                     }
@@ -517,5 +591,28 @@ mod tests {
         assert!(!sessions.table().sessions.contains_key("s0"), "idle past its time, it ended");
         let after = send(&app, from(Some("alice"), Method::POST, Some("s0"))).await;
         assert_eq!(after.status(), StatusCode::NOT_FOUND);
+    }
+
+    /// Shared, a session opened on one replica goes on on another, for its opener alone; ended
+    /// on one, it is gone on every one.
+    #[tokio::test]
+    async fn a_shared_session_goes_on_on_another_replica_for_its_opener_alone() {
+        let shared = SharedSessions::new(Arc::new(mrtr::records::InMemory::new()), Duration::from_secs(600));
+        let (first, _) = replica(CAPS, Some(shared.clone()), "a");
+        let (second, taking) = replica(CAPS, Some(shared.clone()), "b");
+        let (third, _) = replica(CAPS, Some(shared), "c");
+        let opened = send(&first, from(Some("alice"), Method::POST, None)).await;
+        assert_eq!(opened.headers()[SESSION_HEADER], "a0");
+        assert_eq!(send(&second, from(Some("bob"), Method::POST, Some("a0"))).await.status(), StatusCode::NOT_FOUND);
+        assert_eq!(send(&second, from(None, Method::POST, Some("a0"))).await.status(), StatusCode::NOT_FOUND);
+        assert_eq!(send(&second, from(Some("alice"), Method::POST, Some("a0"))).await.status(), StatusCode::OK);
+        assert!(taking.table().sessions.contains_key("a0"), "taken up, and counted, on the second replica");
+        assert_eq!(send(&second, from(Some("bob"), Method::POST, Some("a0"))).await.status(), StatusCode::NOT_FOUND);
+        let unknown = send(&second, from(Some("alice"), Method::POST, Some("a9"))).await;
+        assert_eq!(unknown.status(), StatusCode::NOT_FOUND, "a session opened nowhere");
+        let ended = send(&second, from(Some("alice"), Method::DELETE, Some("a0"))).await;
+        assert_eq!(ended.status(), StatusCode::NO_CONTENT);
+        let after = send(&third, from(Some("alice"), Method::POST, Some("a0"))).await;
+        assert_eq!(after.status(), StatusCode::NOT_FOUND, "an ended session is gone everywhere");
     }
 }

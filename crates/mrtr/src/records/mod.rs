@@ -20,7 +20,7 @@ use crate::once_only::{Claim, Claiming, OnceOnly, OnceOnlyError};
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "redis")]
-pub use self::redis::{Redis, SENTINEL_SCHEME};
+pub use self::redis::{CLUSTER_SCHEME, Redis, SENTINEL_SCHEME};
 
 /// A boxed future, so the records can be chosen at run time.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, RecordsError>> + Send + 'a>>;
@@ -168,8 +168,9 @@ pub fn from_url(store: &str, prefix: &str) -> Result<std::sync::Arc<dyn Records>
 /// What a `--store` value that names no store is told.
 fn not_a_store(store: &str) -> RecordsError {
     RecordsError(format!(
-        "--store takes memory, a redis:// URL, a Redis socket as redis+unix:///path, or Sentinels as \
-         redis+sentinel://HOST:PORT[,HOST:PORT]/SERVICE, not {store:?}"
+        "--store takes memory, a redis:// URL, a Redis socket as redis+unix:///path, Sentinels as \
+         redis+sentinel://HOST:PORT[,HOST:PORT]/SERVICE, or a cluster as redis+cluster://HOST:PORT[,HOST:PORT], \
+         not {store:?}"
     ))
 }
 

@@ -1,10 +1,14 @@
-//! [`Redis`]: the records in Redis, shared by every replica that points at the same server.
+//! [`Redis`]: the records in Redis, shared by every replica that points at the same server,
+//! Sentinels' primary or cluster.
 
 use std::time::Duration;
 
 use redis::{
-    AsyncCommands, SetExpiry, SetOptions,
-    aio::ConnectionManager,
+    AsyncCommands, Cmd, RedisFuture, SetExpiry, SetOptions, Value,
+    aio::{ConnectionLike, ConnectionManager},
+    cluster::ClusterClient,
+    cluster_async::ClusterConnection,
+    cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr},
     sentinel::{SentinelClient, SentinelServerType},
 };
 use tokio::sync::{OnceCell, RwLock};
@@ -23,7 +27,8 @@ pub struct Redis {
     url: String,
 }
 
-/// Where the connection comes from: one Redis, or whichever Redis the Sentinels name primary.
+/// Where the connection comes from: one Redis, whichever Redis the Sentinels name primary, or
+/// a cluster.
 enum Source {
     Direct {
         client: redis::Client,
@@ -35,6 +40,64 @@ enum Source {
         sentinels: tokio::sync::Mutex<SentinelClient>,
         connection: RwLock<Option<ConnectionManager>>,
     },
+    /// The library's cluster client sends each key to its slot's primary, follows `MOVED` and
+    /// `ASK` (a slot migrating) and learns the topology again when a primary fails over. Every
+    /// command and script of the records touches one key, so no hash tag is needed: nothing
+    /// here spans two slots.
+    Cluster {
+        client: ClusterClient,
+        connection: OnceCell<ClusterConnection>,
+    },
+}
+
+/// A connection to the records: one node's, or a cluster's (each key to its slot's primary).
+#[derive(Clone)]
+pub(crate) enum Connection {
+    Node(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Node(node) => node.req_packed_command(cmd),
+            Connection::Cluster(cluster) => cluster.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Node(node) => node.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(cluster) => cluster.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Node(node) => node.get_db(),
+            Connection::Cluster(cluster) => cluster.get_db(),
+        }
+    }
+}
+
+impl Connection {
+    /// Send a command that names no key (`INFO`, `WAIT`) to the node that holds `key`: in a
+    /// cluster the library would send it to every primary; one node's is its own.
+    pub(crate) async fn beside<T: redis::FromRedisValue>(&mut self, cmd: Cmd, key: &str) -> redis::RedisResult<T> {
+        match self {
+            Connection::Node(node) => cmd.query_async(node).await,
+            Connection::Cluster(cluster) => {
+                let route = Route::with_key(key, SlotAddr::Master);
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                Ok(redis::from_redis_value(cluster.route_command(cmd, routing).await?)?)
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Redis {
@@ -49,11 +112,14 @@ const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
 const SENTINEL_PAUSE: Duration = Duration::from_millis(50);
 
 impl Redis {
-    /// The Redis a `--store` URL names: Sentinels (`redis+sentinel://`), or one Redis
-    /// (`redis://`, `rediss://`, `redis+unix://`, `unix://`); keys under `prefix`.
+    /// The Redis a `--store` URL names: Sentinels (`redis+sentinel://`), a cluster
+    /// (`redis+cluster://`), or one Redis (`redis://`, `rediss://`, `redis+unix://`,
+    /// `unix://`); keys under `prefix`.
     pub fn open(url: &str, prefix: &str) -> Result<Self, RecordsError> {
         if url.starts_with(SENTINEL_SCHEME) {
             Self::sentinel(url, prefix)
+        } else if url.starts_with(CLUSTER_SCHEME) {
+            Self::cluster(url, prefix)
         } else if ["redis://", "rediss://", "redis+unix://", "unix://"].iter().any(|scheme| url.starts_with(scheme)) {
             Self::new(url, prefix)
         } else {
@@ -88,7 +154,36 @@ impl Redis {
         Ok(Self { source, prefix: prefix.to_owned(), url: url.to_owned() })
     }
 
-    pub(crate) async fn connection(&self) -> Result<ConnectionManager, RecordsError> {
+    /// Records in the Redis Cluster that any of the nodes at `url` belongs to:
+    /// `redis+cluster://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]` (the nodes to learn the
+    /// topology from; the rest are found). One credential serves every node, as the cluster's
+    /// own ACL does.
+    pub fn cluster(url: &str, prefix: &str) -> Result<Self, RecordsError> {
+        let invalid = |why: &str| RecordsError(format!("{}: {why}", redact(url)));
+        let rest = url.strip_prefix(CLUSTER_SCHEME).ok_or_else(|| invalid("not a redis+cluster:// URL"))?;
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let (credentials, hosts) = match rest.rsplit_once('@') {
+            Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+            None => (String::new(), rest),
+        };
+        if hosts.contains('/') {
+            return Err(invalid("a cluster has one keyspace: no /DATABASE"));
+        }
+        let nodes: Vec<String> =
+            hosts.split(',').filter(|h| !h.is_empty()).map(|h| format!("redis://{credentials}{h}")).collect();
+        if nodes.is_empty() {
+            return Err(invalid("no cluster node named"));
+        }
+        let client = ClusterClient::builder(nodes)
+            .connection_timeout(REDIS_TIMEOUT)
+            .response_timeout(REDIS_TIMEOUT)
+            .build()
+            .map_err(|e| invalid(&e.to_string()))?;
+        let source = Source::Cluster { client, connection: OnceCell::new() };
+        Ok(Self { source, prefix: prefix.to_owned(), url: redact(url) })
+    }
+
+    pub(crate) async fn connection(&self) -> Result<Connection, RecordsError> {
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(REDIS_TIMEOUT))
             .set_response_timeout(Some(REDIS_TIMEOUT))
@@ -97,15 +192,25 @@ impl Redis {
         match &self.source {
             Source::Direct { client, connection } => {
                 let connect = || async { client.get_connection_manager_with_config(config).await.map_err(unavailable) };
-                connection.get_or_try_init(connect).await.cloned()
+                connection.get_or_try_init(connect).await.cloned().map(Connection::Node)
+            }
+            Source::Cluster { client, connection } => {
+                let connect = || async {
+                    let connecting = client.get_async_connection();
+                    tokio::time::timeout(REDIS_TIMEOUT, connecting)
+                        .await
+                        .map_err(|_| RecordsError(format!("{}: no cluster node answered in time", self.url)))?
+                        .map_err(unavailable)
+                };
+                connection.get_or_try_init(connect).await.cloned().map(Connection::Cluster)
             }
             Source::Sentinel { sentinels, connection } => {
                 if let Some(open) = connection.read().await.as_ref() {
-                    return Ok(open.clone());
+                    return Ok(Connection::Node(open.clone()));
                 }
                 let mut slot = connection.write().await;
                 if let Some(open) = slot.as_ref() {
-                    return Ok(open.clone());
+                    return Ok(Connection::Node(open.clone()));
                 }
                 // The Sentinels get the same bound as Redis: a silent one fails the call closed.
                 // Just after a failover they may name no primary for a moment (the new one not
@@ -126,16 +231,17 @@ impl Redis {
                     .map_err(unavailable)?;
                 let open = primary.get_connection_manager_with_config(config).await.map_err(unavailable)?;
                 *slot = Some(open.clone());
-                Ok(open)
+                Ok(Connection::Node(open))
             }
         }
     }
 
     /// Whether writes here are replicated to a Redis that a failover may promote (Sentinels
-    /// watch it): a write the caller must not lose waits for a replica's acknowledgement.
+    /// watch it, or the cluster does): a write the caller must not lose waits for a replica's
+    /// acknowledgement.
     #[cfg(feature = "tasks")]
     pub(crate) fn fails_over(&self) -> bool {
-        matches!(self.source, Source::Sentinel { .. })
+        matches!(self.source, Source::Sentinel { .. } | Source::Cluster { .. })
     }
 
     pub(crate) fn key(&self, key: &str) -> String {
@@ -158,6 +264,8 @@ impl Redis {
 
 /// The scheme of a `--store` that names Redis Sentinels.
 pub const SENTINEL_SCHEME: &str = "redis+sentinel://";
+/// The scheme of a `--store` that names nodes of a Redis Cluster.
+pub const CLUSTER_SCHEME: &str = "redis+cluster://";
 
 /// A Redis URL without its password, for logs.
 fn redact(url: &str) -> String {
@@ -290,5 +398,15 @@ mod tests {
         assert!(records.claim("k", Duration::from_secs(1)).await.is_err());
         assert!(records.get("k").await.is_err());
         assert_eq!(redact("redis://user:secret@host:6379/0"), "redis://…@host:6379/0");
+    }
+
+    #[test]
+    fn a_cluster_url_names_its_nodes_and_no_database() {
+        assert!(Redis::open("redis+cluster://127.0.0.1:7000,127.0.0.1:7001", "x:").is_ok());
+        assert!(Redis::open("redis+cluster://user:secret@127.0.0.1:7000/", "x:").is_ok());
+        let refused = |url: &str| Redis::open(url, "x:").unwrap_err().0;
+        assert!(refused("redis+cluster://").contains("no cluster node named"));
+        let database = refused("redis+cluster://user:secret@127.0.0.1:7000/2");
+        assert!(database.contains("no /DATABASE") && !database.contains("secret"), "{database}");
     }
 }

@@ -56,22 +56,21 @@ impl TaskStore for RedisTasks {
             if set.is_none() {
                 return Err(TaskStoreError(format!("a task {} exists already", task.id)));
             }
-            // Under Sentinels a replica holds it too before the client hears of it, so a failover
-            // just after cannot lose it (replication is asynchronous). A primary with no replica
-            // cannot be failed over, and waits for none.
+            // Under Sentinels or in a cluster a replica holds it too before the client hears of it,
+            // so a failover just after cannot lose it (replication is asynchronous); the WAIT goes
+            // to the primary that took the write. A primary with no replica cannot be failed
+            // over, and waits for none.
             if self.redis.fails_over() {
-                let replication: String = redis::cmd("INFO")
-                    .arg("replication")
-                    .query_async(&mut connection)
-                    .await
-                    .map_err(|e| failed(self.redis.failed(e)))?;
+                let key = self.key(&task.id);
+                let mut info = redis::cmd("INFO");
+                info.arg("replication");
+                let replication: String =
+                    connection.beside(info, &key).await.map_err(|e| failed(self.redis.failed(e)))?;
                 if connected_replicas(&replication) > 0 {
-                    let acknowledged: i64 = redis::cmd("WAIT")
-                        .arg(1)
-                        .arg(REPLICA_WAIT_MS)
-                        .query_async(&mut connection)
-                        .await
-                        .map_err(|e| failed(self.redis.failed(e)))?;
+                    let mut wait = redis::cmd("WAIT");
+                    wait.arg(1).arg(REPLICA_WAIT_MS);
+                    let acknowledged: i64 =
+                        connection.beside(wait, &key).await.map_err(|e| failed(self.redis.failed(e)))?;
                     if acknowledged < 1 {
                         // Not kept where it must be: taken back, so that it is not told of.
                         let _: Result<i64, _> = redis::AsyncCommands::del(&mut connection, self.key(&task.id)).await;

@@ -174,6 +174,12 @@ pub async fn run(
         readiness: readiness_of(sealed.inner()),
         questions: Some(sealed.waiting_room().clone()),
         longest_wait: std::time::Duration::from_secs_f64(config.state_ttl.max(0.0)),
+        // A store every replica shares holds the 2025 sessions too, so one outlives its replica.
+        shared_sessions: (config.store != "memory").then(|| {
+            let keep =
+                config.http.session_idle_timeout.max(std::time::Duration::from_secs_f64(config.state_ttl.max(0.0)));
+            mcp_serve::shared_sessions::SharedSessions::new(sealed.inner().records.clone(), keep)
+        }),
     };
     let bound = Listening::bind(&config.http).await?;
     let gate = mcp_serve::gate(
