@@ -13,6 +13,7 @@ use load::{
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
     redis_server::RedisServer,
+    relay::Condition,
 };
 use mrtr::{
     client::{Answer, Client, ScriptedUser, params, retry},
@@ -61,6 +62,38 @@ async fn a_retry_that_reaches_another_replica_completes_and_its_replay_is_refuse
     // And behind the record, the shop's API refuses a second release with 409.
     let again = shop(&fleet.api).confirm(&RefundId::parse("R-0111").unwrap()).await.unwrap_err();
     assert!(again.is_conflict(), "{again}");
+}
+
+/// A lead's yes reaches a replica that releases the refund and stops before it can say so (the
+/// API's answer lost, then the replica killed): the same answer, sent again to another replica,
+/// is told the refund was released, for it was this answer that released it, not refused as a
+/// replay. Once told, the same answer again is a replay.
+#[tokio::test]
+async fn a_yes_whose_replica_stopped_after_the_release_is_told_released_on_another() {
+    let plan = FleetPlan { relayed: true, ..FleetPlan::new(2, REDIS) };
+    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let (a, b) = (lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await);
+    let q = quote(&a, "O-2289").await;
+    let state = ask(&a, &q).await.request_state;
+    fleet.set_api(Condition::Deaf);
+    let sent = yes(&q, state.clone());
+    let first = tokio::spawn(async move { a.call_tool_once(sent).await });
+    // The release reaches the shop's API (read beside the relay); its answer never reaches A.
+    let refund = RefundId::parse("R-0111").unwrap();
+    let released = async {
+        while shop(&fleet.api).refund(&refund).await.unwrap().status != RefundStatus::Requested {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), released).await.expect("the release reached the API");
+    fleet.kill(0).await.unwrap();
+    first.abort();
+    fleet.set_api(Condition::Up);
+    let told = b.call_tool_once(yes(&q, state.clone())).await.unwrap();
+    assert_eq!(status_of(&told).as_deref(), Some("requested"), "{told:?}");
+    let CallToolResponse::Complete(replay) = b.call_tool_once(yes(&q, state)).await.unwrap() else { panic!() };
+    let text = mrtr::client::text(&replay);
+    assert!(text.ends_with("Refund R-0111 was already confirmed. Don't send the same answer again."), "{text}");
 }
 
 /// A decline sent to another replica than the one that asked cancels the refund there, and the
@@ -161,9 +194,12 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
         futures::future::join_all(replays.map(|(i, q, state)| leads[i % 3].call_tool_once(yes(q, state)))).await;
     let released =
         answers.iter().filter(|a| a.as_ref().ok().and_then(status_of).as_deref() == Some("requested")).count();
-    assert_eq!(released, 20, "one release per question, whatever replica each copy reached");
-    // Every other copy was refused by the shared record, before the shop's API was asked: the
-    // API's 409 would keep the count right even if the record were not shared.
+    // One copy of each released it; a copy that came after the release and before that call
+    // had finished is told so (the same answer, acted on), from the API's record alone.
+    assert!(released >= 20, "every question's answer released its refund, whatever replica each copy reached");
+    // Every other copy was refused by the shared record, before the shop's API was asked to
+    // release (its 409, "not held any more", would keep the books right even if the record were
+    // not shared).
     for answer in &answers {
         let Ok(CallToolResponse::Complete(result)) = answer else { panic!("{answer:?}") };
         if result.is_error == Some(true) {

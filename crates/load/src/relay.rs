@@ -28,6 +28,9 @@ pub enum Condition {
     Down,
     /// Relay, but hold every chunk from the client this long before passing it on.
     Slow(Duration),
+    /// Relay what the client sends, and drop every answer: the request is served, and its
+    /// client never hears so (an answer lost as a process dies waiting for it).
+    Deaf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,7 +143,19 @@ async fn pass_through(mut client: TcpStream, from: std::net::IpAddr, mut setting
         let _ = upstream_write.shutdown().await;
     };
     let back = async {
-        let _ = tokio::io::copy(&mut upstream_read, &mut client_write).await;
+        let mut buffer = vec![0u8; 16 * 1024];
+        loop {
+            let read = match upstream_read.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => read,
+            };
+            if condition.borrow().condition == Condition::Deaf {
+                continue;
+            }
+            if client_write.write_all(&buffer[..read]).await.is_err() {
+                break;
+            }
+        }
         let _ = client_write.shutdown().await;
     };
     tokio::select! {

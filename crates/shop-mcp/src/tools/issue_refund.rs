@@ -102,6 +102,20 @@ fn claim_key(refund_id: &RefundId, question: &str) -> String {
     format!("{TOOL}:{refund_id}:{question}")
 }
 
+/// What a claim holds once the release it was taken for has been answered: the answer was
+/// acted on, and its lead told so. A claim without it was taken by a call that has not
+/// finished, or never will (its replica stopped after the release).
+const ACTED_ON: &str = "acted-on";
+
+/// What a claim on an answer found.
+enum Claimed {
+    /// This call acts on the answer.
+    First,
+    /// This same answer was acted on by a call that never told its lead (its replica stopped
+    /// after the release): the refund, as that call left it.
+    ActedOnUntold(Box<Refund>),
+}
+
 /// The record that a lead declined `refund_id`.
 fn declined(refund_id: &RefundId) -> String {
     format!("{TOOL}:declined:{refund_id}")
@@ -343,16 +357,28 @@ impl Shop {
     /// Claim the refund's answer before acting on it: of two identical retries, one acts. The
     /// claim is kept as long as any state naming the question can still open (a state minted
     /// on a replica whose clock runs ahead lives that much longer).
-    async fn claim(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<(), ToolError> {
+    ///
+    /// A claim taken already is a replay, refused in words, unless the call that took it never
+    /// finished and the refund stands released by this lead: then this same answer was acted
+    /// on, and its lead, who was never told, is told now ([`Claimed::ActedOnUntold`]).
+    async fn claim(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<Claimed, ToolError> {
         let question = answered.question.as_str();
         let claimed = self.records.claim(&claim_key(refund_id, question), answered.claim_life).await;
+        if let Ok(Claim::Taken) = claimed
+            && let Some(refund) = self.acted_on_untold(refund_id, question, who).await
+        {
+            self.audit
+                .report("released", who, json!({"refund_id": refund_id, "question": question, "told": "again"}))
+                .await;
+            return Ok(Claimed::ActedOnUntold(Box::new(refund)));
+        }
         if let Ok(Claim::Taken) = claimed {
             self.audit
                 .report("refused", who, json!({"refund_id": refund_id, "reason": "replay", "question": question}))
                 .await;
         }
         match claimed {
-            Ok(Claim::First) => Ok(()),
+            Ok(Claim::First) => Ok(Claimed::First),
             Ok(Claim::Taken) => {
                 if let Some(by) = self.decliner(refund_id).await {
                     // A decline whose cancel did not go through yet: finish it, and refuse.
@@ -402,9 +428,35 @@ impl Shop {
         }
     }
 
+    /// The refund, when the claim on `question` was taken by a call that did not finish (no
+    /// [`ACTED_ON`] mark) and the refund stands released by this call's lead: that call acted on
+    /// this same answer, and its replica stopped before it told the lead.
+    async fn acted_on_untold(&self, refund_id: &RefundId, question: &str, who: &Who) -> Option<Refund> {
+        let mark = self.records.get(&claim_key(refund_id, question)).await.ok()?;
+        if mark.as_deref() == Some(ACTED_ON) {
+            return None;
+        }
+        let refund = self.api.refund(refund_id).await.ok()?;
+        let decider = who.caller.as_ref().and_then(Caller::decider);
+        (refund.status == RefundStatus::Requested && refund.decided_by == decider).then_some(refund)
+    }
+
+    /// The lead is told next that `answered` released `refund_id`: the same answer again is a
+    /// replay from now on.
+    async fn mark_acted_on(&self, refund_id: &RefundId, answered: &Answered) {
+        let claim = claim_key(refund_id, answered.question.as_str());
+        if let Err(error) = self.records.put(&claim, ACTED_ON.into(), answered.claim_life).await {
+            tracing::warn!(%refund_id, %error, "could not mark the answer acted on");
+        }
+    }
+
     async fn release(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<CallToolResult, ToolError> {
-        self.claim(refund_id, answered, who).await?;
         let question = answered.question.as_str();
+        if let Claimed::ActedOnUntold(refund) = self.claim(refund_id, answered, who).await? {
+            tracing::info!(%refund_id, "the lead's answer was acted on by a call that did not finish; told now");
+            self.mark_acted_on(refund_id, answered).await;
+            return Ok(structured(refund.as_ref()));
+        }
         // A decline of another question about this refund whose cancel has not gone through
         // yet: it stands, whatever this question's answer. Unknown is no (fail closed).
         match self.records.get(&declined(refund_id)).await {
@@ -456,6 +508,7 @@ impl Shop {
                 }
                 self.audit.report("released", who, record).await;
                 self.announce("released", &released);
+                self.mark_acted_on(refund_id, answered).await;
                 Ok(structured(&released))
             }
             Err(error) if error.kind() == Some("changed") => Err(changed(refund_id)),
@@ -514,7 +567,14 @@ impl Shop {
     }
 
     async fn refuse(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<CallToolResult, ToolError> {
-        self.claim(refund_id, answered, who).await?;
+        if let Claimed::ActedOnUntold(refund) = self.claim(refund_id, answered, who).await? {
+            // Released by this lead under this question, though this answer declines: the
+            // release stands, as a refund released does.
+            return Err(ToolError::refusal(
+                AnswerRefusal::Answered,
+                format!("Refund {} was already confirmed. Don't send another answer.", refund.refund_id),
+            ));
+        }
         metrics::counter!(series::REFUND_DECLINES).increment(1);
         // Recorded before the cancel, with who declined: if the shop's API does not take the
         // cancel, the decline still stands, and the next issue_refund for the refund cancels it.
