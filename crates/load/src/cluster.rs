@@ -98,6 +98,12 @@ impl RedisCluster {
         Ok(text.lines().filter_map(parse_node).collect())
     }
 
+    /// The primaries' addresses, in `CLUSTER NODES`' order.
+    pub async fn primaries(&self) -> anyhow::Result<Vec<String>> {
+        let nodes = self.nodes().await?;
+        Ok(nodes.into_iter().filter(|node| node.primary && !node.failing).map(|node| node.address).collect())
+    }
+
     /// The keys each primary holds, in `CLUSTER NODES`' order.
     pub async fn keys_per_primary(&self) -> anyhow::Result<Vec<u64>> {
         let mut counts = Vec::new();

@@ -1,6 +1,6 @@
 //! Faults under load, with the books checked: a relayed fleet of three replicas on a Redis of
-//! its own takes a load of leads (some saying no, some sending their answer twice), a fault
-//! strikes a third of the way in, and afterwards fresh leads must confirm on the same fleet
+//! its own (behind Sentinels, or a cluster, for the faults of those) takes a load of leads
+//! (some saying no, some sending their answer twice), a fault strikes a third of the way in, and afterwards fresh leads must confirm on the same fleet
 //! with nothing failing (it recovered without a restart). Each run is one row of a table:
 //! attempted, completed, failed with a clear error, failed with no word, released twice (must
 //! be 0), and where the refunds ended by the shop's API, each as its lead said.
@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use tokio::sync::watch;
 
 use crate::{
+    cluster::RedisCluster,
     fleet::{Fleet, FleetPlan},
     leads::{self, LoadPlan},
     redis_server::RedisServer,
@@ -36,6 +37,12 @@ pub enum Fault {
     /// The Redis primary is killed and Sentinel promotes its replica (the fleet's store is
     /// `redis+sentinel://`); claims not yet replicated are lost.
     FailOverRedis,
+    /// On a Redis Cluster (three primaries, a replica each), a primary is killed and its
+    /// replica promoted; claims not yet replicated are lost.
+    FailOverCluster,
+    /// On a Redis Cluster, a third of the slots move from one primary to another, keys and all,
+    /// under the load (the clients meet `ASK` and `MOVED`).
+    MoveSlots,
     /// The shop's API cannot be reached for the run's outage.
     ApiDown,
     /// Every request to the shop's API is held up by the run's slowdown, for a third of the run.
@@ -43,11 +50,13 @@ pub enum Fault {
 }
 
 impl Fault {
-    pub const ALL: [Fault; 6] = [
+    pub const ALL: [Fault; 8] = [
         Fault::KillReplica,
         Fault::RestartReplica,
         Fault::RestartRedis,
         Fault::FailOverRedis,
+        Fault::FailOverCluster,
+        Fault::MoveSlots,
         Fault::ApiDown,
         Fault::ApiSlow,
     ];
@@ -60,6 +69,8 @@ impl fmt::Display for Fault {
             Fault::RestartReplica => "a replica restarted, shared key",
             Fault::RestartRedis => "Redis restarted",
             Fault::FailOverRedis => "Redis primary killed, Sentinel fails over",
+            Fault::FailOverCluster => "Redis Cluster primary killed, its replica promoted",
+            Fault::MoveSlots => "Redis Cluster slots moved under load",
             Fault::ApiDown => "the shop's API down",
             Fault::ApiSlow => "the shop's API slowed",
         })
@@ -108,7 +119,7 @@ impl FaultRow {
     /// server, and the fleet working afterwards; and unless Redis itself failed (and could lose
     /// claims), every replay refused by the once-only record rather than by the API.
     pub fn holds(&self) -> bool {
-        let record_kept = matches!(self.fault, Fault::RestartRedis | Fault::FailOverRedis)
+        let record_kept = matches!(self.fault, Fault::RestartRedis | Fault::FailOverRedis | Fault::FailOverCluster)
             || self.during.replays_past_the_record == 0;
         record_kept
             && self.during.released_twice == 0
@@ -185,11 +196,11 @@ pub fn render(rows: &[FaultRow]) -> String {
 /// Run `fault` against a fresh relayed fleet of `program` (the fernhill binary) on a fresh Redis.
 pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Result<FaultRow> {
     let dir = tempfile::tempdir().context("a directory for the run's Redis")?;
-    let (mut redis, mut sentinels) = (None, None);
-    let store = if fault == Fault::FailOverRedis {
-        sentinels.insert(SentinelGroup::start(dir.path()).await?).store_url()
-    } else {
-        redis.insert(RedisServer::start(dir.path()).await?).url()
+    let (mut redis, mut sentinels, mut cluster) = (None, None, None);
+    let store = match fault {
+        Fault::FailOverRedis => sentinels.insert(SentinelGroup::start(dir.path()).await?).store_url(),
+        Fault::FailOverCluster | Fault::MoveSlots => cluster.insert(RedisCluster::start(dir.path()).await?).store_url(),
+        _ => redis.insert(RedisServer::start(dir.path()).await?).url(),
     };
     let fleet_plan = FleetPlan { relayed: true, ..FleetPlan::new(REPLICAS, &store) };
     let mut fleet = Fleet::start(program, &fleet_plan).await?;
@@ -215,6 +226,16 @@ pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Resu
                 Ok(())
             }
             Fault::FailOverRedis => sentinels.as_mut().context("the run's Sentinels")?.fail_over().await,
+            Fault::FailOverCluster => {
+                let cluster = cluster.as_mut().context("the run's cluster")?;
+                let primary = cluster.primaries().await?.into_iter().next().context("no primary")?;
+                cluster.kill_primary(&primary).await
+            }
+            Fault::MoveSlots => {
+                let cluster = cluster.as_ref().context("the run's cluster")?;
+                let primaries = cluster.primaries().await?;
+                cluster.move_slots(&primaries[0], &primaries[1], 16_384 / 3).await
+            }
             Fault::ApiDown => {
                 fleet.set_api(Condition::Down);
                 tokio::time::sleep(plan.outage).await;
@@ -241,6 +262,6 @@ pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Resu
         _ => fleet.urls.clone(),
     };
     let after = leads::run(&LoadPlan { leads: plan.leads, urls: live, ..fleet.load_plan(plan.recovery)? }).await?;
-    drop((redis, sentinels));
+    drop((redis, sentinels, cluster));
     Ok(FaultRow { fault, during, after })
 }

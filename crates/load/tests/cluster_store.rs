@@ -58,8 +58,7 @@ async fn claims_spread_over_the_primaries_and_stay_once_only_through_an_agreed_f
     assert!(spread.iter().all(|keys| *keys > 100), "every primary holds its share of the keys: {spread:?}");
 
     // A failover the primary and its replica agree to, under load.
-    let primaries: Vec<String> =
-        cluster.nodes().await.unwrap().into_iter().filter(|node| node.primary).map(|node| node.address).collect();
+    let primaries = cluster.primaries().await.unwrap();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let claiming = claiming_until(records.clone(), 1_000, stopped.clone());
     cluster.fail_over(&primaries[0]).await.unwrap();
@@ -106,8 +105,7 @@ async fn a_task_told_of_survives_its_primary_killed_and_the_store_answers_again_
     // Each was acknowledged by a replica before the client heard of it: one WAIT each, sent to
     // the primary that took the task (not to every primary).
     assert_eq!(cluster.calls("wait").await.unwrap(), told.len() as u64);
-    let primaries: Vec<String> =
-        cluster.nodes().await.unwrap().into_iter().filter(|node| node.primary).map(|node| node.address).collect();
+    let primaries = cluster.primaries().await.unwrap();
     cluster.kill_primary(&primaries[0]).await.unwrap();
 
     // Every task the client was told of is read back (a replica acknowledged each before).

@@ -207,6 +207,24 @@ async fn a_lead_s_yes_rides_through_the_api_being_down_for_a_moment() {
     assert_eq!(shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status, RefundStatus::Requested);
 }
 
+/// A 2025 host's call cannot be sent away to come back: it waits the outage out instead,
+/// within the same --ride-through. The release meets the API down four times, and the call,
+/// still open, releases the refund once the API is back; the lead is asked once. Before, the
+/// lead was told the API did not answer.
+#[tokio::test]
+async fn a_2025_host_s_call_waits_out_the_api_being_down_for_a_moment() {
+    let api = start_api().await;
+    let proxy = proxy(&api.url, Releases::Refuse(4)).await;
+    let host = ScriptedUser::always(support::release());
+    let (client, _) =
+        support::serve_2025_with(&api, None, |config| config.shop_api = proxy.clone(), host.clone()).await;
+    let done = issue(&client, "O-2289").await;
+    assert_ne!(done.is_error, Some(true), "{}", text(&done));
+    assert_eq!(support::field(&done, "status"), "requested");
+    assert_eq!(host.asked().len(), 1, "asked once: the answer was acted on when the API was back");
+    assert_eq!(shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status, RefundStatus::Requested);
+}
+
 /// Past --ride-through, the error in words, as before: nothing released, the refund held.
 #[tokio::test]
 async fn an_outage_longer_than_the_ride_through_is_told_in_words() {

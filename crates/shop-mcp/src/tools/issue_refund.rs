@@ -191,7 +191,8 @@ impl Shop {
     ) -> Result<CallToolResponse, ErrorData> {
         let issued = self.issue(&args.quote_id, asking, &context).await;
         // An outage this call can outlast, nothing done that cannot be done again: a 2026
-        // caller comes back shortly, its lead's answer held, within --ride-through.
+        // caller comes back shortly, its lead's answer held, within --ride-through (a 2025
+        // caller's call has waited it out already, within the same window).
         if let Err(Failure::Tool(error)) = &issued
             && error.is_outage()
             && let Some(come_back) = mrtr::outage::come_back(&context, self.ride_through)
@@ -221,7 +222,8 @@ impl Shop {
                 return Ok(self.act(&refund_id, said, &Answered::of(&asking, "host"), &who).await?.into());
             }
         }
-        let refund = self.held_or_issued(quote_id, &who).await?;
+        let issue = || self.held_or_issued(quote_id, &who);
+        let refund = mrtr::outage::wait_out(context, self.ride_through, ToolError::is_outage, issue).await?;
         if refund.status == RefundStatus::NeedsConfirmation
             && let Some(by) = self.decliner(&refund.refund_id).await
         {
@@ -270,7 +272,10 @@ impl Shop {
             }
             return Ok(asking.input_required().into());
         };
-        Ok(self.act(&refund.refund_id, said, &Answered::of(&asking, "host"), &who).await?.into())
+        // A 2025 host's lead answered in this call: an outage met now is waited out here.
+        let answered = Answered::of(&asking, "host");
+        let act = || self.act(&refund.refund_id, said.clone(), &answered, &who);
+        Ok(mrtr::outage::wait_out(context, self.ride_through, ToolError::is_outage, act).await?.into())
     }
 
     /// Do what the lead said about `refund_id`, claiming the answer to `answered`'s question first.

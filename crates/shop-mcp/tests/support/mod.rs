@@ -88,8 +88,18 @@ pub async fn serve(api: &RunningApi, keys: Option<&str>, user: ScriptedUser) -> 
 
 /// As [`serve`], to a client that opens with the 2025 `initialize` handshake.
 pub async fn serve_2025(api: &RunningApi, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
+    serve_2025_with(api, keys, |_| {}, user).await
+}
+
+/// As [`serve_with`], to a client that opens with the 2025 `initialize` handshake.
+pub async fn serve_2025_with(
+    api: &RunningApi,
+    keys: Option<&str>,
+    configure: impl FnOnce(&mut ServeConfig),
+    user: ScriptedUser,
+) -> (Client<ScriptedUser>, Log) {
     let log = log();
-    let transport = start(api, keys, |_| {});
+    let transport = start(api, keys, configure);
     (Client::connect_with(user, transport, legacy()).await.unwrap(), log)
 }
 
