@@ -20,8 +20,12 @@ pub(crate) struct Confirmation {
     pub(crate) asked: bool,
     pub(crate) says_yes: bool,
     pub(crate) ending: Ending,
-    /// Replies that called the refund released (more than one is a double release).
+    /// Replies that called the refund released, each by a release of its own (more than one
+    /// is a double release).
     pub(crate) released_replies: usize,
-    /// Its replayed answer passed the once-only record (a claim lost) and met the API's 409.
+    /// When the first reply that called it released says it was released (`decided_at`).
+    pub(crate) released_at: Option<String>,
+    /// Its replayed answer passed the once-only record (a claim lost) and only the shop's API
+    /// kept the count: its 409, or its idempotent answer (the first release, told again).
     pub(crate) past_the_record: bool,
 }

@@ -307,6 +307,7 @@ impl Lead<'_> {
             says_yes: says.unwrap_or(true),
             ending: Ending::Unclear(String::new()),
             released_replies: 0,
+            released_at: None,
             past_the_record: false,
         };
         let answers = says.is_some();
@@ -347,6 +348,7 @@ impl Lead<'_> {
         let (refund_id, status) = (field(&done, "refund_id")?, field(&done, "status")?);
         if status == "requested" {
             confirmation.released_replies += 1;
+            confirmation.released_at = mrtr::client::field(&done, "decided_at").map(str::to_owned);
         }
         if replays {
             self.replay(again, confirmation).await;
@@ -359,12 +361,16 @@ impl Lead<'_> {
     }
 
     /// Send the answer again, as a host does whose reply was lost: a second release would show
-    /// in `released_replies`, and a refusal by the API rather than the once-only record in
-    /// `past_the_record`.
+    /// in `released_replies`, and a refusal by the API rather than the once-only record, or the
+    /// API's idempotent answer (the same release, told again), in `past_the_record`.
     async fn replay(&self, again: CallToolRequestParams, confirmation: &mut Confirmation) {
         let Round::Answered(CallToolResponse::Complete(replayed)) = self.round(again).await else { return };
         if mrtr::client::field(&replayed, "status") == Some("requested") {
-            confirmation.released_replies += 1;
+            let released_at = mrtr::client::field(&replayed, "decided_at");
+            match released_at.is_some() && released_at == confirmation.released_at.as_deref() {
+                true => confirmation.past_the_record = true,
+                false => confirmation.released_replies += 1,
+            }
         }
         // The once-only record should have refused the replay; the API's 409 did instead.
         if refusal(&replayed) == Some(NOT_HELD) {

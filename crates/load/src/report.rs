@@ -69,7 +69,8 @@ pub struct Report {
     /// Refunds that more than one reply called released.
     pub released_twice: usize,
     /// Replayed answers that the once-only record let through (a claim lost) and only the
-    /// shop's API refused: the API keeps the count right, so this shows what the record did.
+    /// shop's API kept to one release (its 409, or its idempotent answer: the first release
+    /// told again): the API keeps the count right, so this shows what the record did.
     pub replays_past_the_record: usize,
     /// Where this run's refunds ended, by the API.
     pub ended: Ended,

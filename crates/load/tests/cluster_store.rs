@@ -1,7 +1,8 @@
 //! The shared records and the task store on a Redis Cluster of the test's own (three primaries,
 //! a replica each): keys spread over the primaries; a claim stays once-only, and a value stays
 //! kept, through a failover both nodes agree to, a live move of slots under load, and a killed
-//! primary (after which the store answers again once the replica is promoted).
+//! primary (after which the store answers again once the replica is promoted, every task and
+//! quote a client was told of still there).
 
 use std::{sync::Arc, time::Duration};
 
@@ -102,9 +103,13 @@ async fn a_task_told_of_survives_its_primary_killed_and_the_store_answers_again_
         tasks.create(&task).await.unwrap();
         told.push(task.id);
     }
+    // And the quotes a server keeps for issue_refund, which nothing stands behind.
+    for key in 0..30 {
+        records.put_kept(&format!("quote:{key}"), format!("Q-{key}"), KEEP).await.unwrap();
+    }
     // Each was acknowledged by a replica before the client heard of it: one WAIT each, sent to
-    // the primary that took the task (not to every primary).
-    assert_eq!(cluster.calls("wait").await.unwrap(), told.len() as u64);
+    // the primary that took the write (not to every primary).
+    assert_eq!(cluster.calls("wait").await.unwrap(), told.len() as u64 + 30);
     let primaries = cluster.primaries().await.unwrap();
     cluster.kill_primary(&primaries[0]).await.unwrap();
 
@@ -112,6 +117,9 @@ async fn a_task_told_of_survives_its_primary_killed_and_the_store_answers_again_
     for id in &told {
         let read = tasks.get(id.as_str(), Some(LEAD), None).await.unwrap_or_else(|error| panic!("{}", error.message));
         assert_eq!(serde_json::to_value(read).unwrap()["status"], "working");
+    }
+    for key in 0..30 {
+        assert_eq!(records.get(&format!("quote:{key}")).await.unwrap(), Some(format!("Q-{key}")));
     }
     // And claims over every slot answer again, the promoted replica's included.
     assert!(claim_each(&records, 0..300).await.iter().all(|claim| *claim == Claim::First));

@@ -79,7 +79,9 @@ impl QuoteStore {
     pub async fn put(&self, quote: &Quote, caller: &Caller) -> Result<(), RecordsError> {
         let kept = Kept { quote: quote.clone(), quoted_for: Some(caller.to_string()) };
         let json = serde_json::to_string(&kept).map_err(|e| RecordsError(e.to_string()))?;
-        self.records.put(&key(&quote.quote_id), json, self.keep).await
+        // Nothing stands behind a lost quote (its refund could not be issued): it outlives a
+        // failover of the store, where one may happen.
+        self.records.put_kept(&key(&quote.quote_id), json, self.keep).await
     }
 
     pub async fn get(&self, quote_id: &QuoteId) -> Result<Option<Kept>, RecordsError> {

@@ -106,6 +106,8 @@ enum Releases {
     LoseFirstAnswer,
     /// The first `n` never reach the API: the connection is closed at once (the API is down).
     Refuse(usize),
+    /// The first `n` new quotes (and releases) never reach the API, as with `Refuse`.
+    RefuseQuotes(usize),
 }
 
 /// A proxy in front of the shop's API that passes every request on, but releases as `releases`
@@ -129,8 +131,10 @@ async fn proxy(api: &str, releases: Releases) -> String {
                 while let Some(request) = read_message(&mut client).await {
                     let head = String::from_utf8_lossy(&request[..request.len().min(200)]).to_string();
                     let release = head.contains("/confirm");
-                    let nth = if release { seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) } else { usize::MAX };
-                    if let Releases::Refuse(n) = releases
+                    let counted =
+                        release || (head.starts_with("POST /quotes") && matches!(releases, Releases::RefuseQuotes(_)));
+                    let nth = if counted { seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) } else { usize::MAX };
+                    if let Releases::Refuse(n) | Releases::RefuseQuotes(n) = releases
                         && nth < n
                     {
                         return; // the API is down: the connection closes, nothing sent on
@@ -223,6 +227,27 @@ async fn a_2025_host_s_call_waits_out_the_api_being_down_for_a_moment() {
     assert_eq!(support::field(&done, "status"), "requested");
     assert_eq!(host.asked().len(), 1, "asked once: the answer was acted on when the API was back");
     assert_eq!(shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status, RefundStatus::Requested);
+}
+
+/// A quote that meets the shop's API down rides it through, in both eras: the 2026-07-28 call
+/// comes back on state-only rounds, the 2025 call waits; either is quoted once the API is back.
+/// Before, the lead was told the API did not answer, and two thirds of a fault run's leads
+/// failed while it was down.
+#[tokio::test]
+async fn a_quote_rides_through_the_api_being_down_for_a_moment_in_both_eras() {
+    let api = start_api().await;
+    for era in ["2026-07-28", "2025-11-25"] {
+        let proxy = proxy(&api.url, Releases::RefuseQuotes(3)).await;
+        let configure = |config: &mut shop_mcp::serve::ServeConfig| config.shop_api = proxy.clone();
+        let user = ScriptedUser::always(support::release());
+        let (client, _) = match era {
+            "2026-07-28" => serve_with(&api, None, configure, user).await,
+            _ => support::serve_2025_with(&api, None, configure, user).await,
+        };
+        let quoted = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
+        assert_ne!(quoted.is_error, Some(true), "{era}: {}", text(&quoted));
+        assert!(support::field(&quoted, "quote_id").starts_with("Q-"), "{era}");
+    }
 }
 
 /// Past --ride-through, the error in words, as before: nothing released, the refund held.

@@ -238,10 +238,29 @@ impl Redis {
 
     /// Whether writes here are replicated to a Redis that a failover may promote (Sentinels
     /// watch it, or the cluster does): a write the caller must not lose waits for a replica's
-    /// acknowledgement.
-    #[cfg(feature = "tasks")]
-    pub(crate) fn fails_over(&self) -> bool {
+    /// acknowledgement ([`Redis::replicated`]).
+    fn fails_over(&self) -> bool {
         matches!(self.source, Source::Sentinel { .. } | Source::Cluster { .. })
+    }
+
+    /// After a write to `key` the caller must not lose: whether a replica holds it too, so that
+    /// a failover just after cannot lose it (replication is asynchronous). Only where a failover
+    /// may promote a replica; a primary with no replica connected cannot be failed over, and
+    /// waits for none. `INFO` and `WAIT` go to the primary that took the write.
+    pub(crate) async fn replicated(&self, connection: &mut Connection, key: &str) -> Result<bool, RecordsError> {
+        if !self.fails_over() {
+            return Ok(true);
+        }
+        let mut info = redis::cmd("INFO");
+        info.arg("replication");
+        let replication: String = connection.beside(info, key).await.map_err(|e| self.failed(e))?;
+        if connected_replicas(&replication) == 0 {
+            return Ok(true);
+        }
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(1).arg(REPLICA_WAIT_MS);
+        let acknowledged: i64 = connection.beside(wait, key).await.map_err(|e| self.failed(e))?;
+        Ok(acknowledged >= 1)
     }
 
     pub(crate) fn key(&self, key: &str) -> String {
@@ -260,6 +279,19 @@ impl Redis {
         }
         RecordsError(format!("{}: {error}", self.url))
     }
+}
+
+/// How long a write the caller must not lose waits for a replica's acknowledgement (`WAIT 1`):
+/// a replica on the same network acknowledges in milliseconds, but not always within a hundred.
+const REPLICA_WAIT_MS: u64 = 1_000;
+
+/// The replicas `INFO replication` says are connected (`connected_slaves:N`).
+fn connected_replicas(replication: &str) -> u64 {
+    replication
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("connected_slaves:"))
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The scheme of a `--store` that names Redis Sentinels.
@@ -301,6 +333,19 @@ impl Records for Redis {
             let options = SetOptions::default().with_expiration(SetExpiry::PX(millis(keep)));
             let _: Option<String> =
                 connection.set_options(self.key(key), value, options).await.map_err(|e| self.failed(e))?;
+            Ok(())
+        })
+    }
+
+    fn put_kept<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()> {
+        Box::pin(async move {
+            let mut connection = self.connection().await?;
+            let key = self.key(key);
+            let options = SetOptions::default().with_expiration(SetExpiry::PX(millis(keep)));
+            let _: Option<String> = connection.set_options(&key, value, options).await.map_err(|e| self.failed(e))?;
+            if !self.replicated(&mut connection, &key).await? {
+                return Err(RecordsError(format!("{}: no replica acknowledged a write in time", self.url)));
+            }
             Ok(())
         })
     }
@@ -398,6 +443,13 @@ mod tests {
         assert!(records.claim("k", Duration::from_secs(1)).await.is_err());
         assert!(records.get("k").await.is_err());
         assert_eq!(redact("redis://user:secret@host:6379/0"), "redis://…@host:6379/0");
+    }
+
+    #[test]
+    fn the_connected_replicas_are_read_from_info() {
+        assert_eq!(connected_replicas("# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=…\r\n"), 2);
+        assert_eq!(connected_replicas("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"), 0);
+        assert_eq!(connected_replicas("role:slave\r\n"), 0);
     }
 
     #[test]

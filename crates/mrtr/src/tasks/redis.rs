@@ -60,26 +60,11 @@ impl TaskStore for RedisTasks {
             // so a failover just after cannot lose it (replication is asynchronous); the WAIT goes
             // to the primary that took the write. A primary with no replica cannot be failed
             // over, and waits for none.
-            if self.redis.fails_over() {
-                let key = self.key(&task.id);
-                let mut info = redis::cmd("INFO");
-                info.arg("replication");
-                let replication: String =
-                    connection.beside(info, &key).await.map_err(|e| failed(self.redis.failed(e)))?;
-                if connected_replicas(&replication) > 0 {
-                    let mut wait = redis::cmd("WAIT");
-                    wait.arg(1).arg(REPLICA_WAIT_MS);
-                    let acknowledged: i64 =
-                        connection.beside(wait, &key).await.map_err(|e| failed(self.redis.failed(e)))?;
-                    if acknowledged < 1 {
-                        // Not kept where it must be: taken back, so that it is not told of.
-                        let _: Result<i64, _> = redis::AsyncCommands::del(&mut connection, self.key(&task.id)).await;
-                        return Err(TaskStoreError(format!(
-                            "no replica acknowledged task {} within {REPLICA_WAIT_MS} ms",
-                            task.id
-                        )));
-                    }
-                }
+            let key = self.key(&task.id);
+            if !self.redis.replicated(&mut connection, &key).await.map_err(failed)? {
+                // Not kept where it must be: taken back, so that it is not told of.
+                let _: Result<i64, _> = redis::AsyncCommands::del(&mut connection, &key).await;
+                return Err(TaskStoreError(format!("no replica acknowledged task {} in time", task.id)));
             }
             Ok(())
         })
@@ -114,19 +99,6 @@ impl TaskStore for RedisTasks {
             Ok(replaced == 1)
         })
     }
-}
-
-/// How long a new task waits for a replica's acknowledgement under Sentinels (`WAIT 1`): a
-/// replica on the same network acknowledges in milliseconds, but not always within a hundred.
-const REPLICA_WAIT_MS: u64 = 1_000;
-
-/// The replicas `INFO replication` says are connected (`connected_slaves:N`).
-fn connected_replicas(replication: &str) -> u64 {
-    replication
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("connected_slaves:"))
-        .and_then(|count| count.parse().ok())
-        .unwrap_or(0)
 }
 
 /// `replace`: compare the kept record's version and set the new one, keeping the key's expiry,
@@ -178,13 +150,6 @@ mod tests {
         assert!(tasks.get(&TaskId::fresh()).await.unwrap().is_none());
         let bytes: usize = serde_json::to_string(&kept).unwrap().len();
         assert!(bytes < 1024, "a waiting task is under 1 KiB in Redis: {bytes} bytes");
-    }
-
-    #[test]
-    fn the_connected_replicas_are_read_from_info() {
-        assert_eq!(connected_replicas("# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=…\r\n"), 2);
-        assert_eq!(connected_replicas("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"), 0);
-        assert_eq!(connected_replicas("role:slave\r\n"), 0);
     }
 
     #[tokio::test]

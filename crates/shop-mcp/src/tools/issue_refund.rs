@@ -332,7 +332,7 @@ impl Shop {
         let quote_id = QuoteId::parse(quote_id)?;
         let known = self.quotes.get(&quote_id).await.map_err(|error| {
             tracing::error!(%error, %quote_id, "quote store unavailable; nothing issued");
-            ToolError::new(format!(
+            ToolError::outage(format!(
                 "Refund for {quote_id} was not issued: the server could not read its quotes. Try again shortly."
             ))
         })?;

@@ -1,7 +1,7 @@
 //! `quote_refund`: what a refund would be, before anyone issues it.
 
 use rmcp::{
-    RoleServer,
+    ErrorData, RoleServer,
     handler::server::{tool::schema_for_output, wrapper::Parameters},
     model::CallToolResult,
     service::RequestContext,
@@ -44,9 +44,11 @@ impl Shop {
         &self,
         Parameters(args): Parameters<QuoteRefund>,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
+    ) -> Result<CallToolResult, ErrorData> {
         let caller = Caller::of(&context, &self.host_user);
-        let quoted = async {
+        // Nothing here that cannot be done again: a quote not kept is a price the API forgets
+        // when it expires. So an outage is ridden through (a 2025 call waits in the call).
+        let quote = || async {
             let order_id = OrderId::parse(&args.order_id)?;
             let skus = match args.skus.as_slice() {
                 [] => None,
@@ -61,7 +63,7 @@ impl Shop {
                 )),
                 Refused::Records(error) => {
                     tracing::error!(%error, "quote store unavailable; nothing quoted");
-                    ToolError::new("Nothing quoted: the server could not read its quotes. Try again shortly.")
+                    ToolError::outage("Nothing quoted: the server could not read its quotes. Try again shortly.")
                 }
             })?;
             let made = self.api.create_quote(&request).await;
@@ -80,16 +82,23 @@ impl Shop {
             }
             kept.map_err(|error| {
                 tracing::error!(%error, quote_id = %quote.quote_id, "could not keep the quote");
-                ToolError::new(format!(
+                ToolError::outage(format!(
                     "Quote {} was made, but this server could not keep it for issue_refund. Try again shortly.",
                     quote.quote_id
                 ))
             })?;
             Ok::<_, ToolError>(quote)
         };
-        match quoted.await {
-            Ok(quote) => structured(&quote),
-            Err(error) => error.into_result("quote_refund"),
+        match mrtr::outage::wait_out(&context, self.ride_through, ToolError::is_outage, quote).await {
+            Ok(quote) => Ok(structured(&quote)),
+            Err(error) if error.is_outage() => match mrtr::outage::come_back(&context, self.ride_through) {
+                Some(come_back) => {
+                    tracing::info!("{} The call comes back in a moment.", error.message());
+                    Err(come_back)
+                }
+                None => Ok(error.into_result("quote_refund")),
+            },
+            Err(error) => Ok(error.into_result("quote_refund")),
         }
     }
 }
