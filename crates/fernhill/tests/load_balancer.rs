@@ -91,10 +91,11 @@ async fn a_replica_stopped_mid_question_loses_no_answer() {
 
 /// A 2025 session whose replica is gone: HAProxy sends its next request to another replica,
 /// which takes the session up from the shared store (rmcp replays its `initialize`) and
-/// answers, with no new `initialize` from the client.
+/// answers, with no new `initialize` from the client (`--share-sessions`).
 #[tokio::test]
 async fn a_2025_session_whose_replica_is_gone_goes_on_elsewhere() {
-    let mut fleet = Fleet::start(&fernhill(), &FleetPlan::new(3, REDIS)).await.unwrap();
+    let plan = FleetPlan { extra: vec!["--share-sessions".into()], ..FleetPlan::new(3, REDIS) };
+    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
     let (_haproxy, url) = balancer(&fleet);
     let http = reqwest::Client::new();
     let post = |to: &str, session: Option<&str>, body: serde_json::Value| {
@@ -154,9 +155,10 @@ async fn a_rolling_restart_fails_no_confirmation() {
     let rounds: Vec<LoadPlan> =
         (0..200).map(|_| LoadPlan { urls: vec![url.clone()], leads: 8, ..fleet.load_plan(100).unwrap() }).collect();
     let rolled = std::sync::atomic::AtomicBool::new(false);
-    // Beside them, a 2025 host whose session sticks to a replica: when its replica stops, the
-    // session goes on on another (shared in Redis), and a question the stopping replica could
-    // not finish is asked again on the host's next call, so none of its confirmations fails.
+    // Beside them, a 2025 host whose session sticks to a replica (sessions not shared: a session
+    // whose replica stops is gone, and the host opens another), which follows the words of a
+    // question its stopping replica could not finish and calls again. Its figure is measured,
+    // not held to zero; each call is bounded as a host's request is.
     let legacy_orders = fleet.orders(4000).unwrap();
     let legacy = async {
         let (mut attempted, mut failed, mut asked_again) = (0, 0, 0);
@@ -173,7 +175,8 @@ async fn a_rolling_restart_fails_no_confirmation() {
                 let quoted = host.call_tool("quote_refund", json!({"order_id": order})).await.ok()?;
                 let quote_id = mrtr::client::field(&quoted, "quote_id")?.to_owned();
                 let issue = || host.call_tool("issue_refund", json!({"quote_id": quote_id}));
-                let mut done = issue().await.ok()?;
+                let bounded = || async { tokio::time::timeout(HOST_TIMEOUT, issue()).await.ok()?.ok() };
+                let mut done = bounded().await?;
                 // A question in flight when its replica stopped, or put while it drains, is ended
                 // in words that say to call again; the host does, after a pause as a person's,
                 // in the same session, which another replica serves once the balancer has taken
@@ -184,7 +187,7 @@ async fn a_rolling_restart_fails_no_confirmation() {
                     }
                     asked_again += 1;
                     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-                    done = issue().await.ok()?;
+                    done = bounded().await?;
                 }
                 (mrtr::client::field(&done, "status") == Some("requested")).then_some(())
             };
@@ -224,13 +227,15 @@ async fn a_rolling_restart_fails_no_confirmation() {
         "rolling restart, 2025 hosts: {failed_2025} of {attempted_2025} confirmations failed; {asked_again} asked \
          again after their question's replica stopped"
     );
-    assert_eq!(failed_2025, 0, "a 2025 host's session outlives its replica");
     assert!(attempted_2025 > 0);
     // Whatever failed, nothing went out twice: every refund is released once or still held.
     let refunds = shop(&fleet.api).refunds().await.unwrap();
     let mut seen = std::collections::HashSet::new();
     assert!(refunds.iter().all(|r| seen.insert(r.order_id.clone())), "one refund per order");
 }
+
+/// How long a 2025 host waits for a call (the TypeScript SDK's default request timeout).
+const HOST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The text a tool result says.
 fn text_of(result: &rmcp::model::CallToolResult) -> String {

@@ -22,7 +22,11 @@
 //!   session (clients such as the Python SDK's take 202 for a failure).
 //! - **Shared.** With [`SharedSessions`], a session opened on another replica (or on one that
 //!   has since stopped) is taken up here when its shared owner is this caller: rmcp restores it
-//!   from the shared store, and it is counted here as one opened here.
+//!   from the shared store, and it is counted here as one opened here. A session idle here past
+//!   its time is closed here; its shared records live on for their own time (the longer of the
+//!   idle time and a round's lifetime, from the last refresh), so its next request, on any
+//!   replica, takes it up again until they lapse. A replica that finds, refreshing them, that
+//!   they are gone (a DELETE elsewhere, or lapsed) ends the session here too.
 //!
 //! Why beside rmcp rather than in it: rmcp's `SessionManager` is not told who calls, nor when a
 //! response has been written.
@@ -178,9 +182,14 @@ impl<M: Ends> Sessions<M> {
         }
     }
 
-    /// Count `id`, just opened by `owner`, with its first request in flight.
+    /// Count `id`, just opened by `owner`, with its first request in flight (one taken up by
+    /// two requests at once is counted once, with both in flight).
     fn open(&self, id: String, owner: Option<Owner>) -> Result<(), Full> {
         let mut table = self.table();
+        if let Some(session) = table.sessions.get_mut(&id) {
+            session.in_flight += 1;
+            return Ok(());
+        }
         if table.sessions.len() >= self.caps.in_all {
             return Err(Full::Replica(self.caps.in_all));
         }
@@ -301,8 +310,14 @@ impl<M: Ends> Sessions<M> {
                 return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
             }
         };
-        if let (true, Some(shared)) = (entered, &sessions.shared) {
-            shared.refresh(&id).await;
+        if let (true, Some(shared)) = (entered, &sessions.shared)
+            && !shared.refresh(&id).await
+        {
+            // Ended on another replica (a DELETE), or left alone past its time everywhere.
+            tracing::info!(session = %id, "a session ended elsewhere: ended here too");
+            sessions.table().remove(&id);
+            sessions.manager.close(&id).await;
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
         }
         let ending = request.method() == Method::DELETE;
         let in_flight = InFlight::new(&sessions, id.clone());
@@ -614,5 +629,22 @@ mod tests {
         assert_eq!(ended.status(), StatusCode::NO_CONTENT);
         let after = send(&third, from(Some("alice"), Method::POST, Some("a0"))).await;
         assert_eq!(after.status(), StatusCode::NOT_FOUND, "an ended session is gone everywhere");
+    }
+
+    /// A shared session ended on one replica ends on the replica that opened it at its next
+    /// refresh of the shared records (at most half their time after the last).
+    #[tokio::test(start_paused = true)]
+    async fn a_shared_session_ended_elsewhere_ends_where_it_was_opened_at_its_next_refresh() {
+        let shared = SharedSessions::new(Arc::new(mrtr::records::InMemory::new()), Duration::from_secs(600));
+        let (first, opened_here) = replica(CAPS, Some(shared.clone()), "a");
+        let (second, _) = replica(CAPS, Some(shared), "b");
+        assert_eq!(send(&first, from(Some("alice"), Method::POST, None)).await.status(), StatusCode::OK);
+        assert_eq!(send(&second, from(Some("alice"), Method::POST, Some("a0"))).await.status(), StatusCode::OK);
+        let ended = send(&second, from(Some("alice"), Method::DELETE, Some("a0"))).await;
+        assert_eq!(ended.status(), StatusCode::NO_CONTENT);
+        tokio::time::advance(Duration::from_secs(301)).await;
+        let after = send(&first, from(Some("alice"), Method::POST, Some("a0"))).await;
+        assert_eq!(after.status(), StatusCode::NOT_FOUND, "ended elsewhere, ended here");
+        assert!(!opened_here.table().sessions.contains_key("a0"));
     }
 }

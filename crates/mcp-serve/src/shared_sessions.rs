@@ -7,8 +7,8 @@
 //! session's owner (the principal whose `initialize` opened it), which [`crate::sessions`]
 //! checks before a replica takes up a session it never saw: another caller's session stays
 //! unknown to them on every replica. Both records live for `keep` from the last time a replica
-//! refreshed them ([`SharedSessions::refresh`], at most once per half of it), so a session in
-//! use lives on, and one left alone ends everywhere. A load balancer's stickiness becomes a
+//! refreshed them ([`SharedSessions::refresh`], on a request at most once per half of it), so a
+//! session in use lives on, and one left alone ends everywhere. A load balancer's stickiness becomes a
 //! preference: the session's replica is cheapest, any other serves.
 
 use std::{sync::Arc, time::Duration};
@@ -74,19 +74,21 @@ impl SharedSessions {
         }
     }
 
-    /// Keep session `id`'s records for another `keep`: it is in use.
-    pub(crate) async fn refresh(&self, id: &str) {
+    /// Keep session `id`'s records for another `keep`: it is in use. False when they are gone
+    /// (ended on another replica, or lapsed); true when they were kept, or the records could
+    /// not be reached (a session is not ended for a blip of the store).
+    pub(crate) async fn refresh(&self, id: &str) -> bool {
         let refreshed = async {
             for key in [state_key(id), owner_key(id)] {
-                if let Some(kept) = self.records.get(&key).await? {
-                    self.records.put(&key, kept, self.keep).await?;
-                }
+                let Some(kept) = self.records.get(&key).await? else { return Ok(false) };
+                self.records.put(&key, kept, self.keep).await?;
             }
-            Ok::<_, mrtr::records::RecordsError>(())
+            Ok::<_, mrtr::records::RecordsError>(true)
         };
-        if let Err(error) = refreshed.await {
+        refreshed.await.unwrap_or_else(|error| {
             tracing::warn!(session = %id, %error, "the session's shared records were not refreshed");
-        }
+            true
+        })
     }
 
     /// Forget session `id` everywhere (the client ended it).

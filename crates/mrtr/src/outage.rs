@@ -47,7 +47,7 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(1);
 
 /// Do `step`, and for a caller that cannot be sent away to come back (an earlier revision's),
 /// do it again while it fails with an outage (`is_outage`) and `window` has not passed since the
-/// first failure, pausing 100 ms, then twice as long each time (at most a second). `step` must
+/// first failure ended, pausing 100 ms, then twice as long each time (at most a second). `step` must
 /// have done nothing it cannot do again when it fails so. A 2026-07-28 caller's step is done
 /// once: its call rides the outage through as rounds ([`come_back`]).
 pub async fn wait_out<T, E, F: Future<Output = Result<T, E>>>(
@@ -59,11 +59,16 @@ pub async fn wait_out<T, E, F: Future<Output = Result<T, E>>>(
     if takes_rounds(context) {
         return step().await;
     }
-    let until = tokio::time::Instant::now() + window;
+    // The window runs from the first failure: a step that took long to fail (a service that
+    // did not answer within its own timeout) still gets its window.
+    let mut until = None;
     let mut pause = FIRST_PAUSE;
     loop {
-        match step().await {
-            Err(error) if is_outage(&error) && tokio::time::Instant::now() + pause <= until => {
+        let done = step().await;
+        let now = tokio::time::Instant::now();
+        let until = *until.get_or_insert(now + window);
+        match done {
+            Err(error) if is_outage(&error) && now + pause <= until => {
                 tracing::info!(pause_ms = pause.as_millis() as u64, "an outage: the call waits and tries again");
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(LONGEST_PAUSE);

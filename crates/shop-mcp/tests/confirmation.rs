@@ -247,13 +247,15 @@ async fn the_claim_comes_before_the_release() {
     // had reached the release call. A copy that comes after the release and before its call
     // has finished is told the refund was released (the same answer, acted on).
     let api = start_api().await;
-    let (client, _) = serve(&api, None, ScriptedUser::always(support::release())).await;
+    let (client, log) = serve(&api, None, ScriptedUser::always(support::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
     let replies = futures_join(&client, &q, state).await;
     let released: Vec<_> = replies.iter().filter(|r| r.is_error != Some(true)).collect();
     assert!(!released.is_empty());
     assert!(released.iter().all(|r| refund_of(r) == ("R-0111".into(), "requested".into())));
+    // One copy's release reached the API; any other told of it read it there.
+    assert_eq!(log.text().matches("refund released by a lead").count(), 1, "{}", log.text());
     for refused in replies.iter().filter(|r| r.is_error == Some(true)) {
         // Refused by the record: either after the release, or while it is in flight. Never by
         // the API ("not held any more"), which would mean the copy reached the release call.

@@ -41,8 +41,8 @@ pub trait Records: OnceOnly {
     /// Keep `value` under `key` for `keep`.
     fn put<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()>;
     /// As [`Records::put`], for a value that must outlive a failover of the storage: where a
-    /// replica may be promoted, it holds the value before this returns (or this fails). One
-    /// process's memory has nothing to fail over: a put.
+    /// replica may be promoted, it holds the value before this returns (or this fails, and the
+    /// value is taken back). One process's memory has nothing to fail over: a put.
     fn put_kept<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()> {
         self.put(key, value, keep)
     }

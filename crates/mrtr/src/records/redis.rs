@@ -344,6 +344,8 @@ impl Records for Redis {
             let options = SetOptions::default().with_expiration(SetExpiry::PX(millis(keep)));
             let _: Option<String> = connection.set_options(&key, value, options).await.map_err(|e| self.failed(e))?;
             if !self.replicated(&mut connection, &key).await? {
+                // Not kept where it must be: taken back, so that nothing relies on it.
+                let _: Result<i64, _> = connection.del(&key).await;
                 return Err(RecordsError(format!("{}: no replica acknowledged a write in time", self.url)));
             }
             Ok(())

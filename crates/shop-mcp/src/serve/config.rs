@@ -143,7 +143,7 @@ pub struct ServeConfig {
     pub escalation_check: f64,
 
     /// Seconds a call may ride through an outage of the shop's API or the store
-    /// (issue_refund): a 2026-07-28 call is answered with a state-only round and comes back,
+    /// (quote_refund, issue_refund): a 2026-07-28 call is answered with a state-only round and comes back,
     /// the lead's answer held, a 2025 call waits in the call, until the outage ends or this
     /// window passes; then the error, in words. 0: no riding through.
     #[arg(long, env = "SHOP_RIDE_THROUGH", default_value_t = DEFAULT_RIDE_THROUGH.as_secs(), value_name = "SECONDS")]

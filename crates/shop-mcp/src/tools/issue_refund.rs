@@ -372,9 +372,6 @@ impl Shop {
         if let Ok(Claim::Taken) = claimed
             && let Some(refund) = self.acted_on_untold(refund_id, question, who).await
         {
-            self.audit
-                .report("released", who, json!({"refund_id": refund_id, "question": question, "told": "again"}))
-                .await;
             return Ok(Claimed::ActedOnUntold(Box::new(refund)));
         }
         if let Ok(Claim::Taken) = claimed {
@@ -459,6 +456,9 @@ impl Shop {
         let question = answered.question.as_str();
         if let Claimed::ActedOnUntold(refund) = self.claim(refund_id, answered, who).await? {
             tracing::info!(%refund_id, "the lead's answer was acted on by a call that did not finish; told now");
+            self.audit
+                .report("released", who, json!({"refund_id": refund_id, "question": question, "told": "again"}))
+                .await;
             self.mark_acted_on(refund_id, answered).await;
             return Ok(structured(refund.as_ref()));
         }
