@@ -96,6 +96,34 @@ async fn a_yes_whose_replica_stopped_after_the_release_is_told_released_on_anoth
     assert!(text.ends_with("Refund R-0111 was already confirmed. Don't send the same answer again."), "{text}");
 }
 
+/// A claim lost in a failover (written to the old primary and never replicated, its acted-on
+/// mark with it) lets a replay of the same answer through to the shop's API: the release is
+/// sent again under the answer's idempotency key, and the API answers with the first release,
+/// releasing nothing again. Forced here by removing the claim from Redis.
+#[tokio::test]
+async fn a_claim_lost_in_a_failover_lets_a_replay_reach_the_api_which_releases_nothing_again() {
+    let plan = FleetPlan::new(2, REDIS);
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let (a, b) = (lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await);
+    let q = quote(&a, "O-2289").await;
+    let state = ask(&a, &q).await.request_state;
+    let CallToolResponse::Complete(first) = a.call_tool_once(yes(&q, state.clone())).await.unwrap() else { panic!() };
+    let released_at = mrtr::client::field(&first, "decided_at").unwrap().to_owned();
+    let mut redis = redis::Client::open(REDIS).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let claims: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}issue_refund:R-0111:*", plan.store_prefix))
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(claims.len(), 1, "one claim, on the answer's question");
+    let _: i64 = redis::cmd("DEL").arg(&claims).query_async(&mut redis).await.unwrap();
+    let CallToolResponse::Complete(replay) = b.call_tool_once(yes(&q, state)).await.unwrap() else { panic!() };
+    assert_eq!(mrtr::client::field(&replay, "status"), Some("requested"), "{}", mrtr::client::text(&replay));
+    assert_eq!(mrtr::client::field(&replay, "decided_at"), Some(released_at.as_str()), "the first release, told again");
+    let again = shop(&fleet.api).confirm(&RefundId::parse("R-0111").unwrap()).await.unwrap_err();
+    assert!(again.is_conflict(), "released once: {again}");
+}
+
 /// A decline sent to another replica than the one that asked cancels the refund there, and the
 /// same decline replayed to the first is refused by the shared record: a decline stands.
 #[tokio::test]
