@@ -182,7 +182,7 @@ async fn a_rolling_restart_fails_no_confirmation() {
                 // in the same session, which another replica serves once the balancer has taken
                 // the stopping one out.
                 for _ in 0..20 {
-                    if done.is_error != Some(true) || !text_of(&done).contains("Call issue_refund again") {
+                    if done.is_error != Some(true) || !mrtr::client::text(&done).contains("Call issue_refund again") {
                         break;
                     }
                     asked_again += 1;
@@ -236,8 +236,3 @@ async fn a_rolling_restart_fails_no_confirmation() {
 
 /// How long a 2025 host waits for a call (the TypeScript SDK's default request timeout).
 const HOST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The text a tool result says.
-fn text_of(result: &rmcp::model::CallToolResult) -> String {
-    result.content.iter().filter_map(|content| content.as_text().map(|text| text.text.clone())).collect()
-}

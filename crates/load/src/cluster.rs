@@ -5,7 +5,10 @@
 //! lost), and slots can be moved from one primary to another while keys are written (`redis-cli
 //! --cluster reshard`: the clients meet `ASK` and `MOVED`).
 
-use std::path::{Path, PathBuf};
+use std::{
+    future::Future,
+    path::{Path, PathBuf},
+};
 
 use anyhow::Context as _;
 use tokio::process::Command;
@@ -188,16 +191,11 @@ impl RedisCluster {
     /// running node says the cluster is ok.
     async fn until_primary(&self, address: &str) -> anyhow::Result<()> {
         let node = self.node(address)?;
-        let promoted = async {
-            loop {
-                let role: Vec<redis::Value> = node.ask(&redis::cmd("ROLE")).await?;
-                if matches!(role.first(), Some(redis::Value::BulkString(kind)) if kind == b"master") {
-                    return Ok::<_, anyhow::Error>(());
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-        };
-        tokio::time::timeout(DEADLINE, promoted).await.context("the replica was not promoted")??;
+        until("the replica was not promoted", || async {
+            let role: Vec<redis::Value> = node.ask(&redis::cmd("ROLE")).await?;
+            Ok(matches!(role.first(), Some(redis::Value::BulkString(kind)) if kind == b"master"))
+        })
+        .await?;
         self.until_ok().await
     }
 
@@ -207,46 +205,52 @@ impl RedisCluster {
     async fn settled(&self) -> anyhow::Result<()> {
         self.until_ok().await?;
         let any = self.nodes.iter().flatten().next().context("no node runs")?.address();
-        let agreed = async {
-            loop {
-                let check = Command::new("redis-cli").args(["--cluster", "check", &any]).output().await?;
-                if check.status.success() {
-                    return Ok::<_, anyhow::Error>(());
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-        };
-        tokio::time::timeout(DEADLINE, agreed).await.context("the nodes did not agree on the slots")??;
-        let in_step = async {
-            for node in self.nodes.iter().flatten() {
-                loop {
-                    let info: String = node.ask(redis::cmd("INFO").arg("replication")).await?;
-                    if info.contains("role:master") || info.contains("master_link_status:up") {
-                        break;
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            }
-            Ok::<_, anyhow::Error>(())
-        };
-        tokio::time::timeout(DEADLINE, in_step).await.context("a replica did not synchronise")?
+        until("the nodes did not agree on the slots", || async {
+            Ok(Command::new("redis-cli").args(["--cluster", "check", &any]).output().await?.status.success())
+        })
+        .await?;
+        self.until_every_node(redis::cmd("INFO").arg("replication"), "a replica did not synchronise", |info| {
+            info.contains("role:master") || info.contains("master_link_status:up")
+        })
+        .await
     }
 
     async fn until_ok(&self) -> anyhow::Result<()> {
-        let ok = async {
+        let says_ok = |info: &str| info.contains("cluster_state:ok");
+        self.until_every_node(redis::cmd("CLUSTER").arg("INFO"), "the cluster did not become ok", says_ok).await
+    }
+
+    /// Wait (within the deadline) until every running node's answer to `command` `says` so.
+    async fn until_every_node(
+        &self,
+        command: &redis::Cmd,
+        failed: &'static str,
+        says: impl Fn(&str) -> bool,
+    ) -> anyhow::Result<()> {
+        until(failed, || async {
             for node in self.nodes.iter().flatten() {
-                loop {
-                    let info: String = node.ask(redis::cmd("CLUSTER").arg("INFO")).await?;
-                    if info.contains("cluster_state:ok") {
-                        break;
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                if !says(&node.ask::<String>(command).await?) {
+                    return Ok(false);
                 }
             }
-            Ok::<_, anyhow::Error>(())
-        };
-        tokio::time::timeout(DEADLINE, ok).await.context("the cluster did not become ok")?
+            Ok(true)
+        })
+        .await
     }
+}
+
+/// Ask `met` every 50 ms until it says yes; past the deadline, fail with `failed`.
+async fn until<F: Future<Output = anyhow::Result<bool>>>(
+    failed: &'static str,
+    mut met: impl FnMut() -> F,
+) -> anyhow::Result<()> {
+    let asking = async {
+        while !met().await? {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        Ok::<_, anyhow::Error>(())
+    };
+    tokio::time::timeout(DEADLINE, asking).await.context(failed)?
 }
 
 /// `<id> <ip:port@bus> <flags> <primary> <ping> <pong> <epoch> <link> <slot>...`

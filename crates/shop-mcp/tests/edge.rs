@@ -5,10 +5,10 @@ mod support;
 
 use std::path::PathBuf;
 
-use mrtr::client::{ScriptedUser, text};
+use mrtr::client::{ScriptedUser, legacy, modern, text};
 use serde_json::json;
 use shop_api::{RefundId, RefundStatus};
-use support::{issue, quote, serve_with, shop, start_api};
+use support::{issue, quote, serve_in, serve_with, shop, start_api};
 
 /// One reader quoting without end. Before, 442 quotes a second, each kept 24 hours in the API
 /// and in the server's memory. Now a caller holds at most its share of unissued quotes: the
@@ -194,39 +194,26 @@ async fn a_release_whose_answer_was_lost_is_sent_again_and_told_as_released() {
     assert_eq!(refund.status, RefundStatus::Requested);
 }
 
-/// A 2026-07-28 lead's yes that meets the shop's API down rides it through: the release is sent
-/// three times in the first round and never arrives; the call is answered with a state-only
-/// round holding the answer, the client comes back, and the release goes through, once. The
-/// lead is asked once. Before, the lead was told the API did not answer.
+/// A lead's yes that meets the shop's API down rides it through, in both eras: the release is
+/// sent three times in the first round and never arrives; a 2026-07-28 call is answered with a
+/// state-only round holding the answer and comes back, a 2025 call (which cannot be sent away)
+/// waits in the call, within the same --ride-through; either way the release goes through,
+/// once, and the lead is asked once. Before, the lead was told the API did not answer.
 #[tokio::test]
-async fn a_lead_s_yes_rides_through_the_api_being_down_for_a_moment() {
-    let api = start_api().await;
-    let proxy = proxy(&api.url, Releases::Refuse(4)).await;
-    let host = ScriptedUser::always(support::release());
-    let (client, _) = serve_with(&api, None, |config| config.shop_api = proxy.clone(), host.clone()).await;
-    let done = issue(&client, "O-2289").await;
-    assert_ne!(done.is_error, Some(true), "{}", text(&done));
-    assert_eq!(support::field(&done, "status"), "requested");
-    assert_eq!(host.asked().len(), 1, "asked once: the answer was held, not asked again");
-    assert_eq!(shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status, RefundStatus::Requested);
-}
-
-/// A 2025 host's call cannot be sent away to come back: it waits the outage out instead,
-/// within the same --ride-through. The release meets the API down four times, and the call,
-/// still open, releases the refund once the API is back; the lead is asked once. Before, the
-/// lead was told the API did not answer.
-#[tokio::test]
-async fn a_2025_host_s_call_waits_out_the_api_being_down_for_a_moment() {
-    let api = start_api().await;
-    let proxy = proxy(&api.url, Releases::Refuse(4)).await;
-    let host = ScriptedUser::always(support::release());
-    let (client, _) =
-        support::serve_2025_with(&api, None, |config| config.shop_api = proxy.clone(), host.clone()).await;
-    let done = issue(&client, "O-2289").await;
-    assert_ne!(done.is_error, Some(true), "{}", text(&done));
-    assert_eq!(support::field(&done, "status"), "requested");
-    assert_eq!(host.asked().len(), 1, "asked once: the answer was acted on when the API was back");
-    assert_eq!(shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status, RefundStatus::Requested);
+async fn a_lead_s_yes_rides_through_the_api_being_down_for_a_moment_in_both_eras() {
+    for (era, lifecycle) in [("2026-07-28", modern()), ("2025-11-25", legacy())] {
+        let api = start_api().await;
+        let proxy = proxy(&api.url, Releases::Refuse(4)).await;
+        let host = ScriptedUser::always(support::release());
+        let configure = |config: &mut shop_mcp::serve::ServeConfig| config.shop_api = proxy.clone();
+        let (client, _) = serve_in(&api, None, configure, host.clone(), lifecycle).await;
+        let done = issue(&client, "O-2289").await;
+        assert_ne!(done.is_error, Some(true), "{era}: {}", text(&done));
+        assert_eq!(support::field(&done, "status"), "requested", "{era}");
+        assert_eq!(host.asked().len(), 1, "{era}: asked once: the answer was held, not asked again");
+        let released = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status;
+        assert_eq!(released, RefundStatus::Requested, "{era}");
+    }
 }
 
 /// A quote that meets the shop's API down rides it through, in both eras: the 2026-07-28 call
@@ -236,14 +223,11 @@ async fn a_2025_host_s_call_waits_out_the_api_being_down_for_a_moment() {
 #[tokio::test]
 async fn a_quote_rides_through_the_api_being_down_for_a_moment_in_both_eras() {
     let api = start_api().await;
-    for era in ["2026-07-28", "2025-11-25"] {
+    for (era, lifecycle) in [("2026-07-28", modern()), ("2025-11-25", legacy())] {
         let proxy = proxy(&api.url, Releases::RefuseQuotes(3)).await;
         let configure = |config: &mut shop_mcp::serve::ServeConfig| config.shop_api = proxy.clone();
         let user = ScriptedUser::always(support::release());
-        let (client, _) = match era {
-            "2026-07-28" => serve_with(&api, None, configure, user).await,
-            _ => support::serve_2025_with(&api, None, configure, user).await,
-        };
+        let (client, _) = serve_in(&api, None, configure, user, lifecycle).await;
         let quoted = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
         assert_ne!(quoted.is_error, Some(true), "{era}: {}", text(&quoted));
         assert!(support::field(&quoted, "quote_id").starts_with("Q-"), "{era}");

@@ -238,29 +238,50 @@ impl Redis {
 
     /// Whether writes here are replicated to a Redis that a failover may promote (Sentinels
     /// watch it, or the cluster does): a write the caller must not lose waits for a replica's
-    /// acknowledgement ([`Redis::replicated`]).
+    /// acknowledgement ([`Redis::kept`]).
     fn fails_over(&self) -> bool {
         matches!(self.source, Source::Sentinel { .. } | Source::Cluster { .. })
     }
 
-    /// After a write to `key` the caller must not lose: whether a replica holds it too, so that
-    /// a failover just after cannot lose it (replication is asynchronous). Only where a failover
+    /// After a write to `key` (a full key, prefix and all) the caller must not lose: a replica
+    /// holds it too, so that a failover just after cannot lose it (replication is asynchronous),
+    /// or it is taken back and this fails, so that nothing relies on it. Only where a failover
     /// may promote a replica; a primary with no replica connected cannot be failed over, and
     /// waits for none. `INFO` and `WAIT` go to the primary that took the write.
-    pub(crate) async fn replicated(&self, connection: &mut Connection, key: &str) -> Result<bool, RecordsError> {
+    pub(crate) async fn kept(&self, connection: &mut Connection, key: &str) -> Result<(), RecordsError> {
         if !self.fails_over() {
-            return Ok(true);
+            return Ok(());
         }
         let mut info = redis::cmd("INFO");
         info.arg("replication");
         let replication: String = connection.beside(info, key).await.map_err(|e| self.failed(e))?;
         if connected_replicas(&replication) == 0 {
-            return Ok(true);
+            return Ok(());
         }
         let mut wait = redis::cmd("WAIT");
         wait.arg(1).arg(REPLICA_WAIT_MS);
         let acknowledged: i64 = connection.beside(wait, key).await.map_err(|e| self.failed(e))?;
-        Ok(acknowledged >= 1)
+        if acknowledged < 1 {
+            let _: Result<i64, _> = connection.del(key).await;
+            return Err(RecordsError(format!(
+                "{}: no replica acknowledged {key} within {REPLICA_WAIT_MS} ms; it was taken back",
+                self.url
+            )));
+        }
+        Ok(())
+    }
+
+    /// `SET key value PX keep`, the key under the prefix.
+    async fn set(
+        &self,
+        connection: &mut Connection,
+        key: &str,
+        value: String,
+        keep: Duration,
+    ) -> Result<(), RecordsError> {
+        let options = SetOptions::default().with_expiration(SetExpiry::PX(millis(keep)));
+        let _: Option<String> = connection.set_options(key, value, options).await.map_err(|e| self.failed(e))?;
+        Ok(())
     }
 
     pub(crate) fn key(&self, key: &str) -> String {
@@ -328,27 +349,14 @@ impl OnceOnly for Redis {
 
 impl Records for Redis {
     fn put<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()> {
-        Box::pin(async move {
-            let mut connection = self.connection().await?;
-            let options = SetOptions::default().with_expiration(SetExpiry::PX(millis(keep)));
-            let _: Option<String> =
-                connection.set_options(self.key(key), value, options).await.map_err(|e| self.failed(e))?;
-            Ok(())
-        })
+        Box::pin(async move { self.set(&mut self.connection().await?, &self.key(key), value, keep).await })
     }
 
     fn put_kept<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()> {
         Box::pin(async move {
-            let mut connection = self.connection().await?;
-            let key = self.key(key);
-            let options = SetOptions::default().with_expiration(SetExpiry::PX(millis(keep)));
-            let _: Option<String> = connection.set_options(&key, value, options).await.map_err(|e| self.failed(e))?;
-            if !self.replicated(&mut connection, &key).await? {
-                // Not kept where it must be: taken back, so that nothing relies on it.
-                let _: Result<i64, _> = connection.del(&key).await;
-                return Err(RecordsError(format!("{}: no replica acknowledged a write in time", self.url)));
-            }
-            Ok(())
+            let (mut connection, key) = (self.connection().await?, self.key(key));
+            self.set(&mut connection, &key, value, keep).await?;
+            self.kept(&mut connection, &key).await
         })
     }
 

@@ -56,17 +56,9 @@ impl TaskStore for RedisTasks {
             if set.is_none() {
                 return Err(TaskStoreError(format!("a task {} exists already", task.id)));
             }
-            // Under Sentinels or in a cluster a replica holds it too before the client hears of it,
-            // so a failover just after cannot lose it (replication is asynchronous); the WAIT goes
-            // to the primary that took the write. A primary with no replica cannot be failed
-            // over, and waits for none.
-            let key = self.key(&task.id);
-            if !self.redis.replicated(&mut connection, &key).await.map_err(failed)? {
-                // Not kept where it must be: taken back, so that it is not told of.
-                let _: Result<i64, _> = redis::AsyncCommands::del(&mut connection, &key).await;
-                return Err(TaskStoreError(format!("no replica acknowledged task {} in time", task.id)));
-            }
-            Ok(())
+            // Where the store may fail over, a replica holds it too before the client hears of it
+            // (or it is taken back, and not told of).
+            self.redis.kept(&mut connection, &self.key(&task.id)).await.map_err(failed)
         })
     }
 

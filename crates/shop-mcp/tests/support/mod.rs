@@ -10,8 +10,9 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use mrtr::client::{Client, ScriptedUser, legacy};
+use mrtr::client::{Client, ScriptedUser, legacy, modern};
 use rmcp::ServiceExt;
+use rmcp::service::ClientLifecycleMode;
 use shop_api::RunningApi;
 use shop_mcp::serve::{ServeConfig, build};
 
@@ -77,9 +78,7 @@ pub async fn serve_with(
     configure: impl FnOnce(&mut ServeConfig),
     user: ScriptedUser,
 ) -> (Client<ScriptedUser>, Log) {
-    let log = log();
-    let transport = start(api, keys, configure);
-    (Client::connect(user, transport).await.unwrap(), log)
+    serve_in(api, keys, configure, user, modern()).await
 }
 
 pub async fn serve(api: &RunningApi, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
@@ -88,19 +87,21 @@ pub async fn serve(api: &RunningApi, keys: Option<&str>, user: ScriptedUser) -> 
 
 /// As [`serve`], to a client that opens with the 2025 `initialize` handshake.
 pub async fn serve_2025(api: &RunningApi, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
-    serve_2025_with(api, keys, |_| {}, user).await
+    serve_in(api, keys, |_| {}, user, legacy()).await
 }
 
-/// As [`serve_with`], to a client that opens with the 2025 `initialize` handshake.
-pub async fn serve_2025_with(
+/// The server as [`serve_with`] builds it, to a client of `era`'s lifecycle (`modern()`, or
+/// `legacy()`: one that opens with the 2025 `initialize` handshake).
+pub async fn serve_in(
     api: &RunningApi,
     keys: Option<&str>,
     configure: impl FnOnce(&mut ServeConfig),
     user: ScriptedUser,
+    era: ClientLifecycleMode,
 ) -> (Client<ScriptedUser>, Log) {
     let log = log();
     let transport = start(api, keys, configure);
-    (Client::connect_with(user, transport, legacy()).await.unwrap(), log)
+    (Client::connect_with(user, transport, era).await.unwrap(), log)
 }
 
 fn start(api: &RunningApi, keys: Option<&str>, configure: impl FnOnce(&mut ServeConfig)) -> tokio::io::DuplexStream {
