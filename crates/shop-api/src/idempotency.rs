@@ -12,7 +12,7 @@
 //!
 //! A replayed answer carries `Idempotent-Replayed: true`.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use axum::{
     body::{Body, to_bytes},
@@ -24,10 +24,7 @@ use axum::{
 use sha2::{Digest as _, Sha256};
 use web_service::credential::Shown;
 
-use crate::{
-    problem::Problem,
-    store::{Begun, Store},
-};
+use crate::{database::Database, problem::Problem, store::Begun};
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";
@@ -43,7 +40,7 @@ pub const MAX_KEY: usize = 255;
 /// Answer a write that names a key from what the key already has, or run it and keep its
 /// answer; a body is read up to `body_limit` bytes.
 pub async fn replay_or_run(
-    State((store, body_limit)): State<(Arc<Store>, usize)>,
+    State((database, body_limit)): State<(Database, usize)>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -69,13 +66,9 @@ pub async fn replay_or_run(
     fingerprint.update(b"\n");
     fingerprint.update(&body);
     let fingerprint = hex::encode(fingerprint.finalize());
-    let begun = {
-        let (store, key, fingerprint) = (store.clone(), key.clone(), fingerprint.clone());
-        tokio::task::spawn_blocking(move || store.idempotency_begin(&key, &fingerprint, KEPT, ABANDONED)).await
-    };
-    match begun {
-        Ok(Ok(Begun::Fresh)) => {}
-        Ok(Ok(Begun::Done { status, body })) => {
+    match database.idempotency_begin(key.clone(), fingerprint, KEPT, ABANDONED).await {
+        Ok(Begun::Fresh) => {}
+        Ok(Begun::Done { status, body }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
             let mut response = (status, body).into_response();
             let headers = response.headers_mut();
@@ -83,7 +76,7 @@ pub async fn replay_or_run(
             headers.insert(REPLAYED, HeaderValue::from_static("true"));
             return response;
         }
-        Ok(Ok(Begun::InFlight)) => {
+        Ok(Begun::InFlight) => {
             let detail = "The first request with this Idempotency-Key is still being answered; try again shortly.";
             let mut response =
                 Problem::new(StatusCode::CONFLICT, "idempotency_key_in_flight", "Still in flight", detail)
@@ -91,33 +84,32 @@ pub async fn replay_or_run(
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             return response;
         }
-        Ok(Ok(Begun::Reused)) => {
+        Ok(Begun::Reused) => {
             let detail = "This Idempotency-Key was used for another request; use a new key for a new request.";
             return Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused", "Key reused", detail)
                 .into_response();
         }
-        Ok(Err(error)) => return Problem::from(error).into_response(),
-        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        Err(error) => return Problem::from(error).into_response(),
     }
     let response = next.run(Request::from_parts(parts, Body::from(body))).await;
     let (parts, body) = response.into_parts();
     let Ok(body) = to_bytes(body, usize::MAX).await else {
-        forget(store, key).await;
+        forget(&database, key).await;
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     if parts.status.is_server_error() {
         // Not an answer to keep: the write may be tried again.
-        forget(store, key).await;
+        forget(&database, key).await;
     } else {
-        let (status, kept) = (parts.status.as_u16(), body.to_vec());
-        let finished = tokio::task::spawn_blocking(move || store.idempotency_finish(&key, status, &kept)).await;
-        if !matches!(finished, Ok(Ok(()))) {
+        if database.idempotency_finish(key, parts.status.as_u16(), body.to_vec()).await.is_err() {
             tracing::warn!("an idempotent write's answer could not be kept; its key may run it again");
         }
     }
     Response::from_parts(parts, Body::from(body))
 }
 
-async fn forget(store: Arc<Store>, key: String) {
-    let _ = tokio::task::spawn_blocking(move || store.idempotency_forget(&key)).await;
+async fn forget(database: &Database, key: String) {
+    if let Err(error) = database.idempotency_forget(key).await {
+        tracing::warn!(%error, "an idempotency key whose write failed could not be forgotten; it is taken over later");
+    }
 }

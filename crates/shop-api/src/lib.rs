@@ -12,8 +12,12 @@
 //! - [`client`]: [`ShopApi`], the async reqwest client the MCP server uses.
 //! - [`service`] and [`routes`]: the axum server; handlers parse IDs, call
 //!   the store and map errors to RFC 9457 problems ([`problem`]).
-//! - [`store`]: SQLite behind a mutex; IDs, transactions (`write_transaction`, prepared once)
-//!   and state changes.
+//! - [`database`]: what the routes talk to, one of two stores with the same answers:
+//!   [`store`], SQLite behind a mutex (the embedded default; transactions prepared once in
+//!   `write_transaction`), and [`postgres`], PostgreSQL for an API run as several replicas
+//!   (serializable transactions run again when they meet, numbered migrations).
+//! - `refund_rules`: the money rules both stores apply to what they read; `store_error`: why
+//!   an operation on either failed ([`StoreError`]).
 //! - [`idempotency`]: a write sent again with its `Idempotency-Key` gets its first answer.
 //! - [`policy`] decides holds; [`seed`] holds the starting orders.
 //! - [`model`], [`ids`] and [`money`]: the shared vocabulary. IDs are
@@ -24,6 +28,8 @@
 
 pub mod client;
 #[cfg(feature = "server")]
+pub mod database;
+#[cfg(feature = "server")]
 pub mod idempotency;
 pub mod ids;
 pub mod model;
@@ -31,7 +37,11 @@ pub mod money;
 #[cfg(feature = "server")]
 pub mod policy;
 #[cfg(feature = "server")]
+pub mod postgres;
+#[cfg(feature = "server")]
 pub mod problem;
+#[cfg(feature = "server")]
+mod refund_rules;
 #[cfg(feature = "server")]
 pub mod routes;
 #[cfg(feature = "server")]
@@ -41,15 +51,21 @@ pub mod service;
 #[cfg(feature = "server")]
 pub mod store;
 #[cfg(feature = "server")]
+mod store_error;
+#[cfg(feature = "server")]
 mod write_transaction;
 
 pub use client::{ApiError, ShopApi};
+#[cfg(feature = "server")]
+pub use database::Database;
 pub use ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
 pub use model::{
     Approval, NotYours, Order, OrderLine, Policy, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundRequest,
     RefundStatus, Return, ReturnReason, ReturnRequest,
 };
 pub use money::{Cents, MoneyError};
+#[cfg(feature = "server")]
+pub use postgres::PgStore;
 #[cfg(feature = "server")]
 pub use problem::Problem;
 #[cfg(feature = "server")]

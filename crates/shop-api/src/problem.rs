@@ -95,7 +95,20 @@ impl From<StoreError> for Problem {
                 "Amount too large",
                 "The amount is too large to compute.",
             ),
-            StoreError::Database(_) | StoreError::Corrupt(_) => {
+            StoreError::Unreachable(_) | StoreError::Busy => {
+                tracing::warn!(error = %detail, "store unavailable");
+                Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "Unavailable",
+                    "The shop's data cannot be reached or is busy for now; try again shortly.",
+                )
+            }
+            StoreError::Database(_)
+            | StoreError::Postgres(_)
+            | StoreError::Config(_)
+            | StoreError::Corrupt(_)
+            | StoreError::Stopped => {
                 tracing::error!(error = %detail, "store failed");
                 internal()
             }

@@ -1,10 +1,9 @@
 //! The HTTP routes: JSON in, JSON out, problems for errors.
 //!
-//! Handlers are thin: they parse IDs from the path, run one [`Store`]
-//! operation on Tokio's blocking pool and turn the outcome into a response.
+//! Handlers are thin: they parse IDs from the path, run one [`Database`] operation and turn
+//! the outcome into a response.
 
 use std::str::FromStr;
-use std::sync::Arc;
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
@@ -16,18 +15,19 @@ use axum::{Json, Router};
 use tower_http::trace::TraceLayer;
 use web_service::problem::{method_not_allowed, no_such_route};
 
+use crate::database::Database;
 use crate::ids::{IdError, OrderId, QuoteId, RefundId};
 use crate::model::{Decision, ON_BEHALF_OF, Policy, QuoteRequest, Refund, RefundRequest, RefundStatus, ReturnRequest};
 use crate::policy;
-use crate::problem::{self, Problem};
-use crate::store::{Store, StoreError};
+use crate::problem::Problem;
 use web_service::credential::Shown;
 
 /// Largest request body accepted (64 KiB); the API's bodies are tiny.
 pub const BODY_LIMIT: usize = 64 * 1024;
 
-/// The API's routes over `store`.
-pub fn router(store: Arc<Store>) -> Router {
+/// The API's routes over `database`.
+pub fn router(database: impl Into<Database>) -> Router {
+    let database = database.into();
     Router::new()
         .route("/healthz", get(healthz))
         .route("/policy", get(get_policy))
@@ -41,10 +41,10 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/returns", post(record_return))
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(no_such_route)
-        .layer(axum::middleware::from_fn_with_state((store.clone(), BODY_LIMIT), crate::idempotency::replay_or_run))
+        .layer(axum::middleware::from_fn_with_state((database.clone(), BODY_LIMIT), crate::idempotency::replay_or_run))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(TraceLayer::new_for_http())
-        .with_state(store)
+        .with_state(database)
 }
 
 /// The single `{…}` path parameter, parsed as an ID (400 when malformed).
@@ -63,25 +63,6 @@ where
     }
 }
 
-/// Runs a store operation, on the blocking pool when the store is a file (a
-/// commit may wait for the disk), and maps its error to a problem.
-async fn with_store<T, F>(store: Arc<Store>, operation: F) -> Result<T, Problem>
-where
-    T: Send + 'static,
-    F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
-{
-    if !store.on_disk() {
-        return operation(&store).map_err(Problem::from);
-    }
-    match tokio::task::spawn_blocking(move || operation(&store)).await {
-        Ok(outcome) => outcome.map_err(Problem::from),
-        Err(error) => {
-            tracing::error!(%error, "store task failed");
-            Err(problem::internal())
-        }
-    }
-}
-
 /// A 201 response with a `Location` header.
 fn created<T: serde::Serialize>(location: String, body: T) -> Response {
     (StatusCode::CREATED, [(header::LOCATION, location)], Json(body)).into_response()
@@ -91,40 +72,39 @@ async fn healthz() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }
 
-async fn get_policy(State(store): State<Arc<Store>>) -> Json<Policy> {
-    Json(policy::policy(store.approval()))
+async fn get_policy(State(database): State<Database>) -> Json<Policy> {
+    Json(policy::policy(database.approval()))
 }
 
-async fn get_order(State(store): State<Arc<Store>>, PathId(order_id): PathId<OrderId>) -> Result<Response, Problem> {
-    let order = with_store(store, move |store| store.order(&order_id)).await?;
+async fn get_order(State(database): State<Database>, PathId(order_id): PathId<OrderId>) -> Result<Response, Problem> {
+    let order = database.order(order_id).await?;
     Ok(Json(order).into_response())
 }
 
 async fn create_quote(
-    State(store): State<Arc<Store>>,
+    State(database): State<Database>,
     body: Result<Json<QuoteRequest>, JsonRejection>,
 ) -> Result<Response, Problem> {
     let Json(request) = body?;
-    let quote = with_store(store, move |store| store.create_quote(&request)).await?;
+    let quote = database.create_quote(request).await?;
     Ok(created(format!("/quotes/{}", quote.quote_id), quote))
 }
 
-async fn get_quote(State(store): State<Arc<Store>>, PathId(quote_id): PathId<QuoteId>) -> Result<Response, Problem> {
-    let quote = with_store(store, move |store| store.quote(&quote_id)).await?;
+async fn get_quote(State(database): State<Database>, PathId(quote_id): PathId<QuoteId>) -> Result<Response, Problem> {
+    let quote = database.quote(quote_id).await?;
     Ok(Json(quote).into_response())
 }
 
 /// 201 with the new refund, or 200 with the refund the quote already has.
 async fn create_refund(
-    State(store): State<Arc<Store>>,
+    State(database): State<Database>,
     headers: HeaderMap,
     shown: Option<axum::Extension<Shown>>,
     body: Result<Json<RefundRequest>, JsonRejection>,
 ) -> Result<Response, Problem> {
     let Json(request) = body?;
     let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
-    let (refund, is_new) =
-        with_store(store, move |store| store.create_refund(&request.quote_id, by.as_deref())).await?;
+    let (refund, is_new) = database.create_refund(request.quote_id, by).await?;
     if is_new {
         Ok(created(format!("/refunds/{}", refund.refund_id), refund))
     } else {
@@ -139,7 +119,7 @@ struct RefundsIn {
 }
 
 async fn list_refunds(
-    State(store): State<Arc<Store>>,
+    State(database): State<Database>,
     query: Result<axum::extract::Query<RefundsIn>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<Refund>>, Problem> {
     let query = query.map_err(|rejection| {
@@ -151,14 +131,14 @@ async fn list_refunds(
             Problem::new(StatusCode::BAD_REQUEST, "bad_status", "No such status", unknown.to_string())
         })?),
     };
-    Ok(Json(with_store(store, move |store| store.refunds_in(status)).await?))
+    Ok(Json(database.refunds_in(status).await?))
 }
 
 async fn get_refund(
-    State(store): State<Arc<Store>>,
+    State(database): State<Database>,
     PathId(refund_id): PathId<RefundId>,
 ) -> Result<Json<Refund>, Problem> {
-    Ok(Json(with_store(store, move |store| store.refund(&refund_id)).await?))
+    Ok(Json(database.refund(refund_id).await?))
 }
 
 /// For whom the caller says it acts: counted from the service credential (the MCP server's)
@@ -175,7 +155,7 @@ fn on_behalf_of(headers: &HeaderMap, shown: Option<Shown>) -> Option<String> {
 }
 
 async fn confirm_refund(
-    State(store): State<Arc<Store>>,
+    State(database): State<Database>,
     headers: HeaderMap,
     shown: Option<axum::Extension<Shown>>,
     PathId(refund_id): PathId<RefundId>,
@@ -183,13 +163,11 @@ async fn confirm_refund(
 ) -> Result<Json<Refund>, Problem> {
     let Json(decision) = body?;
     let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
-    let decided =
-        move |store: &Store| store.decide(&refund_id, RefundStatus::Requested, by.as_deref(), decision.seen.as_deref());
-    Ok(Json(with_store(store, decided).await?))
+    Ok(Json(database.decide(refund_id, RefundStatus::Requested, by, decision.seen).await?))
 }
 
 async fn cancel_refund(
-    State(store): State<Arc<Store>>,
+    State(database): State<Database>,
     headers: HeaderMap,
     shown: Option<axum::Extension<Shown>>,
     PathId(refund_id): PathId<RefundId>,
@@ -197,18 +175,16 @@ async fn cancel_refund(
 ) -> Result<Json<Refund>, Problem> {
     let Json(decision) = body?;
     let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
-    let decided =
-        move |store: &Store| store.decide(&refund_id, RefundStatus::Cancelled, by.as_deref(), decision.seen.as_deref());
-    Ok(Json(with_store(store, decided).await?))
+    Ok(Json(database.decide(refund_id, RefundStatus::Cancelled, by, decision.seen).await?))
 }
 
 /// 201 with the new return, or 200 with the one already recorded for that order line.
 async fn record_return(
-    State(store): State<Arc<Store>>,
+    State(database): State<Database>,
     body: Result<Json<ReturnRequest>, JsonRejection>,
 ) -> Result<Response, Problem> {
     let Json(request) = body?;
-    let (record, is_new) = with_store(store, move |store| store.record_return(&request)).await?;
+    let (record, is_new) = database.record_return(request).await?;
     if is_new {
         Ok(created(format!("/returns/{}", record.return_id), record))
     } else {

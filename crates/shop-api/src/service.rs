@@ -7,8 +7,6 @@
 
 use std::future::Future;
 use std::io;
-use std::sync::Arc;
-
 use tokio::net::TcpListener;
 
 use web_service::{
@@ -16,8 +14,8 @@ use web_service::{
     credential::{self, Credentials},
 };
 
+use crate::database::Database;
 use crate::routes::router;
-use crate::store::Store;
 
 /// A server started by [`spawn_loopback`]: its `url` and `addr`. Dropping
 /// it begins a graceful shutdown; `shutdown()` also waits for it to finish.
@@ -27,27 +25,27 @@ pub type RunningApi = web_service::RunningService;
 /// accepting connections and waits for in-flight requests to finish.
 pub async fn serve(
     listener: TcpListener,
-    store: Arc<Store>,
+    database: impl Into<Database>,
     credentials: Credentials,
     hosts: &[String],
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    web_service::serve(listener, app(store, credentials, hosts), shutdown).await
+    web_service::serve(listener, app(database, credentials, hosts), shutdown).await
 }
 
-/// The API's routes over `store`, behind `credentials`, for programs alone and for `hosts`
+/// The API's routes over `database`, behind `credentials`, for programs alone and for `hosts`
 /// (names; IP addresses are always served): what [`serve`] serves, for a caller that adds
 /// layers of its own (traces, say).
-pub fn app(store: Arc<Store>, credentials: Credentials, hosts: &[String]) -> axum::Router {
-    let routes = credential::require(router(store), credentials, &[]);
+pub fn app(database: impl Into<Database>, credentials: Credentials, hosts: &[String]) -> axum::Router {
+    let routes = credential::require(router(database), credentials, &[]);
     browsers::serve_only(browsers::refuse(routes, &[]), hosts)
 }
 
 /// Binds 127.0.0.1 on a free port and serves the API there on the current Tokio runtime,
 /// behind a service credential made for it (the running API's `token`).
-pub async fn spawn_loopback(store: Arc<Store>) -> io::Result<RunningApi> {
+pub async fn spawn_loopback(database: impl Into<Database>) -> io::Result<RunningApi> {
     let token = credential::generate();
-    let app = app(store, Credentials::service(&token), &loopback_names());
+    let app = app(database, Credentials::service(&token), &loopback_names());
     web_service::spawn_loopback(app, Some(token)).await
 }
 
@@ -55,9 +53,10 @@ pub async fn spawn_loopback(store: Arc<Store>) -> io::Result<RunningApi> {
 /// implementation's, run beside this one, such as the Python reference). Anyone on this machine
 /// can then release refunds. Such a server also decides without a body, so a decision with an
 /// empty body is read as `{}` here (and nowhere else).
-pub async fn spawn_loopback_open(store: Arc<Store>) -> io::Result<RunningApi> {
+pub async fn spawn_loopback_open(database: impl Into<Database>) -> io::Result<RunningApi> {
     tracing::warn!("the shop's API runs on loopback without a credential: anyone on this machine can release refunds");
-    let app = app(store, Credentials::open(), &loopback_names()).layer(axum::middleware::from_fn(bodiless_decisions));
+    let app =
+        app(database, Credentials::open(), &loopback_names()).layer(axum::middleware::from_fn(bodiless_decisions));
     web_service::spawn_loopback(app, None).await
 }
 

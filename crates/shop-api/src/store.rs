@@ -24,91 +24,27 @@
 //! refunds, this one included, come to more than the limit ([`policy::status_for`]). Quotes
 //! expire ([`DEFAULT_QUOTE_TTL`]) and are purged as new ones are made.
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::refund_rules::{
+    Covered, ReturnRow, epoch_seconds, issue_refund, may_decide, new_return, numbered, price_quote, refunded_lines,
+    rfc3339, seconds, stored_id, sum_lines,
+};
 use crate::write_transaction::WriteTransaction;
 
-use crate::ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
+use crate::ids::{OrderId, QuoteId, RefundId, ReturnId};
 use crate::model::{
-    Approval, NotYours, Order, OrderLine, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundStatus, Return,
-    ReturnReason, ReturnRequest,
+    Approval, Order, OrderLine, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundStatus, Return, ReturnRequest,
 };
 use crate::money::Cents;
 use crate::policy;
 use crate::seed;
 
-/// Why a store operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("There is no order {0}.")]
-    NoSuchOrder(OrderId),
-    #[error("There is no quote {0}.")]
-    NoSuchQuote(QuoteId),
-    #[error("There is no refund {0}.")]
-    NoSuchRefund(RefundId),
-    /// None of the chosen SKUs is on the order.
-    #[error("None of the chosen SKUs is on order {order_id}; its SKUs are {}.", list(order_skus))]
-    NoLines { order_id: OrderId, order_skus: Vec<Sku> },
-    /// A confirm or cancel of a refund that is no longer held.
-    #[error("Refund {refund_id} is not held; its status is {status}.")]
-    NotHeld { refund_id: RefundId, status: RefundStatus },
-    /// A decision about a refund that no longer matches what the lead saw.
-    #[error("Refund {0} changed since the lead saw it; it was not decided. Show it again.")]
-    Changed(RefundId),
-    /// A release that is not this decider's to make ([`Approval::AnotherLead`]).
-    #[error("Refund {refund_id} was not released: {why}.")]
-    NotYours { refund_id: RefundId, why: NotYours },
-    /// A return of a SKU that is not on the order.
-    #[error("SKU {sku} is not on order {order_id}; its SKUs are {}.", list(order_skus))]
-    NotOnOrder { order_id: OrderId, sku: Sku, order_skus: Vec<Sku> },
-    /// Lines (or shipping) that a refund not cancelled already covers: nothing is refunded twice.
-    #[error("{}", already_refunded(order_id, covered))]
-    AlreadyRefunded {
-        order_id: OrderId,
-        /// Each covered line's SKU (or `shipping`), and the refund that covers it.
-        covered: Vec<(String, RefundId)>,
-    },
-    /// A quote past its lifetime: quote again.
-    #[error("Quote {0} has expired; quote the refund again.")]
-    QuoteExpired(QuoteId),
-    /// A return note longer than the policy allows.
-    #[error("The note is {0} characters; a return's note may be at most {RETURN_NOTE_MAX}.")]
-    NoteTooLong(usize),
-    #[error("database error: {0}")]
-    Database(#[from] rusqlite::Error),
-    /// An amount or ID beyond what 64-bit integers hold.
-    #[error("a number is too large to compute")]
-    Overflow,
-    /// A stored value that does not parse (the file was edited by hand?).
-    #[error("the database holds a malformed value: {0}")]
-    Corrupt(String),
-}
-
-fn list(skus: &[Sku]) -> String {
-    let names: Vec<&str> = skus.iter().map(Sku::as_str).collect();
-    names.join(", ")
-}
-
-fn already_refunded(order_id: &OrderId, covered: &[(String, RefundId)]) -> String {
-    if covered.is_empty() {
-        return format!("Everything on order {order_id} is already refunded or held for refund.");
-    }
-    let each: Vec<String> = covered.iter().map(|(line, refund)| format!("{line} by {refund}")).collect();
-    format!(
-        "Order {order_id} is already refunded or held for refund there ({}); only what is still refundable can be \
-         quoted or refunded.",
-        each.join(", ")
-    )
-}
-
-/// The name `refund_lines` gives an order's shipping, beside its SKUs.
-pub const SHIPPING: &str = "shipping";
+pub use crate::store_error::StoreError;
 
 /// How long a quote can be issued unless told otherwise: a day, as the MCP server keeps it.
 pub const DEFAULT_QUOTE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -201,9 +137,9 @@ CREATE INDEX IF NOT EXISTS held_refunds_by_deadline ON refunds (decide_by) WHERE
 /// they said when they were asked for, by when a lead must decide them, and why one ended.
 const SCHEMA_VERSION: i64 = 4;
 
-const QUOTE_ID_OFFSET: i64 = 5000;
-const REFUND_ID_OFFSET: i64 = 110;
-const RETURN_ID_OFFSET: i64 = 0;
+pub(crate) const QUOTE_ID_OFFSET: i64 = 5000;
+pub(crate) const REFUND_ID_OFFSET: i64 = 110;
+pub(crate) const RETURN_ID_OFFSET: i64 = 0;
 
 /// The shop's persistent state. Share it as `Arc<Store>`.
 #[derive(Debug)]
@@ -232,7 +168,7 @@ impl Clock {
         Self(Arc::new(now))
     }
 
-    fn now(&self) -> i64 {
+    pub(crate) fn now(&self) -> i64 {
         (self.0)()
     }
 }
@@ -455,39 +391,9 @@ impl Store {
         // Held refunds past their deadline cover nothing any more.
         expire(&tx, None, self.clock.now())?;
         let order = load_order(&tx, &request.order_id)?;
-        let covered = Covered::of(&tx, &order.order_id)?;
-        let (lines, shipping_by_default): (Vec<&OrderLine>, bool) = match &request.skus {
-            None => (order.lines.iter().filter(|line| !covered.covers(line.sku.as_str())).collect(), true),
-            Some(chosen) => {
-                let lines: Vec<&OrderLine> = order.lines.iter().filter(|line| chosen.contains(&line.sku)).collect();
-                if lines.is_empty() {
-                    return Err(StoreError::NoLines {
-                        order_id: order.order_id,
-                        order_skus: order.lines.into_iter().map(|line| line.sku).collect(),
-                    });
-                }
-                covered.refuse_any(&order.order_id, lines.iter().map(|line| line.sku.as_str()))?;
-                (lines, false)
-            }
-        };
-        let includes_shipping = match request.include_shipping {
-            Some(true) => {
-                covered.refuse_any(&order.order_id, [SHIPPING])?;
-                true
-            }
-            Some(false) => false,
-            None => shipping_by_default && !covered.covers(SHIPPING),
-        };
-        if lines.is_empty() && !includes_shipping {
-            return Err(StoreError::AlreadyRefunded { order_id: order.order_id, covered: covered.all() });
-        }
-        let mut amount = sum_lines(lines.iter().copied())?;
-        if includes_shipping {
-            amount = amount.checked_add(order.shipping).ok_or(StoreError::Overflow)?;
-        }
-        let skus: Vec<Sku> = lines.iter().map(|line| line.sku.clone()).collect();
-        let needs_confirmation = policy::status_for(covered.total, amount) == RefundStatus::NeedsConfirmation;
-        let expires_at = now.saturating_add(i64::try_from(self.quote_ttl.as_secs()).unwrap_or(i64::MAX));
+        let covered = covered(&tx, &order.order_id)?;
+        let priced = price_quote(&order, &covered, request)?;
+        let expires_at = now.saturating_add(seconds(self.quote_ttl));
 
         tx.prepare_cached(
             "INSERT INTO quotes (order_id, skus, includes_shipping, amount_cents, currency,
@@ -496,11 +402,11 @@ impl Store {
         )?
         .execute(params![
             order.order_id.as_str(),
-            serde_json::to_string(&skus).map_err(|e| StoreError::Corrupt(e.to_string()))?,
-            includes_shipping,
-            amount.0,
+            serde_json::to_string(&priced.skus).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            priced.includes_shipping,
+            priced.amount.0,
             policy::CURRENCY,
-            needs_confirmation,
+            priced.needs_confirmation,
             expires_at,
         ])?;
         let rowid = tx.last_insert_rowid();
@@ -508,15 +414,7 @@ impl Store {
         tx.prepare_cached("UPDATE quotes SET quote_id = ?1 WHERE id = ?2")?
             .execute(params![quote_id.as_str(), rowid])?;
         tx.commit()?;
-        Ok(Quote {
-            quote_id,
-            order_id: order.order_id,
-            skus,
-            includes_shipping,
-            amount,
-            currency: policy::CURRENCY.to_owned(),
-            needs_confirmation,
-        })
+        Ok(priced.numbered(quote_id, order.order_id))
     }
 
     /// A quote made earlier, while it can still be issued.
@@ -544,17 +442,8 @@ impl Store {
         }
         let quote = load_live_quote(&tx, quote_id)?;
         let order = load_order(&tx, &quote.order_id)?;
-        let lines = refunded_lines(&order, &quote)?;
         expire(&tx, None, now)?;
-        let covered = Covered::of(&tx, &order.order_id)?;
-        covered.refuse_any(&order.order_id, lines.iter().map(|(line, _)| line.as_str()))?;
-        let status = policy::status_for(covered.total, quote.amount);
-        let decide_by = match (status, self.approval_deadline) {
-            (RefundStatus::NeedsConfirmation, Some(deadline)) => {
-                Some(now.saturating_add(i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX)))
-            }
-            _ => None,
-        };
+        let issued = issue_refund(&order, &quote, &covered(&tx, &order.order_id)?, self.approval_deadline, now)?;
         tx.prepare_cached(
             "INSERT INTO refunds (quote_id, order_id, amount_cents, currency, status, requested_by, requested_at, decide_by)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -564,16 +453,16 @@ impl Store {
             quote.order_id.as_str(),
             quote.amount.0,
             quote.currency,
-            status.as_str(),
+            issued.status.as_str(),
             by,
             now,
-            decide_by,
+            issued.decide_by,
         ])?;
         let rowid = tx.last_insert_rowid();
         let refund_id: RefundId = numbered("R", REFUND_ID_OFFSET, rowid)?;
         tx.prepare_cached("UPDATE refunds SET refund_id = ?1 WHERE id = ?2")?
             .execute(params![refund_id.as_str(), rowid])?;
-        for (line, amount) in &lines {
+        for (line, amount) in &issued.lines {
             // A plain INSERT: should another writer have covered the line meanwhile, the unique
             // index refuses it, and so does this call (the transaction rolls back).
             let covering = tx
@@ -585,27 +474,13 @@ impl Store {
             if let Err(rusqlite::Error::SqliteFailure(failure, _)) = &covering
                 && failure.code == rusqlite::ErrorCode::ConstraintViolation
             {
-                let covered = Covered::of(&tx, &order.order_id)?.all();
+                let covered = covered(&tx, &order.order_id)?.all();
                 return Err(StoreError::AlreadyRefunded { order_id: order.order_id, covered });
             }
             covering?;
         }
         tx.commit()?;
-        let refund = Refund {
-            refund_id,
-            order_id: quote.order_id,
-            quote_id: quote.quote_id,
-            amount: quote.amount,
-            currency: quote.currency,
-            status,
-            requested_by: by.map(str::to_owned),
-            decided_by: None,
-            decided_at: None,
-            requested_at: Some(rfc3339(now)),
-            decide_by: decide_by.map(rfc3339),
-            reason: None,
-        };
-        Ok((refund, true))
+        Ok((issued.numbered(refund_id, quote, by.map(str::to_owned), now), true))
     }
 
     /// Records what a returned parcel held, once per order line: a second report for the same
@@ -625,50 +500,40 @@ impl Store {
                 order_skus: order.lines.iter().map(|line| line.sku.clone()).collect(),
             });
         }
-        let existing = tx.prepare_cached("SELECT return_id, reason, restock, note, refund_shipping FROM returns WHERE order_id = ?1 AND sku = ?2")?.query_row(params![request.order_id.as_str(), request.sku.as_str()],
-                |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, bool>(2)?, row.get::<_, Option<String>>(3)?, row.get::<_, bool>(4)?)),
-            )
+        let existing = tx
+            .prepare_cached(
+                "SELECT return_id, reason, restock, note, refund_shipping FROM returns WHERE order_id = ?1 AND sku = ?2",
+            )?
+            .query_row(params![request.order_id.as_str(), request.sku.as_str()], |row| {
+                Ok(ReturnRow {
+                    return_id: row.get(0)?,
+                    reason: row.get(1)?,
+                    restock: row.get(2)?,
+                    note: row.get(3)?,
+                    refund_shipping: row.get(4)?,
+                })
+            })
             .optional()?;
-        if let Some((return_id, reason, restock, note, refund_shipping)) = existing {
-            let reason = ReturnReason::ALL
-                .into_iter()
-                .find(|r| r.as_str() == reason)
-                .ok_or_else(|| StoreError::Corrupt(format!("return reason {reason:?}")))?;
-            let record = Return {
-                return_id: stored_id(&return_id)?,
-                order_id: request.order_id.clone(),
-                sku: request.sku.clone(),
-                reason,
-                restock,
-                note,
-                refund_shipping,
-            };
-            return Ok((record, false));
+        if let Some(existing) = existing {
+            return Ok((existing.into_return(request)?, false));
         }
-        let refund_shipping = policy::refunds_shipping(request.reason);
-        tx.prepare_cached("INSERT INTO returns (order_id, sku, reason, restock, note, refund_shipping) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?.execute(params![
-                request.order_id.as_str(),
-                request.sku.as_str(),
-                request.reason.as_str(),
-                request.restock,
-                request.note,
-                refund_shipping
-            ],
-        )?;
+        tx.prepare_cached(
+            "INSERT INTO returns (order_id, sku, reason, restock, note, refund_shipping) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
+            request.order_id.as_str(),
+            request.sku.as_str(),
+            request.reason.as_str(),
+            request.restock,
+            request.note,
+            policy::refunds_shipping(request.reason)
+        ])?;
         let rowid = tx.last_insert_rowid();
         let return_id: ReturnId = numbered("RT", RETURN_ID_OFFSET, rowid)?;
         tx.prepare_cached("UPDATE returns SET return_id = ?1 WHERE id = ?2")?
             .execute(params![return_id.as_str(), rowid])?;
         tx.commit()?;
-        let record = Return {
-            return_id,
-            order_id: request.order_id.clone(),
-            sku: request.sku.clone(),
-            reason: request.reason,
-            restock: request.restock,
-            note: request.note.clone(),
-            refund_shipping,
-        };
+        let record = new_return(request, return_id);
         Ok((record, true))
     }
 
@@ -717,22 +582,9 @@ impl Store {
         // Past its deadline, it is cancelled as expired first: the update below then finds it
         // not held, and nothing is released after the deadline.
         expire(&tx, Some(refund_id), self.clock.now())?;
-        if let Some(seen) = seen {
-            let now = find_refund(&tx, "refund_id", refund_id.as_str())?
-                .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
-            if now.status == RefundStatus::NeedsConfirmation && now.digest() != seen {
-                return Err(StoreError::Changed(refund_id.clone()));
-            }
-        }
-        if to == RefundStatus::Requested && self.approval != Approval::SelfApproval {
-            let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
-                .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
-            if refund.status == RefundStatus::NeedsConfirmation
-                && let Err(why) = self.approval.may_release(refund.requested_by.as_deref(), by)
-            {
-                return Err(StoreError::NotYours { refund_id: refund.refund_id, why });
-            }
-        }
+        let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
+            .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
+        may_decide(&refund, to, by, seen, self.approval)?;
         let at = web_service::timestamp::rfc3339(SystemTime::now());
         let changed = tx
             .prepare_cached(
@@ -770,68 +622,16 @@ impl Store {
     }
 }
 
-/// What refunds not cancelled already cover of one order: each line (or shipping) with its
-/// refund, and what the order's refunds not cancelled come to (read from the refunds
-/// themselves, so a refund that covered a line twice before this version still counts).
-struct Covered {
-    lines: BTreeMap<String, RefundId>,
-    total: Cents,
-}
-
-impl Covered {
-    fn of(conn: &Connection, order_id: &OrderId) -> Result<Covered, StoreError> {
-        let mut statement = conn.prepare_cached(
-            "SELECT line, refund_id, amount_cents FROM refund_lines WHERE order_id = ?1 AND active = 1",
-        )?;
-        let rows = statement
-            .query_map([order_id.as_str()], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut covered = Covered { lines: BTreeMap::new(), total: Cents::ZERO };
-        for (line, refund_id) in rows {
-            covered.lines.insert(line, stored_id(&refund_id)?);
-        }
-        let total: Option<i64> = conn
-            .prepare_cached("SELECT SUM(amount_cents) FROM refunds WHERE order_id = ?1 AND status != 'cancelled'")?
-            .query_row([order_id.as_str()], |row| row.get(0))?;
-        covered.total = Cents(total.unwrap_or(0));
-        Ok(covered)
-    }
-
-    fn covers(&self, line: &str) -> bool {
-        self.lines.contains_key(line)
-    }
-
-    /// Refuses `lines` if a refund covers any of them, naming each that is.
-    fn refuse_any<'a>(&self, order_id: &OrderId, lines: impl IntoIterator<Item = &'a str>) -> Result<(), StoreError> {
-        let taken: Vec<(String, RefundId)> = lines
-            .into_iter()
-            .filter_map(|line| self.lines.get(line).map(|refund| (line.to_owned(), refund.clone())))
-            .collect();
-        if taken.is_empty() {
-            return Ok(());
-        }
-        Err(StoreError::AlreadyRefunded { order_id: order_id.clone(), covered: taken })
-    }
-
-    fn all(&self) -> Vec<(String, RefundId)> {
-        self.lines.iter().map(|(line, refund)| (line.clone(), refund.clone())).collect()
-    }
-}
-
-/// The lines a refund of `quote` covers, each with its amount: its SKUs' lines, and shipping.
-fn refunded_lines(order: &Order, quote: &Quote) -> Result<Vec<(String, Cents)>, StoreError> {
-    let mut lines = Vec::with_capacity(quote.skus.len() + 1);
-    for sku in &quote.skus {
-        let line =
-            order.lines.iter().find(|line| &line.sku == sku).ok_or_else(|| {
-                StoreError::Corrupt(format!("quote {} names {sku}, not on its order", quote.quote_id))
-            })?;
-        lines.push((sku.to_string(), sum_lines([line])?));
-    }
-    if quote.includes_shipping {
-        lines.push((SHIPPING.to_owned(), order.shipping));
-    }
-    Ok(lines)
+/// What refunds not cancelled already cover of `order_id`.
+fn covered(conn: &Connection, order_id: &OrderId) -> Result<Covered, StoreError> {
+    let rows = conn
+        .prepare_cached("SELECT line, refund_id FROM refund_lines WHERE order_id = ?1 AND active = 1")?
+        .query_map([order_id.as_str()], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let total: Option<i64> = conn
+        .prepare_cached("SELECT SUM(amount_cents) FROM refunds WHERE order_id = ?1 AND status != 'cancelled'")?
+        .query_row([order_id.as_str()], |row| row.get(0))?;
+    Covered::from_rows(rows, total.unwrap_or(0))
 }
 
 /// One line a refund covers, unless the line is covered already (then nothing: 0 rows).
@@ -968,17 +768,6 @@ fn past_deadline(conn: &Connection, refund_id: &RefundId, now: i64) -> Result<bo
     Ok(decide_by.is_some_and(|by| by <= now))
 }
 
-/// RFC 3339 text of `seconds` since 1970.
-fn rfc3339(seconds: i64) -> String {
-    let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(seconds).unwrap_or(0));
-    web_service::timestamp::rfc3339(at)
-}
-
-/// Seconds since 1970 by the system clock (0 before it).
-fn epoch_seconds() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
 fn insert_order(conn: &Connection, order: &Order) -> Result<(), StoreError> {
     conn.prepare_cached(
         "INSERT OR IGNORE INTO orders (order_id, customer, status, shipping_cents, currency)
@@ -1000,27 +789,6 @@ fn insert_order(conn: &Connection, order: &Order) -> Result<(), StoreError> {
         ])?;
     }
     Ok(())
-}
-
-fn sum_lines<'a>(lines: impl IntoIterator<Item = &'a OrderLine>) -> Result<Cents, StoreError> {
-    lines.into_iter().try_fold(Cents::ZERO, |sum, line| {
-        line.unit_price
-            .checked_mul(line.quantity)
-            .and_then(|amount| sum.checked_add(amount))
-            .ok_or(StoreError::Overflow)
-    })
-}
-
-/// `{prefix}-{offset + rowid}` with at least four digits.
-fn numbered<T: FromStr<Err = IdError>>(prefix: &str, offset: i64, rowid: i64) -> Result<T, StoreError> {
-    let number = offset.checked_add(rowid).ok_or(StoreError::Overflow)?;
-    // More digits than the ID format allows means the ID space is used up.
-    format!("{prefix}-{number:04}").parse().map_err(|_| StoreError::Overflow)
-}
-
-/// Parses an ID read back from the database.
-fn stored_id<T: FromStr<Err = IdError>>(text: &str) -> Result<T, StoreError> {
-    text.parse().map_err(|e: IdError| StoreError::Corrupt(e.to_string()))
 }
 
 const ORDER_LINES: &str =
@@ -1096,24 +864,24 @@ fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<(Quote, i64), Sto
     Ok((quote, expires_at))
 }
 
-const REFUND_COLUMNS: &str =
+pub(crate) const REFUND_COLUMNS: &str =
     "SELECT refund_id, order_id, quote_id, amount_cents, currency, status, requested_by, decided_by, decided_at,
             requested_at, decide_by, reason FROM refunds";
 
 /// A refunds row as stored, before its text is validated.
-struct RefundRow {
-    refund_id: String,
-    order_id: String,
-    quote_id: String,
-    amount: i64,
-    currency: String,
-    status: String,
-    requested_by: Option<String>,
-    decided_by: Option<String>,
-    decided_at: Option<String>,
-    requested_at: Option<i64>,
-    decide_by: Option<i64>,
-    reason: Option<String>,
+pub(crate) struct RefundRow {
+    pub(crate) refund_id: String,
+    pub(crate) order_id: String,
+    pub(crate) quote_id: String,
+    pub(crate) amount: i64,
+    pub(crate) currency: String,
+    pub(crate) status: String,
+    pub(crate) requested_by: Option<String>,
+    pub(crate) decided_by: Option<String>,
+    pub(crate) decided_at: Option<String>,
+    pub(crate) requested_at: Option<i64>,
+    pub(crate) decide_by: Option<i64>,
+    pub(crate) reason: Option<String>,
 }
 
 impl RefundRow {
@@ -1134,7 +902,7 @@ impl RefundRow {
         })
     }
 
-    fn into_refund(self) -> Result<Refund, StoreError> {
+    pub(crate) fn into_refund(self) -> Result<Refund, StoreError> {
         Ok(Refund {
             refund_id: stored_id(&self.refund_id)?,
             order_id: stored_id(&self.order_id)?,
@@ -1164,6 +932,7 @@ fn find_refund(conn: &Connection, column: &'static str, value: &str) -> Result<O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::Sku;
 
     fn order_id(s: &str) -> OrderId {
         OrderId::parse(s).unwrap()

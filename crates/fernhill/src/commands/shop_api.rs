@@ -8,10 +8,10 @@
 //! open, warned at every start. Whatever the credential, no browser page may call it and it
 //! answers only the hosts it serves (IP addresses, `localhost`, `--allowed-host`).
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, str::FromStr, time::Duration};
 
 use anyhow::Context as _;
-use shop_api::{Store, store::DEFAULT_QUOTE_TTL};
+use shop_api::{Database, PgStore, Store, store::DEFAULT_QUOTE_TTL};
 use web_service::credential::Credentials;
 
 use super::service_credential::credential_of;
@@ -29,9 +29,11 @@ pub struct ShopApiOptions {
     /// Address to listen on, such as 127.0.0.1:8710 (port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:8710")]
     pub listen: SocketAddr,
-    /// SQLite file to keep the shop's data in (created and seeded if new); in memory if absent.
-    #[arg(long)]
-    pub db: Option<PathBuf>,
+    /// Where the shop's data is kept: a SQLite file (created and seeded if new), or a
+    /// PostgreSQL database, `postgres://USER[:PASSWORD]@HOST[:PORT]/NAME` (migrated and seeded if
+    /// new; several APIs may share one); in memory if absent.
+    #[arg(long, env = "SHOP_API_DB", hide_env_values = true, value_name = "PATH|URL")]
+    pub db: Option<DbLocation>,
     /// The service credential: the MCP server's (give it in the environment), which alone may
     /// say for whom it acts. Without it, one is made at start and written to --token-file.
     #[arg(long, env = "SHOP_API_TOKEN", hide_env_values = true, value_name = "TOKEN")]
@@ -76,6 +78,88 @@ pub struct ShopApiOptions {
     pub load_orders: u32,
 }
 
+/// Where `--db` keeps the shop's data.
+#[derive(Debug, Clone)]
+pub enum DbLocation {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL URL.
+    Postgres(String),
+}
+
+impl FromStr for DbLocation {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(match text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            true => DbLocation::Postgres(text.to_owned()),
+            false => DbLocation::File(PathBuf::from(text)),
+        })
+    }
+}
+
+impl std::fmt::Display for DbLocation {
+    /// The file, or the URL without its credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DbLocation::File(path) => write!(f, "{}", path.display()),
+            DbLocation::Postgres(url) => match url.split_once("://").and_then(|(_, rest)| rest.rsplit_once('@')) {
+                Some((_, host)) => write!(f, "postgres://…@{host}"),
+                None => f.write_str(url),
+            },
+        }
+    }
+}
+
+/// Opens the database `db` names (memory when `None`) as `options` say.
+async fn open(
+    db: Option<&DbLocation>,
+    quote_ttl: Duration,
+    approval: shop_api::Approval,
+    deadline: Option<Duration>,
+    load_orders: u32,
+) -> anyhow::Result<Database> {
+    let first = shop_api::seed::FIRST_LOAD_ORDER;
+    let database = match db {
+        Some(DbLocation::Postgres(url)) => {
+            let store = PgStore::connect(url)
+                .await
+                .with_context(|| {
+                    format!("opening the database at {}", db.map(ToString::to_string).unwrap_or_default())
+                })?
+                .with_quote_ttl(quote_ttl)
+                .with_approval(approval)
+                .with_approval_deadline(deadline);
+            if load_orders > 0 {
+                store.add_load_orders(first, load_orders).await.context("adding the load test's orders")?;
+            }
+            Database::from(store)
+        }
+        file => {
+            let path = match file {
+                Some(DbLocation::File(path)) => Some(path.as_path()),
+                _ => None,
+            };
+            let store = Store::open(path)
+                .with_context(|| match path {
+                    Some(path) => format!("opening the store at {}", path.display()),
+                    None => "opening an in-memory store".to_owned(),
+                })?
+                .with_quote_ttl(quote_ttl)
+                .with_approval(approval)
+                .with_approval_deadline(deadline);
+            if load_orders > 0 {
+                store.add_load_orders(first, load_orders).context("adding the load test's orders")?;
+            }
+            Database::from(store)
+        }
+    };
+    if load_orders > 0 {
+        tracing::info!(orders = load_orders, "added orders for load tests, O-100001 upwards");
+    }
+    Ok(database)
+}
+
 pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
     let telemetry = Telemetry::from_env("fernhill-shop-api")?;
     logging::init(logging::Verbosity::Info, logging::LogFormat::Text, telemetry.as_ref(), LOG_TARGETS);
@@ -107,29 +191,17 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
     };
     let mut hosts: Vec<String> = web_service::browsers::LOOPBACK_NAMES.iter().map(|name| (*name).to_owned()).collect();
     hosts.extend(allowed_hosts);
-    let store = Store::open(db.as_deref())
-        .with_context(|| match &db {
-            Some(path) => format!("opening the store at {}", path.display()),
-            None => "opening an in-memory store".to_owned(),
-        })?
-        .with_quote_ttl(Duration::from_secs(quote_ttl))
-        .with_approval(approval)
-        .with_approval_deadline((approval_deadline > 0).then(|| Duration::from_secs(approval_deadline)));
-    if load_orders > 0 {
-        store
-            .add_load_orders(shop_api::seed::FIRST_LOAD_ORDER, load_orders)
-            .context("adding the load test's orders")?;
-        tracing::info!(orders = load_orders, "added orders for load tests, O-100001 upwards");
-    }
+    let deadline = (approval_deadline > 0).then(|| Duration::from_secs(approval_deadline));
+    let database = open(db.as_ref(), Duration::from_secs(quote_ttl), approval, deadline, load_orders).await?;
     let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
     let url = format!("http://{}", listener.local_addr()?);
     println!("{url}");
-    tracing::info!(%url, db = ?db, credential = !credentials.is_open(), hosts = ?hosts, "shop API listening");
-    let store = Arc::new(store);
+    let db = db.as_ref().map_or_else(|| "memory".to_owned(), ToString::to_string);
+    tracing::info!(%url, %db, credential = !credentials.is_open(), hosts = ?hosts, "shop API listening");
     // Held refunds past their deadline are cancelled as they are read or decided; this sweep
     // also frees the lines and the order's limit of those nobody looks at.
-    tokio::spawn(sweep_expired(store.clone()));
-    let mut app = shop_api::app(store, credentials, &hosts);
+    tokio::spawn(sweep(database.clone()));
+    let mut app = shop_api::app(database, credentials, &hosts);
     if telemetry.is_some() {
         app = app.layer(axum::middleware::from_fn(telemetry::http_server_spans));
     }
@@ -141,19 +213,18 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Cancel the held refunds past their deadline every minute.
-async fn sweep_expired(store: Arc<Store>) {
+/// Cancel the held refunds past their deadline every minute (and, in PostgreSQL, remove the
+/// expired quotes and idempotency keys).
+async fn sweep(database: Database) {
     let mut ticks = tokio::time::interval(Duration::from_secs(60));
     loop {
         ticks.tick().await;
-        let store = store.clone();
-        match tokio::task::spawn_blocking(move || store.expire_overdue()).await {
-            Ok(Ok(expired)) if !expired.is_empty() => {
+        match database.sweep(shop_api::idempotency::KEPT).await {
+            Ok(expired) if !expired.is_empty() => {
                 tracing::info!(count = expired.len(), "held refunds past their deadline cancelled as expired")
             }
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => tracing::warn!(%error, "could not cancel the held refunds past their deadline"),
-            Err(error) => tracing::warn!(%error, "the sweep of expired refunds stopped"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "could not sweep the held refunds past their deadline"),
         }
     }
 }
