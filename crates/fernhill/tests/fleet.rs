@@ -96,6 +96,79 @@ async fn a_yes_whose_replica_stopped_after_the_release_is_told_released_on_anoth
     assert!(text.ends_with("Refund R-0111 was already confirmed. Don't send the same answer again."), "{text}");
 }
 
+/// A lead's yes whose replica stopped between claiming the answer and releasing the refund
+/// leaves the refund held and the claim unmarked. The same yes, sent again to another replica,
+/// waits out the claim's lease, takes the claim over and releases the refund, once, rather than
+/// being refused as "already being answered" until the state expires.
+#[tokio::test]
+async fn a_yes_whose_replica_stopped_between_its_claim_and_its_release_is_released_on_another() {
+    let plan = FleetPlan { relayed: true, ..FleetPlan::new(2, REDIS) };
+    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let (q, state, _claim) = stopped_after_its_claim(&mut fleet, &plan).await;
+    let b = lead(&fleet.urls[1]).await;
+    let released = b.call_tool_once(yes(&q, state.clone())).await.unwrap();
+    assert_eq!(status_of(&released).as_deref(), Some("requested"), "{released:?}");
+    let CallToolResponse::Complete(replay) = b.call_tool_once(yes(&q, state)).await.unwrap() else { panic!() };
+    let text = mrtr::client::text(&replay);
+    assert!(text.ends_with("Refund R-0111 was already confirmed. Don't send the same answer again."), "{text}");
+    let refund = RefundId::parse("R-0111").unwrap();
+    assert!(shop(&fleet.api).confirm(&refund).await.unwrap_err().is_conflict(), "released once");
+}
+
+/// A claim taken for another answer (a decline whose replica stopped before it was recorded)
+/// is not taken over by a yes to the same question: the first answer counts, and the refund
+/// stays held.
+#[tokio::test]
+async fn a_claim_taken_for_a_no_is_not_taken_over_by_a_yes() {
+    let plan = FleetPlan { relayed: true, ..FleetPlan::new(2, REDIS) };
+    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let (q, state, claim) = stopped_after_its_claim(&mut fleet, &plan).await;
+    let mut redis = redis::Client::open(REDIS).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let value: String = redis::cmd("GET").arg(&claim).query_async(&mut redis).await.unwrap();
+    let at = value.strip_prefix("yes@").expect("a claim says the answer it acts on");
+    let _: () =
+        redis::cmd("SET").arg(&claim).arg(format!("no@{at}")).arg("KEEPTTL").query_async(&mut redis).await.unwrap();
+    let b = lead(&fleet.urls[1]).await;
+    let CallToolResponse::Complete(refused) = b.call_tool_once(yes(&q, state)).await.unwrap() else { panic!() };
+    let text = mrtr::client::text(&refused);
+    assert!(text.contains("Refund R-0111 is already being answered."), "{text}");
+    let refund = RefundId::parse("R-0111").unwrap();
+    assert_eq!(shop(&fleet.api).refund(&refund).await.unwrap().status, RefundStatus::NeedsConfirmation);
+}
+
+/// Replica 0 of `fleet` is asked about R-0111 and given the lead's yes, claims it, and is
+/// killed while its release is held on the way to the shop's API. The quote, the state the
+/// yes answered, and the claim's Redis key.
+async fn stopped_after_its_claim(fleet: &mut Fleet, plan: &FleetPlan) -> (String, Option<String>, String) {
+    let a = lead(&fleet.urls[0]).await;
+    let q = quote(&a, "O-2289").await;
+    let state = ask(&a, &q).await.request_state;
+    fleet.set_api(Condition::Slow(Duration::from_secs(600)));
+    let sent = yes(&q, state.clone());
+    let first = tokio::spawn(async move { a.call_tool_once(sent).await });
+    let mut redis = redis::Client::open(REDIS).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let claimed = async {
+        loop {
+            let claims: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{}issue_refund:R-0111:*", plan.store_prefix))
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            if let Some(claim) = claims.into_iter().next() {
+                return claim;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let claim = tokio::time::timeout(Duration::from_secs(20), claimed).await.expect("A claimed the answer");
+    fleet.kill(0).await.unwrap();
+    first.abort();
+    fleet.set_api(Condition::Up);
+    let refund = RefundId::parse("R-0111").unwrap();
+    assert_eq!(shop(&fleet.api).refund(&refund).await.unwrap().status, RefundStatus::NeedsConfirmation);
+    (q, state, claim)
+}
+
 /// A claim lost in a failover (written to the old primary and never replicated, its acted-on
 /// mark with it) lets a replay of the same answer through to the shop's API: the release is
 /// sent again under the answer's idempotency key, and the API answers with the first release,

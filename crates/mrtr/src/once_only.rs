@@ -53,6 +53,13 @@ pub struct OnceOnlyError(pub String);
 /// # Ok::<(), OnceOnlyError>(())
 /// ```
 pub trait OnceOnly: Send + Sync {
-    /// Claim `key` for at least `keep`. Atomic: of any number of concurrent claims, one is First.
-    fn claim<'a>(&'a self, key: &'a str, keep: Duration) -> Claiming<'a>;
+    /// Claim `key` for at least `keep`, the claim holding `value` (what the claimant is doing,
+    /// and since when, for a later claimant to read). Atomic: of any number of concurrent
+    /// claims, one is First, and its value is the one kept.
+    fn claim_as<'a>(&'a self, key: &'a str, value: &'a str, keep: Duration) -> Claiming<'a>;
+
+    /// Claim `key` for at least `keep`, holding nothing more than the claim.
+    fn claim<'a>(&'a self, key: &'a str, keep: Duration) -> Claiming<'a> {
+        self.claim_as(key, "1", keep)
+    }
 }

@@ -107,12 +107,12 @@ impl InMemory {
 }
 
 impl OnceOnly for InMemory {
-    fn claim<'a>(&'a self, key: &'a str, keep: Duration) -> Claiming<'a> {
+    fn claim_as<'a>(&'a self, key: &'a str, value: &'a str, keep: Duration) -> Claiming<'a> {
         let claim = self.with(|entries, now| {
             if entries.get(key).is_some_and(|(_, until)| *until > now) {
                 return Claim::Taken;
             }
-            entries.insert(key.to_owned(), (String::new(), now + keep));
+            entries.insert(key.to_owned(), (value.to_owned(), now + keep));
             Claim::First
         });
         Box::pin(async move { Ok(claim) })

@@ -333,15 +333,15 @@ fn millis(keep: Duration) -> u64 {
 }
 
 impl OnceOnly for Redis {
-    fn claim<'a>(&'a self, key: &'a str, keep: Duration) -> Claiming<'a> {
+    fn claim_as<'a>(&'a self, key: &'a str, value: &'a str, keep: Duration) -> Claiming<'a> {
         Box::pin(async move {
             let mut connection = self.connection().await?;
-            // SET key 1 NX PX keep: atomic; of any number of concurrent claims, one sets it.
+            // SET key value NX PX keep: atomic; of any number of concurrent claims, one sets it.
             let options = SetOptions::default()
                 .conditional_set(redis::ExistenceCheck::NX)
                 .with_expiration(SetExpiry::PX(millis(keep)));
             let set: Option<String> =
-                connection.set_options(self.key(key), "1", options).await.map_err(|e| self.failed(e))?;
+                connection.set_options(self.key(key), value, options).await.map_err(|e| self.failed(e))?;
             Ok(if set.is_some() { Claim::First } else { Claim::Taken })
         })
     }

@@ -107,6 +107,39 @@ fn claim_key(refund_id: &RefundId, question: &str) -> String {
 /// finished, or never will (its replica stopped after the release).
 const ACTED_ON: &str = "acted-on";
 
+/// How long a claim's call has to act on its answer and mark it [`ACTED_ON`] before the same
+/// answer, arriving again, may take the claim over: a call whose replica stopped between its
+/// claim and its release leaves the refund held, and the lead's answer counts when it comes
+/// again instead of being refused until the state expires. Taking over is safe at any time,
+/// since the release goes out under the answer's idempotency key and the shop's API acts on
+/// a key once; the lease keeps a copy from racing a call that is only slow.
+pub(crate) const CLAIM_LEASE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What a claim holds while its call acts: the answer (`yes` or `no`) and when the claim was
+/// taken, in milliseconds since 1970 (`yes@1764700000000`).
+fn acting(says_yes: bool) -> String {
+    format!("{}@{}", if says_yes { "yes" } else { "no" }, epoch_millis())
+}
+
+/// The answer a claim's call acts on, and how long ago it took the claim: `None` for the
+/// [`ACTED_ON`] mark, or a claim that says nothing more.
+fn claimed_since(value: &str) -> Option<(bool, std::time::Duration)> {
+    let (answer, at) = value.split_once('@')?;
+    let says_yes = match answer {
+        "yes" => true,
+        "no" => false,
+        _ => return None,
+    };
+    let age = epoch_millis().saturating_sub(at.parse().ok()?);
+    Some((says_yes, std::time::Duration::from_millis(age)))
+}
+
+fn epoch_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// What a claim on an answer found.
 enum Claimed {
     /// This call acts on the answer.
@@ -364,15 +397,37 @@ impl Shop {
     /// on a replica whose clock runs ahead lives that much longer).
     ///
     /// A claim taken already is a replay, refused in words, unless the call that took it never
-    /// finished and the refund stands released by this lead: then this same answer was acted
-    /// on, and its lead, who was never told, is told now ([`Claimed::ActedOnUntold`]).
-    async fn claim(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<Claimed, ToolError> {
+    /// finished. Its call is given its [`CLAIM_LEASE`] to finish first. Then, if the refund
+    /// stands released by this lead, this same answer was acted on, and its lead, who was never
+    /// told, is told now ([`Claimed::ActedOnUntold`]); if the refund is still held and the claim
+    /// was taken for this same answer, this call takes it over and acts.
+    async fn claim(
+        &self,
+        refund_id: &RefundId,
+        answered: &Answered,
+        who: &Who,
+        says_yes: bool,
+    ) -> Result<Claimed, ToolError> {
         let question = answered.question.as_str();
-        let claimed = self.records.claim(&claim_key(refund_id, question), answered.claim_life).await;
-        if let Ok(Claim::Taken) = claimed
-            && let Some(refund) = self.acted_on_untold(refund_id, question, who).await
-        {
-            return Ok(Claimed::ActedOnUntold(Box::new(refund)));
+        let key = claim_key(refund_id, question);
+        let claimed = self.records.claim_as(&key, &acting(says_yes), answered.claim_life).await;
+        if let Ok(Claim::Taken) = claimed {
+            let unfinished = self.lease_out(&key).await;
+            if let Some(refund) = self.acted_on_untold(refund_id, question, who).await {
+                return Ok(Claimed::ActedOnUntold(Box::new(refund)));
+            }
+            if unfinished.is_some_and(|(answer, _)| answer == says_yes) && self.still_undecided(refund_id).await {
+                match self.records.put(&key, acting(says_yes), answered.claim_life).await {
+                    Ok(()) => {
+                        tracing::info!(%refund_id, question, "a claim whose call never finished is taken over by the same answer");
+                        self.audit
+                            .report("claim taken over", who, json!({"refund_id": refund_id, "question": question}))
+                            .await;
+                        return Ok(Claimed::First);
+                    }
+                    Err(error) => tracing::warn!(%refund_id, %error, "could not take over an unfinished claim"),
+                }
+            }
         }
         if let Ok(Claim::Taken) = claimed {
             self.audit
@@ -409,13 +464,9 @@ impl Shop {
                             format!("Refund {} was already confirmed. Don't send the same answer again.", refund_id)
                         }
                         // Claimed, but the API has not acted yet (in flight, or the server stopped
-                        // in between): the claim lapses with the state, and a fresh call asks again.
-                        RefundStatus::NeedsConfirmation => format!(
-                            "Refund {} is already being answered. If it is still held in {} minutes, call issue_refund \
-                         again to ask again.",
-                            refund_id,
-                            self.state_ttl.as_secs().div_ceil(60)
-                        ),
+                        // in between and the claim was for another answer): the claim lapses with
+                        // the state, and a fresh call asks again.
+                        RefundStatus::NeedsConfirmation => self.being_answered(refund_id),
                     },
                 ))
             }
@@ -428,6 +479,36 @@ impl Shop {
                 )))
             }
         }
+    }
+
+    /// The words for an answer whose question another call is answering.
+    fn being_answered(&self, refund_id: &RefundId) -> String {
+        format!(
+            "Refund {refund_id} is already being answered. If it is still held in {} minutes, call issue_refund \
+             again to ask again.",
+            self.state_ttl.as_secs().div_ceil(60)
+        )
+    }
+
+    /// Wait, at most until its [`CLAIM_LEASE`] has passed, for the call that holds claim `key`
+    /// to mark it acted on; the answer it was taken for and its age if it never was (`None`
+    /// when marked, unreadable, or an earlier version's).
+    async fn lease_out(&self, key: &str) -> Option<(bool, std::time::Duration)> {
+        loop {
+            let value = self.records.get(key).await.ok()??;
+            let (answer, age) = claimed_since(&value)?;
+            if age >= CLAIM_LEASE {
+                return Some((answer, age));
+            }
+            tokio::time::sleep((CLAIM_LEASE - age).min(std::time::Duration::from_millis(50))).await;
+        }
+    }
+
+    /// Whether `refund_id` is still held and no decline of it waits to be carried out (read
+    /// from the shop's API and the records; unknown is no).
+    async fn still_undecided(&self, refund_id: &RefundId) -> bool {
+        let held = self.api.refund(refund_id).await.is_ok_and(|r| r.status == RefundStatus::NeedsConfirmation);
+        held && matches!(self.records.get(&declined(refund_id)).await, Ok(None))
     }
 
     /// The refund, when the claim on `question` was taken by a call that did not finish (no
@@ -454,7 +535,7 @@ impl Shop {
 
     async fn release(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<CallToolResult, ToolError> {
         let question = answered.question.as_str();
-        if let Claimed::ActedOnUntold(refund) = self.claim(refund_id, answered, who).await? {
+        if let Claimed::ActedOnUntold(refund) = self.claim(refund_id, answered, who, true).await? {
             tracing::info!(%refund_id, "the lead's answer was acted on by a call that did not finish; told now");
             self.audit
                 .report("released", who, json!({"refund_id": refund_id, "question": question, "told": "again"}))
@@ -517,6 +598,11 @@ impl Shop {
                 Ok(structured(&released))
             }
             Err(error) if error.kind() == Some("changed") => Err(changed(refund_id)),
+            // The same answer's release, sent by a call that is slow rather than stopped, is
+            // still being answered by the API under the same key.
+            Err(error) if error.kind() == Some("idempotency_key_in_flight") => {
+                Err(ToolError::refusal(AnswerRefusal::InFlight, self.being_answered(refund_id)))
+            }
             Err(error) if error.is_conflict() => Err(ToolError::refusal(
                 AnswerRefusal::NotHeld,
                 format!("Refund {refund_id} is not held any more, so it can't be released again."),
@@ -572,7 +658,7 @@ impl Shop {
     }
 
     async fn refuse(&self, refund_id: &RefundId, answered: &Answered, who: &Who) -> Result<CallToolResult, ToolError> {
-        if let Claimed::ActedOnUntold(refund) = self.claim(refund_id, answered, who).await? {
+        if let Claimed::ActedOnUntold(refund) = self.claim(refund_id, answered, who, false).await? {
             // Released by this lead under this question, though this answer declines: the
             // release stands, as a refund released does.
             return Err(ToolError::refusal(
