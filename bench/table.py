@@ -147,14 +147,14 @@ print(f"the architecture's floor's API CPU per confirmation, ms: {span([c - m fo
 databases = {db: load(f"db-{db}") for db in ("memory", "file", "postgres")}
 if any(d["cpu"] for d in databases.values()):
     api = {db: [c - m for c, m in zip(d["cpu"], d["mcp_cpu"])] for db, d in databases.items()}
-    server = numbers("db-postgres.txt", r"database server CPU: ([\d.]+) ms per confirmation")
+    server = numbers("db-postgres.txt", r"PostgreSQL CPU: ([\d.]+) ms a confirmation")
     print()
     print("| the shop's API on | API CPU per confirmation, ms | vs SQLite in memory | database server CPU, ms | confirmations/s |")
     print("|---|---|---|---|---|")
     for db, label in (("memory", "SQLite, in memory"), ("file", "SQLite, a file"), ("postgres", "PostgreSQL")):
         mem = api["memory"]
         ratio_to_memory = (f"{min(api[db]) / max(mem):.1f}-{max(api[db]) / min(mem):.1f}x"
-                           if api[db] and mem and min(mem) > 0 else "-")
+                           if db != "memory" and api[db] and mem and min(mem) > 0 else "-")
         print(f"| {label} | {span(api[db])} | {ratio_to_memory} | {span(server) if db == 'postgres' else '-'} | "
               f"{span(databases[db]['per_s'], 0)} |")
 

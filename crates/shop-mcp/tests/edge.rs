@@ -108,6 +108,8 @@ enum Releases {
     Refuse(usize),
     /// The first `n` new quotes (and releases) never reach the API, as with `Refuse`.
     RefuseQuotes(usize),
+    /// The first `n` cancels (and releases) never reach the API, as with `Refuse`.
+    RefuseCancels(usize),
 }
 
 /// A proxy in front of the shop's API that passes every request on, but releases as `releases`
@@ -131,10 +133,11 @@ async fn proxy(api: &str, releases: Releases) -> String {
                 while let Some(request) = read_message(&mut client).await {
                     let head = String::from_utf8_lossy(&request[..request.len().min(200)]).to_string();
                     let release = head.contains("/confirm");
-                    let counted =
-                        release || (head.starts_with("POST /quotes") && matches!(releases, Releases::RefuseQuotes(_)));
+                    let counted = release
+                        || (head.starts_with("POST /quotes") && matches!(releases, Releases::RefuseQuotes(_)))
+                        || (head.contains("/cancel") && matches!(releases, Releases::RefuseCancels(_)));
                     let nth = if counted { seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) } else { usize::MAX };
-                    if let Releases::Refuse(n) | Releases::RefuseQuotes(n) = releases
+                    if let Releases::Refuse(n) | Releases::RefuseQuotes(n) | Releases::RefuseCancels(n) = releases
                         && nth < n
                     {
                         return; // the API is down: the connection closes, nothing sent on
@@ -231,6 +234,25 @@ async fn a_quote_rides_through_the_api_being_down_for_a_moment_in_both_eras() {
         let quoted = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
         assert_ne!(quoted.is_error, Some(true), "{era}: {}", text(&quoted));
         assert!(support::field(&quoted, "quote_id").starts_with("Q-"), "{era}");
+    }
+}
+
+/// A lead's no whose cancel meets the shop's API down: the cancel is sent again within
+/// --ride-through, in both eras, and the lead is told the refund is cancelled. Before, the
+/// decline stood but the lead was told the API did not take the cancel.
+#[tokio::test]
+async fn a_lead_s_no_rides_through_the_api_being_down_for_a_moment_in_both_eras() {
+    for (era, lifecycle) in [("2026-07-28", modern()), ("2025-11-25", legacy())] {
+        let api = start_api().await;
+        let proxy = proxy(&api.url, Releases::RefuseCancels(3)).await;
+        let no = mrtr::client::Answer::form(&shop_mcp::tools::issue_refund::ReleaseForm { release: false });
+        let configure = |config: &mut shop_mcp::serve::ServeConfig| config.shop_api = proxy.clone();
+        let (client, _) = serve_in(&api, None, configure, ScriptedUser::always(no), lifecycle).await;
+        let done = issue(&client, "O-2289").await;
+        assert_ne!(done.is_error, Some(true), "{era}: {}", text(&done));
+        assert_eq!(support::field(&done, "status"), "cancelled", "{era}");
+        let cancelled = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap().status;
+        assert_eq!(cancelled, RefundStatus::Cancelled, "{era}");
     }
 }
 

@@ -20,6 +20,8 @@
 //! rules again. [`AskStyle::AskAndWait`] asks that way on every
 //! connection, kept to show how it fails at 2026-07-28.
 
+use std::time::Duration;
+
 use mrtr::{
     ask::{AskError, Asking, Era, Outcome},
     once_only::Claim,
@@ -95,6 +97,11 @@ fn idempotency_key(decision: &str, refund_id: &RefundId, question: &str) -> Stri
     use sha2::Digest as _;
     let digest = sha2::Sha256::digest(format!("{decision}\n{refund_id}\n{question}").as_bytes());
     format!("{decision}-{refund_id}-{}", hex::encode(digest))
+}
+
+/// Whether the shop's API was down or failed (it may answer if asked again), not refused.
+fn is_outage(error: &ApiError) -> bool {
+    matches!(error, ApiError::Unreachable(_)) || error.status().is_some_and(|status| status >= 500)
 }
 
 /// The once-only claim of `question`'s answer about `refund_id`.
@@ -692,7 +699,21 @@ impl Shop {
     /// Cancel a refund its lead (`by`) declined, and say so; `who` is this request's caller.
     async fn cancel_declined(&self, refund_id: &RefundId, by: &str, who: &Who) -> Result<CallToolResult, ToolError> {
         let decider = Some(by).filter(|by| !by.is_empty());
-        let cancelled = match self.api.decide(refund_id, "cancel", decider).await {
+        // The decline is recorded: the cancel may be sent again, in the call, while the API is
+        // down within --ride-through (a cancel that went through unanswered is a 409 next time,
+        // read below as the refund cancelled).
+        let (mut pause, until) = (Duration::from_millis(100), tokio::time::Instant::now() + self.ride_through);
+        let cancel = loop {
+            match self.api.decide(refund_id, "cancel", decider).await {
+                Err(error) if is_outage(&error) && tokio::time::Instant::now() + pause <= until => {
+                    tracing::info!(%refund_id, %error, "the shop's API did not take a decline's cancel; sending it again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                cancel => break cancel,
+            }
+        };
+        let cancelled = match cancel {
             Ok(cancelled) => cancelled,
             Err(error) if error.is_conflict() => match self.api.refund(refund_id).await {
                 Ok(refund) if refund.status == RefundStatus::Cancelled => refund,
