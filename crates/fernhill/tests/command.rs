@@ -34,6 +34,46 @@ async fn shop_api_prints_its_url_and_serves_the_seeded_shop() {
     assert!(db.exists());
 }
 
+/// Two `shop-api` processes on one PostgreSQL database, started at once: the schema is migrated
+/// once, and either serves the same shop, a refund issued through one released through the
+/// other, once.
+#[tokio::test]
+async fn two_shop_apis_on_one_postgres_database_serve_one_shop() {
+    use std::hash::{BuildHasher as _, RandomState};
+    let server = std::env::var("SHOP_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into());
+    let name = format!("fernhill_command_{:016x}", RandomState::new().hash_one(std::process::id()));
+    let psql = |sql: String| {
+        let server = server.clone();
+        async move {
+            let done = Command::new("psql").arg(format!("{server}/postgres")).args(["-qc", &sql]).output_within().await;
+            assert!(done.status.success(), "{sql}: {}", String::from_utf8_lossy(&done.stderr));
+        }
+    };
+    psql(format!("CREATE DATABASE {name}")).await;
+    let start = || {
+        let mut command = Command::new(fernhill());
+        command
+            .args(["shop-api", "--listen", "127.0.0.1:0", "--db", &format!("{server}/{name}")])
+            .env("SHOP_API_TOKEN", "service-secret-1");
+        async move { support::spawn_printing_url_with_log(&mut command).await }
+    };
+    let ((mut one, one_url, one_log), (mut two, two_url, two_log)) = tokio::join!(start(), start());
+    let migrated = [&one_log, &two_log].iter().filter(|log| log.text().contains("database schema migrated")).count();
+    assert_eq!(migrated, 1, "{}\n{}", one_log.text(), two_log.text());
+    let one_api = ShopApi::new(&one_url).unwrap().with_token(Some("service-secret-1".into()));
+    let two_api = ShopApi::new(&two_url).unwrap().with_token(Some("service-secret-1".into()));
+    let request =
+        shop_api::QuoteRequest { order_id: OrderId::parse("O-2289").unwrap(), skus: None, include_shipping: None };
+    let quote = one_api.create_quote(&request).await.unwrap();
+    let held = two_api.create_refund(&quote.quote_id).await.unwrap();
+    assert_eq!(held.status, shop_api::RefundStatus::NeedsConfirmation);
+    assert_eq!(one_api.confirm(&held.refund_id).await.unwrap().status, shop_api::RefundStatus::Requested);
+    assert!(two_api.confirm(&held.refund_id).await.unwrap_err().is_conflict(), "released once");
+    one.kill().await.unwrap();
+    two.kill().await.unwrap();
+    psql(format!("DROP DATABASE {name} WITH (FORCE)")).await;
+}
+
 /// The shop's API always has a credential, on loopback too: it starts only with one (given,
 /// or made and written to a file), or when told in so many words that something else guards
 /// it, and then it warns.

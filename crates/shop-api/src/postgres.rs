@@ -432,19 +432,24 @@ impl PgStore {
             let (key, fingerprint) = (key.to_owned(), fingerprint.to_owned());
             Box::pin(async move {
                 let now = epoch_seconds();
-                let fresh = execute(
-                    tx,
-                    "INSERT INTO idempotency (key, fingerprint, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                    &[&key, &fingerprint, &now],
-                )
-                .await?;
-                if fresh == 1 {
-                    return Ok(Begun::Fresh);
-                }
-                // The key's row, committed (the INSERT waited for a concurrent one), held until
-                // this transaction ends.
-                let sql = "SELECT fingerprint, status, body, created_at FROM idempotency WHERE key = $1 FOR UPDATE";
-                let row = query_one(tx, sql, &[&key]).await?;
+                let row = loop {
+                    let fresh = execute(
+                        tx,
+                        "INSERT INTO idempotency (key, fingerprint, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                        &[&key, &fingerprint, &now],
+                    )
+                    .await?;
+                    if fresh == 1 {
+                        return Ok(Begun::Fresh);
+                    }
+                    // The key's row, committed (the INSERT waited for a concurrent one), held
+                    // until this transaction ends; gone only if the sweep removed it as too old
+                    // in between, and then this write inserts it after all.
+                    let sql = "SELECT fingerprint, status, body, created_at FROM idempotency WHERE key = $1 FOR UPDATE";
+                    if let Some(row) = query_opt(tx, sql, &[&key]).await? {
+                        break row;
+                    }
+                };
                 let at: i64 = row.try_get(3)?;
                 if at > now.saturating_sub(seconds(kept)) {
                     if row.try_get::<_, String>(0)? != fingerprint {
