@@ -15,7 +15,7 @@
 //! - [`database`]: what the routes talk to, one of two stores with the same answers:
 //!   [`store`], SQLite behind a mutex (the embedded default; transactions prepared once in
 //!   `write_transaction`), and [`postgres`], PostgreSQL for an API run as several replicas
-//!   (serializable transactions run again when they meet, numbered migrations).
+//!   (an order's writers take turns on its row lock; numbered migrations).
 //! - `refund_rules`: the money rules both stores apply to what they read; `store_error`: why
 //!   an operation on either failed ([`StoreError`]).
 //! - [`idempotency`]: a write sent again with its `Idempotency-Key` gets its first answer.

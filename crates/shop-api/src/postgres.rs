@@ -5,7 +5,7 @@
 //! prepared once per connection).
 //!
 //! - **A write that decides an order's refunds locks the order's row first** (`SELECT … FOR
-//!   UPDATE`, at READ COMMITTED): issuing a refund, deciding one, recording a return. Writers of
+//!   NO KEY UPDATE`, at READ COMMITTED): issuing a refund, deciding one, recording a return. Writers of
 //!   one order take turns, whichever replica runs each, and each statement after the lock reads
 //!   what the one before it committed, so what an order has left to refund and its limit are
 //!   decided atomically; writers of different orders never wait for each other. (SERIALIZABLE
@@ -250,8 +250,13 @@ impl PgStore {
             let done = work(&tx, self.terms.clone()).await;
             let outcome = match done {
                 Ok(value) => tx.commit().await.map(|()| value).map_err(StoreError::from),
-                Err(error) => Err(error),
+                Err(error) => {
+                    // Rolled back now, not after the pause: its locks are what the other waits on.
+                    drop(tx);
+                    Err(error)
+                }
             };
+            drop(client);
             match outcome {
                 Err(error) if met_a_concurrent_write(&error) && attempt < ATTEMPTS => {
                     tracing::debug!(attempt, %error, "a write met a concurrent one; running it again");
@@ -390,11 +395,7 @@ impl PgStore {
 
     /// Cancel, as [`EXPIRED`], every held refund whose deadline has passed; the ones cancelled.
     pub async fn expire_overdue(&self) -> Result<Vec<RefundId>, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        let expired = expire(&tx, Overdue::All, self.terms.clock.now()).await?;
-        tx.commit().await?;
-        Ok(expired)
+        self.transaction(|tx, terms| Box::pin(async move { expire(tx, Overdue::All, terms.clock.now()).await })).await
     }
 
     /// What every replica runs now and then: held refunds past their deadline cancelled,
@@ -498,12 +499,14 @@ impl PgStore {
 }
 
 /// Whether `error` is a transaction meeting a concurrent one, which running it again resolves
-/// (40001 cannot arise at READ COMMITTED but would mean the same).
+/// (40001 cannot arise at READ COMMITTED but would mean the same), or a connection that closed
+/// under it (the database restarted: the pool gives a live one next).
 fn met_a_concurrent_write(error: &StoreError) -> bool {
     let StoreError::Postgres(error) = error else { return false };
-    [SqlState::T_R_SERIALIZATION_FAILURE, SqlState::T_R_DEADLOCK_DETECTED]
-        .iter()
-        .any(|state| error.code() == Some(state))
+    error.is_closed()
+        || [SqlState::T_R_SERIALIZATION_FAILURE, SqlState::T_R_DEADLOCK_DETECTED]
+            .iter()
+            .any(|state| error.code() == Some(state))
 }
 
 async fn create_quote(tx: &Transaction<'_>, terms: Terms, request: QuoteRequest) -> Result<Quote, StoreError> {
@@ -683,7 +686,9 @@ async fn decide(
 
 /// Waits for, and takes until the transaction ends, the turn of `order_id`'s writers.
 async fn lock_order(c: &impl GenericClient, order_id: &OrderId) -> Result<(), StoreError> {
-    query_opt(c, "SELECT 1 FROM orders WHERE order_id = $1 FOR UPDATE", &[&order_id.as_str()])
+    // NO KEY UPDATE: writers of the order take turns, while inserts that merely name the order
+    // (a quote's foreign key takes KEY SHARE) neither wait for them nor deadlock with them.
+    query_opt(c, "SELECT 1 FROM orders WHERE order_id = $1 FOR NO KEY UPDATE", &[&order_id.as_str()])
         .await?
         .map(drop)
         .ok_or_else(|| StoreError::NoSuchOrder(order_id.clone()))

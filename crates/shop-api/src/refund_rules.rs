@@ -16,7 +16,7 @@ use crate::policy;
 use crate::store_error::StoreError;
 
 /// The name `refund_lines` gives an order's shipping, beside its SKUs.
-pub(crate) const SHIPPING: &str = "shipping";
+pub const SHIPPING: &str = "shipping";
 
 /// What refunds not cancelled already cover of one order: each line (or shipping) with its
 /// refund, and what the order's refunds not cancelled come to (read from the refunds

@@ -44,6 +44,7 @@ use crate::money::Cents;
 use crate::policy;
 use crate::seed;
 
+pub use crate::refund_rules::SHIPPING;
 pub use crate::store_error::StoreError;
 
 /// How long a quote can be issued unless told otherwise: a day, as the MCP server keeps it.

@@ -500,14 +500,23 @@ impl Shop {
     /// Wait, at most until its [`CLAIM_LEASE`] has passed, for the call that holds claim `key`
     /// to mark it acted on; the answer it was taken for and its age if it never was (`None`
     /// when marked, unreadable, or an earlier version's).
-    async fn lease_out(&self, key: &str) -> Option<(bool, std::time::Duration)> {
+    ///
+    /// The claim's age is told by the clock of the replica that took it; this one waits no
+    /// longer than the lease by its own, so a clock that runs ahead elsewhere cannot keep it
+    /// waiting (the claim is then still young: no takeover).
+    async fn lease_out(&self, key: &str) -> Option<(bool, Duration)> {
+        let until = tokio::time::Instant::now() + CLAIM_LEASE;
         loop {
             let value = self.records.get(key).await.ok()??;
             let (answer, age) = claimed_since(&value)?;
             if age >= CLAIM_LEASE {
                 return Some((answer, age));
             }
-            tokio::time::sleep((CLAIM_LEASE - age).min(std::time::Duration::from_millis(50))).await;
+            let now = tokio::time::Instant::now();
+            if now >= until {
+                return None;
+            }
+            tokio::time::sleep((CLAIM_LEASE - age).min(until - now).min(Duration::from_millis(100))).await;
         }
     }
 
@@ -680,7 +689,12 @@ impl Shop {
         if let Err(error) = self.records.put(&declined(refund_id), by.clone(), DECLINE_KEPT).await {
             tracing::warn!(%refund_id, %error, "could not record the decline; cancelling it now is all that keeps it");
         }
-        self.cancel_declined(refund_id, &by, who).await
+        let cancelled = self.cancel_declined(refund_id, &by, who).await;
+        if cancelled.is_ok() {
+            // A copy of this no, sent again, is a replay at once, not a wait for the lease.
+            self.mark_acted_on(refund_id, answered).await;
+        }
+        cancelled
     }
 
     /// Who declined `refund_id`, if a lead did and its cancel has not gone through yet (the
