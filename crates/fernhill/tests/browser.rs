@@ -57,32 +57,50 @@ impl Chromedriver {
             );
         }
         // Port 0: the driver binds a free port itself and says which, so none is picked here
-        // and raced for.
-        let mut process = Command::new(CHROMEDRIVER)
-            .arg("--port=0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("could not start {CHROMEDRIVER}: {e}; {INSTALL_HINT}"));
-        let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
-        let started = async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                // "ChromeDriver was started successfully on port 43715."
-                if let Some(port) = line.split("started successfully on port ").nth(1) {
-                    return Some(port.trim_end_matches('.').to_owned());
+        // and raced for. A driver that ends before it says (seen once in CI, with three tests
+        // starting theirs at once) is started again, twice at most, and what it said is shown.
+        let mut said = Vec::new();
+        for _ in 0..3 {
+            let mut process = Command::new(CHROMEDRIVER)
+                .arg("--port=0")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap_or_else(|e| panic!("could not start {CHROMEDRIVER}: {e}; {INSTALL_HINT}"));
+            let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
+            let started = async {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    // "ChromeDriver was started successfully on port 43715."
+                    if let Some(port) = line.split("started successfully on port ").nth(1) {
+                        return Some(port.trim_end_matches('.').to_owned());
+                    }
+                    said.push(line);
                 }
+                None
+            };
+            match tokio::time::timeout(STARTUP_TIMEOUT, started).await {
+                Ok(Some(port)) => {
+                    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+                    if let Some(stderr) = process.stderr.take() {
+                        let mut errors = BufReader::new(stderr).lines();
+                        tokio::spawn(async move { while let Ok(Some(_)) = errors.next_line().await {} });
+                    }
+                    return Chromedriver { url: format!("http://127.0.0.1:{port}"), process };
+                }
+                Ok(None) => {
+                    let mut stderr = String::new();
+                    if let Some(mut errors) = process.stderr.take() {
+                        use tokio::io::AsyncReadExt as _;
+                        let _ = errors.read_to_string(&mut stderr).await;
+                    }
+                    said.push(format!("(exited without saying its port) {stderr}"));
+                }
+                Err(_) => panic!("{CHROMEDRIVER} did not say its port within {STARTUP_TIMEOUT:?}"),
             }
-            None
-        };
-        let port = match tokio::time::timeout(STARTUP_TIMEOUT, started).await {
-            Ok(Some(port)) => port,
-            Ok(None) => panic!("{CHROMEDRIVER} --port=0 exited without saying its port; {INSTALL_HINT}"),
-            Err(_) => panic!("{CHROMEDRIVER} did not say its port within {STARTUP_TIMEOUT:?}"),
-        };
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Chromedriver { url: format!("http://127.0.0.1:{port}"), process }
+        }
+        panic!("{CHROMEDRIVER} --port=0 exited three times without saying its port: {said:?}; {INSTALL_HINT}")
     }
 
     /// A headless Chromium session with a fresh profile in `profile`.
