@@ -5,13 +5,13 @@
 //! prepared once per connection).
 //!
 //! - **A write that decides an order's refunds locks the order's row first** (`SELECT … FOR
-//!   NO KEY UPDATE`, at READ COMMITTED): issuing a refund, deciding one, recording a return. Writers of
-//!   one order take turns, whichever replica runs each, and each statement after the lock reads
-//!   what the one before it committed, so what an order has left to refund and its limit are
-//!   decided atomically; writers of different orders never wait for each other. (SERIALIZABLE
-//!   was tried first: on tables this small PostgreSQL's predicate locks cover whole pages or
-//!   relations, and sixteen racers for unrelated orders failed each other until their retries
-//!   ran out.) A transaction that still meets a concurrent one (a deadlock with the sweep,
+//!   NO KEY UPDATE`, at READ COMMITTED): issuing a refund, deciding one, recording a return.
+//!   Writers of one order take turns, whichever replica runs each, and each statement after the
+//!   lock reads what the one before it committed, so what an order has left to refund and its
+//!   limit are decided atomically; writers of different orders never wait for each other.
+//!   (SERIALIZABLE was tried first: on tables this small PostgreSQL's predicate locks cover
+//!   whole pages or relations, and racers for unrelated orders failed each other until their
+//!   retries ran out.) A transaction that still meets a concurrent one (a deadlock with the sweep,
 //!   40P01) runs again from its start, at most [`ATTEMPTS`] times with a short random pause;
 //!   past them it is answered 503 ([`StoreError::Busy`]). The partial unique index
 //!   `one_refund_per_line` stands behind the lock, as it does in SQLite: a refund that would
