@@ -2,8 +2,8 @@
 //! `deploy/haproxy.cfg`, in front of 3 `fernhill serve --http` replicas that share one key and
 //! the machine's Redis. 2026-07-28 requests spread round-robin, so a call's rounds land on
 //! different replicas; a 2025-era client's session sticks to the replica that made it, and goes
-//! on on another when that one is gone (the session is kept in Redis). What became of every
-//! refund is read from the shop's API.
+//! on on another when that one is gone (the session is kept in Redis), and back when it
+//! returns. What became of every refund is read from the shop's API.
 
 mod support;
 
@@ -18,7 +18,7 @@ use serde_json::json;
 use shop_api::{RefundId, RefundStatus};
 use tokio::process::Child;
 
-use support::{Balancer, ask, fernhill, quote, shop};
+use support::{Balancer, ask, fernhill, legacy_session::LegacySession, quote, shop};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
@@ -91,11 +91,10 @@ async fn a_replica_stopped_mid_question_loses_no_answer() {
 
 /// A 2025 session whose replica is gone: HAProxy sends its next request to another replica,
 /// which takes the session up from the shared store (rmcp replays its `initialize`) and
-/// answers, with no new `initialize` from the client (`--share-sessions`).
+/// answers, with no new `initialize` from the client (a shared `--store` shares the sessions).
 #[tokio::test]
 async fn a_2025_session_whose_replica_is_gone_goes_on_elsewhere() {
-    let plan = FleetPlan { extra: vec!["--share-sessions".into()], ..FleetPlan::new(3, REDIS) };
-    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let mut fleet = Fleet::start(&fernhill(), &FleetPlan::new(3, REDIS)).await.unwrap();
     let (_haproxy, url) = balancer(&fleet);
     let http = reqwest::Client::new();
     let post = |to: &str, session: Option<&str>, body: serde_json::Value| {
@@ -138,6 +137,40 @@ async fn a_2025_session_whose_replica_is_gone_goes_on_elsewhere() {
     assert_eq!(unknown.status().as_u16(), 404);
 }
 
+/// A 2025 question whose session moves while it waits: its answer reaches another replica (as
+/// when the balancer sends a session back to its replica, returned from a restart), which cannot
+/// hand it to the waiting call. Before, that call waited out the round (ten minutes) for an
+/// answer gone elsewhere; now the replica it waits on sees the session held elsewhere and ends
+/// the question in words at once, the refund still held, and the host's next call, where the
+/// session now is, is asked again and released once.
+#[tokio::test]
+async fn a_2025_question_whose_answer_reaches_another_replica_ends_in_words_and_is_asked_there() {
+    let fleet = Fleet::start(&fernhill(), &FleetPlan::new(2, REDIS)).await.unwrap();
+    let here = LegacySession::open(&fleet.urls[0], None).await;
+    let there = here.at(&fleet.urls[1]);
+    let quoted = here.call(2, "quote_refund", json!({"order_id": "O-5150"})).await.response(2).await;
+    let quote_id = quoted["result"]["structuredContent"]["quote_id"].as_str().unwrap().to_owned();
+    let yes = |question: &serde_json::Value| json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"release": true}}});
+    let mut issuing = here.call(3, "issue_refund", json!({"quote_id": quote_id})).await;
+    let question = issuing.next_request().await;
+    assert_eq!(question["method"], "elicitation/create");
+    assert_eq!(there.post_as(None, &yes(&question)).await.status(), reqwest::StatusCode::ACCEPTED);
+    // Within the events' deadline (seconds), not the round's ten minutes.
+    let ended = issuing.response(3).await;
+    let words = ended["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(ended["result"]["isError"], true, "{ended}");
+    assert!(words.contains("moved to another") && words.contains("Call issue_refund again"), "{words}");
+    assert_eq!(status(&fleet, "R-0111").await, RefundStatus::NeedsConfirmation);
+
+    let mut again = there.call(4, "issue_refund", json!({"quote_id": quote_id})).await;
+    let asked_again = again.next_request().await;
+    assert_eq!(asked_again["method"], "elicitation/create");
+    assert_eq!(there.post_as(None, &yes(&asked_again)).await.status(), reqwest::StatusCode::ACCEPTED);
+    let done = again.response(4).await;
+    assert_eq!(done["result"]["structuredContent"]["status"], "requested", "{done}");
+    assert_eq!(status(&fleet, "R-0111").await, RefundStatus::Requested);
+}
+
 /// A rolling restart under load: each replica in turn gets SIGTERM (it answers /readyz with
 /// 503 and still serves for its grace, HAProxy takes it out, it finishes what is in flight and
 /// exits) and a new one starts in its place, while 2026 leads confirm refunds through HAProxy.
@@ -155,10 +188,11 @@ async fn a_rolling_restart_fails_no_confirmation() {
     let rounds: Vec<LoadPlan> =
         (0..200).map(|_| LoadPlan { urls: vec![url.clone()], leads: 8, ..fleet.load_plan(100).unwrap() }).collect();
     let rolled = std::sync::atomic::AtomicBool::new(false);
-    // Beside them, a 2025 host whose session sticks to a replica (sessions not shared: a session
-    // whose replica stops is gone, and the host opens another), which follows the words of a
-    // question its stopping replica could not finish and calls again. Its figure is measured,
-    // not held to zero; each call is bounded as a host's request is.
+    // Beside them, a 2025 host whose session sticks to a replica, moves to another while that
+    // one is restarted, and comes back when it returns: it follows the words of a question that
+    // could not finish where it was asked (its replica stopping, or its session moving) and
+    // calls again. None of its confirmations fails either; each call is bounded as a host's
+    // request is.
     let legacy_orders = fleet.orders(4000).unwrap();
     let legacy = async {
         let (mut attempted, mut failed, mut asked_again) = (0, 0, 0);
@@ -228,6 +262,7 @@ async fn a_rolling_restart_fails_no_confirmation() {
          again after their question's replica stopped"
     );
     assert!(attempted_2025 > 0);
+    assert_eq!(failed_2025, 0, "no 2025 confirmation fails");
     // Whatever failed, nothing went out twice: every refund is released once or still held.
     let refunds = shop(&fleet.api).refunds().await.unwrap();
     let mut seen = std::collections::HashSet::new();

@@ -161,12 +161,12 @@ pub struct HttpConfig {
     #[arg(long, env = "SHOP_SESSION_IDLE_TIMEOUT", default_value = "60", value_parser = seconds, value_name = "SECONDS")]
     pub session_idle_timeout: Duration,
 
-    /// Keep 2025 sessions in the shared store as well (needs a shared --store), so that any
-    /// replica serves one and it outlives its replica. Off by default: the answer to a question
-    /// a 2025 call waits on reaches that call only on its own replica, and a balancer that moves
-    /// a session while a question waits loses the answer (the call then waits out the round).
-    #[arg(long, env = "SHOP_SHARE_SESSIONS")]
-    pub share_sessions: bool,
+    /// Keep 2025 sessions on this replica alone, even with a shared --store. By default a
+    /// shared store holds them too, so that any replica serves one and it outlives its replica
+    /// (a question waiting when its session moves to another replica ends in words, and the
+    /// host's next call is asked there).
+    #[arg(long, env = "SHOP_LOCAL_SESSIONS")]
+    pub local_sessions: bool,
 
     /// The admin listener: serve /livez, /readyz (with its reasons), /healthz and /metrics on
     /// this address of its own too (such as 127.0.0.1:9464), for the load balancer's checks and
@@ -232,7 +232,7 @@ impl Default for HttpConfig {
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_caller: DEFAULT_MAX_SESSIONS_PER_CALLER,
             session_idle_timeout: DEFAULT_SESSION_IDLE,
-            share_sessions: false,
+            local_sessions: false,
             metrics_listen: None,
             public_metrics: false,
             drain_grace: DEFAULT_DRAIN_GRACE,

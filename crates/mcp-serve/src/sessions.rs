@@ -26,7 +26,9 @@
 //!   its time is closed here; its shared records live on for their own time (the longer of the
 //!   idle time and a round's lifetime, from the last refresh), so its next request, on any
 //!   replica, takes it up again until they lapse. A replica that finds, refreshing them, that
-//!   they are gone (a DELETE elsewhere, or lapsed) ends the session here too.
+//!   they are gone (a DELETE elsewhere, or lapsed) ends the session here too. Every request
+//!   of a shared session names this replica as its holder, and carries a watch on that record
+//!   to the handler: a question waiting here ends in words when the session moves.
 //!
 //! Why beside rmcp rather than in it: rmcp's `SessionManager` is not told who calls, nor when a
 //! response has been written.
@@ -319,6 +321,11 @@ impl<M: Ends> Sessions<M> {
             sessions.manager.close(&id).await;
             return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
         }
+        let mut request = request;
+        if let Some(shared) = &sessions.shared {
+            shared.served_here(&id).await;
+            request.extensions_mut().insert(shared.watch(&id));
+        }
         let ending = request.method() == Method::DELETE;
         let in_flight = InFlight::new(&sessions, id.clone());
         let mut response = next.run(request).await;
@@ -471,6 +478,8 @@ mod tests {
     use super::*;
 
     const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+    /// What the stand-in takes for a call whose question waits until its session moves.
+    const WAIT: &[u8] = b"wait";
 
     /// rmcp's sessions as the stand-in keeps them: every one opened, until closed.
     #[derive(Default)]
@@ -502,7 +511,13 @@ mod tests {
             let (opened, kept) = (opened.clone(), kept.clone());
             async move {
                 let (method, in_session) = (request.method().clone(), request.headers().contains_key(SESSION_HEADER));
+                let watch = request.extensions().get::<Arc<dyn mrtr::waiting::SessionWatch>>().cloned();
                 let body = to_bytes(request.into_body(), usize::MAX).await.unwrap();
+                if &body[..] == WAIT {
+                    // A question waiting for its person: until the session moves.
+                    watch.expect("a shared session's request carries its watch").moved().await;
+                    return "moved".into_response();
+                }
                 match (method, in_session) {
                     (_, false) if !opens_a_session(&body) => "answered, no session".into_response(),
                     (_, false) => {
@@ -646,5 +661,27 @@ mod tests {
         let after = send(&first, from(Some("alice"), Method::POST, Some("a0"))).await;
         assert_eq!(after.status(), StatusCode::NOT_FOUND, "ended elsewhere, ended here");
         assert!(!opened_here.table().sessions.contains_key("a0"));
+    }
+
+    /// A call waiting for its person on the replica that holds its session waits on while
+    /// requests of the session reach that replica; once one reaches another replica (the
+    /// balancer moved the session), the wait ends there, so the call can say to call again.
+    #[tokio::test(start_paused = true)]
+    async fn a_question_waiting_in_a_shared_session_ends_when_a_request_of_it_reaches_another_replica() {
+        let records: Arc<dyn mrtr::records::Records> = Arc::new(mrtr::records::InMemory::new());
+        let keep = Duration::from_secs(600);
+        let (first, _) = replica(CAPS, Some(SharedSessions::new(records.clone(), keep)), "a");
+        let (second, _) = replica(CAPS, Some(SharedSessions::new(records, keep)), "b");
+        assert_eq!(send(&first, from(Some("alice"), Method::POST, None)).await.status(), StatusCode::OK);
+        let mut call = from(Some("alice"), Method::POST, Some("a0"));
+        *call.body_mut() = Body::from(WAIT);
+        let waiter = first.clone();
+        let mut waiting = tokio::spawn(async move { send(&waiter, call).await });
+        assert_eq!(send(&first, from(Some("alice"), Method::POST, Some("a0"))).await.status(), StatusCode::OK);
+        let still = tokio::time::timeout(Duration::from_secs(5), &mut waiting).await;
+        assert!(still.is_err(), "a session still served here: the question waits on");
+        assert_eq!(send(&second, from(Some("alice"), Method::POST, Some("a0"))).await.status(), StatusCode::OK);
+        let moved = tokio::time::timeout(Duration::from_secs(1), waiting).await.expect("the wait ended").unwrap();
+        assert_eq!(to_bytes(moved.into_body(), usize::MAX).await.unwrap(), "moved");
     }
 }

@@ -15,10 +15,18 @@
 //! A server that is stopping closes the room ([`WaitingRoom::close_after`]): waits still going
 //! then end with [`Busy::Stopping`], so each call can say so in words and finish while its
 //! connection is still there, and new waits are refused at once.
+//!
+//! A 2025 session that replicas share may be moved by a load balancer while a question waits in
+//! it: the answer then reaches another replica, which cannot hand it to this call. The transport
+//! that shares sessions says so through a [`SessionWatch`] in the request's extensions; the wait
+//! ends with [`Busy::Moved`] when it fires, so the call says in words to call again (and is
+//! asked again where the session now is) instead of waiting out a round for an answer that went
+//! elsewhere.
 
 use std::{
     collections::HashMap,
     future::Future,
+    pin::Pin,
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
@@ -41,6 +49,26 @@ pub enum Busy {
     /// The server is stopping: its room is closed ([`WaitingRoom::close_after`]).
     #[error("this server is stopping")]
     Stopping,
+    /// The call's session was taken up by another server while its question waited: the answer
+    /// goes there ([`SessionWatch`]).
+    #[error("this call's session moved to another server")]
+    Moved,
+}
+
+/// Where the session a call waits in is served. A transport that shares 2025 sessions among
+/// replicas puts an `Arc<dyn SessionWatch>` in the request's extensions (directly, or in the
+/// HTTP request parts' extensions); [`Work::wait_for_person`] ends a wait with [`Busy::Moved`]
+/// once [`SessionWatch::moved`] resolves.
+pub trait SessionWatch: Send + Sync + 'static {
+    /// Resolves once another server has taken the session up (a request of it reached that
+    /// server after this call's request reached this one). Never, while it stays here.
+    fn moved(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
+impl std::fmt::Debug for dyn SessionWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionWatch")
+    }
 }
 
 /// Where calls wait for their people, and how many may.
@@ -137,6 +165,7 @@ pub struct Work {
     shedding: Option<Shedding>,
     room: WaitingRoom,
     caller: Option<Principal>,
+    session: Option<Arc<dyn SessionWatch>>,
 }
 
 #[derive(Debug, Default)]
@@ -148,12 +177,27 @@ struct Held {
 impl Work {
     /// A call working in `slot` (if `shedding` bounds calls), that waits in `room`, for `caller`.
     pub fn new(slot: Option<Slot>, shedding: Option<Shedding>, room: WaitingRoom, caller: Option<Principal>) -> Self {
-        Self { held: Mutex::new(Held { slot, seat: None }), shedding, room, caller }
+        Self { held: Mutex::new(Held { slot, seat: None }), shedding, room, caller, session: None }
+    }
+
+    /// The same, in a session that `session` watches: a wait ends when it moves.
+    pub fn in_session(mut self, session: Option<Arc<dyn SessionWatch>>) -> Self {
+        self.session = session;
+        self
     }
 
     /// The call's own, as the boundary put it in `context`.
     pub fn of(context: &RequestContext<RoleServer>) -> Option<Arc<Work>> {
         context.extensions.get::<Arc<Work>>().cloned()
+    }
+
+    /// The watch on the call's session that the transport put in `context`, if any.
+    pub fn session_of(context: &RequestContext<RoleServer>) -> Option<Arc<dyn SessionWatch>> {
+        if let Some(watch) = context.extensions.get::<Arc<dyn SessionWatch>>() {
+            return Some(watch.clone());
+        }
+        let parts = context.extensions.get::<http::request::Parts>()?;
+        parts.extensions.get::<Arc<dyn SessionWatch>>().cloned()
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
@@ -174,9 +218,16 @@ impl Work {
             held.slot.take()
         };
         drop(slot);
+        let moved = async {
+            match &self.session {
+                Some(session) => session.moved().await,
+                None => std::future::pending().await,
+            }
+        };
         let outcome = tokio::select! {
             outcome = waiting => outcome,
             () = self.room.closed() => return Err(Busy::Stopping),
+            () = moved => return Err(Busy::Moved),
         };
         let slot = match &self.shedding {
             Some(shedding) => Some(shedding.enter().await),
@@ -245,6 +296,36 @@ mod tests {
         assert_eq!(work.wait_for_person(std::future::pending::<()>()).await, Err(Busy::Stopping));
         let later = Work::new(None, None, room, None);
         assert_eq!(later.wait_for_person(async {}).await, Err(Busy::Stopping));
+    }
+
+    /// A session that moves when told.
+    struct Movable(watch::Sender<bool>);
+
+    impl SessionWatch for Movable {
+        fn moved(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+            let mut moved = self.0.subscribe();
+            Box::pin(async move {
+                let _ = moved.wait_for(|moved| *moved).await;
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_wait_ends_when_its_session_moves_and_not_before() {
+        let room = WaitingRoom::new(2, 2);
+        let session = Arc::new(Movable(watch::channel(false).0));
+        let work = Work::new(None, None, room.clone(), None).in_session(Some(session.clone()));
+        assert_eq!(work.wait_for_person(async { 3 }).await, Ok(3), "a session that stays: the answer");
+        let (answer, answered) = tokio::sync::oneshot::channel::<u8>();
+        let waiting = work.wait_for_person(answered);
+        let moving = async {
+            tokio::task::yield_now().await;
+            session.0.send_replace(true);
+        };
+        let (waited, ()) = tokio::join!(waiting, moving);
+        assert_eq!(waited, Err(Busy::Moved));
+        drop(answer);
+        assert_eq!(room.waiting(), 0, "its seat is given back");
     }
 
     #[tokio::test]

@@ -8,7 +8,8 @@ use futures::StreamExt as _;
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::{Value, json};
 
-/// How long a test waits for the next event before it fails.
+/// How long a test waits for the next message before it fails (keep-alive comments between
+/// messages do not extend it).
 const EVENT_DEADLINE: Duration = Duration::from_secs(30);
 
 /// An open session: its endpoint, its ID, and the token that opened it.
@@ -42,6 +43,11 @@ impl LegacySession {
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         assert_eq!(session.post_as(session.token.as_deref(), &initialized).await.status(), StatusCode::ACCEPTED);
         session
+    }
+
+    /// The same session, its requests sent to `url` (another replica of a fleet).
+    pub fn at(&self, url: &str) -> LegacySession {
+        LegacySession { url: url.to_owned(), id: self.id.clone(), token: self.token.clone(), http: self.http.clone() }
     }
 
     /// A request naming this session, shown with `token` (the session's own, or another's).
@@ -92,8 +98,13 @@ impl Events {
         Events { bytes: response.bytes_stream().boxed(), buffered: String::new() }
     }
 
-    /// The next message (events without data, such as priming events, are skipped).
+    /// The next message (events without data, such as priming events and keep-alives, are
+    /// skipped), within [`EVENT_DEADLINE`].
     pub async fn next(&mut self) -> Value {
+        tokio::time::timeout(EVENT_DEADLINE, self.next_unbounded()).await.expect("the next message in time")
+    }
+
+    async fn next_unbounded(&mut self) -> Value {
         loop {
             if let Some(end) = self.buffered.find("\n\n") {
                 let event: String = self.buffered.drain(..end + 2).collect();
@@ -104,11 +115,7 @@ impl Events {
                 }
                 return serde_json::from_str(&data).unwrap_or_else(|e| panic!("{e}: {data}"));
             }
-            let chunk = tokio::time::timeout(EVENT_DEADLINE, self.bytes.next())
-                .await
-                .expect("the next event in time")
-                .expect("the stream goes on")
-                .unwrap();
+            let chunk = self.bytes.next().await.expect("the stream goes on").unwrap();
             self.buffered.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
         }
     }

@@ -481,7 +481,8 @@ impl<H: ServerHandler> ServerHandler for Sealed<H> {
             // The call's slot, which it gives back while it waits for its person. The boundary
             // holds it until the handler answers: a tool that does not take its request's
             // context has dropped that context (and its extensions) by then.
-            let work = Arc::new(Work::new(slot, self.shedding.clone(), self.waiting.clone(), principal(&context)));
+            let work = Work::new(slot, self.shedding.clone(), self.waiting.clone(), principal(&context));
+            let work = Arc::new(work.in_session(Work::session_of(&context)));
             context.extensions.insert(work.clone());
             self.hand_tasking(&request, &mut context);
             let responses = held_responses(&request);

@@ -167,11 +167,6 @@ pub async fn run(
         }
         tracing::warn!(%listen, "serving HTTP without authorization (--insecure-no-auth): anyone who reaches it can release refunds");
     }
-    if config.http.share_sessions && config.store == "memory" {
-        return Err(ServeError::Records(RecordsError(
-            "--share-sessions keeps 2025 sessions in the store the replicas share: give one with --store".into(),
-        )));
-    }
     // The recorder first: the layers built below make their series exist at zero through it.
     let metrics = prometheus::install(crate::series::SERIES);
     let sealed = build(config)?;
@@ -179,9 +174,9 @@ pub async fn run(
         readiness: readiness_of(sealed.inner()),
         questions: Some(sealed.waiting_room().clone()),
         longest_wait: std::time::Duration::from_secs_f64(config.state_ttl.max(0.0)),
-        // A store every replica shares holds the 2025 sessions too, when asked: one outlives its
-        // replica.
-        shared_sessions: (config.http.share_sessions && config.store != "memory").then(|| {
+        // A store every replica shares holds the 2025 sessions too, unless told not to: one
+        // outlives its replica.
+        shared_sessions: (!config.http.local_sessions && config.store != "memory").then(|| {
             let keep =
                 config.http.session_idle_timeout.max(std::time::Duration::from_secs_f64(config.state_ttl.max(0.0)));
             mcp_serve::shared_sessions::SharedSessions::new(sealed.inner().records.clone(), keep)

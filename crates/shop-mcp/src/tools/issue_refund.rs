@@ -791,6 +791,8 @@ impl Shop {
             },
             AskError::Gone => "before the host went away".to_owned(),
             AskError::Busy(Busy::Stopping) => "before this server stopped".to_owned(),
+            // Its answer, if the lead gave one, reached the replica the session moved to.
+            AskError::Busy(Busy::Moved) => "here: the session moved to another of the shop's servers".to_owned(),
             AskError::Busy(busy) => {
                 tracing::warn!(%refund_id, "not asked: {busy}");
                 return ToolError::new(format!(

@@ -14,6 +14,7 @@
 use mrtr::{
     ask::{AskError, Asking, UrlOutcome, UrlQuestion},
     capability::ElicitationMode,
+    waiting::Busy,
 };
 use payment_provider::{NewFlow, PaymentProvider, random_flow_id};
 use rmcp::{
@@ -179,6 +180,13 @@ impl Shop {
                 return Ok(asking.input_required().into());
             }
             Err(Paying::Asking(AskError::Protocol(error))) => return Err(error.into()),
+            Err(Paying::Asking(AskError::Busy(Busy::Moved))) => {
+                return Ok(text(format!(
+                    "Not paid: the session moved to another of the shop's servers while the sign-in waited. \
+                     {refund_id} stays released, unpaid; call pay_refund again to be asked again."
+                ))
+                .into());
+            }
             Err(Paying::Asking(AskError::Busy(busy))) => {
                 return Ok(text(format!(
                     "Not paid: {busy}, so nobody was asked. {refund_id} stays released, unpaid; call pay_refund \
