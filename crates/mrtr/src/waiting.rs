@@ -225,9 +225,14 @@ impl Work {
             }
         };
         let outcome = tokio::select! {
-            outcome = waiting => outcome,
-            () = self.room.closed() => return Err(Busy::Stopping),
-            () = moved => return Err(Busy::Moved),
+            outcome = waiting => Ok(outcome),
+            () = self.room.closed() => Err(Busy::Stopping),
+            () = moved => Err(Busy::Moved),
+        };
+        let Ok(outcome) = outcome else {
+            // The wait ended unanswered: the call ends in words, and its seat is another's.
+            self.held().seat = None;
+            return outcome;
         };
         let slot = match &self.shedding {
             Some(shedding) => Some(shedding.enter().await),
@@ -294,6 +299,7 @@ mod tests {
         let work = Work::new(None, None, room.clone(), None);
         room.close_after(Duration::ZERO);
         assert_eq!(work.wait_for_person(std::future::pending::<()>()).await, Err(Busy::Stopping));
+        assert_eq!(room.waiting(), 0, "its seat is given back");
         let later = Work::new(None, None, room, None);
         assert_eq!(later.wait_for_person(async {}).await, Err(Busy::Stopping));
     }
