@@ -115,6 +115,29 @@ async fn a_yes_whose_replica_stopped_between_its_claim_and_its_release_is_releas
     assert!(shop(&fleet.api).confirm(&refund).await.unwrap_err().is_conflict(), "released once");
 }
 
+/// Two copies of that yes, reaching the other replica at once after the claim's lease, take
+/// the claim over once: of copies that all read the claim unfinished, one acts (the audit trail
+/// has one takeover), and the refund is released once.
+#[tokio::test]
+async fn copies_of_a_yes_whose_replica_stopped_take_its_claim_over_once() {
+    let trail = tempfile::tempdir().unwrap();
+    let plan = FleetPlan { relayed: true, audit_logs: Some(trail.path().to_owned()), ..FleetPlan::new(2, REDIS) };
+    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let (q, state, _claim) = stopped_after_its_claim(&mut fleet, &plan).await;
+    let (b, c) = (lead(&fleet.urls[1]).await, lead(&fleet.urls[1]).await);
+    // The shop's API slowed, so both copies find the refund still held before either releases.
+    fleet.set_api(Condition::Slow(Duration::from_millis(1500)));
+    let (first, second) = tokio::join!(b.call_tool_once(yes(&q, state.clone())), c.call_tool_once(yes(&q, state)));
+    fleet.set_api(Condition::Up);
+    let statuses = [status_of(&first.unwrap()), status_of(&second.unwrap())];
+    assert!(statuses.contains(&Some("requested".to_owned())), "{statuses:?}");
+    let audit = std::fs::read_to_string(trail.path().join("replica-1.jsonl")).unwrap();
+    let taken_over = audit.lines().filter(|line| line.contains(r#""event":"claim taken over""#)).count();
+    assert_eq!(taken_over, 1, "{audit}");
+    let refund = RefundId::parse("R-0111").unwrap();
+    assert!(shop(&fleet.api).confirm(&refund).await.unwrap_err().is_conflict(), "released once");
+}
+
 /// A claim taken for another answer (a decline whose replica stopped before it was recorded)
 /// is not taken over by a yes to the same question: the first answer counts, and the refund
 /// stays held.

@@ -58,6 +58,13 @@ pub trait OnceOnly: Send + Sync {
     /// claims, one is First, and its value is the one kept.
     fn claim_as<'a>(&'a self, key: &'a str, value: &'a str, keep: Duration) -> Claiming<'a>;
 
+    /// Take over the claim on `key` from a claimant that never finished: replace it with
+    /// `value` for `keep` if it still holds `seen`, the value read from it. Atomic: of any
+    /// number of concurrent takeovers from the same `seen`, one is First; a claim that holds
+    /// anything else by now (another took it over, or its claimant marked it), or is gone, is
+    /// Taken, and the caller must not act.
+    fn take_over<'a>(&'a self, key: &'a str, seen: &'a str, value: &'a str, keep: Duration) -> Claiming<'a>;
+
     /// Claim `key` for at least `keep`, holding nothing more than the claim.
     fn claim<'a>(&'a self, key: &'a str, keep: Duration) -> Claiming<'a> {
         self.claim_as(key, "1", keep)

@@ -117,6 +117,17 @@ impl OnceOnly for InMemory {
         });
         Box::pin(async move { Ok(claim) })
     }
+
+    fn take_over<'a>(&'a self, key: &'a str, seen: &'a str, value: &'a str, keep: Duration) -> Claiming<'a> {
+        let claim = self.with(|entries, now| match entries.get_mut(key) {
+            Some(entry) if entry.1 > now && entry.0 == seen => {
+                *entry = (value.to_owned(), now + keep);
+                Claim::First
+            }
+            _ => Claim::Taken,
+        });
+        Box::pin(async move { Ok(claim) })
+    }
 }
 
 impl Records for InMemory {
@@ -203,6 +214,7 @@ mod tests {
     async fn in_memory_claims_once_and_keeps_values_until_they_expire() {
         let records: Arc<dyn Records> = Arc::new(InMemory::new());
         one_claim_of_many(records.clone(), "k".into()).await;
+        one_takeover_of_many(records.clone(), "t".into()).await;
         records.put("q", "v".into(), Duration::from_secs(60)).await.unwrap();
         assert_eq!(records.get("q").await.unwrap().as_deref(), Some("v"));
         records.put("gone", "v".into(), Duration::ZERO).await.unwrap();
@@ -210,6 +222,32 @@ mod tests {
         records.remove("q").await.unwrap();
         assert_eq!(records.get("q").await.unwrap(), None);
         counts(records).await;
+    }
+
+    /// Of many takeovers of one claim from the value they all read, one takes it; a takeover
+    /// from a value the claim no longer holds, or of a claim that is gone, takes nothing.
+    pub(super) async fn one_takeover_of_many(records: Arc<dyn Records>, key: String) {
+        let keep = Duration::from_secs(60);
+        assert_eq!(records.claim_as(&key, "yes@1", keep).await.unwrap(), Claim::First);
+        let mut tasks = Vec::new();
+        for n in 0..32 {
+            let (records, key) = (records.clone(), key.clone());
+            let value = format!("yes@{}", n + 2);
+            tasks.push(tokio::spawn(async move { records.take_over(&key, "yes@1", &value, keep).await.unwrap() }));
+        }
+        let mut firsts = 0;
+        for task in tasks {
+            firsts += usize::from(task.await.unwrap() == Claim::First);
+        }
+        assert_eq!(firsts, 1);
+        let taker = records.get(&key).await.unwrap().expect("the claim, taken over");
+        assert_ne!(taker, "yes@1");
+        assert_eq!(records.take_over(&key, "yes@1", "yes@99", keep).await.unwrap(), Claim::Taken);
+        assert_eq!(records.get(&key).await.unwrap(), Some(taker.clone()), "a stale takeover changes nothing");
+        assert_eq!(records.take_over(&key, &taker, "yes@100", keep).await.unwrap(), Claim::First);
+        let gone = format!("{key}-gone");
+        assert_eq!(records.take_over(&gone, "yes@1", "yes@2", keep).await.unwrap(), Claim::Taken);
+        assert_eq!(records.get(&gone).await.unwrap(), None, "a claim that is gone is not made by a takeover");
     }
 
     /// A count goes up and down, never below zero, and starts again once its window ends.

@@ -284,6 +284,21 @@ impl Redis {
         Ok(())
     }
 
+    /// Run `script` on `key` (the one key it touches, so a cluster routes it) with the
+    /// arguments `args` adds: sent whole with EVAL (the client library's script cache is a
+    /// feature not built).
+    async fn eval<T: redis::FromRedisValue>(
+        &self,
+        script: &str,
+        key: &str,
+        args: impl FnOnce(&mut redis::Cmd) -> &mut redis::Cmd,
+    ) -> Result<T, RecordsError> {
+        let mut connection = self.connection().await?;
+        let mut command = redis::cmd("EVAL");
+        command.arg(script).arg(1).arg(self.key(key));
+        args(&mut command).query_async(&mut connection).await.map_err(|e| self.failed(e))
+    }
+
     pub(crate) fn key(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
     }
@@ -345,6 +360,15 @@ impl OnceOnly for Redis {
             Ok(if set.is_some() { Claim::First } else { Claim::Taken })
         })
     }
+
+    fn take_over<'a>(&'a self, key: &'a str, seen: &'a str, value: &'a str, keep: Duration) -> Claiming<'a> {
+        Box::pin(async move {
+            // Compare and set in one step on the server (SET's IFEQ is Redis 8.4's, newer than
+            // the servers this runs on).
+            let taken: i64 = self.eval(TAKE_OVER, key, |script| script.arg(seen).arg(value).arg(millis(keep))).await?;
+            Ok(if taken == 1 { Claim::First } else { Claim::Taken })
+        })
+    }
 }
 
 impl Records for Redis {
@@ -377,16 +401,7 @@ impl Records for Redis {
 
     fn count<'a>(&'a self, key: &'a str, delta: i64, keep: Duration) -> Pending<'a, u64> {
         Box::pin(async move {
-            let mut connection = self.connection().await?;
-            let counted: i64 = redis::cmd("EVAL")
-                .arg(COUNT)
-                .arg(1)
-                .arg(self.key(key))
-                .arg(delta)
-                .arg(millis(keep))
-                .query_async(&mut connection)
-                .await
-                .map_err(|e| self.failed(e))?;
+            let counted: i64 = self.eval(COUNT, key, |script| script.arg(delta).arg(millis(keep))).await?;
             Ok(u64::try_from(counted).unwrap_or(0))
         })
     }
@@ -396,19 +411,22 @@ impl Records for Redis {
     }
 }
 
-/// `count`: add, floor at zero, and give a new count its window, in one step on the server (a
-/// short script sent whole with EVAL; the client library's script cache is a feature not built).
+/// `count`: add, floor at zero, and give a new count its window, in one step on the server.
 const COUNT: &str = "local n = redis.call('INCRBY', KEYS[1], ARGV[1]) \
      if n < 0 then n = 0; redis.call('SET', KEYS[1], 0, 'KEEPTTL') end \
      if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end \
      return n";
+
+/// `take_over`: replace the claim with ARGV[2] for ARGV[3] ms if it still holds ARGV[1].
+const TAKE_OVER: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+     redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0";
 
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::records::tests::one_claim_of_many;
+    use crate::records::tests::{one_claim_of_many, one_takeover_of_many};
 
     /// Against the Redis `REDIS_URL` names (the heavy tier sets it); without one, skipped with
     /// a word, so a plain `cargo test` needs Rust alone.
@@ -421,6 +439,7 @@ mod tests {
         let prefix = format!("mrtr-test:{}:", rand::random::<u64>());
         let records: Arc<dyn Records> = Arc::new(Redis::new(&url, &prefix).unwrap());
         one_claim_of_many(records.clone(), "k".into()).await;
+        one_takeover_of_many(records.clone(), "t".into()).await;
         records.put("q", "v".into(), Duration::from_secs(60)).await.unwrap();
         assert_eq!(records.get("q").await.unwrap().as_deref(), Some("v"));
         assert_eq!(records.get("missing").await.unwrap(), None);

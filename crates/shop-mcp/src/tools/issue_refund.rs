@@ -407,7 +407,8 @@ impl Shop {
     /// finished. Its call is given its [`CLAIM_LEASE`] to finish first. Then, if the refund
     /// stands released by this lead, this same answer was acted on, and its lead, who was never
     /// told, is told now ([`Claimed::ActedOnUntold`]); if the refund is still held and the claim
-    /// was taken for this same answer, this call takes it over and acts.
+    /// was taken for this same answer, this call takes it over and acts (of copies of the answer
+    /// racing to, one: [`OnceOnly::take_over`](mrtr::once_only::OnceOnly::take_over)).
     async fn claim(
         &self,
         refund_id: &RefundId,
@@ -423,9 +424,14 @@ impl Shop {
             if let Some(refund) = self.acted_on_untold(refund_id, question, who).await {
                 return Ok(Claimed::ActedOnUntold(Box::new(refund)));
             }
-            if unfinished.is_some_and(|(answer, _)| answer == says_yes) && self.still_undecided(refund_id).await {
-                match self.records.put(&key, acting(says_yes), answered.claim_life).await {
-                    Ok(()) => {
+            let same_answer = unfinished.filter(|(answer, _)| *answer == says_yes);
+            if let Some((_, seen)) = same_answer
+                && self.still_undecided(refund_id).await
+            {
+                // Of copies of this answer that all found the claim unfinished, one takes it over.
+                match self.records.take_over(&key, &seen, &acting(says_yes), answered.claim_life).await {
+                    Ok(Claim::Taken) => {}
+                    Ok(Claim::First) => {
                         tracing::info!(%refund_id, question, "a claim whose call never finished is taken over by the same answer");
                         self.audit
                             .report("claim taken over", who, json!({"refund_id": refund_id, "question": question}))
@@ -498,19 +504,19 @@ impl Shop {
     }
 
     /// Wait, at most until its [`CLAIM_LEASE`] has passed, for the call that holds claim `key`
-    /// to mark it acted on; the answer it was taken for and its age if it never was (`None`
-    /// when marked, unreadable, or an earlier version's).
+    /// to mark it acted on; the answer it was taken for and the claim as read, if it never was
+    /// (`None` when marked, unreadable, or an earlier version's).
     ///
     /// The claim's age is told by the clock of the replica that took it; this one waits no
     /// longer than the lease by its own, so a clock that runs ahead elsewhere cannot keep it
     /// waiting (the claim is then still young: no takeover).
-    async fn lease_out(&self, key: &str) -> Option<(bool, Duration)> {
+    async fn lease_out(&self, key: &str) -> Option<(bool, String)> {
         let until = tokio::time::Instant::now() + CLAIM_LEASE;
         loop {
             let value = self.records.get(key).await.ok()??;
             let (answer, age) = claimed_since(&value)?;
             if age >= CLAIM_LEASE {
-                return Some((answer, age));
+                return Some((answer, value));
             }
             let now = tokio::time::Instant::now();
             if now >= until {
