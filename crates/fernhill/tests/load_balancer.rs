@@ -137,6 +137,19 @@ async fn a_2025_session_whose_replica_is_gone_goes_on_elsewhere() {
     assert_eq!(unknown.status().as_u16(), 404);
 }
 
+/// `--local-sessions` keeps each 2025 session on the replica that opened it, even with a shared
+/// store: another replica does not know it (404), and the client starts a new session.
+#[tokio::test]
+async fn with_local_sessions_a_2025_session_is_its_replicas_alone() {
+    let plan = FleetPlan { extra: vec!["--local-sessions".to_owned()], ..FleetPlan::new(2, REDIS) };
+    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let here = LegacySession::open(&fleet.urls[0], None).await;
+    let lookup = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "lookup_order", "arguments": {"order_id": "O-2289"}}});
+    assert_eq!(here.post_as(None, &lookup).await.status(), reqwest::StatusCode::OK);
+    assert_eq!(here.at(&fleet.urls[1]).post_as(None, &lookup).await.status(), reqwest::StatusCode::NOT_FOUND);
+}
+
 /// A 2025 question whose session moves while it waits: its answer reaches another replica (as
 /// when the balancer sends a session back to its replica, returned from a restart), which cannot
 /// hand it to the waiting call. Before, that call waited out the round (ten minutes) for an
