@@ -10,8 +10,9 @@
 //! - [`router`]: the layers in front of rmcp: status fix-up and timing, the authorization gate
 //!   (`oauth_resource`), each caller's share of requests ([`rate_limit`]), the body read within
 //!   bounds and judged ([`json_rpc_check`]), the scopes a request needs, 2025 sessions bound to
-//!   their callers, capped and ended when idle ([`sessions`]), and shared by the replicas
-//!   ([`shared_sessions`]); `/livez`, `/readyz`, `/healthz`
+//!   their callers, capped and ended when idle ([`sessions`]), and shared by the replicas,
+//!   each watching where its waiting questions' sessions went ([`shared_sessions`]); `/livez`,
+//!   `/readyz`, `/healthz`
 //!   ([`readiness`]) and `/metrics` ([`prometheus`]) outside the gate, on an admin listener too;
 //! - [`drain`]: ready, draining, stopping: one typed state every part reads;
 //! - [`logging`] (one-line logs on stderr) and [`telemetry`] (OpenTelemetry traces over OTLP).
