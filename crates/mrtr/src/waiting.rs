@@ -229,10 +229,13 @@ impl Work {
             () = self.room.closed() => Err(Busy::Stopping),
             () = moved => Err(Busy::Moved),
         };
-        let Ok(outcome) = outcome else {
-            // The wait ended unanswered: the call ends in words, and its seat is another's.
-            self.held().seat = None;
-            return outcome;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(busy) => {
+                // The wait ended unanswered: the call ends in words, and its seat is another's.
+                self.held().seat = None;
+                return Err(busy);
+            }
         };
         let slot = match &self.shedding {
             Some(shedding) => Some(shedding.enter().await),
