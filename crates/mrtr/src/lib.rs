@@ -49,6 +49,7 @@ pub mod seal;
 pub mod shedding;
 #[cfg(feature = "tasks")]
 pub mod tasks;
+mod transport_extensions;
 pub mod waiting;
 
 pub use ask::{AskError, Asking, Era, Outcome};

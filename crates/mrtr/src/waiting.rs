@@ -35,7 +35,10 @@ use caller::Principal;
 use rmcp::{RoleServer, service::RequestContext};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
-use crate::shedding::{Shedding, Slot};
+use crate::{
+    shedding::{Shedding, Slot},
+    transport_extensions::from_transport,
+};
 
 /// Why a call could not wait for its person: every seat for waiting is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -193,11 +196,7 @@ impl Work {
 
     /// The watch on the call's session that the transport put in `context`, if any.
     pub fn session_of(context: &RequestContext<RoleServer>) -> Option<Arc<dyn SessionWatch>> {
-        if let Some(watch) = context.extensions.get::<Arc<dyn SessionWatch>>() {
-            return Some(watch.clone());
-        }
-        let parts = context.extensions.get::<http::request::Parts>()?;
-        parts.extensions.get::<Arc<dyn SessionWatch>>().cloned()
+        from_transport::<Arc<dyn SessionWatch>>(context).cloned()
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {

@@ -8,7 +8,10 @@ use rmcp::{
     service::RequestContext,
 };
 
-use crate::ask::{Asking, CallOpened};
+use crate::{
+    ask::{Asking, CallOpened},
+    transport_extensions::from_transport,
+};
 
 /// Who the transport authenticated, if anyone. Put it in the request's extensions (directly,
 /// or in the HTTP request parts' extensions) and the boundary binds every state to it.
@@ -17,14 +20,8 @@ pub use caller::Principal;
 /// Who the transport authenticated for this request, if anyone: what every state is bound to,
 /// and whom a tool acts for.
 pub fn principal(context: &RequestContext<RoleServer>) -> Option<Principal> {
-    // rmcp's own extensions (a transport that is not HTTP put it there).
-    if let Some(principal) = context.extensions.get::<Principal>() {
-        return Some(principal.clone());
-    }
-    // Over Streamable HTTP, rmcp hands the handler the HTTP request's parts, whose extensions
-    // carry what the transport's middleware (an authorization layer) put there.
-    let parts = context.extensions.get::<http::request::Parts>()?;
-    Principal::of(&parts.extensions).cloned()
+    // Over HTTP, the authorization layer put it there.
+    from_transport::<Principal>(context).cloned()
 }
 
 /// An [`Asking`] for this tool call, built from what the boundary opened: the state the tool

@@ -10,7 +10,7 @@ use std::sync::{
 use rmcp::{ErrorData, RoleServer, model::ProtocolVersion, service::RequestContext};
 
 use super::Principal;
-use crate::request_state::Rejection;
+use crate::{request_state::Rejection, transport_extensions::from_transport};
 
 /// What the boundary saw of one request, for metrics.
 #[derive(Debug, Clone)]
@@ -94,11 +94,7 @@ impl ErrorCode {
 pub(super) fn note_error<R>(
     context: &RequestContext<RoleServer>,
 ) -> impl FnOnce(Result<R, ErrorData>) -> Result<R, ErrorData> + use<R> {
-    let slot = context
-        .extensions
-        .get::<ErrorCode>()
-        .or_else(|| context.extensions.get::<http::request::Parts>()?.extensions.get::<ErrorCode>())
-        .cloned();
+    let slot = from_transport::<ErrorCode>(context).cloned();
     move |answer| {
         if let (Err(error), Some(ErrorCode(code))) = (&answer, &slot) {
             code.store(error.code.0, Ordering::Relaxed);
