@@ -72,14 +72,7 @@ impl SharedSessions {
     /// Sessions in `records`, each kept for `keep` after its last refresh, as a replica of its
     /// own (a name drawn now).
     pub fn new(records: Arc<dyn Records>, keep: Duration) -> Arc<Self> {
-        let mut name = [0u8; 8];
-        // The OS's random numbers fail only where nothing random could be had at all; a name
-        // from the clock and process then still tells replicas apart.
-        if getrandom::fill(&mut name).is_err() {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            name = (now.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(40)).to_le_bytes();
-        }
-        let replica = name.iter().map(|byte| format!("{byte:02x}")).collect::<String>();
+        let replica = format!("{:016x}", rand::random::<u64>());
         tracing::info!(%replica, "2025 sessions shared with the other replicas");
         Arc::new(Self { records, keep, replica })
     }
