@@ -2,7 +2,7 @@
 
 use std::{
     fmt,
-    net::{IpAddr, Ipv6Addr},
+    net::{IpAddr, Ipv4Addr, Ipv6Addr},
 };
 
 /// Where a request came from, as the transport learned it: the TCP peer's address, or the
@@ -53,6 +53,21 @@ impl ClientAddress {
         }))
     }
 
+    /// The network this client's address is in, whose connections are also counted together:
+    /// an IPv4 address by its /24, an IPv6 one by its /48 (a site's). Many addresses of one
+    /// network are often one sender (a host given a range, a cloud tenant), and an address
+    /// share alone lets them hold as many shares as addresses. `None` for a trusted proxy's own
+    /// address, as for [`ClientAddress::share`].
+    pub fn network(&self) -> Option<NetworkKey> {
+        if self.proxy {
+            return None;
+        }
+        Some(match self.ip {
+            IpAddr::V4(v4) => NetworkKey(IpAddr::V4(Ipv4Addr::from(u32::from(v4) & !0xff)), 24),
+            IpAddr::V6(v6) => NetworkKey(IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 80) - 1))), 48),
+        })
+    }
+
     /// The address the transport put in a request's extensions, if any.
     pub fn of(extensions: &http::Extensions) -> Option<ClientAddress> {
         extensions.get::<ClientAddress>().copied()
@@ -77,6 +92,16 @@ impl fmt::Debug for ClientAddress {
 /// What one client's shares are counted under (see [`ClientAddress::share`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ShareKey(IpAddr);
+
+/// A network of clients' addresses, counted together (see [`ClientAddress::network`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct NetworkKey(IpAddr, u8);
+
+impl fmt::Display for NetworkKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.0, self.1)
+    }
+}
 
 impl fmt::Display for ShareKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -109,6 +134,18 @@ mod tests {
             ClientAddress::client(ip("10.0.0.1")).share(),
             "an IPv4 address mapped into IPv6 is the IPv4 client"
         );
+    }
+
+    #[test]
+    fn an_ipv4_client_s_network_is_its_24_and_an_ipv6_one_s_its_48() {
+        let one = ClientAddress::client(ip("203.0.113.7"));
+        assert_eq!(one.network(), ClientAddress::client(ip("203.0.113.250")).network());
+        assert_ne!(one.network(), ClientAddress::client(ip("203.0.114.7")).network());
+        assert_eq!(one.network().unwrap().to_string(), "203.0.113.0/24");
+        let six = ClientAddress::client(ip("2001:db8:1:2::1"));
+        assert_eq!(six.network(), ClientAddress::client(ip("2001:db8:1:ffff::9")).network());
+        assert_eq!(six.network().unwrap().to_string(), "2001:db8:1::/48");
+        assert_eq!(ClientAddress::proxy_itself(ip("10.0.0.9")).network(), None);
     }
 
     #[test]

@@ -8,12 +8,13 @@
 //! - [`ClientAddress`]: the client's address as the transport learned it (the TCP peer, or the
 //!   address a trusted proxy named), and [`ShareKey`], the key a per-client share is counted
 //!   under (an IPv6 address by its /64; none for a trusted proxy's own address, which is never
-//!   barred).
+//!   barred), and [`NetworkKey`], the network a share is also counted under (IPv4 /24, IPv6
+//!   /48).
 //!
 //! Nothing here authenticates anyone: a transport that did puts the values where they are read.
 
 mod address;
 mod principal;
 
-pub use address::{ClientAddress, ShareKey};
+pub use address::{ClientAddress, NetworkKey, ShareKey};
 pub use principal::Principal;

@@ -17,7 +17,7 @@ use load::fleet::{Fleet, FleetPlan};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::{
-    io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
+    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
     net::{TcpSocket, TcpStream},
     process::{Child, Command},
 };
@@ -326,7 +326,8 @@ async fn half_sent_requests_from_one_client_leave_the_replica_answering() {
 }
 
 /// A full replica answers rather than leaving a connection in the kernel's queue: past
-/// `--max-connections` (here from clients of their own), 503 with `Retry-After` at once.
+/// `--max-connections` (here from clients of their own, each answered once and kept alive, which
+/// a newcomer cannot take the place of), 503 with `Retry-After` at once.
 #[tokio::test]
 async fn a_full_replica_answers_503_at_once() {
     let api = start_api().await;
@@ -337,7 +338,10 @@ async fn a_full_replica_answers_503_at_once() {
         let socket = TcpSocket::new_v4().unwrap();
         socket.bind(SocketAddr::from(([127, 0, 1, n + 1], 0))).unwrap();
         let mut stream = socket.connect(address).await.unwrap();
-        let _ = stream.write_all(b"POST /mcp HTTP/1.1\r\n").await;
+        stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
+        let mut answer = [0u8; 256];
+        let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut answer)).await.unwrap().unwrap();
+        assert!(answer[..read].starts_with(b"HTTP/1.1 200"), "answered once");
         held.push(stream);
     }
     // Each held connection is counted once it has been accepted: ask until the replica is full.

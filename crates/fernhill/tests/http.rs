@@ -16,8 +16,13 @@ struct Server {
 }
 
 async fn start(api: &shop_api::RunningApi) -> Server {
+    start_with(api, &[]).await
+}
+
+/// As [`start`], with `extra` arguments.
+async fn start_with(api: &shop_api::RunningApi, extra: &[&str]) -> Server {
     let mut command = Command::new(fernhill());
-    command.args(["serve", "--http", "127.0.0.1:0"]).shop_api(api).env("SHOP_REQUEST_STATE_KEY", KEY_A);
+    command.args(["serve", "--http", "127.0.0.1:0"]).args(extra).shop_api(api).env("SHOP_REQUEST_STATE_KEY", KEY_A);
     let (child, url) = support::spawn_printing_url(&mut command).await;
     Server { url, child, http: reqwest::Client::new() }
 }
@@ -606,12 +611,14 @@ async fn a_question_waiting_at_sigterm_ends_in_words_within_the_drain_timeout() 
 }
 
 /// The Tasks extension on the real server's wire: advertised in `server/discover`; refused
-/// (-32021) to a client that does not declare it; `issue_refund` for one that does is a task
-/// whose question is read with `tasks/get` (its `Mcp-Name` the task's id, else -32020) and
-/// answered with `tasks/update`, which releases the refund before it acknowledges; an unknown
-/// task is -32602, and the removed `tasks/result` and `tasks/list` are -32601.
+/// (-32021) to a client that does not declare it. `issue_refund` for a client that declares it,
+/// whose person may decide, asks in the answer to the call (`input_required`), not in a task
+/// polled for. Under `--approval another-lead` the call is a task that waits, `working`, for a
+/// lead elsewhere (its `Mcp-Name` the task's id, else -32020), first polled at 250 ms; an
+/// answer to no question is ignored; a cancel ends it saying what it left. An unknown task is
+/// -32602, and the removed `tasks/result` and `tasks/list` are -32601.
 #[tokio::test]
-async fn a_refund_waits_as_a_task_on_the_wire() {
+async fn a_refund_waits_as_a_task_on_the_wire_only_for_another_lead() {
     let api = start_api().await;
     let server = start(&api).await;
     let tasks = json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
@@ -635,24 +642,38 @@ async fn a_refund_waits_as_a_task_on_the_wire() {
     let (_, _, quote) = server.call(6, "quote_refund", json!({"order_id": "O-2289"}), json!({})).await;
     let quote_id = quote["result"]["structuredContent"]["quote_id"].clone();
     let issue = declaring(json!({"name": "issue_refund", "arguments": {"quote_id": quote_id}}));
-    let (_, _, created) = server.post(7, "tools/call", issue, Some("issue_refund")).await;
+    let (_, _, asked) = server.post(7, "tools/call", issue, Some("issue_refund")).await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "asked in the call: {asked}");
+    assert_eq!(asked["result"]["inputRequests"]["confirm"]["method"], "elicitation/create");
+
+    let server = start_with(&api, &["--approval", "another-lead"]).await;
+    let (_, _, quote) = server.call(8, "quote_refund", json!({"order_id": "O-5150"}), json!({})).await;
+    let quote_id = quote["result"]["structuredContent"]["quote_id"].clone();
+    let issue = declaring(json!({"name": "issue_refund", "arguments": {"quote_id": quote_id}}));
+    let (_, _, created) = server.post(9, "tools/call", issue, Some("issue_refund")).await;
     let created = &created["result"];
-    assert_eq!((created["resultType"].as_str(), created["status"].as_str()), (Some("task"), Some("input_required")));
+    assert_eq!((created["resultType"].as_str(), created["status"].as_str()), (Some("task"), Some("working")));
+    assert_eq!(created["pollIntervalMs"], 250, "a task just made is looked at again soon");
     assert!(created.get("requestState").is_none());
     let id = created["taskId"].as_str().unwrap();
 
-    let (status, _, mismatched) = server.post(8, "tasks/get", declaring(json!({"taskId": id})), Some("another")).await;
+    let (status, _, mismatched) = server.post(10, "tasks/get", declaring(json!({"taskId": id})), Some("another")).await;
     assert_eq!((status, mismatched["error"]["code"].as_i64()), (StatusCode::BAD_REQUEST, Some(-32020)));
-    let (_, _, waiting) = server.post(9, "tasks/get", declaring(json!({"taskId": id})), Some(id)).await;
-    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
-    assert_eq!(waiting["result"]["inputRequests"]["confirm"]["method"], "elicitation/create");
-
+    let (_, _, waiting) = server.post(11, "tasks/get", declaring(json!({"taskId": id})), Some(id)).await;
+    assert_eq!(waiting["result"]["status"], "working", "{waiting}");
+    assert!(waiting["result"].get("inputRequests").is_none(), "nothing asked of its requester");
     let yes = json!({"taskId": id, "inputResponses": {"confirm": {"action": "accept", "content": {"release": true}}}});
-    let (_, _, ack) = server.post(10, "tasks/update", declaring(yes), Some(id)).await;
+    let (_, _, ack) = server.post(12, "tasks/update", declaring(yes), Some(id)).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "an answer to no question is ignored");
+    let (_, _, ack) = server.post(13, "tasks/cancel", declaring(json!({"taskId": id})), Some(id)).await;
     assert_eq!(ack["result"], json!({"resultType": "complete"}));
-    let (_, _, done) = server.post(11, "tasks/get", declaring(json!({"taskId": id})), Some(id)).await;
-    assert_eq!(done["result"]["status"], "completed", "{done}");
-    assert_eq!(done["result"]["result"]["structuredContent"]["status"], "requested");
-    let (_, _, ack) = server.post(12, "tasks/cancel", declaring(json!({"taskId": id})), Some(id)).await;
-    assert_eq!(ack["result"], json!({"resultType": "complete"}), "a cancel of an ended task is acknowledged");
+    let (_, _, cancelled) = server.post(14, "tasks/get", declaring(json!({"taskId": id})), Some(id)).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    let said = cancelled["result"]["statusMessage"].as_str().unwrap();
+    assert!(
+        said.starts_with("Cancelled; refund R-0112 stays held until a lead decides it or its deadline passes ("),
+        "{said}"
+    );
+    let held = support::shop(&api).refund(&shop_api::RefundId::parse("R-0112").unwrap()).await.unwrap();
+    assert_eq!(held.status, shop_api::RefundStatus::NeedsConfirmation, "the host's answer released nothing");
 }

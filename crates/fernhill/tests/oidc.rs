@@ -436,3 +436,48 @@ async fn with_confirm_on_page_a_host_that_accepts_everything_releases_nothing() 
     assert_eq!(mrtr::client::field(&done, "status"), Some("requested"), "{done:?}");
     assert!(mrtr::client::text(&done).contains("decided it on the approval page"));
 }
+
+/// Anonymous visits of a refund's approval link store nothing, and spend the visitor's share of
+/// requests. Before, each `GET /approvals/R-…` wrote a ten-minute sign-in record into the
+/// store (20,000 visits, about 470 bytes each, into the Redis that holds claims, quotes and
+/// tasks), outside `--rate-limit`. Now a sign-in under way is the browser's own cookie,
+/// sealed, and the page is behind the per-client rates: the store's keys under this server's
+/// prefix are as many after the flood as before it, and the flood past its burst is 429.
+#[tokio::test]
+async fn a_flood_of_anonymous_visits_to_the_approval_page_stores_nothing_and_is_rate_limited() {
+    let (api, (_issuer, issuer_url)) = (start_api().await, issuer().await);
+    let prefix = format!("page-flood-{}:", std::process::id());
+    let mut command = Command::new(support::fernhill_mcp());
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer_url])
+        .args(["--approvals-client-id", "approvals", "--approvals-client-secret", "approvals-secret"])
+        .args(["--store", REDIS, "--store-prefix", &prefix, "--rate-limit", "1", "--rate-burst", "20"])
+        .shop_api(&api);
+    let (_server, url) = support::spawn_printing_url(&mut command).await;
+    let link = format!("{}/approvals/R-0111", url.trim_end_matches("/mcp"));
+    let before = keys_under(&prefix).await;
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let (mut sent_to_sign_in, mut limited) = (0, 0);
+    for _ in 0..200 {
+        let visit = http.get(&link).send().await.unwrap();
+        match visit.status().as_u16() {
+            303 => {
+                sent_to_sign_in += 1;
+                let cookie = visit.headers()["set-cookie"].to_str().unwrap();
+                assert!(cookie.starts_with("fernhill-approvals-sign-in=v1."), "a sealed sign-in: {cookie}");
+            }
+            429 => limited += 1,
+            other => panic!("a visit answered {other}"),
+        }
+    }
+    assert!(sent_to_sign_in >= 20, "the burst was sent to sign in ({sent_to_sign_in})");
+    assert!(limited > 0, "the flood past the burst was limited ({limited} of 200)");
+    assert_eq!(keys_under(&prefix).await, before, "{sent_to_sign_in} sign-ins started, nothing stored");
+}
+
+/// How many keys the Redis at [`REDIS`] holds under `prefix`.
+async fn keys_under(prefix: &str) -> usize {
+    let mut redis = redis::Client::open(REDIS).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let found: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}*")).query_async(&mut redis).await.unwrap();
+    found.len()
+}

@@ -98,20 +98,43 @@ async fn a_body_that_does_not_arrive_in_time_gets_408_and_a_json_rpc_error() {
     assert!(answer.contains(r#""code":-32600"#) && answer.contains("did not arrive within 0.5 s"), "{answer}");
 }
 
-/// Past the connection bound a new connection is not left in the kernel's queue: it is
-/// answered 503 with `Retry-After` at once; once the connection that held the slot says nothing
-/// for the header timeout and is closed, the next one is served.
+/// Past the connection bound a new connection is not left in the kernel's queue. A connection
+/// that has said nothing holds no place a newcomer needs: it is closed to make room, and the
+/// newcomer served. One that was answered and is kept alive keeps its place: the newcomer is
+/// answered 503 with `Retry-After` at once; once the kept one has said nothing more for the
+/// read timeout and is closed, the next one is served.
 #[tokio::test]
 async fn past_the_connection_bound_a_connection_is_answered_503_at_once() {
-    let (_server, url, _api) = serve(&["--max-connections", "1", "--header-timeout", "0.5"]).await;
-    // The only slot, taken by a connection that says nothing: the header timeout frees it.
-    let mut idle = TcpStream::connect(address(&url)).await.unwrap();
+    let (_server, url, _api) = serve(&["--max-connections", "1", "--read-timeout", "0.5"]).await;
+    // The only slot, taken by a connection that says nothing: made room for.
+    let mut silent = TcpStream::connect(address(&url)).await.unwrap();
+    let mut newcomer = TcpStream::connect(address(&url)).await.unwrap();
+    assert_eq!(health_on(&mut newcomer, "close").await, 200, "served in its place");
+    assert_eq!(until_closed(&mut silent).await, "", "closed unanswered");
+    until_closed(&mut newcomer).await;
+    // Taken by a connection answered once and kept alive (as soon as the newcomer's place is
+    // given back): kept, and a newcomer turned away.
+    let mut kept = loop {
+        let mut kept = TcpStream::connect(address(&url)).await.unwrap();
+        if health_on(&mut kept, "keep-alive").await == 200 {
+            break kept;
+        }
+    };
     let health = url.replace("/mcp", "/healthz");
     let turned_away =
         tokio::time::timeout(DEADLINE, reqwest::get(&health)).await.expect("answered, not queued").unwrap();
     assert_eq!(turned_away.status(), 503);
     assert_eq!(turned_away.headers()["retry-after"], "1");
-    until_closed(&mut idle).await;
+    until_closed(&mut kept).await;
     let served = tokio::time::timeout(DEADLINE, reqwest::get(&health)).await.expect("answered").unwrap();
     assert_eq!(served.status(), 200);
+}
+
+/// `GET /healthz` on `stream` with `Connection: connection`: the status answered.
+async fn health_on(stream: &mut TcpStream, connection: &str) -> u16 {
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: {connection}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = [0u8; 512];
+    let read = tokio::time::timeout(DEADLINE, stream.read(&mut answer)).await.expect("answered").unwrap();
+    String::from_utf8_lossy(&answer[..read]).split(' ').nth(1).and_then(|status| status.parse().ok()).unwrap_or(0)
 }

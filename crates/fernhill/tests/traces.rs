@@ -16,7 +16,7 @@ use axum::{Router, body::Bytes, extract::State, routing::post};
 use mrtr::client::{Client, ScriptedUser, params, retry};
 use opentelemetry_proto::tonic::{collector::trace::v1::ExportTraceServiceRequest, common::v1::any_value};
 use prost::Message as _;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, GetTaskParams, RequestMetaObject, UpdateTaskParams};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, GetTaskParams, RequestMetaObject};
 use serde_json::json;
 use tokio::{process::Command, sync::Notify};
 
@@ -131,11 +131,14 @@ struct Traced {
     /// Each replica's process and URL.
     replicas: Vec<(tokio::process::Child, String)>,
     _api: tokio::process::Child,
+    /// The shop's API, as its back office reaches it.
+    api_url: String,
     /// The replicas' audit trails.
     trail: tempfile::TempDir,
 }
 
-async fn traced_fleet() -> Traced {
+/// Two replicas on one Redis and one API, exporting traces; `extra` arguments to each replica.
+async fn traced_fleet(extra: &[&str]) -> Traced {
     let received = Received::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let receiver = format!("http://{}", listener.local_addr().unwrap());
@@ -166,12 +169,13 @@ async fn traced_fleet() -> Traced {
                 "--audit-log",
             ])
             .arg(&audit_log)
+            .args(extra)
             .env("SHOP_API_TOKEN", API_TOKEN)
             .env("SHOP_REQUEST_STATE_KEY", KEY_A);
         traced(&mut serve, &receiver, instance);
         replicas.push(support::spawn_printing_url(&mut serve).await);
     }
-    Traced { received, replicas, _api: api, trail }
+    Traced { received, replicas, _api: api, api_url, trail }
 }
 
 fn named(spans: &[Span], name: &str) -> Vec<Span> {
@@ -181,7 +185,7 @@ fn named(spans: &[Span], name: &str) -> Vec<Span> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_confirmation_across_two_replicas_is_one_trace() {
     // Every part bound by name: what a pattern leaves out is dropped, and its process with it.
-    let Traced { received, replicas, trail, _api } = traced_fleet().await;
+    let Traced { received, replicas, trail, _api, .. } = traced_fleet(&[]).await;
     let yes = || ScriptedUser::always(fernhill::chapter::release());
     let a = Client::connect_http(yes(), &replicas[0].1, 4).await.unwrap();
     let b = Client::connect_http(yes(), &replicas[1].1, 4).await.unwrap();
@@ -243,12 +247,16 @@ async fn one_confirmation_across_two_replicas_is_one_trace() {
     assert_eq!(released["trace_id"], HOST_TRACE);
 }
 
+/// A refund its requester may not decide (`--approval another-lead`) waits as a task; its
+/// reads on another replica, and what they ask the shop's API, join the trace of the call that
+/// made it, while a lead decides it in the back office.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_s_reads_and_its_answer_on_another_replica_join_the_trace_of_the_call_that_made_it() {
-    let Traced { received, replicas, trail: _trail, _api } = traced_fleet().await;
-    let lead = || ScriptedUser::always(fernhill::chapter::release()).declaring_tasks();
-    let a = Client::connect_http(lead(), &replicas[0].1, 4).await.unwrap();
-    let b = Client::connect_http(lead(), &replicas[1].1, 4).await.unwrap();
+async fn a_task_s_reads_on_another_replica_join_the_trace_of_the_call_that_made_it() {
+    let Traced { received, replicas, trail: _trail, _api, api_url } =
+        traced_fleet(&["--approval", "another-lead"]).await;
+    let host = || ScriptedUser::always(fernhill::chapter::release()).declaring_tasks();
+    let a = Client::connect_http(host(), &replicas[0].1, 4).await.unwrap();
+    let b = Client::connect_http(host(), &replicas[1].1, 4).await.unwrap();
     let CallToolResponse::Complete(quote) =
         a.call_tool_once(params("quote_refund", json!({"order_id": "O-2289"}))).await.unwrap()
     else {
@@ -258,17 +266,19 @@ async fn a_task_s_reads_and_its_answer_on_another_replica_join_the_trace_of_the_
     let call = with_host_context(params("issue_refund", json!({"quote_id": quote_id})));
     let CallToolResponse::Task(created) = a.call_tool_once(call).await.unwrap() else { panic!("a task") };
     let id = created.task.task_id;
-    // Read and answered on replica B, with no context of the host's.
+    // Read on replica B, with no context of the host's, while it waits; then a lead decides it
+    // in the back office, and B's next reads end it.
     let waiting = b.peer().get_task(GetTaskParams::new(id.clone())).await.unwrap();
-    assert_eq!(serde_json::to_value(&waiting).unwrap()["status"], "input_required");
-    let yes = [("confirm".to_owned(), json!({"action": "accept", "content": {"release": true}}))];
-    b.peer().update_task(UpdateTaskParams::new(id.clone(), yes.into_iter().collect())).await.unwrap();
+    assert_eq!(serde_json::to_value(&waiting).unwrap()["status"], "working");
+    let back_office = shop_api::ShopApi::new(&api_url).unwrap().with_token(Some(API_TOKEN.to_owned()));
+    back_office.decide(&shop_api::RefundId::parse("R-0111").unwrap(), "confirm", Some("lead-2")).await.unwrap();
+    let ended = support::task_ended(&b, &id).await;
+    assert_eq!(ended["result"]["structuredContent"]["status"], "requested", "{ended}");
 
     let spans = until(&received, |spans| {
         !named(spans, "tools/call issue_refund").is_empty()
             && !named(spans, "tasks/get").is_empty()
-            && !named(spans, "tasks/update").is_empty()
-            && named(spans, "POST /refunds/{id}/confirm").iter().any(|s| s.trace == HOST_TRACE)
+            && named(spans, "GET /refunds/{id}").iter().any(|s| s.trace == HOST_TRACE)
     })
     .await;
     let made = &named(&spans, "tools/call issue_refund")[0];
@@ -276,16 +286,15 @@ async fn a_task_s_reads_and_its_answer_on_another_replica_join_the_trace_of_the_
         (made.trace.as_str(), made.parent.as_str(), made.instance.as_str()),
         (HOST_TRACE, HOST_SPAN, "replica-a")
     );
-    for method in ["tasks/get", "tasks/update"] {
-        let span = &named(&spans, method)[0];
+    let reads = named(&spans, "tasks/get");
+    for span in &reads {
         assert_eq!((span.trace.as_str(), span.instance.as_str()), (HOST_TRACE, "replica-b"), "{span:#?}");
-        assert_eq!(span.parent, made.id, "{method} is a child of the call that made the task: {span:#?}");
+        assert_eq!(span.parent, made.id, "a read is a child of the call that made the task: {span:#?}");
         assert!(span.links.contains(&made.id), "{span:#?}");
-        assert_eq!(span.attribute("mcp.method.name"), Some(method));
+        assert_eq!(span.attribute("mcp.method.name"), Some("tasks/get"));
         assert!(!span.attributes.iter().any(|(_, value)| value.contains(&id)), "a task's id is its client's secret");
     }
-    // The release, made while the answer was taken up, is the update's child.
-    let update = &named(&spans, "tasks/update")[0];
-    let confirmed = named(&spans, "POST /refunds/{id}/confirm").into_iter().find(|s| s.trace == HOST_TRACE).unwrap();
-    assert_eq!(confirmed.parent, update.id);
+    // What a read asked the shop's API is that read's child.
+    let looked = named(&spans, "GET /refunds/{id}").into_iter().find(|s| s.trace == HOST_TRACE).unwrap();
+    assert!(reads.iter().any(|read| read.id == looked.parent), "{looked:#?}");
 }

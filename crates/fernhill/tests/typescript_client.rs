@@ -7,8 +7,9 @@
 //!   elicitation refused with -32021, each refund's status read from the shop's API.
 //!
 //! - the Tasks extension's own client library (`@modelcontextprotocol/ext-tasks` 0.2.2, which the
-//!   MCP Inspector 2.x uses) over v2's client: a refund's question waits as a task, read with
-//!   `tasks/get` and answered with `tasks/update`, and the task's result is the release.
+//!   MCP Inspector 2.x uses) over v2's client: a refund its requester may not decide waits as a
+//!   task, polled with `tasks/get`, until another lead releases it; the task's result is the
+//!   release.
 //!
 //! Each SDK is installed with npm into the target dir on first use, and the test fails loudly if
 //! npm cannot reach it.
@@ -75,21 +76,23 @@ async fn the_typescript_client_confirms_and_declines_over_http() {
     assert_eq!(node(&V2, &["http", &url], None).await, EXPECTED);
 }
 
-const TASK: &str = "task: input_required, asked: Refund 180.00 on order O-2289? It is above the policy limit, so a \
-lead must confirm it.\ntask states seen: input_required,completed\nreleased: R-0111 requested\n";
+const TASK: &str = "task: working, says: Waiting for a lead's decision on R-0111 (180.00 on order O-2289), asked by \
+someone unnamed.\ntask states seen: working,completed\nreleased: R-0111 requested\n";
 
 /// An independent client of the Tasks extension, `@modelcontextprotocol/ext-tasks` (the one the
-/// MCP Inspector 2.x drives tasks with), follows the refund's task to its end: it reads the
-/// lead's question with `tasks/get`, answers it with `tasks/update` and reads the result.
+/// MCP Inspector 2.x drives tasks with), follows a refund's task to its end: under `--approval
+/// another-lead` the call becomes a task that waits, `working`, for a lead elsewhere; the script
+/// releases the refund at the shop's API as another lead, and the library's polls see the task
+/// complete with it.
 #[tokio::test]
 async fn the_tasks_extension_s_own_client_follows_a_refund_task_to_its_end_over_http() {
     let api = start_api().await;
-    let mut serve = Command::new(fernhill());
-    serve.args(["serve", "--http", "127.0.0.1:0", "--task-poll", "0.05"]).shop_api(&api);
+    let mut serve = Command::new(support::fernhill_mcp());
+    serve.args(["serve", "--http", "127.0.0.1:0", "--approval", "another-lead"]).shop_api(&api);
     let (_server, url) = support::spawn_printing_url(&mut serve).await;
-    assert_eq!(node(&TASKS, &["http", &url], None).await, TASK);
+    assert_eq!(node(&TASKS, &["http", &url, &api.url], api.token.as_deref()).await, TASK);
     let released = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
-    assert_eq!(released.status, RefundStatus::Requested);
+    assert_eq!((released.status, released.decided_by.as_deref()), (RefundStatus::Requested, Some("lead-2")));
 }
 
 const LEGACY: &str = "confirm: 2025-11-25, R-0111 requested, questions asked: 1

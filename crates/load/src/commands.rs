@@ -19,7 +19,7 @@ use crate::{
     overload::{self, OverloadPlan},
     report::Report,
     task_cost::{self, TaskCostPlan},
-    waiting_tasks::{self, TasksPlan},
+    waiting_tasks::{self, TaskStrike, TasksPlan},
 };
 
 /// How much load: leads at once, confirmations in all.
@@ -200,6 +200,9 @@ pub struct TasksOptions {
     /// Requests in flight at once.
     #[arg(long, default_value_t = 32)]
     pub concurrency: usize,
+    /// What befalls Redis while the tasks wait (each a row of the table).
+    #[arg(long = "through", value_enum, default_values_t = [TaskStrike::FailOver, TaskStrike::RestartRedis])]
+    pub strikes: Vec<TaskStrike>,
     #[command(flatten)]
     pub program: ProgramOptions,
 }
@@ -216,7 +219,7 @@ pub struct TaskCostOptions {
     /// The orders refunded, one per task (start the shop's API with --load-orders N).
     #[arg(long = "order", default_value = "O-100001+", value_name = "ORDER")]
     pub orders: Orders,
-    /// Tasks left waiting, then answered.
+    /// Tasks left waiting.
     #[arg(long, default_value_t = 1_000)]
     pub tasks: usize,
     /// `tasks/get` requests, and as many `lookup_order` calls.
@@ -338,14 +341,18 @@ pub async fn faults(options: FaultsOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Refunds waiting as tasks through every replica's restart and a Redis failover, then
-/// answered; the books as a table, and whether they held.
+/// Refunds waiting as tasks for another lead through every replica's restart and a Redis
+/// failover, then decided; the books as a table, and whether they held.
 pub async fn tasks(options: TasksOptions) -> anyhow::Result<()> {
     anyhow::ensure!(options.tasks > 0 && options.concurrency > 0, "--tasks and --concurrency must be at least 1");
-    let plan = TasksPlan { tasks: options.tasks, concurrency: options.concurrency, ..TasksPlan::default() };
-    let books = waiting_tasks::run(&options.program.path()?, &plan).await?;
-    print!("{}", books.render());
-    anyhow::ensure!(books.hold(), "the books did not hold");
+    let (mut held, program) = (true, options.program.path()?);
+    for strike in options.strikes {
+        let plan = TasksPlan { tasks: options.tasks, concurrency: options.concurrency, strike, ..TasksPlan::default() };
+        let books = waiting_tasks::run(&program, &plan).await?;
+        print!("{}", books.render());
+        held &= books.hold();
+    }
+    anyhow::ensure!(held, "the books did not hold");
     Ok(())
 }
 

@@ -32,7 +32,8 @@ pub enum Fault {
     KillReplica,
     /// A replica is killed and a new one takes its place, with the fleet's shared key.
     RestartReplica,
-    /// Redis is stopped and started again (`SHUTDOWN`, then a new process on its data).
+    /// Redis is killed (SIGKILL, as a crash) and started again on its append-only file; with
+    /// `deploy/redis.conf` it answered no write it had not written, so no claim is lost.
     RestartRedis,
     /// The Redis primary is killed and Sentinel promotes its replica (the fleet's store is
     /// `redis+sentinel://`); claims not yet replicated are lost.
@@ -67,7 +68,7 @@ impl fmt::Display for Fault {
         f.write_str(match self {
             Fault::KillReplica => "kill -9 of a replica",
             Fault::RestartReplica => "a replica restarted, shared key",
-            Fault::RestartRedis => "Redis restarted",
+            Fault::RestartRedis => "Redis killed and restarted on its file",
             Fault::FailOverRedis => "Redis primary killed, Sentinel fails over",
             Fault::FailOverCluster => "Redis Cluster primary killed, its replica promoted",
             Fault::MoveSlots => "Redis Cluster slots moved under load",
@@ -116,10 +117,12 @@ pub struct FaultRow {
 
 impl FaultRow {
     /// Nothing released twice, every refund as its lead said, every failure worded by a
-    /// server, and the fleet working afterwards; and unless Redis itself failed (and could lose
-    /// claims), every replay refused by the once-only record rather than by the API.
+    /// server, and the fleet working afterwards; and unless a Redis primary was lost with
+    /// writes it had not replicated (claims are written without `WAIT`), every replay refused
+    /// by the once-only record rather than by the API: a Redis that crashed and came back on
+    /// its own file keeps every claim it acknowledged.
     pub fn holds(&self) -> bool {
-        let record_kept = matches!(self.fault, Fault::RestartRedis | Fault::FailOverRedis | Fault::FailOverCluster)
+        let record_kept = matches!(self.fault, Fault::FailOverRedis | Fault::FailOverCluster)
             || self.during.replays_past_the_record == 0;
         record_kept
             && self.during.released_twice == 0
@@ -221,7 +224,7 @@ pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Resu
             Fault::KillReplica => fleet.kill(STRUCK).await,
             Fault::RestartReplica => fleet.restart(program, STRUCK, &fleet_plan).await,
             Fault::RestartRedis => {
-                redis.take().context("the run's Redis")?.stop().await?;
+                redis.take().context("the run's Redis")?.kill().await?;
                 redis = Some(RedisServer::start(dir.path()).await?);
                 Ok(())
             }

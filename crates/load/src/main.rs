@@ -74,19 +74,19 @@ enum Command {
     ///
     /// Example: fernhill-load faults kill-replica api-down, or fernhill-load faults --all
     Faults(FaultsOptions),
-    /// Leave refunds waiting as tasks (the Tasks extension) on a fleet of three replicas
-    /// sharing a Redis under Sentinel, restart every replica and fail Redis over while they
-    /// wait, then answer each through a random replica (and again through another): a table of
-    /// the books.
+    /// Leave refunds waiting as tasks for another lead (the Tasks extension) on a fleet of
+    /// three replicas sharing a Redis under Sentinel, restart every replica and fail Redis over
+    /// while they wait, then have a lead decide each in the shop's back office (twice at once)
+    /// and read each task through a random replica until it ends: a table of the books.
     ///
-    /// Fails unless no task was lost, none released twice, every decline stands and every task
+    /// Fails unless no task was lost, none decided twice, every decline stands and every task
     /// ended as its lead said. Needs redis-server installed.
     ///
     /// Example: fernhill-load tasks --tasks 1000
     Tasks(TasksOptions),
-    /// What waiting tasks cost a server already running: its CPU per `tasks/get` and per
-    /// `tasks/update` beside a plain `lookup_order`, and its memory before and after the tasks
-    /// were made.
+    /// What tasks waiting for another lead cost a server already running (start it with
+    /// --approval another-lead): its CPU per `tasks/get` beside a plain `lookup_order`, and its
+    /// memory before and after the tasks were made.
     ///
     /// Example: fernhill-load task-cost --url http://127.0.0.1:8711/mcp --pid 4242 --tasks 1000
     TaskCost(TaskCostOptions),

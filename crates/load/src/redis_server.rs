@@ -1,6 +1,8 @@
-//! A `redis-server` of a run's own, on a Unix socket in a directory of its own (no TCP port
-//! to pick or race for), with its append-only file there too, so it can be stopped and
-//! started again with its data, as a restarted production Redis is.
+//! A `redis-server` of a run's own, configured as a fleet's production Redis is
+//! (`deploy/redis.conf`: every write fsynced to the append-only file before it is answered, no
+//! eviction), on a Unix socket in a directory of its own (no TCP port to pick or race for),
+//! with its append-only file there too, so it can be stopped, or killed, and started again
+//! with its data, as a restarted production Redis is.
 
 use std::{
     path::{Path, PathBuf},
@@ -16,6 +18,8 @@ use tokio::{
 
 /// How long a redis-server may take to say it is ready, or to stop.
 const DEADLINE: Duration = Duration::from_secs(20);
+/// The configuration a fleet's Redis runs with.
+pub const CONFIG: &str = include_str!("../../../deploy/redis.conf");
 
 /// A running redis-server, killed when dropped.
 pub struct RedisServer {
@@ -24,14 +28,17 @@ pub struct RedisServer {
 }
 
 impl RedisServer {
-    /// Start redis-server in `dir` (its socket and data live there), once it says it is ready.
+    /// Start redis-server in `dir` (its socket and data live there) with [`CONFIG`], once it
+    /// says it is ready.
     pub async fn start(dir: &Path) -> anyhow::Result<RedisServer> {
+        let config = dir.join("redis.conf");
+        tokio::fs::write(&config, CONFIG).await.context("writing redis.conf")?;
         let mut process = Command::new("redis-server")
+            .arg(&config)
             .args(["--port", "0", "--unixsocket"])
             .arg(dir.join("redis.sock"))
             .args(["--unixsocketperm", "700", "--dir"])
             .arg(dir)
-            .args(["--save", "", "--appendonly", "yes", "--appendfsync", "everysec"])
             .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
@@ -68,7 +75,8 @@ impl RedisServer {
         }
     }
 
-    /// Stop it now (SIGKILL), as a crash does: what was not yet written is lost.
+    /// Stop it now (SIGKILL), as a crash does: what was not yet written is lost (with
+    /// [`CONFIG`], nothing it answered).
     pub async fn kill(mut self) -> anyhow::Result<()> {
         self.process.kill().await.context("killing redis-server")
     }

@@ -1,15 +1,16 @@
-//! What a waiting task costs one running server: its CPU per `tasks/get` and per `tasks/update`
-//! beside a plain `lookup_order` on the same server, read from `/proc` around each batch, and
-//! its resident memory before and after most of the tasks were made, the first tenth having
-//! warmed it (a task is a record in the store, so it should cost the server nothing while it
-//! waits).
+//! What a task waiting for another lead costs one running server (started with `--approval
+//! another-lead`, so no caller it can name decides their own refund): its CPU per `tasks/get`
+//! (each asks the shop's API where the refund stands) beside a plain `lookup_order` on the same
+//! server (which asks the API for the order), read from `/proc` around each batch, and its
+//! resident memory before and after most of the tasks were made, the first tenth having warmed
+//! it (a task is a record in the store, so it should cost the server nothing while it waits).
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::{StreamExt as _, stream};
 use mrtr::client::{Answer, Client, ScriptedUser, params};
-use rmcp::model::{CallToolResponse, GetTaskParams, TaskStatus, UpdateTaskParams};
+use rmcp::model::{CallToolResponse, GetTaskParams, TaskStatus};
 use serde_json::json;
 use shop_mcp::tools::issue_refund::ReleaseForm;
 
@@ -29,7 +30,7 @@ pub struct TaskCostPlan {
     pub pid: u32,
     /// The orders refunded, one per task.
     pub orders: Orders,
-    /// Tasks left waiting, then answered.
+    /// Tasks left waiting.
     pub tasks: usize,
     /// `tasks/get`s, and `lookup_order`s, each.
     pub reads: usize,
@@ -49,8 +50,6 @@ pub struct TaskCost {
     pub get: Duration,
     /// Server CPU per `lookup_order`.
     pub lookup: Duration,
-    /// Server CPU per `tasks/update` that answers a task (the release it makes included).
-    pub update: Duration,
     /// The tasks made between the two readings of [`TaskCost::resident`].
     pub measured: usize,
     /// The server's resident memory before the last [`TaskCost::measured`] tasks were made, and
@@ -73,14 +72,12 @@ impl TaskCost {
         format!(
             "tasks/get: {:.3} ms server CPU per request ({} reads of {} waiting tasks)\n\
              lookup_order: {:.3} ms server CPU per request ({} calls)\n\
-             tasks/update: {:.3} ms server CPU per request (each answers a task and releases its refund)\n\
              server resident memory: {} KiB before {} more tasks waited, {} KiB after ({} bytes per waiting task)\n{}",
             ms(self.get),
             self.reads,
             self.tasks,
             ms(self.lookup),
             self.reads,
-            ms(self.update),
             self.resident.0 / 1024,
             self.measured,
             self.resident.1 / 1024,
@@ -90,7 +87,7 @@ impl TaskCost {
     }
 }
 
-/// Make the tasks, read them, look orders up, answer the tasks: each batch's server CPU.
+/// Make the tasks, read them, look orders up: each batch's server CPU.
 pub async fn measure(plan: &TaskCostPlan) -> anyhow::Result<TaskCost> {
     anyhow::ensure!(plan.tasks > 0 && plan.reads > 0 && plan.concurrency > 0, "nothing to measure");
     let host = ScriptedUser::always(Answer::form(&ReleaseForm::YES)).named("task-cost").declaring_tasks();
@@ -119,7 +116,7 @@ pub async fn measure(plan: &TaskCostPlan) -> anyhow::Result<TaskCost> {
             let client = &client;
             async move {
                 let got = client.peer().get_task(GetTaskParams::new(id)).await?;
-                anyhow::ensure!(got.task.task.status == TaskStatus::InputRequired, "a task stopped waiting");
+                anyhow::ensure!(got.task.task.status == TaskStatus::Working, "a task stopped waiting");
                 Ok(())
             }
         })
@@ -128,29 +125,7 @@ pub async fn measure(plan: &TaskCostPlan) -> anyhow::Result<TaskCost> {
     .await?;
     let lookup =
         cpu_per(plan.pid, plan.reads, each(plan.concurrency, 0..plan.reads, |_| lookup(&client, &order))).await?;
-    let update = cpu_per(plan.pid, ids.len(), async {
-        each(plan.concurrency, 0..ids.len(), |n| {
-            let id = ids[n].clone();
-            let client = &client;
-            async move {
-                let yes = [("confirm".to_owned(), json!({"action": "accept", "content": {"release": true}}))];
-                client.peer().update_task(UpdateTaskParams::new(id, yes.into_iter().collect())).await?;
-                Ok(())
-            }
-        })
-        .await
-    })
-    .await?;
-    Ok(TaskCost {
-        tasks: ids.len(),
-        measured,
-        reads: plan.reads,
-        get,
-        lookup,
-        update,
-        resident: (before, after),
-        in_redis,
-    })
+    Ok(TaskCost { tasks: ids.len(), measured, reads: plan.reads, get, lookup, resident: (before, after), in_redis })
 }
 
 /// `work` for each of `items`, `concurrency` at once; their outputs, or the first failure.
@@ -184,14 +159,17 @@ async fn lookup(client: &Client<ScriptedUser>, order: &str) -> anyhow::Result<()
     Ok(())
 }
 
-/// A refund of `order` waiting on its lead as a task; its id.
+/// A refund of `order` waiting for a lead as a task; its id.
 async fn make(client: &Client<ScriptedUser>, order: &str) -> anyhow::Result<String> {
     let quoted = client.call_tool_once(params("quote_refund", json!({"order_id": order}))).await?;
     let CallToolResponse::Complete(quoted) = quoted else { anyhow::bail!("quote_refund asked something") };
     let quote_id = mrtr::client::field(&quoted, "quote_id").with_context(|| format!("no quote for {order}"))?;
     let issued = client.call_tool_once(params("issue_refund", json!({"quote_id": quote_id}))).await?;
     match issued {
-        CallToolResponse::Task(created) if created.task.status == TaskStatus::InputRequired => Ok(created.task.task_id),
-        other => anyhow::bail!("issue_refund for {order} did not wait as a task: {other:?}"),
+        CallToolResponse::Task(created) if created.task.status == TaskStatus::Working => Ok(created.task.task_id),
+        other => anyhow::bail!(
+            "issue_refund for {order} did not wait for a lead as a task (is the server run with --approval \
+             another-lead?): {other:?}"
+        ),
     }
 }

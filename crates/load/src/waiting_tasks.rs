@@ -1,19 +1,23 @@
-//! Refunds that wait as tasks through a fleet's restarts and a Redis failover (the Tasks
-//! extension): a relayed fleet of three replicas on a Redis primary, its replica and a Sentinel
-//! takes `issue_refund` calls from clients that declare the extension, each call's question
-//! left waiting as a task; every replica is then killed and started again, each task is read
-//! once (as its host polls it), and the Redis primary is killed so the Sentinel fails over;
-//! then each task is read and answered (a yes, or
-//! a decline for every third) through a random replica, with the same answer sent at once
-//! through another replica too, as a host whose reply was lost sends it again.
+//! Refunds that wait as tasks for another lead's decision through a fleet's restarts and a Redis
+//! failover or crash (the Tasks extension): a relayed fleet of three replicas under
+//! `--approval another-lead`, on a Redis primary with its replica and a Sentinel
+//! ([`TaskStrike::FailOver`]) or on one Redis configured as `deploy/redis.conf` says
+//! ([`TaskStrike::RestartRedis`]), takes `issue_refund` calls from clients that declare the
+//! extension; nobody the server can name may decide their own refund, so each call becomes a
+//! task that waits, `working`, for a lead elsewhere. Every replica is then killed and started
+//! again, each task is read once (as its host polls it), and the Redis primary is killed so
+//! the Sentinel fails over (or the one Redis is killed and started again on its append-only
+//! file); then a lead decides each refund in the
+//! shop's back office (a yes, or a decline for every third), twice at once as a back office
+//! whose answer was lost sends it again, and each task is read through a random replica until
+//! it ends.
 //!
-//! The books, from the tasks, the shop's API and the replicas' audit trails: tasks lost (a
-//! waiting task that any replica answered -32602, or that never ended), refunds released by
-//! more than one replica's hand, declines that did not stand, refunds that ended otherwise than
-//! their lead said.
+//! The books, from the tasks and the shop's API: tasks lost (a waiting task that any replica
+//! answered -32602, or that never ended), refunds decided twice, declines that did not stand,
+//! tasks that ended otherwise than their lead said.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::HashMap,
     path::Path,
     time::{Duration, Instant},
 };
@@ -23,16 +27,17 @@ use futures::{StreamExt as _, stream};
 use mrtr::client::{Answer, Client, ScriptedUser, params};
 use rmcp::{
     ErrorData, RoleClient, ServiceError,
-    model::{CallToolResponse, GetTaskParams, TaskStatus, UpdateTaskParams},
+    model::{CallToolResponse, GetTaskParams, TaskStatus},
     service::Peer,
 };
 use serde_json::{Value, json};
-use shop_api::{RefundStatus, ShopApi};
+use shop_api::{RefundId, RefundStatus, ShopApi};
 use shop_mcp::tools::issue_refund::ReleaseForm;
 
 use crate::{
     authorization::{self, Credentials},
     fleet::{Fleet, FleetPlan},
+    redis_server::RedisServer,
     report::Percentiles,
     sentinel::SentinelGroup,
 };
@@ -44,8 +49,11 @@ const REPLICAS: usize = 3;
 const TRIES: usize = REPLICAS;
 /// How long one request may take before it counts as unanswered (no run hangs on a lost reply).
 const DEADLINE: Duration = Duration::from_secs(30);
-/// Reads of an answered task before it counts as never ended.
-const READS: usize = 200;
+/// How long a decided refund's task is read before it counts as never ended: past the hold of
+/// a replica that stopped, or a store that failed over, while it looked.
+const TO_END: Duration = Duration::from_secs(30);
+/// The lead who decides the refunds in the shop's back office.
+const BACK_OFFICE_LEAD: &str = "back-office-lead";
 /// How often the replicas ask their clients to read a task: the run's clients follow it.
 const POLL_SECONDS: &str = "0.02";
 
@@ -58,11 +66,31 @@ pub struct TasksPlan {
     pub concurrency: usize,
     /// Every this many tasks, the lead declines (0: none does).
     pub decline_every: usize,
+    /// What befalls Redis while the tasks wait.
+    pub strike: TaskStrike,
 }
 
 impl Default for TasksPlan {
     fn default() -> Self {
-        Self { tasks: 1_000, concurrency: 32, decline_every: 3 }
+        Self { tasks: 1_000, concurrency: 32, decline_every: 3, strike: TaskStrike::FailOver }
+    }
+}
+
+/// What befalls the store of waiting tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TaskStrike {
+    /// The Redis primary is killed and the Sentinel promotes its replica.
+    FailOver,
+    /// The one Redis is killed (SIGKILL, a crash) and started again on its append-only file.
+    RestartRedis,
+}
+
+impl std::fmt::Display for TaskStrike {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TaskStrike::FailOver => "primary killed, Sentinel failed over",
+            TaskStrike::RestartRedis => "killed, restarted on its file",
+        })
     }
 }
 
@@ -71,13 +99,13 @@ impl Default for TasksPlan {
 pub struct TaskBooks {
     /// Refunds asked about.
     pub tasks: usize,
-    /// Calls answered with a task waiting on the lead (`input_required`).
+    /// Calls answered with a task waiting on a lead (`working`).
     pub waiting: usize,
     /// Replicas killed and started again while the tasks waited.
     pub restarts: usize,
-    /// Whether the Redis primary was killed and the Sentinel failed over.
-    pub failed_over: bool,
-    /// Tasks read waiting after the faults and answered.
+    /// What befell Redis while the tasks waited, once it had.
+    pub struck: Option<TaskStrike>,
+    /// Tasks read waiting after the faults, whose refund a lead then decided.
     pub answered: usize,
     /// Tasks that completed.
     pub completed: usize,
@@ -89,8 +117,8 @@ pub struct TaskBooks {
     pub not_ended: usize,
     /// Refunds the shop's API shows released.
     pub released: usize,
-    /// Refunds that more than one `released` line of the audit trails names.
-    pub released_twice: usize,
+    /// Refunds whose two decisions, sent at once, were both taken.
+    pub decided_twice: usize,
     /// Tasks whose lead declined.
     pub declined: usize,
     /// Declined refunds that did not end cancelled.
@@ -102,7 +130,7 @@ pub struct TaskBooks {
     /// What a waiting task takes in Redis, on average: its record's bytes (`STRLEN`), and the
     /// key's whole cost by Redis's own count (`MEMORY USAGE`).
     pub bytes_per_waiting_task: (usize, usize),
-    /// From the answer to the task's end, as its client saw it.
+    /// From the lead's decision to the task's end, as its client saw it.
     pub answer_to_end: Percentiles,
     /// What went wrong, in words.
     pub problems: Vec<String>,
@@ -116,7 +144,7 @@ impl TaskBooks {
             && self.lost == 0
             && self.refused_unknown == 0
             && self.not_ended == 0
-            && self.released_twice == 0
+            && self.decided_twice == 0
             && self.overturned == 0
             && self.not_as_said == 0
             && self.completed == self.tasks
@@ -125,9 +153,9 @@ impl TaskBooks {
     /// The books as a Markdown table, then the first problems.
     pub fn render(&self) -> String {
         let mut out = String::from(
-            "| tasks | waiting | replicas restarted | Redis failed over | answered | completed | released | released twice \
+            "| tasks | waiting | replicas restarted | Redis | decided | completed | released | decided twice \
              | declined / standing | answered -32602 | lost | not ended | not as the lead said | rerouted \
-             | answer to end p50 / p99 ms | bytes per waiting task (record / in Redis) |\n\
+             | decision to end p50 / p99 ms | bytes per waiting task (record / in Redis) |\n\
              |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
@@ -136,11 +164,11 @@ impl TaskBooks {
             self.tasks,
             self.waiting,
             self.restarts,
-            if self.failed_over { "yes" } else { "no" },
+            self.struck.map_or_else(|| "untouched".to_owned(), |struck| struck.to_string()),
             self.answered,
             self.completed,
             self.released,
-            self.released_twice,
+            self.decided_twice,
             self.declined,
             self.declined - self.overturned.min(self.declined),
             self.refused_unknown,
@@ -176,10 +204,11 @@ enum Reply<T> {
     Unreached(String),
 }
 
-/// How one task went once answered.
+/// How one task went once its refund was decided.
 #[derive(Default)]
 struct Answered {
     refused_unknown: usize,
+    decided_twice: bool,
     read_waiting: bool,
     ended: Option<Value>,
     took: Option<Duration>,
@@ -226,15 +255,16 @@ impl Clients {
 /// and keep the books.
 pub async fn run(program: &Path, plan: &TasksPlan) -> anyhow::Result<TaskBooks> {
     let dir = tempfile::tempdir().context("a directory for the run's Redis and audit trails")?;
-    let mut sentinels = SentinelGroup::start(dir.path()).await?;
+    let (mut sentinels, mut redis) = (None, None);
+    let store = match plan.strike {
+        TaskStrike::FailOver => sentinels.insert(SentinelGroup::start(dir.path()).await?).store_url(),
+        TaskStrike::RestartRedis => redis.insert(RedisServer::start(dir.path()).await?).url(),
+    };
     let audit = dir.path().join("audit");
     std::fs::create_dir_all(&audit).context("the audit trails' folder")?;
-    let mut fleet_plan = FleetPlan {
-        relayed: true,
-        audit_logs: Some(audit.clone()),
-        ..FleetPlan::new(REPLICAS, &sentinels.store_url())
-    };
-    fleet_plan.extra.extend(["--task-poll".to_owned(), POLL_SECONDS.to_owned()]);
+    let mut fleet_plan =
+        FleetPlan { relayed: true, audit_logs: Some(audit.clone()), ..FleetPlan::new(REPLICAS, &store) };
+    fleet_plan.extra.extend(["--task-poll", POLL_SECONDS, "--approval", "another-lead"].map(str::to_owned));
     let mut fleet = Fleet::start(program, &fleet_plan).await?;
     let clients = Clients::connect(&fleet.urls, plan.concurrency).await?;
     let orders = fleet.orders(plan.tasks)?;
@@ -258,7 +288,10 @@ pub async fn run(program: &Path, plan: &TasksPlan) -> anyhow::Result<TaskBooks> 
         }
     }
     books.waiting = waiting.len();
-    let primary = sentinels.primary_url().context("the Redis primary")?;
+    let primary = match &sentinels {
+        Some(sentinels) => sentinels.primary_url().context("the Redis primary")?,
+        None => store.clone(),
+    };
     let ids = waiting.iter().map(|task| task.task_id.as_str());
     books.bytes_per_waiting_task = bytes_per_task(&primary, &fleet_plan.store_prefix, ids).await?;
 
@@ -277,14 +310,25 @@ pub async fn run(program: &Path, plan: &TasksPlan) -> anyhow::Result<TaskBooks> 
         books.refused_unknown += usize::from(unknown);
         books.problems.push(problem);
     }
-    sentinels.fail_over().await?;
-    books.failed_over = true;
+    match plan.strike {
+        TaskStrike::FailOver => sentinels.as_mut().context("the run's Sentinels")?.fail_over().await?,
+        TaskStrike::RestartRedis => {
+            redis.take().context("the run's Redis")?.kill().await?;
+            redis = Some(RedisServer::start(dir.path()).await?);
+        }
+    }
+    books.struck = Some(plan.strike);
 
-    // Each task answered through a random replica, and again at once through another.
+    // Each refund decided by a lead in the back office, twice at once; each task read through a
+    // random replica until it ends.
+    let api = ShopApi::new(&fleet.api.url)?.with_token(fleet.api.token.clone());
+    let refunds = api.refunds().await.context("listing the shop's refunds")?;
+    let refund_of: HashMap<&str, &RefundId> =
+        refunds.iter().map(|refund| (refund.quote_id.as_str(), &refund.refund_id)).collect();
     let answered: Vec<(&Waiting, Answered)> = stream::iter(&waiting)
         .map(|task| {
-            let clients = &clients;
-            async move { (task, answer(clients, task).await) }
+            let (clients, api, refund) = (&clients, &api, refund_of.get(task.quote_id.as_str()).copied());
+            async move { (task, decide(clients, api, refund, task).await) }
         })
         .buffer_unordered(plan.concurrency.max(1))
         .collect()
@@ -294,12 +338,21 @@ pub async fn run(program: &Path, plan: &TasksPlan) -> anyhow::Result<TaskBooks> 
         books.refused_unknown += outcome.refused_unknown;
         books.rerouted += outcome.rerouted;
         books.declined += usize::from(!task.says_yes);
+        books.decided_twice += usize::from(outcome.decided_twice);
         if outcome.refused_unknown > 0 || !outcome.read_waiting {
             books.lost += 1;
         }
         books.answered += usize::from(outcome.read_waiting);
+        let expected = if task.says_yes { RefundStatus::Requested } else { RefundStatus::Cancelled };
         match &outcome.ended {
-            Some(ended) if ended["status"] == "completed" => books.completed += 1,
+            Some(ended) if ended["status"] == "completed" => {
+                books.completed += 1;
+                let said = ended["result"]["structuredContent"]["status"].as_str().unwrap_or_default();
+                if said != expected.to_string() {
+                    books.not_as_said += 1;
+                    books.problems.push(format!("task {} ended saying {said}, not {expected}", task.task_id));
+                }
+            }
             Some(ended) => books.problems.push(format!("task {} ended {}", task.task_id, ended["status"])),
             None => books.not_ended += 1,
         }
@@ -310,19 +363,11 @@ pub async fn run(program: &Path, plan: &TasksPlan) -> anyhow::Result<TaskBooks> 
     }
     books.answer_to_end = Percentiles::of(&mut took);
 
-    let api = ShopApi::new(&fleet.api.url)?.with_token(fleet.api.token.clone());
     let refunds = api.refunds().await.context("listing the shop's refunds")?;
-    let releases = releases_by_refund(&audit)?;
     let by_quote: HashMap<&str, &Waiting> = waiting.iter().map(|task| (task.quote_id.as_str(), task)).collect();
     for refund in &refunds {
         let Some(task) = by_quote.get(refund.quote_id.as_str()) else { continue };
-        let released = refund.status == RefundStatus::Requested;
-        books.released += usize::from(released);
-        let times = releases.get(refund.refund_id.as_str()).copied().unwrap_or(0);
-        if times > 1 {
-            books.released_twice += 1;
-            books.problems.push(format!("refund {} was released {times} times", refund.refund_id));
-        }
+        books.released += usize::from(refund.status == RefundStatus::Requested);
         let expected = if task.says_yes { RefundStatus::Requested } else { RefundStatus::Cancelled };
         if refund.status != expected {
             books.not_as_said += 1;
@@ -336,12 +381,12 @@ pub async fn run(program: &Path, plan: &TasksPlan) -> anyhow::Result<TaskBooks> 
         }
     }
     drop(fleet);
-    drop(sentinels);
+    drop((sentinels, redis));
     Ok(books)
 }
 
 /// Quote `order` and ask to refund it through replica `first`, as a client that declares
-/// the extension: the call must come back a task waiting on the lead.
+/// the extension: the call must come back a task waiting for a lead.
 async fn make(clients: &Clients, first: usize, order: &str, says_yes: bool) -> Result<Waiting, String> {
     let quote = params("quote_refund", json!({"order_id": order}));
     let quoting = |peer: Peer<RoleClient>| {
@@ -359,20 +404,20 @@ async fn make(clients: &Clients, first: usize, order: &str, says_yes: bool) -> R
         async move { peer.call_tool_once(issue).await }
     };
     match clients.send(first, issuing).await.0 {
-        Reply::Answered(CallToolResponse::Task(created)) if created.task.status == TaskStatus::InputRequired => {
+        Reply::Answered(CallToolResponse::Task(created)) if created.task.status == TaskStatus::Working => {
             Ok(Waiting { task_id: created.task.task_id, quote_id, says_yes })
         }
-        other => Err(format!("{order}: issue_refund did not wait as a task: {}", said(other)?)),
+        other => Err(format!("{order}: issue_refund did not wait as a task for a lead: {}", said(other)?)),
     }
 }
 
-/// Read `task` through a random replica: it must still wait on its lead (`Err`: whether it was
-/// answered -32602, and the words).
+/// Read `task` through a random replica: it must still wait for its lead (`Err`: whether it
+/// was answered -32602, and the words).
 async fn still_waiting(clients: &Clients, task: &Waiting) -> Result<(), (bool, String)> {
     let id = task.task_id.as_str();
     let reading = |peer: Peer<RoleClient>| async move { peer.get_task(GetTaskParams::new(id)).await };
     match clients.send(rand::random_range(0..REPLICAS), reading).await.0 {
-        Reply::Answered(got) if got.task.task.status == TaskStatus::InputRequired => Ok(()),
+        Reply::Answered(got) if got.task.task.status == TaskStatus::Working => Ok(()),
         Reply::Answered(got) => Err((false, format!("task {id} stopped waiting: {:?}", got.task.task.status))),
         Reply::Refused(error) => {
             Err((error.code.0 == -32602, format!("task {id}: tasks/get answered {}", error.code.0)))
@@ -381,9 +426,10 @@ async fn still_waiting(clients: &Clients, task: &Waiting) -> Result<(), (bool, S
     }
 }
 
-/// Read `task` waiting through a random replica, answer it there and through the next replica
-/// at once, then read it until it ends.
-async fn answer(clients: &Clients, task: &Waiting) -> Answered {
+/// Read `task` waiting through a random replica, have a lead decide its refund in the shop's
+/// back office twice at once (as a back office whose answer was lost sends it again), then read
+/// the task until it ends.
+async fn decide(clients: &Clients, api: &ShopApi, refund: Option<&RefundId>, task: &Waiting) -> Answered {
     let mut outcome = Answered::default();
     let first = rand::random_range(0..REPLICAS);
     let id = task.task_id.as_str();
@@ -392,16 +438,11 @@ async fn answer(clients: &Clients, task: &Waiting) -> Answered {
     };
     let (reply, went_past) = read(first).await;
     outcome.rerouted += went_past;
-    let key = match reply {
+    match reply {
+        Reply::Answered(got) if got.task.task.status == TaskStatus::Working => {}
         Reply::Answered(got) => {
-            let got = serde_json::to_value(&got).unwrap_or_default();
-            match got["inputRequests"].as_object().and_then(|asked| asked.keys().next()) {
-                Some(key) if got["status"] == "input_required" => key.clone(),
-                _ => {
-                    outcome.problem = Some(format!("task {id} was not waiting on its lead: {got}"));
-                    return outcome;
-                }
-            }
+            outcome.problem = Some(format!("task {id} was not waiting for a lead: {:?}", got.task.task.status));
+            return outcome;
         }
         Reply::Refused(error) => {
             outcome.refused_unknown += usize::from(error.code.0 == -32602);
@@ -412,36 +453,25 @@ async fn answer(clients: &Clients, task: &Waiting) -> Answered {
             outcome.problem = Some(format!("task {id}: no replica answered tasks/get: {words}"));
             return outcome;
         }
-    };
-    outcome.read_waiting = true;
-    let said = match task.says_yes {
-        true => json!({"action": "accept", "content": {"release": true}}),
-        false => json!({"action": "decline"}),
-    };
-    let started = Instant::now();
-    let update = |first: usize| {
-        let responses = [(key.clone(), said.clone())].into_iter().collect();
-        let params = UpdateTaskParams::new(id, responses);
-        clients.send(first, move |peer: Peer<RoleClient>| {
-            let params = params.clone();
-            async move { peer.update_task(params).await }
-        })
-    };
-    let (once, twice) = tokio::join!(update(first), update(first + 1));
-    for (reply, went_past) in [once, twice] {
-        outcome.rerouted += went_past;
-        match reply {
-            Reply::Answered(_) => {}
-            Reply::Refused(error) => {
-                outcome.refused_unknown += usize::from(error.code.0 == -32602);
-                outcome.problem = Some(format!("task {id}: tasks/update answered {}: {}", error.code.0, error.message));
-            }
-            Reply::Unreached(words) => {
-                outcome.problem = Some(format!("task {id}: no replica took the answer: {words}"))
-            }
-        }
     }
-    for n in 0..READS {
+    outcome.read_waiting = true;
+    let Some(refund) = refund else {
+        outcome.problem = Some(format!("task {id}: the shop's API has no refund of quote {}", task.quote_id));
+        return outcome;
+    };
+    let decision = if task.says_yes { "confirm" } else { "cancel" };
+    let started = Instant::now();
+    let deciding = || api.decide(refund, decision, Some(BACK_OFFICE_LEAD));
+    let (once, twice) = tokio::join!(deciding(), deciding());
+    outcome.decided_twice = once.is_ok() && twice.is_ok();
+    if let (Err(error), Err(_)) = (&once, &twice) {
+        outcome.problem = Some(format!("refund {refund}: the lead's {decision} was not taken: {error}"));
+        return outcome;
+    }
+    for n in 0.. {
+        if started.elapsed() > TO_END {
+            break;
+        }
         let (reply, went_past) = read(first + n).await;
         outcome.rerouted += went_past;
         let got = match reply {
@@ -458,11 +488,11 @@ async fn answer(clients: &Clients, task: &Waiting) -> Answered {
             outcome.ended = Some(got);
             return outcome;
         }
-        // The task is being worked on: read it again at the interval its server asks.
+        // The task still waits: read it again at the interval its server asks.
         let poll = got["pollIntervalMs"].as_u64().unwrap_or(20);
         tokio::time::sleep(Duration::from_millis(poll)).await;
     }
-    outcome.problem = Some(format!("task {id} did not end in {READS} reads"));
+    outcome.problem = Some(format!("task {id} did not end within {TO_END:?} of its lead's decision"));
     outcome
 }
 
@@ -495,22 +525,4 @@ fn said<T: std::fmt::Debug>(reply: Reply<T>) -> Result<String, String> {
         Reply::Refused(error) => Ok(format!("{}: {}", error.code.0, error.message)),
         Reply::Unreached(words) => Err(format!("no replica answered: {words}")),
     }
-}
-
-/// How many `released` lines of the audit trails in `folder` name each refund.
-fn releases_by_refund(folder: &Path) -> anyhow::Result<BTreeMap<String, usize>> {
-    let mut releases = BTreeMap::new();
-    for entry in std::fs::read_dir(folder).context("the audit trails")? {
-        let path = entry?.path();
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        for line in text.lines() {
-            let event: Value = serde_json::from_str(line).with_context(|| format!("a line of {}", path.display()))?;
-            if event["event"] == "released"
-                && let Some(refund) = event["refund_id"].as_str()
-            {
-                *releases.entry(refund.to_owned()).or_default() += 1;
-            }
-        }
-    }
-    Ok(releases)
 }

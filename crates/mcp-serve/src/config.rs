@@ -101,11 +101,15 @@ pub struct HttpConfig {
     #[arg(long, env = "SHOP_FORWARDED_HEADER", requires = "trusted_proxies", value_name = "HEADER")]
     pub forwarded_header: Option<axum::http::HeaderName>,
 
-    /// HTTP connections open at once; past it, a new connection is answered 503 and closed.
+    /// HTTP connections open at once; past it, the oldest that has not sent a whole request
+    /// yet is closed to make room for a new one, and when there is none the new one is
+    /// answered 503 and closed.
     #[arg(long, env = "SHOP_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     pub max_connections: usize,
 
-    /// HTTP connections one client (an address; an IPv6 /64) holds at once; past it, 429.
+    /// HTTP connections one client (an address; an IPv6 /64) holds at once; past it, 429. The
+    /// clients of one network (an IPv4 /24, an IPv6 /48) hold a quarter of --max-connections
+    /// together, or this if it is more.
     #[arg(long, env = "SHOP_MAX_CONNECTIONS_PER_CLIENT", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_CLIENT, value_name = "N")]
     pub max_connections_per_client: usize,
 
@@ -202,6 +206,12 @@ impl HttpConfig {
     /// Listen on `listen`, letting in loopback hosts and no browser origin.
     pub fn loopback(listen: SocketAddr) -> Self {
         Self { listen: Some(listen), ..Self::default() }
+    }
+
+    /// HTTP connections the clients of one network hold at once: a quarter of the replica's,
+    /// or one client's share if that is more.
+    pub fn max_connections_per_network(&self) -> usize {
+        self.max_connections_per_client.max(self.max_connections / 4)
     }
 }
 

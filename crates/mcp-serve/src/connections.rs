@@ -1,11 +1,17 @@
 //! Accepting HTTP connections within bounds, so a replica's work stays within what it can do
 //! and no sender, slow, idle or many, can hold it:
 //!
-//! - every connection is accepted at once and never left in the kernel's queue: past
-//!   [`Bounds::max_connections`] open at once, a new one is answered `503` with `Retry-After`
-//!   and closed, so a client and a load balancer see a refusal rather than a hang;
+//! - every connection is accepted at once and never left in the kernel's queue. Past
+//!   [`Bounds::max_connections`] open at once, the oldest connection that has not sent a whole
+//!   request head yet is closed to make room for the new one (a sender that opens connections
+//!   and trickles their first request, from as many addresses as it has, holds nothing an
+//!   honest client needs); only when every open connection has sent one is the new one answered
+//!   `503` with `Retry-After` and closed, so a client and a load balancer see a refusal rather
+//!   than a hang;
 //! - a client (by its address, [`caller::ClientAddress::share`]: an IPv6 client by its /64)
-//!   holds at most [`Bounds::max_connections_per_client`]; past it, `429` and closed. A trusted
+//!   holds at most [`Bounds::max_connections_per_client`], and the clients of one network
+//!   ([`caller::ClientAddress::network`]: an IPv4 /24, an IPv6 /48) at most
+//!   [`Bounds::max_connections_per_network`] together; past either, `429` and closed. A trusted
 //!   proxy's own address has no share;
 //! - the client's address is the TCP peer's, or what a trusted proxy names ([`ClientAddresses`]:
 //!   a PROXY v2 header, or a forwarded header on each request); each request carries it as a
@@ -28,13 +34,13 @@
 //! axum's default features), with the bounds.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     future::{Future, pending},
     net::IpAddr,
     pin::pin,
     sync::{
         Arc, Mutex, PoisonError,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -46,7 +52,7 @@ use axum::{
     http::{HeaderValue, header},
     response::Response,
 };
-use caller::ShareKey;
+use caller::{NetworkKey, ShareKey};
 use hyper::{body::Incoming, server::conn::http1};
 use hyper_util::{
     rt::{TokioIo, TokioTimer},
@@ -69,6 +75,8 @@ pub struct Bounds {
     pub max_connections: usize,
     /// Connections one client holds at once.
     pub max_connections_per_client: usize,
+    /// Connections the clients of one network (an IPv4 /24, an IPv6 /48) hold at once.
+    pub max_connections_per_network: usize,
     /// How long a connection's first request (and a PROXY header before it) may take to arrive.
     pub header_timeout: Duration,
     pub read_timeout: Duration,
@@ -97,11 +105,14 @@ enum TurnedAway {
     NoProxyHeader,
     /// No request arrived within the header timeout.
     Slow,
+    /// It had sent no whole request head when the replica was full, and was the oldest such:
+    /// closed to make room for a newcomer.
+    MadeRoom,
 }
 
 impl TurnedAway {
-    const ALL: [TurnedAway; 4] =
-        [TurnedAway::Full, TurnedAway::ClientShare, TurnedAway::NoProxyHeader, TurnedAway::Slow];
+    const ALL: [TurnedAway; 5] =
+        [TurnedAway::Full, TurnedAway::ClientShare, TurnedAway::NoProxyHeader, TurnedAway::Slow, TurnedAway::MadeRoom];
 
     fn label(self) -> &'static str {
         match self {
@@ -109,6 +120,7 @@ impl TurnedAway {
             TurnedAway::ClientShare => "client_share",
             TurnedAway::NoProxyHeader => "no_proxy_header",
             TurnedAway::Slow => "slow",
+            TurnedAway::MadeRoom => "made_room",
         }
     }
 
@@ -117,51 +129,114 @@ impl TurnedAway {
     }
 }
 
-/// The connections open, in all and per client.
+/// The connections open: in all, per client and per network, and those that have sent no whole
+/// request head yet, which a newcomer may make close.
 #[derive(Default)]
 struct Open {
     in_all: AtomicUsize,
-    per_client: Mutex<HashMap<ShareKey, usize>>,
+    shares: Mutex<Shares>,
+    /// By the order they opened in: what closes each.
+    unsent: Mutex<BTreeMap<u64, oneshot::Sender<()>>>,
+    opened: AtomicU64,
+}
+
+#[derive(Default)]
+struct Shares {
+    per_client: HashMap<ShareKey, usize>,
+    per_network: HashMap<NetworkKey, usize>,
 }
 
 /// A connection's place among the open ones, given back when dropped.
 struct Place {
     open: Arc<Open>,
-    client: Option<ShareKey>,
+    /// Its order among the connections opened.
+    order: u64,
+    client: Option<(ShareKey, Option<NetworkKey>)>,
+}
+
+/// What a client may hold at once.
+#[derive(Clone, Copy)]
+struct Share {
+    per_client: usize,
+    per_network: usize,
 }
 
 impl Open {
-    /// A place for a new connection, or `None` when the replica is full.
-    fn enter(self: &Arc<Self>, max: usize) -> Option<Place> {
+    /// A place for a new connection, which has sent nothing yet; when the replica is full,
+    /// the oldest connection that has sent no whole request head yet is told to close to make
+    /// room for it, and `None` when there is none. With the place, what tells this connection
+    /// to close for a newcomer in turn.
+    fn enter(self: &Arc<Self>, max: usize) -> Option<(Place, oneshot::Receiver<()>)> {
         let taken = self.in_all.fetch_add(1, Ordering::AcqRel);
-        let place = Place { open: self.clone(), client: None };
-        (taken < max).then_some(place)
+        let order = self.opened.fetch_add(1, Ordering::Relaxed);
+        let place = Place { open: self.clone(), order, client: None };
+        if taken >= max && !self.make_room() {
+            return None;
+        }
+        let (close, closing) = oneshot::channel();
+        self.unsent().insert(order, close);
+        Some((place, closing))
     }
 
-    /// Count the place against `client`'s share, or say it is spent.
-    fn claim(&self, place: &mut Place, client: Option<ShareKey>, max: usize) -> bool {
-        let Some(client) = client else { return true };
-        let mut per_client = self.per_client.lock().unwrap_or_else(PoisonError::into_inner);
-        let held = per_client.entry(client).or_default();
-        if *held >= max {
+    /// Tell the oldest connection that has sent no whole request head yet to close; whether
+    /// one was told. (The replica is over its bound by one until it has closed.)
+    fn make_room(&self) -> bool {
+        let mut unsent = self.unsent();
+        while let Some((_, close)) = unsent.pop_first() {
+            if close.send(()).is_ok() {
+                TurnedAway::MadeRoom.count();
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The connection `order` has sent a whole request head: it stays, whoever comes.
+    fn sent(&self, order: u64) {
+        self.unsent().remove(&order);
+    }
+
+    fn unsent(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, oneshot::Sender<()>>> {
+        self.unsent.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Count the place against its client's and its network's shares, or say one is spent.
+    fn claim(&self, place: &mut Place, client: Option<(ShareKey, Option<NetworkKey>)>, max: Share) -> bool {
+        let Some((key, network)) = client else { return true };
+        let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = shares.per_client.get(&key).copied().unwrap_or(0);
+        let in_network = network.and_then(|network| shares.per_network.get(&network).copied()).unwrap_or(0);
+        if held >= max.per_client || in_network >= max.per_network {
             return false;
         }
-        *held += 1;
-        place.client = Some(client);
+        *shares.per_client.entry(key).or_default() += 1;
+        if let Some(network) = network {
+            *shares.per_network.entry(network).or_default() += 1;
+        }
+        place.client = Some((key, network));
         true
+    }
+}
+
+/// One fewer held under `key`, forgetting a key that holds none.
+fn give_back<K: std::hash::Hash + Eq>(held: &mut HashMap<K, usize>, key: &K) {
+    if let Some(count) = held.get_mut(key) {
+        *count -= 1;
+        if *count == 0 {
+            held.remove(key);
+        }
     }
 }
 
 impl Drop for Place {
     fn drop(&mut self) {
         self.open.in_all.fetch_sub(1, Ordering::AcqRel);
-        if let Some(client) = self.client {
-            let mut per_client = self.open.per_client.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(held) = per_client.get_mut(&client) {
-                *held -= 1;
-                if *held == 0 {
-                    per_client.remove(&client);
-                }
+        self.open.sent(self.order);
+        if let Some((key, network)) = &self.client {
+            let mut shares = self.open.shares.lock().unwrap_or_else(PoisonError::into_inner);
+            give_back(&mut shares.per_client, key);
+            if let Some(network) = network {
+                give_back(&mut shares.per_network, network);
             }
         }
     }
@@ -198,7 +273,7 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let Some(place) = open.enter(bounds.max_connections.max(1)) else {
+        let Some((place, closing)) = open.enter(bounds.max_connections.max(1)) else {
             refuse(stream, TurnedAway::Full, &refusing);
             continue;
         };
@@ -207,7 +282,7 @@ pub async fn serve(
             Connection { app: app.clone(), bounds, addresses: addresses.clone(), builder: builder.clone() };
         let (open, refusing, watcher) = (open.clone(), refusing.clone(), graceful.watcher());
         tokio::spawn(async move {
-            connection.serve(stream, peer.ip(), place, &open, &refusing, watcher).await;
+            connection.serve(stream, peer.ip(), (place, closing), &open, &refusing, watcher).await;
         });
     }
     drop(listener);
@@ -234,8 +309,8 @@ impl Connection {
         self,
         mut stream: TcpStream,
         peer: IpAddr,
-        mut place: Place,
-        open: &Open,
+        (mut place, closing): (Place, oneshot::Receiver<()>),
+        open: &Arc<Open>,
         refusing: &Arc<Semaphore>,
         watcher: hyper_util::server::graceful::Watcher,
     ) {
@@ -252,7 +327,12 @@ impl Connection {
                 }
             },
         };
-        if !open.claim(&mut place, client.share(), bounds.max_connections_per_client.max(1)) {
+        let share = Share {
+            per_client: bounds.max_connections_per_client.max(1),
+            per_network: bounds.max_connections_per_network.max(1),
+        };
+        let client_share = client.share().map(|key| (key, client.network()));
+        if !open.claim(&mut place, client_share, share) {
             tracing::debug!(%client, "a client past its share of connections; turned away");
             drop(place);
             refuse(stream, TurnedAway::ClientShare, refusing);
@@ -264,11 +344,13 @@ impl Connection {
         let first_request = Arc::new(Mutex::new(Some(first_request)));
         let answered = Arc::new(AtomicUsize::new(0));
         let addresses = self.addresses.clone();
+        let (order, sent) = (place.order, open.clone());
         let service = self
             .app
             .map_request(move |request: Request<Incoming>| {
                 if let Some(seen) = first_request.lock().unwrap_or_else(PoisonError::into_inner).take() {
                     let _ = seen.send(());
+                    sent.sent(order);
                 }
                 let mut request = request.map(Body::new);
                 let client = addresses.of_request(client, request.headers());
@@ -292,6 +374,14 @@ impl Connection {
                 Ok(_) => pending().await,
             }
         };
+        // Told to close for a newcomer while it had sent no whole request head (an answer
+        // to nothing: once it has, what would tell it is gone, and this never resolves).
+        let made_room = async {
+            match closing.await {
+                Ok(()) => (),
+                Err(_) => pending().await,
+            }
+        };
         tokio::select! {
             ended = &mut served => {
                 if let Err(error) = ended {
@@ -302,6 +392,7 @@ impl Connection {
                 tracing::debug!(%client, "no request within the header timeout; closed");
                 TurnedAway::Slow.count();
             }
+            () = made_room => tracing::debug!(%client, "no whole request head yet, and the replica full; closed"),
         }
         drop(place);
     }

@@ -31,6 +31,8 @@ pub const RATE_LIMITED: &str = "mcp_rate_limited_total";
 pub const CONNECTIONS_REFUSED: &str = "mcp_connections_refused_total";
 /// 2025 sessions refused, by the cap that refused them.
 pub const SESSIONS_REFUSED: &str = "mcp_sessions_refused_total";
+/// 2025 sessions ended on a full replica to make room for a newcomer.
+pub const SESSIONS_ENDED_FOR_ROOM: &str = "mcp_sessions_ended_for_room_total";
 /// 1 while the replica is ready, 0 while it is not.
 pub const READY: &str = "mcp_ready";
 /// Every HTTP request, by method and status.

@@ -86,6 +86,20 @@ pub struct Service {
     pub(crate) questions: Option<WaitingRoom>,
     /// Ends rmcp's sessions and streams when the replica stops.
     pub(crate) rmcp: CancellationToken,
+    /// Every caller's share of requests, which routes served beside `/mcp` spend from too.
+    pub(crate) rate_limit: Option<Arc<RateLimit>>,
+}
+
+impl Service {
+    /// Serve `routes` beside `/mcp` (a page people open, say), behind the same per-client rates
+    /// as `/mcp`: a caller's requests to either spend from one share.
+    pub fn serve_beside(&mut self, routes: Router) {
+        let routes = match &self.rate_limit {
+            Some(limit) => routes.layer(middleware::from_fn_with_state(limit.clone(), RateLimit::limit)),
+            None => routes,
+        };
+        self.public = std::mem::take(&mut self.public).merge(routes);
+    }
 }
 
 /// The authorization gate `config` asks for (an issuer), for the resource at `bound` unless
@@ -169,8 +183,9 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         endpoint = endpoint.layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authorize));
     }
     endpoint = endpoint.layer(middleware::from_fn_with_state(config.read_timeout, json_rpc_check::check));
-    if let Some(limit) = RateLimit::new(config.rate_limit, config.rate_burst.unwrap_or(config.rate_limit)) {
-        endpoint = endpoint.layer(middleware::from_fn_with_state(limit, RateLimit::limit));
+    let rate_limit = RateLimit::new(config.rate_limit, config.rate_burst.unwrap_or(config.rate_limit));
+    if let Some(limit) = &rate_limit {
+        endpoint = endpoint.layer(middleware::from_fn_with_state(limit.clone(), RateLimit::limit));
     }
     let mut readiness = lifecycle.readiness.following(drain.clone());
     if let Some(gate) = &gate {
@@ -208,6 +223,7 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         bounds: Bounds {
             max_connections: config.max_connections,
             max_connections_per_client: config.max_connections_per_client,
+            max_connections_per_network: config.max_connections_per_network(),
             header_timeout: config.header_timeout,
             read_timeout: config.read_timeout,
             write_timeout: config.write_timeout,
@@ -220,6 +236,7 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         question_timeout: config.drain_timeout.min(config.drain_grace),
         questions: lifecycle.questions,
         rmcp,
+        rate_limit,
     }
 }
 

@@ -31,8 +31,19 @@ pub async fn serve(
         };
         tracing::info!(trusted = ?service.addresses.trusted, "clients' addresses taken from trusted proxies, by {how}");
     }
-    let Service { public, admin, bounds, addresses, drain, readiness, drain_grace, question_timeout, questions, rmcp } =
-        service;
+    let Service {
+        public,
+        admin,
+        bounds,
+        addresses,
+        drain,
+        readiness,
+        drain_grace,
+        question_timeout,
+        questions,
+        rmcp,
+        ..
+    } = service;
     let admin_served = listening.admin.map(|listener| {
         if let Ok(address) = listener.local_addr() {
             tracing::info!(%address, "serving /livez, /readyz, /healthz and /metrics on the admin listener");

@@ -10,9 +10,13 @@
 //!   does, so a caller learns nothing of other callers' sessions. Without authorization the
 //!   owner's address is counted, not enforced: a client's address may change under it.
 //! - **Caps.** A caller holds at most [`Caps::per_caller`] sessions (429 beyond it) and the
-//!   replica at most [`Caps::in_all`] (503 beyond it), each with `Retry-After` and words: 20,000
-//!   `initialize` from one caller cost sixteen sessions, not gigabytes. A trusted proxy's own
-//!   address has no share, and meets the replica's cap alone.
+//!   replica at most [`Caps::in_all`], each with `Retry-After` and words: 20,000 `initialize`
+//!   from one caller cost sixteen sessions, not gigabytes. A full replica makes room for a
+//!   newcomer: the longest-idle session (nothing in flight) of the caller holding the most
+//!   ends, and its next request gets 404; only when every session has a request in flight is
+//!   the newcomer answered 503. Before, sixty-three callers at their share filled a replica
+//!   and every honest host after them got 503. A trusted proxy's own address has no share,
+//!   and meets the replica's cap alone.
 //! - **Idle sessions end.** A session with no request in flight (a question waiting for its
 //!   person is a request in flight: its response is still open) for [`Caps::idle`] is closed,
 //!   and its next request gets 404, after which the client opens another. rmcp's own keep-alive
@@ -182,6 +186,34 @@ impl<M: Ends> Sessions<M> {
             Some(count) if *count >= self.caps.per_caller => Err(Full::Caller(self.caps.per_caller)),
             _ => Ok(()),
         }
+    }
+
+    /// Make room on a full replica: end the longest-idle session (nothing in flight) of the
+    /// caller that holds the most; whether one was ended.
+    async fn make_room(&self) -> bool {
+        let ended = {
+            let mut table = self.table();
+            let held_by = |owner: &Option<Owner>| owner.as_ref().and_then(|owner| table.per_owner.get(owner)).copied();
+            let victim = table
+                .sessions
+                .iter()
+                .filter(|(_, session)| session.in_flight == 0)
+                .max_by_key(|(_, session)| {
+                    (held_by(&session.owner).unwrap_or(0), std::cmp::Reverse(session.idle_since))
+                })
+                .map(|(id, session)| (id.clone(), held_by(&session.owner).unwrap_or(0)));
+            let Some((id, held)) = victim else { return false };
+            table.remove(&id);
+            (id, held)
+        };
+        let (id, held) = ended;
+        tracing::info!(session = %id, held, "the replica is full: ended the longest-idle session of the caller holding the most");
+        metrics::counter!(crate::prometheus::SESSIONS_ENDED_FOR_ROOM).increment(1);
+        self.manager.close(&id).await;
+        if let Some(shared) = &self.shared {
+            shared.ended(&id).await;
+        }
+        true
     }
 
     /// Count `id`, just opened by `owner`, with its first request in flight (one taken up by
@@ -356,7 +388,14 @@ impl<M: Ends> Sessions<M> {
                 // The body is in memory already (the JSON-RPC check read it).
                 let bytes = to_bytes(body, MAX_BODY_BYTES).await.unwrap_or_default();
                 if opens_a_session(&bytes) {
-                    return refused(full);
+                    // A full replica makes room for a caller within its own share.
+                    let room = match full {
+                        Full::Replica(_) if self.make_room().await => self.room_for(owner.as_ref()),
+                        full => Err(full),
+                    };
+                    if let Err(full) = room {
+                        return refused(full);
+                    }
                 }
                 Request::from_parts(parts, Body::from(bytes))
             }
@@ -577,8 +616,8 @@ mod tests {
         assert_eq!(after.status(), StatusCode::NOT_FOUND, "an ended session is nobody's");
     }
 
-    /// A caller past its share of sessions gets 429, the replica past its own 503; other
-    /// callers keep opening until the replica is full, and an ended session frees a place.
+    /// A caller past its share of sessions gets 429; other callers keep opening until the
+    /// replica is full (where it makes room: the test above), and an ended session frees a place.
     #[tokio::test]
     async fn sessions_are_capped_per_caller_and_in_all() {
         let (app, sessions) = app(Caps { in_all: 5, per_caller: 2, ..CAPS });
@@ -593,8 +632,6 @@ mod tests {
         assert_eq!(send(&app, from(None, Method::POST, None)).await.status(), StatusCode::OK);
         assert_eq!(send(&app, from(None, Method::POST, None)).await.status(), StatusCode::OK);
         assert_eq!(sessions.table().sessions.len(), 5);
-        let full = send(&app, from(Some("carol"), Method::POST, None)).await;
-        assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
         // A POST that opens nothing (a 2026-07-28 request) passes whatever the caps.
         let mut stateless = from(Some("carol"), Method::POST, None);
         *stateless.body_mut() = Body::from(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
@@ -603,6 +640,45 @@ mod tests {
         let ended = send(&app, from(Some("alice"), Method::DELETE, Some("s0"))).await;
         assert_eq!(ended.status(), StatusCode::NO_CONTENT);
         assert_eq!(send(&app, from(Some("carol"), Method::POST, None)).await.status(), StatusCode::OK);
+        assert_eq!(sessions.table().sessions.len(), 5);
+    }
+
+    /// A full replica ends the longest-idle session of the caller holding the most for a
+    /// newcomer: alice holds three (one with a question waiting), bob two, carol one; dave's
+    /// `initialize` ends alice's longest-idle session, not her waiting one nor anyone else's.
+    /// Before, dave got 503 for as long as they stayed. With every session in flight, 503.
+    #[tokio::test(start_paused = true)]
+    async fn a_full_replica_ends_the_longest_idle_session_of_the_caller_holding_the_most() {
+        let (app, sessions) = app(Caps { in_all: 6, per_caller: 3, ..CAPS });
+        for who in ["alice", "alice", "alice", "bob", "bob", "carol"] {
+            assert_eq!(send(&app, from(Some(who), Method::POST, None)).await.status(), StatusCode::OK);
+            tokio::time::advance(Duration::from_secs(1)).await;
+        }
+        // s0, alice's oldest, has a request in flight (a question waiting for its person).
+        let waiting = app.clone().oneshot(from(Some("alice"), Method::POST, Some("s0"))).await.unwrap();
+        let dave = send(&app, from(Some("dave"), Method::POST, None)).await;
+        assert_eq!(dave.status(), StatusCode::OK, "made room for");
+        let ended = send(&app, from(Some("alice"), Method::POST, Some("s1"))).await;
+        assert_eq!(ended.status(), StatusCode::NOT_FOUND, "alice's longest-idle session ended");
+        for (who, kept) in [("alice", "s2"), ("bob", "s3"), ("carol", "s5")] {
+            assert_eq!(send(&app, from(Some(who), Method::POST, Some(kept))).await.status(), StatusCode::OK);
+        }
+        assert!(sessions.table().sessions.contains_key("s0"), "the waiting one stays");
+        drop(waiting);
+
+        let (app, _waiting) = app_with_every_session_waiting().await;
+        assert_eq!(send(&app, from(Some("erin"), Method::POST, None)).await.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    /// A replica of two sessions, each with a request in flight, and those requests.
+    async fn app_with_every_session_waiting() -> (Router, Vec<Response>) {
+        let (app, _) = app(Caps { in_all: 2, ..CAPS });
+        let mut waiting = Vec::new();
+        for (who, id) in [("alice", "s0"), ("bob", "s1")] {
+            assert_eq!(send(&app, from(Some(who), Method::POST, None)).await.status(), StatusCode::OK);
+            waiting.push(app.clone().oneshot(from(Some(who), Method::POST, Some(id))).await.unwrap());
+        }
+        (app, waiting)
     }
 
     /// A session with a request in flight lives however long it waits; once nothing is in

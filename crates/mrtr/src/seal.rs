@@ -6,6 +6,10 @@
 //! SHA-256(`mcp/request-state/v1/kid:` ‖ key). The associated data is `"v1."` ‖ kid, which binds
 //! the format version and the ring slot. The first key of the ring seals; every key opens.
 //! Same secret, same key id, same bytes: a Python SDK server and this one open each other's tokens.
+//!
+//! A server that seals something else with the same secrets (a sign-in's cookie, say) asks for
+//! a ring of its own purpose ([`KeyRing::for_purpose`]): its keys are derived with the purpose
+//! in the HKDF info, so neither ring opens the other's tokens.
 
 use std::collections::HashMap;
 
@@ -128,6 +132,14 @@ impl std::fmt::Debug for KeyRing {
 impl KeyRing {
     /// A ring from operator secrets, sealing key first.
     pub fn new<S: AsRef<[u8]>>(secrets: &[S]) -> Result<Self, KeyRingError> {
+        Self::for_purpose(secrets, "")
+    }
+
+    /// A ring from the same operator secrets as [`KeyRing::new`]'s, for sealing something other
+    /// than request states: each key is derived with `purpose` in the HKDF info (after the
+    /// request state's info and a zero byte), so its tokens and a request-state ring's never open
+    /// each other. An empty purpose is the request state's own ring.
+    pub fn for_purpose<S: AsRef<[u8]>>(secrets: &[S], purpose: &str) -> Result<Self, KeyRingError> {
         if secrets.is_empty() {
             return Err(KeyRingError::Empty);
         }
@@ -141,7 +153,7 @@ impl KeyRing {
             // The derived key is wiped when it goes out of scope, and the cipher (aes-gcm with
             // its `zeroize` feature) wipes its key schedule when the ring is dropped. The
             // temporary the cipher is made from lives on the stack for that one call.
-            let derived = Zeroizing::new(derive_key(secret));
+            let derived = Zeroizing::new(derive_key(secret, purpose.as_bytes()));
             let kid = key_id(&derived);
             if by_kid.insert(kid, index).is_some() {
                 return Err(KeyRingError::Duplicate { index });
@@ -203,11 +215,14 @@ impl KeyRing {
     }
 }
 
-fn derive_key(secret: &[u8]) -> [u8; 32] {
+fn derive_key(secret: &[u8], purpose: &[u8]) -> [u8; 32] {
     let mut key = [0u8; 32];
-    Hkdf::<Sha256>::new(None, secret)
-        .expand(KDF_INFO, &mut key)
-        .expect("32 bytes is a valid HKDF-SHA256 output length");
+    let hkdf = Hkdf::<Sha256>::new(None, secret);
+    let expanded = match purpose.is_empty() {
+        true => hkdf.expand(KDF_INFO, &mut key),
+        false => hkdf.expand_multi_info(&[KDF_INFO, b"\0", purpose], &mut key),
+    };
+    expanded.expect("32 bytes is a valid HKDF-SHA256 output length");
     key
 }
 
@@ -232,6 +247,23 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ring_of_another_purpose_from_the_same_secrets_opens_nothing_of_the_request_state_s() {
+        const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef-shared";
+        let states = KeyRing::new(&[SECRET]).unwrap();
+        let sign_ins = KeyRing::for_purpose(&[SECRET], "approval-page/sign-in").unwrap();
+        let state = states.seal(b"R-0111");
+        let cookie = sign_ins.seal(b"a sign-in");
+        assert_eq!(sign_ins.open(&state), Err(OpenError::UnknownKey));
+        assert_eq!(states.open(&cookie), Err(OpenError::UnknownKey));
+        assert_eq!(KeyRing::for_purpose(&[SECRET], "").unwrap().open(&state).unwrap(), b"R-0111", "the same ring");
+        let rotated = KeyRing::for_purpose(
+            &[b"a new secret of at least thirty-two bytes" as &[u8], SECRET],
+            "approval-page/sign-in",
+        );
+        assert_eq!(rotated.unwrap().open(&cookie).unwrap(), b"a sign-in", "rotates as the state's keys do");
+    }
 
     const OLD: &[u8] = b"old-secret-old-secret-old-secret-0";
     const NEW: &[u8] = b"new-secret-new-secret-new-secret-1";

@@ -3,7 +3,10 @@
 //! the first answer again, not a second effect.
 //!
 //! - The API keeps key → (what the request was, the answer) for [`KEPT`] (24 hours), keys of
-//!   each credential apart.
+//!   each credential apart: the service credential's, each client credential's, and an open
+//!   API's callers' are three kinds of keys, and two client credentials never meet under one.
+//! - Writes alone: a `GET` (or `HEAD`) that names a key is answered as any read is, now, and
+//!   nothing is kept for it (a read kept under a key would hand a later reader a stale answer).
 //! - The same key with another request (method, path or body) is refused: 422
 //!   `idempotency_key_reused`.
 //! - A key whose first request is still being answered: 409 `idempotency_key_in_flight` with
@@ -44,7 +47,9 @@ pub async fn replay_or_run(
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(key) = request.headers().get(HEADER) else { return next.run(request).await };
+    let Some(key) = request.headers().get(HEADER).filter(|_| is_write(request.method())) else {
+        return next.run(request).await;
+    };
     let key = match key.to_str().map(str::trim) {
         Ok(key) if !key.is_empty() && key.len() <= MAX_KEY && key.bytes().all(|b| b.is_ascii_graphic()) => key,
         _ => {
@@ -54,7 +59,7 @@ pub async fn replay_or_run(
         }
     };
     let shown = request.extensions().get::<Shown>().copied().unwrap_or(Shown::Nothing);
-    let key = format!("{shown:?}:{key}");
+    let key = format!("{}:{key}", shown.caller_name());
     let (parts, body) = request.into_parts();
     let Ok(body) = to_bytes(body, body_limit).await else {
         return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large").into_response();
@@ -106,6 +111,11 @@ pub async fn replay_or_run(
         }
     }
     Response::from_parts(parts, Body::from(body))
+}
+
+/// Whether a request of `method` may change something (the only kind a key is kept for).
+fn is_write(method: &axum::http::Method) -> bool {
+    !matches!(*method, axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS)
 }
 
 async fn forget(database: &Database, key: String) {

@@ -685,3 +685,53 @@ async fn a_write_sent_again_with_its_idempotency_key_gets_its_first_answer() {
     .await;
     assert_eq!((status.as_u16(), body["type"].as_str()), (400, Some("/problems/bad_idempotency_key")), "{body}");
 }
+
+/// Idempotency keys are each caller's own, and for writes alone. Before, every client
+/// credential shared one space of keys, and reads were kept under them too: client B, sending
+/// a key client A had used, was handed A's quote, and a read sent again with its key was handed
+/// the refund's status as it was a day before.
+#[tokio::test]
+async fn two_client_credentials_never_share_a_key_and_reads_are_never_kept() {
+    let service = web_service::credential::generate();
+    let credentials = web_service::credential::Credentials::service(&service)
+        .with_client("client-a-credential")
+        .with_client("client-b-credential");
+    let app = shop_api::app(Store::open(None).unwrap(), credentials, &["localhost".to_owned()]);
+    let api = web_service::spawn_loopback(app, Some(service.clone())).await.unwrap();
+    let as_caller = |token: &str| {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+        reqwest::Client::builder().default_headers(headers).build().unwrap()
+    };
+    let (a, b) = (as_caller("client-a-credential"), as_caller("client-b-credential"));
+    let quote = |caller: &reqwest::Client| {
+        caller
+            .post(format!("{}/quotes", api.url))
+            .header("idempotency-key", "shared-key-1")
+            .json(&json!({"order_id": "O-2289"}))
+            .send()
+    };
+    let of_a = quote(&a).await.unwrap();
+    assert_eq!(of_a.status(), StatusCode::CREATED);
+    let of_a: Value = of_a.json().await.unwrap();
+    let of_b = quote(&b).await.unwrap();
+    assert!(of_b.headers().get("idempotent-replayed").is_none(), "B's write is B's own");
+    let of_b: Value = of_b.json().await.unwrap();
+    assert_ne!(of_a["quote_id"], of_b["quote_id"], "B was not handed A's quote");
+    let again = quote(&a).await.unwrap();
+    assert_eq!(again.headers()["idempotent-replayed"], "true", "A's own key still answers A");
+
+    // A read with a key is answered as it stands now.
+    let shop = ShopApi::new(&api.url).unwrap().with_token(Some(service.clone()));
+    let held = shop.create_refund(&QuoteId::parse(of_a["quote_id"].as_str().unwrap()).unwrap()).await.unwrap();
+    let read = |caller: &reqwest::Client| {
+        caller.get(format!("{}/refunds/{}", api.url, held.refund_id)).header("idempotency-key", "read-key").send()
+    };
+    let before: Value = read(&a).await.unwrap().json().await.unwrap();
+    assert_eq!(before["status"], "needs_confirmation");
+    shop.decide(&held.refund_id, "confirm", Some("lead-1")).await.unwrap();
+    let after = read(&a).await.unwrap();
+    assert!(after.headers().get("idempotent-replayed").is_none());
+    let after: Value = after.json().await.unwrap();
+    assert_eq!(after["status"], "requested", "not the status kept from before");
+}

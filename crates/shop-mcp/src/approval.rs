@@ -107,7 +107,8 @@ pub(crate) fn on_the_page_only(refund_id: &RefundId, page: Option<&String>) -> T
     ToolError::refusal(
         AnswerRefusal::NotYours,
         format!(
-            "Refund {refund_id} is decided on the approval page only{place}: an answer from a host does not count.              It stays held until a lead decides it there."
+            "Refund {refund_id} is decided on the approval page only{place}: an answer from a host does not count. \
+             It stays held until a lead decides it there."
         ),
     )
 }
@@ -118,4 +119,20 @@ pub(crate) fn not_yours(refund_id: &RefundId, why: NotDecider) -> ToolError {
         AnswerRefusal::NotYours,
         format!("Refund {refund_id} was not decided: {why}. It stays held for a lead; nothing was released."),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_only_refusal_is_said_in_one_run_of_words() {
+        let page = "https://shop.example/approvals".to_owned();
+        let refusal = on_the_page_only(&RefundId::parse("R-0111").unwrap(), Some(&page));
+        assert_eq!(
+            refusal.message(),
+            "Refund R-0111 is decided on the approval page only at https://shop.example/approvals/R-0111: an answer \
+             from a host does not count. It stays held until a lead decides it there."
+        );
+    }
 }

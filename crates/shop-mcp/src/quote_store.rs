@@ -119,6 +119,23 @@ fn key(quote_id: &QuoteId) -> String {
     format!("quote:{quote_id}")
 }
 
+/// The count of `caller`'s open quotes, under a digest of who they are: a store's key holds
+/// neither a person's name nor an address, nor the spaces and other characters those may have.
 fn open_key(caller: &str) -> String {
-    format!("quotes-open:{caller}")
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(caller.as_bytes());
+    format!("quotes-open:{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..18]))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_caller_s_count_is_kept_under_a_key_of_visible_characters_that_names_nobody() {
+        let key = super::open_key("unauthenticated 127.0.0.1");
+        assert!(key.bytes().all(|b| b.is_ascii_graphic()), "{key}");
+        assert!(!key.contains("127.0.0.1"), "{key}");
+        assert_ne!(key, super::open_key("unauthenticated 127.0.0.2"));
+        assert_eq!(key, super::open_key("unauthenticated 127.0.0.1"));
+    }
 }

@@ -6,7 +6,10 @@
 //!
 //! Each post is signed with the shared secret (`--approvals-webhook-secret`): the header
 //! `Fernhill-Signature: t=SECONDS,v1=HEX`, where HEX is HMAC-SHA256 over `SECONDS.BODY`, so a
-//! receiver can check who sent it and refuse an old one replayed. A post that fails (no answer,
+//! receiver can check who sent it and refuse an old one replayed. Each announcement has a
+//! delivery ID of its own (`Fernhill-Delivery`, and `delivery` in the body, so it is signed),
+//! the same on every try of it: a receiver that took a post whose answer was lost drops the
+//! next try as a replay, by its ID. A post that fails (no answer,
 //! or not 2xx) is tried again with backoff (1, 2, 4, 8 s), then given up on with a warning and
 //! counted; the tool call that caused it never waits for it. An announcement lives in this
 //! process alone: one whose replica stops before it is delivered is lost (the approval itself
@@ -23,6 +26,8 @@ use crate::Shop;
 
 /// The signature's header.
 pub const SIGNATURE_HEADER: &str = "fernhill-signature";
+/// The header naming the delivery, the same on every try of one announcement.
+pub const DELIVERY_HEADER: &str = "fernhill-delivery";
 /// Tries of one announcement, the first included.
 const TRIES: u32 = 5;
 /// The wait before the second try; doubled before each next.
@@ -80,11 +85,15 @@ pub struct Webhook {
     url: String,
     secret: String,
     http: reqwest::Client,
+    /// The wait before the second try; doubled before each next.
+    first_backoff: Duration,
 }
 
 #[derive(Serialize)]
 struct Body<'a> {
     text: String,
+    /// The delivery's ID, the same on every try of it.
+    delivery: &'a str,
     event: &'a Announcement,
 }
 
@@ -96,7 +105,7 @@ impl Webhook {
             .timeout(Duration::from_secs(10))
             .build()
             .map_err(|error| error.to_string())?;
-        Ok(Self { url: url.to_owned(), secret: secret.to_owned(), http })
+        Ok(Self { url: url.to_owned(), secret: secret.to_owned(), http, first_backoff: FIRST_BACKOFF })
     }
 
     /// Deliver `announcement` in the background, with retries.
@@ -105,9 +114,13 @@ impl Webhook {
         tokio::spawn(async move { webhook.deliver(&announcement).await });
     }
 
-    async fn deliver(&self, announcement: &Announcement) {
-        let body = serde_json::to_vec(&Body { text: announcement.text(), event: announcement }).unwrap_or_default();
-        let mut backoff = FIRST_BACKOFF;
+    /// Deliver `announcement` under a delivery ID of its own, trying again with backoff until
+    /// the receiver takes it or the tries are spent; whether it was taken.
+    async fn deliver(&self, announcement: &Announcement) -> bool {
+        let delivery = web_service::credential::generate();
+        let body = Body { text: announcement.text(), delivery: &delivery, event: announcement };
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        let mut backoff = self.first_backoff;
         for attempt in 1..=TRIES {
             let at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
             let sent = self
@@ -115,13 +128,14 @@ impl Webhook {
                 .post(&self.url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .header(SIGNATURE_HEADER, sign(&self.secret, at, &body))
+                .header(DELIVERY_HEADER, &delivery)
                 .body(body.clone())
                 .send()
                 .await;
             match sent {
                 Ok(response) if response.status().is_success() => {
                     metrics::counter!(crate::series::WEBHOOK_DELIVERIES, "outcome" => "delivered").increment(1);
-                    return;
+                    return true;
                 }
                 Ok(response) => {
                     tracing::info!(refund_id = %announcement.refund_id, attempt, status = %response.status(), "the approvals webhook refused an announcement")
@@ -137,6 +151,7 @@ impl Webhook {
         }
         metrics::counter!(crate::series::WEBHOOK_DELIVERIES, "outcome" => "given_up").increment(1);
         tracing::warn!(refund_id = %announcement.refund_id, event = announcement.event, "gave up announcing to the approvals webhook after {TRIES} tries");
+        false
     }
 }
 
@@ -208,13 +223,64 @@ mod tests {
             link: Some("https://shop.example/approvals/R-0111".into()),
             escalated_to: None,
         };
-        let body = serde_json::to_value(Body { text: waiting.text(), event: &waiting }).unwrap();
+        let body = serde_json::to_value(Body { text: waiting.text(), delivery: "d-1", event: &waiting }).unwrap();
         assert_eq!(
             body["text"],
             "Refund R-0111 (180.00 on order O-2289) waits for a lead's decision, asked by agent-7. Decide it at \
              https://shop.example/approvals/R-0111"
         );
         assert_eq!(body["event"]["event"], "waiting");
+        assert_eq!(body["delivery"], "d-1");
         assert!(body["event"].get("decided_by").is_none());
+    }
+
+    /// A receiver that refuses its first post of each announcement (a 500, or an answer lost),
+    /// then takes the next: it hears each announcement's tries under one delivery ID, and two
+    /// announcements under two. Before, a post carried no ID, and a receiver that had taken a
+    /// post whose answer was lost could not tell the next try from a new announcement.
+    #[tokio::test]
+    async fn each_try_of_one_announcement_carries_its_delivery_id() {
+        use std::sync::{Arc, Mutex};
+        let heard: Arc<Mutex<Vec<(String, serde_json::Value)>>> = Arc::default();
+        let receiver = axum::Router::new().route(
+            "/hook",
+            axum::routing::post({
+                let heard = heard.clone();
+                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| async move {
+                    let delivery = headers[DELIVERY_HEADER].to_str().unwrap().to_owned();
+                    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                    let mut heard = heard.lock().unwrap();
+                    let first = !heard.iter().any(|(seen, _)| *seen == delivery);
+                    heard.push((delivery, body));
+                    match first {
+                        true => axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                        false => axum::http::StatusCode::NO_CONTENT,
+                    }
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, receiver).await });
+        let webhook =
+            Webhook { first_backoff: Duration::from_millis(1), ..Webhook::new(&url, "webhook-secret").unwrap() };
+        let waiting = Announcement {
+            event: "waiting",
+            refund_id: "R-0111".into(),
+            order_id: "O-2289".into(),
+            amount: "180.00".into(),
+            requested_by: None,
+            decided_by: None,
+            link: None,
+            escalated_to: None,
+        };
+        assert!(webhook.deliver(&waiting).await);
+        assert!(webhook.deliver(&Announcement { event: "released", ..waiting }).await);
+        let heard = heard.lock().unwrap();
+        let ids: Vec<&str> = heard.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids.len(), 4, "each refused once, then taken");
+        assert_eq!((ids[0], ids[2]), (ids[1], ids[3]), "a retry is the same delivery");
+        assert_ne!(ids[0], ids[2], "another announcement is another delivery");
+        assert!(heard.iter().all(|(id, body)| body["delivery"] == *id), "the signed body names it too");
     }
 }

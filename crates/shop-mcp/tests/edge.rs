@@ -35,20 +35,46 @@ async fn a_caller_holds_at_most_its_share_of_open_quotes() {
 }
 
 /// The trail fails closed. Before, with `--audit-log /dev/full` a refund was released and no
-/// trail of it existed (the write error was only logged). Now the intent to release is written
-/// before the money moves: when it cannot be, nothing is released, and the lead is told.
+/// trail of it existed (the write error was only logged); then the release was refused, but the
+/// lead was still asked, for nothing, and the question's line was lost. Now the question's line
+/// is written before anyone is asked, in either era: when it cannot be, nobody is asked and
+/// nothing is released.
+#[tokio::test]
+async fn a_trail_that_cannot_be_written_asks_nobody_and_releases_nothing() {
+    let api = start_api().await;
+    let full = PathBuf::from("/dev/full");
+    for (era, order, refund) in [(modern(), "O-2289", "R-0111"), (legacy(), "O-5150", "R-0112")] {
+        let lead = ScriptedUser::always(support::release());
+        let (client, _) = serve_in(&api, None, |config| config.audit_log = Some(full.clone()), lead.clone(), era).await;
+        let done = issue(&client, order).await;
+        assert_eq!(done.is_error, Some(true), "{done:?}");
+        assert!(text(&done).contains("could not record the question in its audit trail"), "{}", text(&done));
+        assert!(lead.asked().is_empty(), "nobody asked");
+        let refund = shop(&api).refund(&RefundId::parse(refund).unwrap()).await.unwrap();
+        assert_eq!(refund.status, RefundStatus::NeedsConfirmation, "nothing released");
+    }
+}
+
+/// A trail that breaks between the question and the answer: the lead's yes reaches a replica
+/// whose trail cannot be written. The intent to release is written before the money moves:
+/// when it cannot be, nothing is released, and the lead is told.
 #[tokio::test]
 async fn a_trail_that_cannot_be_written_releases_nothing() {
     let api = start_api().await;
+    let lead = ScriptedUser::always(support::release());
+    let (asking, _) = serve_with(&api, Some(support::KEY_A), |_| {}, lead.clone()).await;
+    let quote_id = quote(&asking, "O-2289").await;
+    let asked = support::ask(&asking, &quote_id).await;
     let full = PathBuf::from("/dev/full");
-    let (client, _) = serve_with(
-        &api,
-        None,
-        |config| config.audit_log = Some(full.clone()),
-        ScriptedUser::always(support::release()),
-    )
-    .await;
-    let done = issue(&client, "O-2289").await;
+    let (answering, _) =
+        serve_with(&api, Some(support::KEY_A), |config| config.audit_log = Some(full.clone()), lead).await;
+    let yes = support::release();
+    let call = mrtr::client::params("issue_refund", json!({"quote_id": quote_id}));
+    let call = mrtr::client::retry(call, asked.request_state.clone(), [("confirm", &yes)]);
+    let done = match answering.call_tool_once(call).await.unwrap() {
+        rmcp::model::CallToolResponse::Complete(done) => done,
+        other => panic!("expected a result, got {other:?}"),
+    };
     assert_eq!(done.is_error, Some(true), "{done:?}");
     assert!(text(&done).contains("could not record the decision in its audit trail"), "{}", text(&done));
     let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();

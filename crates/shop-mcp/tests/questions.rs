@@ -80,12 +80,10 @@ mod paying {
     use mrtr::client::{Answer, Client, ScriptedUser, params, retry};
     use payment_provider::{FlowId, ProviderState, RunningProvider};
     use rmcp::model::{
-        CallToolResponse, CallToolResult, ElicitRequestParams, GetTaskParams, InputRequest, InputRequiredResult,
-        UpdateTaskParams,
+        CallToolResponse, CallToolResult, CancelTaskParams, ElicitRequestParams, GetTaskParams, InputRequest,
+        InputRequiredResult,
     };
     use serde_json::json;
-    use shop_mcp::tools::pay_refund::MESSAGE;
-
     use shop_mcp::serve::ServeConfig;
 
     use crate::support::{self, KEY_A, serve_with, start_api};
@@ -246,11 +244,6 @@ mod paying {
         assert!(text(&result).contains("R-0111 is needs_confirmation; only a released refund"), "{}", text(&result));
     }
 
-    async fn answer_task(client: &Client<ScriptedUser>, id: &str, said: serde_json::Value) {
-        let responses = [("connect".to_owned(), said)].into_iter().collect();
-        client.peer().update_task(UpdateTaskParams::new(id, responses)).await.unwrap();
-    }
-
     /// A payment waiting as a task, and what it runs on.
     struct PaymentTask {
         state: Arc<ProviderState>,
@@ -258,12 +251,14 @@ mod paying {
         _api: shop_api::RunningApi,
         client: Client<ScriptedUser>,
         id: String,
-        /// The provider's page the task sends the lead to.
+        /// The provider's page the lead was sent to.
         page: String,
     }
 
-    /// A shop whose host declares the Tasks extension, with R-0111 released through a task,
-    /// and a payment task for it.
+    /// A shop whose host declares the Tasks extension, with R-0111 released: `pay_refund` asks
+    /// the sign-in question in the call, as it asks every client (the person sees it at once,
+    /// not after a poll), and once the lead agreed to go, the call becomes a task that waits for
+    /// them to sign in.
     async fn a_payment_waiting_as_a_task() -> PaymentTask {
         let state = Arc::new(ProviderState::default());
         let provider = payment_provider::spawn_loopback(state.clone()).await.unwrap();
@@ -275,36 +270,35 @@ mod paying {
         let host = ScriptedUser::always(support::release()).declaring_tasks();
         let (client, _) = serve_with(&api, None, paying, host).await;
         let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
-        // The client follows the refund's task to its end, its host saying yes.
+        // The host's lead is asked in the call, and says yes.
         let released =
             client.call_tool("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]}));
         assert_eq!(released.await.unwrap().structured_content.unwrap()["status"], "requested");
-        let call = params("pay_refund", json!({"refund_id": "R-0111"}));
-        let CallToolResponse::Task(created) = client.call_tool_once(call).await.unwrap() else { panic!("a task") };
+        let first = asked(pay(&client, None, None).await);
+        let page = url(&first);
+        assert!(page.starts_with(&format!("{}/connect/", provider.url)) && !page.contains("R-0111"), "{page}");
+        let CallToolResponse::Task(created) = pay(&client, first.request_state, Some(Answer::Accept(None))).await
+        else {
+            panic!("a task once the lead agreed to go")
+        };
         let wire = serde_json::to_value(&created).unwrap();
         assert_eq!(
             (wire["status"].as_str(), wire["statusMessage"].as_str()),
-            (Some("input_required"), Some("Waiting for the lead to connect their payment account to pay R-0111."))
+            (Some("working"), Some("Waiting for the lead to finish connecting their payment account to pay R-0111."))
         );
-        let id = created.task.task_id;
-        let waiting =
-            serde_json::to_value(client.peer().get_task(GetTaskParams::new(id.clone())).await.unwrap()).unwrap();
-        let connect = &waiting["inputRequests"]["connect"]["params"];
-        assert_eq!((connect["mode"].as_str(), connect["message"].as_str()), (Some("url"), Some(MESSAGE)));
-        let page = connect["url"].as_str().unwrap().to_owned();
-        assert!(page.starts_with(&format!("{}/connect/", provider.url)) && !page.contains("R-0111"), "{page}");
-        PaymentTask { state, provider, _api: api, client, id, page }
+        assert!(wire["pollIntervalMs"].as_u64().unwrap() <= 250, "looked at again soon: {wire}");
+        PaymentTask { state, provider, _api: api, client, id: created.task.task_id, page }
     }
 
     #[tokio::test]
     async fn a_sign_in_waits_as_a_task_until_the_lead_signs_in_on_the_provider_s_page_then_pays_once() {
         let task = a_payment_waiting_as_a_task().await;
         let (state, provider, client, id, page) = (&task.state, &task.provider, &task.client, &task.id, &task.page);
-        answer_task(client, id, json!({"action": "accept"})).await;
         // The lead agreed to open the page, and has not signed in: the task works on, unpaid.
         let working =
             serde_json::to_value(client.peer().get_task(GetTaskParams::new(id.as_str())).await.unwrap()).unwrap();
         assert_eq!(working["status"], "working", "{working}");
+        assert!(working.get("inputRequests").is_none(), "nothing asked again: {working}");
         let flow = FlowId::parse(page.rsplit('/').next().unwrap()).unwrap();
         let payment = payment_provider::PaymentRequest { flow_id: flow.to_string(), refund_id: "R-0111".into() };
         assert!(state.pay(&payment).is_err(), "nothing can be paid before the lead signs in");
@@ -322,16 +316,17 @@ mod paying {
         assert!(!made_now, "the task paid it, once: {paid:?}");
     }
 
+    /// The host cancels the waiting task: it ends saying what it left, not what it waited for.
     #[tokio::test]
-    async fn a_declined_sign_in_task_ends_unpaid() {
+    async fn a_cancelled_sign_in_task_says_the_refund_stays_unpaid() {
         let task = a_payment_waiting_as_a_task().await;
         let (client, id) = (&task.client, &task.id);
-        answer_task(client, id, json!({"action": "decline"})).await;
-        let ended = support::task_ended(client, id).await;
-        assert_eq!(ended["status"], "completed");
+        client.peer().cancel_task(CancelTaskParams::new(id.as_str())).await.unwrap();
+        let ended =
+            serde_json::to_value(client.peer().get_task(GetTaskParams::new(id.as_str())).await.unwrap()).unwrap();
         assert_eq!(
-            ended["result"]["content"][0]["text"],
-            "Not paid: the user didn't connect a payment account. R-0111 stays released, unpaid."
+            (ended["status"].as_str(), ended["statusMessage"].as_str()),
+            (Some("cancelled"), Some("Cancelled; R-0111 stays released, unpaid."))
         );
     }
 }

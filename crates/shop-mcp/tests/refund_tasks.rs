@@ -1,27 +1,24 @@
-//! `issue_refund` as a task, for a client that declares the Tasks extension: the lead's
-//! question is read with `tasks/get` and answered with `tasks/update`, hours later if need be,
-//! through any replica; the confirmation's rules hold as they do for rounds. A client that
-//! does not declare the extension is asked in rounds, as before (the other tests hold that).
+//! `issue_refund` to a client that declares the Tasks extension: its person is asked in the
+//! call, as every client's is, with no task to poll for the question (before, the call became a
+//! task whose question the host saw only at its first poll, five seconds on, and whose result
+//! it saw five seconds after the answer). A task made by the earlier release, its question
+//! still open in the shared store, is still read and answered there, through any replica, by
+//! the confirmation's rules.
 
 mod support;
 
-use mrtr::client::{Client, ScriptedUser};
-use rmcp::model::{CallToolResponse, CreateTaskResult, GetTaskParams, UpdateTaskParams};
+use mrtr::{
+    ask::form_question,
+    client::{Client, ScriptedUser},
+    tasks::{TaskRecord, TaskStore},
+};
+use rmcp::model::{CallToolResponse, GetTaskParams, UpdateTaskParams};
 use serde_json::{Value, json};
 use support::{quote, serve_with, start_api, status};
 
-/// A host that declares the extension (its elicitation handler is never used for a task).
+/// A host that declares the extension.
 fn tasks_host() -> ScriptedUser {
     ScriptedUser::always(support::release()).declaring_tasks()
-}
-
-async fn issue_as_task(client: &Client<ScriptedUser>, order: &str) -> CreateTaskResult {
-    let quote_id = quote(client, order).await;
-    let call = mrtr::client::params("issue_refund", json!({"quote_id": quote_id}));
-    match client.call_tool_once(call).await.unwrap() {
-        CallToolResponse::Task(task) => task,
-        other => panic!("expected a task, got {other:?}"),
-    }
 }
 
 async fn get(client: &Client<ScriptedUser>, id: &str) -> Value {
@@ -34,91 +31,85 @@ async fn answer(client: &Client<ScriptedUser>, id: &str, key: &str, said: Value)
 }
 
 #[tokio::test]
-async fn the_lead_s_question_waits_as_a_task_and_its_yes_releases_the_refund_once() {
+async fn a_host_that_declares_tasks_is_asked_in_the_call_and_its_yes_releases_the_refund_once() {
     let api = start_api().await;
     let host = tasks_host();
     let (client, _) = serve_with(&api, None, |_| {}, host.clone()).await;
-    let created = issue_as_task(&client, "O-2289").await;
-    let wire = serde_json::to_value(&created).unwrap();
-    assert_eq!(wire["resultType"], "task");
-    assert_eq!(wire["status"], "input_required");
-    assert_eq!(wire["statusMessage"], "Waiting for a lead to confirm refund R-0111 (180.00 on order O-2289).");
-    assert_eq!((wire["ttlMs"].as_u64(), wire["pollIntervalMs"].as_u64()), (Some(72 * 3_600_000), Some(5_000)));
-    assert!(wire.get("requestState").is_none());
-    let id = created.task.task_id.as_str();
-
-    let waiting = get(&client, id).await;
-    assert_eq!(waiting["status"], "input_required");
-    let confirm = &waiting["inputRequests"]["confirm"];
-    assert_eq!(confirm["method"], "elicitation/create");
+    let quote_id = quote(&client, "O-2289").await;
+    let call = mrtr::client::params("issue_refund", json!({"quote_id": quote_id}));
+    let CallToolResponse::InputRequired(asked) = client.call_tool_once(call.clone()).await.unwrap() else {
+        panic!("the question in the answer to the call, not a task to poll for it")
+    };
+    let wire = serde_json::to_value(&asked).unwrap();
     assert_eq!(
-        confirm["params"]["message"],
+        wire["inputRequests"]["confirm"]["params"]["message"],
         "Refund 180.00 on order O-2289? It is above the policy limit, so a lead must confirm it."
     );
-    assert_eq!(confirm["params"]["requestedSchema"]["required"], json!(["release"]));
-    assert_eq!(status(&api, "R-0111").await, shop_api::RefundStatus::NeedsConfirmation);
-    assert!(host.asked().is_empty(), "a task's question is read, not sent");
-
-    answer(&client, id, "confirm", json!({"action": "accept", "content": {"release": true}})).await;
-    let done = get(&client, id).await;
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(done["result"]["structuredContent"]["status"], "requested");
-    assert!(done.get("statusMessage").is_none());
+    let retry = mrtr::client::retry(call, asked.request_state, [("confirm", &support::release())]);
+    let CallToolResponse::Complete(done) = client.call_tool_once(retry.clone()).await.unwrap() else {
+        panic!("the result in the answer to the retry")
+    };
+    assert_eq!(support::field(&done, "status"), "requested");
     assert_eq!(status(&api, "R-0111").await, shop_api::RefundStatus::Requested);
-    // The same answer again is not taken: the question is answered.
-    answer(&client, id, "confirm", json!({"action": "accept", "content": {"release": true}})).await;
-    assert_eq!(get(&client, id).await, done);
+    let CallToolResponse::Complete(again) = client.call_tool_once(retry).await.unwrap() else { panic!() };
+    assert_eq!(again.is_error, Some(true), "a replay is refused: {again:?}");
 }
 
-#[tokio::test]
-async fn a_decline_stands_a_dismissal_leaves_it_held_and_a_misfit_is_asked_again() {
-    let api = start_api().await;
-    let (client, _) = serve_with(&api, None, |_| {}, tasks_host()).await;
-
-    let declined = issue_as_task(&client, "O-2289").await;
-    answer(&client, &declined.task.task_id, "confirm", json!({"action": "decline"})).await;
-    let done = get(&client, &declined.task.task_id).await;
-    assert_eq!(done["result"]["structuredContent"]["status"], "cancelled", "{done}");
-    assert_eq!(status(&api, "R-0111").await, shop_api::RefundStatus::Cancelled);
-
-    let misfit = issue_as_task(&client, "O-5150").await;
-    let id = misfit.task.task_id.as_str();
-    answer(&client, id, "confirm", json!({"action": "accept", "content": {"release": "yes please"}})).await;
-    let again = get(&client, id).await;
-    assert_eq!(again["status"], "input_required", "{again}");
-    let keys: Vec<&String> = again["inputRequests"].as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["confirm-2"], "asked again under a key never used");
-    let message = again["inputRequests"]["confirm-2"]["params"]["message"].as_str().unwrap();
-    assert!(message.starts_with("That answer didn't fit: "), "{message}");
-    answer(&client, id, "confirm-2", json!({"action": "cancel"})).await;
-    let held = get(&client, id).await;
-    assert_eq!(held["status"], "completed");
-    let refund = held["result"]["structuredContent"]["refund_id"].as_str().unwrap().to_owned();
-    assert!(held["result"]["content"][0]["text"].as_str().unwrap().contains("stays held"), "{held}");
-    assert_eq!(status(&api, &refund).await, shop_api::RefundStatus::NeedsConfirmation);
+/// `R-0111` held, and a task of the earlier release asking its lead about it, written into
+/// the store as that release wrote it, for a caller nobody authenticated: its id.
+async fn a_task_of_the_earlier_release(store: &dyn TaskStore) -> String {
+    let now = mrtr::tasks::epoch_millis();
+    let hours = std::time::Duration::from_secs(72 * 3600);
+    let mut task = TaskRecord::new(None, "issue_refund", hours, std::time::Duration::from_secs(5), now);
+    task.status_message = Some("Waiting for a lead to confirm refund R-0111 (180.00 on order O-2289).".into());
+    let schema = mrtr::FormSchema::<shop_mcp::tools::issue_refund::ReleaseForm>::of().unwrap();
+    let question = form_question(
+        &schema,
+        "Refund 180.00 on order O-2289? It is above the policy limit, so a lead must confirm it.",
+    );
+    task.ask("confirm", serde_json::to_value(question).unwrap(), now).unwrap();
+    task.resume = Some("R-0111".into());
+    store.create(&task).await.unwrap();
+    task.id.to_string()
 }
 
-/// Two replicas sharing Redis: the task made on one is read and answered on the other, and an
-/// answer taken on both counts once. Needs `REDIS_URL`.
+/// `R-0111` held for a lead, asked about by nobody yet: a round asked in the call, left
+/// unanswered.
+async fn held(client: &Client<ScriptedUser>) {
+    let quote_id = quote(client, "O-2289").await;
+    let call = mrtr::client::params("issue_refund", json!({"quote_id": quote_id}));
+    assert!(matches!(client.call_tool_once(call).await.unwrap(), CallToolResponse::InputRequired(_)));
+}
+
+/// Two replicas sharing Redis: the earlier release's task is read and answered on both, and
+/// an answer taken on both counts once; a misfit is asked again under a key never used.
+/// Needs `REDIS_URL`.
 #[tokio::test]
-async fn a_task_made_on_one_replica_is_answered_on_another() {
+async fn a_task_of_the_earlier_release_is_answered_on_any_replica_once() {
     let Ok(redis) = std::env::var("REDIS_URL") else {
         eprintln!("REDIS_URL is not set: the two-replica task test is skipped");
         return;
     };
     let api = start_api().await;
-    let prefix = format!("refund-tasks-{}:", std::process::id());
+    let prefix = format!("refund-tasks-{}-{}:", std::process::id(), rand_suffix());
     let shared = |config: &mut shop_mcp::serve::ServeConfig| {
         config.store = redis.clone();
         config.store_prefix = prefix.clone();
     };
     let (one, _) = serve_with(&api, None, shared, tasks_host()).await;
     let (other, _) = serve_with(&api, None, shared, tasks_host()).await;
-    let created = issue_as_task(&one, "O-2289").await;
-    let id = created.task.task_id.as_str();
-    assert_eq!(get(&other, id).await["status"], "input_required");
+    held(&one).await;
+    let store = mrtr::tasks::from_url(&redis, &prefix, shop_mcp::serve::config::TASK_GRACE).unwrap();
+    let id = a_task_of_the_earlier_release(store.as_ref()).await;
+    let id = id.as_str();
+    let waiting = get(&other, id).await;
+    assert_eq!(waiting["status"], "input_required");
+    answer(&one, id, "confirm", json!({"action": "accept", "content": {"release": "yes please"}})).await;
+    let again = get(&other, id).await;
+    let keys: Vec<&String> = again["inputRequests"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["confirm-2"], "asked again under a key never used: {again}");
     let yes = json!({"action": "accept", "content": {"release": true}});
-    tokio::join!(answer(&one, id, "confirm", yes.clone()), answer(&other, id, "confirm", yes));
+    tokio::join!(answer(&one, id, "confirm-2", yes.clone()), answer(&other, id, "confirm-2", yes));
     let done = get(&one, id).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["structuredContent"]["status"], "requested");
@@ -126,25 +117,7 @@ async fn a_task_made_on_one_replica_is_answered_on_another() {
     assert_eq!(status(&api, "R-0111").await, shop_api::RefundStatus::Requested);
 }
 
-/// The project's client follows a task to its end: the question to its person, the answer
-/// back through `tasks/update`, the task's result as the call's.
-#[tokio::test]
-async fn a_client_that_declares_tasks_follows_the_task_to_its_end() {
-    let api = start_api().await;
-    let host = tasks_host();
-    let (client, _) = serve_with(&api, None, |_| {}, host.clone()).await;
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let client = client.watching_tasks({
-        let seen = seen.clone();
-        std::sync::Arc::new(move |task| seen.lock().unwrap().push(serde_json::to_value(task.status).unwrap()))
-    });
-    let done = support::issue(&client, "O-2289").await;
-    assert_eq!(support::field(&done, "status"), "requested");
-    assert_eq!(host.asked().len(), 1, "the task's question went to the person");
-    assert_eq!(*seen.lock().unwrap(), [json!("input_required"), json!("completed")]);
-}
-
-/// An answer the once-only record cannot take waits in the task for its next look, and counts
+/// An answer the once-only record cannot take waits in the earlier release's task for its next look, and counts
 /// once when it is taken. The server's Redis user may touch the task's key but, for a while,
 /// not the claims' (a Redis ACL): the lead's yes is kept, nothing is released and no intent is
 /// written; once the claims may be written again, the next `tasks/get` releases the refund.
@@ -184,8 +157,10 @@ async fn an_answer_the_record_could_not_take_waits_for_the_task_s_next_look() {
         tasks_host(),
     )
     .await;
-    let created = issue_as_task(&client, "O-2289").await;
-    let id = created.task.task_id.as_str();
+    held(&client).await;
+    let store = mrtr::tasks::from_url(&redis_url, &prefix, shop_mcp::serve::config::TASK_GRACE).unwrap();
+    let id = a_task_of_the_earlier_release(store.as_ref()).await;
+    let id = id.as_str();
 
     // The task's key alone: the claim of the answer is refused.
     let _: () = acl(&format!("~{prefix}task:*")).query_async(&mut admin).await.unwrap();

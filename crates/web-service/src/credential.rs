@@ -44,14 +44,46 @@ impl std::fmt::Debug for Credentials {
 }
 
 /// What a request showed, in its extensions once through [`require`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Shown {
     /// The service credential: the service's own caller, which may speak for others.
     Service,
-    /// A client credential.
-    Client,
+    /// A client credential, and which.
+    Client(ClientCredential),
     /// Nothing, on a service that runs open (or a path that is open).
     Nothing,
+}
+
+impl Shown {
+    /// The name of whoever showed it, to keep one caller's records apart from another's (an
+    /// idempotency key, say): `service`, `client-` and the client credential's name, or `open`.
+    pub fn caller_name(&self) -> String {
+        match self {
+            Shown::Service => "service".to_owned(),
+            Shown::Client(client) => format!("client-{client}"),
+            Shown::Nothing => "open".to_owned(),
+        }
+    }
+}
+
+/// Which client credential a request showed: 64 bits of a digest of the credential's own
+/// digest, the same at every start, saying nothing a guess at the token could be checked by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClientCredential([u8; 8]);
+
+impl ClientCredential {
+    fn of(digest: &[u8; 32]) -> Self {
+        let named = Sha256::new_with_prefix(b"fernhill client credential\n").chain_update(digest).finalize();
+        let mut name = [0u8; 8];
+        name.copy_from_slice(&named[..8]);
+        Self(name)
+    }
+}
+
+impl std::fmt::Display for ClientCredential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
+    }
 }
 
 fn digest(token: &str) -> [u8; 32] {
@@ -86,7 +118,15 @@ impl Credentials {
         if bool::from(shown.ct_eq(&service)) {
             return Some(Shown::Service);
         }
-        self.clients.iter().any(|client| bool::from(shown.ct_eq(client))).then_some(Shown::Client)
+        // Every client credential is compared, whichever matches, so the time taken says
+        // nothing of which one did.
+        let mut matched = None;
+        for client in &self.clients {
+            if bool::from(shown.ct_eq(client)) {
+                matched = Some(Shown::Client(ClientCredential::of(client)));
+            }
+        }
+        matched
     }
 }
 
@@ -188,9 +228,14 @@ mod tests {
 
     #[test]
     fn the_service_credential_and_a_client_credential_are_told_apart() {
-        let credentials = Credentials::service("service-secret").with_client("client-secret");
+        let credentials =
+            Credentials::service("service-secret").with_client("client-secret").with_client("other-client");
         assert_eq!(credentials.shown("service-secret"), Some(Shown::Service));
-        assert_eq!(credentials.shown("client-secret"), Some(Shown::Client));
+        let (one, other) = (credentials.shown("client-secret").unwrap(), credentials.shown("other-client").unwrap());
+        assert!(matches!(one, Shown::Client(_)) && matches!(other, Shown::Client(_)));
+        assert_ne!(one.caller_name(), other.caller_name(), "two clients are two callers");
+        let again = Credentials::service("another-service").with_client("client-secret");
+        assert_eq!(again.shown("client-secret"), Some(one), "named the same at every start");
         assert_eq!(credentials.shown("guess"), None);
         assert!(Credentials::open().is_open());
     }

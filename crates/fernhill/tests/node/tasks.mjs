@@ -1,13 +1,15 @@
 // The official Tasks client library (@modelcontextprotocol/ext-tasks 0.2.2) over the TypeScript
-// SDK's 2026-07-28 client (@modelcontextprotocol/client 2.4.0) against `fernhill serve` over
-// Streamable HTTP: one refund above the limit, run as a task the lead answers.
+// SDK's 2026-07-28 client (@modelcontextprotocol/client 2.4.0) against `fernhill-mcp serve` over
+// Streamable HTTP under `--approval another-lead`: one refund above the limit, which its
+// requester may not decide, runs as a task that waits for another lead.
 //
-//   node tasks.mjs http MCP_URL
+//   SHOP_API_TOKEN=… node tasks.mjs http MCP_URL SHOP_API_URL
 //
-// issue_refund answers with a task (input_required); the library polls tasks/get, hands the
-// lead's question to the elicitation callback, sends the answer with tasks/update and polls
-// until the task completes. Prints one line per step; the Rust test compares them. Run it from
-// the folder where npm installed both packages (ES modules resolve from there, not NODE_PATH).
+// issue_refund answers with a task (working); the library polls tasks/get while a lead decides
+// the refund in the shop's back office (this script, at the shop's API, as lead-2), and the
+// task completes with the released refund. Prints one line per step; the Rust test compares
+// them. Run it from the folder where npm installed both packages (ES modules resolve from
+// there, not NODE_PATH).
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import {
     createApplicationInputHandler,
@@ -17,8 +19,8 @@ import {
     taskViewFromExecutionEvent
 } from '@modelcontextprotocol/ext-tasks/client';
 
-const [transportKind, url] = process.argv.slice(2);
-if (transportKind !== 'http' || !url) throw new Error('usage: node tasks.mjs http MCP_URL');
+const [transportKind, url, shopApi] = process.argv.slice(2);
+if (transportKind !== 'http' || !url || !shopApi) throw new Error('usage: node tasks.mjs http MCP_URL SHOP_API_URL');
 
 const clientInfo = { name: 'ts-sdk-tasks-check', version: '1.0.0' };
 const capabilities = { elicitation: { form: {} } };
@@ -98,6 +100,20 @@ try {
     if (execution.kind !== 'task') throw new Error(`issue_refund was not run as a task (${execution.kind})`);
 
     const states = [];
+    const seen = await session.task(execution.handle.taskId).snapshot();
+    console.log(`task: ${seen.status}, says: ${seen.statusMessage}`);
+    // Another lead releases it in the shop's back office while the task waits.
+    const refundId = /on (R-\d+)/.exec(seen.statusMessage ?? '')?.[1];
+    const decided = await fetch(`${shopApi}/refunds/${refundId}/confirm`, {
+        method: 'POST',
+        headers: {
+            authorization: `Bearer ${process.env.SHOP_API_TOKEN}`,
+            'content-type': 'application/json',
+            'fernhill-on-behalf-of': 'lead-2'
+        },
+        body: '{}'
+    });
+    if (!decided.ok) throw new Error(`the back office's release failed: ${decided.status} ${await decided.text()}`);
     const { outcome, lastTask } = await execution.settle({
         onEvent: event => {
             const status = taskViewFromExecutionEvent(event)?.status ?? (event.type === 'outcome' ? event.outcome.status : undefined);
@@ -107,9 +123,8 @@ try {
     const done = resultFromTaskOutcome(outcome);
     if (done.isError) throw new Error(`issue_refund failed: ${JSON.stringify(done.content)}`);
     if (lastTask?.status !== 'completed') throw new Error(`the task ended ${lastTask?.status}`);
-    if (asked.length !== 1) throw new Error(`the lead was asked ${asked.length} times`);
+    if (asked.length !== 0) throw new Error(`the requester was asked ${asked.length} times`);
 
-    console.log(`task: ${states[0]}, asked: ${asked[0]}`);
     console.log(`task states seen: ${states.join(',')}`);
     console.log(`released: ${done.structuredContent.refund_id} ${done.structuredContent.status}`);
 } finally {

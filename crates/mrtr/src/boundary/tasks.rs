@@ -45,7 +45,7 @@ impl<H: ServerHandler> Sealed<H> {
         #[cfg(feature = "tasks")]
         if let Some(tasks) = &self.tasks {
             let owner = owner(_context);
-            let declared = _context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks());
+            let declared = declared_on_this_request(_context);
             let trace = _context.extensions.get::<super::observing::CallTrace>().map(|trace| trace.0.clone());
             let tasking =
                 crate::tasks::Tasking::new(tasks.clone(), owner, declared, _request.name.to_string()).traced(trace);
@@ -116,6 +116,17 @@ impl<H: ServerHandler> Sealed<H> {
         }
         span
     }
+}
+
+/// Whether this very request declared the extension, as the extension requires before a call
+/// may become a task: in its own `_meta` capabilities, at 2026-07-28 or later. A 2025 request
+/// cannot: its capabilities are its session's, declared once in `initialize` (where the MCP
+/// Inspector's legacy era names the extension), and a task is not a 2025 result at all, so a
+/// 2025 call is answered as 2025 calls are, whatever its host declared.
+#[cfg(feature = "tasks")]
+fn declared_on_this_request(context: &RequestContext<RoleServer>) -> bool {
+    let modern = context.protocol_version().is_none_or(|version| version >= rmcp::model::ProtocolVersion::V_2026_07_28);
+    modern && context.meta.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
 }
 
 /// Whom the transport authenticated for this request, as tasks record their owners.

@@ -78,7 +78,8 @@ pub struct TaskRecord {
     pub updated_ms: u64,
     /// How long it lives from its creation.
     pub ttl_ms: u64,
-    /// How often its client should ask about it.
+    /// How often its client should ask about it once it has waited a while: the longest
+    /// interval [`TaskRecord::poll_interval_at`] gives.
     pub poll_interval_ms: u64,
     /// Words on where it is, for the person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,6 +113,10 @@ pub struct TaskRecord {
     /// answers, on any replica, join that call's trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// The words it ends with if its client cancels it, saying what the cancel left as it was
+    /// (the status message it waited with no longer holds); none, and it ends saying nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_message: Option<String>,
     /// Its version, one more at every change the store accepts.
     pub version: u64,
 }
@@ -136,8 +141,19 @@ impl TaskRecord {
             watch: false,
             lease_until_ms: None,
             trace: None,
+            cancel_message: None,
             version: 0,
         }
+    }
+
+    /// How long its client should wait before asking about it again at `now_ms`: short while
+    /// it has just changed, since a person may be looking at it (250 ms), then a quarter of the
+    /// time it has stood as it is, up to [`TaskRecord::poll_interval_ms`]. A task that waits
+    /// hours for a decision made elsewhere is asked about every few seconds, and one that has
+    /// just moved on is seen within a fraction of a second.
+    pub fn poll_interval_at(&self, now_ms: u64) -> u64 {
+        let standing = now_ms.saturating_sub(self.updated_ms);
+        (standing / 4).max(FIRST_POLL_MS).min(self.poll_interval_ms.max(1))
     }
 
     /// Its status on the wire.
@@ -207,8 +223,8 @@ impl TaskRecord {
         if !self.ready(now_ms) {
             return false;
         }
+        // Held is not a change its client sees: its last update stays the last one it could.
         self.lease_until_ms = Some(until_ms);
-        self.updated_ms = now_ms;
         true
     }
 
@@ -241,9 +257,9 @@ impl TaskRecord {
     /// cooperative). Returns whether anything changed; an ended task stays as it is.
     pub fn cancel(&mut self, now_ms: u64) -> bool {
         match self.phase {
-            Phase::InputRequired { .. } => self.settle(Phase::Cancelled, now_ms),
+            Phase::InputRequired { .. } => self.end_cancelled(now_ms),
             Phase::Working if self.watch && self.answers.is_empty() && self.lease_until_ms.is_none() => {
-                self.settle(Phase::Cancelled, now_ms)
+                self.end_cancelled(now_ms)
             }
             Phase::Working if !self.cancel_requested => {
                 self.cancel_requested = true;
@@ -252,6 +268,16 @@ impl TaskRecord {
             }
             _ => false,
         }
+    }
+
+    /// End the task cancelled, its words now its [`TaskRecord::cancel_message`]: what it said
+    /// while it waited is no longer so. Returns whether this call ended it.
+    pub fn end_cancelled(&mut self, now_ms: u64) -> bool {
+        let ended = self.settle(Phase::Cancelled, now_ms);
+        if ended {
+            self.status_message = self.cancel_message.clone();
+        }
+        ended
     }
 
     /// Fail the task if it has outlived its lifetime by `now_ms`, with words saying so.
@@ -272,6 +298,9 @@ impl TaskRecord {
         failed
     }
 }
+
+/// The shortest interval a client is told to poll at (see [`TaskRecord::poll_interval_at`]).
+pub const FIRST_POLL_MS: u64 = 250;
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
@@ -373,6 +402,37 @@ mod tests {
         assert!(working.cancel_requested);
         assert_eq!(working.status(), TaskStatus::Working, "cooperative: the worker ends it");
         assert!(!working.cancel(4_000), "asked once");
+    }
+
+    #[test]
+    fn a_cancelled_task_says_what_the_cancel_left_as_it_was() {
+        let mut task = task();
+        task.status_message = Some("Waiting for a lead to decide R-0112.".into());
+        task.cancel_message = Some("Cancelled; refund R-0112 stays held until a lead decides.".into());
+        task.ask("confirm", question("Refund?"), 2_000).unwrap();
+        assert!(task.cancel(3_000));
+        assert_eq!(task.status_message.as_deref(), Some("Cancelled; refund R-0112 stays held until a lead decides."));
+        let mut silent = self::task();
+        silent.status_message = Some("Waiting for a lead.".into());
+        silent.watch = true;
+        assert!(silent.cancel(3_000));
+        assert_eq!(silent.status_message, None, "no longer waiting, and nothing else to say");
+    }
+
+    #[test]
+    fn the_poll_interval_starts_short_and_grows_while_nothing_changes() {
+        // Created at 1 s, polled at most every 30 s (`task()`'s).
+        let mut task = task();
+        assert_eq!(task.poll_interval_at(1_000), FIRST_POLL_MS, "just made: a person may be looking");
+        assert_eq!(task.poll_interval_at(1_900), FIRST_POLL_MS);
+        assert_eq!(task.poll_interval_at(9_000), 2_000, "a quarter of the 8 s it has stood");
+        assert_eq!(task.poll_interval_at(10_000_000), 30_000, "never past its longest");
+        // A change starts it over; being held by a replica is not one.
+        task.watch = true;
+        assert!(task.take_up(10_000_000, 10_030_000));
+        assert_eq!(task.poll_interval_at(10_000_000), 30_000);
+        task.ask("confirm", question("Refund?"), 10_000_000).unwrap();
+        assert_eq!(task.poll_interval_at(10_000_100), FIRST_POLL_MS);
     }
 
     #[test]

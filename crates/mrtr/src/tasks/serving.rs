@@ -86,6 +86,9 @@ pub struct Tasks {
     running: Arc<Mutex<HashMap<TaskId, watch::Sender<bool>>>>,
 }
 
+/// The longest a replica holds a watching task while it looks at what the task waits on.
+const WATCH_HOLD: Duration = Duration::from_secs(2);
+
 /// Changes to one task retried before the store is said to be too busy.
 const CHANGE_ATTEMPTS: usize = 32;
 
@@ -131,7 +134,7 @@ impl Tasks {
             }
         }
         tracing::debug!(target: "tasks", task = %task.id, tool = %task.tool, status = ?task.status(), "task created");
-        Ok(CreateTaskResult::new(wire_task(task)))
+        Ok(CreateTaskResult::new(wire_task(task, task.created_ms)))
     }
 
     /// `tasks/get`: the task as it stands for its owner. A task past its lifetime is failed
@@ -152,7 +155,7 @@ impl Tasks {
             let taking = async move { tasks.take_up(&id, owner.as_deref(), by.as_ref()).await };
             tokio::spawn(taking.instrument(tracing::Span::current()));
         }
-        detailed(&task).map(GetTaskResult::new)
+        detailed(&task, now).map(GetTaskResult::new)
     }
 
     /// The trace context of the call that made the task under `id`, for its owner: none for
@@ -224,13 +227,11 @@ impl Tasks {
                 () = tasks.cancelled(&task, &mut stopped, poll) => None,
             };
             let now = tasks.now();
-            let ending = match outcome {
-                None => Phase::Cancelled,
-                Some(outcome) => ending(outcome),
+            let ended = |kept: &mut TaskRecord| match &outcome {
+                None => kept.end_cancelled(now),
+                Some(outcome) => kept.settle(ending(outcome.clone()), now),
             };
-            if let Err(error) =
-                tasks.change(&task.id, task.owner.as_deref(), |kept| kept.settle(ending.clone(), now)).await
-            {
+            if let Err(error) = tasks.change(&task.id, task.owner.as_deref(), ended).await {
                 tracing::warn!(target: "tasks", task = %task.id, "a task's ending was not kept: {}", error.message);
             }
             tasks.running().remove(&task.id);
@@ -265,10 +266,18 @@ impl Tasks {
         by: Option<&RequestContext<RoleServer>>,
     ) -> Result<(), ErrorData> {
         let now = self.now();
-        let hold = u64::try_from(self.times.hold.as_millis()).unwrap_or(u64::MAX);
         let mut took = false;
         let task = self
             .change(id, owner, |task| {
+                // A look at what a watching task waits on reads and may be done twice: its hold
+                // is short, so a replica that stopped (or a store that failed over) while it
+                // looked delays the task's next look by seconds, not by the hold of work
+                // on answers.
+                let hold = match task.watch {
+                    true => self.times.hold.min(WATCH_HOLD),
+                    false => self.times.hold,
+                };
+                let hold = u64::try_from(hold.as_millis()).unwrap_or(u64::MAX);
                 took = task.take_up(now, now.saturating_add(hold));
                 took
             })
@@ -287,7 +296,7 @@ impl Tasks {
                 // A watching task its client cancelled while this replica looked: nothing runs
                 // between reads, so it ends here.
                 if kept.watch && kept.cancel_requested {
-                    kept.settle(Phase::Cancelled, now);
+                    kept.end_cancelled(now);
                 }
                 return true;
             }
@@ -356,11 +365,12 @@ fn ending(outcome: Result<CallToolResult, ErrorData>) -> Phase {
     }
 }
 
-/// The task's envelope on the wire (no owner, answers or version: those stay in the store).
-fn wire_task(task: &TaskRecord) -> Task {
+/// The task's envelope on the wire at `now_ms` (no owner, answers or version: those stay in
+/// the store), its poll interval as long as it has stood still allows.
+fn wire_task(task: &TaskRecord, now_ms: u64) -> Task {
     let mut wire = Task::new(task.id.as_str(), task.status(), timestamp(task.created_ms), timestamp(task.updated_ms))
         .with_ttl_ms(task.ttl_ms)
-        .with_poll_interval_ms(task.poll_interval_ms);
+        .with_poll_interval_ms(task.poll_interval_at(now_ms));
     if let Some(message) = &task.status_message {
         wire = wire.with_status_message(message.clone());
     }
@@ -368,7 +378,7 @@ fn wire_task(task: &TaskRecord) -> Task {
 }
 
 /// The task with what its status carries: its open questions, its result or its error.
-fn detailed(task: &TaskRecord) -> Result<DetailedTask, ErrorData> {
+fn detailed(task: &TaskRecord, now_ms: u64) -> Result<DetailedTask, ErrorData> {
     let object = |value: &Value| -> JsonObject { value.as_object().cloned().unwrap_or_default() };
     let payload = match &task.phase {
         Phase::Working => TaskPayload::Working,
@@ -384,7 +394,7 @@ fn detailed(task: &TaskRecord) -> Result<DetailedTask, ErrorData> {
             TaskPayload::InputRequired { input_requests }
         }
     };
-    Ok(DetailedTask::new(wire_task(task), payload))
+    Ok(DetailedTask::new(wire_task(task, now_ms), payload))
 }
 
 /// Milliseconds since the epoch as RFC 3339, UTC, to the millisecond.
@@ -657,6 +667,44 @@ mod tests {
         };
         tasks.cancel(&other.task.task_id, LEAD).await.unwrap();
         assert_eq!(wire(&tasks.get(&other.task.task_id, LEAD, None).await.unwrap())["status"], "cancelled");
+    }
+
+    /// Never finishes its first look (its replica stopped mid-look), then completes.
+    #[derive(Default)]
+    struct StopsOnce(AtomicUsize);
+
+    impl TaskWork for StopsOnce {
+        fn resume<'a>(&'a self, _: &'a TaskRecord, _: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a> {
+            match self.0.fetch_add(1, Ordering::SeqCst) {
+                0 => Box::pin(std::future::pending()),
+                _ => Box::pin(std::future::ready(Step::Done(Ok(CallToolResult::success(vec![]))))),
+            }
+        }
+    }
+
+    /// A replica that stops while it looks at a watching task holds it for two seconds, not
+    /// the thirty that work on answers is held for: the next look after that takes it up.
+    #[tokio::test]
+    async fn a_watching_task_whose_look_never_ended_is_looked_at_again_seconds_later() {
+        let fixture = fixture();
+        let work = Arc::new(StopsOnce::default());
+        let tasks = fixture.tasks.clone().working(work.clone());
+        let tasking = Tasking::new(tasks.clone(), LEAD.map(str::to_owned), true, "issue_refund".into());
+        let rmcp::model::CallToolResponse::Task(created) = tasking.wait("R-0111".into()).await.unwrap() else {
+            panic!("not a task")
+        };
+        let id = created.task.task_id;
+        assert_eq!(wire(&tasks.get(&id, LEAD, None).await.unwrap())["status"], "working");
+        while work.0.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+        fixture.now.fetch_add(1_999, Ordering::SeqCst);
+        tasks.get(&id, LEAD, None).await.unwrap();
+        tokio::task::yield_now().await;
+        assert_eq!(work.0.load(Ordering::SeqCst), 1, "still held");
+        fixture.now.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(settled(&tasks, &id).await["status"], "completed");
+        assert_eq!(work.0.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]

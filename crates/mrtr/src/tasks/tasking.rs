@@ -25,6 +25,7 @@ pub struct Tasking {
     lifetime: Duration,
     poll: Duration,
     message: Option<String>,
+    cancel_message: Option<String>,
     /// The call's trace context, which its task keeps.
     trace: Option<String>,
 }
@@ -34,7 +35,17 @@ impl Tasking {
     /// capabilities name the extension.
     pub(crate) fn new(tasks: Tasks, owner: Option<String>, declared: bool, tool: String) -> Self {
         let times = tasks.times();
-        Self { tasks, owner, declared, tool, lifetime: times.lifetime, poll: times.poll, message: None, trace: None }
+        Self {
+            tasks,
+            owner,
+            declared,
+            tool,
+            lifetime: times.lifetime,
+            poll: times.poll,
+            message: None,
+            cancel_message: None,
+            trace: None,
+        }
     }
 
     /// A task made here keeps `trace`, the call's trace context, for its reads to join.
@@ -74,6 +85,13 @@ impl Tasking {
     /// A task made here starts with these words on where it is (`statusMessage`).
     pub fn saying(mut self, message: impl Into<String>) -> Self {
         self.message = Some(message.into());
+        self
+    }
+
+    /// A task made here that its client cancels ends with these words, saying what the cancel
+    /// left as it was (otherwise it ends saying nothing: its [`Tasking::saying`] no longer holds).
+    pub fn saying_if_cancelled(mut self, message: impl Into<String>) -> Self {
+        self.cancel_message = Some(message.into());
         self
     }
 
@@ -130,6 +148,7 @@ impl Tasking {
         let mut task =
             TaskRecord::new(self.owner.clone(), self.tool.clone(), self.lifetime, self.poll, self.tasks.now());
         task.status_message = self.message.clone();
+        task.cancel_message = self.cancel_message.clone();
         task.trace = self.trace.clone();
         Ok(task)
     }

@@ -243,8 +243,8 @@ async fn callback(State(page): State<Arc<ApprovalPage>>, Query(back): Query<Call
         };
         return Page::notice(StatusCode::BAD_REQUEST, "sign_in_failed", words).into_response();
     };
-    let browser = cookie_value(&headers, page.sign_in_cookie()).unwrap_or_default();
-    match page.sign_in.finish(&code, &state, &browser).await {
+    let cookie = cookie_value(&headers, page.sign_in_cookie()).unwrap_or_default();
+    match page.sign_in.finish(&code, &state, &cookie).await {
         Ok(redirect) if redirect.location.starts_with(&format!("{PATH}/")) => {
             let mut response = see_other(
                 &redirect.location,

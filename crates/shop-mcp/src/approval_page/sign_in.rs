@@ -2,15 +2,20 @@
 //! code flow with PKCE, as a confidential client, through the `openidconnect` crate (discovery,
 //! the code exchange, the ID token's signature, issuer, audience, expiry and nonce).
 //!
-//! What the flow keeps between its two requests, and the session it ends in, are records in
-//! the server's store (memory, or the Redis a fleet shares), so any replica continues it:
+//! What the flow keeps between its two requests is the browser's, and nothing is stored for a
+//! visitor until the issuer sends them back signed in:
 //!
-//! - a sign-in started: under its `state` (256 random bits), the PKCE verifier, the nonce, the
-//!   page to return to, and a digest of the random value the browser was given in a cookie, so
-//!   a callback is taken only from the browser that started it, and only once;
-//! - a session: under a digest of its cookie's value, the lead's principal (issuer and
-//!   subject), when they signed in (`auth_time`), whether their token holds `refunds:write`,
-//!   and the form token the page's forms carry.
+//! - a sign-in started: its `state` (256 random bits), the PKCE verifier, the nonce, the page
+//!   to return to and when it lapses, sealed (AES-256-GCM, the request state's keys derived for
+//!   this purpose: [`mrtr::seal::KeyRing::for_purpose`]) into a cookie of the browser that
+//!   started it. A callback is taken only with that cookie, whose `state` must be the one the
+//!   issuer sends back, and only once (the `state` is claimed in the server's store then, when
+//!   a real sign-in came back, never before). Any replica with the same keys opens it. Before,
+//!   every anonymous visit of a refund's link wrote a ten-minute record into the store;
+//! - a session: a record in the server's store (memory, or the Redis a fleet shares) under a
+//!   digest of its cookie's value, the lead's principal (issuer and subject), when they signed
+//!   in (`auth_time`), whether their token holds `refunds:write`, and the form token the
+//!   page's forms carry.
 //!
 //! Who the person is, and whether they are a lead, is read from the access token the sign-in
 //! got for the MCP endpoint, checked by the same gate as every request's bearer token (issuer,
@@ -25,7 +30,7 @@ use std::{
 };
 
 use base64::Engine as _;
-use mrtr::records::Records;
+use mrtr::{records::Records, seal::KeyRing};
 use oauth_resource::gate::ResourceServer;
 use openidconnect::{
     AuthorizationCode, ClientId, ClientSecret, CsrfToken, HttpRequest, HttpResponse, IssuerUrl, Nonce,
@@ -72,17 +77,25 @@ pub struct SignIn {
     /// a key they lack (the issuer rotated its keys).
     metadata: Arc<RwLock<Option<CoreProviderMetadata>>>,
     records: Arc<dyn Records>,
+    /// Seals a sign-in under way into its browser's cookie.
+    cookies: Arc<KeyRing>,
     /// Checks the access token as `/mcp` checks a bearer token.
     gate: ResourceServer,
 }
 
-/// A sign-in under way, as kept between the page and the callback.
+/// The purpose the sign-in cookie's keys are derived for.
+pub const COOKIE_PURPOSE: &str = "fernhill/approval-page/sign-in/v1";
+
+/// A sign-in under way, as its browser's cookie carries it (sealed) between the page and the
+/// callback.
 #[derive(Serialize, Deserialize)]
 struct Started {
+    state: String,
     verifier: String,
     nonce: String,
     return_to: String,
-    browser: String,
+    /// When it lapses, in seconds since the epoch.
+    until: u64,
 }
 
 /// Who signed in on the page, as the session keeps them.
@@ -104,16 +117,26 @@ pub struct Redirect {
     pub cookie_value: String,
 }
 
+/// The approval page as a client of the issuer.
+pub struct PageClient<'a> {
+    pub issuer: &'a str,
+    pub client_id: &'a str,
+    pub client_secret: Option<&'a str>,
+    /// Where the issuer sends the browser back (`/approvals/callback`).
+    pub redirect: &'a str,
+}
+
 impl SignIn {
+    /// Sign-ins as `client`, asking for an access token for `resource` (checked by `gate`);
+    /// sessions kept in `records`, a sign-in under way sealed by `cookies`.
     pub fn new(
-        issuer: &str,
-        client_id: &str,
-        client_secret: Option<&str>,
-        redirect: &str,
+        client: PageClient<'_>,
         resource: &str,
         records: Arc<dyn Records>,
+        cookies: KeyRing,
         gate: ResourceServer,
     ) -> Result<Self, String> {
+        let PageClient { issuer, client_id, client_secret, redirect } = client;
         let http = reqwest::Client::builder()
             // Following redirects would let an issuer's answer send this server elsewhere.
             .redirect(reqwest::redirect::Policy::none())
@@ -129,6 +152,7 @@ impl SignIn {
             http,
             metadata: Arc::default(),
             records,
+            cookies: Arc::new(cookies),
             gate,
         })
     }
@@ -146,8 +170,8 @@ impl SignIn {
     }
 
     /// Start a sign-in that returns to `return_to` (a path on this server): the issuer's
-    /// address to send the browser to, and the value of the cookie that binds the callback to
-    /// this browser.
+    /// address to send the browser to, and the value of the cookie that carries the sign-in,
+    /// sealed, to the callback. Nothing is stored.
     pub async fn start(&self, return_to: &str) -> Result<Redirect, SignInError> {
         let metadata = self.metadata(false).await?;
         let client = CoreClient::from_provider_metadata(metadata, self.client_id.clone(), self.client_secret.clone())
@@ -162,34 +186,35 @@ impl SignIn {
             .set_max_age(SESSION_LIFE)
             .set_pkce_challenge(challenge)
             .url();
-        let browser = web_service::credential::generate();
         let started = Started {
+            state: state.secret().clone(),
             verifier: verifier.secret().clone(),
             nonce: nonce.secret().clone(),
             return_to: return_to.to_owned(),
-            browser: digest(&browser),
+            until: now_secs().saturating_add(SIGN_IN_LIFE.as_secs()),
         };
-        let kept = serde_json::to_string(&started).map_err(|error| SignInError::Store(error.to_string()))?;
-        self.records
-            .put(&started_key(state.secret()), kept, SIGN_IN_LIFE)
-            .await
-            .map_err(|error| SignInError::Store(error.to_string()))?;
-        Ok(Redirect { location: address.to_string(), cookie_value: browser })
+        // A few strings always serialize.
+        let started = serde_json::to_vec(&started).unwrap_or_default();
+        Ok(Redirect { location: address.to_string(), cookie_value: self.cookies.seal(&started) })
     }
 
-    /// Finish the sign-in `state` names, from the browser whose cookie is `browser`: exchange
-    /// `code`, verify the ID token, and open a session. Where to go, and the session cookie's
-    /// value.
-    pub async fn finish(&self, code: &str, state: &str, browser: &str) -> Result<Redirect, SignInError> {
-        let key = started_key(state);
-        let kept = self.records.get(&key).await.map_err(|error| SignInError::Store(error.to_string()))?;
-        let started: Started = kept.and_then(|kept| serde_json::from_str(&kept).ok()).ok_or(SignInError::Unknown)?;
-        if !bool::from(subtle::ConstantTimeEq::ct_eq(digest(browser).as_bytes(), started.browser.as_bytes())) {
+    /// Finish the sign-in `state` names, from the browser whose sign-in cookie is `cookie`:
+    /// exchange `code`, verify the ID token, and open a session. Where to go, and the session
+    /// cookie's value.
+    pub async fn finish(&self, code: &str, state: &str, cookie: &str) -> Result<Redirect, SignInError> {
+        let opened = self.cookies.open(cookie).ok();
+        let started: Started =
+            opened.and_then(|plain| serde_json::from_slice(&plain).ok()).ok_or(SignInError::Unknown)?;
+        let same_state = subtle::ConstantTimeEq::ct_eq(state.as_bytes(), started.state.as_bytes());
+        if !bool::from(same_state) || started.until <= now_secs() {
             return Err(SignInError::Unknown);
         }
-        // One use: a second callback with the same state finds nothing.
-        if let Err(error) = self.records.remove(&key).await {
-            tracing::warn!(%error, "could not forget a finished sign-in; it lapses on its own");
+        // One use: a second callback with the same cookie and state is refused. Claimed now,
+        // once the issuer has sent a real sign-in back, for as long as the cookie could open.
+        match self.records.claim(&started_key(state), SIGN_IN_LIFE).await {
+            Ok(mrtr::once_only::Claim::First) => {}
+            Ok(mrtr::once_only::Claim::Taken) => return Err(SignInError::Unknown),
+            Err(error) => return Err(SignInError::Store(error.to_string())),
         }
         let metadata = self.metadata(false).await?;
         let client = CoreClient::from_provider_metadata(metadata, self.client_id.clone(), self.client_secret.clone())
@@ -267,6 +292,10 @@ impl SignIn {
             .map_err(|error| SignInError::Store(error.to_string()))?;
         Ok(kept.and_then(|kept| serde_json::from_str(&kept).ok()))
     }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
 }
 
 fn started_key(state: &str) -> String {

@@ -31,7 +31,10 @@ pub use mcp_serve::HttpConfig;
 use crate::{
     Payments, Shop,
     approval::ConfirmOn,
-    approval_page::{self, ApprovalPage, sign_in::SignIn},
+    approval_page::{
+        self, ApprovalPage,
+        sign_in::{PageClient, SignIn},
+    },
     audit::{self, Audit, AuditError},
     serve::state_keys::StateKeyError,
 };
@@ -198,7 +201,7 @@ pub async fn run(
     listening(&bound);
     let mut service = mcp_serve::router(&config.http, bound.address(), sealed, gate, lifecycle, metrics);
     if let Some(page) = page {
-        service.public = service.public.merge(page.routes());
+        service.serve_beside(page.routes());
     }
     Ok(mcp_serve::serve(bound, service, shutdown).await?)
 }
@@ -233,9 +236,12 @@ fn approval_page(
     let Some(gate) = gate else {
         return Err(ServeError::Approvals("--approvals-client-id needs --auth-issuer: leads sign in there".into()));
     };
+    // A sign-in under way is its browser's cookie, sealed under the request state's keys
+    // derived for it: any replica with the same keys takes the callback.
+    let (cookies, _) = state_keys::ring_for(config.state_keys.as_deref(), approval_page::sign_in::COOKIE_PURPOSE)?;
+    let client = PageClient { issuer, client_id, client_secret: secret.as_deref(), redirect: &redirect };
     let sign_in =
-        SignIn::new(issuer, client_id, secret.as_deref(), &redirect, &endpoint, shop.records.clone(), gate.clone())
-            .map_err(ServeError::Approvals)?;
+        SignIn::new(client, &endpoint, shop.records.clone(), cookies, gate.clone()).map_err(ServeError::Approvals)?;
     let _ = shop.approval_page.set(format!("{origin}{}", approval_page::PATH));
     tracing::info!(page = %format!("{origin}{}", approval_page::PATH), "serving the approval page");
     Ok(Some(ApprovalPage::new(shop.clone(), sign_in, &origin)))

@@ -15,10 +15,11 @@
 //! - cancel (the lead dismissed the question): nothing is used up, the refund stays held.
 //!
 //! The era is the connection's (`mrtr::ask::Era`): a 2025 host is asked on the back-channel
-//! while the call waits, with the same rules. A client that declares the Tasks extension on
-//! its request gets the question as a task's instead ([`super::refund_task`]), with the same
-//! rules again. [`AskStyle::AskAndWait`] asks that way on every
-//! connection, kept to show how it fails at 2026-07-28.
+//! while the call waits, with the same rules. A client that declares the Tasks extension is
+//! asked in the call as well, since its person may decide; the call becomes a task only where
+//! the decision waits on someone else ([`super::waiting_approval`], the approval page).
+//! [`AskStyle::AskAndWait`] asks on the back-channel on every connection, kept to show how it
+//! fails at 2026-07-28.
 
 use std::time::Duration;
 
@@ -291,18 +292,23 @@ impl Shop {
                 return self.confirm_on_page(asking, &refund, context).await;
             }
             metrics::counter!(series::REFUND_QUESTIONS).increment(1);
-            // A client that declared the Tasks extension on this request gets the question as
-            // a task's: the lead may answer hours later, through any replica.
-            if let Some(tasking) = self.refund_tasking(context, &asking) {
-                return Ok(self.ask_as_task(tasking, &refund, &who).await?);
+            // The person at the host may decide, so the question is asked in the call, in
+            // every era: a client that declared the Tasks extension gets it in this answer
+            // too, not a task to poll for it (the extension: a tool resolves its rounds before
+            // it returns a task). Tasks are for decisions that wait on someone else.
+            // The trail fails closed here too: a question whose line cannot be written is not
+            // asked, since its answer could not be released anyway (the intent is written
+            // first), and the person would answer for nothing.
+            let asked = json!({"refund_id": refund.refund_id, "order_id": refund.order_id, "amount": refund.amount});
+            if self.audit.record("question_asked", &who, asked).await.is_err() {
+                tracing::error!(refund_id = %refund.refund_id, "the audit trail could not be written; nobody asked");
+                return Err(ToolError::nothing_done(format!(
+                    "Nobody was asked about refund {}: the server could not record the question in its audit \
+                     trail. The shop's API still holds it; call issue_refund again shortly.",
+                    refund.refund_id
+                ))
+                .into());
             }
-            self.audit
-                .report(
-                    "question_asked",
-                    &who,
-                    json!({"refund_id": refund.refund_id, "order_id": refund.order_id, "amount": refund.amount}),
-                )
-                .await;
         }
         let asked = asking.form(CONFIRM, &self.forms.release, &question(&refund)).await;
         let Some(said) = asked.map_err(|error| self.unanswered(&refund.refund_id, error, &who))? else {

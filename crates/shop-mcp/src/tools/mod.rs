@@ -3,14 +3,14 @@
 //! - [`lookup_order`]: one order, its lines, shipping, total and status;
 //! - [`quote_refund`]: what a refund would be, before anyone issues it;
 //! - [`issue_refund`]: issues the refund a quote describes, and asks a support lead before it
-//!   releases a refund the shop's API holds; to a client that declared the Tasks extension, as
-//!   a task's question ([`refund_task`]) that may be answered hours later;
+//!   releases a refund the shop's API holds, in the call ([`refund_task`] takes up the task
+//!   questions an earlier release asked);
 //! - [`refund_status`]: where one refund stands now;
 //! - [`record_return`]: asks whoever opened a returned parcel what they found, in a typed form;
 //! - [`pay_refund`]: pays a released refund through the payment provider, in URL mode: the lead
-//!   signs in on the provider's own page; to a client that declared the Tasks extension, as a
-//!   task's question ([`payment_task`]). A server with no provider configured says so and pays
-//!   nothing.
+//!   signs in on the provider's own page; to a client that declared the Tasks extension, a
+//!   task waits for the sign-in once they agreed to go ([`payment_task`]). A server with no
+//!   provider configured says so and pays nothing.
 //!
 //! - [`page_confirmation`]: under `--confirm-on page`, `issue_refund` sends the lead to the
 //!   approval page, where alone a decision counts;

@@ -18,7 +18,10 @@ use shop_api::{Refund, RefundStatus};
 use crate::{
     Shop,
     tool_error::{Failure, ToolError},
-    tools::{structured_with_note, waiting_approval::until_decided},
+    tools::{
+        structured_with_note,
+        waiting_approval::{left_held, until_decided},
+    },
 };
 
 /// The key of the URL question that sends the lead to the page.
@@ -45,7 +48,8 @@ impl Shop {
                 "Waiting for a lead to decide refund {} ({} on order {}) on the approval page: {link}",
                 refund.refund_id, refund.amount, refund.order_id
             );
-            let tasking = tasking.saying(message).living_at_least(until_decided(refund));
+            let tasking =
+                tasking.saying(message).saying_if_cancelled(left_held(refund)).living_at_least(until_decided(refund));
             return tasking.wait(refund.refund_id.to_string()).await.map_err(|error| {
                 tracing::error!(refund_id = %refund.refund_id, error = %error.message, "the task could not be kept");
                 ToolError::new(format!(

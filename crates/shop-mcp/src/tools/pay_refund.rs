@@ -9,7 +9,10 @@
 //! same code for both eras (a 2025 host is asked on the back-channel while the call waits).
 //! Accept means only that the lead agreed to open the page; each retry asks the provider
 //! whether the flow finished. After a few rounds the tool stops asking and says the step is
-//! unfinished, so an abandoned flow does not loop until the client's round cap.
+//! unfinished, so an abandoned flow does not loop until the client's round cap. To a client
+//! that declared the Tasks extension, an accept whose sign-in has not finished makes the call
+//! a task that waits for it ([`super::payment_task`]): the question itself is always asked in
+//! the call, where the person sees it at once.
 
 use mrtr::{
     ask::{AskError, Asking, UrlOutcome, UrlQuestion},
@@ -145,19 +148,16 @@ impl Shop {
                     amount: refund.amount.to_string(),
                 };
                 payments.provider.register_flow(&registration).await.map_err(provider_error)?;
-                // To a client that declared the Tasks extension, the sign-in is a task's
-                // question, which may wait as long as the lead takes.
-                if let Some(tasking) = self.tasking_for(context) {
-                    let url = connect_url(payments, &flow.flow);
-                    return Ok(self.sign_in_as_task(tasking, &refund_id, &flow.flow, url).await?);
-                }
                 flow
             }
         };
         let url = connect_url(payments, &flow.flow);
-        // A flow of the rounds era that has taken its rounds is not asked about again.
+        // A flow of the rounds era that has taken its rounds is not asked about again, nor,
+        // once asked, one whose client declared the Tasks extension: a task waits for it then.
+        let tasking = self.tasking_for(context);
         let rounds_left = flow.rounds < payments.max_rounds;
-        let question = UrlQuestion::new(CONNECT, url, MESSAGE, &flow.flow).asking_again(rounds_left);
+        let ask_again = rounds_left && (tasking.is_none() || flow.rounds == 0);
+        let question = UrlQuestion::new(CONNECT, url, MESSAGE, &flow.flow).asking_again(ask_again);
         let finished = || async { Ok::<_, Paying>(payments.provider.flow(&flow.flow).await?.is_finished()) };
         let unpaid = |why: &str| text(format!("Not paid: {why}. {refund_id} stays released, unpaid."));
         let not_yet = |after: &str| {
@@ -169,10 +169,18 @@ impl Shop {
         match asking.url(question, finished).await {
             Ok(Some(UrlOutcome::Finished)) => {}
             Ok(Some(UrlOutcome::Declined | UrlOutcome::Cancelled)) => return Ok(not_connected(&refund_id).into()),
-            Ok(Some(UrlOutcome::Unfinished)) if !rounds_left => {
-                return Ok(not_yet(&format!(" after {} rounds", payments.max_rounds)).into());
+            Ok(Some(UrlOutcome::Unfinished)) => {
+                // The lead agreed to go, and has not signed in yet: to a client that declared
+                // the Tasks extension, the call becomes a task that waits as long as they take.
+                if let Some(tasking) = tasking {
+                    return Ok(self.wait_for_sign_in(tasking, &refund_id, &flow.flow).await?);
+                }
+                let after = match rounds_left {
+                    true => String::new(),
+                    false => format!(" after {} rounds", payments.max_rounds),
+                };
+                return Ok(not_yet(&after).into());
             }
-            Ok(Some(UrlOutcome::Unfinished)) => return Ok(not_yet("").into()),
             Ok(None) => {
                 flow.rounds += 1;
                 // Plain strings and a number always serialize.

@@ -1,13 +1,16 @@
 //! `pay_refund` as a task (the MCP Tasks extension), for a client that declared it on its
-//! request: the sign-in question is the task's, a URL-mode question read with `tasks/get` and
-//! answered with `tasks/update`. An accept says only that the lead agreed to open the
-//! provider's page; the task then stays `working` while the provider has not seen them sign
-//! in, each read of it asking the provider again, and pays once it has (the provider pays a
-//! refund once, whoever asks twice). A decline or a dismissal ends it unpaid.
+//! request: the lead was asked in the call, agreed to open the provider's page, and has not
+//! signed in yet. The task stays `working` while the provider has not seen them sign in, each
+//! read of it asking the provider again, and pays once it has (the provider pays a refund once,
+//! whoever asks twice).
+//!
+//! A task an earlier release made asked the sign-in question itself (a URL-mode question read
+//! with `tasks/get` and answered with `tasks/update`); such a task, which lives a day, is still
+//! taken up: a decline or a dismissal ends it unpaid, an accept waits for the sign-in as above.
 
 use mrtr::{
     Outcome,
-    ask::{read_url, url_question},
+    ask::read_url,
     tasks::{Step, TaskRecord, Tasking},
 };
 use rmcp::{ErrorData, RoleServer, model::CallToolResponse, service::RequestContext};
@@ -18,7 +21,7 @@ use crate::{
     Shop,
     audit::Who,
     tool_error::ToolError,
-    tools::pay_refund::{CONNECT, MESSAGE, not_connected, text},
+    tools::pay_refund::{not_connected, text},
 };
 
 const TOOL: &str = "pay_refund";
@@ -31,26 +34,26 @@ struct WaitingPayment {
 }
 
 impl Shop {
-    /// The call becomes a task that sends the lead to `url` to sign in for `flow`.
-    pub(crate) async fn sign_in_as_task(
+    /// The call becomes a task that waits for the lead to finish signing in for `flow`.
+    pub(crate) async fn wait_for_sign_in(
         &self,
         tasking: Tasking,
         refund_id: &RefundId,
         flow: &str,
-        url: String,
     ) -> Result<CallToolResponse, ToolError> {
         let waiting = WaitingPayment { refund_id: refund_id.to_string(), flow: flow.to_owned() };
         // Two strings always serialize.
         let resume = serde_json::to_string(&waiting).unwrap_or_default();
         tasking
-            .saying(format!("Waiting for the lead to connect their payment account to pay {refund_id}."))
-            .ask(vec![(CONNECT.to_owned(), url_question(url, MESSAGE))], Some(resume))
+            .saying(format!("Waiting for the lead to finish connecting their payment account to pay {refund_id}."))
+            .saying_if_cancelled(format!("Cancelled; {refund_id} stays released, unpaid."))
+            .wait(resume)
             .await
             .map_err(|error| {
-                tracing::error!(%refund_id, error = %error.message, "the task could not be kept; nothing asked");
+                tracing::error!(%refund_id, error = %error.message, "the task could not be kept; nothing waits");
                 ToolError::new(format!(
-                    "Not paid: the server could not keep the sign-in question. {refund_id} stays released, unpaid; \
-                     call pay_refund again shortly."
+                    "Not paid yet: the server could not keep a task to wait for the sign-in. {refund_id} stays \
+                     released, unpaid; call pay_refund again once the lead has signed in."
                 ))
             })
     }
@@ -68,7 +71,8 @@ impl Shop {
         else {
             return Step::Done(Err(ErrorData::internal_error("this task names no payment", None)));
         };
-        if !matches!(task.answers.values().next().and_then(read_url), Some(Outcome::Accepted(()))) {
+        // A task that asked the question itself (an earlier release's) goes on only on an accept.
+        if !task.watch && !matches!(task.answers.values().next().and_then(read_url), Some(Outcome::Accepted(()))) {
             return done(not_connected(&refund_id));
         }
         match payments.provider.flow(&waiting.flow).await {

@@ -1,74 +1,29 @@
-//! `issue_refund` as a task (the MCP Tasks extension), for a client that declared it on its
-//! request: the question to the lead is the task's (`input_required` on `tasks/get`, answered
-//! with `tasks/update`), kept in the task store with the refund's ID, so the lead may answer
-//! hours later and any replica takes the answer up. The rules are the rounds': the answer is
-//! claimed once (keyed by the task and the question's key, across replicas), a decline stands,
-//! a dismissed question leaves the refund held, an answer that does not fit the form is asked
-//! again under a new key, naming what was wrong.
+//! `issue_refund`'s question as a task's, as an earlier release asked it of a client that
+//! declared the Tasks extension (`input_required` on `tasks/get`, answered with `tasks/update`).
+//! This release asks the person at the host in the call, in every era, and makes a task only
+//! where the decision waits on someone else ([`super::waiting_approval`]); a task the earlier
+//! release made lives 72 hours, kept in the shared store, so its answer is still taken up here,
+//! on any replica, by the rules of every answer: claimed once (keyed by the task and the
+//! question's key), a decline stands, a dismissed question leaves the refund held, an answer
+//! that does not fit the form is asked again under a new key, naming what was wrong.
 
 use mrtr::{
-    ask::{Asking, form_question, read_form},
-    capability::ElicitationMode,
-    tasks::{Step, TaskRecord, Tasking},
+    ask::{form_question, read_form},
+    tasks::{Step, TaskRecord},
 };
-use rmcp::{ErrorData, RoleServer, model::CallToolResponse, service::RequestContext};
-use serde_json::json;
-use shop_api::{Refund, RefundId};
+use rmcp::{ErrorData, RoleServer, service::RequestContext};
+use shop_api::RefundId;
 
 use crate::{
     Shop,
     audit::Who,
     tool_error::ToolError,
-    tools::issue_refund::{Answered, AskStyle, CONFIRM, question},
+    tools::issue_refund::{Answered, CONFIRM, question},
 };
 
 const TOOL: &str = "issue_refund";
 
 impl Shop {
-    /// The [`Tasking`] to ask `issue_refund`'s question with, if this request may have it: its
-    /// client declared the extension and can show a form, and the server asks in rounds.
-    pub(crate) fn refund_tasking(&self, context: &RequestContext<RoleServer>, asking: &Asking) -> Option<Tasking> {
-        let tasking = mrtr::tasks::tasking(context)?;
-        let usable = tasking.declared()
-            && self.ask_style == AskStyle::InputRequired
-            && asking.require(ElicitationMode::Form).is_ok();
-        usable.then_some(tasking)
-    }
-
-    /// The call becomes a task that asks the lead about `refund`.
-    pub(crate) async fn ask_as_task(
-        &self,
-        tasking: Tasking,
-        refund: &Refund,
-        who: &Who,
-    ) -> Result<CallToolResponse, ToolError> {
-        let waiting = format!(
-            "Waiting for a lead to confirm refund {} ({} on order {}).",
-            refund.refund_id, refund.amount, refund.order_id
-        );
-        let asked = form_question(&self.forms.release, &question(refund));
-        let created = tasking
-            .saying(waiting)
-            .ask(vec![(CONFIRM.to_owned(), asked)], Some(refund.refund_id.to_string()))
-            .await
-            .map_err(|error| {
-                tracing::error!(refund_id = %refund.refund_id, error = %error.message, "the task could not be kept; nothing asked");
-                ToolError::new(format!(
-                    "Nobody was asked about refund {}: the server could not keep the question. The shop's API still \
-                     holds it; call issue_refund again shortly.",
-                    refund.refund_id
-                ))
-            })?;
-        let task = match &created {
-            CallToolResponse::Task(task) => Some(task.task.task_id.clone()),
-            _ => None,
-        };
-        let asked =
-            json!({"refund_id": refund.refund_id, "order_id": refund.order_id, "amount": refund.amount, "task": task});
-        self.audit.report("question_asked", who, asked).await;
-        Ok(created)
-    }
-
     /// Take up a refund task whose lead answered: act on the answer as a round's answer is
     /// acted on, or ask again.
     pub(crate) async fn resume_refund(&self, task: &TaskRecord, by: Option<&RequestContext<RoleServer>>) -> Step {

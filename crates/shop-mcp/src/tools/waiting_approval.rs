@@ -27,6 +27,15 @@ pub(crate) fn until_decided(refund: &Refund) -> std::time::Duration {
     left + std::time::Duration::from_secs(3600)
 }
 
+/// What a cancelled task that waited on `refund` leaves: the refund held, for a lead.
+pub(crate) fn left_held(refund: &Refund) -> String {
+    let deadline = refund.decide_by.as_deref().map(|at| format!(" ({at})")).unwrap_or_default();
+    format!(
+        "Cancelled; refund {} stays held until a lead decides it or its deadline passes{deadline}.",
+        refund.refund_id
+    )
+}
+
 /// Who asked for `refund`, in words.
 fn asker(refund: &Refund) -> &str {
     refund.requested_by.as_deref().unwrap_or("someone unnamed")
@@ -74,6 +83,7 @@ impl Shop {
         );
         let created = tasking
             .saying(message)
+            .saying_if_cancelled(left_held(refund))
             .living_at_least(until_decided(refund))
             .wait(refund.refund_id.to_string())
             .await

@@ -104,6 +104,12 @@ pub async fn serve_in(
     (Client::connect_with(user, transport, era).await.unwrap(), log)
 }
 
+/// The server as [`serve_with`] builds it, serving newline-delimited JSON-RPC over the
+/// returned stream, as over stdio: a test writes a host's own bytes to it.
+pub fn serve_raw(api: &RunningApi, configure: impl FnOnce(&mut ServeConfig)) -> tokio::io::DuplexStream {
+    start(api, None, configure)
+}
+
 fn start(api: &RunningApi, keys: Option<&str>, configure: impl FnOnce(&mut ServeConfig)) -> tokio::io::DuplexStream {
     let mut config = ServeConfig::new(&api.url);
     config.shop_api_token = api.token.clone();

@@ -1,0 +1,179 @@
+//! The MCP Inspector 2.12 (`@modelcontextprotocol/inspector`, its `mcpdo` client: the same
+//! core as its web UI) asks a lead through `fernhill-mcp serve` over stdio, in each of its
+//! eras, with `fernhill wire` recording the wire between them:
+//!
+//! - legacy (its default): the 2025 `initialize`, which names the Tasks extension; the lead is
+//!   asked on the back-channel while the call waits. Before, the server answered the call with
+//!   a 2026 task, which the Inspector failed, and nobody was asked.
+//! - modern: 2026-07-28; the lead is asked in the answer to the call (`input_required`), and
+//!   the retry carries the answer. Before, the call became a task whose question the Inspector
+//!   saw only at its first poll, five seconds on, and whose result five seconds after the answer.
+//!
+//! Each run says how long the person waited for the form and for the result, as the wire
+//! recorded them and as the Inspector's own command took, and the test holds what makes those
+//! short: the question is the very next message after the call, and no `tasks/get` is polled.
+//! The Inspector needs Node 22, installed from npm beside it under the target dir.
+
+mod support;
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+use support::{ShopApiCommand as _, fernhill, fernhill_mcp, start_api, status};
+use tokio::process::Command;
+
+const INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
+
+/// One private `mcpdo` daemon, its home and its exports; stopped when dropped.
+struct Mcpdo {
+    folder: PathBuf,
+    home: tempfile::TempDir,
+    exports: Vec<(String, String)>,
+}
+
+impl Mcpdo {
+    fn start() -> Self {
+        let folder = support::npm("inspector", &["node@22", INSPECTOR], &[]);
+        let home = tempfile::tempdir().unwrap();
+        let mut mcpdo = Self { folder, home, exports: Vec::new() };
+        let private = std::process::Command::new(mcpdo.bin("mcpdo"))
+            .arg("private")
+            .envs(mcpdo.env())
+            .output()
+            .expect("mcpdo runs");
+        assert!(private.status.success(), "mcpdo private: {}", String::from_utf8_lossy(&private.stderr));
+        // `export NAME=VALUE` lines, for a shell to eval.
+        for line in String::from_utf8_lossy(&private.stdout).lines() {
+            let Some((name, value)) = line.trim().strip_prefix("export ").and_then(|pair| pair.split_once('=')) else {
+                continue;
+            };
+            mcpdo.exports.push((name.to_owned(), value.trim_matches(['\'', '"']).to_owned()));
+        }
+        assert!(!mcpdo.exports.is_empty(), "mcpdo private exported nothing");
+        mcpdo
+    }
+
+    fn bin(&self, name: &str) -> PathBuf {
+        self.folder.join("node_modules/.bin").join(name)
+    }
+
+    /// Node 22 first on the path (the Inspector's bins run `env node`), a home of its own, and
+    /// the private daemon's exports.
+    fn env(&self) -> Vec<(String, String)> {
+        let path = format!("{}:{}", self.folder.join("node_modules/.bin").display(), std::env::var("PATH").unwrap());
+        let mut env = vec![
+            ("PATH".to_owned(), path),
+            ("HOME".to_owned(), self.home.path().display().to_string()),
+            ("MCP_INSPECTOR_SECRET_STORE".to_owned(), "file".to_owned()),
+            ("MCP_ALLOW_DEFAULT_CONNECTION".to_owned(), "0".to_owned()),
+        ];
+        env.extend(self.exports.iter().cloned());
+        env
+    }
+
+    /// `mcpdo ARGS --format json`: its JSON answer, and how long the command took.
+    async fn run(&self, args: &[&str]) -> (Value, Duration) {
+        let started = Instant::now();
+        let run = Command::new(self.bin("mcpdo")).args(["--format", "json"]).args(args).envs(self.env()).output();
+        let output = tokio::time::timeout(Duration::from_secs(60), run).await.expect("mcpdo answered").unwrap();
+        let took = started.elapsed();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "mcpdo {args:?}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        let json = stdout.find('{').map(|at| &stdout[at..]).unwrap_or("null");
+        (serde_json::from_str(json).unwrap_or_else(|_| panic!("mcpdo {args:?} said {stdout}")), took)
+    }
+}
+
+impl Drop for Mcpdo {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(self.bin("mcpdo")).args(["daemon", "stop"]).envs(self.env()).output();
+    }
+}
+
+/// A script that starts the server under `fernhill wire`, recording to `trace`, as an
+/// Inspector's stdio target (mcpdo takes a command, not an environment of its own making).
+fn server_script(dir: &Path, name: &str, trace: &Path, api: &shop_api::RunningApi) -> PathBuf {
+    let mut env = std::process::Command::new("true");
+    env.shop_api(api);
+    let exports: String = env
+        .get_envs()
+        .filter_map(|(name, value)| Some(format!("export {}='{}'\n", name.to_str()?, value?.to_str()?)))
+        .collect();
+    let script = dir.join(name);
+    let body = format!(
+        "#!/bin/sh\n{exports}exec '{}' wire --log '{}' -- '{}' serve\n",
+        fernhill().display(),
+        trace.display(),
+        fernhill_mcp().display()
+    );
+    std::fs::write(&script, body).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    script
+}
+
+/// The recorded wire: each message with its time and direction (`out`: to the server).
+fn wire(trace: &Path) -> Vec<(f64, String, Value)> {
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let line: Value = serde_json::from_str(line).unwrap();
+            (line["t"].as_f64().unwrap(), line["direction"].as_str().unwrap().to_owned(), line["message"].clone())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_inspector_shows_the_form_and_the_result_without_a_poll_in_either_era() {
+    let api = start_api().await;
+    let mcpdo = Mcpdo::start();
+    let dir = tempfile::tempdir().unwrap();
+    for (era, order, refund) in [("legacy", "O-2289", "R-0111"), ("modern", "O-5150", "R-0112")] {
+        let trace = dir.path().join(format!("{era}.jsonl"));
+        let script = server_script(dir.path(), &format!("{era}.sh"), &trace, &api);
+        let script = script.display().to_string();
+        let (connected, _) = mcpdo.run(&["connect", "--era", era, &script]).await;
+        assert_eq!(connected["era"].as_str().unwrap_or(era), era, "{connected}");
+        let (quote, _) =
+            mcpdo.run(&["--connection", &script, "tools/call", "quote_refund", &format!("order_id:={order}")]).await;
+        let quote_id = quote["structuredContent"]["quote_id"].as_str().unwrap().to_owned();
+        let (pending, to_form) =
+            mcpdo.run(&["--connection", &script, "tools/call", "issue_refund", &format!("quote_id:={quote_id}")]).await;
+        let pending = &pending["elicitationPending"];
+        assert!(pending["message"].as_str().unwrap().starts_with("Refund "), "the form: {pending}");
+        let id = pending["elicitationId"].as_str().unwrap().to_owned();
+        let (done, to_result) = mcpdo.run(&["elicitation/respond", &id, "release:=true"]).await;
+        assert_eq!(done["structuredContent"]["status"], "requested", "{done}");
+        assert_eq!(status(&api, refund).await, shop_api::RefundStatus::Requested);
+
+        // On the wire: the question is the next thing the server says after the call, and the
+        // result the next after the answer; nothing is polled.
+        let messages = wire(&trace);
+        assert!(messages.iter().all(|(_, _, message)| message["method"] != "tasks/get"), "{era}: nothing polled");
+        let call = messages
+            .iter()
+            .position(|(_, way, m)| way == "out" && m["params"]["arguments"]["quote_id"] == quote_id.as_str())
+            .expect("the call on the wire");
+        let (called_at, asked_at) = (messages[call].0, messages[call + 1].0);
+        let asked = &messages[call + 1].2;
+        match era {
+            "legacy" => assert_eq!(asked["method"], "elicitation/create", "{asked}"),
+            _ => assert_eq!(asked["result"]["resultType"], "input_required", "{asked}"),
+        }
+        let answered = messages[call + 2..].iter().position(|(_, way, _)| way == "out").unwrap() + call + 2;
+        let (answer_at, result_at) = (messages[answered].0, messages[answered + 1].0);
+        assert_eq!(messages[answered + 1].2["result"]["structuredContent"]["status"], "requested");
+        eprintln!(
+            "{era}: the form {:.1} ms after the call on the wire ({} ms for the Inspector's command), the result \
+             {:.1} ms after the answer ({} ms)",
+            (asked_at - called_at) * 1000.0,
+            to_form.as_millis(),
+            (result_at - answer_at) * 1000.0,
+            to_result.as_millis()
+        );
+        mcpdo.run(&["disconnect", &script]).await;
+    }
+}
