@@ -50,7 +50,7 @@ pub async fn connect_as<H: ClientHandler>(
     let client = match credentials {
         Credentials::None => {
             let transport = StreamableHttpClientTransport::with_client(pooled_http_client(), config);
-            Client::connect_with(handler, transport, lifecycle).await?
+            Client::connect_with(handler, transport, lifecycle).await.map_err(said)?
         }
         Credentials::TokenCommand(command) => {
             let output = tokio::process::Command::new("sh").args(["-c", command]).output().await?;
@@ -62,7 +62,7 @@ pub async fn connect_as<H: ClientHandler>(
             let token = String::from_utf8(output.stdout).context("the token command printed no text")?;
             let config = config.auth_header(token.trim().to_owned());
             let transport = StreamableHttpClientTransport::with_client(pooled_http_client(), config);
-            Client::connect_with(handler, transport, lifecycle).await?
+            Client::connect_with(handler, transport, lifecycle).await.map_err(said)?
         }
         Credentials::ClientSecret { client_id, client_secret, scopes } => {
             let mut state = OAuthState::new(url, None).await.context("discovering the authorization server")?;
@@ -75,8 +75,37 @@ pub async fn connect_as<H: ClientHandler>(
             state.authenticate_client_credentials(grant).await.context("the client credentials grant")?;
             let manager = state.into_authorization_manager().context("the authorization did not finish")?;
             let http = AuthClient::new(pooled_http_client(), manager);
-            Client::connect_with(handler, StreamableHttpClientTransport::with_client(http, config), lifecycle).await?
+            let transport = StreamableHttpClientTransport::with_client(http, config);
+            Client::connect_with(handler, transport, lifecycle).await.map_err(said)?
         }
     };
     Ok(client)
+}
+
+/// A client's failure as words for a person (`ClientError::in_words`): what failed, not the
+/// Rust type of the transport it failed in.
+fn said(error: mrtr::client::ClientError) -> anyhow::Error {
+    anyhow::anyhow!(error.in_words())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that cannot be reached is said in words. Before, `fernhill-load` printed the
+    /// transport's Rust type (`Transport [mrtr::client::numbering::FromOne<rmcp::transport::
+    /// worker::WorkerTransport<…>>] error: …`).
+    #[tokio::test]
+    async fn a_server_that_cannot_be_reached_is_said_in_words() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/mcp", closed.local_addr().unwrap());
+        drop(closed);
+        let host = mrtr::client::ScriptedUser::unable_to_ask();
+        let Err(error) = connect(host, &url, &Credentials::None, 1).await else { panic!("connected to nothing") };
+        let said = format!("{error:#}");
+        assert!(said.contains("the transport failed"), "{said}");
+        for internal in ["FromOne", "WorkerTransport", "mrtr::", "rmcp::"] {
+            assert!(!said.contains(internal), "{said}");
+        }
+    }
 }

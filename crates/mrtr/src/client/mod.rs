@@ -79,14 +79,29 @@ impl ClientError {
     /// said once. rmcp names a failed transport by its Rust type (`Transport [FromOne<…>]
     /// error: …`); that is said as what failed instead: "the transport failed: HTTP 503".
     pub fn in_words(&self) -> String {
-        let mut words = self.to_string();
+        // The transports that failed: in the chain of sources, and in rmcp's opening error,
+        // which holds its transport's error as a field, not as its source.
+        let mut transports = Vec::new();
+        if let ClientError::Connect(opening) = self
+            && let ClientInitializeError::TransportError { error, .. } = opening.as_ref()
+        {
+            transports.push(error);
+        }
         let mut next = std::error::Error::source(self);
         while let Some(error) = next {
-            if let Some(transport) = error.downcast_ref::<rmcp::transport::DynamicTransportError>() {
-                let plain = format!("the transport failed: {}", transport.error);
-                words = words.replace(&transport.to_string(), &plain);
-            } else {
-                let said = error.to_string();
+            transports.extend(error.downcast_ref::<rmcp::transport::DynamicTransportError>());
+            next = error.source();
+        }
+        let plainly = |said: String| {
+            transports.iter().fold(said, |said, transport| {
+                said.replace(&transport.to_string(), &format!("the transport failed: {}", transport.error))
+            })
+        };
+        let mut words = plainly(self.to_string());
+        let mut next = std::error::Error::source(self);
+        while let Some(error) = next {
+            if error.downcast_ref::<rmcp::transport::DynamicTransportError>().is_none() {
+                let said = plainly(error.to_string());
                 if !words.contains(&said) {
                     words = format!("{words}: {said}");
                 }
@@ -366,5 +381,19 @@ mod tests {
         );
         let error = ClientError::Service(ServiceError::TransportSend(transport));
         assert_eq!(error.in_words(), "Transport send error: the transport failed: HTTP 503");
+        // Opening the connection, where rmcp keeps the transport's error as a field.
+        let refused = std::io::Error::other("connection refused");
+        let transport = rmcp::transport::DynamicTransportError::from_parts(
+            "mrtr::client::numbering::FromOne<rmcp::transport::worker::WorkerTransport<Http>>",
+            std::any::TypeId::of::<()>(),
+            Box::new(refused),
+        );
+        let opening =
+            ClientInitializeError::TransportError { error: transport, context: "send discover request".into() };
+        assert_eq!(
+            ClientError::Connect(Box::new(opening)).in_words(),
+            "could not open the connection: Send message error the transport failed: connection refused, when send \
+             discover request"
+        );
     }
 }

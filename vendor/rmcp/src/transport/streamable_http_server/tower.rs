@@ -1116,6 +1116,19 @@ struct NormalizedAuthority {
     port: Option<u16>,
 }
 
+// PATCHED (fernhill, change 6 in PATCHED.md): a refused Host is logged as the header said it,
+// `host[:port]`, where the log had the struct's `Debug` form.
+impl std::fmt::Display for NormalizedAuthority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.host.contains(':'), self.port) {
+            (true, Some(port)) => write!(f, "[{}]:{port}", self.host),
+            (true, None) => write!(f, "[{}]", self.host),
+            (false, Some(port)) => write!(f, "{}:{port}", self.host),
+            (false, None) => f.write_str(&self.host),
+        }
+    }
+}
+
 fn normalize_authority(host: &str, port: Option<u16>) -> NormalizedAuthority {
     NormalizedAuthority {
         host: normalize_host(host),
@@ -1384,7 +1397,8 @@ fn validate_dns_rebinding_headers(
     let host = parse_host_header(uri, headers)?;
     if !host_is_allowed(&host, &config.allowed_hosts) {
         tracing::warn!(
-            host = ?host,
+            // PATCHED (fernhill, change 6 in PATCHED.md): the host as `host[:port]`.
+            host = %host,
             "rejected request with disallowed Host header (possible DNS rebinding attempt)",
         );
         return Err(forbidden_response("Forbidden: Host header is not allowed").into());
