@@ -19,7 +19,7 @@ use crate::{
     overload::{self, OverloadPlan},
     report::Report,
     task_cost::{self, TaskCostPlan},
-    waiting_tasks::{self, TaskStrike, TasksPlan},
+    waiting_tasks::{self, TaskBooks, TaskStrike, TasksPlan},
 };
 
 /// How much load: leads at once, confirmations in all.
@@ -345,14 +345,15 @@ pub async fn faults(options: FaultsOptions) -> anyhow::Result<()> {
 /// failover, then decided; the books as a table, and whether they held.
 pub async fn tasks(options: TasksOptions) -> anyhow::Result<()> {
     anyhow::ensure!(options.tasks > 0 && options.concurrency > 0, "--tasks and --concurrency must be at least 1");
-    let (mut held, program) = (true, options.program.path()?);
+    let program = options.program.path()?;
+    let mut runs = Vec::new();
     for strike in options.strikes {
+        eprintln!("fernhill-load: {} tasks waiting while Redis is {strike}", options.tasks);
         let plan = TasksPlan { tasks: options.tasks, concurrency: options.concurrency, strike, ..TasksPlan::default() };
-        let books = waiting_tasks::run(&program, &plan).await?;
-        print!("{}", books.render());
-        held &= books.hold();
+        runs.push(waiting_tasks::run(&program, &plan).await?);
     }
-    anyhow::ensure!(held, "the books did not hold");
+    print!("{}", waiting_tasks::render(&runs));
+    anyhow::ensure!(runs.iter().all(TaskBooks::hold), "the books did not hold");
     Ok(())
 }
 

@@ -152,40 +152,49 @@ impl TaskBooks {
 
     /// The books as a Markdown table, then the first problems.
     pub fn render(&self) -> String {
-        let mut out = String::from(
-            "| tasks | waiting | replicas restarted | Redis | decided | completed | released | decided twice \
-             | declined / standing | answered -32602 | lost | not ended | not as the lead said | rerouted \
-             | decision to end p50 / p99 ms | bytes per waiting task (record / in Redis) |\n\
-             |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-        );
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        render(std::slice::from_ref(self))
+    }
+}
+
+/// Runs' books as one Markdown table, a row each, then each run's first problems.
+pub fn render(runs: &[TaskBooks]) -> String {
+    let mut out = String::from(
+        "| tasks | waiting | replicas restarted | Redis | decided | completed | released | decided twice \
+         | declined / standing | answered -32602 | lost | not ended | not as the lead said | rerouted \
+         | decision to end p50 / p99 ms | bytes per waiting task (record / in Redis) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    for books in runs {
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {:.1} / {:.1} | {} / {} |\n",
-            self.tasks,
-            self.waiting,
-            self.restarts,
-            self.struck.map_or_else(|| "untouched".to_owned(), |struck| struck.to_string()),
-            self.answered,
-            self.completed,
-            self.released,
-            self.decided_twice,
-            self.declined,
-            self.declined - self.overturned.min(self.declined),
-            self.refused_unknown,
-            self.lost,
-            self.not_ended,
-            self.not_as_said,
-            self.rerouted,
-            ms(self.answer_to_end.p50),
-            ms(self.answer_to_end.p99),
-            self.bytes_per_waiting_task.0,
-            self.bytes_per_waiting_task.1,
+            books.tasks,
+            books.waiting,
+            books.restarts,
+            books.struck.map_or_else(|| "untouched".to_owned(), |struck| struck.to_string()),
+            books.answered,
+            books.completed,
+            books.released,
+            books.decided_twice,
+            books.declined,
+            books.declined - books.overturned.min(books.declined),
+            books.refused_unknown,
+            books.lost,
+            books.not_ended,
+            books.not_as_said,
+            books.rerouted,
+            ms(books.answer_to_end.p50),
+            ms(books.answer_to_end.p99),
+            books.bytes_per_waiting_task.0,
+            books.bytes_per_waiting_task.1,
         ));
-        for problem in self.problems.iter().take(10) {
+    }
+    for books in runs {
+        for problem in books.problems.iter().take(10) {
             out.push_str(&format!("{problem}\n"));
         }
-        out
     }
+    out
 }
 
 /// One refund waiting as a task.
