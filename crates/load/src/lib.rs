@@ -24,10 +24,11 @@
 //! - [`redis_server`]: a Redis of a run's own, to stop and start again, [`sentinel`]: a
 //!   primary, a replica and a Sentinel, to fail over, and [`cluster`]: a Redis Cluster of
 //!   three primaries with a replica each, to fail over and reshard (`redis_node`: one node);
-//! - [`task_cost`]: what a waiting task costs one server: CPU per `tasks/get` and
-//!   `tasks/update` beside a `lookup_order`, and its memory while tasks wait;
-//! - [`waiting_tasks`]: refunds that wait as tasks (the Tasks extension) while every replica
-//!   is restarted and Redis fails over, then answered through random replicas: the books;
+//! - [`task_cost`]: what a task waiting for another lead costs one server: CPU per
+//!   `tasks/get` beside a `lookup_order`, and its memory while tasks wait;
+//! - [`waiting_tasks`]: refunds that wait as tasks for another lead (the Tasks extension)
+//!   while every replica is restarted and Redis fails over or crashes, then decided and read
+//!   through random replicas: the books;
 //! - [`cold_start`]: a stdio server's start to its first answer, and its peak memory;
 //! - [`usage`]: the CPU time server processes spend during a run, and their memory;
 //! - [`echo`]: the floor, a bare JSON service answering a confirmation's requests with canned

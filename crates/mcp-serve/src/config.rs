@@ -151,7 +151,9 @@ pub struct HttpConfig {
     #[arg(long, env = "SHOP_AUTH_CHECKS", default_value_t = oauth_resource::budget::DEFAULT_IN_ALL, value_name = "PER_SECOND")]
     pub auth_checks: u32,
 
-    /// 2025 sessions this replica keeps at once; past it, an initialize gets 503.
+    /// 2025 sessions this replica keeps at once; past it, the longest-idle session of the
+    /// caller holding the most ends for a newcomer, and when that caller has none idle, an
+    /// initialize gets 503.
     #[arg(long, env = "SHOP_MAX_SESSIONS", default_value_t = DEFAULT_MAX_SESSIONS, value_name = "N")]
     pub max_sessions: usize,
 

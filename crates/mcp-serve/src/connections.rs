@@ -52,7 +52,7 @@ use axum::{
     http::{HeaderValue, header},
     response::Response,
 };
-use caller::{NetworkKey, ShareKey};
+use caller::{ClientAddress, NetworkKey, ShareKey};
 use hyper::{body::Incoming, server::conn::http1};
 use hyper_util::{
     rt::{TokioIo, TokioTimer},
@@ -151,7 +151,23 @@ struct Place {
     open: Arc<Open>,
     /// Its order among the connections opened.
     order: u64,
-    client: Option<(ShareKey, Option<NetworkKey>)>,
+    /// It came while the replica was full: it stays only in the place of a connection that
+    /// has sent nothing, once its client is known to be within its shares.
+    over_the_bound: bool,
+    client: Option<ClientShares>,
+}
+
+/// The shares a client's connection is counted under: its own, and its network's.
+#[derive(Clone, Copy)]
+struct ClientShares {
+    client: ShareKey,
+    network: NetworkKey,
+}
+
+impl ClientShares {
+    fn of(client: ClientAddress) -> Option<Self> {
+        Some(Self { client: client.share()?, network: client.network()? })
+    }
 }
 
 /// What a client may hold at once.
@@ -162,20 +178,18 @@ struct Share {
 }
 
 impl Open {
-    /// A place for a new connection, which has sent nothing yet; when the replica is full,
-    /// the oldest connection that has sent no whole request head yet is told to close to make
-    /// room for it, and `None` when there is none. With the place, what tells this connection
-    /// to close for a newcomer in turn.
-    fn enter(self: &Arc<Self>, max: usize) -> Option<(Place, oneshot::Receiver<()>)> {
+    /// A place for a new connection, counted at once; over `max` when the replica is full.
+    fn enter(self: &Arc<Self>, max: usize) -> Place {
         let taken = self.in_all.fetch_add(1, Ordering::AcqRel);
         let order = self.opened.fetch_add(1, Ordering::Relaxed);
-        let place = Place { open: self.clone(), order, client: None };
-        if taken >= max && !self.make_room() {
-            return None;
-        }
+        Place { open: self.clone(), order, over_the_bound: taken >= max, client: None }
+    }
+
+    /// The connection `order` has sent nothing yet: a newcomer may have it closed; what says so.
+    fn sends_nothing_yet(&self, order: u64) -> oneshot::Receiver<()> {
         let (close, closing) = oneshot::channel();
         self.unsent().insert(order, close);
-        Some((place, closing))
+        closing
     }
 
     /// Tell the oldest connection that has sent no whole request head yet to close; whether
@@ -191,8 +205,9 @@ impl Open {
         false
     }
 
-    /// The connection `order` has sent a whole request head: it stays, whoever comes.
-    fn sent(&self, order: u64) {
+    /// The connection `order` is no longer one a newcomer may have closed: it sent a whole
+    /// request head, or it is gone.
+    fn keeps_its_place(&self, order: u64) {
         self.unsent().remove(&order);
     }
 
@@ -201,19 +216,17 @@ impl Open {
     }
 
     /// Count the place against its client's and its network's shares, or say one is spent.
-    fn claim(&self, place: &mut Place, client: Option<(ShareKey, Option<NetworkKey>)>, max: Share) -> bool {
-        let Some((key, network)) = client else { return true };
-        let mut shares = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
-        let held = shares.per_client.get(&key).copied().unwrap_or(0);
-        let in_network = network.and_then(|network| shares.per_network.get(&network).copied()).unwrap_or(0);
-        if held >= max.per_client || in_network >= max.per_network {
+    fn claim(&self, place: &mut Place, client: Option<ClientShares>, max: Share) -> bool {
+        let Some(shares) = client else { return true };
+        let mut held = self.shares.lock().unwrap_or_else(PoisonError::into_inner);
+        let by_client = held.per_client.get(&shares.client).copied().unwrap_or(0);
+        let by_network = held.per_network.get(&shares.network).copied().unwrap_or(0);
+        if by_client >= max.per_client || by_network >= max.per_network {
             return false;
         }
-        *shares.per_client.entry(key).or_default() += 1;
-        if let Some(network) = network {
-            *shares.per_network.entry(network).or_default() += 1;
-        }
-        place.client = Some((key, network));
+        *held.per_client.entry(shares.client).or_default() += 1;
+        *held.per_network.entry(shares.network).or_default() += 1;
+        place.client = Some(shares);
         true
     }
 }
@@ -231,13 +244,11 @@ fn give_back<K: std::hash::Hash + Eq>(held: &mut HashMap<K, usize>, key: &K) {
 impl Drop for Place {
     fn drop(&mut self) {
         self.open.in_all.fetch_sub(1, Ordering::AcqRel);
-        self.open.sent(self.order);
-        if let Some((key, network)) = &self.client {
-            let mut shares = self.open.shares.lock().unwrap_or_else(PoisonError::into_inner);
-            give_back(&mut shares.per_client, key);
-            if let Some(network) = network {
-                give_back(&mut shares.per_network, network);
-            }
+        self.open.keeps_its_place(self.order);
+        if let Some(shares) = &self.client {
+            let mut held = self.open.shares.lock().unwrap_or_else(PoisonError::into_inner);
+            give_back(&mut held.per_client, &shares.client);
+            give_back(&mut held.per_network, &shares.network);
         }
     }
 }
@@ -273,16 +284,13 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let Some((place, closing)) = open.enter(bounds.max_connections.max(1)) else {
-            refuse(stream, TurnedAway::Full, &refusing);
-            continue;
-        };
+        let place = open.enter(bounds.max_connections.max(1));
         let _ = stream.set_nodelay(true);
         let connection =
             Connection { app: app.clone(), bounds, addresses: addresses.clone(), builder: builder.clone() };
         let (open, refusing, watcher) = (open.clone(), refusing.clone(), graceful.watcher());
         tokio::spawn(async move {
-            connection.serve(stream, peer.ip(), (place, closing), &open, &refusing, watcher).await;
+            connection.serve(stream, peer.ip(), place, &open, &refusing, watcher).await;
         });
     }
     drop(listener);
@@ -309,34 +317,58 @@ impl Connection {
         self,
         mut stream: TcpStream,
         peer: IpAddr,
-        (mut place, closing): (Place, oneshot::Receiver<()>),
+        mut place: Place,
         open: &Arc<Open>,
         refusing: &Arc<Semaphore>,
         watcher: hyper_util::server::graceful::Watcher,
     ) {
         let bounds = self.bounds;
         let started = tokio::time::Instant::now();
+        // Within the bound, a newcomer may have this connection closed from its first byte
+        // (its PROXY header included) until it has sent a whole request head.
+        let mut closing = (!place.over_the_bound).then(|| open.sends_nothing_yet(place.order));
         let client = match self.addresses.expects_proxy_header(peer) {
             false => self.addresses.of_connection(peer),
-            true => match self.addresses.read_proxy_header(&mut stream, peer, bounds.header_timeout).await {
-                Ok(client) => client,
-                Err(error) => {
-                    tracing::debug!(%peer, %error, "a trusted proxy's connection without a PROXY header; closed");
-                    TurnedAway::NoProxyHeader.count();
-                    return;
+            true => {
+                let reading = self.addresses.read_proxy_header(&mut stream, peer, bounds.header_timeout);
+                let read = match closing.as_mut() {
+                    None => reading.await,
+                    Some(closing) => tokio::select! {
+                        read = reading => read,
+                        _ = closing => {
+                            tracing::debug!(%peer, "a PROXY header still coming, and the replica full; closed");
+                            return;
+                        }
+                    },
+                };
+                match read {
+                    Ok(client) => client,
+                    Err(error) => {
+                        tracing::debug!(%peer, %error, "a trusted proxy's connection without a PROXY header; closed");
+                        TurnedAway::NoProxyHeader.count();
+                        return;
+                    }
                 }
-            },
+            }
         };
         let share = Share {
             per_client: bounds.max_connections_per_client.max(1),
             per_network: bounds.max_connections_per_network.max(1),
         };
-        let client_share = client.share().map(|key| (key, client.network()));
-        if !open.claim(&mut place, client_share, share) {
+        // The shares first: a client past its own closes nobody's connection.
+        if !open.claim(&mut place, ClientShares::of(client), share) {
             tracing::debug!(%client, "a client past its share of connections; turned away");
             drop(place);
             refuse(stream, TurnedAway::ClientShare, refusing);
             return;
+        }
+        if place.over_the_bound {
+            if !open.make_room() {
+                drop(place);
+                refuse(stream, TurnedAway::Full, refusing);
+                return;
+            }
+            closing = Some(open.sends_nothing_yet(place.order));
         }
         let mut stream = TimeoutStream::new(stream);
         stream.set_write_timeout(Some(bounds.write_timeout));
@@ -344,13 +376,13 @@ impl Connection {
         let first_request = Arc::new(Mutex::new(Some(first_request)));
         let answered = Arc::new(AtomicUsize::new(0));
         let addresses = self.addresses.clone();
-        let (order, sent) = (place.order, open.clone());
+        let (order, places) = (place.order, open.clone());
         let service = self
             .app
             .map_request(move |request: Request<Incoming>| {
                 if let Some(seen) = first_request.lock().unwrap_or_else(PoisonError::into_inner).take() {
                     let _ = seen.send(());
-                    sent.sent(order);
+                    places.keeps_its_place(order);
                 }
                 let mut request = request.map(Body::new);
                 let client = addresses.of_request(client, request.headers());
@@ -377,9 +409,12 @@ impl Connection {
         // Told to close for a newcomer while it had sent no whole request head (an answer
         // to nothing: once it has, what would tell it is gone, and this never resolves).
         let made_room = async {
-            match closing.await {
-                Ok(()) => (),
-                Err(_) => pending().await,
+            let told = match closing {
+                Some(closing) => closing.await.is_ok(),
+                None => false,
+            };
+            if !told {
+                pending::<()>().await;
             }
         };
         tokio::select! {

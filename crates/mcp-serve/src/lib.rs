@@ -4,8 +4,9 @@
 //! ([`router`], a pure function of its configuration, its handler and its gate) and serves it
 //! until told to stop ([`serve`]). In the order a request meets them:
 //!
-//! - [`connections`]: every connection accepted within bounds (503 when full, 429 past a
-//!   client's share), its first request within a deadline; the client's address learned from
+//! - [`connections`]: every connection accepted within bounds (when full, in the place of one
+//!   that sent nothing yet, else 503; 429 past a client's or its network's share), its first
+//!   request within a deadline; the client's address learned from
 //!   trusted proxies ([`client_address`]: PROXY v2 or a forwarded header);
 //! - [`router`]: the layers in front of rmcp: status fix-up and timing, the authorization gate
 //!   (`oauth_resource`), each caller's share of requests ([`rate_limit`]), the body read within

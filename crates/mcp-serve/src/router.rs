@@ -92,7 +92,8 @@ pub struct Service {
 
 impl Service {
     /// Serve `routes` beside `/mcp` (a page people open, say), behind the same per-client rates
-    /// as `/mcp`: a caller's requests to either spend from one share.
+    /// as `/mcp`, from the same buckets: a request without a token (as a browser's page is)
+    /// spends from its address's share.
     pub fn serve_beside(&mut self, routes: Router) {
         let routes = match &self.rate_limit {
             Some(limit) => routes.layer(middleware::from_fn_with_state(limit.clone(), RateLimit::limit)),

@@ -12,11 +12,11 @@
 //! - **Caps.** A caller holds at most [`Caps::per_caller`] sessions (429 beyond it) and the
 //!   replica at most [`Caps::in_all`], each with `Retry-After` and words: 20,000 `initialize`
 //!   from one caller cost sixteen sessions, not gigabytes. A full replica makes room for a
-//!   newcomer: the longest-idle session (nothing in flight) of the caller holding the most
-//!   ends, and its next request gets 404; only when every session has a request in flight is
-//!   the newcomer answered 503. Before, sixty-three callers at their share filled a replica
-//!   and every honest host after them got 503. A trusted proxy's own address has no share,
-//!   and meets the replica's cap alone.
+//!   newcomer within its own share: the longest-idle session (nothing in flight) of the caller
+//!   holding the most ends, and its next request gets 404; when that caller has none idle,
+//!   the newcomer is answered 503 (so a holder that keeps its sessions busy cannot steer the
+//!   ending onto others'). A trusted proxy's own address has no share, and meets the
+//!   replica's cap alone.
 //! - **Idle sessions end.** A session with no request in flight (a question waiting for its
 //!   person is a request in flight: its response is still open) for [`Caps::idle`] is closed,
 //!   and its next request gets 404, after which the client opens another. rmcp's own keep-alive
@@ -176,37 +176,41 @@ impl<M: Ends> Sessions<M> {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Whether `owner` may open one more session.
+    /// Whether `owner` may open one more session: within its own share first, then the
+    /// replica's.
     fn room_for(&self, owner: Option<&Owner>) -> Result<(), Full> {
         let table = self.table();
-        if table.sessions.len() >= self.caps.in_all {
-            return Err(Full::Replica(self.caps.in_all));
+        if let Some(count) = owner.and_then(|owner| table.per_owner.get(owner))
+            && *count >= self.caps.per_caller
+        {
+            return Err(Full::Caller(self.caps.per_caller));
         }
-        match owner.and_then(|owner| table.per_owner.get(owner)) {
-            Some(count) if *count >= self.caps.per_caller => Err(Full::Caller(self.caps.per_caller)),
-            _ => Ok(()),
+        match table.sessions.len() >= self.caps.in_all {
+            true => Err(Full::Replica(self.caps.in_all)),
+            false => Ok(()),
         }
     }
 
     /// Make room on a full replica: end the longest-idle session (nothing in flight) of the
-    /// caller that holds the most; whether one was ended.
+    /// caller that holds the most; whether one was ended (none when that caller has every
+    /// session busy).
     async fn make_room(&self) -> bool {
-        let ended = {
+        let (id, held) = {
             let mut table = self.table();
-            let held_by = |owner: &Option<Owner>| owner.as_ref().and_then(|owner| table.per_owner.get(owner)).copied();
+            let Some(held) = table.per_owner.values().max().copied() else { return false };
+            // Of the callers holding the most (one, or several as many), the session idle longest.
+            let holds_most =
+                |session: &Session| session.owner.as_ref().and_then(|owner| table.per_owner.get(owner)) == Some(&held);
             let victim = table
                 .sessions
                 .iter()
-                .filter(|(_, session)| session.in_flight == 0)
-                .max_by_key(|(_, session)| {
-                    (held_by(&session.owner).unwrap_or(0), std::cmp::Reverse(session.idle_since))
-                })
-                .map(|(id, session)| (id.clone(), held_by(&session.owner).unwrap_or(0)));
-            let Some((id, held)) = victim else { return false };
+                .filter(|(_, session)| session.in_flight == 0 && holds_most(session))
+                .min_by_key(|(_, session)| session.idle_since)
+                .map(|(id, _)| id.clone());
+            let Some(id) = victim else { return false };
             table.remove(&id);
             (id, held)
         };
-        let (id, held) = ended;
         tracing::info!(session = %id, held, "the replica is full: ended the longest-idle session of the caller holding the most");
         metrics::counter!(crate::prometheus::SESSIONS_ENDED_FOR_ROOM).increment(1);
         self.manager.close(&id).await;
@@ -388,7 +392,8 @@ impl<M: Ends> Sessions<M> {
                 // The body is in memory already (the JSON-RPC check read it).
                 let bytes = to_bytes(body, MAX_BODY_BYTES).await.unwrap_or_default();
                 if opens_a_session(&bytes) {
-                    // A full replica makes room for a caller within its own share.
+                    // A full replica makes room for a caller within its own share (`room_for`
+                    // tells the caller's share first).
                     let room = match full {
                         Full::Replica(_) if self.make_room().await => self.room_for(owner.as_ref()),
                         full => Err(full),
@@ -650,35 +655,49 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_full_replica_ends_the_longest_idle_session_of_the_caller_holding_the_most() {
         let (app, sessions) = app(Caps { in_all: 6, per_caller: 3, ..CAPS });
-        for who in ["alice", "alice", "alice", "bob", "bob", "carol"] {
+        // Bob's and carol's sessions are the longest idle of all: the ending is not theirs.
+        for who in ["bob", "bob", "carol", "alice", "alice", "alice"] {
             assert_eq!(send(&app, from(Some(who), Method::POST, None)).await.status(), StatusCode::OK);
             tokio::time::advance(Duration::from_secs(1)).await;
         }
-        // s0, alice's oldest, has a request in flight (a question waiting for its person).
-        let waiting = app.clone().oneshot(from(Some("alice"), Method::POST, Some("s0"))).await.unwrap();
+        // s3, alice's oldest, has a request in flight (a question waiting for its person).
+        let waiting = app.clone().oneshot(from(Some("alice"), Method::POST, Some("s3"))).await.unwrap();
         let dave = send(&app, from(Some("dave"), Method::POST, None)).await;
         assert_eq!(dave.status(), StatusCode::OK, "made room for");
-        let ended = send(&app, from(Some("alice"), Method::POST, Some("s1"))).await;
+        let ended = send(&app, from(Some("alice"), Method::POST, Some("s4"))).await;
         assert_eq!(ended.status(), StatusCode::NOT_FOUND, "alice's longest-idle session ended");
-        for (who, kept) in [("alice", "s2"), ("bob", "s3"), ("carol", "s5")] {
+        for (who, kept) in [("bob", "s0"), ("bob", "s1"), ("carol", "s2"), ("alice", "s5")] {
             assert_eq!(send(&app, from(Some(who), Method::POST, Some(kept))).await.status(), StatusCode::OK);
+            tokio::time::advance(Duration::from_secs(1)).await;
         }
-        assert!(sessions.table().sessions.contains_key("s0"), "the waiting one stays");
+        assert!(sessions.table().sessions.contains_key("s3"), "the waiting one stays");
+        // Alice and bob hold two each now, and bob's s0 has been idle longest of theirs: alice's
+        // third session takes its place.
+        let (alice, held) = (from(Some("alice"), Method::POST, None), sessions.table().sessions.len());
+        assert_eq!(send(&app, alice).await.status(), StatusCode::OK, "alice has two: room is made for her third");
+        assert_eq!(send(&app, from(Some("bob"), Method::POST, Some("s0"))).await.status(), StatusCode::NOT_FOUND);
+        // A caller at its own share is told so, and ends nobody's session.
+        let past_share = send(&app, from(Some("alice"), Method::POST, None)).await;
+        assert_eq!(past_share.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(sessions.table().sessions.len(), held, "nobody's session ended for a caller past its share");
         drop(waiting);
-
-        let (app, _waiting) = app_with_every_session_waiting().await;
-        assert_eq!(send(&app, from(Some("erin"), Method::POST, None)).await.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
 
-    /// A replica of two sessions, each with a request in flight, and those requests.
-    async fn app_with_every_session_waiting() -> (Router, Vec<Response>) {
-        let (app, _) = app(Caps { in_all: 2, ..CAPS });
-        let mut waiting = Vec::new();
-        for (who, id) in [("alice", "s0"), ("bob", "s1")] {
-            assert_eq!(send(&app, from(Some(who), Method::POST, None)).await.status(), StatusCode::OK);
-            waiting.push(app.clone().oneshot(from(Some(who), Method::POST, Some(id))).await.unwrap());
+    /// The caller holding the most keeps every session busy (a stream each): nobody else's
+    /// session is ended for a newcomer, who is answered 503.
+    #[tokio::test]
+    async fn a_holder_that_keeps_its_sessions_busy_cannot_steer_the_ending_onto_others() {
+        let (app, sessions) = app(Caps { in_all: 3, ..CAPS });
+        let mut busy = Vec::new();
+        for id in ["s0", "s1"] {
+            assert_eq!(send(&app, from(Some("alice"), Method::POST, None)).await.status(), StatusCode::OK);
+            busy.push(app.clone().oneshot(from(Some("alice"), Method::POST, Some(id))).await.unwrap());
         }
-        (app, waiting)
+        assert_eq!(send(&app, from(Some("bob"), Method::POST, None)).await.status(), StatusCode::OK);
+        let erin = send(&app, from(Some("erin"), Method::POST, None)).await;
+        assert_eq!(erin.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(sessions.table().sessions.contains_key("s2"), "bob's idle session stays");
+        drop(busy);
     }
 
     /// A session with a request in flight lives however long it waits; once nothing is in

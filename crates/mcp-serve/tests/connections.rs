@@ -129,3 +129,26 @@ async fn the_clients_of_one_network_hold_one_share_together() {
     let mut elsewhere = connect_from([127, 0, 9, 2], replica).await;
     assert_eq!(health_on(&mut elsewhere).await, 200);
 }
+
+/// A client past its share closes nobody's connection on a full replica: it is refused 429
+/// first. (Were room made before the shares were counted, its newcomer would close the oldest
+/// connection that sent nothing yet, another client's, and only then be refused.)
+#[tokio::test]
+async fn a_client_past_its_share_closes_nobody_s_connection() {
+    let replica = replica(bounds(4, 2, 2)).await;
+    let mut other = Vec::new();
+    for _ in 0..2 {
+        other.push(half_sent([127, 0, 2, 2], replica).await);
+    }
+    let mut own = Vec::new();
+    for _ in 0..2 {
+        own.push(half_sent([127, 0, 1, 2], replica).await);
+    }
+    let mut past_its_share = connect_from([127, 0, 1, 2], replica).await;
+    assert_eq!(health_on(&mut past_its_share).await, 429);
+    // The other client's oldest connection, which sent nothing whole yet, is still there.
+    other[0].write_all(b"\r\n").await.unwrap();
+    let mut answer = [0u8; 64];
+    let read = tokio::time::timeout(STEP, other[0].read(&mut answer)).await.expect("answered").unwrap();
+    assert!(answer[..read].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer[..read]));
+}

@@ -582,7 +582,7 @@ impl Asking {
             if finished().await? {
                 return Ok(Some(UrlOutcome::Finished));
             }
-            match self.url_answer(question.key) {
+            match self.url_answered(question.key) {
                 Some(Outcome::Declined) => return Ok(Some(UrlOutcome::Declined)),
                 Some(Outcome::Cancelled) => return Ok(Some(UrlOutcome::Cancelled)),
                 _ if !question.ask_again => return Ok(Some(UrlOutcome::Unfinished)),
@@ -622,8 +622,8 @@ impl Asking {
     }
 
     /// The person's answer to the URL question `key` of the last round, if it was asked and
-    /// answered.
-    fn url_answer(&self, key: &str) -> Option<Outcome<()>> {
+    /// answered (an accept says only that they agreed to open the page).
+    pub fn url_answered(&self, key: &str) -> Option<Outcome<()>> {
         if !self.was_asked(key) {
             return None;
         }
@@ -876,16 +876,16 @@ mod tests {
     fn a_url_question_is_asked_and_its_answer_read_next_round() {
         let both = serde_json::from_value(json!({"elicitation": {"form": {}, "url": {}}})).ok();
         let mut first = Asking::new(None, None, both.clone());
-        assert_eq!(first.url_answer("connect"), None);
+        assert_eq!(first.url_answered("connect"), None);
         first.set_own_state("flow-1");
         first.ask_url("connect", "https://pay.example/connect/flow-1".into(), "Connect").unwrap();
         let asked = first.input_required();
         let responses: InputResponses = serde_json::from_value(json!({"connect": {"action": "accept"}})).unwrap();
         let second = Asking::new(asked.request_state, Some(responses.clone()), both);
         assert_eq!(second.own_state(), Some("flow-1"));
-        assert_eq!(second.url_answer("connect"), Some(Outcome::Accepted(())));
+        assert_eq!(second.url_answered("connect"), Some(Outcome::Accepted(())));
         // Never asked: no answer counts.
-        assert_eq!(Asking::new(None, Some(responses), caps()).url_answer("connect"), None);
+        assert_eq!(Asking::new(None, Some(responses), caps()).url_answered("connect"), None);
         // A client that declared forms only cannot be sent to a page.
         assert_eq!(Asking::new(None, None, caps()).ask_url("connect", "u".into(), "m").unwrap_err().code.0, -32021);
     }

@@ -70,3 +70,121 @@ pub trait OnceOnly: Send + Sync {
         self.claim_as(key, "1", keep)
     }
 }
+
+/// What a claim on an answer holds, typed: the answer its claimant is acting on and since
+/// when, or the mark that the answer was acted on and its person told. Kept in the record as
+/// `yes@MS`, `no@MS` (milliseconds since 1970, by the claimant's clock) and `acted-on`.
+///
+/// A claim whose claimant stops between its claim and its side effect would refuse every copy
+/// of the answer until it expires; its [lease](AnswerClaim::lease) says when a copy of the same
+/// answer may take it over ([`OnceOnly::take_over`], a compare-and-set on what was read), and
+/// the mark says the answer was acted on, so a copy is a replay at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerClaim {
+    /// Its claimant acts on a yes (`approving`) or a no, since `since_ms`.
+    Acting {
+        /// Whether the answer acted on approves.
+        approving: bool,
+        /// When the claim was taken, in milliseconds since 1970.
+        since_ms: u64,
+    },
+    /// The answer was acted on and its person told.
+    ActedOn,
+}
+
+/// Where a claim on an answer stands for a copy of an answer that found it taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// Its claimant may still be acting: wait at most `left`, then look again.
+    Held {
+        /// How long the lease runs yet.
+        left: Duration,
+    },
+    /// Its claimant had the lease and did not finish: a copy of the same answer may take it
+    /// over (the compare-and-set on the claim as read decides which copy).
+    Lapsed,
+    /// The answer was acted on: a copy is a replay.
+    ActedOn,
+    /// Taken for the other answer (a yes for a no, or a no for a yes): never taken over.
+    OtherAnswer,
+}
+
+const ACTED_ON: &str = "acted-on";
+
+impl AnswerClaim {
+    /// A claim acting on `approving` from `now_ms`.
+    pub fn acting(approving: bool, now_ms: u64) -> Self {
+        AnswerClaim::Acting { approving, since_ms: now_ms }
+    }
+
+    /// The claim as the record keeps it.
+    pub fn encode(&self) -> String {
+        match self {
+            AnswerClaim::Acting { approving: true, since_ms } => format!("yes@{since_ms}"),
+            AnswerClaim::Acting { approving: false, since_ms } => format!("no@{since_ms}"),
+            AnswerClaim::ActedOn => ACTED_ON.to_owned(),
+        }
+    }
+
+    /// The claim a record's value holds, if it is one (a bare [`OnceOnly::claim`] holds none).
+    pub fn decode(value: &str) -> Option<Self> {
+        if value == ACTED_ON {
+            return Some(AnswerClaim::ActedOn);
+        }
+        let (answer, since) = value.split_once('@')?;
+        let approving = match answer {
+            "yes" => true,
+            "no" => false,
+            _ => return None,
+        };
+        Some(AnswerClaim::Acting { approving, since_ms: since.parse().ok()? })
+    }
+
+    /// Where this claim stands at `now_ms` for a copy of an answer that `approves` or not,
+    /// under a lease of `lease` from the claim. A claim from a clock ahead of this one's is
+    /// young: held (the caller bounds its own wait by its own clock).
+    pub fn lease(&self, approving: bool, now_ms: u64, lease: Duration) -> Lease {
+        let AnswerClaim::Acting { approving: claimed, since_ms } = *self else { return Lease::ActedOn };
+        if claimed != approving {
+            return Lease::OtherAnswer;
+        }
+        let age = Duration::from_millis(now_ms.saturating_sub(since_ms));
+        match age >= lease {
+            true => Lease::Lapsed,
+            false => Lease::Held { left: lease - age },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEASE: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn a_claim_is_kept_as_the_record_has_always_kept_it() {
+        let yes = AnswerClaim::acting(true, 1_764_700_000_000);
+        assert_eq!(yes.encode(), "yes@1764700000000");
+        assert_eq!(AnswerClaim::decode("yes@1764700000000"), Some(yes));
+        assert_eq!(AnswerClaim::decode(&AnswerClaim::acting(false, 7).encode()), Some(AnswerClaim::acting(false, 7)));
+        assert_eq!(AnswerClaim::decode("acted-on"), Some(AnswerClaim::ActedOn));
+        assert_eq!(AnswerClaim::ActedOn.encode(), "acted-on");
+        for not_one in ["1", "", "yes", "maybe@5", "yes@", "yes@-3", "yes@ten"] {
+            assert_eq!(AnswerClaim::decode(not_one), None, "{not_one:?}");
+        }
+    }
+
+    #[test]
+    fn a_lease_runs_from_the_claim_and_lapses_for_the_same_answer_alone() {
+        let claim = AnswerClaim::acting(true, 10_000);
+        assert_eq!(claim.lease(true, 10_000, LEASE), Lease::Held { left: LEASE });
+        assert_eq!(claim.lease(true, 12_000, LEASE), Lease::Held { left: Duration::from_secs(3) });
+        assert_eq!(claim.lease(true, 15_000, LEASE), Lease::Lapsed);
+        assert_eq!(claim.lease(false, 99_000, LEASE), Lease::OtherAnswer, "a no never takes a yes's claim over");
+        assert_eq!(AnswerClaim::acting(false, 0).lease(true, 99_000, LEASE), Lease::OtherAnswer);
+        assert_eq!(AnswerClaim::ActedOn.lease(true, 99_000, LEASE), Lease::ActedOn);
+        // A claim stamped ahead of this clock is young.
+        assert_eq!(claim.lease(true, 9_000, LEASE), Lease::Held { left: LEASE });
+    }
+}

@@ -51,6 +51,9 @@ pub enum KeyRingError {
         /// The position of the repeated secret in the list given, from 0.
         index: usize,
     },
+    /// A ring of another purpose was asked for with no purpose named.
+    #[error("a key ring for another purpose than request states needs that purpose named")]
+    NoPurpose,
 }
 
 /// Why a token did not open. Each variant's text is the reason the Python SDK logs.
@@ -132,14 +135,28 @@ impl std::fmt::Debug for KeyRing {
 impl KeyRing {
     /// A ring from operator secrets, sealing key first.
     pub fn new<S: AsRef<[u8]>>(secrets: &[S]) -> Result<Self, KeyRingError> {
-        Self::for_purpose(secrets, "")
+        Self::derived(secrets, b"")
     }
 
     /// A ring from the same operator secrets as [`KeyRing::new`]'s, for sealing something other
     /// than request states: each key is derived with `purpose` in the HKDF info (after the
     /// request state's info and a zero byte), so its tokens and a request-state ring's never open
-    /// each other. An empty purpose is the request state's own ring.
+    /// each other. An empty purpose names none: [`KeyRingError::NoPurpose`].
     pub fn for_purpose<S: AsRef<[u8]>>(secrets: &[S], purpose: &str) -> Result<Self, KeyRingError> {
+        if purpose.is_empty() {
+            return Err(KeyRingError::NoPurpose);
+        }
+        Self::derived(secrets, purpose.as_bytes())
+    }
+
+    /// A ring of one random key that lives as long as this process, for `purpose`.
+    pub fn ephemeral_for(purpose: &str) -> Result<Self, KeyRingError> {
+        let secret = Zeroizing::new(rand::random::<[u8; 32]>());
+        Self::for_purpose(&[*secret], purpose)
+    }
+
+    /// The ring of `secrets`, each key derived with `purpose` (empty: the request state's).
+    fn derived<S: AsRef<[u8]>>(secrets: &[S], purpose: &[u8]) -> Result<Self, KeyRingError> {
         if secrets.is_empty() {
             return Err(KeyRingError::Empty);
         }
@@ -153,7 +170,7 @@ impl KeyRing {
             // The derived key is wiped when it goes out of scope, and the cipher (aes-gcm with
             // its `zeroize` feature) wipes its key schedule when the ring is dropped. The
             // temporary the cipher is made from lives on the stack for that one call.
-            let derived = Zeroizing::new(derive_key(secret, purpose.as_bytes()));
+            let derived = Zeroizing::new(derive_key(secret, purpose));
             let kid = key_id(&derived);
             if by_kid.insert(kid, index).is_some() {
                 return Err(KeyRingError::Duplicate { index });
@@ -257,7 +274,7 @@ mod tests {
         let cookie = sign_ins.seal(b"a sign-in");
         assert_eq!(sign_ins.open(&state), Err(OpenError::UnknownKey));
         assert_eq!(states.open(&cookie), Err(OpenError::UnknownKey));
-        assert_eq!(KeyRing::for_purpose(&[SECRET], "").unwrap().open(&state).unwrap(), b"R-0111", "the same ring");
+        assert_eq!(KeyRing::for_purpose(&[SECRET], "").unwrap_err(), KeyRingError::NoPurpose);
         let rotated = KeyRing::for_purpose(
             &[b"a new secret of at least thirty-two bytes" as &[u8], SECRET],
             "approval-page/sign-in",

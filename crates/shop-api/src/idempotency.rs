@@ -69,6 +69,12 @@ pub async fn replay_or_run(
     fingerprint.update(b" ");
     fingerprint.update(parts.uri.path().as_bytes());
     fingerprint.update(b"\n");
+    // For whom the service credential acts is part of the request: the same key sent for
+    // another person is another request (422), not the first one's answer.
+    if let Some(on_behalf_of) = parts.headers.get(crate::model::ON_BEHALF_OF) {
+        fingerprint.update(on_behalf_of.as_bytes());
+        fingerprint.update(b"\n");
+    }
     fingerprint.update(&body);
     let fingerprint = hex::encode(fingerprint.finalize());
     match database.idempotency_begin(key.clone(), fingerprint, KEPT, ABANDONED).await {

@@ -665,6 +665,9 @@ async fn a_write_sent_again_with_its_idempotency_key_gets_its_first_answer() {
     let again = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-1"), None, key).await.unwrap();
     assert_eq!(first, again, "the first answer, not a 409");
     assert_eq!(first.status, RefundStatus::Requested);
+    // The same key sent for another person is another request, not the first one's answer.
+    let for_another = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-2"), None, key).await.unwrap_err();
+    assert_eq!((for_another.status(), for_another.kind()), (Some(422), Some("idempotency_key_reused")));
     let without = h.shop.decide(&held.refund_id, "confirm", Some("lead-1")).await.unwrap_err();
     assert_eq!(without.kind(), Some("not_held"), "without the key, a second release is refused");
     let replayed = h

@@ -260,20 +260,7 @@ mod paying {
     /// not after a poll), and once the lead agreed to go, the call becomes a task that waits for
     /// them to sign in.
     async fn a_payment_waiting_as_a_task() -> PaymentTask {
-        let state = Arc::new(ProviderState::default());
-        let provider = payment_provider::spawn_loopback(state.clone()).await.unwrap();
-        let api = start_api().await;
-        let paying = |config: &mut ServeConfig| {
-            config.payments.provider = Some(provider.url.clone());
-            config.payments.token = provider.token.clone();
-        };
-        let host = ScriptedUser::always(support::release()).declaring_tasks();
-        let (client, _) = serve_with(&api, None, paying, host).await;
-        let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
-        // The host's lead is asked in the call, and says yes.
-        let released =
-            client.call_tool("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]}));
-        assert_eq!(released.await.unwrap().structured_content.unwrap()["status"], "requested");
+        let (state, provider, api, client) = a_released_refund_at_a_tasks_host().await;
         let first = asked(pay(&client, None, None).await);
         let page = url(&first);
         assert!(page.starts_with(&format!("{}/connect/", provider.url)) && !page.contains("R-0111"), "{page}");
@@ -288,6 +275,37 @@ mod paying {
         );
         assert!(wire["pollIntervalMs"].as_u64().unwrap() <= 250, "looked at again soon: {wire}");
         PaymentTask { state, provider, _api: api, client, id: created.task.task_id, page }
+    }
+
+    /// A host that declares the Tasks extension, and R-0111 released by its lead.
+    async fn a_released_refund_at_a_tasks_host()
+    -> (Arc<ProviderState>, RunningProvider, shop_api::RunningApi, Client<ScriptedUser>) {
+        let state = Arc::new(ProviderState::default());
+        let provider = payment_provider::spawn_loopback(state.clone()).await.unwrap();
+        let api = start_api().await;
+        let paying = |config: &mut ServeConfig| {
+            config.payments.provider = Some(provider.url.clone());
+            config.payments.token = provider.token.clone();
+        };
+        let host = ScriptedUser::always(support::release()).declaring_tasks();
+        let (client, _) = serve_with(&api, None, paying, host).await;
+        let quote = client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
+        // The host's lead is asked in the call, and says yes.
+        let released =
+            client.call_tool("issue_refund", json!({"quote_id": quote.structured_content.unwrap()["quote_id"]}));
+        assert_eq!(released.await.unwrap().structured_content.unwrap()["status"], "requested");
+        (state, provider, api, client)
+    }
+
+    /// A retry that carries no answer is a question not answered yet: asked again, not made a
+    /// task that waits for a sign-in nobody agreed to.
+    #[tokio::test]
+    async fn a_retry_with_no_answer_is_asked_again_not_made_a_task() {
+        let (_state, _provider, _api, client) = a_released_refund_at_a_tasks_host().await;
+        let first = asked(pay(&client, None, None).await);
+        let link = url(&first);
+        let again = asked(pay(&client, first.request_state, None).await);
+        assert_eq!(url(&again), link, "the same flow, asked again");
     }
 
     #[tokio::test]

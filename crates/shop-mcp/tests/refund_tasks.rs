@@ -117,8 +117,8 @@ async fn a_task_of_the_earlier_release_is_answered_on_any_replica_once() {
     assert_eq!(status(&api, "R-0111").await, shop_api::RefundStatus::Requested);
 }
 
-/// An answer the once-only record cannot take waits in the earlier release's task for its next look, and counts
-/// once when it is taken. The server's Redis user may touch the task's key but, for a while,
+/// An answer the once-only record cannot take waits in the earlier release's task for its
+/// next look, and counts once when it is taken. The server's Redis user may touch the task's key but, for a while,
 /// not the claims' (a Redis ACL): the lead's yes is kept, nothing is released and no intent is
 /// written; once the claims may be written again, the next `tasks/get` releases the refund.
 /// Without `Step::Later` the task would end in an error the lead cannot answer. Needs

@@ -56,12 +56,14 @@ pub enum Shown {
 
 impl Shown {
     /// The name of whoever showed it, to keep one caller's records apart from another's (an
-    /// idempotency key, say): `service`, `client-` and the client credential's name, or `open`.
+    /// idempotency key, say): `Service`, `Client-` and the client credential's name, or
+    /// `Nothing` (the first and last as an earlier release spelled them, so a key kept then
+    /// still names the same caller).
     pub fn caller_name(&self) -> String {
         match self {
-            Shown::Service => "service".to_owned(),
-            Shown::Client(client) => format!("client-{client}"),
-            Shown::Nothing => "open".to_owned(),
+            Shown::Service => "Service".to_owned(),
+            Shown::Client(client) => format!("Client-{client}"),
+            Shown::Nothing => "Nothing".to_owned(),
         }
     }
 }

@@ -119,14 +119,17 @@ impl<H: ServerHandler> Sealed<H> {
 }
 
 /// Whether this very request declared the extension, as the extension requires before a call
-/// may become a task: in its own `_meta` capabilities, at 2026-07-28 or later. A 2025 request
-/// cannot: its capabilities are its session's, declared once in `initialize` (where the MCP
-/// Inspector's legacy era names the extension), and a task is not a 2025 result at all, so a
-/// 2025 call is answered as 2025 calls are, whatever its host declared.
+/// may become a task: in its own `_meta` capabilities, outside any 2025 session. A request of a
+/// session opened with `initialize` cannot, whatever its `_meta` says: its capabilities are the
+/// session's, declared once (where the MCP Inspector's legacy era names the extension), and a
+/// task is not a 2025 result at all, so such a call is answered as 2025 calls are.
 #[cfg(feature = "tasks")]
 fn declared_on_this_request(context: &RequestContext<RoleServer>) -> bool {
-    let modern = context.protocol_version().is_none_or(|version| version >= rmcp::model::ProtocolVersion::V_2026_07_28);
-    modern && context.meta.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
+    // The version the connection opened at (rmcp gives a stateless 2026-07-28 request one of
+    // its own), not the request's `_meta`, which a 2025 session's request may name otherwise.
+    let opened_at = context.peer.peer_info().map(|info| info.protocol_version.clone());
+    let in_a_2025_session = opened_at.is_some_and(|version| version < rmcp::model::ProtocolVersion::V_2026_07_28);
+    !in_a_2025_session && context.meta.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
 }
 
 /// Whom the transport authenticated for this request, as tasks record their owners.

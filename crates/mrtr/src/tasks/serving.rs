@@ -62,7 +62,8 @@ pub trait TaskWork: Send + Sync {
 pub struct TaskTimes {
     /// A task's lifetime from its creation (`ttlMs`).
     pub lifetime: Duration,
-    /// How often a client should ask about a task (`pollIntervalMs`).
+    /// How often a client should ask about a task at the longest (`pollIntervalMs` grows to
+    /// it: [`TaskRecord::poll_interval_at`]).
     pub poll: Duration,
     /// How long a replica holds a task whose answers it took up before another may.
     pub hold: Duration,

@@ -97,8 +97,7 @@ impl ApprovalPage {
     async fn start_sign_in(&self, return_to: &str) -> Response {
         match self.sign_in.start(return_to).await {
             Ok(redirect) => {
-                let cookie =
-                    self.cookie(self.sign_in_cookie(), redirect.cookie_value, std::time::Duration::from_secs(600));
+                let cookie = self.cookie(self.sign_in_cookie(), redirect.cookie_value, sign_in::SIGN_IN_LIFE);
                 see_other(&redirect.location, Some(cookie))
             }
             Err(error) => {

@@ -10,8 +10,7 @@
 //!   this purpose: [`mrtr::seal::KeyRing::for_purpose`]) into a cookie of the browser that
 //!   started it. A callback is taken only with that cookie, whose `state` must be the one the
 //!   issuer sends back, and only once (the `state` is claimed in the server's store then, when
-//!   a real sign-in came back, never before). Any replica with the same keys opens it. Before,
-//!   every anonymous visit of a refund's link wrote a ten-minute record into the store;
+//!   a real sign-in came back, never before). Any replica with the same keys opens it;
 //! - a session: a record in the server's store (memory, or the Redis a fleet shares) under a
 //!   digest of its cookie's value, the lead's principal (issuer and subject), when they signed
 //!   in (`auth_time`), whether their token holds `refunds:write`, and the form token the
@@ -44,7 +43,7 @@ use tokio::sync::RwLock;
 /// Clocks differ: an `auth_time` this much older than a session is still taken.
 const AUTH_TIME_SKEW: Duration = Duration::from_secs(60);
 /// How long a sign-in may take, from the page to the issuer and back.
-const SIGN_IN_LIFE: Duration = Duration::from_secs(10 * 60);
+pub const SIGN_IN_LIFE: Duration = Duration::from_secs(10 * 60);
 /// How long a session lasts: a lead signs in again after it.
 pub const SESSION_LIFE: Duration = Duration::from_secs(15 * 60);
 
@@ -211,7 +210,7 @@ impl SignIn {
         }
         // One use: a second callback with the same cookie and state is refused. Claimed now,
         // once the issuer has sent a real sign-in back, for as long as the cookie could open.
-        match self.records.claim(&started_key(state), SIGN_IN_LIFE).await {
+        match self.records.claim(&finished_key(state), SIGN_IN_LIFE).await {
             Ok(mrtr::once_only::Claim::First) => {}
             Ok(mrtr::once_only::Claim::Taken) => return Err(SignInError::Unknown),
             Err(error) => return Err(SignInError::Store(error.to_string())),
@@ -298,8 +297,10 @@ fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
 }
 
-fn started_key(state: &str) -> String {
-    format!("approval-sign-in:{}", digest(state))
+/// The record that the sign-in `state` names came back once (its own prefix: an earlier
+/// release kept sign-ins under way as `approval-sign-in:`).
+fn finished_key(state: &str) -> String {
+    format!("approval-sign-in-finished:{}", digest(state))
 }
 
 /// Sessions are kept under a digest of their cookie: the store alone does not give them away.
@@ -334,5 +335,65 @@ fn oauth_http(http: reqwest::Client) -> impl Fn(HttpRequest) -> Answer {
             let body = response.bytes().await.map_err(|error| HttpError(error.to_string()))?;
             answer.body(body.to_vec()).map_err(|error| HttpError(error.to_string()))
         }) as Answer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "a secret of at least thirty-two bytes, for tests";
+    /// Nothing listens here: a sign-in that passes every check of its own fails at the issuer.
+    const NOWHERE: &str = "http://127.0.0.1:9";
+
+    fn sign_in() -> SignIn {
+        let scopes = Box::new(crate::serve::authorization::ShopScopes { approval: shop_api::Approval::AnotherLead });
+        let gate = ResourceServer::new(NOWHERE, &format!("{NOWHERE}/mcp"), "test", scopes, 1024).unwrap();
+        let client = PageClient {
+            issuer: NOWHERE,
+            client_id: "approvals",
+            client_secret: None,
+            redirect: &format!("{NOWHERE}/approvals/callback"),
+        };
+        let records = Arc::new(mrtr::records::InMemory::new());
+        let cookies = KeyRing::for_purpose(&[SECRET], COOKIE_PURPOSE).unwrap();
+        SignIn::new(client, &format!("{NOWHERE}/mcp"), records, cookies, gate).unwrap()
+    }
+
+    /// The cookie a browser got when it was sent to sign in for `state`, lapsing at `until`.
+    fn cookie(sign_in: &SignIn, state: &str, until: u64) -> String {
+        let started = Started {
+            state: state.to_owned(),
+            verifier: "verifier".into(),
+            nonce: "nonce".into(),
+            return_to: "/approvals/R-0111".into(),
+            until,
+        };
+        sign_in.cookies.seal(&serde_json::to_vec(&started).unwrap())
+    }
+
+    fn unknown(finished: Result<Redirect, SignInError>) -> bool {
+        matches!(finished, Err(SignInError::Unknown))
+    }
+
+    /// A callback is taken only with the cookie of the browser that started that sign-in, in
+    /// its time, once; every other is refused before the issuer is asked anything.
+    #[tokio::test]
+    async fn a_callback_is_taken_once_from_its_own_browser_in_its_time() {
+        let sign_in = sign_in();
+        let later = now_secs() + 600;
+        let own = cookie(&sign_in, "state-1", later);
+        // Another browser's sign-in, its cookie sealed for its own state.
+        assert!(unknown(sign_in.finish("code", "state-1", &cookie(&sign_in, "state-2", later)).await));
+        // No cookie, a cookie not sealed here, one sealed under the request state's own keys.
+        assert!(unknown(sign_in.finish("code", "state-1", "").await));
+        assert!(unknown(sign_in.finish("code", "state-1", "v1.AAAA").await));
+        let states = KeyRing::new(&[SECRET]).unwrap();
+        assert!(unknown(sign_in.finish("code", "state-1", &states.seal(b"{}")).await));
+        // Lapsed.
+        assert!(unknown(sign_in.finish("code", "state-3", &cookie(&sign_in, "state-3", now_secs() - 1)).await));
+        // Its own: past every check here, it reaches the issuer (not there); sent again, refused.
+        assert!(matches!(sign_in.finish("code", "state-1", &own).await, Err(SignInError::Issuer(_))));
+        assert!(unknown(sign_in.finish("code", "state-1", &own).await), "a callback replayed");
     }
 }

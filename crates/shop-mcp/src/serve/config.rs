@@ -68,8 +68,9 @@ pub struct ServeConfig {
     #[arg(long, env = "SHOP_TASK_TTL", default_value_t = DEFAULT_TASK_TTL.as_secs(), value_name = "SECONDS")]
     pub task_ttl: u64,
 
-    /// How often a client should ask about a task, in seconds (`pollIntervalMs`): a person
-    /// answers in minutes, so seconds are enough.
+    /// How often a client should ask about a task at the longest, in seconds: a task's
+    /// `pollIntervalMs` is 250 ms while it has just changed, then a quarter of how long it has
+    /// stood, up to this (a person decides in minutes, so seconds are enough).
     #[arg(long, env = "SHOP_TASK_POLL", default_value_t = DEFAULT_TASK_POLL.as_secs_f64(), value_name = "SECONDS")]
     pub task_poll: f64,
 

@@ -238,7 +238,13 @@ fn approval_page(
     };
     // A sign-in under way is its browser's cookie, sealed under the request state's keys
     // derived for it: any replica with the same keys takes the callback.
-    let (cookies, _) = state_keys::ring_for(config.state_keys.as_deref(), approval_page::sign_in::COOKIE_PURPOSE)?;
+    let (cookies, source) = state_keys::ring_for(config.state_keys.as_deref(), approval_page::sign_in::COOKIE_PURPOSE)?;
+    if source == state_keys::KeySource::MadeAtStart && config.store != "memory" {
+        tracing::warn!(
+            "the approval page's sign-ins are sealed under a key made at start: give every replica the same \
+             SHOP_REQUEST_STATE_KEY, or a lead who signs in on one replica and comes back to another starts again"
+        );
+    }
     let client = PageClient { issuer, client_id, client_secret: secret.as_deref(), redirect: &redirect };
     let sign_in =
         SignIn::new(client, &endpoint, shop.records.clone(), cookies, gate.clone()).map_err(ServeError::Approvals)?;

@@ -33,19 +33,27 @@ pub enum KeySource {
 /// The policy from `keys` (comma-separated, if any) and a lifetime of `ttl_secs` seconds.
 pub fn state_security(keys: Option<&str>, ttl_secs: f64) -> Result<(Arc<StateSecurity>, KeySource), StateKeyError> {
     let ttl = ttl_from_secs(ttl_secs)?;
-    let (ring, source) = ring_for(keys, "")?;
+    let secrets = secrets_of(keys);
+    let (ring, source) = match secrets.is_empty() {
+        true => (KeyRing::ephemeral(), KeySource::MadeAtStart),
+        false => (KeyRing::new(&secrets)?, KeySource::Configured(secrets.len())),
+    };
     Ok((Arc::new(StateSecurity::new(ring, ttl, Some(SERVER_NAME.to_owned()))), source))
 }
 
 /// A ring from the same `keys` for sealing something else (`purpose`: see
 /// [`KeyRing::for_purpose`]), rotating with them; a random key of this process's without any.
 pub fn ring_for(keys: Option<&str>, purpose: &str) -> Result<(KeyRing, KeySource), StateKeyError> {
-    let secrets: Vec<&str> =
-        keys.into_iter().flat_map(|k| k.split(',')).map(str::trim).filter(|k| !k.is_empty()).collect();
+    let secrets = secrets_of(keys);
     Ok(match secrets.is_empty() {
-        true => (KeyRing::ephemeral(), KeySource::MadeAtStart),
+        true => (KeyRing::ephemeral_for(purpose)?, KeySource::MadeAtStart),
         false => (KeyRing::for_purpose(&secrets, purpose)?, KeySource::Configured(secrets.len())),
     })
+}
+
+/// The secrets `keys` names, comma-separated.
+fn secrets_of(keys: Option<&str>) -> Vec<&str> {
+    keys.into_iter().flat_map(|k| k.split(',')).map(str::trim).filter(|k| !k.is_empty()).collect()
 }
 
 /// One round's lifetime from a number of seconds.

@@ -152,11 +152,13 @@ impl Shop {
             }
         };
         let url = connect_url(payments, &flow.flow);
-        // A flow of the rounds era that has taken its rounds is not asked about again, nor,
-        // once asked, one whose client declared the Tasks extension: a task waits for it then.
+        // A flow of the rounds era that has taken its rounds is not asked about again, nor one
+        // whose lead agreed to go, at a client that declared the Tasks extension: a task waits
+        // for their sign-in then.
         let tasking = self.tasking_for(context);
+        let agreed = matches!(asking.url_answered(CONNECT), Some(mrtr::Outcome::Accepted(())));
         let rounds_left = flow.rounds < payments.max_rounds;
-        let ask_again = rounds_left && (tasking.is_none() || flow.rounds == 0);
+        let ask_again = rounds_left && !(agreed && tasking.is_some());
         let question = UrlQuestion::new(CONNECT, url, MESSAGE, &flow.flow).asking_again(ask_again);
         let finished = || async { Ok::<_, Paying>(payments.provider.flow(&flow.flow).await?.is_finished()) };
         let unpaid = |why: &str| text(format!("Not paid: {why}. {refund_id} stays released, unpaid."));
@@ -172,7 +174,7 @@ impl Shop {
             Ok(Some(UrlOutcome::Unfinished)) => {
                 // The lead agreed to go, and has not signed in yet: to a client that declared
                 // the Tasks extension, the call becomes a task that waits as long as they take.
-                if let Some(tasking) = tasking {
+                if let Some(tasking) = tasking.filter(|_| agreed) {
                     return Ok(self.wait_for_sign_in(tasking, &refund_id, &flow.flow).await?);
                 }
                 let after = match rounds_left {
