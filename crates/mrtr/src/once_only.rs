@@ -100,13 +100,15 @@ pub enum Lease {
         /// How long the lease runs yet.
         left: Duration,
     },
-    /// Its claimant had the lease and did not finish: a copy of the same answer may take it
-    /// over (the compare-and-set on the claim as read decides which copy).
-    Lapsed,
+    /// Its claimant had the lease and did not finish, acting on a yes (`approving`) or a no: a
+    /// copy of that same answer may take it over (the compare-and-set on the claim as read
+    /// decides which copy), never a copy of the other answer.
+    Lapsed {
+        /// Whether the answer it was taken for approves.
+        approving: bool,
+    },
     /// The answer was acted on: a copy is a replay.
     ActedOn,
-    /// Taken for the other answer (a yes for a no, or a no for a yes): never taken over.
-    OtherAnswer,
 }
 
 const ACTED_ON: &str = "acted-on";
@@ -140,17 +142,14 @@ impl AnswerClaim {
         Some(AnswerClaim::Acting { approving, since_ms: since.parse().ok()? })
     }
 
-    /// Where this claim stands at `now_ms` for a copy of an answer that `approves` or not,
-    /// under a lease of `lease` from the claim. A claim from a clock ahead of this one's is
-    /// young: held (the caller bounds its own wait by its own clock).
-    pub fn lease(&self, approving: bool, now_ms: u64, lease: Duration) -> Lease {
-        let AnswerClaim::Acting { approving: claimed, since_ms } = *self else { return Lease::ActedOn };
-        if claimed != approving {
-            return Lease::OtherAnswer;
-        }
+    /// Where this claim stands at `now_ms`, under a lease of `lease` from the claim. A claim
+    /// from a clock ahead of this one's is young: held (the caller bounds its own wait by its
+    /// own clock).
+    pub fn lease(&self, now_ms: u64, lease: Duration) -> Lease {
+        let AnswerClaim::Acting { approving, since_ms } = *self else { return Lease::ActedOn };
         let age = Duration::from_millis(now_ms.saturating_sub(since_ms));
         match age >= lease {
-            true => Lease::Lapsed,
+            true => Lease::Lapsed { approving },
             false => Lease::Held { left: lease - age },
         }
     }
@@ -176,15 +175,14 @@ mod tests {
     }
 
     #[test]
-    fn a_lease_runs_from_the_claim_and_lapses_for_the_same_answer_alone() {
+    fn a_lease_runs_from_the_claim_and_lapses_for_the_answer_it_was_taken_for() {
         let claim = AnswerClaim::acting(true, 10_000);
-        assert_eq!(claim.lease(true, 10_000, LEASE), Lease::Held { left: LEASE });
-        assert_eq!(claim.lease(true, 12_000, LEASE), Lease::Held { left: Duration::from_secs(3) });
-        assert_eq!(claim.lease(true, 15_000, LEASE), Lease::Lapsed);
-        assert_eq!(claim.lease(false, 99_000, LEASE), Lease::OtherAnswer, "a no never takes a yes's claim over");
-        assert_eq!(AnswerClaim::acting(false, 0).lease(true, 99_000, LEASE), Lease::OtherAnswer);
-        assert_eq!(AnswerClaim::ActedOn.lease(true, 99_000, LEASE), Lease::ActedOn);
+        assert_eq!(claim.lease(10_000, LEASE), Lease::Held { left: LEASE });
+        assert_eq!(claim.lease(12_000, LEASE), Lease::Held { left: Duration::from_secs(3) });
+        assert_eq!(claim.lease(15_000, LEASE), Lease::Lapsed { approving: true });
+        assert_eq!(AnswerClaim::acting(false, 0).lease(99_000, LEASE), Lease::Lapsed { approving: false });
+        assert_eq!(AnswerClaim::ActedOn.lease(99_000, LEASE), Lease::ActedOn);
         // A claim stamped ahead of this clock is young.
-        assert_eq!(claim.lease(true, 9_000, LEASE), Lease::Held { left: LEASE });
+        assert_eq!(claim.lease(9_000, LEASE), Lease::Held { left: LEASE });
     }
 }

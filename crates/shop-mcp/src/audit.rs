@@ -87,9 +87,25 @@ pub struct AuditError {
 }
 
 /// An event that could not be written to the trail (the writer's log says why).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the audit trail could not be written")]
-pub struct NotRecorded;
+pub use approvals::NotRecorded;
+
+/// The trail, bound to one request's caller, as the approvals engine writes to it.
+pub(crate) struct TrailOf<'a> {
+    audit: &'a Audit,
+    who: &'a Who,
+}
+
+impl<'a> TrailOf<'a> {
+    pub(crate) fn new(audit: &'a Audit, who: &'a Who) -> Self {
+        Self { audit, who }
+    }
+}
+
+impl approvals::Trail for TrailOf<'_> {
+    fn record<'b>(&'b self, event: &'b str, fields: Value) -> approvals::trail::Recording<'b, Result<(), NotRecorded>> {
+        Box::pin(self.audit.record(event, self.who, fields))
+    }
+}
 
 impl Audit {
     /// No trail.

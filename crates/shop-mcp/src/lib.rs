@@ -5,7 +5,9 @@
 //! - [`tools`]: one file per tool: `lookup_order`, `quote_refund`, `issue_refund`, `refund_status`,
 //!   `record_return` (a typed form), `pay_refund` (URL mode, through the payment provider),
 //!   `review_refunds` (a lead's list of refunds waiting for them, and the question about one);
-//! - [`approval`]: who may decide a held refund, checked before every decision;
+//! - [`approval`]: who may decide a held refund, where a decision counts, and what a lead is
+//!   told of it, over the approvals engine (`approvals::Approvals`, one choke point for every
+//!   channel), whose system of record is [`refunds`], the shop's API's refunds;
 //! - [`approval_page`]: the page where a lead signs in and decides a waiting refund;
 //! - [`escalation`]: approvals that wait too long, counted and announced;
 //! - [`audit`]: the trail of every decision about money, one JSON line each;
@@ -20,7 +22,8 @@
 //! The shop's API decides which refunds are held (the 150.00 limit lives there alone). When it
 //! holds one, `issue_refund` answers `input_required` and keeps no call open; the retry brings
 //! the lead's answer and the state, which [`mrtr::Sealed`] opened before the tool ran.
-//! Before the refund is released or cancelled, the answer is claimed in a once-only record.
+//! The approvals engine acts on the answer: claimed once, the intent written, the refund
+//! released under an idempotency key, a decline that stands.
 
 pub mod approval;
 pub mod approval_page;
@@ -28,6 +31,7 @@ pub mod audit;
 pub mod caller;
 pub mod escalation;
 pub mod quote_store;
+pub mod refunds;
 pub mod series;
 pub mod serve;
 pub mod server;

@@ -14,10 +14,13 @@ use shop_api::{Approval, ShopApi};
 
 use mrtr::form::{FormError, FormSchema};
 
+use approvals::Approvals;
+
 use crate::{
-    approval::ConfirmOn,
+    approval::{COUNTED, ConfirmOn, self_approval},
     audit::Audit,
     quote_store::{DEFAULT_QUOTE_TTL, QuoteStore},
+    refunds::Refunds,
     tools::{
         issue_refund::{AskStyle, ReleaseForm},
         pay_refund::Payments,
@@ -32,6 +35,10 @@ pub(crate) struct Forms {
     pub(crate) release: FormSchema<ReleaseForm>,
     pub(crate) inspection: FormSchema<Inspection>,
 }
+
+/// The scope of the approvals' records: `issue_refund:{refund_id}:{question}` for a claim,
+/// `issue_refund:declined:{refund_id}` for a decline, as every release has kept them.
+const TOOL: &str = "issue_refund";
 
 /// The server's name: what `server/discover` reports and what every sealed state names as its
 /// audience. The Python reference server uses the same name, so either opens the other's state.
@@ -66,6 +73,8 @@ pub struct Shop {
     pub(crate) audit: Audit,
     /// Who the host's user is where nobody is authenticated (stdio).
     pub(crate) host_user: String,
+    /// Where every decision about a held refund is acted on, once ([`crate::approval`]).
+    pub(crate) approvals: Arc<Approvals<Refunds>>,
     /// Shared: the HTTP transport clones the server for every request, and a router is a map
     /// of tools, each with its schemas.
     tool_router: Arc<ToolRouter<Shop>>,
@@ -78,7 +87,9 @@ impl Shop {
     pub(crate) fn new(api: ShopApi, state_ttl: Duration) -> Result<Self, FormError> {
         let forms = Forms { release: FormSchema::of()?, inspection: FormSchema::of()? };
         let records: Arc<dyn Records> = Arc::new(InMemory::new());
+        let approvals = Arc::new(Approvals::new(Refunds { api: api.clone() }, records.clone(), TOOL, COUNTED));
         Ok(Self {
+            approvals,
             api,
             quotes: QuoteStore::new(records.clone(), DEFAULT_QUOTE_TTL),
             records,
@@ -112,6 +123,21 @@ impl Shop {
         self.quotes = QuoteStore::new(records.clone(), quote_ttl);
         self.quotes.max_open = max_open_quotes;
         self.records = records;
+        self.with_approvals_as_configured()
+    }
+
+    /// The approvals engine as this server is configured now: its records, its rule, where a
+    /// decision counts, its ride-through, its announcements. Built again by each setting.
+    fn with_approvals_as_configured(mut self) -> Self {
+        let refunds = Refunds { api: self.api.clone() };
+        let mut approvals = Approvals::new(refunds, self.records.clone(), TOOL, COUNTED)
+            .naming_ids("refund_id")
+            .deciding(self_approval(self.approval), self.confirm_on == ConfirmOn::Page)
+            .riding_through(self.ride_through);
+        if let Some(announce) = crate::webhook::announcer(self.webhook.clone(), self.approval_page.clone()) {
+            approvals = approvals.announcing(announce);
+        }
+        self.approvals = Arc::new(approvals);
         self
     }
 
@@ -132,19 +158,19 @@ impl Shop {
     pub(crate) fn with_approval(mut self, approval: Approval, confirm_on: ConfirmOn) -> Self {
         self.approval = approval;
         self.confirm_on = confirm_on;
-        self
+        self.with_approvals_as_configured()
     }
 
     /// Ride through outages of what calls depend on for at most `window`.
     pub(crate) fn riding_through(mut self, window: Duration) -> Self {
         self.ride_through = window;
-        self
+        self.with_approvals_as_configured()
     }
 
     /// Announce waiting approvals and decisions to `webhook`.
     pub(crate) fn with_webhook(mut self, webhook: Option<Webhook>) -> Self {
         self.webhook = webhook;
-        self
+        self.with_approvals_as_configured()
     }
 
     /// Ask the lead the 2025 way (the example `refund-waits-for-answer` shows how that fails).

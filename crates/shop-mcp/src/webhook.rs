@@ -155,6 +155,29 @@ impl Webhook {
     }
 }
 
+/// What the approvals engine tells of each decision it carried out (`released`, `declined`),
+/// announced to `webhook`, if one is set, with the approval page's link once it is served.
+pub(crate) fn announcer(
+    webhook: Option<Webhook>,
+    page: std::sync::Arc<std::sync::OnceLock<String>>,
+) -> Option<approvals::engine::Announce> {
+    let webhook = webhook?;
+    Some(std::sync::Arc::new(move |event, facts: &serde_json::Value| {
+        let said = |key: &str| facts[key].as_str().map(str::to_owned);
+        let refund_id = said("refund_id").unwrap_or_default();
+        webhook.announce(Announcement {
+            event,
+            link: page.get().map(|page| format!("{page}/{refund_id}")),
+            order_id: said("order_id").unwrap_or_default(),
+            amount: said("amount").unwrap_or_default(),
+            requested_by: said("requested_by"),
+            decided_by: said("decided_by"),
+            escalated_to: None,
+            refund_id,
+        });
+    }))
+}
+
 impl Shop {
     /// Announce `event` (`waiting`, `released`, `declined`) of `refund`, if a webhook is set.
     pub(crate) fn announce(&self, event: &'static str, refund: &Refund) {

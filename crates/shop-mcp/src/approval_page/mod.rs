@@ -16,6 +16,7 @@ pub mod sign_in;
 
 use std::sync::Arc;
 
+use approvals::{Answered, Channel};
 use axum::{
     Form, Router,
     extract::{Path, Query, State},
@@ -29,12 +30,7 @@ use mrtr::Outcome;
 use serde::Deserialize;
 use shop_api::{RefundId, RefundStatus};
 
-use crate::{
-    Shop,
-    audit::Who,
-    caller::Caller,
-    tools::issue_refund::{Answered, ReleaseForm},
-};
+use crate::{Shop, audit::Who, caller::Caller, tools::issue_refund::ReleaseForm};
 use pages::Page;
 use sign_in::{SESSION_LIFE, Session, SignIn};
 
@@ -199,13 +195,13 @@ async fn decide(
     };
     // The question this page put: one per session, so a second post of the same decision is
     // a replay, refused by the once-only claim.
-    let answered = Answered {
-        question: format!("page:{}", sign_in::digest(&session.form_token)),
-        claim_life: SESSION_LIFE + std::time::Duration::from_secs(24 * 3600),
-        channel: "page",
-        seen: Some(form.seen),
-        auth_time: session.auth_time,
-    };
+    let answered = Answered::to(
+        format!("page:{}", sign_in::digest(&session.form_token)),
+        Channel::Page,
+        SESSION_LIFE + std::time::Duration::from_secs(24 * 3600),
+    )
+    .having_seen(form.seen)
+    .signed_in_at(session.auth_time);
     match page.shop.act(&refund_id, said, &answered, &who(&session)).await {
         Ok(result) => {
             let note = result.content.first().and_then(|block| block.as_text()).map(|text| text.text.clone());

@@ -18,7 +18,7 @@ use crate::{
     Shop,
     audit::Who,
     tool_error::ToolError,
-    tools::issue_refund::{Answered, CONFIRM, question},
+    tools::issue_refund::{CONFIRM, question},
 };
 
 const TOOL: &str = "issue_refund";
@@ -41,13 +41,7 @@ impl Shop {
         };
         // The claim outlives any answer to this task: its whole lifetime, and a day.
         let claim_life = std::time::Duration::from_millis(task.ttl_ms) + std::time::Duration::from_secs(24 * 3600);
-        let answered = Answered {
-            question: format!("task:{}:{key}", task.id),
-            claim_life,
-            channel: "task",
-            seen: None,
-            auth_time: None,
-        };
+        let answered = approvals::Answered::to(format!("task:{}:{key}", task.id), approvals::Channel::Task, claim_life);
         match self.act(&refund_id, said, &answered, &who).await {
             Ok(result) => Step::Done(Ok(result)),
             // A store that did not answer, say while Redis fails over: the task keeps the

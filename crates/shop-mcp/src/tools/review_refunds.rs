@@ -8,6 +8,7 @@
 //! standing, the approval rule checked at the choke point (`crate::approval`) and again by the
 //! shop's API.
 
+use approvals::Channel;
 use mrtr::ask::Asking;
 use rmcp::{
     ErrorData, RoleServer,
@@ -22,13 +23,10 @@ use shop_api::{Cents, OrderId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
-    approval::{ConfirmOn, NotDecider, not_yours},
+    approval::{ConfirmOn, NotDecider, answered_in, not_yours},
     audit::Who,
     tool_error::{Failure, ToolError, respond},
-    tools::{
-        issue_refund::{Answered, CONFIRM},
-        structured_with_note,
-    },
+    tools::{issue_refund::CONFIRM, structured_with_note},
 };
 
 const TOOL: &str = "review_refunds";
@@ -89,7 +87,7 @@ impl Shop {
     /// The held refunds `who` may decide, oldest first.
     async fn waiting_for(&self, who: &Who) -> Result<CallToolResult, ToolError> {
         if !who.lead {
-            return Err(ToolError::new(format!("Nothing to review: {}.", NotDecider::NotALead)));
+            return Err(ToolError::new(format!("Nothing to review: {}.", NotDecider::NOT_A_LEAD)));
         }
         let waiting: Vec<WaitingRefund> = self
             .api
@@ -127,7 +125,7 @@ impl Shop {
         if let Some(seen) = seen {
             asking = asking.expecting(&format!("{refund_id} {seen}"));
             if let Some(said) = asking.answered(CONFIRM, &self.forms.release) {
-                let answered = Answered { seen: Some(seen), ..Answered::of(&asking, "review") };
+                let answered = answered_in(&asking, Channel::Review).having_seen(seen);
                 return Ok(self.act(&refund_id, said, &answered, who).await?.into());
             }
         }
@@ -152,7 +150,7 @@ impl Shop {
         let asked = asking.form(CONFIRM, &self.forms.release, &question).await;
         match asked {
             Ok(Some(said)) => {
-                let answered = Answered { seen: Some(seen), ..Answered::of(&asking, "review") };
+                let answered = answered_in(&asking, Channel::Review).having_seen(seen);
                 Ok(self.act(&refund_id, said, &answered, who).await?.into())
             }
             Ok(None) => Ok(asking.input_required().into()),

@@ -1,0 +1,814 @@
+//! A decision acted on once, whichever channel brought it and whichever replica it reached.
+//!
+//! [`Approvals::act`] is the one choke point: only someone who may decide has a decision acted
+//! on ([`crate::rules::may_decide`]), on the channel the policy counts, on what they were shown
+//! ([`crate::rules::unchanged`]). Then, for an approval:
+//!
+//! - the answer is claimed in the once-only record (`{scope}:{id}:{question}`), holding a typed
+//!   [`AnswerClaim`]: of copies of one answer, one acts. A claim whose call never finished is
+//!   waited on for its lease, then taken over by a copy of the same answer (a compare-and-set
+//!   on the claim as read), never by the other answer; a claim whose answer was carried out by
+//!   a call that stopped before telling its decider is told now;
+//! - a decline of another question waiting to be carried out stands, whatever this answer;
+//! - the intent is written to the trail before the side effect, or nothing is carried out;
+//! - the system of record carries it out under an idempotency key of the answer, sent again
+//!   at most twice when its answer was lost;
+//! - the claim is marked acted on just before the decider is told.
+//!
+//! A decline is recorded (`{scope}:declined:{id}`) before the system is asked to carry it out,
+//! and carried out again, within the ride-through, while the system does not answer: a decline
+//! stands even when its carrying out does not go through (the next call for the approval
+//! carries it out and asks nobody). A dismissal uses nothing up.
+
+use std::{sync::Arc, time::Duration};
+
+use mrtr::{
+    once_only::{AnswerClaim, Claim, Lease},
+    records::Records,
+};
+use serde_json::{Value, json};
+
+use crate::{
+    decision::{Answered, Channel, Verdict},
+    rules::{self, NotDecider, SelfApproval},
+    subject::{Failed, Standing, State, Subject},
+    trail::Trail,
+};
+
+/// How long a claim's call has to carry out its answer and mark it acted on before a copy of
+/// the same answer may take the claim over. Taking over is safe at any time (the system
+/// carries out a key's decision once); the lease keeps a copy from racing a call only slow.
+pub const CLAIM_LEASE: Duration = Duration::from_secs(5);
+/// How long a decline whose carrying out has not gone through is remembered.
+pub const DECLINE_KEPT: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+/// Times an approval whose answer was lost is sent again.
+const APPROVE_RETRIES: usize = 2;
+
+/// The metrics' names the engine counts under, the server's own.
+#[derive(Debug, Clone, Copy)]
+pub struct Counted {
+    /// Approvals carried out.
+    pub approvals: &'static str,
+    /// Declines.
+    pub declines: &'static str,
+    /// Dismissals.
+    pub dismissals: &'static str,
+    /// Claims the once-only record could not take.
+    pub once_only_failures: &'static str,
+    /// Approvals sent again, their answer lost.
+    pub write_retries: &'static str,
+}
+
+/// Who decides, as the engine needs them.
+pub struct Decider<'a> {
+    /// How the system of record names them, if anyone can be named.
+    pub name: Option<String>,
+    /// Whether they are one of those who decide.
+    pub entitled: bool,
+    /// The audit trail, bound to their request.
+    pub trail: &'a dyn Trail,
+}
+
+/// What a decision did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acted<R> {
+    /// Approved, and carried out now.
+    Approved(R),
+    /// Approved by this same answer in a call that stopped before telling its decider:
+    /// carried out then, told now.
+    ApprovedBefore(R),
+    /// Declined, and carried out.
+    Declined(R),
+    /// Dismissed: the approval as it is (waiting, unless something else decided it meanwhile).
+    Dismissed(R),
+}
+
+/// Why a decision was not acted on.
+#[derive(Debug)]
+pub enum Refused<E> {
+    /// The decider may not decide it.
+    NotDecider(NotDecider),
+    /// Decisions count on the approval page alone, and this came from elsewhere.
+    PageOnly,
+    /// What is decided changed since the decider was shown it.
+    Changed,
+    /// It could not be read before the decision: nothing was done.
+    Unreadable(E),
+    /// The same answer was acted on already (a replay), the approval now standing as `state`;
+    /// [`State::Waiting`]: claimed, and not carried out yet (in flight, or its call stopped and
+    /// the claim was for the other answer).
+    Replay(State),
+    /// A decline stands, whatever this answer: this answer's claim found it
+    /// (`claimed: true`), or the approval's record of a decline did.
+    DeclineStands {
+        /// Whether this answer was claimed before the decline was found.
+        claimed: bool,
+    },
+    /// The record of declines could not be read: nothing was carried out.
+    DeclinesUnreadable,
+    /// A no, for an approval this same question's yes carried out.
+    AlreadyApproved,
+    /// The once-only record could not take the claim: nothing was carried out.
+    RecordUnavailable,
+    /// The trail could not be written: nothing was carried out, and the claim was given back.
+    Unrecorded,
+    /// The same answer is being carried out right now.
+    InFlight,
+    /// The approval was not waiting any more: it cannot be approved again.
+    NotWaiting,
+    /// The approval was not waiting any more, and not declined: it cannot be declined.
+    NotWaitingToDecline,
+    /// The system's own rule refused the decider.
+    NotYours(E),
+    /// The system did not answer an approval, even sent again: it may or may not have been
+    /// carried out; the claim was given back, so the same answer carries on when it comes again.
+    Unanswered(E),
+    /// A decline that stands, whose carrying out the system did not take.
+    DeclineNotCarriedOut,
+    /// Anything else the system said.
+    Subject(E),
+}
+
+/// Told of each decision carried out: `approved` or `declined`, with the record's facts.
+pub type Announce = Arc<dyn Fn(&'static str, &Value) + Send + Sync>;
+
+/// The approvals of one kind of call (`scope`: its record keys' prefix, such as the tool's
+/// name), over `S`, its system of record.
+pub struct Approvals<S> {
+    subject: S,
+    records: Arc<dyn Records>,
+    scope: &'static str,
+    /// The name the trail gives an approval's ID.
+    id_field: &'static str,
+    policy: SelfApproval,
+    page_only: bool,
+    ride_through: Duration,
+    counted: Counted,
+    announce: Option<Announce>,
+}
+
+/// A claim on an answer, as this call found it.
+enum Claimed<R> {
+    /// This call acts on the answer.
+    First,
+    /// This same answer was carried out by a call that never told its decider.
+    ActedOnUntold(Box<R>),
+}
+
+impl<S: Subject> Approvals<S> {
+    /// Approvals over `subject`, their claims and declines kept in `records` under `scope`.
+    pub fn new(subject: S, records: Arc<dyn Records>, scope: &'static str, counted: Counted) -> Self {
+        Self {
+            subject,
+            records,
+            scope,
+            id_field: "id",
+            policy: SelfApproval::default(),
+            page_only: false,
+            ride_through: Duration::ZERO,
+            counted,
+            announce: None,
+        }
+    }
+
+    /// Name an approval's ID `field` in the trail (`refund_id`, say).
+    pub fn naming_ids(mut self, field: &'static str) -> Self {
+        self.id_field = field;
+        self
+    }
+
+    /// Decide under `policy`; on the approval page alone when `page_only`.
+    pub fn deciding(mut self, policy: SelfApproval, page_only: bool) -> Self {
+        self.policy = policy;
+        self.page_only = page_only;
+        self
+    }
+
+    /// Carry a decline out again while the system does not answer, for at most `window`.
+    pub fn riding_through(mut self, window: Duration) -> Self {
+        self.ride_through = window;
+        self
+    }
+
+    /// Tell `announce` of each approval (`approved`) and decline (`declined`) carried out, with
+    /// the record's facts.
+    pub fn announcing(mut self, announce: Announce) -> Self {
+        self.announce = Some(announce);
+        self
+    }
+
+    /// The system of record.
+    pub fn subject(&self) -> &S {
+        &self.subject
+    }
+
+    /// Whether `decider` may decide an approval `requested_by` asked for (their name as the
+    /// system of record has it).
+    pub fn may_decide(&self, decider: &Decider<'_>, requested_by: Option<&str>) -> Result<(), NotDecider> {
+        rules::may_decide(self.policy, requested_by, decider.name.as_deref(), decider.entitled)
+    }
+
+    /// Act on `verdict`, `decider`'s answer to `answered`'s question about approval `id`.
+    pub async fn act(
+        &self,
+        id: &str,
+        verdict: Verdict,
+        answered: &Answered,
+        decider: &Decider<'_>,
+    ) -> Result<Acted<S::Record>, Refused<S::Error>> {
+        // The approval as it is now, read once, where the rule needs who asked for it or the
+        // answer carries what the decider saw.
+        let now = match self.policy == SelfApproval::Forbidden || answered.seen.is_some() {
+            true => Some(self.subject.look(id).await.map_err(Refused::Unreadable)?),
+            false => None,
+        };
+        // The choke point: whatever brought the answer, only someone who may decide has it
+        // acted on (the system of record checks again, where it can).
+        if let Err(why) = self.may_decide(decider, now.as_ref().and_then(|now| now.requested_by.as_deref())) {
+            tracing::warn!(id, decider = ?decider.name, "refused a decision: {why}");
+            return Err(Refused::NotDecider(why));
+        }
+        if self.page_only && answered.channel != Channel::Page {
+            return Err(Refused::PageOnly);
+        }
+        if let Some(now) = &now
+            && now.state == State::Waiting
+            && rules::unchanged(answered.seen.as_deref(), &now.digest).is_err()
+        {
+            return Err(Refused::Changed);
+        }
+        let answer = self.line(
+            id,
+            json!({"answer": verdict.as_str(), "question": answered.question, "channel": answered.channel.as_str()}),
+        );
+        decider.trail.report("answered", answer).await;
+        match verdict {
+            Verdict::Approve => self.approve(id, answered, decider).await,
+            Verdict::Decline => self.decline(id, answered, decider).await,
+            Verdict::Dismiss => {
+                metrics::counter!(self.counted.dismissals).increment(1);
+                Ok(Acted::Dismissed(self.subject.look(id).await.map_err(Refused::Subject)?.record))
+            }
+        }
+    }
+
+    async fn approve(
+        &self,
+        id: &str,
+        answered: &Answered,
+        decider: &Decider<'_>,
+    ) -> Result<Acted<S::Record>, Refused<S::Error>> {
+        let question = answered.question.as_str();
+        if let Claimed::ActedOnUntold(record) = self.claim(id, answered, decider, true).await? {
+            tracing::info!(id, "the answer was acted on by a call that did not finish; told now");
+            decider.trail.report("released", self.line(id, json!({"question": question, "told": "again"}))).await;
+            self.mark_acted_on(id, answered).await;
+            return Ok(Acted::ApprovedBefore(*record));
+        }
+        // A decline of another question whose carrying out has not gone through yet: it
+        // stands, whatever this question's answer. Unknown is no (fail closed).
+        match self.records.get(&self.declined_key(id)).await {
+            Ok(None) => {}
+            Ok(Some(by)) => {
+                let _ = self.carry_out_decline(id, &by, decider).await;
+                return Err(Refused::DeclineStands { claimed: false });
+            }
+            Err(error) => {
+                tracing::error!(id, %error, "could not read whether it was declined; nothing carried out");
+                return Err(Refused::DeclinesUnreadable);
+            }
+        }
+        // The trail fails closed: the intent is on disk before anything moves, or nothing does.
+        let mut intent = answered.record();
+        intent[self.id_field] = json!(id);
+        intent["decided_by"] = json!(decider.name);
+        if decider.trail.record("releasing", intent).await.is_err() {
+            tracing::error!(id, "the audit trail could not be written; nothing carried out");
+            // Nothing was acted on: the answer may count when it comes again.
+            self.give_back(id, question).await;
+            return Err(Refused::Unrecorded);
+        }
+        match self.approve_once(id, decider.name.as_deref(), answered).await {
+            Ok(approved) => {
+                metrics::counter!(self.counted.approvals).increment(1);
+                let facts = S::facts(&approved.record);
+                tracing::debug!(id, "approved and carried out");
+                let mut record = answered.record();
+                if let Value::Object(record) = &mut record {
+                    record.extend(facts.clone());
+                }
+                decider.trail.report("released", record).await;
+                self.tell("released", facts);
+                self.mark_acted_on(id, answered).await;
+                Ok(Acted::Approved(approved.record))
+            }
+            Err(error) => Err(match S::failed(&error) {
+                Failed::Changed => Refused::Changed,
+                // The same answer's approval, sent by a call that is slow rather than stopped,
+                // is still being carried out under the same key.
+                Failed::InFlight => Refused::InFlight,
+                Failed::NotWaiting => Refused::NotWaiting,
+                // The system's own rule (its policy stricter than this server's).
+                Failed::NotYours => {
+                    tracing::warn!(id, %error, "the system of record refused the decision: not this decider's");
+                    Refused::NotYours(error)
+                }
+                // No answer, even sent again: the claim is given back, so the same answer may be
+                // acted on when it comes again, under the same key, which keeps it to one.
+                Failed::Unanswered => {
+                    tracing::warn!(id, %error, "the system of record did not answer an approval");
+                    self.give_back(id, question).await;
+                    Refused::Unanswered(error)
+                }
+                Failed::Failing | Failed::Refused => Refused::Subject(error),
+            }),
+        }
+    }
+
+    /// Carry out `id`'s approval for `decider` under an idempotency key of the answer: one whose
+    /// answer was lost (a reset connection, the system restarting) is sent again, at most
+    /// twice, and gets its first answer back, not a second effect nor a refusal of its own
+    /// first yes.
+    async fn approve_once(
+        &self,
+        id: &str,
+        decider: Option<&str>,
+        answered: &Answered,
+    ) -> Result<Standing<S::Record>, S::Error> {
+        let key = idempotency_key("confirm", id, &answered.question);
+        let mut backoff = Duration::from_millis(200);
+        let mut tries_left = APPROVE_RETRIES;
+        loop {
+            match self.subject.approve(id, decider, answered.seen.as_deref(), &key).await {
+                Err(error) if S::failed(&error) == Failed::Unanswered && tries_left > 0 => {
+                    tries_left -= 1;
+                    metrics::counter!(self.counted.write_retries).increment(1);
+                    tracing::info!(id, %error, "an approval's answer was lost; sent again under its key");
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 4;
+                }
+                answer => return answer,
+            }
+        }
+    }
+
+    async fn decline(
+        &self,
+        id: &str,
+        answered: &Answered,
+        decider: &Decider<'_>,
+    ) -> Result<Acted<S::Record>, Refused<S::Error>> {
+        if let Claimed::ActedOnUntold(_) = self.claim(id, answered, decider, false).await? {
+            // Approved by this decider under this question, though this answer declines: the
+            // approval stands, as one carried out does.
+            return Err(Refused::AlreadyApproved);
+        }
+        metrics::counter!(self.counted.declines).increment(1);
+        // Recorded before it is carried out, with who declined: if the system does not take
+        // it, the decline still stands, and the next call for the approval carries it out.
+        let by = decider.name.clone().unwrap_or_default();
+        if let Err(error) = self.records.put(&self.declined_key(id), by.clone(), DECLINE_KEPT).await {
+            tracing::warn!(id, %error, "could not record the decline; carrying it out now is all that keeps it");
+        }
+        let declined = self.carry_out_decline(id, &by, decider).await;
+        if declined.is_ok() {
+            // A copy of this no, sent again, is a replay at once, not a wait for the lease.
+            self.mark_acted_on(id, answered).await;
+        }
+        declined
+    }
+
+    /// Who declined `id`, if someone did and it has not been carried out yet (the record is
+    /// read; a record that cannot be read says nobody, and the claim before any approval
+    /// still holds).
+    pub async fn decliner(&self, id: &str) -> Option<String> {
+        match self.records.get(&self.declined_key(id)).await {
+            Ok(found) => found,
+            Err(error) => {
+                tracing::warn!(id, %error, "could not read whether it was declined");
+                None
+            }
+        }
+    }
+
+    /// Carry out the decline of `id` by `by` (a name, or empty: nobody named); `decider` is
+    /// this request's. Sent again while the system does not answer, within the ride-through
+    /// (a decline that went through unanswered is "not waiting" next time, read as declined).
+    pub async fn carry_out_decline(
+        &self,
+        id: &str,
+        by: &str,
+        decider: &Decider<'_>,
+    ) -> Result<Acted<S::Record>, Refused<S::Error>> {
+        let named = Some(by).filter(|by| !by.is_empty());
+        let (mut pause, until) = (Duration::from_millis(100), tokio::time::Instant::now() + self.ride_through);
+        let carried = loop {
+            match self.subject.decline(id, named).await {
+                Err(error) if S::failed(&error).is_outage() && tokio::time::Instant::now() + pause <= until => {
+                    tracing::info!(id, %error, "the system of record did not take a decline; sending it again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                carried => break carried,
+            }
+        };
+        let declined = match carried {
+            Ok(declined) => declined,
+            Err(error) if S::failed(&error) == Failed::NotWaiting => match self.subject.look(id).await {
+                Ok(now) if now.state == State::Declined => now,
+                _ => return Err(Refused::NotWaitingToDecline),
+            },
+            Err(error) => {
+                tracing::warn!(id, %error, "declined, and the system of record did not take it");
+                return Err(Refused::DeclineNotCarriedOut);
+            }
+        };
+        let facts = S::facts(&declined.record);
+        tracing::debug!(id, "declined and carried out");
+        let line = self.line(id, json!({"declined_by": named, "requested_by": facts.get("requested_by")}));
+        self.tell("declined", facts);
+        decider.trail.report("declined", line).await;
+        // Carried out: the record has done its work (and a reset system's next approval of the
+        // same ID must not meet it).
+        if let Err(error) = self.records.remove(&self.declined_key(id)).await {
+            tracing::warn!(id, %error, "could not forget a decline now carried out");
+        }
+        Ok(Acted::Declined(declined.record))
+    }
+
+    /// Claim the answer before acting on it: of two identical retries, one acts. The claim is
+    /// kept as long as any question naming it can still be answered.
+    ///
+    /// A claim taken already is a replay, refused, unless the call that took it never finished.
+    /// Its call is given its [`CLAIM_LEASE`] to finish first. Then, if the approval stands
+    /// approved by this decider, this same answer was acted on, and its decider, who was never
+    /// told, is told now; if it is still waiting and the claim was taken for this same answer,
+    /// this call takes it over and acts (of copies of the answer racing to, one).
+    async fn claim(
+        &self,
+        id: &str,
+        answered: &Answered,
+        decider: &Decider<'_>,
+        approving: bool,
+    ) -> Result<Claimed<S::Record>, Refused<S::Error>> {
+        let question = answered.question.as_str();
+        let key = self.claim_key(id, question);
+        let acting = AnswerClaim::acting(approving, epoch_millis()).encode();
+        let claimed = self.records.claim_as(&key, &acting, answered.claim_life).await;
+        if let Ok(Claim::Taken) = claimed {
+            let unfinished = self.lease_out(&key, approving).await;
+            if let Some(record) = self.acted_on_untold(id, question, decider).await {
+                return Ok(Claimed::ActedOnUntold(Box::new(record)));
+            }
+            if let Some(seen) = unfinished
+                && self.still_waiting(id).await
+            {
+                // Of copies of this answer that all found the claim unfinished, one takes it over.
+                let acting = AnswerClaim::acting(approving, epoch_millis()).encode();
+                match self.records.take_over(&key, &seen, &acting, answered.claim_life).await {
+                    Ok(Claim::Taken) => {}
+                    Ok(Claim::First) => {
+                        tracing::info!(
+                            id,
+                            question,
+                            "a claim whose call never finished is taken over by the same answer"
+                        );
+                        decider.trail.report("claim taken over", self.line(id, json!({"question": question}))).await;
+                        return Ok(Claimed::First);
+                    }
+                    Err(error) => tracing::warn!(id, %error, "could not take over an unfinished claim"),
+                }
+            }
+            let replay = self.line(id, json!({"reason": "replay", "question": question}));
+            decider.trail.report("refused", replay).await;
+        }
+        match claimed {
+            Ok(Claim::First) => Ok(Claimed::First),
+            Ok(Claim::Taken) => {
+                if let Some(by) = self.decliner(id).await {
+                    // A decline not carried out yet: carry it out, and refuse.
+                    let _ = self.carry_out_decline(id, &by, decider).await;
+                    return Err(Refused::DeclineStands { claimed: true });
+                }
+                let now = self.subject.look(id).await.map(|now| now.state).unwrap_or(State::Waiting);
+                Err(Refused::Replay(now))
+            }
+            Err(error) => {
+                metrics::counter!(self.counted.once_only_failures).increment(1);
+                tracing::error!(id, %error, "once-only record unavailable; nothing carried out");
+                Err(Refused::RecordUnavailable)
+            }
+        }
+    }
+
+    /// Wait, at most until its [`CLAIM_LEASE`] has passed, for the call that holds claim `key`
+    /// to mark it acted on; the claim as read, if it never was and it was taken for this same
+    /// answer (`None` when marked, unreadable, another answer's, or an earlier release's).
+    ///
+    /// The claim's age is told by the clock of the replica that took it; this one waits no
+    /// longer than the lease by its own, so a clock that runs ahead elsewhere cannot keep it
+    /// waiting (the claim is then still young: no takeover).
+    async fn lease_out(&self, key: &str, approving: bool) -> Option<String> {
+        let until = tokio::time::Instant::now() + CLAIM_LEASE;
+        loop {
+            let value = self.records.get(key).await.ok()??;
+            match AnswerClaim::decode(&value)?.lease(epoch_millis(), CLAIM_LEASE) {
+                Lease::Lapsed { approving: claimed } => return (claimed == approving).then_some(value),
+                Lease::ActedOn => return None,
+                Lease::Held { left } => {
+                    let now = tokio::time::Instant::now();
+                    if now >= until {
+                        return None;
+                    }
+                    tokio::time::sleep(left.min(until - now).min(Duration::from_millis(100))).await;
+                }
+            }
+        }
+    }
+
+    /// Whether `id` is still waiting and no decline of it waits to be carried out (unknown is
+    /// no).
+    async fn still_waiting(&self, id: &str) -> bool {
+        let waiting = self.subject.look(id).await.is_ok_and(|now| now.state == State::Waiting);
+        waiting && matches!(self.records.get(&self.declined_key(id)).await, Ok(None))
+    }
+
+    /// The record, when the claim on `question` was taken by a call that did not finish (no
+    /// acted-on mark) and the approval stands approved by this call's decider: that call acted
+    /// on this same answer, and its replica stopped before it told the decider.
+    async fn acted_on_untold(&self, id: &str, question: &str, decider: &Decider<'_>) -> Option<S::Record> {
+        let mark = self.records.get(&self.claim_key(id, question)).await.ok()?;
+        if mark.as_deref().and_then(AnswerClaim::decode) == Some(AnswerClaim::ActedOn) {
+            return None;
+        }
+        let now = self.subject.look(id).await.ok()?;
+        (now.state == State::Approved && now.decided_by == decider.name).then_some(now.record)
+    }
+
+    /// The decider is told next that `answered` was acted on: the same answer again is a
+    /// replay from now on.
+    async fn mark_acted_on(&self, id: &str, answered: &Answered) {
+        let claim = self.claim_key(id, &answered.question);
+        if let Err(error) = self.records.put(&claim, AnswerClaim::ActedOn.encode(), answered.claim_life).await {
+            tracing::warn!(id, %error, "could not mark the answer acted on");
+        }
+    }
+
+    /// Give back the claim of an answer not acted on: it may count when it comes again.
+    async fn give_back(&self, id: &str, question: &str) {
+        if let Err(error) = self.records.remove(&self.claim_key(id, question)).await {
+            tracing::warn!(id, %error, "could not give back the claim of an answer not acted on");
+        }
+    }
+
+    /// A trail line about `id`: its ID first, then `fields`.
+    fn line(&self, id: &str, fields: Value) -> Value {
+        let mut line = serde_json::Map::new();
+        line.insert(self.id_field.to_owned(), json!(id));
+        if let Value::Object(fields) = fields {
+            line.extend(fields);
+        }
+        Value::Object(line)
+    }
+
+    fn tell(&self, event: &'static str, facts: serde_json::Map<String, Value>) {
+        if let Some(announce) = &self.announce {
+            announce(event, &Value::Object(facts));
+        }
+    }
+
+    /// The once-only claim of `question`'s answer about `id`.
+    fn claim_key(&self, id: &str, question: &str) -> String {
+        format!("{}:{id}:{question}", self.scope)
+    }
+
+    /// The record that someone declined `id`.
+    fn declined_key(&self, id: &str) -> String {
+        format!("{}:declined:{id}", self.scope)
+    }
+}
+
+/// The idempotency key of `decision` on `id` for the answer to `question`: the same on every
+/// replica, visible ASCII, and short (a digest).
+pub fn idempotency_key(decision: &str, id: &str, question: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(format!("{decision}\n{id}\n{question}").as_bytes());
+    format!("{decision}-{id}-{}", hex::encode(digest))
+}
+
+fn epoch_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{
+        Mutex,
+        atomic::{AtomicBool, Ordering},
+    };
+
+    use super::*;
+    use crate::{
+        memory::{InMemory, MemoryError},
+        trail::{NotRecorded, Recording},
+    };
+
+    const COUNTED: Counted = Counted {
+        approvals: "test_approvals_total",
+        declines: "test_declines_total",
+        dismissals: "test_dismissals_total",
+        once_only_failures: "test_once_only_failures_total",
+        write_retries: "test_write_retries_total",
+    };
+    const LIFE: Duration = Duration::from_secs(600);
+    const ALICE: &str = "https://login.example alice";
+    const BOB: &str = "https://login.example bob";
+
+    /// The lines written, and whether the next ones can be.
+    #[derive(Default)]
+    struct Lines(Mutex<Vec<(String, Value)>>, AtomicBool);
+
+    impl Trail for Lines {
+        fn record<'a>(&'a self, event: &'a str, fields: Value) -> Recording<'a, Result<(), NotRecorded>> {
+            let kept = match self.1.load(Ordering::SeqCst) {
+                true => Err(NotRecorded),
+                false => {
+                    self.0.lock().unwrap().push((event.to_owned(), fields));
+                    Ok(())
+                }
+            };
+            Box::pin(std::future::ready(kept))
+        }
+    }
+
+    impl Lines {
+        fn events(&self) -> Vec<String> {
+            self.0.lock().unwrap().iter().map(|(event, _)| event.clone()).collect()
+        }
+    }
+
+    fn approvals(policy: SelfApproval) -> (Approvals<InMemory>, Arc<dyn Records>) {
+        let records: Arc<dyn Records> = Arc::new(mrtr::records::InMemory::new());
+        let subject = InMemory::new();
+        subject.wait("R-1", Some(ALICE), "shown-1");
+        let approvals = Approvals::new(subject, records.clone(), "test", COUNTED).naming_ids("refund_id");
+        (approvals.deciding(policy, false), records)
+    }
+
+    fn by<'a>(name: &str, trail: &'a Lines) -> Decider<'a> {
+        Decider { name: Some(name.to_owned()), entitled: true, trail }
+    }
+
+    fn answer(question: &str) -> Answered {
+        Answered::to(question, Channel::Host, LIFE)
+    }
+
+    #[tokio::test]
+    async fn an_approval_is_carried_out_once_however_many_copies_of_the_answer_come() {
+        let (approvals, _) = approvals(SelfApproval::Allowed);
+        let trail = Lines::default();
+        let (decider, answered) = (by(ALICE, &trail), answer("q-1"));
+        let copies = (0..8).map(|_| approvals.act("R-1", Verdict::Approve, &answered, &decider));
+        let outcomes = futures::future::join_all(copies).await;
+        let approved = outcomes.iter().filter(|outcome| matches!(outcome, Ok(Acted::Approved(_)))).count();
+        assert_eq!((approved, approvals.subject().carried_out()), (1, 1));
+        assert!(
+            outcomes.iter().all(|outcome| matches!(outcome, Ok(Acted::Approved(_)) | Err(Refused::Replay(_)))),
+            "{outcomes:?}"
+        );
+        let events = trail.events();
+        assert_eq!(events.iter().filter(|event| *event == "releasing").count(), 1, "one intent: {events:?}");
+        assert!(events.iter().position(|e| e == "releasing") < events.iter().position(|e| e == "released"));
+        // Acted on and told: the same answer again is a replay at once.
+        let again = approvals.act("R-1", Verdict::Approve, &answered, &decider).await;
+        assert!(matches!(again, Err(Refused::Replay(State::Approved))), "{again:?}");
+    }
+
+    #[tokio::test]
+    async fn only_an_entitled_decider_who_is_not_the_requester_decides_under_another_lead() {
+        let (approvals, _) = approvals(SelfApproval::Forbidden);
+        let trail = Lines::default();
+        let own = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(own, Err(Refused::NotDecider(NotDecider::OwnRequest))), "{own:?}");
+        let not_entitled = Decider { entitled: false, ..by(BOB, &trail) };
+        let refused = approvals.act("R-1", Verdict::Approve, &answer("q-2"), &not_entitled).await;
+        assert!(matches!(refused, Err(Refused::NotDecider(NotDecider::NotEntitled))), "{refused:?}");
+        let nobody = Decider { name: None, entitled: true, trail: &trail };
+        let refused = approvals.act("R-1", Verdict::Approve, &answer("q-3"), &nobody).await;
+        assert!(matches!(refused, Err(Refused::NotDecider(NotDecider::DeciderUnknown))), "{refused:?}");
+        assert_eq!(approvals.subject().carried_out(), 0);
+        let other = approvals.act("R-1", Verdict::Approve, &answer("q-4"), &by(BOB, &trail)).await;
+        assert!(matches!(other, Ok(Acted::Approved(_))), "{other:?}");
+        assert_eq!(approvals.subject().get("R-1").unwrap().decided_by.as_deref(), Some(BOB));
+    }
+
+    #[tokio::test]
+    async fn a_decision_on_what_was_not_shown_or_off_the_page_is_refused() {
+        let (approvals, _) = approvals(SelfApproval::Allowed);
+        let trail = Lines::default();
+        let stale = answer("q-1").having_seen("shown-0");
+        let changed = approvals.act("R-1", Verdict::Approve, &stale, &by(ALICE, &trail)).await;
+        assert!(matches!(changed, Err(Refused::Changed)), "{changed:?}");
+        let page_only = approvals.deciding(SelfApproval::Allowed, true);
+        let off_page = page_only.act("R-1", Verdict::Approve, &answer("q-2"), &by(ALICE, &trail)).await;
+        assert!(matches!(off_page, Err(Refused::PageOnly)), "{off_page:?}");
+        let on_page = Answered::to("q-3", Channel::Page, LIFE).having_seen("shown-1");
+        assert!(matches!(
+            page_only.act("R-1", Verdict::Approve, &on_page, &by(ALICE, &trail)).await,
+            Ok(Acted::Approved(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_decline_stands_and_a_dismissal_uses_nothing_up() {
+        let (approvals, records) = approvals(SelfApproval::Allowed);
+        let trail = Lines::default();
+        let dismissed = approvals.act("R-1", Verdict::Dismiss, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(dismissed, Ok(Acted::Dismissed(ref kept)) if kept.state == State::Waiting), "{dismissed:?}");
+        let declined = approvals.act("R-1", Verdict::Decline, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(declined, Ok(Acted::Declined(ref kept)) if kept.state == State::Declined), "{declined:?}");
+        // Another question's yes does not overturn it.
+        let yes = approvals.act("R-1", Verdict::Approve, &answer("q-2"), &by(ALICE, &trail)).await;
+        assert!(matches!(yes, Err(Refused::NotWaiting)), "{yes:?}");
+        let no_again = approvals.carry_out_decline("R-1", ALICE, &by(ALICE, &trail)).await;
+        assert!(
+            matches!(no_again, Ok(Acted::Declined(_))),
+            "a decline carried out again is told as done: {no_again:?}"
+        );
+        assert_eq!(approvals.subject().carried_out(), 0);
+        assert_eq!(records.get("test:declined:R-1").await.unwrap(), None, "carried out: forgotten");
+    }
+
+    /// A decline recorded whose carrying out did not go through stands: the next answer,
+    /// even a yes to another question, carries it out and is refused.
+    #[tokio::test]
+    async fn a_recorded_decline_is_carried_out_before_any_yes() {
+        let (approvals, records) = approvals(SelfApproval::Allowed);
+        let trail = Lines::default();
+        records.put("test:declined:R-1", BOB.into(), LIFE).await.unwrap();
+        let yes = approvals.act("R-1", Verdict::Approve, &answer("q-9"), &by(ALICE, &trail)).await;
+        assert!(matches!(yes, Err(Refused::DeclineStands { claimed: false })), "{yes:?}");
+        let kept = approvals.subject().get("R-1").unwrap();
+        assert_eq!((kept.state, kept.decided_by.as_deref()), (State::Declined, Some(BOB)));
+    }
+
+    #[tokio::test]
+    async fn a_trail_that_cannot_be_written_carries_nothing_out_and_gives_the_claim_back() {
+        let (approvals, _) = approvals(SelfApproval::Allowed);
+        let trail = Lines::default();
+        trail.1.store(true, Ordering::SeqCst);
+        let refused = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(refused, Err(Refused::Unrecorded)), "{refused:?}");
+        assert_eq!(approvals.subject().carried_out(), 0);
+        trail.1.store(false, Ordering::SeqCst);
+        let again = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(again, Ok(Acted::Approved(_))), "the same answer counts when it comes again: {again:?}");
+    }
+
+    /// An approval whose answer was lost is sent again under its key: carried out once, told.
+    #[tokio::test(start_paused = true)]
+    async fn an_approval_whose_answer_was_lost_is_sent_again_and_carried_out_once() {
+        let (approvals, _) = approvals(SelfApproval::Allowed);
+        let trail = Lines::default();
+        approvals.subject().losing_answers(2);
+        let approved = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(approved, Ok(Acted::Approved(_))), "{approved:?}");
+        assert_eq!(approvals.subject().carried_out(), 1);
+        // Lost three times: the claim is given back, and the same answer carries on later.
+        let (approvals, _) = self::approvals(SelfApproval::Allowed);
+        approvals.subject().losing_answers(3);
+        let lost = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(lost, Err(Refused::Unanswered(MemoryError::Unanswered))), "{lost:?}");
+        let later = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(later, Ok(Acted::Approved(_))), "{later:?}");
+        assert_eq!(approvals.subject().carried_out(), 1, "the key's first answer, given again");
+    }
+
+    /// A claim whose call stopped before it carried its answer out is taken over by a copy of
+    /// the same answer once the lease has run (never by the other answer); one whose call
+    /// carried it out and stopped before telling is told.
+    #[tokio::test]
+    async fn a_claim_left_by_a_call_that_stopped_is_taken_over_or_told() {
+        let (approvals, records) = approvals(SelfApproval::Allowed);
+        let trail = Lines::default();
+        let stopped = epoch_millis() - CLAIM_LEASE.as_millis() as u64 - 1;
+        let yes_left = AnswerClaim::acting(true, stopped).encode();
+        records.put("test:R-1:q-1", yes_left.clone(), LIFE).await.unwrap();
+        let no = approvals.act("R-1", Verdict::Decline, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(no, Err(Refused::Replay(State::Waiting))), "a no never takes a yes's claim over: {no:?}");
+        let yes = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(yes, Ok(Acted::Approved(_))), "{yes:?}");
+        assert!(trail.events().contains(&"claim taken over".to_owned()));
+
+        // Carried out by a call that stopped before marking its claim: told, not refused.
+        let (approvals, records) = self::approvals(SelfApproval::Allowed);
+        records.put("test:R-1:q-1", yes_left, LIFE).await.unwrap();
+        approvals.subject().approve("R-1", Some(ALICE), None, "earlier-key").await.unwrap();
+        let told = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(told, Ok(Acted::ApprovedBefore(_))), "{told:?}");
+        let no = approvals.act("R-1", Verdict::Decline, &answer("q-1"), &by(ALICE, &trail)).await;
+        assert!(matches!(no, Err(Refused::Replay(State::Approved))), "{no:?}");
+    }
+}

@@ -1,0 +1,171 @@
+//! A system of record in memory, for tests: approvals that wait, are approved once (an
+//! idempotency key's decision carried out once, its first answer given again), declined, or
+//! lose their answer on the way back, as a real one's may.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Mutex, PoisonError,
+        atomic::{AtomicUsize, Ordering},
+    },
+};
+
+use serde_json::json;
+
+use crate::subject::{Failed, Pending, Standing, State, Subject};
+
+/// An approval as [`InMemory`] keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// Its ID.
+    pub id: String,
+    /// Where it stands.
+    pub state: State,
+    /// Who asked for it.
+    pub requested_by: Option<String>,
+    /// Who decided it.
+    pub decided_by: Option<String>,
+    /// What a decider is shown, digested.
+    pub digest: String,
+}
+
+/// How a call to [`InMemory`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryError {
+    /// There is no such approval.
+    #[error("there is no approval {0}")]
+    Unknown(String),
+    /// It is not waiting any more.
+    #[error("approval {0} is not waiting any more")]
+    NotWaiting(String),
+    /// What is decided changed since it was shown.
+    #[error("approval {0} changed since it was shown")]
+    Changed(String),
+    /// The answer was lost on its way back (the decision was carried out).
+    #[error("no answer came")]
+    Unanswered,
+}
+
+/// Approvals kept in this process's memory.
+#[derive(Default)]
+pub struct InMemory {
+    kept: Mutex<HashMap<String, Kept>>,
+    /// Each idempotency key's first answer.
+    answers: Mutex<HashMap<String, Kept>>,
+    carried_out: AtomicUsize,
+    answers_to_lose: AtomicUsize,
+}
+
+impl InMemory {
+    /// No approvals yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `id` waits for a decision, asked for by `requested_by`, showing what `digest` digests.
+    pub fn wait(&self, id: &str, requested_by: Option<&str>, digest: &str) {
+        let kept = Kept {
+            id: id.to_owned(),
+            state: State::Waiting,
+            requested_by: requested_by.map(str::to_owned),
+            decided_by: None,
+            digest: digest.to_owned(),
+        };
+        self.kept().insert(id.to_owned(), kept);
+    }
+
+    /// How many approvals were carried out, each key counted once.
+    pub fn carried_out(&self) -> usize {
+        self.carried_out.load(Ordering::SeqCst)
+    }
+
+    /// The next `n` approvals are carried out and their answers lost.
+    pub fn losing_answers(&self, n: usize) {
+        self.answers_to_lose.store(n, Ordering::SeqCst);
+    }
+
+    /// `id` as kept now.
+    pub fn get(&self, id: &str) -> Option<Kept> {
+        self.kept().get(id).cloned()
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<String, Kept>> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn standing(kept: Kept) -> Standing<Kept> {
+        Standing {
+            state: kept.state,
+            requested_by: kept.requested_by.clone(),
+            decided_by: kept.decided_by.clone(),
+            digest: kept.digest.clone(),
+            record: kept,
+        }
+    }
+
+    fn decide(&self, id: &str, to: State, decider: Option<&str>, seen: Option<&str>) -> Result<Kept, MemoryError> {
+        let mut kept = self.kept();
+        let approval = kept.get_mut(id).ok_or_else(|| MemoryError::Unknown(id.to_owned()))?;
+        if approval.state != State::Waiting {
+            return Err(MemoryError::NotWaiting(id.to_owned()));
+        }
+        if seen.is_some_and(|seen| seen != approval.digest) {
+            return Err(MemoryError::Changed(id.to_owned()));
+        }
+        approval.state = to;
+        approval.decided_by = decider.map(str::to_owned);
+        Ok(approval.clone())
+    }
+}
+
+impl Subject for InMemory {
+    type Record = Kept;
+    type Error = MemoryError;
+
+    fn failed(error: &MemoryError) -> Failed {
+        match error {
+            MemoryError::Unknown(_) => Failed::Refused,
+            MemoryError::NotWaiting(_) => Failed::NotWaiting,
+            MemoryError::Changed(_) => Failed::Changed,
+            MemoryError::Unanswered => Failed::Unanswered,
+        }
+    }
+
+    fn facts(record: &Kept) -> serde_json::Map<String, serde_json::Value> {
+        let facts = json!({"id": record.id, "requested_by": record.requested_by, "decided_by": record.decided_by});
+        facts.as_object().cloned().unwrap_or_default()
+    }
+
+    fn look<'a>(&'a self, id: &'a str) -> Pending<'a, Standing<Kept>, MemoryError> {
+        let found = self.get(id).map(Self::standing).ok_or_else(|| MemoryError::Unknown(id.to_owned()));
+        Box::pin(std::future::ready(found))
+    }
+
+    fn approve<'a>(
+        &'a self,
+        id: &'a str,
+        decider: Option<&'a str>,
+        seen: Option<&'a str>,
+        key: &'a str,
+    ) -> Pending<'a, Standing<Kept>, MemoryError> {
+        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        let answer = match answers.get(key) {
+            Some(first) => Ok(first.clone()),
+            None => self.decide(id, State::Approved, decider, seen).inspect(|approved| {
+                self.carried_out.fetch_add(1, Ordering::SeqCst);
+                answers.insert(key.to_owned(), approved.clone());
+            }),
+        };
+        let lost = answer.is_ok()
+            && self.answers_to_lose.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        let answer = match lost {
+            true => Err(MemoryError::Unanswered),
+            false => answer.map(Self::standing),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+
+    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a str>) -> Pending<'a, Standing<Kept>, MemoryError> {
+        Box::pin(std::future::ready(self.decide(id, State::Declined, decider, None).map(Self::standing)))
+    }
+}

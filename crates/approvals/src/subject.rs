@@ -1,0 +1,95 @@
+//! What is decided, as its system of record keeps it: the shop's refunds, held by its API; a
+//! gated tool call, held by the gate's store. The engine reads where an approval stands and
+//! asks the system to carry out a decision; the system stays the one that says what happened
+//! (and checks the rules again, where it can).
+
+use std::{future::Future, pin::Pin};
+
+/// A boxed future, so that a subject can be chosen at run time.
+pub type Pending<'a, T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>>;
+
+/// Where an approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Waiting for a decision.
+    Waiting,
+    /// Approved, and carried out.
+    Approved,
+    /// Declined, or ended without a decision (past its deadline).
+    Declined,
+}
+
+/// An approval as its system of record has it: where it stands, who asked and who decided (as
+/// the system names them), the digest of what a decider is shown, and the record itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing<R> {
+    /// Where it stands.
+    pub state: State,
+    /// Who asked for it, as the system names them.
+    pub requested_by: Option<String>,
+    /// Who decided it, as the system names them.
+    pub decided_by: Option<String>,
+    /// What a decider is shown, digested: a decision made on another is refused.
+    pub digest: String,
+    /// The system's own record of it.
+    pub record: R,
+}
+
+/// How a system of record's call failed, as the engine acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failed {
+    /// No answer came: the system may or may not have acted (sent again under its key, the
+    /// same decision has one effect).
+    Unanswered,
+    /// It failed and did nothing, for a reason that may pass (a 5xx).
+    Failing,
+    /// The approval is not waiting any more: another decision got there first.
+    NotWaiting,
+    /// What is decided changed since the decider was shown it.
+    Changed,
+    /// The same decision, under its key, is being carried out right now.
+    InFlight,
+    /// The system's own rule refused the decider.
+    NotYours,
+    /// Anything else it refused, in its own words.
+    Refused,
+}
+
+impl Failed {
+    /// Whether the failure may pass: the call may be made again in a moment.
+    pub fn is_outage(self) -> bool {
+        matches!(self, Failed::Unanswered | Failed::Failing)
+    }
+}
+
+/// A system of record of approvals.
+pub trait Subject: Send + Sync {
+    /// What the system keeps of an approval (the shop: its refund).
+    type Record: Clone + Send + Sync;
+    /// How a call to it fails, in its own words.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// How `error` failed.
+    fn failed(error: &Self::Error) -> Failed;
+
+    /// What the audit trail records of `record` (its ID, what it is about, who asked and
+    /// decided), as fields of a JSON object.
+    fn facts(record: &Self::Record) -> serde_json::Map<String, serde_json::Value>;
+
+    /// Where the approval `id` stands.
+    fn look<'a>(&'a self, id: &'a str) -> Pending<'a, Standing<Self::Record>, Self::Error>;
+
+    /// Approve the approval `id` for `decider`, who saw `seen`, and carry it out, under
+    /// `key`: sent again under the same key, the same decision has one effect.
+    fn approve<'a>(
+        &'a self,
+        id: &'a str,
+        decider: Option<&'a str>,
+        seen: Option<&'a str>,
+        key: &'a str,
+    ) -> Pending<'a, Standing<Self::Record>, Self::Error>;
+
+    /// Decline the approval `id` for `decider`.
+    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a str>)
+    -> Pending<'a, Standing<Self::Record>, Self::Error>;
+}

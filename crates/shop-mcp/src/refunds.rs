@@ -1,0 +1,77 @@
+//! The shop's refunds as the approvals' system of record: the shop's API holds a refund above
+//! the limit (`needs_confirmation`), releases it on a lead's confirm and cancels it on their
+//! decline, each once, and checks the approval rule again with the people this server names.
+//! The approvals engine reads and decides refunds through it, and nothing else.
+
+use approvals::subject::{Failed, Pending, Standing, State, Subject};
+use serde_json::{Map, Value, json};
+use shop_api::{ApiError, Refund, RefundId, RefundStatus, ShopApi};
+
+/// The shop's refunds, through its API.
+pub(crate) struct Refunds {
+    pub(crate) api: ShopApi,
+}
+
+fn standing(refund: Refund) -> Standing<Refund> {
+    Standing {
+        state: match refund.status {
+            RefundStatus::NeedsConfirmation => State::Waiting,
+            RefundStatus::Requested => State::Approved,
+            RefundStatus::Cancelled => State::Declined,
+        },
+        requested_by: refund.requested_by.clone(),
+        decided_by: refund.decided_by.clone(),
+        digest: refund.digest(),
+        record: refund,
+    }
+}
+
+/// An ID the engine holds is one a tool parsed: anything else is no refund of this shop's.
+fn parsed(id: &str) -> Result<RefundId, ApiError> {
+    RefundId::parse(id).map_err(|error| ApiError::Decode(error.to_string()))
+}
+
+impl Subject for Refunds {
+    type Record = Refund;
+    type Error = ApiError;
+
+    fn failed(error: &ApiError) -> Failed {
+        match error {
+            ApiError::Unreachable(_) => Failed::Unanswered,
+            _ if error.status().is_some_and(|status| status >= 500) => Failed::Failing,
+            _ => match error.kind() {
+                Some("changed") => Failed::Changed,
+                Some("idempotency_key_in_flight") => Failed::InFlight,
+                Some("self_approval" | "decider_unknown" | "requester_unknown") => Failed::NotYours,
+                _ if error.is_conflict() => Failed::NotWaiting,
+                _ => Failed::Refused,
+            },
+        }
+    }
+
+    fn facts(refund: &Refund) -> Map<String, Value> {
+        let facts = json!({"refund_id": refund.refund_id, "order_id": refund.order_id, "amount": refund.amount,
+                           "requested_by": refund.requested_by, "decided_by": refund.decided_by});
+        facts.as_object().cloned().unwrap_or_default()
+    }
+
+    fn look<'a>(&'a self, id: &'a str) -> Pending<'a, Standing<Refund>, ApiError> {
+        Box::pin(async move { Ok(standing(self.api.refund(&parsed(id)?).await?)) })
+    }
+
+    fn approve<'a>(
+        &'a self,
+        id: &'a str,
+        decider: Option<&'a str>,
+        seen: Option<&'a str>,
+        key: &'a str,
+    ) -> Pending<'a, Standing<Refund>, ApiError> {
+        Box::pin(async move {
+            Ok(standing(self.api.decide_as_seen(&parsed(id)?, "confirm", decider, seen, Some(key)).await?))
+        })
+    }
+
+    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a str>) -> Pending<'a, Standing<Refund>, ApiError> {
+        Box::pin(async move { Ok(standing(self.api.decide(&parsed(id)?, "cancel", decider).await?)) })
+    }
+}
