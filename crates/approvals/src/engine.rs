@@ -22,6 +22,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use caller::Party;
 use mrtr::{
     once_only::{AnswerClaim, Claim, Lease},
     records::Records,
@@ -61,12 +62,18 @@ pub struct Counted {
 
 /// Who decides, as the engine needs them.
 pub struct Decider<'a> {
-    /// How the system of record names them, if anyone can be named.
-    pub name: Option<String>,
+    /// Who they are, if anyone can be named.
+    pub name: Option<Party>,
     /// Whether they are one of those who decide.
     pub entitled: bool,
     /// The audit trail, bound to their request.
     pub trail: &'a dyn Trail,
+}
+
+/// A party's text, or empty for nobody named: how a decline is recorded before it is
+/// carried out.
+fn named(party: Option<&Party>) -> String {
+    party.map(Party::to_string).unwrap_or_default()
 }
 
 /// What a decision did.
@@ -204,8 +211,8 @@ impl<S: Subject> Approvals<S> {
 
     /// Whether `decider` may decide an approval `requested_by` asked for (their name as the
     /// system of record has it).
-    pub fn may_decide(&self, decider: &Decider<'_>, requested_by: Option<&str>) -> Result<(), NotDecider> {
-        rules::may_decide(self.policy, requested_by, decider.name.as_deref(), decider.entitled)
+    pub fn may_decide(&self, decider: &Decider<'_>, requested_by: Option<&Party>) -> Result<(), NotDecider> {
+        rules::may_decide(self.policy, requested_by, decider.name.as_ref(), decider.entitled)
     }
 
     /// Act on `verdict`, `decider`'s answer to `answered`'s question about approval `id`.
@@ -224,8 +231,8 @@ impl<S: Subject> Approvals<S> {
         };
         // The choke point: whatever brought the answer, only someone who may decide has it
         // acted on (the system of record checks again, where it can).
-        if let Err(why) = self.may_decide(decider, now.as_ref().and_then(|now| now.requested_by.as_deref())) {
-            tracing::warn!(id, decider = ?decider.name, "refused a decision: {why}");
+        if let Err(why) = self.may_decide(decider, now.as_ref().and_then(|now| now.requested_by.as_ref())) {
+            tracing::warn!(id, decider = %named(decider.name.as_ref()), "refused a decision: {why}");
             return Err(Refused::NotDecider(why));
         }
         if self.page_only && answered.channel != Channel::Page {
@@ -281,14 +288,14 @@ impl<S: Subject> Approvals<S> {
         // The trail fails closed: the intent is on disk before anything moves, or nothing does.
         let mut intent = answered.record();
         intent[self.id_field] = json!(id);
-        intent["decided_by"] = json!(decider.name);
+        intent["decided_by"] = json!(decider.name.as_ref().map(Party::to_string));
         if decider.trail.record("releasing", intent).await.is_err() {
             tracing::error!(id, "the audit trail could not be written; nothing carried out");
             // Nothing was acted on: the answer may count when it comes again.
             self.give_back(id, question).await;
             return Err(Refused::Unrecorded);
         }
-        match self.approve_once(id, decider.name.as_deref(), answered).await {
+        match self.approve_once(id, decider.name.as_ref(), answered).await {
             Ok(approved) => {
                 metrics::counter!(self.counted.approvals).increment(1);
                 let facts = S::facts(&approved.record);
@@ -332,7 +339,7 @@ impl<S: Subject> Approvals<S> {
     async fn approve_once(
         &self,
         id: &str,
-        decider: Option<&str>,
+        decider: Option<&Party>,
         answered: &Answered,
     ) -> Result<Standing<S::Record>, S::Error> {
         let key = idempotency_key("confirm", id, &answered.question);
@@ -366,7 +373,7 @@ impl<S: Subject> Approvals<S> {
         metrics::counter!(self.counted.declines).increment(1);
         // Recorded before it is carried out, with who declined: if the system does not take
         // it, the decline still stands, and the next call for the approval carries it out.
-        let by = decider.name.clone().unwrap_or_default();
+        let by = named(decider.name.as_ref());
         if let Err(error) = self.records.put(&self.declined_key(id), by.clone(), DECLINE_KEPT).await {
             tracing::warn!(id, %error, "could not record the decline; carrying it out now is all that keeps it");
         }
@@ -391,7 +398,7 @@ impl<S: Subject> Approvals<S> {
         }
     }
 
-    /// Carry out the decline of `id` by `by` (a name, or empty: nobody named); `decider` is
+    /// Carry out the decline of `id` by `by` (a [`Party`]'s text, or empty: nobody named); `decider` is
     /// this request's. Sent again while the system does not answer, within the ride-through
     /// (a decline that went through unanswered is "not waiting" next time, read as declined).
     pub async fn carry_out_decline(
@@ -400,10 +407,10 @@ impl<S: Subject> Approvals<S> {
         by: &str,
         decider: &Decider<'_>,
     ) -> Result<Acted<S::Record>, Refused<S::Error>> {
-        let named = Some(by).filter(|by| !by.is_empty());
+        let party = Party::parse(by).ok();
         let (mut pause, until) = (Duration::from_millis(100), tokio::time::Instant::now() + self.ride_through);
         let carried = loop {
-            match self.subject.decline(id, named).await {
+            match self.subject.decline(id, party.as_ref()).await {
                 Err(error) if S::failed(&error).is_outage() && tokio::time::Instant::now() + pause <= until => {
                     tracing::info!(id, %error, "the system of record did not take a decline; sending it again");
                     tokio::time::sleep(pause).await;
@@ -425,7 +432,10 @@ impl<S: Subject> Approvals<S> {
         };
         let facts = S::facts(&declined.record);
         tracing::debug!(id, "declined and carried out");
-        let line = self.line(id, json!({"declined_by": named, "requested_by": facts.get("requested_by")}));
+        let line = self.line(
+            id,
+            json!({"declined_by": party.as_ref().map(Party::to_string), "requested_by": facts.get("requested_by")}),
+        );
         self.tell("declined", facts);
         decider.trail.report("declined", line).await;
         // Carried out: the record has done its work (and a reset system's next approval of the
@@ -626,6 +636,10 @@ mod tests {
     const ALICE: &str = "https://login.example alice";
     const BOB: &str = "https://login.example bob";
 
+    fn party(text: &str) -> Party {
+        Party::parse(text).unwrap()
+    }
+
     /// The lines written, and whether the next ones can be.
     #[derive(Default)]
     struct Lines(Mutex<Vec<(String, Value)>>, AtomicBool);
@@ -652,13 +666,13 @@ mod tests {
     fn approvals(policy: SelfApproval) -> (Approvals<InMemory>, Arc<dyn Records>) {
         let records: Arc<dyn Records> = Arc::new(mrtr::records::InMemory::new());
         let subject = InMemory::new();
-        subject.wait("R-1", Some(ALICE), "shown-1");
+        subject.wait("R-1", Some(&party(ALICE)), "shown-1");
         let approvals = Approvals::new(subject, records.clone(), "test", COUNTED).naming_ids("refund_id");
         (approvals.deciding(policy, false), records)
     }
 
     fn by<'a>(name: &str, trail: &'a Lines) -> Decider<'a> {
-        Decider { name: Some(name.to_owned()), entitled: true, trail }
+        Decider { name: Some(party(name)), entitled: true, trail }
     }
 
     fn answer(question: &str) -> Answered {
@@ -701,7 +715,7 @@ mod tests {
         assert_eq!(approvals.subject().carried_out(), 0);
         let other = approvals.act("R-1", Verdict::Approve, &answer("q-4"), &by(BOB, &trail)).await;
         assert!(matches!(other, Ok(Acted::Approved(_))), "{other:?}");
-        assert_eq!(approvals.subject().get("R-1").unwrap().decided_by.as_deref(), Some(BOB));
+        assert_eq!(approvals.subject().get("R-1").unwrap().decided_by, Some(party(BOB)));
     }
 
     #[tokio::test]
@@ -751,7 +765,7 @@ mod tests {
         let yes = approvals.act("R-1", Verdict::Approve, &answer("q-9"), &by(ALICE, &trail)).await;
         assert!(matches!(yes, Err(Refused::DeclineStands { claimed: false })), "{yes:?}");
         let kept = approvals.subject().get("R-1").unwrap();
-        assert_eq!((kept.state, kept.decided_by.as_deref()), (State::Declined, Some(BOB)));
+        assert_eq!((kept.state, kept.decided_by), (State::Declined, Some(party(BOB))));
     }
 
     #[tokio::test]
@@ -805,7 +819,7 @@ mod tests {
         // Carried out by a call that stopped before marking its claim: told, not refused.
         let (approvals, records) = self::approvals(SelfApproval::Allowed);
         records.put("test:R-1:q-1", yes_left, LIFE).await.unwrap();
-        approvals.subject().approve("R-1", Some(ALICE), None, "earlier-key").await.unwrap();
+        approvals.subject().approve("R-1", Some(&party(ALICE)), None, "earlier-key").await.unwrap();
         let told = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(ALICE, &trail)).await;
         assert!(matches!(told, Ok(Acted::ApprovedBefore(_))), "{told:?}");
         let no = approvals.act("R-1", Verdict::Decline, &answer("q-1"), &by(ALICE, &trail)).await;

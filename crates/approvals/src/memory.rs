@@ -12,6 +12,8 @@ use std::{
 
 use serde_json::json;
 
+use caller::Party;
+
 use crate::subject::{Failed, Pending, Standing, State, Subject};
 
 /// An approval as [`InMemory`] keeps it.
@@ -22,9 +24,9 @@ pub struct Kept {
     /// Where it stands.
     pub state: State,
     /// Who asked for it.
-    pub requested_by: Option<String>,
+    pub requested_by: Option<Party>,
     /// Who decided it.
-    pub decided_by: Option<String>,
+    pub decided_by: Option<Party>,
     /// What a decider is shown, digested.
     pub digest: String,
 }
@@ -63,11 +65,11 @@ impl InMemory {
     }
 
     /// `id` waits for a decision, asked for by `requested_by`, showing what `digest` digests.
-    pub fn wait(&self, id: &str, requested_by: Option<&str>, digest: &str) {
+    pub fn wait(&self, id: &str, requested_by: Option<&Party>, digest: &str) {
         let kept = Kept {
             id: id.to_owned(),
             state: State::Waiting,
-            requested_by: requested_by.map(str::to_owned),
+            requested_by: requested_by.cloned(),
             decided_by: None,
             digest: digest.to_owned(),
         };
@@ -103,7 +105,7 @@ impl InMemory {
         }
     }
 
-    fn decide(&self, id: &str, to: State, decider: Option<&str>, seen: Option<&str>) -> Result<Kept, MemoryError> {
+    fn decide(&self, id: &str, to: State, decider: Option<&Party>, seen: Option<&str>) -> Result<Kept, MemoryError> {
         let mut kept = self.kept();
         let approval = kept.get_mut(id).ok_or_else(|| MemoryError::Unknown(id.to_owned()))?;
         if approval.state != State::Waiting {
@@ -113,7 +115,7 @@ impl InMemory {
             return Err(MemoryError::Changed(id.to_owned()));
         }
         approval.state = to;
-        approval.decided_by = decider.map(str::to_owned);
+        approval.decided_by = decider.cloned();
         Ok(approval.clone())
     }
 }
@@ -132,7 +134,8 @@ impl Subject for InMemory {
     }
 
     fn facts(record: &Kept) -> serde_json::Map<String, serde_json::Value> {
-        let facts = json!({"id": record.id, "requested_by": record.requested_by, "decided_by": record.decided_by});
+        let name = |party: &Option<Party>| party.as_ref().map(Party::to_string);
+        let facts = json!({"id": record.id, "requested_by": name(&record.requested_by), "decided_by": name(&record.decided_by)});
         facts.as_object().cloned().unwrap_or_default()
     }
 
@@ -144,7 +147,7 @@ impl Subject for InMemory {
     fn approve<'a>(
         &'a self,
         id: &'a str,
-        decider: Option<&'a str>,
+        decider: Option<&'a Party>,
         seen: Option<&'a str>,
         key: &'a str,
     ) -> Pending<'a, Standing<Kept>, MemoryError> {
@@ -165,7 +168,7 @@ impl Subject for InMemory {
         Box::pin(std::future::ready(answer))
     }
 
-    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a str>) -> Pending<'a, Standing<Kept>, MemoryError> {
+    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a Party>) -> Pending<'a, Standing<Kept>, MemoryError> {
         Box::pin(std::future::ready(self.decide(id, State::Declined, decider, None).map(Self::standing)))
     }
 }

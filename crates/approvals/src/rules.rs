@@ -3,6 +3,8 @@
 
 use std::time::SystemTime;
 
+use caller::Party;
+
 /// Whether the one who asked for a call may decide it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SelfApproval {
@@ -20,10 +22,13 @@ pub enum NotDecider {
     /// They are not one of those who decide (a support lead's `refunds:write`, say).
     #[error("only someone entitled to decide it may")]
     NotEntitled,
+    /// A program acting as itself: its token names no person, and only a person decides.
+    #[error("a program's token names no person, and only a person decides")]
+    NotAPerson,
     /// They asked for it, and the policy wants another.
     #[error("whoever asked for it cannot decide it; another must")]
     OwnRequest,
-    /// Nobody is named as deciding, so they cannot be told apart from the requester.
+    /// Nobody is named as deciding, or nobody who can be told apart from the requester.
     #[error("nobody is named as deciding it, so the decider cannot be told apart from whoever asked")]
     DeciderUnknown,
     /// Nobody is named as having asked, so another's decision cannot be told apart.
@@ -36,6 +41,7 @@ impl NotDecider {
     pub fn label(self) -> &'static str {
         match self {
             NotDecider::NotEntitled => "not_entitled",
+            NotDecider::NotAPerson => "not_a_person",
             NotDecider::OwnRequest => "own_request",
             NotDecider::DeciderUnknown => "decider_unknown",
             NotDecider::RequesterUnknown => "requester_unknown",
@@ -44,23 +50,34 @@ impl NotDecider {
 }
 
 /// Whether `decider`, `entitled` to decide or not, may decide a call `requester` asked for,
-/// under `policy`. People are compared as given: the caller names each the same way
-/// (a principal's issuer and subject).
-pub fn may_decide<P: PartialEq + ?Sized>(
+/// under `policy`. Under every policy a decision names its decider, and a program acting as
+/// itself never decides. Under [`SelfApproval::Forbidden`] the decider and the requester must
+/// each be one person, told apart as a whole ([`Party`]'s issuer and subject, each exact):
+/// somebody unauthenticated is nobody in particular.
+pub fn may_decide(
     policy: SelfApproval,
-    requester: Option<&P>,
-    decider: Option<&P>,
+    requester: Option<&Party>,
+    decider: Option<&Party>,
     entitled: bool,
 ) -> Result<(), NotDecider> {
     if !entitled {
         return Err(NotDecider::NotEntitled);
     }
-    match (policy, requester, decider) {
-        (SelfApproval::Allowed, _, _) => Ok(()),
-        (SelfApproval::Forbidden, _, None) => Err(NotDecider::DeciderUnknown),
-        (SelfApproval::Forbidden, None, Some(_)) => Err(NotDecider::RequesterUnknown),
-        (SelfApproval::Forbidden, Some(asked), Some(decides)) if asked == decides => Err(NotDecider::OwnRequest),
-        (SelfApproval::Forbidden, Some(_), Some(_)) => Ok(()),
+    let decider = decider.ok_or(NotDecider::DeciderUnknown)?;
+    if decider.is_program() {
+        return Err(NotDecider::NotAPerson);
+    }
+    if policy == SelfApproval::Allowed {
+        return Ok(());
+    }
+    if !decider.is_person() {
+        return Err(NotDecider::DeciderUnknown);
+    }
+    match requester {
+        Some(asked) if asked == decider => Err(NotDecider::OwnRequest),
+        // A program may ask: it is nobody a person could be.
+        Some(asked) if asked.is_person() || asked.is_program() => Ok(()),
+        _ => Err(NotDecider::RequesterUnknown),
     }
 }
 
@@ -98,21 +115,56 @@ mod tests {
 
     use super::*;
 
-    const ALICE: &str = "https://login.example alice";
-    const BOB: &str = "https://login.example bob";
+    use caller::Principal;
+
+    fn person(subject: &str) -> Party {
+        Party::from(Principal::new("https://login.example", subject))
+    }
 
     #[test]
     fn only_the_entitled_decide_and_under_another_lead_never_their_own_request() {
         use SelfApproval::*;
-        assert_eq!(may_decide(Allowed, Some(ALICE), Some(BOB), false), Err(NotDecider::NotEntitled));
-        assert_eq!(may_decide(Forbidden, Some(ALICE), Some(BOB), false), Err(NotDecider::NotEntitled));
-        assert_eq!(may_decide(Allowed, Some(ALICE), Some(ALICE), true), Ok(()), "the chapter's flow");
-        assert_eq!(may_decide::<str>(Allowed, None, None, true), Ok(()));
-        assert_eq!(may_decide(Forbidden, Some(ALICE), Some(ALICE), true), Err(NotDecider::OwnRequest));
-        assert_eq!(may_decide(Forbidden, Some(ALICE), Some(BOB), true), Ok(()));
-        assert_eq!(may_decide(Forbidden, Some(ALICE), None, true), Err(NotDecider::DeciderUnknown));
-        assert_eq!(may_decide(Forbidden, None, Some(BOB), true), Err(NotDecider::RequesterUnknown));
-        assert_eq!(may_decide::<str>(Forbidden, None, None, true), Err(NotDecider::DeciderUnknown));
+        let (alice, bob) = (person("alice"), person("bob"));
+        let (alice, bob) = (Some(&alice), Some(&bob));
+        assert_eq!(may_decide(Allowed, alice, bob, false), Err(NotDecider::NotEntitled));
+        assert_eq!(may_decide(Forbidden, alice, bob, false), Err(NotDecider::NotEntitled));
+        assert_eq!(may_decide(Allowed, alice, alice, true), Ok(()), "the chapter's flow");
+        assert_eq!(may_decide(Forbidden, alice, alice, true), Err(NotDecider::OwnRequest));
+        assert_eq!(may_decide(Forbidden, alice, bob, true), Ok(()));
+        assert_eq!(may_decide(Forbidden, None, bob, true), Err(NotDecider::RequesterUnknown));
+    }
+
+    #[test]
+    fn every_decision_names_a_person_who_decides() {
+        use SelfApproval::*;
+        let alice = person("alice");
+        let program = Party::from(Principal::client("https://login.example", "agent-7"));
+        let nobody = Party::Unauthenticated(Some("10.0.0.7".parse().unwrap()));
+        for policy in [Allowed, Forbidden] {
+            assert_eq!(may_decide(policy, Some(&alice), None, true), Err(NotDecider::DeciderUnknown), "{policy:?}");
+            assert_eq!(may_decide(policy, Some(&alice), Some(&program), true), Err(NotDecider::NotAPerson));
+        }
+        // The chapter's open server: whoever reaches it decides, named by their address.
+        assert_eq!(may_decide(Allowed, Some(&nobody), Some(&nobody), true), Ok(()));
+        assert_eq!(may_decide(Forbidden, Some(&alice), Some(&nobody), true), Err(NotDecider::DeciderUnknown));
+        assert_eq!(may_decide(Forbidden, Some(&nobody), Some(&alice), true), Err(NotDecider::RequesterUnknown));
+        assert_eq!(may_decide(Forbidden, Some(&program), Some(&alice), true), Ok(()), "a program's request");
+    }
+
+    #[test]
+    fn people_are_told_apart_by_issuer_and_subject_each_exact() {
+        let alice = person("alice");
+        for other in [
+            person("Alice"),
+            person("alice "),
+            Party::from(Principal::new("https://login.example/", "alice")),
+            Party::from(Principal::new("https://other.example", "alice")),
+            Party::host_user("alice"),
+        ] {
+            assert_eq!(may_decide(SelfApproval::Forbidden, Some(&alice), Some(&other), true), Ok(()), "{other}");
+        }
+        let same = Party::parse("https://login.example alice").unwrap();
+        assert_eq!(may_decide(SelfApproval::Forbidden, Some(&alice), Some(&same), true), Err(NotDecider::OwnRequest));
     }
 
     #[test]

@@ -5,6 +5,8 @@
 
 use std::{future::Future, pin::Pin};
 
+use caller::Party;
+
 /// A boxed future, so that a subject can be chosen at run time.
 pub type Pending<'a, T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>>;
 
@@ -26,9 +28,9 @@ pub struct Standing<R> {
     /// Where it stands.
     pub state: State,
     /// Who asked for it, as the system names them.
-    pub requested_by: Option<String>,
+    pub requested_by: Option<Party>,
     /// Who decided it, as the system names them.
-    pub decided_by: Option<String>,
+    pub decided_by: Option<Party>,
     /// What a decider is shown, digested: a decision made on another is refused.
     pub digest: String,
     /// The system's own record of it.
@@ -84,12 +86,15 @@ pub trait Subject: Send + Sync {
     fn approve<'a>(
         &'a self,
         id: &'a str,
-        decider: Option<&'a str>,
+        decider: Option<&'a Party>,
         seen: Option<&'a str>,
         key: &'a str,
     ) -> Pending<'a, Standing<Self::Record>, Self::Error>;
 
     /// Decline the approval `id` for `decider`.
-    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a str>)
-    -> Pending<'a, Standing<Self::Record>, Self::Error>;
+    fn decline<'a>(
+        &'a self,
+        id: &'a str,
+        decider: Option<&'a Party>,
+    ) -> Pending<'a, Standing<Self::Record>, Self::Error>;
 }

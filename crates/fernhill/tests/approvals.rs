@@ -249,7 +249,9 @@ async fn a_refund_that_waits_too_long_is_escalated_and_at_its_deadline_expires()
     assert_eq!(said, "Refund R-0111 is cancelled: expired: no lead decided. Nothing was released.");
     let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
     assert_eq!((refund.status, refund.reason.as_deref()), (RefundStatus::Cancelled, Some(shop_api::EXPIRED)));
-    let late = shop(&api).decide(&RefundId::parse("R-0111").unwrap(), "confirm", Some("lead-2")).await;
+    let late = shop(&api)
+        .decide(&RefundId::parse("R-0111").unwrap(), "confirm", Some(&shop_api::Party::host_user("lead-2")))
+        .await;
     assert_eq!(late.unwrap_err().kind(), Some("not_held"));
     let mut overdue = gauge().await;
     for _ in 0..500 {

@@ -67,8 +67,14 @@ async fn two_shop_apis_on_one_postgres_database_serve_one_shop() {
     let quote = one_api.create_quote(&request).await.unwrap();
     let held = two_api.create_refund(&quote.quote_id).await.unwrap();
     assert_eq!(held.status, shop_api::RefundStatus::NeedsConfirmation);
-    assert_eq!(one_api.confirm(&held.refund_id).await.unwrap().status, shop_api::RefundStatus::Requested);
-    assert!(two_api.confirm(&held.refund_id).await.unwrap_err().is_conflict(), "released once");
+    assert_eq!(
+        one_api.confirm(&held.refund_id, &shop_api::Party::host_user("lead-2")).await.unwrap().status,
+        shop_api::RefundStatus::Requested
+    );
+    assert!(
+        two_api.confirm(&held.refund_id, &shop_api::Party::host_user("lead-2")).await.unwrap_err().is_conflict(),
+        "released once"
+    );
     one.kill().await.unwrap();
     two.kill().await.unwrap();
     psql(format!("DROP DATABASE {name} WITH (FORCE)")).await;

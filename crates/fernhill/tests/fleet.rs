@@ -60,7 +60,10 @@ async fn a_retry_that_reaches_another_replica_completes_and_its_replay_is_refuse
     let text = &replay.content[0].as_text().unwrap().text;
     assert!(text.ends_with("Refund R-0111 was already confirmed. Don't send the same answer again."), "{text}");
     // And behind the record, the shop's API refuses a second release with 409.
-    let again = shop(&fleet.api).confirm(&RefundId::parse("R-0111").unwrap()).await.unwrap_err();
+    let again = shop(&fleet.api)
+        .confirm(&RefundId::parse("R-0111").unwrap(), &shop_api::Party::host_user("lead-2"))
+        .await
+        .unwrap_err();
     assert!(again.is_conflict(), "{again}");
 }
 
@@ -112,7 +115,10 @@ async fn a_yes_whose_replica_stopped_between_its_claim_and_its_release_is_releas
     let text = mrtr::client::text(&replay);
     assert!(text.ends_with("Refund R-0111 was already confirmed. Don't send the same answer again."), "{text}");
     let refund = RefundId::parse("R-0111").unwrap();
-    assert!(shop(&fleet.api).confirm(&refund).await.unwrap_err().is_conflict(), "released once");
+    assert!(
+        shop(&fleet.api).confirm(&refund, &shop_api::Party::host_user("lead-2")).await.unwrap_err().is_conflict(),
+        "released once"
+    );
 }
 
 /// Two copies of that yes, reaching the other replica at once after the claim's lease, take
@@ -135,7 +141,10 @@ async fn copies_of_a_yes_whose_replica_stopped_take_its_claim_over_once() {
     let taken_over = audit.lines().filter(|line| line.contains(r#""event":"claim taken over""#)).count();
     assert_eq!(taken_over, 1, "{audit}");
     let refund = RefundId::parse("R-0111").unwrap();
-    assert!(shop(&fleet.api).confirm(&refund).await.unwrap_err().is_conflict(), "released once");
+    assert!(
+        shop(&fleet.api).confirm(&refund, &shop_api::Party::host_user("lead-2")).await.unwrap_err().is_conflict(),
+        "released once"
+    );
 }
 
 /// A claim taken for another answer (a decline whose replica stopped before it was recorded)
@@ -216,7 +225,10 @@ async fn a_claim_lost_in_a_failover_lets_a_replay_reach_the_api_which_releases_n
     let CallToolResponse::Complete(replay) = b.call_tool_once(yes(&q, state)).await.unwrap() else { panic!() };
     assert_eq!(mrtr::client::field(&replay, "status"), Some("requested"), "{}", mrtr::client::text(&replay));
     assert_eq!(mrtr::client::field(&replay, "decided_at"), Some(released_at.as_str()), "the first release, told again");
-    let again = shop(&fleet.api).confirm(&RefundId::parse("R-0111").unwrap()).await.unwrap_err();
+    let again = shop(&fleet.api)
+        .confirm(&RefundId::parse("R-0111").unwrap(), &shop_api::Party::host_user("lead-2"))
+        .await
+        .unwrap_err();
     assert!(again.is_conflict(), "released once: {again}");
 }
 

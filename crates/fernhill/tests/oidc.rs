@@ -260,9 +260,12 @@ async fn the_host_signs_in_in_a_browser_and_steps_up_for_refunds_write() {
 }
 
 /// Opaque tokens, checked by asking the issuer (RFC 7662 introspection) as the server's own
-/// client: a lead confirms, a reader cannot release.
+/// client. A program's token (client credentials: introspection names no `sub`) reads and
+/// asks, and never decides: before, the server took its `client_id` for a person, and a
+/// program released refunds. A person's token (the authorization code flow) confirms; a
+/// reader cannot release.
 #[tokio::test]
-async fn opaque_tokens_are_checked_by_introspection() {
+async fn opaque_tokens_are_checked_by_introspection_and_only_a_person_s_decides() {
     let (api, (_issuer, issuer_url)) = (start_api().await, issuer_of("opaque").await);
     let mut command = Command::new(fernhill());
     command
@@ -272,9 +275,134 @@ async fn opaque_tokens_are_checked_by_introspection() {
         .env("SHOP_AUTH_CLIENT_SECRET", "fernhill-mcp-secret");
     let (_server, url) = support::spawn_printing_url(&mut command).await;
     let report = leads_confirm(&url, &api, 100_001, 2, lead("lead")).await;
-    assert!(report.problems.is_empty() && report.released == 2, "{}", report.render());
-    let report = leads_confirm(&url, &api, 100_101, 2, reader()).await;
     assert_eq!(report.released, 0, "{}", report.render());
+    assert!(
+        !report.problems.is_empty() && report.problems.iter().all(|p| p.contains("names no person")),
+        "{}",
+        report.render()
+    );
+    let alice = person_token(&issuer_url, "alice", &url, "orders:read refunds:write").await;
+    let report = leads_confirm(&url, &api, 100_101, 2, Credentials::TokenCommand(format!("printf %s {alice}"))).await;
+    assert!(report.problems.is_empty() && report.released == 2, "{}", report.render());
+    let refund = shop(&api).refunds().await.unwrap().into_iter().find(|r| r.status == RefundStatus::Requested).unwrap();
+    assert_eq!(refund.decided_by, Some(format!("{issuer_url} alice")), "the person, as issuer and subject");
+    let report = leads_confirm(&url, &api, 100_201, 2, reader()).await;
+    assert_eq!(report.released, 0, "{}", report.render());
+}
+
+/// An access token for `resource` that the `host` client gets for the person `login` by the
+/// authorization code flow with PKCE: the person signs in on oidc-provider's development pages,
+/// and the redirect to the host's loopback address is read, not followed.
+async fn person_token(issuer: &str, login: &str, resource: &str, scope: &str) -> String {
+    use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+    let http =
+        reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let metadata: serde_json::Value =
+        http.get(format!("{issuer}/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+    let verifier = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
+    let challenge =
+        URL_SAFE_NO_PAD.encode(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, verifier.as_bytes()).as_ref());
+    let redirect = "http://127.0.0.1/callback";
+    let mut next = reqwest::Url::parse_with_params(
+        metadata["authorization_endpoint"].as_str().unwrap(),
+        [
+            ("client_id", "host"),
+            ("response_type", "code"),
+            ("redirect_uri", redirect),
+            ("scope", &format!("openid {scope}")),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+            ("state", "signing-in"),
+            ("resource", resource),
+        ],
+    )
+    .unwrap();
+    let code = 'signing_in: {
+        for _ in 0..12 {
+            if next.as_str().starts_with(redirect) {
+                let code = next.query_pairs().find(|(name, _)| name == "code").map(|(_, code)| code.into_owned());
+                break 'signing_in code.unwrap_or_else(|| panic!("no code: {next}"));
+            }
+            let page = http.get(next.clone()).send().await.unwrap();
+            let response = match page.headers().get("location") {
+                Some(_) => page,
+                None => {
+                    let html = page.text().await.unwrap();
+                    let action = html.split("action=\"").nth(1).and_then(|r| r.split('"').next()).unwrap().to_owned();
+                    let prompt =
+                        html.split("name=\"prompt\" value=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
+                    let form: Vec<(&str, &str)> = match prompt {
+                        "login" => vec![("prompt", "login"), ("login", login), ("password", "any")],
+                        other => vec![("prompt", other)],
+                    };
+                    http.post(next.join(&action).unwrap()).form(&form).send().await.unwrap()
+                }
+            };
+            let location = response.headers().get("location").expect("a redirect").to_str().unwrap().to_owned();
+            next = next.join(&location).unwrap();
+        }
+        panic!("the sign-in did not come back to the host");
+    };
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", &code),
+        ("redirect_uri", redirect),
+        ("client_id", "host"),
+        ("code_verifier", &verifier),
+        ("resource", resource),
+    ];
+    let answer: serde_json::Value =
+        http.post(metadata["token_endpoint"].as_str().unwrap()).form(&form).send().await.unwrap().json().await.unwrap();
+    answer["access_token"].as_str().unwrap_or_else(|| panic!("no token: {answer}")).to_owned()
+}
+
+/// Pairwise subjects: the issuer gives each client its own `sub` for one person, so Alice's
+/// token at her host and her sign-in on the approval page name two people. Under
+/// `--approval another-lead` she asks for a refund from her host, then signs in on the page:
+/// before, the page took her for another lead and she released her own refund. Now the server
+/// will not serve the page at such an issuer unless the operator names a claim every client's
+/// token carries alike (`--auth-person-claim staff_id`), and with it the page knows her and
+/// refuses; Bob, another lead, releases it, and the API records both by that claim.
+#[tokio::test]
+async fn with_pairwise_subjects_a_requester_signing_in_on_the_page_cannot_release_their_own_refund() {
+    let (_issuer, issuer_url) = support::oidc_issuer_with("jwt", true).await;
+    let store = shop_api::Store::open(None).unwrap().with_approval(shop_api::Approval::AnotherLead);
+    let api = shop_api::spawn_loopback(std::sync::Arc::new(store)).await.unwrap();
+    let serve_with = |extra: &[&str]| {
+        let mut command = Command::new(fernhill());
+        command
+            .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer_url, "--approval", "another-lead"])
+            .args(["--approvals-client-id", "approvals", "--approvals-client-secret", "approvals-secret"])
+            .args(extra)
+            .shop_api(&api);
+        command
+    };
+    // Without a person claim the page is not served at a pairwise issuer: the server says why.
+    let refused = serve_with(&[]).stdin(std::process::Stdio::null()).output().await.unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("cannot tell people apart") && said.contains("--auth-person-claim"), "{said}");
+
+    let (_server, url) = support::spawn_printing_url(&mut serve_with(&["--auth-person-claim", "staff_id"])).await;
+    let alice = person_token(&issuer_url, "alice", &url, "orders:read refunds:write").await;
+    let host = Credentials::TokenCommand(format!("printf %s {alice}"));
+    let host = authorization::connect(ScriptedUser::always(chapter::release()), &url, &host, 1).await.unwrap();
+    let quote_id = support::quote(&host, "O-2289").await;
+    let held = host.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    let link = format!("{}/approvals/R-0111", url.trim_end_matches("/mcp"));
+    assert!(mrtr::client::text(&held).contains(&link), "{}", mrtr::client::text(&held));
+
+    let page = page_signs_in(&link, "alice").await.1;
+    assert!(page.contains("data-outcome=\"not_yours\""), "{page}");
+    assert!(page.contains("cannot release it; another lead must"), "{page}");
+    assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
+
+    let page = page_signs_in_and_releases(&link, "bob").await;
+    assert!(page.contains("data-outcome=\"released\""), "{page}");
+    let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
+    assert_eq!(refund.status, RefundStatus::Requested);
+    assert_eq!(refund.requested_by, Some(format!("{issuer_url} staff-alice")));
+    assert_eq!(refund.decided_by, Some(format!("{issuer_url} staff-bob")));
 }
 
 /// An access token from the issuer for `client_id` by the client credentials grant, for the
@@ -336,35 +464,41 @@ async fn a_2025_session_belongs_to_the_caller_who_opened_it() {
 }
 
 /// A person's browser on the approval page at `link`: sent to oidc-provider's sign-in, signs in
-/// as `login`, consents, comes back, reads the page and releases the refund. The last page.
-async fn page_signs_in_and_releases(link: &str, login: &str) -> String {
+/// as `login`, consents, and comes back. The browser, and the page it reads.
+async fn page_signs_in(link: &str, login: &str) -> (reqwest::Client, String) {
     let browser =
         reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let link = reqwest::Url::parse(link).unwrap();
     let mut next = link.clone();
-    let page = 'signing_in: {
-        for _ in 0..16 {
-            let response = browser.get(next.clone()).send().await.unwrap();
-            let response = match response.headers().get("location") {
-                Some(_) => response,
-                None if next == link => break 'signing_in response.text().await.unwrap(),
-                None => {
-                    let html = response.text().await.unwrap();
-                    let action = html.split("action=\"").nth(1).and_then(|r| r.split('"').next()).unwrap().to_owned();
-                    let prompt =
-                        html.split("name=\"prompt\" value=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
-                    let form: Vec<(&str, &str)> = match prompt {
-                        "login" => vec![("prompt", "login"), ("login", login), ("password", "any")],
-                        other => vec![("prompt", other)],
-                    };
-                    browser.post(next.join(&action).unwrap()).form(&form).send().await.unwrap()
-                }
-            };
-            let location = response.headers().get("location").unwrap().to_str().unwrap().to_owned();
-            next = next.join(&location).unwrap();
-        }
-        panic!("the sign-in did not come back to the page");
-    };
+    for _ in 0..16 {
+        let response = browser.get(next.clone()).send().await.unwrap();
+        let response = match response.headers().get("location") {
+            Some(_) => response,
+            None if next == link => {
+                let page = response.text().await.unwrap();
+                return (browser, page);
+            }
+            None => {
+                let html = response.text().await.unwrap();
+                let action = html.split("action=\"").nth(1).and_then(|r| r.split('"').next()).unwrap().to_owned();
+                let prompt = html.split("name=\"prompt\" value=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
+                let form: Vec<(&str, &str)> = match prompt {
+                    "login" => vec![("prompt", "login"), ("login", login), ("password", "any")],
+                    other => vec![("prompt", other)],
+                };
+                browser.post(next.join(&action).unwrap()).form(&form).send().await.unwrap()
+            }
+        };
+        let location = response.headers().get("location").unwrap().to_str().unwrap().to_owned();
+        next = next.join(&location).unwrap();
+    }
+    panic!("the sign-in did not come back to the page");
+}
+
+/// A person signs in on the approval page at `link` as `login` ([`page_signs_in`]), reads the
+/// page and releases the refund. The last page.
+async fn page_signs_in_and_releases(link: &str, login: &str) -> String {
+    let (browser, page) = page_signs_in(link, login).await;
     let value = |name: &str| {
         let marker = format!("name=\"{name}\" value=\"");
         page.split(&marker)
@@ -373,6 +507,7 @@ async fn page_signs_in_and_releases(link: &str, login: &str) -> String {
             .unwrap_or_else(|| panic!("{page}"))
             .to_owned()
     };
+    let link = reqwest::Url::parse(link).unwrap();
     let origin = link.origin().ascii_serialization();
     let form = [("form_token", value("form_token")), ("seen", value("seen")), ("decision", "release".to_owned())];
     browser.post(link).header("origin", origin).form(&form).send().await.unwrap().text().await.unwrap()

@@ -271,7 +271,10 @@ async fn a_task_s_reads_on_another_replica_join_the_trace_of_the_call_that_made_
     let waiting = b.peer().get_task(GetTaskParams::new(id.clone())).await.unwrap();
     assert_eq!(serde_json::to_value(&waiting).unwrap()["status"], "working");
     let back_office = shop_api::ShopApi::new(&api_url).unwrap().with_token(Some(API_TOKEN.to_owned()));
-    back_office.decide(&shop_api::RefundId::parse("R-0111").unwrap(), "confirm", Some("lead-2")).await.unwrap();
+    back_office
+        .decide(&shop_api::RefundId::parse("R-0111").unwrap(), "confirm", Some(&shop_api::Party::host_user("lead-2")))
+        .await
+        .unwrap();
     let ended = support::task_ended(&b, &id).await;
     assert_eq!(ended["result"]["structuredContent"]["status"], "requested", "{ended}");
 

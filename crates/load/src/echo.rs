@@ -111,7 +111,10 @@ async fn upstream(api: &ShopApi, tool: &str, params: &Value) -> Result<Value, St
         let refund_id =
             state.rsplit('.').next().and_then(|id| RefundId::parse(id).ok()).ok_or("no refund in the state")?;
         let says_no = params["inputResponses"]["confirm"]["content"]["release"] == json!(false);
-        let decided = api.decide(&refund_id, if says_no { "cancel" } else { "confirm" }, None).await.map_err(failed)?;
+        let decided = api
+            .decide(&refund_id, if says_no { "cancel" } else { "confirm" }, Some(&shop_api::Party::host_user("lead")))
+            .await
+            .map_err(failed)?;
         return Ok(complete(serde_json::to_value(decided).map_err(|e| e.to_string())?));
     }
     let quote_id = arguments["quote_id"].as_str().and_then(|id| QuoteId::parse(id).ok()).ok_or("no quote_id")?;

@@ -470,7 +470,8 @@ async fn decide(clients: &Clients, api: &ShopApi, refund: Option<&RefundId>, tas
     };
     let decision = if task.says_yes { "confirm" } else { "cancel" };
     let started = Instant::now();
-    let deciding = || api.decide(refund, decision, Some(BACK_OFFICE_LEAD));
+    let lead = shop_api::Party::host_user(BACK_OFFICE_LEAD);
+    let deciding = || api.decide(refund, decision, Some(&lead));
     let (once, twice) = tokio::join!(deciding(), deciding());
     outcome.decided_twice = once.is_ok() && twice.is_ok();
     if let (Err(error), Err(_)) = (&once, &twice) {

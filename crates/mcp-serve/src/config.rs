@@ -77,6 +77,15 @@ pub struct HttpConfig {
     #[arg(long, requires_all = ["auth_issuer", "auth_client_id"])]
     pub auth_introspection: bool,
 
+    /// The token claim that names a person the same to every client of the authorization
+    /// server, such as `employee_id`: for an issuer that gives each client its own `sub` for one
+    /// person (OpenID Connect pairwise subjects), where the host's token and the approval page's
+    /// would otherwise name two people. Every person's token must then carry it; a token without
+    /// it is refused (401). Required for the approval page under `--approval another-lead` when
+    /// the issuer offers pairwise subjects.
+    #[arg(long, env = "SHOP_AUTH_PERSON_CLAIM", value_name = "CLAIM", requires = "auth_issuer")]
+    pub auth_person_claim: Option<String>,
+
     /// This server's own OAuth client at the authorization server, for introspection.
     #[arg(long, env = "SHOP_AUTH_CLIENT_ID", value_name = "ID")]
     pub auth_client_id: Option<String>,
@@ -226,6 +235,7 @@ impl Default for HttpConfig {
             auth_issuer: None,
             public_url: None,
             auth_introspection: false,
+            auth_person_claim: None,
             auth_client_id: None,
             auth_client_secret: None,
             insecure_no_auth: false,

@@ -179,10 +179,15 @@ struct Share {
 
 impl Open {
     /// A place for a new connection, counted at once; over `max` when the replica is full.
-    fn enter(self: &Arc<Self>, max: usize) -> Place {
+    /// Within the bound, a newcomer may have it closed from now until it has sent a whole
+    /// request head: what says so comes with it, registered before the connection's task runs,
+    /// so a newcomer accepted next finds it whichever task runs first.
+    fn enter(self: &Arc<Self>, max: usize) -> (Place, Option<oneshot::Receiver<()>>) {
         let taken = self.in_all.fetch_add(1, Ordering::AcqRel);
         let order = self.opened.fetch_add(1, Ordering::Relaxed);
-        Place { open: self.clone(), order, over_the_bound: taken >= max, client: None }
+        let over_the_bound = taken >= max;
+        let closing = (!over_the_bound).then(|| self.sends_nothing_yet(order));
+        (Place { open: self.clone(), order, over_the_bound, client: None }, closing)
     }
 
     /// The connection `order` has sent nothing yet: a newcomer may have it closed; what says so.
@@ -284,13 +289,13 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let place = open.enter(bounds.max_connections.max(1));
+        let (place, closing) = open.enter(bounds.max_connections.max(1));
         let _ = stream.set_nodelay(true);
         let connection =
             Connection { app: app.clone(), bounds, addresses: addresses.clone(), builder: builder.clone() };
         let (open, refusing, watcher) = (open.clone(), refusing.clone(), graceful.watcher());
         tokio::spawn(async move {
-            connection.serve(stream, peer.ip(), place, &open, &refusing, watcher).await;
+            connection.serve(stream, peer.ip(), (place, closing), &open, &refusing, watcher).await;
         });
     }
     drop(listener);
@@ -317,7 +322,7 @@ impl Connection {
         self,
         mut stream: TcpStream,
         peer: IpAddr,
-        mut place: Place,
+        (mut place, mut closing): (Place, Option<oneshot::Receiver<()>>),
         open: &Arc<Open>,
         refusing: &Arc<Semaphore>,
         watcher: hyper_util::server::graceful::Watcher,
@@ -325,8 +330,7 @@ impl Connection {
         let bounds = self.bounds;
         let started = tokio::time::Instant::now();
         // Within the bound, a newcomer may have this connection closed from its first byte
-        // (its PROXY header included) until it has sent a whole request head.
-        let mut closing = (!place.over_the_bound).then(|| open.sends_nothing_yet(place.order));
+        // (its PROXY header included) until it has sent a whole request head (`closing`).
         let client = match self.addresses.expects_proxy_header(peer) {
             false => self.addresses.of_connection(peer),
             true => {

@@ -115,7 +115,8 @@ pub fn gate(
     let Some(issuer) = &config.auth_issuer else { return Ok(None) };
     let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
     let gate = ResourceServer::new(issuer, &public_url, name, scopes, MAX_BODY_BYTES)?
-        .with_check_budget(config.auth_checks_per_client, config.auth_checks);
+        .with_check_budget(config.auth_checks_per_client, config.auth_checks)
+        .with_person_claim(config.auth_person_claim.clone());
     Ok(Some(match (config.auth_introspection, &config.auth_client_id) {
         (true, Some(client_id)) => gate.with_introspection(IntrospectionClient {
             client_id: client_id.clone(),

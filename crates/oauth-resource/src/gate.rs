@@ -41,7 +41,7 @@ use crate::{
     metadata::ProtectedResource,
     refusal::GateRefusal,
     scopes::{self, ScopePolicy},
-    token,
+    token::{self, PersonClaim},
     token_cache::TokenCache,
 };
 
@@ -72,6 +72,8 @@ struct Inner {
     http: reqwest::Client,
     /// How opaque tokens are checked, if they are accepted at all.
     introspection: Option<IntrospectionClient>,
+    /// The claim that names a token's person, where the operator named one.
+    person: PersonClaim,
     /// What was found of tokens lately, JWTs and opaque ones.
     checked: TokenCache,
     /// How many new tokens each client, and the server, may have checked.
@@ -111,6 +113,7 @@ impl ResourceServer {
                 metadata_url: ProtectedResource::url(&resource),
                 keys: Arc::new(IssuerKeys::new(issuer, http.clone())),
                 introspection: None,
+                person: PersonClaim::default(),
                 checked: TokenCache::default(),
                 budget: CheckBudget::default(),
                 http,
@@ -127,6 +130,20 @@ impl ResourceServer {
             inner.introspection = Some(client);
         }
         self
+    }
+
+    /// Tell a token's person by `claim` (present in every person's token, else refused), not by
+    /// its `sub`: for an issuer that gives each client its own `sub` for one person.
+    pub fn with_person_claim(mut self, claim: Option<String>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.person = PersonClaim(claim);
+        }
+        self
+    }
+
+    /// The claim that names a token's person, if the operator named one.
+    pub fn person_claim(&self) -> Option<&str> {
+        self.inner.person.0.as_deref()
     }
 
     /// Check at most `per_client` new tokens a second from each client and `in_all` in all
@@ -261,7 +278,7 @@ impl ResourceServer {
         let inner = &self.inner;
         let looks_like_jwt = token.split('.').count() == 3;
         let Some(client) = inner.introspection.as_ref().filter(|_| !looks_like_jwt) else {
-            return token::check(token, &inner.keys, &inner.issuer, &inner.resource).await;
+            return token::check(token, &inner.keys, &inner.issuer, &inner.resource, &inner.person).await;
         };
         if !could_be_a_token(token) {
             return Err(GateRefusal::Malformed);
@@ -281,7 +298,7 @@ impl ResourceServer {
             client_secret: client.client_secret.clone(),
             http: inner.http.clone(),
         };
-        introspector.check(token, &inner.issuer, &inner.resource).await
+        introspector.check(token, &inner.issuer, &inner.resource, &inner.person).await
     }
 
     /// The answer to a refused request, counted by its reason; `wait` says when to come back.

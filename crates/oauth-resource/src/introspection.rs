@@ -3,7 +3,8 @@
 //! The server authenticates to the introspection endpoint as its own client
 //! (`client_secret_basic`). A token counts only when the answer says it is `active`, names this
 //! resource in `aud` and this issuer in `iss` (when it names one), has a `sub` (or, for a
-//! machine's token, a `client_id`), and has not expired. The gate keeps answers a while
+//! program's token, a `client_id`: it names no person, so it reads but never decides), and has
+//! not expired. The gate keeps answers a while
 //! ([`crate::token_cache`]) and never asks about a value that cannot be a token
 //! ([`could_be_a_token`]); an issuer that cannot be reached refuses the request (503), as it
 //! would for JWTs whose keys were never fetched.
@@ -11,7 +12,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{refusal::GateRefusal, token::Checked};
+use crate::{
+    refusal::GateRefusal,
+    token::{Checked, PersonClaim},
+};
 
 /// How the server asks about a token.
 #[derive(Clone)]
@@ -37,6 +41,9 @@ struct Answer {
     aud: Option<Value>,
     #[serde(default)]
     exp: Option<u64>,
+    /// Every other member, for the claim the operator may name as the person's.
+    #[serde(flatten)]
+    rest: serde_json::Map<String, Value>,
 }
 
 /// The shortest opaque token taken for one: 128 bits in base64, what an access token that
@@ -62,6 +69,7 @@ impl Introspector {
         token: &str,
         issuer: &str,
         audience: &str,
+        person: &PersonClaim,
     ) -> Result<(Checked, Option<std::time::Duration>), GateRefusal> {
         let asked = self
             .http
@@ -98,11 +106,22 @@ impl Introspector {
         if !for_us {
             return Err(GateRefusal::WrongAudience);
         }
-        // A machine's token (client credentials) may name no `sub`: the client is the subject,
-        // as RFC 9068 has it for JWTs.
-        let subject = answer.sub.or(answer.client_id).filter(|sub| !sub.is_empty()).ok_or(GateRefusal::NoSubject)?;
         let scopes = answer.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
-        Ok((Checked { issuer: answer.iss.unwrap_or_else(|| issuer.to_owned()), subject, scopes }, lasts))
+        let issuer = answer.iss.unwrap_or_else(|| issuer.to_owned());
+        let sub = answer.sub.filter(|sub| !sub.is_empty());
+        let checked = match sub {
+            Some(sub) => {
+                let subject = person.person(Some(&sub), &answer.rest).ok_or(GateRefusal::NoPerson)?;
+                Checked { issuer, subject, sub: Some(sub), person: true, scopes }
+            }
+            // A program's token (client credentials) names no `sub`: it is its client, acting as
+            // itself, and names no person. It may read; it never decides for anyone.
+            None => {
+                let client_id = answer.client_id.filter(|id| !id.is_empty()).ok_or(GateRefusal::NoSubject)?;
+                Checked { issuer, subject: client_id, sub: None, person: false, scopes }
+            }
+        };
+        Ok((checked, lasts))
     }
 }
 

@@ -29,6 +29,9 @@ pub enum GateRefusal {
     WrongAudience,
     #[error("the token names no subject")]
     NoSubject,
+    /// The operator named a claim as the person's, and a person's token lacks it.
+    #[error("the token lacks the claim that names its person")]
+    NoPerson,
     #[error("the token lacks a scope this request needs")]
     InsufficientScope,
     #[error("the authorization server cannot be reached to check the token")]
@@ -46,7 +49,7 @@ pub enum GateRefusal {
 
 impl GateRefusal {
     /// Every reason, for the metrics to start at zero.
-    pub const ALL: [GateRefusal; 16] = [
+    pub const ALL: [GateRefusal; 17] = [
         GateRefusal::Missing,
         GateRefusal::InQuery,
         GateRefusal::Malformed,
@@ -58,6 +61,7 @@ impl GateRefusal {
         GateRefusal::WrongIssuer,
         GateRefusal::WrongAudience,
         GateRefusal::NoSubject,
+        GateRefusal::NoPerson,
         GateRefusal::InsufficientScope,
         GateRefusal::IssuerUnreachable,
         GateRefusal::Unreadable,
@@ -79,6 +83,7 @@ impl GateRefusal {
             GateRefusal::WrongIssuer => "wrong_issuer",
             GateRefusal::WrongAudience => "wrong_audience",
             GateRefusal::NoSubject => "no_subject",
+            GateRefusal::NoPerson => "no_person",
             GateRefusal::InsufficientScope => "insufficient_scope",
             GateRefusal::IssuerUnreachable => "issuer_unreachable",
             GateRefusal::Unreadable => "unreadable",

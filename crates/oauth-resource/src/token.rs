@@ -38,20 +38,57 @@ pub const LEEWAY_SECS: u64 = 30;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checked {
     pub issuer: String,
+    /// Who the token names: its `sub`, or the value of the claim the operator named as the
+    /// person's ([`PersonClaim`]), or, for a program's token, its `client_id`.
     pub subject: String,
+    /// The token's own `sub`, as the issuer wrote it for the client that holds it.
+    pub sub: Option<String>,
+    /// Whether the token names a person; a program acting as itself (an introspection answer
+    /// without `sub`) does not.
+    pub person: bool,
     pub scopes: Vec<String>,
 }
 
 impl Checked {
     /// Whom the token names.
     pub fn principal(&self) -> Principal {
-        Principal::new(&self.issuer, &self.subject)
+        if self.person {
+            Principal::new(&self.issuer, &self.subject)
+        } else {
+            Principal::client(&self.issuer, &self.subject)
+        }
+    }
+}
+
+/// The claim that names a person the same to every client of the issuer, when the operator
+/// names one: an issuer that gives each client its own `sub` for one person (OpenID Connect's
+/// pairwise subject type) makes the host's token and the approval page's name two people, and
+/// the person behind both is then told by this claim, which every person's token must carry.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PersonClaim(pub Option<String>);
+
+impl PersonClaim {
+    /// The person `claims` name: the named claim's string value (a token without it names
+    /// nobody, refused), or `sub` when none is named.
+    pub(crate) fn person(
+        &self,
+        sub: Option<&str>,
+        claims: &serde_json::Map<String, serde_json::Value>,
+    ) -> Option<String> {
+        let named = match &self.0 {
+            Some(claim) => claims.get(claim).and_then(serde_json::Value::as_str),
+            None => sub,
+        };
+        named.filter(|named| !named.is_empty()).map(str::to_owned)
     }
 }
 
 #[derive(Deserialize)]
 struct Claims {
     iss: String,
+    /// Every other claim, for the one the operator may name as the person's.
+    #[serde(flatten)]
+    rest: serde_json::Map<String, serde_json::Value>,
     // Optional here so that a token without one is told apart from a malformed one.
     #[serde(default)]
     sub: Option<String>,
@@ -68,6 +105,7 @@ pub async fn check(
     keys: &IssuerKeys,
     issuer: &str,
     audience: &str,
+    person: &PersonClaim,
 ) -> Result<(Checked, Option<Duration>), GateRefusal> {
     let header = decode_header(token).map_err(|_| unreadable_header(token))?;
     if !ALGORITHMS.contains(&header.alg) {
@@ -98,13 +136,14 @@ pub async fn check(
         ErrorKind::MissingRequiredClaim(claim) if claim == "sub" => GateRefusal::NoSubject,
         _ => GateRefusal::Malformed,
     })?;
-    let Some(subject) = claims.claims.sub.filter(|sub| !sub.is_empty()) else {
+    let Some(sub) = claims.claims.sub.filter(|sub| !sub.is_empty()) else {
         return Err(GateRefusal::NoSubject);
     };
+    let subject = person.person(Some(&sub), &claims.claims.rest).ok_or(GateRefusal::NoPerson)?;
     let scopes = claims.claims.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let lasts = claims.claims.exp.map(|exp| Duration::from_secs(exp.saturating_sub(now)));
-    Ok((Checked { issuer: claims.claims.iss, subject, scopes }, lasts))
+    Ok((Checked { issuer: claims.claims.iss, subject, sub: Some(sub), person: true, scopes }, lasts))
 }
 
 /// Why a header did not parse: an algorithm the library does not even name (such as `none`) is

@@ -78,7 +78,13 @@ mod tests {
     use super::*;
 
     fn alice() -> Checked {
-        Checked { issuer: "https://issuer.example".into(), subject: "alice".into(), scopes: vec![] }
+        Checked {
+            issuer: "https://issuer.example".into(),
+            subject: "alice".into(),
+            sub: Some("alice".into()),
+            person: true,
+            scopes: vec![],
+        }
     }
 
     #[test]

@@ -601,6 +601,57 @@ async fn an_opaque_token_is_introspected_once_and_names_its_principal() {
     assert_eq!(shop.issuer.introspections(), 1);
 }
 
+/// A program's token (introspection names no `sub`) names its client, as a program acting
+/// as itself, never as a person: its principal reads `client ISSUER CLIENT_ID`, which no
+/// person's can be.
+#[tokio::test]
+async fn an_opaque_token_without_a_subject_names_a_program_not_a_person() {
+    let shop = Shop::start(true).await;
+    let token = shop.issuer.opaque(&Claims { sub: None, ..shop.claims("unused", REFUNDS_WRITE) });
+    let reply = shop.post(Some(&token), &call("issue_refund")).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.json()["principal"], format!("client {} test-client", shop.issuer.url));
+    assert_eq!(reply.json()["subject"], "test-client");
+    // The same ID as a person's `sub` is another caller.
+    let person = shop.issuer.opaque(&shop.claims("test-client", REFUNDS_WRITE));
+    assert_eq!(
+        shop.post(Some(&person), &call("issue_refund")).await.json()["principal"],
+        shop.principal("test-client")
+    );
+}
+
+/// With a person claim named, a token's person is that claim's value, whatever `sub` the
+/// issuer wrote for the client holding it (pairwise subjects): two tokens with other `sub`s
+/// and one `staff_id` name one person, JWT or opaque; a person's token without the claim is
+/// refused.
+#[tokio::test]
+async fn a_named_person_claim_names_the_person_whatever_their_subject() {
+    let issuer = Issuer::start().await;
+    let gate = ResourceServer::new(&issuer.url, RESOURCE, "Test shop", Box::new(TestScopes), MAX_BODY)
+        .unwrap()
+        .with_person_claim(Some("staff_id".into()));
+    let shop = Shop::with_gate(issuer, gate, true);
+    shop.gate.start().await;
+    let as_staff = |sub: &str| {
+        let mut claims = shop.claims(sub, ORDERS_READ);
+        claims.extra.insert("staff_id".into(), json!("e-1001"));
+        claims
+    };
+    let host = shop.issuer.sign(&as_staff("pairwise-for-the-host"));
+    let page = shop.issuer.opaque(&as_staff("pairwise-for-the-page"));
+    for token in [&host, &page] {
+        let reply = shop.post(Some(token), &list_tools()).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        assert_eq!(reply.json()["principal"], shop.principal("e-1001"));
+    }
+    let unnamed = shop.issuer.sign(&shop.claims("alice", ORDERS_READ));
+    assert_invalid_token(&shop.post(Some(&unnamed), &list_tools()).await, GateRefusal::NoPerson, "no staff_id");
+    let mut not_text = shop.claims("alice", ORDERS_READ);
+    not_text.extra.insert("staff_id".into(), json!(1001));
+    let not_text = shop.issuer.sign(&not_text);
+    assert_invalid_token(&shop.post(Some(&not_text), &list_tools()).await, GateRefusal::NoPerson, "a number");
+}
+
 #[tokio::test]
 async fn opaque_tokens_the_issuer_does_not_vouch_for_are_refused() {
     let shop = Shop::start(true).await;
@@ -765,6 +816,13 @@ fn every_refusal_is_counted_under_its_own_reason() {
 
             let reader = shop.token("carol", ORDERS_READ);
             let in_query = format!("/mcp?access_token={reader}");
+            let issuer = Issuer::start().await;
+            let gate = ResourceServer::new(&issuer.url, RESOURCE, "Test shop", Box::new(TestScopes), MAX_BODY)
+                .unwrap()
+                .with_person_claim(Some("staff_id".into()));
+            let naming_people = Shop::with_gate(issuer, gate, false);
+            naming_people.gate.start().await;
+            let unnamed = naming_people.token("carol", ORDERS_READ);
             let mut cases: Vec<(String, &Shop, Request<Body>, GateRefusal)> = vec![
                 (
                     "no token".into(),
@@ -797,6 +855,12 @@ fn every_refusal_is_counted_under_its_own_reason() {
                     GateRefusal::Throttled,
                 ),
                 ("the server past its share".into(), &spent_server, from("10.9.9.3", "a.b.x"), GateRefusal::Overloaded),
+                (
+                    "no person claim".into(),
+                    &naming_people,
+                    request(Some(&unnamed), "/mcp", Body::from(list_tools().to_string())),
+                    GateRefusal::NoPerson,
+                ),
                 (
                     "issuer unreachable".into(),
                     &down,

@@ -5,6 +5,7 @@
 //! [`ApiError`], whose messages are written to be shown as is: an API
 //! error displays the problem's `detail`.
 
+use caller::Party;
 use serde_json::Value;
 use web_service::JsonClient;
 
@@ -82,7 +83,7 @@ impl ShopApi {
     pub async fn create_refund_outcome(
         &self,
         quote_id: &QuoteId,
-        principal: Option<&str>,
+        principal: Option<&Party>,
     ) -> Result<(Refund, bool), ApiError> {
         let request =
             self.client.request(reqwest::Method::POST, "/refunds").json(&RefundRequest { quote_id: quote_id.clone() });
@@ -100,9 +101,10 @@ impl ShopApi {
         self.client.get(&format!("/refunds/{refund_id}")).await
     }
 
-    /// `POST /refunds/{refund_id}/confirm`: releases a held refund.
-    pub async fn confirm(&self, refund_id: &RefundId) -> Result<Refund, ApiError> {
-        self.decide(refund_id, "confirm", None).await
+    /// `POST /refunds/{refund_id}/confirm`: releases a held refund, decided by `decider` (a
+    /// release names its decider).
+    pub async fn confirm(&self, refund_id: &RefundId, decider: &Party) -> Result<Refund, ApiError> {
+        self.decide(refund_id, "confirm", Some(decider)).await
     }
 
     /// `POST /refunds/{refund_id}/cancel`: withdraws a held refund.
@@ -117,7 +119,7 @@ impl ShopApi {
         &self,
         refund_id: &RefundId,
         decision: &'static str,
-        principal: Option<&str>,
+        principal: Option<&Party>,
     ) -> Result<Refund, ApiError> {
         self.decide_as_seen(refund_id, decision, principal, None, None).await
     }
@@ -129,7 +131,7 @@ impl ShopApi {
         &self,
         refund_id: &RefundId,
         decision: &'static str,
-        principal: Option<&str>,
+        principal: Option<&Party>,
         seen: Option<&str>,
         idempotency_key: Option<&str>,
     ) -> Result<Refund, ApiError> {
@@ -158,8 +160,8 @@ pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// `request`, saying it is made for `principal` ([`ON_BEHALF_OF`]); a principal that cannot be
 /// a header value (not visible ASCII) is not sent.
-fn on_behalf_of(request: reqwest::RequestBuilder, principal: Option<&str>) -> reqwest::RequestBuilder {
-    match principal.and_then(|p| reqwest::header::HeaderValue::from_str(p).ok()) {
+fn on_behalf_of(request: reqwest::RequestBuilder, principal: Option<&Party>) -> reqwest::RequestBuilder {
+    match principal.and_then(|p| reqwest::header::HeaderValue::from_str(&p.to_string()).ok()) {
         Some(value) => request.header(ON_BEHALF_OF, value),
         None => request,
     }

@@ -55,6 +55,7 @@ mod store_error;
 #[cfg(feature = "server")]
 mod write_transaction;
 
+pub use caller::{NotAParty, Party};
 pub use client::{ApiError, ShopApi};
 #[cfg(feature = "server")]
 pub use database::Database;

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use caller::Party;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{OrderId, QuoteId, RefundId, ReturnId, Sku};
@@ -145,8 +146,10 @@ impl Refund {
 }
 
 /// The header in which the MCP server says, over its own service credential, for whom it
-/// releases or declines a refund: the caller's principal, never the caller's token. The API
-/// counts it from the service credential alone; from any other caller it is ignored.
+/// asks for, releases or declines a refund: the caller as a [`caller::Party`]'s text, never the
+/// caller's token. The API counts it from the service credential alone; from any other caller
+/// it is ignored. A release over the service credential must carry it (a release names its
+/// decider), and one over a client credential is refused.
 pub const ON_BEHALF_OF: &str = "fernhill-on-behalf-of";
 
 /// `POST /refunds/{refund_id}/confirm` and `/cancel`: a JSON object, so that no request a
@@ -180,15 +183,31 @@ impl Approval {
         }
     }
 
-    /// Whether `decider` may release a refund `requester` asked for: `Err` says why not.
+    /// Whether `decider` may release a refund `requester` asked for (each as the API keeps them,
+    /// [`caller::Party`]'s text; `None` for the decider only on an API that runs open): `Err`
+    /// says why not. Under every policy a program acting as itself never releases. Under
+    /// `another-lead` each must be one person, compared as issuer and subject, each exact.
+    ///
+    /// The MCP server checks the same rule first (the `approvals` crate's `rules`); the API,
+    /// the system of record, checks it again on its own, with the parties the server names.
     pub fn may_release(self, requester: Option<&str>, decider: Option<&str>) -> Result<(), NotYours> {
-        match (self, requester, decider) {
-            (Approval::SelfApproval, _, _) => Ok(()),
-            (Approval::AnotherLead, _, None) => Err(NotYours::DeciderUnknown),
-            (Approval::AnotherLead, None, Some(_)) => Err(NotYours::RequesterUnknown),
-            (Approval::AnotherLead, Some(asked), Some(decides)) if asked == decides => Err(NotYours::OwnRequest),
-            (Approval::AnotherLead, Some(_), Some(_)) => Ok(()),
+        let decider = match decider.map(Party::parse) {
+            None => None,
+            Some(Ok(party)) => Some(party),
+            Some(Err(_)) => return Err(NotYours::DeciderUnknown),
+        };
+        if decider.as_ref().is_some_and(Party::is_program) {
+            return Err(NotYours::NotAPerson);
         }
+        if self == Approval::SelfApproval {
+            return Ok(());
+        }
+        let decider = decider.filter(Party::is_person).ok_or(NotYours::DeciderUnknown)?;
+        let requester = requester
+            .and_then(|text| Party::parse(text).ok())
+            .filter(|party| party.is_person() || party.is_program())
+            .ok_or(NotYours::RequesterUnknown)?;
+        if requester == decider { Err(NotYours::OwnRequest) } else { Ok(()) }
     }
 }
 
@@ -215,6 +234,8 @@ impl FromStr for Approval {
 pub enum NotYours {
     #[error("the lead who asked for a refund cannot release it; another lead must")]
     OwnRequest,
+    #[error("a program acting as itself (a token that names no person) never releases a refund")]
+    NotAPerson,
     #[error("nobody is named as releasing it, so it cannot be told apart from its requester")]
     DeciderUnknown,
     #[error("nobody is named as having asked for it, so another lead's release cannot be told apart")]

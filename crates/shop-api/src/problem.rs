@@ -59,6 +59,7 @@ impl From<StoreError> for Problem {
             StoreError::NotYours { refund_id, why } => {
                 let kind = match why {
                     NotYours::OwnRequest => "self_approval",
+                    NotYours::NotAPerson => "not_a_person",
                     NotYours::DeciderUnknown => "decider_unknown",
                     NotYours::RequesterUnknown => "requester_unknown",
                 };

@@ -20,6 +20,7 @@ use crate::ids::{IdError, OrderId, QuoteId, RefundId};
 use crate::model::{Decision, ON_BEHALF_OF, Policy, QuoteRequest, Refund, RefundRequest, RefundStatus, ReturnRequest};
 use crate::policy;
 use crate::problem::Problem;
+use caller::Party;
 use web_service::credential::Shown;
 
 /// Largest request body accepted (64 KiB); the API's bodies are tiny.
@@ -103,7 +104,7 @@ async fn create_refund(
     body: Result<Json<RefundRequest>, JsonRejection>,
 ) -> Result<Response, Problem> {
     let Json(request) = body?;
-    let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
+    let by = on_behalf_of(&headers, shown.map(|shown| shown.0))?;
     let (refund, is_new) = database.create_refund(request.quote_id, by).await?;
     if is_new {
         Ok(created(format!("/refunds/{}", refund.refund_id), refund))
@@ -141,17 +142,64 @@ async fn get_refund(
     Ok(Json(database.refund(refund_id).await?))
 }
 
+/// Why a request's word on for whom it acts was not taken.
+#[derive(Debug, Clone, Copy)]
+enum NotNamed {
+    /// `Fernhill-On-Behalf-Of` names no party.
+    NamesNobody,
+    /// A release that names nobody: over a client credential (`true`), or the service's
+    /// without the header.
+    ReleaseByNobody { client_credential: bool },
+}
+
+impl From<NotNamed> for Problem {
+    fn from(not: NotNamed) -> Problem {
+        match not {
+            NotNamed::NamesNobody => Problem::new(
+                StatusCode::BAD_REQUEST,
+                "bad_on_behalf_of",
+                "Fernhill-On-Behalf-Of names nobody",
+                "Name the party as `ISSUER SUBJECT`, `client ISSUER CLIENT_ID`, `host user NAME` or \
+                 `unauthenticated [ADDRESS]`, in at most 512 bytes.",
+            ),
+            NotNamed::ReleaseByNobody { client_credential } => {
+                let detail = match client_credential {
+                    true => "A client credential may read, quote, issue and cancel refunds, never release one.",
+                    false => "A release names who decides it: send Fernhill-On-Behalf-Of.",
+                };
+                Problem::new(StatusCode::FORBIDDEN, "decider_unknown", "Not this caller's to release", detail)
+            }
+        }
+    }
+}
+
 /// For whom the caller says it acts: counted from the service credential (the MCP server's)
-/// alone; from any other caller the header is ignored, and nobody is recorded as asking or
-/// deciding.
-fn on_behalf_of(headers: &HeaderMap, shown: Option<Shown>) -> Option<String> {
-    let value = headers.get(ON_BEHALF_OF)?;
+/// alone, and read as a [`Party`] (400 `bad_on_behalf_of` when it names nobody); from any
+/// other caller the header is ignored, and nobody is recorded as asking or deciding.
+fn on_behalf_of(headers: &HeaderMap, shown: Option<Shown>) -> Result<Option<String>, NotNamed> {
+    let Some(value) = headers.get(ON_BEHALF_OF) else { return Ok(None) };
     if shown != Some(Shown::Service) {
         tracing::warn!("ignored Fernhill-On-Behalf-Of from a caller without the service credential");
-        return None;
+        return Ok(None);
     }
-    let value = value.to_str().map(str::trim).unwrap_or_default();
-    (!value.is_empty() && value.len() <= 512).then(|| value.to_owned())
+    let named = value.to_str().ok().filter(|text| text.len() <= 512).map(Party::parse);
+    match named {
+        Some(Ok(party)) => Ok(Some(party.to_string())),
+        _ => Err(NotNamed::NamesNobody),
+    }
+}
+
+/// Who releases a refund: a release names its decider under every policy. Over the service
+/// credential the header must name them; a client credential may read, quote, issue and
+/// cancel, never release. Only an API that runs open (its operator told it to, and is warned)
+/// releases for nobody named, and then under `self` alone.
+fn releaser(headers: &HeaderMap, shown: Option<Shown>) -> Result<Option<String>, NotNamed> {
+    let by = on_behalf_of(headers, shown)?;
+    match (by, shown) {
+        (None, Some(Shown::Client(_))) => Err(NotNamed::ReleaseByNobody { client_credential: true }),
+        (None, Some(Shown::Service)) => Err(NotNamed::ReleaseByNobody { client_credential: false }),
+        (by, _) => Ok(by),
+    }
 }
 
 async fn confirm_refund(
@@ -162,7 +210,7 @@ async fn confirm_refund(
     body: Result<Json<Decision>, JsonRejection>,
 ) -> Result<Json<Refund>, Problem> {
     let Json(decision) = body?;
-    let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
+    let by = releaser(&headers, shown.map(|shown| shown.0))?;
     Ok(Json(database.decide(refund_id, RefundStatus::Requested, by, decision.seen).await?))
 }
 
@@ -174,7 +222,7 @@ async fn cancel_refund(
     body: Result<Json<Decision>, JsonRejection>,
 ) -> Result<Json<Refund>, Problem> {
     let Json(decision) = body?;
-    let by = on_behalf_of(&headers, shown.map(|shown| shown.0));
+    let by = on_behalf_of(&headers, shown.map(|shown| shown.0))?;
     Ok(Json(database.decide(refund_id, RefundStatus::Cancelled, by, decision.seen).await?))
 }
 

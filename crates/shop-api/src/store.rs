@@ -1110,7 +1110,7 @@ mod tests {
         for n in 0..10 {
             let quote = store.create_quote(&whole(&format!("O-{}", 100_001 + n))).unwrap();
             let (refund, _) = store.create_refund(&quote.quote_id, None).unwrap();
-            store.confirm(&refund.refund_id, Some("lead")).unwrap();
+            store.confirm(&refund.refund_id, Some("host user lead")).unwrap();
         }
         let conn = store.conn();
         for sql in [PURGE_EXPIRED_QUOTES, ORDER_LINES] {

@@ -52,6 +52,15 @@ fn refund_id(s: &str) -> RefundId {
     RefundId::parse(s).unwrap()
 }
 
+/// The parties the MCP server names, as `Fernhill-On-Behalf-Of` carries them.
+const AGENT: &str = "https://login.example agent-7";
+const LEAD_1: &str = "host user lead-1";
+const LEAD_2: &str = "https://login.example lead-2";
+
+fn party(text: &str) -> shop_api::Party {
+    shop_api::Party::parse(text).unwrap()
+}
+
 #[tokio::test]
 async fn refund_above_the_limit_is_held() {
     let h = Harness::start().await;
@@ -228,17 +237,18 @@ async fn confirm_releases_a_hold_once() {
     let quote = h.whole_order_quote("O-2289").await;
     let refund = h.shop.create_refund(&quote.quote_id).await.unwrap();
 
-    let confirmed = h.shop.confirm(&refund.refund_id).await.unwrap();
+    let confirmed = h.shop.confirm(&refund.refund_id, &party(LEAD_1)).await.unwrap();
     assert_eq!(confirmed.status, RefundStatus::Requested);
 
-    let (status, body) = send_raw(h.http.post(h.url("/refunds/R-0111/confirm")).json(&json!({}))).await;
+    let again = h.http.post(h.url("/refunds/R-0111/confirm")).header("fernhill-on-behalf-of", LEAD_1).json(&json!({}));
+    let (status, body) = send_raw(again).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["type"], "/problems/not_held");
     assert_eq!(body["refund_status"], "requested");
     assert_eq!(body["refund_id"], "R-0111");
     assert_eq!(body["detail"], "Refund R-0111 is not held; its status is requested.");
 
-    let err = h.shop.confirm(&refund.refund_id).await.unwrap_err();
+    let err = h.shop.confirm(&refund.refund_id, &party(LEAD_1)).await.unwrap_err();
     assert!(err.is_conflict());
     assert_eq!(err.kind(), Some("not_held"));
     assert_eq!(err.to_string(), "Refund R-0111 is not held; its status is requested.");
@@ -255,7 +265,7 @@ async fn concurrent_confirms_and_a_cancel_act_once() {
     let mut calls: Vec<_> = (0..16)
         .map(|_| {
             let (shop, id) = (h.shop.clone(), refund.refund_id.clone());
-            tokio::spawn(async move { shop.confirm(&id).await.map(|r| r.status) })
+            tokio::spawn(async move { shop.confirm(&id, &party(LEAD_1)).await.map(|r| r.status) })
         })
         .collect();
     let (shop, id) = (h.shop.clone(), refund.refund_id.clone());
@@ -279,7 +289,7 @@ async fn cancel_withdraws_only_a_held_refund() {
     let held = h.shop.create_refund(&held.quote_id).await.unwrap();
     let cancelled = h.shop.cancel(&held.refund_id).await.unwrap();
     assert_eq!(cancelled.status, RefundStatus::Cancelled);
-    assert!(h.shop.confirm(&held.refund_id).await.unwrap_err().is_conflict());
+    assert!(h.shop.confirm(&held.refund_id, &party(LEAD_1)).await.unwrap_err().is_conflict());
 
     let small = h.whole_order_quote("O-1021").await;
     let requested = h.shop.create_refund(&small.quote_id).await.unwrap();
@@ -384,29 +394,39 @@ async fn under_another_lead_the_requester_cannot_release_their_own_refund() {
     let (_, policy) = send_raw(h.http.get(h.url("/policy"))).await;
     assert_eq!(policy["approval"], "another-lead");
     let quote = h.whole_order_quote("O-2289").await;
-    let (held, _) = h.shop.create_refund_outcome(&quote.quote_id, Some("agent-7")).await.unwrap();
-    assert_eq!((held.status, held.requested_by.as_deref()), (RefundStatus::NeedsConfirmation, Some("agent-7")));
-    for (decider, kind) in [(Some("agent-7"), "self_approval"), (None, "decider_unknown")] {
-        let refused = h.shop.decide(&held.refund_id, "confirm", decider).await.unwrap_err();
+    let (held, _) = h.shop.create_refund_outcome(&quote.quote_id, Some(&party(AGENT))).await.unwrap();
+    assert_eq!((held.status, held.requested_by.as_deref()), (RefundStatus::NeedsConfirmation, Some(AGENT)));
+    let program = "client https://login.example agent-7";
+    for (decider, kind) in [
+        (Some(AGENT), "self_approval"),
+        (None, "decider_unknown"),
+        (Some("unauthenticated 10.0.0.7"), "decider_unknown"),
+        (Some(program), "not_a_person"),
+    ] {
+        let refused = h.shop.decide(&held.refund_id, "confirm", decider.map(party).as_ref()).await.unwrap_err();
         assert_eq!((refused.status(), refused.kind()), (Some(403), Some(kind)), "{refused}");
     }
     // A decision about what the lead did not see (another digest) is refused; with what they
     // saw, it goes through.
-    let refused =
-        h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-2"), Some("not-it"), None).await.unwrap_err();
+    let refused = h
+        .shop
+        .decide_as_seen(&held.refund_id, "confirm", Some(&party(LEAD_2)), Some("not-it"), None)
+        .await
+        .unwrap_err();
     assert_eq!((refused.status(), refused.kind()), (Some(409), Some("changed")), "{refused}");
     let seen = held.digest();
-    let released = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-2"), Some(&seen), None).await.unwrap();
+    let released =
+        h.shop.decide_as_seen(&held.refund_id, "confirm", Some(&party(LEAD_2)), Some(&seen), None).await.unwrap();
     assert_eq!(released.status, RefundStatus::Requested);
-    assert_eq!((released.requested_by.as_deref(), released.decided_by.as_deref()), (Some("agent-7"), Some("lead-2")));
+    assert_eq!((released.requested_by.as_deref(), released.decided_by.as_deref()), (Some(AGENT), Some(LEAD_2)));
 
     let quote = h.whole_order_quote("O-5150").await;
     let (nameless, _) = h.shop.create_refund_outcome(&quote.quote_id, None).await.unwrap();
-    let refused = h.shop.decide(&nameless.refund_id, "confirm", Some("lead-2")).await.unwrap_err();
+    let refused = h.shop.decide(&nameless.refund_id, "confirm", Some(&party(LEAD_2))).await.unwrap_err();
     assert_eq!(refused.kind(), Some("requester_unknown"), "{refused}");
     let quote = h.whole_order_quote("O-1145").await;
-    let (withdrawn, _) = h.shop.create_refund_outcome(&quote.quote_id, Some("agent-7")).await.unwrap();
-    let withdrawn = h.shop.decide(&withdrawn.refund_id, "cancel", Some("agent-7")).await.unwrap();
+    let (withdrawn, _) = h.shop.create_refund_outcome(&quote.quote_id, Some(&party(AGENT))).await.unwrap();
+    let withdrawn = h.shop.decide(&withdrawn.refund_id, "cancel", Some(&party(AGENT))).await.unwrap();
     assert_eq!(withdrawn.status, RefundStatus::Cancelled);
 }
 
@@ -415,9 +435,9 @@ async fn under_another_lead_the_requester_cannot_release_their_own_refund() {
 async fn a_refund_keeps_who_asked_for_it() {
     let h = Harness::start().await;
     let quote = h.whole_order_quote("O-2289").await;
-    let (refund, _) = h.shop.create_refund_outcome(&quote.quote_id, Some("agent-7")).await.unwrap();
-    assert_eq!(refund.requested_by.as_deref(), Some("agent-7"));
-    assert_eq!(h.shop.refund(&refund.refund_id).await.unwrap().requested_by.as_deref(), Some("agent-7"));
+    let (refund, _) = h.shop.create_refund_outcome(&quote.quote_id, Some(&party(AGENT))).await.unwrap();
+    assert_eq!(refund.requested_by.as_deref(), Some(AGENT));
+    assert_eq!(h.shop.refund(&refund.refund_id).await.unwrap().requested_by.as_deref(), Some(AGENT));
 }
 
 #[tokio::test]
@@ -512,25 +532,74 @@ async fn a_web_page_cannot_release_a_held_refund_or_read_the_api() {
     assert_eq!(h.shop.refund(&refund_id("R-0111")).await.unwrap().status, RefundStatus::NeedsConfirmation);
 }
 
-/// Only the service credential says for whom a decision is made: a client credential's
-/// `Fernhill-On-Behalf-Of` is not recorded.
+/// Only the service credential says for whom a decision is made, and a release names its
+/// decider: a client credential may quote, issue and cancel, never release (its
+/// `Fernhill-On-Behalf-Of` is not counted); the service credential releases for the party it
+/// names, and for nobody named it releases nothing. A header that names nobody is refused.
 #[tokio::test]
-async fn only_the_service_credential_names_who_decided() {
+async fn only_the_service_credential_names_who_decided_and_a_release_names_its_decider() {
     let store = Arc::new(Store::open(None).unwrap());
     let credentials = web_service::credential::Credentials::service("service-secret").with_client("client-secret");
     let app = shop_api::app(store, credentials, &["localhost".to_owned()]);
     let api = web_service::spawn_loopback(app, Some("service-secret".into())).await.unwrap();
     let service = ShopApi::new(&api.url).unwrap().with_token(Some("service-secret".into()));
     let client = ShopApi::new(&api.url).unwrap().with_token(Some("client-secret".into()));
-    for (order, who) in [("O-2289", &client), ("O-1145", &service)] {
-        let quote = who
-            .create_quote(&QuoteRequest { order_id: order.parse().unwrap(), skus: None, include_shipping: None })
-            .await
-            .unwrap();
-        let refund = who.create_refund(&quote.quote_id).await.unwrap();
-        let decided = who.decide(&refund.refund_id, "confirm", Some("https://login.example lead-2")).await.unwrap();
-        let expected = if std::ptr::eq(who, &service) { Some("https://login.example lead-2") } else { None };
-        assert_eq!(decided.decided_by.as_deref(), expected, "{order}");
+    let held = |who: &ShopApi, order: &'static str| {
+        let who = who.clone();
+        async move {
+            let request = QuoteRequest { order_id: order.parse().unwrap(), skus: None, include_shipping: None };
+            let quote = who.create_quote(&request).await.unwrap();
+            who.create_refund(&quote.quote_id).await.unwrap()
+        }
+    };
+    let refund = held(&client, "O-2289").await;
+    for named in [Some(LEAD_2), None] {
+        let refused = client.decide(&refund.refund_id, "confirm", named.map(party).as_ref()).await.unwrap_err();
+        assert_eq!((refused.status(), refused.kind()), (Some(403), Some("decider_unknown")), "{refused}");
+    }
+    let cancelled = client.decide(&refund.refund_id, "cancel", Some(&party(LEAD_2))).await.unwrap();
+    assert_eq!((cancelled.status, cancelled.decided_by), (RefundStatus::Cancelled, None));
+
+    let refund = held(&service, "O-1145").await;
+    let refused = service.decide(&refund.refund_id, "confirm", None).await.unwrap_err();
+    assert_eq!((refused.status(), refused.kind()), (Some(403), Some("decider_unknown")), "{refused}");
+    for nobody in ["lead-2", "login.example lead-2", "host user "] {
+        let sent = reqwest::Client::new()
+            .post(format!("{}/refunds/{}/confirm", api.url, refund.refund_id))
+            .bearer_auth("service-secret")
+            .header("fernhill-on-behalf-of", nobody)
+            .json(&json!({}));
+        let (status, body) = send_raw(sent).await;
+        assert_eq!((status.as_u16(), body["type"].as_str()), (400, Some("/problems/bad_on_behalf_of")), "{nobody}");
+    }
+    let decided = service.decide(&refund.refund_id, "confirm", Some(&party(LEAD_2))).await.unwrap();
+    assert_eq!((decided.status, decided.decided_by.as_deref()), (RefundStatus::Requested, Some(LEAD_2)));
+}
+
+/// Two principals are one person only when issuer and subject are each the same, exactly:
+/// under `another-lead`, a subject that differs in case, or the same subject at another
+/// issuer, is another person; the same text is the requester, refused.
+#[tokio::test]
+async fn people_are_compared_by_issuer_and_subject_each_exact() {
+    let h = Harness::with_store(Store::open(None).unwrap().with_approval(shop_api::Approval::AnotherLead)).await;
+    let asked = "https://login.example alice";
+    let mut held = std::collections::HashMap::new();
+    for (order, decider, outcome) in [
+        ("O-2289", asked, Err("self_approval")),
+        ("O-2289", "https://login.example Alice", Ok(())),
+        ("O-1145", "https://other.example alice", Ok(())),
+        ("O-5150", "host user https://login.example alice", Ok(())),
+    ] {
+        if !held.contains_key(order) {
+            let quote = h.whole_order_quote(order).await;
+            let (refund, _) = h.shop.create_refund_outcome(&quote.quote_id, Some(&party(asked))).await.unwrap();
+            held.insert(order, refund.refund_id);
+        }
+        let decided = h.shop.decide(&held[order], "confirm", Some(&party(decider))).await;
+        match outcome {
+            Ok(()) => assert_eq!(decided.unwrap().decided_by.as_deref(), Some(decider)),
+            Err(kind) => assert_eq!(decided.unwrap_err().kind(), Some(kind), "{decider}"),
+        }
     }
 }
 
@@ -590,7 +659,7 @@ async fn every_held_refund_ends_decided_or_expired_and_none_is_released_after_it
     now.fetch_add(71 * 3600, Ordering::SeqCst);
     for (n, decision) in &decided {
         match *decision {
-            "confirm" => store.confirm(&held[*n], Some("lead-2")).unwrap(),
+            "confirm" => store.confirm(&held[*n], Some(LEAD_2)).unwrap(),
             _ => store.cancel(&held[*n], Some("lead-2")).unwrap(),
         };
     }
@@ -617,7 +686,7 @@ async fn every_held_refund_ends_decided_or_expired_and_none_is_released_after_it
     let quote = store.create_quote(&shop_api::QuoteRequest { order_id, skus: None, include_shipping: None }).unwrap();
     let (late, _) = store.create_refund(&quote.quote_id, Some("agent-7")).unwrap();
     now.fetch_add(72 * 3600, Ordering::SeqCst);
-    let refused = h.shop.decide(&late.refund_id, "confirm", Some("lead-2")).await.unwrap_err();
+    let refused = h.shop.decide(&late.refund_id, "confirm", Some(&party(LEAD_2))).await.unwrap_err();
     assert_eq!(refused.kind(), Some("not_held"), "{refused}");
     let read = h.shop.refund(&late.refund_id).await.unwrap();
     assert_eq!((read.status, read.reason.as_deref()), (RefundStatus::Cancelled, Some(shop_api::EXPIRED)));
@@ -661,26 +730,27 @@ async fn a_write_sent_again_with_its_idempotency_key_gets_its_first_answer() {
     let quote = h.whole_order_quote("O-2289").await;
     let held = h.shop.create_refund(&quote.quote_id).await.unwrap();
     let key = Some("confirm-R-0111-answer-1");
-    let first = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-1"), None, key).await.unwrap();
-    let again = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-1"), None, key).await.unwrap();
+    let first = h.shop.decide_as_seen(&held.refund_id, "confirm", Some(&party(LEAD_1)), None, key).await.unwrap();
+    let again = h.shop.decide_as_seen(&held.refund_id, "confirm", Some(&party(LEAD_1)), None, key).await.unwrap();
     assert_eq!(first, again, "the first answer, not a 409");
     assert_eq!(first.status, RefundStatus::Requested);
     // The same key sent for another person is another request, not the first one's answer.
-    let for_another = h.shop.decide_as_seen(&held.refund_id, "confirm", Some("lead-2"), None, key).await.unwrap_err();
+    let for_another =
+        h.shop.decide_as_seen(&held.refund_id, "confirm", Some(&party(LEAD_2)), None, key).await.unwrap_err();
     assert_eq!((for_another.status(), for_another.kind()), (Some(422), Some("idempotency_key_reused")));
-    let without = h.shop.decide(&held.refund_id, "confirm", Some("lead-1")).await.unwrap_err();
+    let without = h.shop.decide(&held.refund_id, "confirm", Some(&party(LEAD_1))).await.unwrap_err();
     assert_eq!(without.kind(), Some("not_held"), "without the key, a second release is refused");
     let replayed = h
         .http
         .post(h.url("/refunds/R-0111/confirm"))
         .header("idempotency-key", "confirm-R-0111-answer-1")
-        .header("fernhill-on-behalf-of", "lead-1")
+        .header("fernhill-on-behalf-of", LEAD_1)
         .json(&json!({}))
         .send()
         .await
         .unwrap();
     assert_eq!(replayed.headers()["idempotent-replayed"], "true");
-    let other = h.shop.decide_as_seen(&held.refund_id, "cancel", Some("lead-1"), None, key).await.unwrap_err();
+    let other = h.shop.decide_as_seen(&held.refund_id, "cancel", Some(&party(LEAD_1)), None, key).await.unwrap_err();
     assert_eq!((other.status(), other.kind()), (Some(422), Some("idempotency_key_reused")), "{other}");
     let (status, body) = send_raw(
         h.http.post(h.url("/refunds/R-0111/confirm")).header("idempotency-key", "not ascii \u{e9}").json(&json!({})),
@@ -732,7 +802,7 @@ async fn two_client_credentials_never_share_a_key_and_reads_are_never_kept() {
     };
     let before: Value = read(&a).await.unwrap().json().await.unwrap();
     assert_eq!(before["status"], "needs_confirmation");
-    shop.decide(&held.refund_id, "confirm", Some("lead-1")).await.unwrap();
+    shop.decide(&held.refund_id, "confirm", Some(&party(LEAD_1))).await.unwrap();
     let after = read(&a).await.unwrap();
     assert!(after.headers().get("idempotent-replayed").is_none());
     let after: Value = after.json().await.unwrap();

@@ -66,6 +66,11 @@ async fn replica(store: PgStore) -> (RunningApi, ShopApi) {
     (api, shop)
 }
 
+/// The lead the MCP server names as deciding.
+fn lead() -> shop_api::Party {
+    shop_api::Party::host_user("lead-1")
+}
+
 fn whole(order: &str) -> QuoteRequest {
     QuoteRequest { order_id: order.parse().unwrap(), skus: None, include_shipping: None }
 }
@@ -79,9 +84,9 @@ async fn the_chapters_refund_is_held_and_released_once_numbered_as_on_sqlite() {
     let held = shop.create_refund(&quote.quote_id).await.unwrap();
     assert_eq!((held.refund_id.as_str(), held.status), ("R-0111", RefundStatus::NeedsConfirmation));
     assert_eq!(shop.create_refund(&quote.quote_id).await.unwrap(), held, "the quote's refund, not a second");
-    let released = shop.confirm(&held.refund_id).await.unwrap();
+    let released = shop.confirm(&held.refund_id, &lead()).await.unwrap();
     assert_eq!(released.status, RefundStatus::Requested);
-    let again = shop.confirm(&held.refund_id).await.unwrap_err();
+    let again = shop.confirm(&held.refund_id, &lead()).await.unwrap_err();
     assert_eq!((again.status(), again.kind()), (Some(409), Some("not_held")), "{again}");
     let second = shop.create_quote(&whole("O-2289")).await.unwrap_err();
     assert_eq!((second.status(), second.kind()), (Some(409), Some("already_refunded")), "{second}");
@@ -206,7 +211,7 @@ async fn decisions_racing_through_two_replicas_act_once() {
             tokio::spawn(async move {
                 match i {
                     4 => shop.cancel(&refund_id).await,
-                    _ => shop.confirm(&refund_id).await,
+                    _ => shop.confirm(&refund_id, &lead()).await,
                 }
             })
         })
@@ -233,12 +238,12 @@ async fn a_write_sent_again_to_another_replica_with_its_idempotency_key_gets_its
     let quote = a.create_quote(&whole("O-2289")).await.unwrap();
     let held = a.create_refund(&quote.quote_id).await.unwrap();
     let key = Some("confirm-R-0111-answer-1");
-    let first = a.decide_as_seen(&held.refund_id, "confirm", Some("lead-1"), None, key).await.unwrap();
-    let again = b.decide_as_seen(&held.refund_id, "confirm", Some("lead-1"), None, key).await.unwrap();
+    let first = a.decide_as_seen(&held.refund_id, "confirm", Some(&lead()), None, key).await.unwrap();
+    let again = b.decide_as_seen(&held.refund_id, "confirm", Some(&lead()), None, key).await.unwrap();
     assert_eq!((first.status, &first), (RefundStatus::Requested, &again), "the first answer, told again");
-    let without = b.decide(&held.refund_id, "confirm", Some("lead-1")).await.unwrap_err();
+    let without = b.decide(&held.refund_id, "confirm", Some(&lead())).await.unwrap_err();
     assert_eq!(without.kind(), Some("not_held"), "without the key, a second release is refused");
-    let other = b.decide_as_seen(&held.refund_id, "cancel", Some("lead-1"), None, key).await.unwrap_err();
+    let other = b.decide_as_seen(&held.refund_id, "cancel", Some(&lead()), None, key).await.unwrap_err();
     assert_eq!((other.status(), other.kind()), (Some(422), Some("idempotency_key_reused")), "{other}");
     db.drop_now().await;
 }
@@ -259,7 +264,7 @@ async fn an_expired_refund_frees_its_lines_and_the_sweep_removes_expired_quotes(
     let quote = shop.create_quote(&whole("O-2289")).await.unwrap();
     let held = shop.create_refund(&quote.quote_id).await.unwrap();
     now.fetch_add(61, Ordering::SeqCst);
-    let expired = shop.confirm(&held.refund_id).await.unwrap_err();
+    let expired = shop.confirm(&held.refund_id, &lead()).await.unwrap_err();
     assert_eq!((expired.status(), expired.kind()), (Some(409), Some("not_held")), "{expired}");
     let read = shop.refund(&held.refund_id).await.unwrap();
     assert_eq!((read.status, read.reason.as_deref()), (RefundStatus::Cancelled, Some(shop_api::EXPIRED)));

@@ -17,6 +17,7 @@
 use std::fmt;
 
 use approvals::{Acted, Answered, Channel, Decider, Refused, SelfApproval, Verdict, subject::State};
+use caller::Party;
 use mrtr::{Outcome, ask::Asking};
 use rmcp::model::CallToolResult;
 use shop_api::{ApiError, Approval, Refund, RefundId, RefundStatus};
@@ -67,6 +68,7 @@ impl NotDecider {
     pub fn label(self) -> &'static str {
         match self.0 {
             approvals::NotDecider::NotEntitled => "not_a_lead",
+            approvals::NotDecider::NotAPerson => "not_a_person",
             approvals::NotDecider::OwnRequest => "own_request",
             approvals::NotDecider::DeciderUnknown => "decider_unknown",
             approvals::NotDecider::RequesterUnknown => "requester_unknown",
@@ -78,6 +80,9 @@ impl fmt::Display for NotDecider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.0 {
             approvals::NotDecider::NotEntitled => "only a support lead (refunds:write) decides a held refund",
+            approvals::NotDecider::NotAPerson => {
+                "a program's token (one that names no person) may read and ask, never decide a held refund"
+            }
             approvals::NotDecider::OwnRequest => "the lead who asked for a refund cannot release it; another lead must",
             approvals::NotDecider::DeciderUnknown => {
                 "nobody is named as releasing it, so it cannot be told apart from its requester"
@@ -107,13 +112,14 @@ pub(crate) fn verdict(said: Outcome<ReleaseForm>) -> Verdict {
 impl Shop {
     /// `who`, as the approvals engine knows a decider, their lines written to `trail`.
     fn decider<'a>(&self, who: &Who, trail: &'a TrailOf<'a>) -> Decider<'a> {
-        Decider { name: who.caller.as_ref().and_then(Caller::decider), entitled: who.lead, trail }
+        Decider { name: who.caller.as_ref().map(Caller::party), entitled: who.lead, trail }
     }
 
     /// Whether `who` may decide a held refund that `requested_by` asked for.
     pub(crate) fn may_decide(&self, who: &Who, requested_by: Option<&str>) -> Result<(), NotDecider> {
         let trail = TrailOf::new(&self.audit, who);
-        self.approvals.may_decide(&self.decider(who, &trail), requested_by).map_err(NotDecider)
+        let requested_by = requested_by.and_then(|text| Party::parse(text).ok());
+        self.approvals.may_decide(&self.decider(who, &trail), requested_by.as_ref()).map_err(NotDecider)
     }
 
     /// Do what the lead said about `refund_id`, in answer to `answered`'s question: the

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use caller::{ClientAddress, Principal};
+use caller::{ClientAddress, Party, Principal};
 use rmcp::{RoleServer, service::RequestContext};
 use serde::{Serialize, Serializer, ser::SerializeMap as _};
 
@@ -51,12 +51,17 @@ impl Caller {
         }
     }
 
-    /// Whom the shop's API records as having decided, when anyone can be named: a principal, or
-    /// the host's user over stdio; nobody for an unauthenticated caller.
-    pub fn decider(&self) -> Option<String> {
+    /// Whom the shop's API, the audit trail and the receipts name as asking or deciding: the
+    /// principal, the host's user, or somebody unauthenticated by their address (who decides
+    /// under `self` approval on the chapter's open server, and is nobody in particular under
+    /// `another-lead`).
+    pub fn party(&self) -> Party {
         match self {
-            Caller::Unauthenticated(_) => None,
-            named => Some(named.to_string()),
+            Caller::Principal(principal) => Party::Principal(principal.clone()),
+            Caller::HostUser(user) => Party::host_user(user),
+            Caller::Unauthenticated(address) => {
+                Party::Unauthenticated(address.filter(|address| !address.is_proxy()).map(|address| address.ip()))
+            }
         }
     }
 
@@ -107,17 +112,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_known_caller_is_named_as_the_decider() {
+    fn each_caller_is_named_as_the_api_and_trail_name_them() {
         let alice = Caller::Principal(Principal::new("https://login.example", "alice"));
-        assert_eq!(alice.decider().as_deref(), Some("https://login.example alice"));
+        assert_eq!(alice.party().to_string(), "https://login.example alice");
         assert_eq!(alice.provider_account(), Some("alice"));
         let host = Caller::HostUser("lead-1".into());
-        assert_eq!(host.decider().as_deref(), Some("host user lead-1"));
+        assert_eq!(host.party().to_string(), "host user lead-1");
         let nobody = Caller::Unauthenticated(Some(ClientAddress::client("10.0.0.7".parse().unwrap())));
-        assert_eq!(nobody.decider(), None, "nobody is named for an unauthenticated caller");
+        assert_eq!(nobody.party().to_string(), "unauthenticated 10.0.0.7");
+        assert!(!nobody.party().is_person(), "somebody unauthenticated is nobody in particular");
+        let proxy = Caller::Unauthenticated(Some(ClientAddress::proxy_itself("10.0.0.1".parse().unwrap())));
+        assert_eq!(proxy.party().to_string(), "unauthenticated", "a proxy's own address names no client");
         assert_eq!(nobody.provider_account(), None);
         assert_eq!(nobody.to_string(), "unauthenticated 10.0.0.7");
         assert_eq!(serde_json::to_value(&nobody).unwrap(), serde_json::json!({"unauthenticated": "10.0.0.7"}));
         assert_eq!(serde_json::to_value(&host).unwrap(), serde_json::json!({"host_user": "lead-1"}));
+        for caller in [alice, host, nobody] {
+            assert_eq!(Party::parse(&caller.party().to_string()), Ok(caller.party()));
+        }
     }
 }

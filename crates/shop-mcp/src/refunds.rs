@@ -4,6 +4,7 @@
 //! The approvals engine reads and decides refunds through it, and nothing else.
 
 use approvals::subject::{Failed, Pending, Standing, State, Subject};
+use caller::Party;
 use serde_json::{Map, Value, json};
 use shop_api::{ApiError, Refund, RefundId, RefundStatus, ShopApi};
 
@@ -19,11 +20,16 @@ fn standing(refund: Refund) -> Standing<Refund> {
             RefundStatus::Requested => State::Approved,
             RefundStatus::Cancelled => State::Declined,
         },
-        requested_by: refund.requested_by.clone(),
-        decided_by: refund.decided_by.clone(),
+        requested_by: party(refund.requested_by.as_deref()),
+        decided_by: party(refund.decided_by.as_deref()),
         digest: refund.digest(),
         record: refund,
     }
+}
+
+/// The party the API names: one it cannot read (kept by hand, say) is nobody named.
+fn party(text: Option<&str>) -> Option<Party> {
+    text.and_then(|text| Party::parse(text).ok())
 }
 
 /// An ID the engine holds is one a tool parsed: anything else is no refund of this shop's.
@@ -42,7 +48,7 @@ impl Subject for Refunds {
             _ => match error.kind() {
                 Some("changed") => Failed::Changed,
                 Some("idempotency_key_in_flight") => Failed::InFlight,
-                Some("self_approval" | "decider_unknown" | "requester_unknown") => Failed::NotYours,
+                Some("self_approval" | "decider_unknown" | "requester_unknown" | "not_a_person") => Failed::NotYours,
                 _ if error.is_conflict() => Failed::NotWaiting,
                 _ => Failed::Refused,
             },
@@ -62,7 +68,7 @@ impl Subject for Refunds {
     fn approve<'a>(
         &'a self,
         id: &'a str,
-        decider: Option<&'a str>,
+        decider: Option<&'a Party>,
         seen: Option<&'a str>,
         key: &'a str,
     ) -> Pending<'a, Standing<Refund>, ApiError> {
@@ -71,7 +77,7 @@ impl Subject for Refunds {
         })
     }
 
-    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a str>) -> Pending<'a, Standing<Refund>, ApiError> {
+    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a Party>) -> Pending<'a, Standing<Refund>, ApiError> {
         Box::pin(async move { Ok(standing(self.api.decide(&parsed(id)?, "cancel", decider).await?)) })
     }
 }

@@ -26,9 +26,10 @@ pub const WEBHOOK_DELIVERIES: &str = "shop_approvals_webhook_deliveries_total";
 pub const WEBHOOK_OUTCOMES: [&str; 2] = ["delivered", "given_up"];
 /// Decisions refused at the approval rule's choke point, by why ([`APPROVAL_REFUSAL_REASONS`]).
 pub const APPROVAL_REFUSALS: &str = "shop_approval_refusals_total";
-/// The reasons of [`APPROVAL_REFUSALS`]: not a lead, their own request, nobody named as
-/// deciding, nobody named as asking.
-pub const APPROVAL_REFUSAL_REASONS: [&str; 4] = ["not_a_lead", "own_request", "decider_unknown", "requester_unknown"];
+/// The reasons of [`APPROVAL_REFUSALS`]: not a lead, a program's token (no person), their own
+/// request, nobody named as deciding, nobody named as asking.
+pub const APPROVAL_REFUSAL_REASONS: [&str; 5] =
+    ["not_a_lead", "not_a_person", "own_request", "decider_unknown", "requester_unknown"];
 
 /// The shop's own counters, at zero from the start.
 pub const SERIES: &[Series] = &[

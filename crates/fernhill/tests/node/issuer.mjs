@@ -15,10 +15,15 @@
 //   host     public (PKCE, no secret): authorization code with a loopback redirect
 //   fernhill-mcp  the MCP server's own client, for introspection (secret "fernhill-mcp-secret")
 // With ACCESS_TOKENS=opaque in the environment it issues opaque tokens instead of JWTs, which a
-// resource server can only check by introspection.
+// resource server can only check by introspection. With PAIRWISE=1 the clients people sign in
+// with (host, approvals) get pairwise subjects, each its own `sub` for one person (a digest of
+// the client and the account: stricter than a sector's, as an issuer may be), so the host's
+// token and the approval page's name one person as two. Every person's access token carries
+// `staff_id` (`staff-` and the account), the same to every client: the claim an operator names
+// with --auth-person-claim.
 // The dev login form (`/interaction/:uid`) signs anyone in by name.
 import { createServer } from 'node:http';
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomUUID } from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
 
 const server = createServer();
@@ -28,6 +33,8 @@ const issuer = `http://127.0.0.1:${server.address().port}`;
 const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const signing = { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), alg: 'ES256', use: 'sig' };
 const mcpResource = /^http:\/\/(127\.0\.0\.1|localhost):\d+\/mcp$/;
+const pairwise = process.env.PAIRWISE === '1';
+const people = pairwise ? { subject_type: 'pairwise' } : {};
 
 const provider = new Provider(issuer, {
     clients: [
@@ -41,17 +48,21 @@ const provider = new Provider(issuer, {
           response_types: [], scope: 'orders:read refunds:request' },
         { client_id: 'approvals', client_secret: 'approvals-secret', application_type: 'native',
           grant_types: ['authorization_code'], response_types: ['code'],
-          redirect_uris: ['http://127.0.0.1/approvals/callback'], scope: 'openid refunds:write' },
+          redirect_uris: ['http://127.0.0.1/approvals/callback'], scope: 'openid refunds:write', ...people },
         { client_id: 'fernhill-mcp', client_secret: 'fernhill-mcp-secret', grant_types: [], redirect_uris: [],
           response_types: [] },
         { client_id: 'host', token_endpoint_auth_method: 'none', application_type: 'native',
           grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
-          redirect_uris: ['http://127.0.0.1/callback'], scope: 'openid orders:read refunds:write' },
+          redirect_uris: ['http://127.0.0.1/callback'], scope: 'openid orders:read refunds:write', ...people },
     ],
     jwks: { keys: [signing] },
     clientDefaults: { id_token_signed_response_alg: 'ES256' },
     scopes: ['openid', 'offline_access', 'orders:read', 'refunds:request', 'refunds:write'],
     pkce: { required: () => true },
+    subjectTypes: pairwise ? ['public', 'pairwise'] : ['public'],
+    pairwiseIdentifier: async (ctx, accountId, client) =>
+        createHash('sha256').update(`${client.clientId}\n${accountId}`).digest('hex'),
+    extraTokenClaims: async (ctx, token) => (token.accountId ? { staff_id: `staff-${token.accountId}` } : undefined),
     features: {
         devInteractions: { enabled: true },
         clientCredentials: { enabled: true },

@@ -231,11 +231,17 @@ pub fn npm(folder: &str, packages: &[&str], scripts: &[&str]) -> PathBuf {
 /// oidc-provider (npm) on an ephemeral loopback port, issuing `tokens` (`jwt` or `opaque`)
 /// access tokens (`tests/node/issuer.mjs` names its clients); the child and its issuer URL.
 pub async fn oidc_issuer(tokens: &str) -> (tokio::process::Child, String) {
+    oidc_issuer_with(tokens, false).await
+}
+
+/// As [`oidc_issuer`], giving the clients people sign in with pairwise subjects when `pairwise`.
+pub async fn oidc_issuer_with(tokens: &str, pairwise: bool) -> (tokio::process::Child, String) {
     use tokio::io::{AsyncBufReadExt, BufReader};
     let folder = npm("oidc", &["oidc-provider@9.13.3"], &["issuer.mjs"]);
     let mut child = Command::new("node")
         .arg(folder.join("issuer.mjs"))
         .env("ACCESS_TOKENS", tokens)
+        .env("PAIRWISE", if pairwise { "1" } else { "0" })
         .current_dir(&folder)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -96,6 +96,8 @@ pub struct Claims {
     pub exp: i64,
     pub nbf: i64,
     pub typ: String,
+    /// Any other claims.
+    pub extra: serde_json::Map<String, Value>,
 }
 
 impl Issuer {
@@ -131,6 +133,7 @@ impl Issuer {
             exp: 300,
             nbf: -5,
             typ: "at+jwt".to_owned(),
+            extra: serde_json::Map::new(),
         }
     }
 
@@ -237,6 +240,9 @@ fn body(claims: &Claims) -> Value {
     });
     if let Some(sub) = &claims.sub {
         body["sub"] = json!(sub);
+    }
+    if let Value::Object(body) = &mut body {
+        body.extend(claims.extra.clone());
     }
     body
 }

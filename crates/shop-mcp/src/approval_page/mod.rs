@@ -32,7 +32,7 @@ use shop_api::{RefundId, RefundStatus};
 
 use crate::{Shop, audit::Who, caller::Caller, tools::issue_refund::ReleaseForm};
 use pages::Page;
-use sign_in::{SESSION_LIFE, Session, SignIn};
+use sign_in::{SESSION_LIFE, Session, SignIn, SignInError};
 
 /// Where the page lives under the server's origin.
 pub const PATH: &str = "/approvals";
@@ -51,6 +51,11 @@ impl ApprovalPage {
     /// The page of `shop`, served at `origin`, its people signed in through `sign_in`.
     pub fn new(shop: Shop, sign_in: SignIn, origin: &str) -> Self {
         Self { shop, sign_in, origin: origin.trim_end_matches('/').to_owned(), secure: origin.starts_with("https://") }
+    }
+
+    /// Whether the page may sign people in at its issuer, checked at start where it answers.
+    pub async fn check_issuer(&self) -> Result<(), SignInError> {
+        self.sign_in.check_issuer().await
     }
 
     /// The page's routes.

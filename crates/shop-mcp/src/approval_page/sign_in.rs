@@ -34,7 +34,7 @@ use oauth_resource::gate::ResourceServer;
 use openidconnect::{
     AuthorizationCode, ClientId, ClientSecret, CsrfToken, HttpRequest, HttpResponse, IssuerUrl, Nonce,
     OAuth2TokenResponse as _, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse as _,
-    core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata},
+    core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata, CoreSubjectIdentifierType},
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -59,6 +59,10 @@ pub enum SignInError {
     Unverified(String),
     #[error("the server's store did not answer")]
     Store(String),
+    /// The issuer may give each client its own subject for one person, and nothing else tells
+    /// people apart: a requester could sign in here as somebody else and decide their own.
+    #[error("the approval page cannot tell people apart at this sign-in service; an operator must name a person claim")]
+    Pairwise,
 }
 
 /// The approval page's client at the issuer.
@@ -80,6 +84,8 @@ pub struct SignIn {
     cookies: Arc<KeyRing>,
     /// Checks the access token as `/mcp` checks a bearer token.
     gate: ResourceServer,
+    /// Whether a decision here must tell its decider apart from the requester (`another-lead`).
+    tells_people_apart: bool,
 }
 
 /// The purpose the sign-in cookie's keys are derived for.
@@ -123,6 +129,8 @@ pub struct PageClient<'a> {
     pub client_secret: Option<&'a str>,
     /// Where the issuer sends the browser back (`/approvals/callback`).
     pub redirect: &'a str,
+    /// Whether a decision on the page must tell its decider apart from the requester.
+    pub tells_people_apart: bool,
 }
 
 impl SignIn {
@@ -135,7 +143,7 @@ impl SignIn {
         cookies: KeyRing,
         gate: ResourceServer,
     ) -> Result<Self, String> {
-        let PageClient { issuer, client_id, client_secret, redirect } = client;
+        let PageClient { issuer, client_id, client_secret, redirect, tells_people_apart } = client;
         let http = reqwest::Client::builder()
             // Following redirects would let an issuer's answer send this server elsewhere.
             .redirect(reqwest::redirect::Policy::none())
@@ -153,7 +161,39 @@ impl SignIn {
             records,
             cookies: Arc::new(cookies),
             gate,
+            tells_people_apart,
         })
+    }
+
+    /// Whether this page may sign people in at this issuer: where a decision must tell the
+    /// decider apart from the requester and the issuer offers pairwise subjects (each client
+    /// its own `sub` for one person: the host's and this page's would name two people), only
+    /// with a person claim named (`--auth-person-claim`), which both tokens then carry.
+    fn may_sign_in_at(&self, metadata: &CoreProviderMetadata) -> Result<(), SignInError> {
+        let pairwise = metadata.subject_types_supported().contains(&CoreSubjectIdentifierType::Pairwise);
+        if pairwise && self.tells_people_apart && self.gate.person_claim().is_none() {
+            tracing::error!(
+                issuer = %self.issuer.as_str(),
+                "the issuer offers pairwise subjects, under which the host's token and the approval page's may name \
+                 one person as two; under --approval another-lead the page signs nobody in until --auth-person-claim \
+                 names a claim both carry"
+            );
+            return Err(SignInError::Pairwise);
+        }
+        Ok(())
+    }
+
+    /// Check at start, if the issuer answers, that the page may sign people in there
+    /// ([`Self::may_sign_in_at`]); an issuer that does not answer yet is checked at the first
+    /// sign-in.
+    pub async fn check_issuer(&self) -> Result<(), SignInError> {
+        match self.metadata(false).await {
+            Err(SignInError::Issuer(error)) => {
+                tracing::warn!(%error, "the approval page's issuer did not answer at start; checked at the first sign-in");
+                Ok(())
+            }
+            other => other.map(drop),
+        }
     }
 
     /// The issuer's metadata: as fetched before, unless `fresh` asks for it again.
@@ -164,6 +204,7 @@ impl SignIn {
         let fetched = CoreProviderMetadata::discover_async(self.issuer.clone(), &oauth_http(self.http.clone()))
             .await
             .map_err(|error| SignInError::Issuer(format!("discovery: {error}")))?;
+        self.may_sign_in_at(&fetched)?;
         *self.metadata.write().await = Some(fetched.clone());
         Ok(fetched)
     }
@@ -262,7 +303,8 @@ impl SignIn {
             .check_token(tokens.access_token().secret())
             .await
             .map_err(|refusal| SignInError::Unverified(format!("the access token: {refusal}")))?;
-        if access.issuer != id_issuer || access.subject != id_subject {
+        // Both tokens were issued to this page's client: the same `sub` (pairwise or not).
+        if access.issuer != id_issuer || access.sub.as_deref() != Some(id_subject.as_str()) || !access.person {
             return Err(SignInError::Unverified("the ID token and the access token name different people".into()));
         }
         let session = Session {
@@ -354,6 +396,7 @@ mod tests {
             client_id: "approvals",
             client_secret: None,
             redirect: &format!("{NOWHERE}/approvals/callback"),
+            tells_people_apart: true,
         };
         let records = Arc::new(mrtr::records::InMemory::new());
         let cookies = KeyRing::for_purpose(&[SECRET], COOKIE_PURPOSE).unwrap();
@@ -395,5 +438,33 @@ mod tests {
         // Its own: past every check here, it reaches the issuer (not there); sent again, refused.
         assert!(matches!(sign_in.finish("code", "state-1", &own).await, Err(SignInError::Issuer(_))));
         assert!(unknown(sign_in.finish("code", "state-1", &own).await), "a callback replayed");
+    }
+
+    /// An issuer that offers pairwise subjects may name one person as two (the host's token
+    /// and the page's): where a decision must tell its decider from the requester, the page
+    /// signs nobody in there unless a person claim is named; elsewhere, it does.
+    #[test]
+    fn a_page_that_must_tell_people_apart_refuses_a_pairwise_issuer_without_a_person_claim() {
+        let metadata = |subject_types: &[&str]| -> CoreProviderMetadata {
+            serde_json::from_value(serde_json::json!({
+                "issuer": NOWHERE,
+                "authorization_endpoint": format!("{NOWHERE}/auth"),
+                "jwks_uri": format!("{NOWHERE}/jwks"),
+                "response_types_supported": ["code"],
+                "subject_types_supported": subject_types,
+                "id_token_signing_alg_values_supported": ["ES256"],
+            }))
+            .unwrap()
+        };
+        let (pairwise, public) = (metadata(&["public", "pairwise"]), metadata(&["public"]));
+        let page = sign_in();
+        assert!(matches!(page.may_sign_in_at(&pairwise), Err(SignInError::Pairwise)));
+        assert!(page.may_sign_in_at(&public).is_ok());
+        let scopes = Box::new(crate::serve::authorization::ShopScopes { approval: shop_api::Approval::AnotherLead });
+        let gate = ResourceServer::new(NOWHERE, &format!("{NOWHERE}/mcp"), "test", scopes, 1024).unwrap();
+        let named = SignIn { gate: gate.with_person_claim(Some("staff_id".into())), ..page.clone() };
+        assert!(named.may_sign_in_at(&pairwise).is_ok(), "the claim tells people apart");
+        let anyone = SignIn { tells_people_apart: false, ..page };
+        assert!(anyone.may_sign_in_at(&pairwise).is_ok(), "under `self`, nobody need be told apart");
     }
 }

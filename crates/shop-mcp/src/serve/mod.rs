@@ -196,6 +196,9 @@ pub async fn run(
         gate.start().await;
     }
     let page = approval_page(config, sealed.inner(), bound.address(), gate.as_ref())?;
+    if let Some(page) = &page {
+        page.check_issuer().await.map_err(|error| ServeError::Approvals(error.to_string()))?;
+    }
     sealed.inner().watch_overdue(config.escalation());
     // Said once the issuer's keys are had (or given up on for now), as callers come next.
     listening(&bound);
@@ -245,7 +248,9 @@ fn approval_page(
              SHOP_REQUEST_STATE_KEY, or a lead who signs in on one replica and comes back to another starts again"
         );
     }
-    let client = PageClient { issuer, client_id, client_secret: secret.as_deref(), redirect: &redirect };
+    let tells_people_apart = config.approval == shop_api::Approval::AnotherLead;
+    let client =
+        PageClient { issuer, client_id, client_secret: secret.as_deref(), redirect: &redirect, tells_people_apart };
     let sign_in =
         SignIn::new(client, &endpoint, shop.records.clone(), cookies, gate.clone()).map_err(ServeError::Approvals)?;
     let _ = shop.approval_page.set(format!("{origin}{}", approval_page::PATH));

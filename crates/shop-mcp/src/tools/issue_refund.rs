@@ -217,8 +217,8 @@ impl Shop {
                 "There is no quote {quote_id}. Call quote_refund for the order first."
             )));
         };
-        let requester = who.caller.as_ref().and_then(Caller::decider);
-        let created = self.api.create_refund_outcome(&quote_id, requester.as_deref()).await;
+        let requester = who.caller.as_ref().map(Caller::party);
+        let created = self.api.create_refund_outcome(&quote_id, requester.as_ref()).await;
         let (refund, created) = created.map_err(|error| match error.kind() {
             Some("already_refunded") => ToolError::new(format!(
                 "Refund for {quote_id} was not issued: {error} Each line is refunded once; look the refund up with \
