@@ -31,6 +31,8 @@ use serde_json::{Value, json};
 
 use crate::{
     decision::{Answered, Channel, Verdict},
+    digest::Digest,
+    receipt::{Decided, Outcome, Receipt, ReceiptKeys},
     rules::{self, NotDecider, SelfApproval},
     subject::{Failed, Standing, State, Subject},
     trail::Trail,
@@ -76,16 +78,34 @@ fn named(party: Option<&Party>) -> String {
     party.map(Party::to_string).unwrap_or_default()
 }
 
+/// A decision carried out: the record as it now stands, and the receipt of it, signed, where
+/// the approvals sign receipts ([`Approvals::signing`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Done<R> {
+    /// The record as it now stands.
+    pub record: R,
+    /// The receipt of the decision and its outcome: a compact JWS.
+    pub receipt: Option<String>,
+}
+
+impl<R> std::ops::Deref for Done<R> {
+    type Target = R;
+
+    fn deref(&self) -> &R {
+        &self.record
+    }
+}
+
 /// What a decision did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acted<R> {
     /// Approved, and carried out now.
-    Approved(R),
+    Approved(Done<R>),
     /// Approved by this same answer in a call that stopped before telling its decider:
-    /// carried out then, told now.
+    /// carried out then, told now (its receipt was written then).
     ApprovedBefore(R),
     /// Declined, and carried out.
-    Declined(R),
+    Declined(Done<R>),
     /// Dismissed: the approval as it is (waiting, unless something else decided it meanwhile).
     Dismissed(R),
 }
@@ -152,6 +172,17 @@ pub struct Approvals<S> {
     ride_through: Duration,
     counted: Counted,
     announce: Option<Announce>,
+    receipts: Option<Receipts>,
+}
+
+/// What signs receipts, and what every receipt of these approvals says of the rules.
+pub struct Receipts {
+    /// The signing keys.
+    pub keys: Arc<ReceiptKeys>,
+    /// Who signs: the server's name.
+    pub issuer: String,
+    /// The policy's version: a digest of everything that decides who may decide what.
+    pub policy_version: String,
 }
 
 /// A claim on an answer, as this call found it.
@@ -175,7 +206,64 @@ impl<S: Subject> Approvals<S> {
             ride_through: Duration::ZERO,
             counted,
             announce: None,
+            receipts: None,
         }
+    }
+
+    /// Sign a receipt of every decision carried out, and of what came of it, with `receipts`;
+    /// each is also written to the trail (`receipt`).
+    pub fn signing(mut self, receipts: Receipts) -> Self {
+        self.receipts = Some(receipts);
+        self
+    }
+
+    /// The rule decisions are made under, as a receipt names it.
+    fn rule(&self) -> String {
+        let rule = match self.policy {
+            SelfApproval::Allowed => "self",
+            SelfApproval::Forbidden => "another-lead",
+        };
+        if self.page_only { format!("{rule}; page-only") } else { rule.to_owned() }
+    }
+
+    /// Sign the receipt of `verdict` on `standing` (approval `id`), as `answered` brought it
+    /// from `decider` at `decided_at`, and `outcome`; written to the trail. `None` without keys,
+    /// or for a call whose arguments cannot be digested.
+    async fn receipt(
+        &self,
+        id: &str,
+        standing: &Standing<S::Record>,
+        (verdict, answered, decider): (Verdict, &Answered, &Decider<'_>),
+        decided_at: i64,
+        outcome: Outcome,
+    ) -> Option<String> {
+        let signing = self.receipts.as_ref()?;
+        let (tool, arguments) = S::call(&standing.record);
+        let arguments = Digest::of(&arguments).inspect_err(|error| tracing::warn!(id, %error, "no receipt")).ok()?;
+        let receipt = Receipt {
+            // One decision, one ID, on whichever replica signs it.
+            jti: idempotency_key(&format!("receipt-{verdict}"), id, &answered.question),
+            iss: signing.issuer.clone(),
+            iat: epoch_secs(),
+            rule: self.rule(),
+            policy_version: signing.policy_version.clone(),
+            tool,
+            approval: id.to_owned(),
+            arguments,
+            shown: answered.seen.clone().or_else(|| Some(standing.digest.clone())),
+            requested_by: standing.requested_by.as_ref().map(Party::to_string),
+            decision: Decided::new(
+                verdict,
+                decider.name.as_ref().map(Party::to_string),
+                answered.channel,
+                answered.auth_time,
+                decided_at,
+            ),
+            outcome,
+        };
+        let jws = signing.keys.sign(&receipt);
+        decider.trail.report("receipt", self.line(id, json!({"receipt": jws}))).await;
+        Some(jws)
     }
 
     /// Name an approval's ID `field` in the trail (`refund_id`, say).
@@ -250,7 +338,7 @@ impl<S: Subject> Approvals<S> {
         );
         decider.trail.report("answered", answer).await;
         match verdict {
-            Verdict::Approve => self.approve(id, answered, decider).await,
+            Verdict::Approve => self.approve(id, answered, decider, now.as_ref()).await,
             Verdict::Decline => self.decline(id, answered, decider).await,
             Verdict::Dismiss => {
                 metrics::counter!(self.counted.dismissals).increment(1);
@@ -264,7 +352,9 @@ impl<S: Subject> Approvals<S> {
         id: &str,
         answered: &Answered,
         decider: &Decider<'_>,
+        now: Option<&Standing<S::Record>>,
     ) -> Result<Acted<S::Record>, Refused<S::Error>> {
+        let decided_at = epoch_secs();
         let question = answered.question.as_str();
         if let Claimed::ActedOnUntold(record) = self.claim(id, answered, decider, true).await? {
             tracing::info!(id, "the answer was acted on by a call that did not finish; told now");
@@ -307,7 +397,11 @@ impl<S: Subject> Approvals<S> {
                 decider.trail.report("released", record).await;
                 self.tell("released", facts);
                 self.mark_acted_on(id, answered).await;
-                Ok(Acted::Approved(approved.record))
+                let result = Digest::of(&S::result(&approved.record)).unwrap_or_else(|_| Digest::of_bytes(b""));
+                let outcome = Outcome::Executed { at: epoch_secs(), result };
+                let how = (Verdict::Approve, answered, decider);
+                let receipt = self.receipt(id, &approved, how, decided_at, outcome).await;
+                Ok(Acted::Approved(Done { record: approved.record, receipt }))
             }
             Err(error) => Err(match S::failed(&error) {
                 Failed::Changed => Refused::Changed,
@@ -325,6 +419,11 @@ impl<S: Subject> Approvals<S> {
                 Failed::Unanswered => {
                     tracing::warn!(id, %error, "the system of record did not answer an approval");
                     self.give_back(id, question).await;
+                    if let Some(now) = now {
+                        let (how, outcome) =
+                            ((Verdict::Approve, answered, decider), Outcome::Unknown { at: epoch_secs() });
+                        self.receipt(id, now, how, decided_at, outcome).await;
+                    }
                     Refused::Unanswered(error)
                 }
                 Failed::Failing | Failed::Refused => Refused::Subject(error),
@@ -377,12 +476,20 @@ impl<S: Subject> Approvals<S> {
         if let Err(error) = self.records.put(&self.declined_key(id), by.clone(), DECLINE_KEPT).await {
             tracing::warn!(id, %error, "could not record the decline; carrying it out now is all that keeps it");
         }
+        let decided_at = epoch_secs();
         let declined = self.carry_out_decline(id, &by, decider).await;
-        if declined.is_ok() {
-            // A copy of this no, sent again, is a replay at once, not a wait for the lease.
-            self.mark_acted_on(id, answered).await;
-        }
-        declined
+        let Ok(Acted::Declined(done)) = declined else { return declined };
+        // A copy of this no, sent again, is a replay at once, not a wait for the lease.
+        self.mark_acted_on(id, answered).await;
+        let outcome = Outcome::NotExecuted { why: "declined".to_owned() };
+        let standing = self.subject.look(id).await.ok();
+        let receipt = match &standing {
+            Some(standing) => {
+                self.receipt(id, standing, (Verdict::Decline, answered, decider), decided_at, outcome).await
+            }
+            None => None,
+        };
+        Ok(Acted::Declined(Done { receipt, ..done }))
     }
 
     /// Who declined `id`, if someone did and it has not been carried out yet (the record is
@@ -443,7 +550,7 @@ impl<S: Subject> Approvals<S> {
         if let Err(error) = self.records.remove(&self.declined_key(id)).await {
             tracing::warn!(id, %error, "could not forget a decline now carried out");
         }
-        Ok(Acted::Declined(declined.record))
+        Ok(Acted::Declined(Done { record: declined.record, receipt: None }))
     }
 
     /// Claim the answer before acting on it: of two identical retries, one acts. The claim is
@@ -604,6 +711,10 @@ pub fn idempotency_key(decision: &str, id: &str, question: &str) -> String {
     use sha2::Digest as _;
     let digest = sha2::Sha256::digest(format!("{decision}\n{id}\n{question}").as_bytes());
     format!("{decision}-{id}-{}", hex::encode(digest))
+}
+
+fn epoch_secs() -> i64 {
+    i64::try_from(epoch_millis() / 1000).unwrap_or(i64::MAX)
 }
 
 fn epoch_millis() -> u64 {

@@ -12,7 +12,10 @@
 //!   once in mrtr's records (a typed claim with a lease and a takeover), the intent written to
 //!   the [`trail`] before the side effect, the side effect under an idempotency key, the claim
 //!   marked; a decline that stands; a dismissal that uses nothing up;
-//! - [`digest`]: what a decision is bound to: SHA-256 over RFC 8785 canonical JSON.
+//! - [`digest`]: what a decision is bound to: SHA-256 over RFC 8785 canonical JSON;
+//! - [`receipt`]: a signed receipt of each decision and its outcome (a JWS, EdDSA), checked
+//!   offline against the published keys; [`trail::Chain`]: a trail each line of which carries
+//!   the digest of the line before, so an edited or removed line shows.
 
 #![deny(missing_docs)]
 
@@ -20,13 +23,15 @@ pub mod decision;
 pub mod digest;
 pub mod engine;
 pub mod memory;
+pub mod receipt;
 pub mod rules;
 pub mod subject;
 pub mod trail;
 
 pub use decision::{Answered, Channel, Verdict};
 pub use digest::Digest;
-pub use engine::{Acted, Approvals, Decider, Refused};
+pub use engine::{Acted, Approvals, Decider, Done, Receipts, Refused};
+pub use receipt::{Receipt, ReceiptError, ReceiptKeys};
 pub use rules::{NotDecider, SelfApproval};
 pub use subject::{Failed, Standing, State, Subject};
-pub use trail::{NotRecorded, Trail};
+pub use trail::{Chain, NotRecorded, Trail};

@@ -139,6 +139,14 @@ impl Subject for InMemory {
         facts.as_object().cloned().unwrap_or_default()
     }
 
+    fn call(record: &Kept) -> (String, serde_json::Value) {
+        ("approve".to_owned(), json!({"id": record.id}))
+    }
+
+    fn result(record: &Kept) -> serde_json::Value {
+        json!({"id": record.id, "state": format!("{:?}", record.state)})
+    }
+
     fn look<'a>(&'a self, id: &'a str) -> Pending<'a, Standing<Kept>, MemoryError> {
         let found = self.get(id).map(Self::standing).ok_or_else(|| MemoryError::Unknown(id.to_owned()));
         Box::pin(std::future::ready(found))

@@ -78,6 +78,13 @@ pub trait Subject: Send + Sync {
     /// decided), as fields of a JSON object.
     fn facts(record: &Self::Record) -> serde_json::Map<String, serde_json::Value>;
 
+    /// The call that waits for the decision on `record`: its tool and its arguments, as asked
+    /// (a receipt binds their digest).
+    fn call(record: &Self::Record) -> (String, serde_json::Value);
+
+    /// `record` as JSON: what a receipt digests as the call's result once it ran.
+    fn result(record: &Self::Record) -> serde_json::Value;
+
     /// Where the approval `id` stands.
     fn look<'a>(&'a self, id: &'a str) -> Pending<'a, Standing<Self::Record>, Self::Error>;
 

@@ -78,6 +78,9 @@ enum Command {
         #[arg(last = true, required_unless_present = "url")]
         command: Vec<String>,
     },
+    /// Check offline what the server signed and wrote: a receipt of a decision against the
+    /// server's public keys, or that each line of an audit trail follows the one before it.
+    Verify(commands::verify::VerifyOptions),
     /// Record every JSON-RPC message, with its direction, to a JSONL file: launch a stdio server
     /// (`-- CMD ARGS`) and relay its lines, or front an HTTP server (`--upstream URL`).
     Wire {
@@ -141,6 +144,7 @@ async fn run(command: Command) -> anyhow::Result<i32> {
             commands::wire::run_http(&log, listen, &upstream).await.map(|()| 0)
         }
         Command::Wire { log, upstream: None, command, .. } => commands::wire::run_stdio(&log, &command).await,
+        Command::Verify(options) => commands::verify::run(options).await,
     }
 }
 

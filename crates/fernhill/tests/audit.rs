@@ -148,7 +148,8 @@ async fn unauthenticated_replica(
 /// Nobody speaks for a lead who did not act. Before, over HTTP without an issuer, an anonymous
 /// local client's release was recorded in the trail and in the API's `decided_by` as lead-1,
 /// the host user of stdio. Now the trail says the caller was not authenticated, with its
-/// address, and the API names nobody.
+/// address, and the API names them the same way (a release names its decider: never nobody,
+/// never a lead who was not there).
 #[tokio::test]
 async fn an_unauthenticated_release_names_no_lead() {
     let api = support::start_api().await;
@@ -164,7 +165,7 @@ async fn an_unauthenticated_release_names_no_lead() {
     assert_eq!(released["caller"], json!({"unauthenticated": "127.0.0.1"}), "{released}");
     assert!(!std::fs::read_to_string(&path).unwrap().contains("lead-1"));
     let refund = shop(&api).refund(&shop_api::RefundId::parse("R-0111").unwrap()).await.unwrap();
-    assert_eq!(refund.decided_by, None, "nobody is named as having decided");
+    assert_eq!(refund.decided_by.as_deref(), Some("unauthenticated 127.0.0.1"), "named as the trail names them");
 }
 
 /// A trail that cannot be written takes the replica out: its release is refused (nothing

@@ -383,7 +383,10 @@ async fn with_pairwise_subjects_a_requester_signing_in_on_the_page_cannot_releas
     assert!(!refused.status.success(), "{said}");
     assert!(said.contains("cannot tell people apart") && said.contains("--auth-person-claim"), "{said}");
 
-    let (_server, url) = support::spawn_printing_url(&mut serve_with(&["--auth-person-claim", "staff_id"])).await;
+    let trail = tempfile::tempdir().unwrap();
+    let trail = trail.path().join("trail.jsonl");
+    let mut command = serve_with(&["--auth-person-claim", "staff_id", "--audit-log"]);
+    let (_server, url) = support::spawn_printing_url(command.arg(&trail)).await;
     let alice = person_token(&issuer_url, "alice", &url, "orders:read refunds:write").await;
     let host = Credentials::TokenCommand(format!("printf %s {alice}"));
     let host = authorization::connect(ScriptedUser::always(chapter::release()), &url, &host, 1).await.unwrap();
@@ -403,6 +406,42 @@ async fn with_pairwise_subjects_a_requester_signing_in_on_the_page_cannot_releas
     assert_eq!(refund.status, RefundStatus::Requested);
     assert_eq!(refund.requested_by, Some(format!("{issuer_url} staff-alice")));
     assert_eq!(refund.decided_by, Some(format!("{issuer_url} staff-bob")));
+
+    // The page's receipt verifies offline against the server's published keys, and names the
+    // same people as the API; one byte changed, it does not.
+    let receipt = page.split("<pre data-receipt>").nth(1).and_then(|rest| rest.split("</pre>").next()).unwrap();
+    let keys = tempfile::NamedTempFile::new().unwrap();
+    let jwks = reqwest::get(format!("{}/.well-known/jwks.json", url.trim_end_matches("/mcp"))).await.unwrap();
+    std::fs::write(keys.path(), jwks.text().await.unwrap()).unwrap();
+    let verify = |receipt: String| {
+        let mut verify = Command::new(fernhill());
+        verify.args(["verify", "receipt", "--keys"]).arg(keys.path()).arg(receipt).output()
+    };
+    let verified = verify(receipt.to_owned()).await.unwrap();
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+    let said: serde_json::Value = serde_json::from_slice(&verified.stdout).unwrap();
+    assert_eq!((said["tool"].as_str(), said["approval"].as_str()), (Some("issue_refund"), Some("R-0111")));
+    assert_eq!(said["requested_by"], format!("{issuer_url} staff-alice"));
+    assert_eq!(said["decision"]["by"], format!("{issuer_url} staff-bob"));
+    assert_eq!((said["decision"]["channel"].as_str(), said["rule"].as_str()), (Some("page"), Some("another-lead")));
+    assert!(said["decision"]["auth_time"].is_i64(), "{said}");
+    assert_eq!(said["outcome"]["kind"], "executed");
+    let middle = receipt.len() / 2;
+    let flipped = if receipt.as_bytes()[middle] == b'A' { "B" } else { "A" };
+    let changed = format!("{}{flipped}{}", &receipt[..middle], &receipt[middle + 1..]);
+    let refused = verify(changed).await.unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{}", String::from_utf8_lossy(&refused.stderr));
+
+    // The trail checks whole; with one line edited, the line after it no longer follows.
+    let checked = Command::new(fernhill()).args(["verify", "trail"]).arg(&trail).output().await.unwrap();
+    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
+    let text = std::fs::read_to_string(&trail).unwrap();
+    assert!(text.lines().any(|line| line.contains("\"event\":\"receipt\"") && line.contains(receipt)));
+    let edited = text.replacen("staff-bob", "staff-eve", 1);
+    std::fs::write(&trail, &edited).unwrap();
+    let broken = Command::new(fernhill()).args(["verify", "trail"]).arg(&trail).output().await.unwrap();
+    assert_eq!(broken.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&broken.stderr).contains("does not follow the line before it"));
 }
 
 /// An access token from the issuer for `client_id` by the client credentials grant, for the

@@ -77,7 +77,7 @@ async fn the_typescript_client_confirms_and_declines_over_http() {
 }
 
 const TASK: &str = "task: working, says: Waiting for a lead's decision on R-0111 (180.00 on order O-2289), asked by \
-someone unnamed.\ntask states seen: working,completed\nreleased: R-0111 requested\n";
+unauthenticated 127.0.0.1.\ntask states seen: working,completed\nreleased: R-0111 requested\n";
 
 /// An independent client of the Tasks extension, `@modelcontextprotocol/ext-tasks` (the one the
 /// MCP Inspector 2.x drives tasks with), follows a refund's task to its end: under `--approval
@@ -92,7 +92,7 @@ async fn the_tasks_extension_s_own_client_follows_a_refund_task_to_its_end_over_
     let (_server, url) = support::spawn_printing_url(&mut serve).await;
     assert_eq!(node(&TASKS, &["http", &url, &api.url], api.token.as_deref()).await, TASK);
     let released = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
-    assert_eq!((released.status, released.decided_by.as_deref()), (RefundStatus::Requested, Some("lead-2")));
+    assert_eq!((released.status, released.decided_by.as_deref()), (RefundStatus::Requested, Some("host user lead-2")));
 }
 
 const LEGACY: &str = "confirm: 2025-11-25, R-0111 requested, questions asked: 1

@@ -43,6 +43,16 @@ pub enum ConfirmOn {
     Page,
 }
 
+impl ConfirmOn {
+    /// Its name, as the flag spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfirmOn::Host => "host",
+            ConfirmOn::Page => "page",
+        }
+    }
+}
+
 /// Who may release a held refund, as the approvals engine's rule has it.
 pub(crate) fn self_approval(approval: Approval) -> SelfApproval {
     match approval {
@@ -92,6 +102,17 @@ impl fmt::Display for NotDecider {
             }
         })
     }
+}
+
+/// The `_meta` key under which a decision's result carries its signed receipt.
+pub const RECEIPT_META: &str = "fernhill/receipt";
+
+/// `result`, carrying `receipt` (if any) in its `_meta`, where a host may keep it.
+fn with_receipt(mut result: CallToolResult, receipt: Option<String>) -> CallToolResult {
+    if let Some(receipt) = receipt {
+        result.meta.get_or_insert_with(Default::default).0.insert(RECEIPT_META.to_owned(), receipt.into());
+    }
+    result
 }
 
 /// The question of this call's rounds (its state's lifetime plus the allowed skew), asked
@@ -168,7 +189,7 @@ impl Shop {
         match acted {
             Acted::Approved(released) => {
                 tracing::info!(refund_id = %released.refund_id, amount = %released.amount, "refund released by a lead");
-                structured(&released)
+                with_receipt(structured(&released.record), released.receipt)
             }
             Acted::ApprovedBefore(released) => structured(&released),
             Acted::Declined(cancelled) => {
@@ -178,7 +199,7 @@ impl Shop {
                      changes.",
                     cancelled.refund_id
                 );
-                structured_with_note(&cancelled, note)
+                with_receipt(structured_with_note(&cancelled.record, note), cancelled.receipt)
             }
             Acted::Dismissed(refund) => {
                 let note = match refund.status {

@@ -29,6 +29,7 @@ use std::{
     time::SystemTime,
 };
 
+use approvals::Chain;
 use mrtr::boundary::{Observer, Seen, SeenOutcome};
 use rmcp::{RoleServer, model::ProtocolVersion, service::RequestContext};
 use serde_json::{Map, Value, json};
@@ -65,7 +66,7 @@ impl Who {
 
 enum Line {
     /// An event, and whom to tell once it is on disk (or could not be written).
-    Event(Vec<u8>, Option<tokio::sync::oneshot::Sender<bool>>),
+    Event(Map<String, Value>, Option<tokio::sync::oneshot::Sender<bool>>),
     Reopen,
 }
 
@@ -117,6 +118,10 @@ impl Audit {
     pub fn to_file(path: &Path, replica: &str) -> Result<Self, AuditError> {
         let open = |path: &Path| OpenOptions::new().create(true).append(true).open(path);
         let mut file = open(path).map_err(|source| AuditError { path: path.to_owned(), source })?;
+        // Each line names the digest of the one before (`prev`): the chain goes on from the
+        // file's last line, and on into the next file after a rotation.
+        let last = last_line(path).map_err(|source| AuditError { path: path.to_owned(), source })?;
+        let mut chain = Chain::after(last.as_deref());
         let (sink, lines) = mpsc::channel::<Line>();
         let owned = path.to_owned();
         let writable = Arc::new(AtomicBool::new(true));
@@ -126,7 +131,8 @@ impl Audit {
             .spawn(move || {
                 for line in lines {
                     match line {
-                        Line::Event(bytes, synced) => {
+                        Line::Event(line, synced) => {
+                            let bytes = chain.link(line);
                             let written = match write_synced(&mut file, &bytes) {
                                 Ok(()) => true,
                                 Err(error) => {
@@ -210,8 +216,8 @@ impl Audit {
         }
     }
 
-    /// `event`'s line, as written.
-    fn line(&self, event: &str, who: &Who, fields: Value) -> Vec<u8> {
+    /// `event`'s line, as written (the writer links it to the line before).
+    fn line(&self, event: &str, who: &Who, fields: Value) -> Map<String, Value> {
         let mut line = Map::new();
         line.insert("at".into(), json!(web_service::timestamp::rfc3339_millis(SystemTime::now())));
         line.insert("event".into(), json!(event));
@@ -227,9 +233,7 @@ impl Audit {
         if let Value::Object(fields) = fields {
             line.extend(fields);
         }
-        let mut bytes = Value::Object(line).to_string().into_bytes();
-        bytes.push(b'\n');
-        bytes
+        line
     }
 }
 
@@ -250,6 +254,32 @@ pub fn observing(audit: Audit, inner: Observer) -> Observer {
             audit.record_later("refused", &who, json!({"tool": seen.target, "reason": reason.label()}));
         }
     })
+}
+
+/// The last line of the file at `path` (without its newline), if it holds one: read from its
+/// end, whatever its size.
+fn last_line(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut file = File::open(path)?;
+    let length = file.metadata()?.len();
+    let mut tail = Vec::new();
+    let mut end = length;
+    // Back from the end a block at a time until a newline before the last line is found.
+    while end > 0 {
+        let start = end.saturating_sub(4096);
+        let mut block = vec![0; usize::try_from(end - start).unwrap_or(0)];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut block)?;
+        block.extend_from_slice(&tail);
+        tail = block;
+        let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
+        if let Some(at) = body.iter().rposition(|&byte| byte == b'\n') {
+            return Ok(Some(body[at + 1..].to_vec()));
+        }
+        end = start;
+    }
+    let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
+    Ok((!body.is_empty()).then(|| body.to_vec()))
 }
 
 fn write_synced(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
@@ -296,6 +326,40 @@ mod tests {
         audit.record("declined", &alice, json!({"refund_id": "R-0112"})).await.unwrap();
         assert_eq!(lines(&rotated).len(), 1);
         assert_eq!(lines(&path)[0]["refund_id"], "R-0112");
+    }
+
+    /// Each line carries the digest of the one before, across a restart and a rotation: the
+    /// trail checks whole, and an edited line breaks the link after it.
+    #[tokio::test]
+    async fn the_trail_is_linked_line_to_line_across_a_restart_and_a_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let who = Who::default();
+        let audit = Audit::to_file(&path, "replica-x").unwrap();
+        for refund in ["R-0111", "R-0112"] {
+            audit.record("released", &who, json!({"refund_id": refund})).await.unwrap();
+        }
+        drop(audit);
+        let again = Audit::to_file(&path, "replica-x").unwrap();
+        again.record("declined", &who, json!({"refund_id": "R-0113"})).await.unwrap();
+        let rotated = dir.path().join("audit.jsonl.1");
+        std::fs::rename(&path, &rotated).unwrap();
+        again.reopen();
+        again.record("released", &who, json!({"refund_id": "R-0114"})).await.unwrap();
+        let trail = [std::fs::read(&rotated).unwrap(), std::fs::read(&path).unwrap()].concat();
+        let lines: Vec<&[u8]> = trail.split_inclusive(|&byte| byte == b'\n').collect();
+        assert_eq!(approvals::trail::check_chain(lines.iter().copied()).map(|linked| linked.lines), Ok(4));
+        assert_eq!(lines_of(&rotated)[0]["prev"], Value::Null, "the trail's first line");
+        let edited = String::from_utf8(trail.clone()).unwrap().replacen("R-0112", "R-0199", 1);
+        let edited: Vec<&[u8]> = edited.as_bytes().split_inclusive(|&byte| byte == b'\n').collect();
+        assert_eq!(
+            approvals::trail::check_chain(edited.iter().copied()),
+            Err(approvals::trail::Broken::Link { line: 3 })
+        );
+    }
+
+    fn lines_of(path: &Path) -> Vec<Value> {
+        lines(path)
     }
 
     #[tokio::test]

@@ -61,6 +61,14 @@ impl Subject for Refunds {
         facts.as_object().cloned().unwrap_or_default()
     }
 
+    fn call(refund: &Refund) -> (String, Value) {
+        (crate::tools::issue_refund::TOOL.to_owned(), json!({"quote_id": refund.quote_id}))
+    }
+
+    fn result(refund: &Refund) -> Value {
+        serde_json::to_value(refund).unwrap_or_default()
+    }
+
     fn look<'a>(&'a self, id: &'a str) -> Pending<'a, Standing<Refund>, ApiError> {
         Box::pin(async move { Ok(standing(self.api.refund(&parsed(id)?).await?)) })
     }

@@ -75,6 +75,8 @@ pub struct Shop {
     pub(crate) host_user: String,
     /// Where every decision about a held refund is acted on, once ([`crate::approval`]).
     pub(crate) approvals: Arc<Approvals<Refunds>>,
+    /// What signs the receipts of decisions (`approvals::receipt`).
+    pub(crate) receipt_keys: Arc<approvals::ReceiptKeys>,
     /// Shared: the HTTP transport clones the server for every request, and a router is a map
     /// of tools, each with its schemas.
     tool_router: Arc<ToolRouter<Shop>>,
@@ -88,8 +90,9 @@ impl Shop {
         let forms = Forms { release: FormSchema::of()?, inspection: FormSchema::of()? };
         let records: Arc<dyn Records> = Arc::new(InMemory::new());
         let approvals = Arc::new(Approvals::new(Refunds { api: api.clone() }, records.clone(), TOOL, COUNTED));
-        Ok(Self {
+        let shop = Self {
             approvals,
+            receipt_keys: Arc::new(approvals::ReceiptKeys::ephemeral()),
             api,
             quotes: QuoteStore::new(records.clone(), DEFAULT_QUOTE_TTL),
             records,
@@ -113,7 +116,8 @@ impl Shop {
                     + Self::pay_refund_router()
                     + Self::review_refunds_router(),
             ),
-        })
+        };
+        Ok(shop.with_approvals_as_configured())
     }
 
     /// Keep the quotes (for `quote_ttl`) and the once-only claims in `records`: shared storage
@@ -130,15 +134,30 @@ impl Shop {
     /// decision counts, its ride-through, its announcements. Built again by each setting.
     fn with_approvals_as_configured(mut self) -> Self {
         let refunds = Refunds { api: self.api.clone() };
+        // Everything that decides who may decide what, digested: a receipt names it.
+        let policy = serde_json::json!({"approval": self.approval.as_str(), "confirm_on": self.confirm_on.as_str()});
+        let policy_version = approvals::Digest::of(&policy).map(|digest| digest.to_string()[..16].to_owned());
+        let receipts = approvals::Receipts {
+            keys: self.receipt_keys.clone(),
+            issuer: SERVER_NAME.to_owned(),
+            policy_version: policy_version.unwrap_or_default(),
+        };
         let mut approvals = Approvals::new(refunds, self.records.clone(), TOOL, COUNTED)
             .naming_ids("refund_id")
             .deciding(self_approval(self.approval), self.confirm_on == ConfirmOn::Page)
-            .riding_through(self.ride_through);
+            .riding_through(self.ride_through)
+            .signing(receipts);
         if let Some(announce) = crate::webhook::announcer(self.webhook.clone(), self.approval_page.clone()) {
             approvals = approvals.announcing(announce);
         }
         self.approvals = Arc::new(approvals);
         self
+    }
+
+    /// Sign receipts of decisions with `keys` (published at `/.well-known/jwks.json`).
+    pub(crate) fn with_receipt_keys(mut self, keys: Arc<approvals::ReceiptKeys>) -> Self {
+        self.receipt_keys = keys;
+        self.with_approvals_as_configured()
     }
 
     /// Pay refunds through `payments`.

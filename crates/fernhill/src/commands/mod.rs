@@ -8,4 +8,5 @@ pub mod runtime;
 pub mod serve;
 pub mod service_credential;
 pub mod shop_api;
+pub mod verify;
 pub mod wire;

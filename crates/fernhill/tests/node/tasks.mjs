@@ -109,7 +109,7 @@ try {
         headers: {
             authorization: `Bearer ${process.env.SHOP_API_TOKEN}`,
             'content-type': 'application/json',
-            'fernhill-on-behalf-of': 'lead-2'
+            'fernhill-on-behalf-of': 'host user lead-2'
         },
         body: '{}'
     });

@@ -30,7 +30,7 @@ use mrtr::Outcome;
 use serde::Deserialize;
 use shop_api::{RefundId, RefundStatus};
 
-use crate::{Shop, audit::Who, caller::Caller, tools::issue_refund::ReleaseForm};
+use crate::{Shop, approval::RECEIPT_META, audit::Who, caller::Caller, tools::issue_refund::ReleaseForm};
 use pages::Page;
 use sign_in::{SESSION_LIFE, Session, SignIn, SignInError};
 
@@ -214,7 +214,8 @@ async fn decide(
                 ("declined", Some(note)) => note,
                 _ => format!("Refund {refund_id} is {outcome}."),
             };
-            Page::decided(outcome, &words).into_response()
+            let receipt = result.meta.as_ref().and_then(|meta| meta.0.get(RECEIPT_META)).and_then(|r| r.as_str());
+            Page::decided(outcome, &words, receipt).into_response()
         }
         // Nothing was done, for a reason that passes: try again; otherwise refused.
         Err(error) if error.is_nothing_done() => {

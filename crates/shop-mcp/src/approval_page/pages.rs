@@ -18,7 +18,7 @@ pub const CONTENT_SECURITY_POLICY: &str =
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#222}\
 h1{font-size:1.4rem}table{border-collapse:collapse}td,th{padding:.2rem .6rem;text-align:left}\
 button{margin:1rem .6rem 0 0;padding:.5rem 1rem}.notice{padding:.6rem;background:#fdecea;border:1px solid #f5c2c0}\
-.ok{padding:.6rem;background:#e8f5e9;border:1px solid #b7dfb9}";
+.ok{padding:.6rem;background:#e8f5e9;border:1px solid #b7dfb9}pre{white-space:pre-wrap;word-break:break-all}";
 
 /// A page with its status.
 pub struct Page {
@@ -73,9 +73,21 @@ impl Page {
         Self::new(StatusCode::OK, "review", body)
     }
 
-    /// What came of the lead's decision (`outcome`: `released`, `declined`), in words.
-    pub fn decided(outcome: &'static str, words: &str) -> Self {
-        Self::new(StatusCode::OK, outcome, format!("<p class=\"ok\">{}</p>", escape(words)))
+    /// What came of the lead's decision (`outcome`: `released`, `declined`), in words, with
+    /// its signed receipt, which the lead may keep and anyone check offline against the
+    /// server's keys (`fernhill verify receipt`).
+    pub fn decided(outcome: &'static str, words: &str, receipt: Option<&str>) -> Self {
+        let receipt = receipt
+            .map(|receipt| {
+                format!(
+                    "<details><summary>Receipt</summary><p>Signed by this server; check it against {jwks} with \
+                     <code>fernhill verify receipt</code>.</p><pre data-receipt>{}</pre></details>",
+                    escape(receipt),
+                    jwks = crate::serve::jwks::PATH,
+                )
+            })
+            .unwrap_or_default();
+        Self::new(StatusCode::OK, outcome, format!("<p class=\"ok\">{}</p>{receipt}", escape(words)))
     }
 
     /// Nothing to decide, or not this person's to decide, in words.

@@ -10,6 +10,7 @@
 
 pub mod authorization;
 pub mod config;
+pub mod jwks;
 pub mod state_keys;
 pub mod stdio;
 
@@ -97,7 +98,10 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
             audit
         }
     };
+    let (receipt_keys, receipt_source) = state_keys::receipt_keys(config.state_keys.as_deref())?;
+    tracing::info!(keys = ?receipt_source, kid = %receipt_keys.signing_kid(), "signing receipts of decisions");
     let mut shop = Shop::new(api, security.ttl())?
+        .with_receipt_keys(Arc::new(receipt_keys))
         .with_ask_style(config.ask_style)
         .with_approval(config.approval, config.confirm_on)
         .riding_through(std::time::Duration::from_secs(config.ride_through))
@@ -173,6 +177,7 @@ pub async fn run(
     // The recorder first: the layers built below make their series exist at zero through it.
     let metrics = prometheus::install(crate::series::SERIES);
     let sealed = build(config)?;
+    let receipt_keys = sealed.inner().receipt_keys.clone();
     let lifecycle = Lifecycle {
         readiness: readiness_of(sealed.inner()),
         questions: Some(sealed.waiting_room().clone()),
@@ -206,6 +211,7 @@ pub async fn run(
     if let Some(page) = page {
         service.serve_beside(page.routes());
     }
+    service.serve_beside(jwks::routes(&receipt_keys));
     Ok(mcp_serve::serve(bound, service, shutdown).await?)
 }
 

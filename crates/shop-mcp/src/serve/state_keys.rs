@@ -19,6 +19,8 @@ use crate::server::SERVER_NAME;
 pub enum StateKeyError {
     #[error("the requestState keys (SHOP_REQUEST_STATE_KEY): {0}")]
     Keys(#[from] KeyRingError),
+    #[error("the receipt keys (SHOP_REQUEST_STATE_KEY): {0}")]
+    Receipts(#[from] approvals::receipt::ReceiptKeyError),
     #[error("a requestState lifetime (SHOP_REQUEST_STATE_TTL) must be a positive number of seconds, not {0}")]
     Ttl(f64),
 }
@@ -48,6 +50,16 @@ pub fn ring_for(keys: Option<&str>, purpose: &str) -> Result<(KeyRing, KeySource
     Ok(match secrets.is_empty() {
         true => (KeyRing::ephemeral_for(purpose)?, KeySource::MadeAtStart),
         false => (KeyRing::for_purpose(&secrets, purpose)?, KeySource::Configured(secrets.len())),
+    })
+}
+
+/// The keys that sign receipts of decisions, derived from the same `keys` (rotating with
+/// them); a key of this process's without any.
+pub fn receipt_keys(keys: Option<&str>) -> Result<(approvals::ReceiptKeys, KeySource), StateKeyError> {
+    let secrets = secrets_of(keys);
+    Ok(match secrets.is_empty() {
+        true => (approvals::ReceiptKeys::ephemeral(), KeySource::MadeAtStart),
+        false => (approvals::ReceiptKeys::from_secrets(&secrets)?, KeySource::Configured(secrets.len())),
     })
 }
 

@@ -48,7 +48,8 @@ use crate::{
     tools::structured,
 };
 
-const TOOL: &str = "issue_refund";
+/// The tool's name.
+pub(crate) const TOOL: &str = "issue_refund";
 /// The key of the confirmation question in `inputRequests` and `inputResponses`.
 pub const CONFIRM: &str = "confirm";
 
