@@ -2,6 +2,8 @@
 //! brought their answer and whichever replica it reached. Below the servers that ask (the
 //! shop, a gate in front of any MCP server), beside `mrtr`, which carries the questions.
 //!
+//! - [`channel`]: where approvals are asked for and announced, for any server to mount
+//!   ([`channel::webhook`]);
 //! - [`decision`]: what a person said ([`Verdict`], with no catch-all), where ([`Channel`]),
 //!   to which question, having seen what ([`Answered`]);
 //! - [`rules`]: who may decide (entitled, and not the requester unless the policy allows),
@@ -19,6 +21,7 @@
 
 #![deny(missing_docs)]
 
+pub mod channel;
 pub mod decision;
 pub mod digest;
 pub mod engine;

@@ -271,7 +271,7 @@ fn webhook(config: &ServeConfig) -> Result<Option<crate::webhook::Webhook>, Serv
     if secret.len() < 16 {
         return Err(ServeError::Approvals("--approvals-webhook-secret must be at least 16 characters".into()));
     }
-    crate::webhook::Webhook::new(url, secret).map(Some).map_err(ServeError::Approvals)
+    crate::webhook::webhook(url, secret).map(Some).map_err(ServeError::Approvals)
 }
 
 /// `scheme://host[:port]` of `url`, as a browser writes it in `Origin` (the default port left

@@ -1,0 +1,9 @@
+//! The channels approvals travel by, beside the engine, for any server to mount: where a
+//! decision is asked for or announced. (The host's own question, a round, a task's question or
+//! the 2025 back-channel, is `mrtr`'s `ask`; a decision from any channel comes to
+//! [`crate::Approvals::act`] as an [`crate::Answered`].)
+//!
+//! - [`webhook`]: announcements of waiting approvals, escalations and decisions, signed, each
+//!   with a delivery ID, retried.
+
+pub mod webhook;
