@@ -297,6 +297,11 @@ impl<S: Subject> Approvals<S> {
         &self.subject
     }
 
+    /// Where claims, declines and escalations are kept.
+    pub(crate) fn records(&self) -> &dyn Records {
+        self.records.as_ref()
+    }
+
     /// Whether `decider` may decide an approval `requested_by` asked for (their name as the
     /// system of record has it).
     pub fn may_decide(&self, decider: &Decider<'_>, requested_by: Option<&Party>) -> Result<(), NotDecider> {

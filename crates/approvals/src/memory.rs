@@ -29,6 +29,8 @@ pub struct Kept {
     pub decided_by: Option<Party>,
     /// What a decider is shown, digested.
     pub digest: String,
+    /// When it was asked for.
+    pub since: Option<std::time::SystemTime>,
 }
 
 /// How a call to [`InMemory`] failed.
@@ -72,8 +74,16 @@ impl InMemory {
             requested_by: requested_by.cloned(),
             decided_by: None,
             digest: digest.to_owned(),
+            since: None,
         };
         self.kept().insert(id.to_owned(), kept);
+    }
+
+    /// `id` was asked for `at`.
+    pub fn asked_at(&self, id: &str, at: std::time::SystemTime) {
+        if let Some(kept) = self.kept().get_mut(id) {
+            kept.since = Some(at);
+        }
     }
 
     /// How many approvals were carried out, each key counted once.
@@ -101,6 +111,7 @@ impl InMemory {
             requested_by: kept.requested_by.clone(),
             decided_by: kept.decided_by.clone(),
             digest: kept.digest.clone(),
+            since: kept.since,
             record: kept,
         }
     }
@@ -137,6 +148,17 @@ impl Subject for InMemory {
         let name = |party: &Option<Party>| party.as_ref().map(Party::to_string);
         let facts = json!({"id": record.id, "requested_by": name(&record.requested_by), "decided_by": name(&record.decided_by)});
         facts.as_object().cloned().unwrap_or_default()
+    }
+
+    fn id(record: &Kept) -> String {
+        record.id.clone()
+    }
+
+    fn waiting(&self) -> Pending<'_, Vec<Standing<Kept>>, MemoryError> {
+        let mut waiting: Vec<Kept> =
+            self.kept().values().filter(|kept| kept.state == State::Waiting).cloned().collect();
+        waiting.sort_by(|one, other| one.id.cmp(&other.id));
+        Box::pin(std::future::ready(Ok(waiting.into_iter().map(Self::standing).collect())))
     }
 
     fn call(record: &Kept) -> (String, serde_json::Value) {

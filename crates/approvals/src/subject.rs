@@ -33,6 +33,8 @@ pub struct Standing<R> {
     pub decided_by: Option<Party>,
     /// What a decider is shown, digested: a decision made on another is refused.
     pub digest: String,
+    /// When it was asked for, if the system says.
+    pub since: Option<std::time::SystemTime>,
     /// The system's own record of it.
     pub record: R,
 }
@@ -84,6 +86,12 @@ pub trait Subject: Send + Sync {
 
     /// `record` as JSON: what a receipt digests as the call's result once it ran.
     fn result(record: &Self::Record) -> serde_json::Value;
+
+    /// The ID of the approval `record` keeps.
+    fn id(record: &Self::Record) -> String;
+
+    /// Every approval waiting for a decision.
+    fn waiting(&self) -> Pending<'_, Vec<Standing<Self::Record>>, Self::Error>;
 
     /// Where the approval `id` stands.
     fn look<'a>(&'a self, id: &'a str) -> Pending<'a, Standing<Self::Record>, Self::Error>;

@@ -23,6 +23,7 @@ fn standing(refund: Refund) -> Standing<Refund> {
         requested_by: party(refund.requested_by.as_deref()),
         decided_by: party(refund.decided_by.as_deref()),
         digest: refund.digest(),
+        since: refund.requested_at.as_deref().and_then(web_service::timestamp::parse_rfc3339),
         record: refund,
     }
 }
@@ -59,6 +60,14 @@ impl Subject for Refunds {
         let facts = json!({"refund_id": refund.refund_id, "order_id": refund.order_id, "amount": refund.amount,
                            "requested_by": refund.requested_by, "decided_by": refund.decided_by});
         facts.as_object().cloned().unwrap_or_default()
+    }
+
+    fn id(refund: &Refund) -> String {
+        refund.refund_id.to_string()
+    }
+
+    fn waiting(&self) -> Pending<'_, Vec<Standing<Refund>>, ApiError> {
+        Box::pin(async move { Ok(self.api.held_refunds().await?.into_iter().map(standing).collect()) })
     }
 
     fn call(refund: &Refund) -> (String, Value) {

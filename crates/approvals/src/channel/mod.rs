@@ -3,7 +3,9 @@
 //! the 2025 back-channel, is `mrtr`'s `ask`; a decision from any channel comes to
 //! [`crate::Approvals::act`] as an [`crate::Answered`].)
 //!
+//! - [`escalation`]: approvals waiting too long, counted and escalated once across a fleet;
 //! - [`webhook`]: announcements of waiting approvals, escalations and decisions, signed, each
 //!   with a delivery ID, retried.
 
+pub mod escalation;
 pub mod webhook;
