@@ -308,6 +308,18 @@ impl<S: Subject> Approvals<S> {
         rules::may_decide(self.policy, requested_by, decider.name.as_ref(), decider.entitled)
     }
 
+    /// The approvals waiting for a decision that `decider` may make, as the system lists them:
+    /// what a reviewer is shown.
+    pub async fn decidable_by(&self, decider: &Decider<'_>) -> Result<Vec<S::Record>, S::Error> {
+        let waiting = self.subject.waiting().await?;
+        Ok(waiting
+            .into_iter()
+            .filter(|standing| standing.state == State::Waiting)
+            .filter(|standing| self.may_decide(decider, standing.requested_by.as_ref()).is_ok())
+            .map(|standing| standing.record)
+            .collect())
+    }
+
     /// Act on `verdict`, `decider`'s answer to `answered`'s question about approval `id`.
     pub async fn act(
         &self,
@@ -814,6 +826,20 @@ mod tests {
         // Acted on and told: the same answer again is a replay at once.
         let again = approvals.act("R-1", Verdict::Approve, &answered, &decider).await;
         assert!(matches!(again, Err(Refused::Replay(State::Approved))), "{again:?}");
+    }
+
+    /// A reviewer is shown what waits for them alone: not their own requests under
+    /// `another-lead`, nothing at all when not entitled.
+    #[tokio::test]
+    async fn a_reviewer_is_shown_what_they_may_decide() {
+        let (approvals, _) = approvals(SelfApproval::Forbidden);
+        approvals.subject().wait("R-2", Some(&party(BOB)), "shown-2");
+        let trail = Lines::default();
+        let ids = |kept: Vec<crate::memory::Kept>| kept.into_iter().map(|kept| kept.id).collect::<Vec<_>>();
+        assert_eq!(ids(approvals.decidable_by(&by(ALICE, &trail)).await.unwrap()), ["R-2"]);
+        assert_eq!(ids(approvals.decidable_by(&by(BOB, &trail)).await.unwrap()), ["R-1"]);
+        let not_entitled = Decider { entitled: false, ..by(BOB, &trail) };
+        assert!(approvals.decidable_by(&not_entitled).await.unwrap().is_empty());
     }
 
     #[tokio::test]

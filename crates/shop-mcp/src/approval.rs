@@ -143,6 +143,12 @@ impl Shop {
         self.approvals.may_decide(&self.decider(who, &trail), requested_by.as_ref()).map_err(NotDecider)
     }
 
+    /// The held refunds `who` may decide, oldest first.
+    pub(crate) async fn decidable_by(&self, who: &Who) -> Result<Vec<Refund>, ApiError> {
+        let trail = TrailOf::new(&self.audit, who);
+        self.approvals.decidable_by(&self.decider(who, &trail)).await
+    }
+
     /// Do what the lead said about `refund_id`, in answer to `answered`'s question: the
     /// refund released, declined or still held, or the refusal in words.
     pub(crate) async fn act(

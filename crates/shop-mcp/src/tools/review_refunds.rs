@@ -90,11 +90,9 @@ impl Shop {
             return Err(ToolError::new(format!("Nothing to review: {}.", NotDecider::NOT_A_LEAD)));
         }
         let waiting: Vec<WaitingRefund> = self
-            .api
-            .held_refunds()
+            .decidable_by(who)
             .await?
             .into_iter()
-            .filter(|refund| self.may_decide(who, refund.requested_by.as_deref()).is_ok())
             .map(|refund| WaitingRefund {
                 refund_id: refund.refund_id,
                 order_id: refund.order_id,
