@@ -84,6 +84,12 @@ impl Answered {
         Self { question: question.into(), claim_life, channel, seen: None, auth_time: None }
     }
 
+    /// The answer to the question `asking` puts (a round's, or the 2025 back-channel's), kept
+    /// for as long as any state naming it can open; through `channel`.
+    pub fn to_the_question_of(asking: &mrtr::ask::Asking, channel: Channel) -> Self {
+        Self::to(asking.question_id(), channel, asking.claim_life())
+    }
+
     /// What the decider was shown, digested.
     pub fn having_seen(mut self, seen: impl Into<String>) -> Self {
         self.seen = Some(seen.into());

@@ -16,9 +16,9 @@
 
 use std::fmt;
 
-use approvals::{Acted, Answered, Channel, Decider, Refused, SelfApproval, Verdict, subject::State};
+use approvals::{Acted, Answered, Decider, Refused, SelfApproval, Verdict, subject::State};
 use caller::Party;
-use mrtr::{Outcome, ask::Asking};
+use mrtr::Outcome;
 use rmcp::model::CallToolResult;
 use shop_api::{ApiError, Approval, Refund, RefundId, RefundStatus};
 
@@ -113,12 +113,6 @@ fn with_receipt(mut result: CallToolResult, receipt: Option<String>) -> CallTool
         result.meta.get_or_insert_with(Default::default).0.insert(RECEIPT_META.to_owned(), receipt.into());
     }
     result
-}
-
-/// The question of this call's rounds (its state's lifetime plus the allowed skew), asked
-/// through `channel`.
-pub(crate) fn answered_in(asking: &Asking, channel: Channel) -> Answered {
-    Answered::to(asking.question_id(), channel, asking.claim_life())
 }
 
 /// What a lead's answer to the release form says.

@@ -21,7 +21,7 @@
 //! [`AskStyle::AskAndWait`] asks on the back-channel on every connection, kept to show how it
 //! fails at 2026-07-28.
 
-use approvals::Channel;
+use approvals::{Answered, Channel};
 use mrtr::{
     ask::{AskError, Asking, Era},
     waiting::Busy,
@@ -40,7 +40,7 @@ use shop_api::{QuoteId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
-    approval::{ConfirmOn, answered_in},
+    approval::ConfirmOn,
     audit::Who,
     caller::Caller,
     series,
@@ -138,7 +138,10 @@ impl Shop {
         if let Some(refund_id) = asking.opened_state().and_then(|state| RefundId::parse(state).ok()) {
             asking = asking.expecting(refund_id.as_str());
             if let Some(said) = asking.answered(CONFIRM, &self.forms.release) {
-                return Ok(self.act(&refund_id, said, &answered_in(&asking, Channel::Host), &who).await?.into());
+                return Ok(self
+                    .act(&refund_id, said, &Answered::to_the_question_of(&asking, Channel::Host), &who)
+                    .await?
+                    .into());
             }
         }
         let issue = || self.held_or_issued(quote_id, &who);
@@ -197,7 +200,7 @@ impl Shop {
             return Ok(asking.input_required().into());
         };
         // A 2025 host's lead answered in this call: an outage met now is waited out here.
-        let answered = answered_in(&asking, Channel::Host);
+        let answered = Answered::to_the_question_of(&asking, Channel::Host);
         let act = || self.act(&refund.refund_id, said.clone(), &answered, &who);
         Ok(mrtr::outage::wait_out(context, self.ride_through, ToolError::is_outage, act).await?.into())
     }

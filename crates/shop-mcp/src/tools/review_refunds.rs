@@ -8,7 +8,7 @@
 //! standing, the approval rule checked at the choke point (`crate::approval`) and again by the
 //! shop's API.
 
-use approvals::Channel;
+use approvals::{Answered, Channel};
 use mrtr::ask::Asking;
 use rmcp::{
     ErrorData, RoleServer,
@@ -23,7 +23,7 @@ use shop_api::{Cents, OrderId, Refund, RefundId, RefundStatus};
 
 use crate::{
     Shop,
-    approval::{ConfirmOn, NotDecider, answered_in, not_yours},
+    approval::{ConfirmOn, NotDecider, not_yours},
     audit::Who,
     tool_error::{Failure, ToolError, respond},
     tools::{issue_refund::CONFIRM, structured_with_note},
@@ -123,7 +123,7 @@ impl Shop {
         if let Some(seen) = seen {
             asking = asking.expecting(&format!("{refund_id} {seen}"));
             if let Some(said) = asking.answered(CONFIRM, &self.forms.release) {
-                let answered = answered_in(&asking, Channel::Review).having_seen(seen);
+                let answered = Answered::to_the_question_of(&asking, Channel::Review).having_seen(seen);
                 return Ok(self.act(&refund_id, said, &answered, who).await?.into());
             }
         }
@@ -148,7 +148,7 @@ impl Shop {
         let asked = asking.form(CONFIRM, &self.forms.release, &question).await;
         match asked {
             Ok(Some(said)) => {
-                let answered = answered_in(&asking, Channel::Review).having_seen(seen);
+                let answered = Answered::to_the_question_of(&asking, Channel::Review).having_seen(seen);
                 Ok(self.act(&refund_id, said, &answered, who).await?.into())
             }
             Ok(None) => Ok(asking.input_required().into()),
