@@ -4,8 +4,12 @@
 //! [`crate::Approvals::act`] as an [`crate::Answered`].)
 //!
 //! - [`escalation`]: approvals waiting too long, counted and escalated once across a fleet;
+//! - [`sign_in`] (feature `page`): who is at an approval page, signed in at the issuer with
+//!   OpenID Connect (authorization code, PKCE), their token checked as the MCP endpoint's are;
 //! - [`webhook`]: announcements of waiting approvals, escalations and decisions, signed, each
 //!   with a delivery ID, retried.
 
 pub mod escalation;
+#[cfg(feature = "page")]
+pub mod sign_in;
 pub mod webhook;

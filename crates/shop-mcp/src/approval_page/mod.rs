@@ -12,7 +12,6 @@
 //! any URL (a refund's ID alone).
 
 pub mod pages;
-pub mod sign_in;
 
 use std::sync::Arc;
 
@@ -31,8 +30,8 @@ use serde::Deserialize;
 use shop_api::{RefundId, RefundStatus};
 
 use crate::{Shop, approval::RECEIPT_META, audit::Who, caller::Caller, tools::issue_refund::ReleaseForm};
+use approvals::channel::sign_in::{self, SESSION_LIFE, Session, SignIn, SignInError};
 use pages::Page;
-use sign_in::{SESSION_LIFE, Session, SignIn, SignInError};
 
 /// Where the page lives under the server's origin.
 pub const PATH: &str = "/approvals";
@@ -274,7 +273,7 @@ fn who(session: &Session) -> Who {
         client: Some("approval page".to_owned()),
         client_version: None,
         era: None,
-        lead: session.lead,
+        lead: session.entitled,
     }
 }
 

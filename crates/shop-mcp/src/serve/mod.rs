@@ -29,13 +29,12 @@ use shop_api::{ApiError, ShopApi};
 pub use config::{PaymentsConfig, ServeConfig, WhenBusy};
 pub use mcp_serve::HttpConfig;
 
+use approvals::channel::sign_in::{PageClient, SignIn};
+
 use crate::{
     Payments, Shop,
     approval::ConfirmOn,
-    approval_page::{
-        self, ApprovalPage,
-        sign_in::{PageClient, SignIn},
-    },
+    approval_page::{self, ApprovalPage},
     audit::{self, Audit, AuditError},
     serve::state_keys::StateKeyError,
 };
@@ -247,7 +246,8 @@ fn approval_page(
     };
     // A sign-in under way is its browser's cookie, sealed under the request state's keys
     // derived for it: any replica with the same keys takes the callback.
-    let (cookies, source) = state_keys::ring_for(config.state_keys.as_deref(), approval_page::sign_in::COOKIE_PURPOSE)?;
+    let (cookies, source) =
+        state_keys::ring_for(config.state_keys.as_deref(), approvals::channel::sign_in::COOKIE_PURPOSE)?;
     if source == state_keys::KeySource::MadeAtStart && config.store != "memory" {
         tracing::warn!(
             "the approval page's sign-ins are sealed under a key made at start: give every replica the same \
@@ -255,8 +255,15 @@ fn approval_page(
         );
     }
     let tells_people_apart = config.approval == shop_api::Approval::AnotherLead;
-    let client =
-        PageClient { issuer, client_id, client_secret: secret.as_deref(), redirect: &redirect, tells_people_apart };
+    let client = PageClient {
+        issuer,
+        client_id,
+        client_secret: secret.as_deref(),
+        redirect: &redirect,
+        tells_people_apart,
+        scope: authorization::REFUNDS_WRITE,
+        entitled: authorization::is_lead,
+    };
     let sign_in =
         SignIn::new(client, &endpoint, shop.records.clone(), cookies, gate.clone()).map_err(ServeError::Approvals)?;
     let _ = shop.approval_page.set(format!("{origin}{}", approval_page::PATH));

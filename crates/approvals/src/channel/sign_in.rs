@@ -1,6 +1,8 @@
-//! A lead signs in on the approval page with the shop's issuer: OpenID Connect's authorization
-//! code flow with PKCE, as a confidential client, through the `openidconnect` crate (discovery,
-//! the code exchange, the ID token's signature, issuer, audience, expiry and nonce).
+//! A person signs in on an approval page with the server's issuer: OpenID Connect's
+//! authorization code flow with PKCE, as a confidential client, through the `openidconnect`
+//! crate (discovery, the code exchange, the ID token's signature, issuer, audience, expiry and
+//! nonce). The page itself (what it shows, its routes and words) is the server's; this is how
+//! it knows who is there, for any server to mount.
 //!
 //! What the flow keeps between its two requests is the browser's, and nothing is stored for a
 //! visitor until the issuer sends them back signed in:
@@ -12,11 +14,11 @@
 //!   issuer sends back, and only once (the `state` is claimed in the server's store then, when
 //!   a real sign-in came back, never before). Any replica with the same keys opens it;
 //! - a session: a record in the server's store (memory, or the Redis a fleet shares) under a
-//!   digest of its cookie's value, the lead's principal (issuer and subject), when they signed
-//!   in (`auth_time`), whether their token holds `refunds:write`, and the form token the
-//!   page's forms carry.
+//!   digest of its cookie's value, the person's principal (issuer and subject), when they signed
+//!   in (`auth_time`), whether their token entitles them to decide (the scope the page asks
+//!   for), and the form token the page's forms carry.
 //!
-//! Who the person is, and whether they are a lead, is read from the access token the sign-in
+//! Who the person is, and whether they may decide, is read from the access token the sign-in
 //! got for the MCP endpoint, checked by the same gate as every request's bearer token (issuer,
 //! audience, signature, its `scope`), so the page and `/mcp` name a person alike; the ID token
 //! must name the same subject, and say when they signed in, no longer ago than a session.
@@ -51,12 +53,16 @@ pub const SESSION_LIFE: Duration = Duration::from_secs(15 * 60);
 /// details it carries go to the log (`Debug`).
 #[derive(Debug, thiserror::Error)]
 pub enum SignInError {
+    /// The issuer could not be reached, or its discovery read.
     #[error("the sign-in service could not be reached")]
     Issuer(String),
+    /// A callback without its browser's sign-in, or one used already, or too late.
     #[error("this sign-in is unknown, was used already, or was started in another browser")]
     Unknown,
+    /// The code exchange, the ID token or the access token did not check.
     #[error("the sign-in service's answer could not be verified")]
     Unverified(String),
+    /// The server's store did not answer.
     #[error("the server's store did not answer")]
     Store(String),
     /// The issuer may give each client its own subject for one person, and nothing else tells
@@ -86,6 +92,10 @@ pub struct SignIn {
     gate: ResourceServer,
     /// Whether a decision here must tell its decider apart from the requester (`another-lead`).
     tells_people_apart: bool,
+    /// The scope the sign-in asks for, which entitles a person to decide.
+    scope: String,
+    /// Whether the scopes a token holds entitle its person to decide.
+    entitled: fn(&[String]) -> bool,
 }
 
 /// The purpose the sign-in cookie's keys are derived for.
@@ -106,31 +116,42 @@ struct Started {
 /// Who signed in on the page, as the session keeps them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Session {
+    /// The issuer they signed in at.
     pub issuer: String,
+    /// Who they are there: the access token's person (its `sub`, or the person claim).
     pub subject: String,
     /// When they signed in at the issuer (seconds since the epoch), if the ID token said.
     pub auth_time: Option<i64>,
-    /// Whether their token holds a lead's `refunds:write`.
-    pub lead: bool,
+    /// Whether their token entitles them to decide.
+    pub entitled: bool,
     /// The token every form of this session carries.
     pub form_token: String,
 }
 
 /// Where the person goes next, and the cookie to set.
 pub struct Redirect {
+    /// Where the browser goes.
     pub location: String,
+    /// The cookie's value to set.
     pub cookie_value: String,
 }
 
 /// The approval page as a client of the issuer.
 pub struct PageClient<'a> {
+    /// The issuer's URL.
     pub issuer: &'a str,
+    /// The page's client there.
     pub client_id: &'a str,
+    /// Its secret (a confidential client).
     pub client_secret: Option<&'a str>,
     /// Where the issuer sends the browser back (`/approvals/callback`).
     pub redirect: &'a str,
     /// Whether a decision on the page must tell its decider apart from the requester.
     pub tells_people_apart: bool,
+    /// The scope to ask for, which entitles a person to decide (`refunds:write`, say).
+    pub scope: &'a str,
+    /// Whether the scopes a token holds entitle its person to decide.
+    pub entitled: fn(&[String]) -> bool,
 }
 
 impl SignIn {
@@ -143,7 +164,7 @@ impl SignIn {
         cookies: KeyRing,
         gate: ResourceServer,
     ) -> Result<Self, String> {
-        let PageClient { issuer, client_id, client_secret, redirect, tells_people_apart } = client;
+        let PageClient { issuer, client_id, client_secret, redirect, tells_people_apart, scope, entitled } = client;
         let http = reqwest::Client::builder()
             // Following redirects would let an issuer's answer send this server elsewhere.
             .redirect(reqwest::redirect::Policy::none())
@@ -162,6 +183,8 @@ impl SignIn {
             cookies: Arc::new(cookies),
             gate,
             tells_people_apart,
+            scope: scope.to_owned(),
+            entitled,
         })
     }
 
@@ -219,7 +242,7 @@ impl SignIn {
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let (address, state, nonce) = client
             .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
-            .add_scope(Scope::new(crate::serve::authorization::REFUNDS_WRITE.to_owned()))
+            .add_scope(Scope::new(self.scope.clone()))
             .add_extra_param("resource", &self.resource)
             // A sign-in no older than a session: the issuer asks again past it, and says when
             // the person signed in (`auth_time`), which the decision records.
@@ -311,16 +334,16 @@ impl SignIn {
             issuer: access.issuer.clone(),
             subject: access.subject.clone(),
             auth_time: auth_time.map(|at| at.timestamp()),
-            lead: crate::serve::authorization::is_lead(&access.scopes),
-            form_token: web_service::credential::generate(),
+            entitled: (self.entitled)(&access.scopes),
+            form_token: random_token(),
         };
-        let cookie_value = web_service::credential::generate();
+        let cookie_value = random_token();
         let kept = serde_json::to_string(&session).map_err(|error| SignInError::Store(error.to_string()))?;
         self.records
             .put(&session_key(&cookie_value), kept, SESSION_LIFE)
             .await
             .map_err(|error| SignInError::Store(error.to_string()))?;
-        tracing::info!(subject = %session.subject.escape_debug(), lead = session.lead, "signed in on the approval page");
+        tracing::info!(subject = %session.subject.escape_debug(), entitled = session.entitled, "signed in on the approval page");
         Ok(Redirect { location: started.return_to, cookie_value })
     }
 
@@ -333,6 +356,17 @@ impl SignIn {
             .map_err(|error| SignInError::Store(error.to_string()))?;
         Ok(kept.and_then(|kept| serde_json::from_str(&kept).ok()))
     }
+}
+
+/// 32 random bytes in unpadded base64url: a form token, a session's cookie.
+///
+/// # Panics
+///
+/// When the operating system has no random numbers to give, which leaves no safe way to go on.
+fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    aws_lc_rs::rand::fill(&mut bytes).expect("the operating system's random numbers");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 fn now_secs() -> u64 {
@@ -385,11 +419,24 @@ mod tests {
     use super::*;
 
     const SECRET: &str = "a secret of at least thirty-two bytes, for tests";
+
+    /// A resource whose one scope, `decide`, every call needs.
+    struct Deciders;
+
+    impl oauth_resource::scopes::ScopePolicy for Deciders {
+        fn supported(&self) -> Vec<String> {
+            vec!["decide".into()]
+        }
+
+        fn needed(&self, _: &str, _: Option<&str>) -> Vec<String> {
+            vec!["decide".into()]
+        }
+    }
     /// Nothing listens here: a sign-in that passes every check of its own fails at the issuer.
     const NOWHERE: &str = "http://127.0.0.1:9";
 
     fn sign_in() -> SignIn {
-        let scopes = Box::new(crate::serve::authorization::ShopScopes { approval: shop_api::Approval::AnotherLead });
+        let scopes = Box::new(Deciders);
         let gate = ResourceServer::new(NOWHERE, &format!("{NOWHERE}/mcp"), "test", scopes, 1024).unwrap();
         let client = PageClient {
             issuer: NOWHERE,
@@ -397,6 +444,8 @@ mod tests {
             client_secret: None,
             redirect: &format!("{NOWHERE}/approvals/callback"),
             tells_people_apart: true,
+            scope: "decide",
+            entitled: |scopes| scopes.iter().any(|scope| scope == "decide"),
         };
         let records = Arc::new(mrtr::records::InMemory::new());
         let cookies = KeyRing::for_purpose(&[SECRET], COOKIE_PURPOSE).unwrap();
@@ -460,7 +509,7 @@ mod tests {
         let page = sign_in();
         assert!(matches!(page.may_sign_in_at(&pairwise), Err(SignInError::Pairwise)));
         assert!(page.may_sign_in_at(&public).is_ok());
-        let scopes = Box::new(crate::serve::authorization::ShopScopes { approval: shop_api::Approval::AnotherLead });
+        let scopes = Box::new(Deciders);
         let gate = ResourceServer::new(NOWHERE, &format!("{NOWHERE}/mcp"), "test", scopes, 1024).unwrap();
         let named = SignIn { gate: gate.with_person_claim(Some("staff_id".into())), ..page.clone() };
         assert!(named.may_sign_in_at(&pairwise).is_ok(), "the claim tells people apart");
