@@ -494,19 +494,12 @@ impl<S: Subject> Approvals<S> {
             tracing::warn!(id, %error, "could not record the decline; carrying it out now is all that keeps it");
         }
         let decided_at = epoch_secs();
-        let declined = self.carry_out_decline(id, &by, decider).await;
-        let Ok(Acted::Declined(done)) = declined else { return declined };
+        let declined = self.declined(id, &by, decider).await?;
         // A copy of this no, sent again, is a replay at once, not a wait for the lease.
         self.mark_acted_on(id, answered).await;
         let outcome = Outcome::NotExecuted { why: "declined".to_owned() };
-        let standing = self.subject.look(id).await.ok();
-        let receipt = match &standing {
-            Some(standing) => {
-                self.receipt(id, standing, (Verdict::Decline, answered, decider), decided_at, outcome).await
-            }
-            None => None,
-        };
-        Ok(Acted::Declined(Done { receipt, ..done }))
+        let receipt = self.receipt(id, &declined, (Verdict::Decline, answered, decider), decided_at, outcome).await;
+        Ok(Acted::Declined(Done { record: declined.record, receipt }))
     }
 
     /// Who declined `id`, if someone did and it has not been carried out yet (the record is
@@ -531,6 +524,17 @@ impl<S: Subject> Approvals<S> {
         by: &str,
         decider: &Decider<'_>,
     ) -> Result<Acted<S::Record>, Refused<S::Error>> {
+        let declined = self.declined(id, by, decider).await?;
+        Ok(Acted::Declined(Done { record: declined.record, receipt: None }))
+    }
+
+    /// [`Self::carry_out_decline`], and the approval as the system of record then has it.
+    async fn declined(
+        &self,
+        id: &str,
+        by: &str,
+        decider: &Decider<'_>,
+    ) -> Result<Standing<S::Record>, Refused<S::Error>> {
         let party = Party::parse(by).ok();
         let (mut pause, until) = (Duration::from_millis(100), tokio::time::Instant::now() + self.ride_through);
         let carried = loop {
@@ -567,7 +571,7 @@ impl<S: Subject> Approvals<S> {
         if let Err(error) = self.records.remove(&self.declined_key(id)).await {
             tracing::warn!(id, %error, "could not forget a decline now carried out");
         }
-        Ok(Acted::Declined(Done { record: declined.record, receipt: None }))
+        Ok(declined)
     }
 
     /// Claim the answer before acting on it: of two identical retries, one acts. The claim is
@@ -875,6 +879,32 @@ mod tests {
             page_only.act("R-1", Verdict::Approve, &on_page, &by(ALICE, &trail)).await,
             Ok(Acted::Approved(_))
         ));
+    }
+
+    /// Signing, each decision carried out yields a receipt that verifies against the keys, in
+    /// the trail and in what the decider is told: an approval executed, a decline not.
+    #[tokio::test]
+    async fn each_decision_carried_out_yields_a_receipt_in_the_trail() {
+        let keys = Arc::new(crate::ReceiptKeys::ephemeral());
+        let jwks = keys.jwks().to_string();
+        let signing = |approvals: Approvals<InMemory>| {
+            approvals.signing(Receipts { keys: keys.clone(), issuer: "test".into(), policy_version: "v-1".into() })
+        };
+        let (approvals, _) = approvals(SelfApproval::Forbidden);
+        let approvals = signing(approvals);
+        approvals.subject().wait("R-2", Some(&party(ALICE)), "shown-2");
+        let trail = Lines::default();
+        let yes = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(BOB, &trail)).await;
+        let no = approvals.act("R-2", Verdict::Decline, &answer("q-2"), &by(BOB, &trail)).await;
+        let (Ok(Acted::Approved(yes)), Ok(Acted::Declined(no))) = (yes, no) else { panic!("not carried out") };
+        let yes = crate::receipt::verify(yes.receipt.as_deref().unwrap(), &jwks).unwrap();
+        let no = crate::receipt::verify(no.receipt.as_deref().unwrap(), &jwks).unwrap();
+        assert_eq!((yes.approval.as_str(), yes.rule.as_str()), ("R-1", "another-lead"));
+        assert!(matches!(yes.outcome, crate::receipt::Outcome::Executed { .. }), "{yes:?}");
+        assert_eq!((yes.requested_by.as_deref(), yes.decision.by.as_deref()), (Some(ALICE), Some(BOB)));
+        assert_eq!(no.outcome, crate::receipt::Outcome::NotExecuted { why: "declined".into() });
+        assert_eq!((no.decision.verdict.as_str(), no.shown.as_deref()), ("decline", Some("shown-2")));
+        assert_eq!(trail.events().iter().filter(|event| *event == "receipt").count(), 2);
     }
 
     #[tokio::test]

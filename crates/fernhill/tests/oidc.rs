@@ -173,16 +173,19 @@ async fn the_typescript_and_python_sdks_authorize_and_confirm() {
     }
 }
 
-/// A person's browser on oidc-provider's development sign-in pages: follow the authorization
-/// address, sign in as `login`, consent, and deliver the redirect to the host's loopback
-/// listener. Returns the host's answer page.
-async fn browser_signs_in(address: &str, login: &str) -> String {
-    let browser =
-        reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let mut next = reqwest::Url::parse(address).unwrap();
-    for _ in 0..12 {
-        if next.path() == "/callback" {
-            return browser.get(next).send().await.unwrap().text().await.unwrap();
+/// A person's browser on oidc-provider's development sign-in pages, from `start`: follows each
+/// redirect and posts each sign-in or consent form (signed in as `login`) until, past `start`,
+/// it is sent where `arrived` says. Where it was sent (not yet opened).
+async fn signs_in_until(
+    browser: &reqwest::Client,
+    start: &str,
+    login: &str,
+    arrived: impl Fn(&reqwest::Url) -> bool,
+) -> reqwest::Url {
+    let mut next = reqwest::Url::parse(start).unwrap();
+    for hop in 0..16 {
+        if hop > 0 && arrived(&next) {
+            return next;
         }
         let page = browser.get(next.clone()).send().await.unwrap();
         let response = match page.headers().get("location") {
@@ -196,13 +199,26 @@ async fn browser_signs_in(address: &str, login: &str) -> String {
                     "login" => vec![("prompt", "login"), ("login", login), ("password", "any")],
                     other => vec![("prompt", other)],
                 };
-                browser.post(&action).form(&form).send().await.unwrap()
+                browser.post(next.join(&action).unwrap()).form(&form).send().await.unwrap()
             }
         };
         let location = response.headers().get("location").expect("a redirect").to_str().unwrap().to_owned();
         next = next.join(&location).unwrap();
     }
-    panic!("the sign-in did not come back to the host");
+    panic!("the sign-in did not come back from {start}");
+}
+
+/// A browser that keeps cookies and follows no redirect by itself.
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
+/// A person's browser signs in at the authorization `address` as `login`, consents, and
+/// delivers the redirect to the host's loopback listener. Returns the host's answer page.
+async fn browser_signs_in(address: &str, login: &str) -> String {
+    let browser = browser();
+    let callback = signs_in_until(&browser, address, login, |next| next.path() == "/callback").await;
+    browser.get(callback).send().await.unwrap().text().await.unwrap()
 }
 
 /// The host signs in with the authorization code grant (PKCE, a loopback redirect): first for
@@ -295,15 +311,14 @@ async fn opaque_tokens_are_checked_by_introspection_and_only_a_person_s_decides(
 /// and the redirect to the host's loopback address is read, not followed.
 async fn person_token(issuer: &str, login: &str, resource: &str, scope: &str) -> String {
     use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
-    let http =
-        reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let http = browser();
     let metadata: serde_json::Value =
         http.get(format!("{issuer}/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
     let verifier = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
     let challenge =
         URL_SAFE_NO_PAD.encode(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, verifier.as_bytes()).as_ref());
     let redirect = "http://127.0.0.1/callback";
-    let mut next = reqwest::Url::parse_with_params(
+    let authorize = reqwest::Url::parse_with_params(
         metadata["authorization_endpoint"].as_str().unwrap(),
         [
             ("client_id", "host"),
@@ -317,32 +332,9 @@ async fn person_token(issuer: &str, login: &str, resource: &str, scope: &str) ->
         ],
     )
     .unwrap();
-    let code = 'signing_in: {
-        for _ in 0..12 {
-            if next.as_str().starts_with(redirect) {
-                let code = next.query_pairs().find(|(name, _)| name == "code").map(|(_, code)| code.into_owned());
-                break 'signing_in code.unwrap_or_else(|| panic!("no code: {next}"));
-            }
-            let page = http.get(next.clone()).send().await.unwrap();
-            let response = match page.headers().get("location") {
-                Some(_) => page,
-                None => {
-                    let html = page.text().await.unwrap();
-                    let action = html.split("action=\"").nth(1).and_then(|r| r.split('"').next()).unwrap().to_owned();
-                    let prompt =
-                        html.split("name=\"prompt\" value=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
-                    let form: Vec<(&str, &str)> = match prompt {
-                        "login" => vec![("prompt", "login"), ("login", login), ("password", "any")],
-                        other => vec![("prompt", other)],
-                    };
-                    http.post(next.join(&action).unwrap()).form(&form).send().await.unwrap()
-                }
-            };
-            let location = response.headers().get("location").expect("a redirect").to_str().unwrap().to_owned();
-            next = next.join(&location).unwrap();
-        }
-        panic!("the sign-in did not come back to the host");
-    };
+    let back = signs_in_until(&http, authorize.as_str(), login, |next| next.as_str().starts_with(redirect)).await;
+    let code = back.query_pairs().find(|(name, _)| name == "code").map(|(_, code)| code.into_owned());
+    let code = code.unwrap_or_else(|| panic!("no code: {back}"));
     let form = [
         ("grant_type", "authorization_code"),
         ("code", &code),
@@ -505,33 +497,10 @@ async fn a_2025_session_belongs_to_the_caller_who_opened_it() {
 /// A person's browser on the approval page at `link`: sent to oidc-provider's sign-in, signs in
 /// as `login`, consents, and comes back. The browser, and the page it reads.
 async fn page_signs_in(link: &str, login: &str) -> (reqwest::Client, String) {
-    let browser =
-        reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let link = reqwest::Url::parse(link).unwrap();
-    let mut next = link.clone();
-    for _ in 0..16 {
-        let response = browser.get(next.clone()).send().await.unwrap();
-        let response = match response.headers().get("location") {
-            Some(_) => response,
-            None if next == link => {
-                let page = response.text().await.unwrap();
-                return (browser, page);
-            }
-            None => {
-                let html = response.text().await.unwrap();
-                let action = html.split("action=\"").nth(1).and_then(|r| r.split('"').next()).unwrap().to_owned();
-                let prompt = html.split("name=\"prompt\" value=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
-                let form: Vec<(&str, &str)> = match prompt {
-                    "login" => vec![("prompt", "login"), ("login", login), ("password", "any")],
-                    other => vec![("prompt", other)],
-                };
-                browser.post(next.join(&action).unwrap()).form(&form).send().await.unwrap()
-            }
-        };
-        let location = response.headers().get("location").unwrap().to_str().unwrap().to_owned();
-        next = next.join(&location).unwrap();
-    }
-    panic!("the sign-in did not come back to the page");
+    let browser = browser();
+    let back = signs_in_until(&browser, link, login, |next| next.as_str() == link).await;
+    let page = browser.get(back).send().await.unwrap().text().await.unwrap();
+    (browser, page)
 }
 
 /// A person signs in on the approval page at `link` as `login` ([`page_signs_in`]), reads the

@@ -347,19 +347,15 @@ mod tests {
         again.reopen();
         again.record("released", &who, json!({"refund_id": "R-0114"})).await.unwrap();
         let trail = [std::fs::read(&rotated).unwrap(), std::fs::read(&path).unwrap()].concat();
-        let lines: Vec<&[u8]> = trail.split_inclusive(|&byte| byte == b'\n').collect();
-        assert_eq!(approvals::trail::check_chain(lines.iter().copied()).map(|linked| linked.lines), Ok(4));
-        assert_eq!(lines_of(&rotated)[0]["prev"], Value::Null, "the trail's first line");
+        let written: Vec<&[u8]> = trail.split_inclusive(|&byte| byte == b'\n').collect();
+        assert_eq!(approvals::trail::check_chain(written.iter().copied()).map(|linked| linked.lines), Ok(4));
+        assert_eq!(lines(&rotated)[0]["prev"], Value::Null, "the trail's first line");
         let edited = String::from_utf8(trail.clone()).unwrap().replacen("R-0112", "R-0199", 1);
         let edited: Vec<&[u8]> = edited.as_bytes().split_inclusive(|&byte| byte == b'\n').collect();
         assert_eq!(
             approvals::trail::check_chain(edited.iter().copied()),
             Err(approvals::trail::Broken::Link { line: 3 })
         );
-    }
-
-    fn lines_of(path: &Path) -> Vec<Value> {
-        lines(path)
     }
 
     #[tokio::test]
