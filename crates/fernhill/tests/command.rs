@@ -40,7 +40,11 @@ async fn shop_api_prints_its_url_and_serves_the_seeded_shop() {
 #[tokio::test]
 async fn two_shop_apis_on_one_postgres_database_serve_one_shop() {
     use std::hash::{BuildHasher as _, RandomState};
-    let server = std::env::var("SHOP_TEST_POSTGRES").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into());
+    // The heavy tier names the machine's PostgreSQL; the plain `cargo test` needs Rust alone.
+    let Ok(server) = std::env::var("SHOP_TEST_POSTGRES") else {
+        eprintln!("skipped: set SHOP_TEST_POSTGRES (such as postgres://postgres@127.0.0.1:5432) to test on PostgreSQL");
+        return;
+    };
     let name = format!("fernhill_command_{:016x}", RandomState::new().hash_one(std::process::id()));
     let psql = |sql: String| {
         let server = server.clone();
