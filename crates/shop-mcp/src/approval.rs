@@ -20,6 +20,8 @@ use approvals::{Acted, Answered, Decider, Refused, SelfApproval, Verdict, subjec
 use caller::Party;
 use mrtr::Outcome;
 use rmcp::model::CallToolResult;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use shop_api::{ApiError, Approval, Refund, RefundId, RefundStatus};
 
 use crate::{
@@ -28,8 +30,21 @@ use crate::{
     caller::Caller,
     series,
     tool_error::{AnswerRefusal, ToolError},
-    tools::{issue_refund::ReleaseForm, structured, structured_with_note},
+    tool_result::{structured, structured_with_note},
 };
+
+/// The confirmation form: one required yes-or-no field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReleaseForm {
+    /// Yes releases the refund the shop's API holds; no leaves it held.
+    #[schemars(title = "Release this refund")]
+    pub release: bool,
+}
+
+impl ReleaseForm {
+    /// The support lead's yes.
+    pub const YES: ReleaseForm = ReleaseForm { release: true };
+}
 
 /// Where a decision counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]

@@ -15,6 +15,7 @@
 //! - [`quote_store`]: the record of quotes this server handed out;
 //! - [`webhook`]: waiting approvals and decisions announced, signed, to a chat's webhook;
 //! - [`tool_error`]: failures worded for the model, as results rather than protocol errors;
+//! - [`tool_result`]: a tool's complete result, structured and as text;
 //! - [`series`]: the shop's metric series, by name, and the list started at zero;
 //! - [`serve`]: the server's assembly: one [`serve::ServeConfig`] (flattened into the binary's
 //!   command line), one [`serve::build`], stdio beside Streamable HTTP (served by `mcp_serve`).
@@ -36,6 +37,7 @@ pub mod series;
 pub mod serve;
 pub mod server;
 pub mod tool_error;
+pub mod tool_result;
 pub mod tools;
 pub mod webhook;
 

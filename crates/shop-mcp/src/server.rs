@@ -17,15 +17,11 @@ use mrtr::form::{FormError, FormSchema};
 use approvals::Approvals;
 
 use crate::{
-    approval::{COUNTED, ConfirmOn, self_approval},
+    approval::{COUNTED, ConfirmOn, ReleaseForm, self_approval},
     audit::Audit,
     quote_store::{DEFAULT_QUOTE_TTL, QuoteStore},
     refunds::Refunds,
-    tools::{
-        issue_refund::{AskStyle, ReleaseForm},
-        pay_refund::Payments,
-        record_return::Inspection,
-    },
+    tools::{issue_refund::AskStyle, pay_refund::Payments, record_return::Inspection},
     webhook::Webhook,
 };
 

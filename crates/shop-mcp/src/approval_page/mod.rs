@@ -29,7 +29,7 @@ use mrtr::Outcome;
 use serde::Deserialize;
 use shop_api::{RefundId, RefundStatus};
 
-use crate::{Shop, approval::RECEIPT_META, audit::Who, caller::Caller, tools::issue_refund::ReleaseForm};
+use crate::{Shop, approval::RECEIPT_META, approval::ReleaseForm, audit::Who, caller::Caller};
 use approvals::channel::sign_in::{self, SESSION_LIFE, Session, SignIn, SignInError};
 use pages::Page;
 

@@ -34,7 +34,7 @@ use rmcp::{
     tool, tool_router,
 };
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use shop_api::{QuoteId, Refund, RefundId, RefundStatus};
 
@@ -45,8 +45,11 @@ use crate::{
     caller::Caller,
     series,
     tool_error::{Failure, ToolError, respond},
-    tools::structured,
+    tool_result::structured,
 };
+
+/// The tool's confirmation form, the shop's approval question's ([`crate::approval`]).
+pub use crate::approval::ReleaseForm;
 
 /// The tool's name.
 pub(crate) const TOOL: &str = "issue_refund";
@@ -69,19 +72,6 @@ pub struct IssueRefund {
     /// The quote_id that quote_refund returned, such as Q-5001.
     #[schemars(title = "Quote", regex(pattern = QuoteId::PATTERN))]
     pub quote_id: String,
-}
-
-/// The confirmation form: one required yes-or-no field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ReleaseForm {
-    /// Yes releases the refund the shop's API holds; no leaves it held.
-    #[schemars(title = "Release this refund")]
-    pub release: bool,
-}
-
-impl ReleaseForm {
-    /// The support lead's yes.
-    pub const YES: ReleaseForm = ReleaseForm { release: true };
 }
 
 /// The question the lead sees.

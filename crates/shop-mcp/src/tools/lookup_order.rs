@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use shop_api::{Order, OrderId};
 
-use crate::{Shop, tool_error::ToolError, tools::structured};
+use crate::{Shop, tool_error::ToolError, tool_result::structured};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LookupOrder {

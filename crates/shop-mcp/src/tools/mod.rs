@@ -33,12 +33,7 @@ pub mod review_refunds;
 pub mod waiting_approval;
 
 use mrtr::tasks::{Resuming, Step, TaskRecord, TaskWork};
-use rmcp::{
-    ErrorData, RoleServer,
-    model::{CallToolResult, ContentBlock},
-    service::RequestContext,
-};
-use serde::Serialize;
+use rmcp::{ErrorData, RoleServer, service::RequestContext};
 
 use crate::Shop;
 
@@ -65,20 +60,4 @@ impl Shop {
         let tasking = mrtr::tasks::tasking(context)?;
         (tasking.declared() && self.ask_style == issue_refund::AskStyle::InputRequired).then_some(tasking)
     }
-}
-
-/// A complete result that carries `record` as structured content, and as JSON text for
-/// clients that read only text.
-pub(crate) fn structured<T: Serialize>(record: &T) -> CallToolResult {
-    let value = serde_json::to_value(record).unwrap_or_default();
-    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
-    result.structured_content = Some(value);
-    result
-}
-
-/// As [`structured`], with a sentence for the model before the JSON.
-pub(crate) fn structured_with_note<T: Serialize>(record: &T, note: String) -> CallToolResult {
-    let mut result = structured(record);
-    result.content.insert(0, ContentBlock::text(note));
-    result
 }

@@ -18,10 +18,8 @@ use shop_api::{Refund, RefundStatus};
 use crate::{
     Shop,
     tool_error::{Failure, ToolError},
-    tools::{
-        structured_with_note,
-        waiting_approval::{left_held, until_decided},
-    },
+    tool_result::structured_with_note,
+    tools::waiting_approval::{left_held, until_decided},
 };
 
 /// The key of the URL question that sends the lead to the page.

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use shop_api::{OrderId, Quote, QuoteRequest, Sku};
 
-use crate::{Shop, caller::Caller, quote_store::Refused, tool_error::ToolError, tools::structured};
+use crate::{Shop, caller::Caller, quote_store::Refused, tool_error::ToolError, tool_result::structured};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct QuoteRefund {

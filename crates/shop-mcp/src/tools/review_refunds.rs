@@ -26,7 +26,8 @@ use crate::{
     approval::{ConfirmOn, NotDecider, not_yours},
     audit::Who,
     tool_error::{Failure, ToolError, respond},
-    tools::{issue_refund::CONFIRM, structured_with_note},
+    tool_result::structured_with_note,
+    tools::issue_refund::CONFIRM,
 };
 
 const TOOL: &str = "review_refunds";

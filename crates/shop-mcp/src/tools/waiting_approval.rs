@@ -14,7 +14,7 @@ use rmcp::{RoleServer, model::CallToolResponse, service::RequestContext};
 use serde_json::json;
 use shop_api::{Refund, RefundId, RefundStatus};
 
-use crate::{Shop, approval::NotDecider, audit::Who, tool_error::ToolError, tools::structured_with_note};
+use crate::{Shop, approval::NotDecider, audit::Who, tool_error::ToolError, tool_result::structured_with_note};
 
 /// How long the record that a waiting refund was announced is kept.
 const ANNOUNCED_KEPT: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
