@@ -16,7 +16,7 @@
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use hkdf::Hkdf;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, jwk::JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation, jwk::JwkSet};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
@@ -144,7 +144,9 @@ pub enum ReceiptError {
 struct SigningKey {
     kid: String,
     public: Vec<u8>,
-    encoding: EncodingKey,
+    pair: Ed25519KeyPair,
+    /// The JWS protected header this key signs under, base64url-encoded once.
+    header: String,
 }
 
 /// The keys that sign receipts: the first signs, every one is published.
@@ -188,7 +190,7 @@ impl ReceiptKeys {
     /// When the operating system has no random numbers to give.
     pub fn ephemeral() -> Self {
         let mut seed = zeroize::Zeroizing::new([0u8; 32]);
-        aws_lc_rs::rand::fill(seed.as_mut()).expect("the operating system's random numbers");
+        getrandom::fill(seed.as_mut()).expect("the operating system's random numbers");
         // A 32-byte seed always makes a key.
         let key = signing_key(seed.as_ref()).expect("an Ed25519 key from 32 bytes");
         Self { keys: vec![key] }
@@ -212,23 +214,37 @@ impl ReceiptKeys {
         serde_json::json!({ "keys": keys })
     }
 
-    /// `receipt`, signed by the first key: a compact JWS.
+    /// `receipt`, signed by the first key: a compact JWS (RFC 7515 §7.1).
+    ///
+    /// Assembled here rather than by `jsonwebtoken::encode`, which parses its PKCS#8 key anew on
+    /// every call (an Ed25519 key derivation as dear as the signature itself, once per decision);
+    /// the key pair is parsed once, and the header encoded once. `verify` reads it with
+    /// `jsonwebtoken`, as any verifier would.
     pub fn sign(&self, receipt: &Receipt) -> String {
         let key = &self.keys[0];
-        let mut header = Header::new(Algorithm::EdDSA);
-        header.typ = Some(TYPE.to_owned());
-        header.kid = Some(key.kid.clone());
-        // A receipt of strings and numbers always serializes, and the key was made for EdDSA.
-        jsonwebtoken::encode(&header, receipt, &key.encoding).unwrap_or_default()
+        // A receipt of strings and numbers always serializes.
+        let claims = serde_json::to_vec(receipt).unwrap_or_default();
+        let mut jws = String::with_capacity(key.header.len() + claims.len() * 4 / 3 + 92);
+        jws.push_str(&key.header);
+        jws.push('.');
+        URL_SAFE_NO_PAD.encode_string(&claims, &mut jws);
+        let signature = key.pair.sign(jws.as_bytes());
+        jws.push('.');
+        URL_SAFE_NO_PAD.encode_string(signature.as_ref(), &mut jws);
+        jws
     }
 }
 
 fn signing_key(seed: &[u8]) -> Result<SigningKey, ReceiptKeyError> {
     let pair = Ed25519KeyPair::from_seed_unchecked(seed).map_err(|_| ReceiptKeyError::Unusable)?;
-    let pkcs8 = pair.to_pkcs8().map_err(|_| ReceiptKeyError::Unusable)?;
     let public = pair.public_key().as_ref().to_vec();
     let digest = Sha256::new_with_prefix(KID_INFO).chain_update(&public).finalize();
-    Ok(SigningKey { kid: hex::encode(&digest[..8]), public, encoding: EncodingKey::from_ed_der(pkcs8.as_ref()) })
+    let kid = hex::encode(&digest[..8]);
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.typ = Some(TYPE.to_owned());
+    header.kid = Some(kid.clone());
+    let header = serde_json::to_vec(&header).map_err(|_| ReceiptKeyError::Unusable)?;
+    Ok(SigningKey { kid, public, pair, header: URL_SAFE_NO_PAD.encode(header) })
 }
 
 /// Check `jws` against the public keys of `jwks` (a JWK Set's JSON): the receipt it carries, if

@@ -129,11 +129,10 @@ impl Database {
     }
 
     /// What runs now and then: held refunds past their deadline cancelled (the ones returned),
-    /// and in PostgreSQL expired quotes and idempotency keys older than `kept` removed too
-    /// (SQLite removes them as new ones are made).
+    /// expired quotes no refund names and idempotency keys older than `kept` removed.
     pub async fn sweep(&self, kept: Duration) -> Result<Vec<RefundId>, StoreError> {
         match self {
-            Database::Sqlite(store) => sqlite(store, Store::expire_overdue).await,
+            Database::Sqlite(store) => sqlite(store, move |store| store.sweep(kept)).await,
             Database::Postgres(store) => store.sweep(kept).await,
         }
     }

@@ -22,7 +22,8 @@
 //! pieces, however callers race. A quote prices only what is still refundable; issuing a quote
 //! whose lines another refund covered meanwhile is refused. A refund is held when the order's
 //! refunds, this one included, come to more than the limit ([`policy::status_for`]). Quotes
-//! expire ([`DEFAULT_QUOTE_TTL`]) and are purged as new ones are made.
+//! expire ([`DEFAULT_QUOTE_TTL`]) and are purged by the [sweep](Store::sweep) that runs now
+//! and then, off the requests' path.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -50,7 +51,8 @@ pub use crate::store_error::StoreError;
 /// How long a quote can be issued unless told otherwise: a day, as the MCP server keeps it.
 pub const DEFAULT_QUOTE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// Expired quotes removed at most per new quote, so a purge never stalls a request.
+/// Expired quotes (or old idempotency keys) removed at most per transaction of a sweep, so a
+/// sweep never holds the writer for long.
 const PURGE_BATCH: i64 = 64;
 
 const SCHEMA: &str = "
@@ -131,6 +133,7 @@ const INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS quotes_by_expiry ON quotes (expires_at);
 CREATE INDEX IF NOT EXISTS refunds_by_order ON refunds (order_id);
 CREATE INDEX IF NOT EXISTS held_refunds_by_deadline ON refunds (decide_by) WHERE status = 'needs_confirmation';
+CREATE INDEX IF NOT EXISTS idempotency_by_age ON idempotency (created_at);
 ";
 
 /// The schema's version, in SQLite's `user_version`: 0 before refunds covered lines, 1 before
@@ -283,9 +286,36 @@ impl Store {
         Ok(expired)
     }
 
+    /// What runs now and then, as on PostgreSQL: held refunds past their deadline cancelled
+    /// (the ones returned), expired quotes no refund names removed, idempotency keys older than
+    /// `kept` forgotten. Off the requests' path: a key older than `kept` already counts as
+    /// unknown, and an expired quote is refused when it is read.
+    pub fn sweep(&self, kept: Duration) -> Result<Vec<RefundId>, StoreError> {
+        let expired = self.expire_overdue()?;
+        let now = epoch_seconds();
+        // In batches, each its own transaction, so a sweep never holds the writer for long.
+        loop {
+            let conn = self.conn();
+            let removed = conn.prepare_cached(PURGE_EXPIRED_QUOTES)?.execute(params![now, PURGE_BATCH])?;
+            if removed < usize::try_from(PURGE_BATCH).unwrap_or(usize::MAX) {
+                break;
+            }
+        }
+        let forgotten_before = now.saturating_sub(seconds(kept));
+        loop {
+            let conn = self.conn();
+            let removed = conn.prepare_cached(FORGET_OLD_KEYS)?.execute(params![forgotten_before, PURGE_BATCH])?;
+            if removed < usize::try_from(PURGE_BATCH).unwrap_or(usize::MAX) {
+                break;
+            }
+        }
+        Ok(expired)
+    }
+
     /// Begin a write under idempotency `key` (with the request's `fingerprint`): run it
-    /// ([`Begun::Fresh`]: the key is now in flight), or what the key already has. Keys older
-    /// than `kept` are forgotten first; one in flight longer than `abandoned` is taken over.
+    /// ([`Begun::Fresh`]: the key is now in flight), or what the key already has. A key older
+    /// than `kept` counts as unknown (the [sweep](Store::sweep) removes it later); one in flight
+    /// longer than `abandoned` is taken over.
     pub fn idempotency_begin(
         &self,
         key: &str,
@@ -296,8 +326,7 @@ impl Store {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
         let now = epoch_seconds();
-        let kept = i64::try_from(kept.as_secs()).unwrap_or(i64::MAX);
-        tx.prepare_cached("DELETE FROM idempotency WHERE created_at <= ?1")?.execute([now.saturating_sub(kept)])?;
+        let forgotten = now.saturating_sub(seconds(kept));
         let found = tx
             .prepare_cached("SELECT fingerprint, status, body, created_at FROM idempotency WHERE key = ?1")?
             .query_row([key], |row| {
@@ -306,17 +335,11 @@ impl Store {
             .optional()?;
         let abandoned = i64::try_from(abandoned.as_secs()).unwrap_or(i64::MAX);
         let begun = match found {
+            Some(KeptKey { at, .. }) if at <= forgotten => fresh(&tx, key, fingerprint, now)?,
             Some(kept) if kept.fingerprint != fingerprint => Begun::Reused,
             Some(KeptKey { status: Some(status), body, .. }) => Begun::Done { status, body: body.unwrap_or_default() },
             Some(KeptKey { status: None, at, .. }) if now.saturating_sub(at) < abandoned => Begun::InFlight,
-            _ => {
-                tx.prepare_cached(
-                    "INSERT OR REPLACE INTO idempotency (key, fingerprint, status, body, created_at)
-                     VALUES (?1, ?2, NULL, NULL, ?3)",
-                )?
-                .execute(params![key, fingerprint, now])?;
-                Begun::Fresh
-            }
+            _ => fresh(&tx, key, fingerprint, now)?,
         };
         tx.commit()?;
         Ok(begun)
@@ -388,18 +411,18 @@ impl Store {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
         let now = epoch_seconds();
-        purge_expired_quotes(&tx, now)?;
         // Held refunds past their deadline cover nothing any more.
         expire(&tx, None, self.clock.now())?;
         let order = load_order(&tx, &request.order_id)?;
         let covered = covered(&tx, &order.order_id)?;
         let priced = price_quote(&order, &covered, request)?;
         let expires_at = now.saturating_add(seconds(self.quote_ttl));
-
+        let rowid = next_row(&tx, NEXT_QUOTE_ROW)?;
+        let quote_id: QuoteId = numbered("Q", QUOTE_ID_OFFSET, rowid)?;
         tx.prepare_cached(
-            "INSERT INTO quotes (order_id, skus, includes_shipping, amount_cents, currency,
+            "INSERT INTO quotes (id, quote_id, order_id, skus, includes_shipping, amount_cents, currency,
                                  needs_confirmation, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             VALUES (?8, ?9, ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(params![
             order.order_id.as_str(),
@@ -409,11 +432,9 @@ impl Store {
             policy::CURRENCY,
             priced.needs_confirmation,
             expires_at,
+            rowid,
+            quote_id.as_str(),
         ])?;
-        let rowid = tx.last_insert_rowid();
-        let quote_id: QuoteId = numbered("Q", QUOTE_ID_OFFSET, rowid)?;
-        tx.prepare_cached("UPDATE quotes SET quote_id = ?1 WHERE id = ?2")?
-            .execute(params![quote_id.as_str(), rowid])?;
         tx.commit()?;
         Ok(priced.numbered(quote_id, order.order_id))
     }
@@ -445,9 +466,12 @@ impl Store {
         let order = load_order(&tx, &quote.order_id)?;
         expire(&tx, None, now)?;
         let issued = issue_refund(&order, &quote, &covered(&tx, &order.order_id)?, self.approval_deadline, now)?;
+        let rowid = next_row(&tx, NEXT_REFUND_ROW)?;
+        let refund_id: RefundId = numbered("R", REFUND_ID_OFFSET, rowid)?;
         tx.prepare_cached(
-            "INSERT INTO refunds (quote_id, order_id, amount_cents, currency, status, requested_by, requested_at, decide_by)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO refunds (id, refund_id, quote_id, order_id, amount_cents, currency, status, requested_by,
+                                  requested_at, decide_by)
+             VALUES (?9, ?10, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
         .execute(params![
             quote.quote_id.as_str(),
@@ -458,11 +482,9 @@ impl Store {
             by,
             now,
             issued.decide_by,
+            rowid,
+            refund_id.as_str(),
         ])?;
-        let rowid = tx.last_insert_rowid();
-        let refund_id: RefundId = numbered("R", REFUND_ID_OFFSET, rowid)?;
-        tx.prepare_cached("UPDATE refunds SET refund_id = ?1 WHERE id = ?2")?
-            .execute(params![refund_id.as_str(), rowid])?;
         for (line, amount) in &issued.lines {
             // A plain INSERT: should another writer have covered the line meanwhile, the unique
             // index refuses it, and so does this call (the transaction rolls back).
@@ -728,35 +750,77 @@ fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The row number the next quote gets, as `AUTOINCREMENT` would give it (never one a removed
+/// quote had). Read under the write transaction that inserts the row, so the ID is written with
+/// the row: an insert then an update of the ID would write the row and its indexes twice.
+const NEXT_QUOTE_ROW: &str = "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'quotes'), 0),
+                                   COALESCE((SELECT MAX(id) FROM quotes), 0)) + 1";
+
+/// The row number the next refund gets (as [`NEXT_QUOTE_ROW`]).
+const NEXT_REFUND_ROW: &str = "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'refunds'), 0),
+                                    COALESCE((SELECT MAX(id) FROM refunds), 0)) + 1";
+
+fn next_row(tx: &Connection, sql: &str) -> Result<i64, StoreError> {
+    Ok(tx.prepare_cached(sql)?.query_row([], |row| row.get(0))?)
+}
+
+/// Up to `?2` quotes that expired by `?1` and no refund names, removed.
 const PURGE_EXPIRED_QUOTES: &str = "DELETE FROM quotes WHERE id IN (
     SELECT id FROM quotes
     WHERE expires_at <= ?1 AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.quote_id = quotes.quote_id)
     LIMIT ?2)";
 
-/// Removes up to [`PURGE_BATCH`] quotes that expired by `now` and no refund names.
-fn purge_expired_quotes(conn: &Connection, now: i64) -> Result<(), StoreError> {
-    conn.prepare_cached(PURGE_EXPIRED_QUOTES)?.execute(params![now, PURGE_BATCH])?;
-    Ok(())
+/// Up to `?2` idempotency keys made at or before `?1`, forgotten.
+const FORGET_OLD_KEYS: &str =
+    "DELETE FROM idempotency WHERE key IN (SELECT key FROM idempotency WHERE created_at <= ?1 LIMIT ?2)";
+
+/// `key` taken by a write now in flight, with the request's `fingerprint`.
+fn fresh(conn: &Connection, key: &str, fingerprint: &str, now: i64) -> Result<Begun, StoreError> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO idempotency (key, fingerprint, status, body, created_at)
+         VALUES (?1, ?2, NULL, NULL, ?3)",
+    )?
+    .execute(params![key, fingerprint, now])?;
+    Ok(Begun::Fresh)
 }
 
 /// Cancel as [`EXPIRED`] the held refunds past their deadline at `now` (`only` that one, or
 /// all), freeing their lines; the ones cancelled.
 fn expire(conn: &Connection, only: Option<&RefundId>, now: i64) -> Result<Vec<RefundId>, StoreError> {
+    // The due refunds are read first, through an index (the refund's own, or the held refunds'
+    // by deadline), and updated one by one: almost always none is due, and an `UPDATE …
+    // RETURNING` would build a temporary table for its rows on every call, due or not. The
+    // caller's write transaction keeps the read and the updates one step.
+    let due: Vec<String> = match only {
+        Some(refund_id) => conn
+            .prepare_cached(
+                "SELECT refund_id FROM refunds WHERE refund_id = ?1
+                   AND status = 'needs_confirmation' AND decide_by IS NOT NULL AND decide_by <= ?2",
+            )?
+            .query_map(params![refund_id.as_str(), now], |row| row.get(0))?
+            .collect::<Result<_, _>>()?,
+        None => conn
+            .prepare_cached(
+                "SELECT refund_id FROM refunds
+                 WHERE status = 'needs_confirmation' AND decide_by IS NOT NULL AND decide_by <= ?1",
+            )?
+            .query_map([now], |row| row.get(0))?
+            .collect::<Result<_, _>>()?,
+    };
+    if due.is_empty() {
+        return Ok(Vec::new());
+    }
     let at = rfc3339(now);
-    let expired: Vec<String> = conn
-        .prepare_cached(
+    for refund_id in &due {
+        conn.prepare_cached(
             "UPDATE refunds SET status = 'cancelled', reason = ?1, decided_at = ?2
-             WHERE status = 'needs_confirmation' AND decide_by IS NOT NULL AND decide_by <= ?3
-               AND (?4 IS NULL OR refund_id = ?4)
-             RETURNING refund_id",
+             WHERE refund_id = ?3 AND status = 'needs_confirmation'",
         )?
-        .query_map(params![EXPIRED, at, now, only.map(RefundId::as_str)], |row| row.get(0))?
-        .collect::<Result<_, _>>()?;
-    for refund_id in &expired {
+        .execute(params![EXPIRED, at, refund_id])?;
         conn.prepare_cached("UPDATE refund_lines SET active = 0 WHERE refund_id = ?1")?.execute([refund_id])?;
         tracing::info!(%refund_id, "a held refund's deadline passed with no lead's decision: cancelled");
     }
-    expired.iter().map(|id| stored_id(id)).collect()
+    due.iter().map(|id| stored_id(id)).collect()
 }
 
 /// Whether held `refund_id`'s deadline has passed at `now`.
@@ -1111,9 +1175,10 @@ mod tests {
             let quote = store.create_quote(&whole(&format!("O-{}", 100_001 + n))).unwrap();
             let (refund, _) = store.create_refund(&quote.quote_id, None).unwrap();
             store.confirm(&refund.refund_id, Some("host user lead")).unwrap();
+            store.sweep(Duration::from_secs(60)).unwrap();
         }
         let conn = store.conn();
-        for sql in [PURGE_EXPIRED_QUOTES, ORDER_LINES] {
+        for sql in [PURGE_EXPIRED_QUOTES, FORGET_OLD_KEYS, ORDER_LINES] {
             let statement = conn.prepare_cached(sql).unwrap();
             assert!(statement.get_status(rusqlite::StatementStatus::VmStep) > 0, "{sql} never ran");
             assert_eq!(statement.get_status(rusqlite::StatementStatus::RePrepare), 0, "{sql}");
@@ -1126,20 +1191,53 @@ mod tests {
         let quote = store.create_quote(&whole("O-2289")).unwrap();
         assert!(matches!(store.create_refund(&quote.quote_id, None), Err(StoreError::QuoteExpired(_))));
         assert!(matches!(store.quote(&quote.quote_id), Err(StoreError::QuoteExpired(_))));
-        // The next quote purges it: its row is gone.
-        store.create_quote(&whole("O-1021")).unwrap();
+        // The sweep purges it: its row is gone, in batches however many there are.
+        for _ in 0..2 * PURGE_BATCH {
+            store.create_quote(&whole("O-1021")).unwrap();
+        }
+        store.sweep(Duration::from_secs(60)).unwrap();
         assert!(matches!(store.quote(&quote.quote_id), Err(StoreError::NoSuchQuote(_))));
         let rows: i64 = store.conn().query_row("SELECT COUNT(*) FROM quotes", [], |row| row.get(0)).unwrap();
-        assert_eq!(rows, 1, "only the newest (expired) quote is left");
+        assert_eq!(rows, 0, "every expired quote went");
         // A quote a refund names is kept.
         let store = Store::open(None).unwrap();
         let kept = store.create_quote(&whole("O-2289")).unwrap();
         store.create_refund(&kept.quote_id, None).unwrap();
         store.conn().execute("UPDATE quotes SET expires_at = 0", []).unwrap();
         store.create_quote(&whole("O-1021")).unwrap();
+        store.sweep(Duration::from_secs(60)).unwrap();
         assert_eq!(store.refund(&RefundId::parse("R-0111").unwrap()).unwrap().quote_id, kept.quote_id);
         let rows: i64 = store.conn().query_row("SELECT COUNT(*) FROM quotes", [], |row| row.get(0)).unwrap();
         assert_eq!(rows, 2);
+    }
+
+    /// A key older than it is kept counts as unknown before the sweep removes it: the write it
+    /// names runs again, under the key taken anew. Younger keys keep their answers through a sweep.
+    #[test]
+    fn old_idempotency_keys_count_as_unknown_and_are_swept() {
+        let store = Store::open(None).unwrap();
+        let (kept, abandoned) = (Duration::from_secs(3600), Duration::from_secs(60));
+        for key in ["old", "young"] {
+            assert!(matches!(store.idempotency_begin(key, "f", kept, abandoned).unwrap(), Begun::Fresh));
+            store.idempotency_finish(key, 201, b"{}").unwrap();
+        }
+        store.conn().execute("UPDATE idempotency SET created_at = created_at - 3600 WHERE key = 'old'", []).unwrap();
+        assert!(matches!(
+            store.idempotency_begin("young", "f", kept, abandoned).unwrap(),
+            Begun::Done { status: 201, .. }
+        ));
+        assert!(matches!(store.idempotency_begin("old", "other", kept, abandoned).unwrap(), Begun::Fresh));
+        store.conn().execute("UPDATE idempotency SET created_at = created_at - 3600 WHERE key = 'old'", []).unwrap();
+        store.sweep(kept).unwrap();
+        let left: Vec<String> = store
+            .conn()
+            .prepare("SELECT key FROM idempotency")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(left, ["young"]);
     }
 
     #[test]

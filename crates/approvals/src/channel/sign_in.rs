@@ -365,7 +365,7 @@ impl SignIn {
 /// When the operating system has no random numbers to give, which leaves no safe way to go on.
 fn random_token() -> String {
     let mut bytes = [0u8; 32];
-    aws_lc_rs::rand::fill(&mut bytes).expect("the operating system's random numbers");
+    getrandom::fill(&mut bytes).expect("the operating system's random numbers");
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 

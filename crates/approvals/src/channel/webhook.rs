@@ -82,7 +82,7 @@ impl Webhook {
     pub async fn deliver(&self, announcement: &Announcement) -> bool {
         let mut id = [0u8; 24];
         // No random numbers, no announcement: a delivery ID must not repeat.
-        if aws_lc_rs::rand::fill(&mut id).is_err() {
+        if getrandom::fill(&mut id).is_err() {
             tracing::error!(about = %announcement.about, "no random numbers for a delivery ID; not announced");
             return false;
         }
