@@ -222,7 +222,7 @@ impl Store {
         conn.busy_timeout(Duration::from_secs(5))?;
         conn.pragma_update(None, "foreign_keys", true)?;
         // Every statement is prepared once and kept (`prepare_cached`); there are fewer than this.
-        conn.set_prepared_statement_cache_capacity(32);
+        conn.set_prepared_statement_cache_capacity(64);
         // The query planner's stability guarantee: a plan is made once per statement. Without
         // it, SQLite (built with STAT4, as the bundled one is) prepares a statement again each
         // time a value bound to it could change its plan (a LIMIT, a range, a comparison with a
