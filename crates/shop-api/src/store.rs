@@ -293,23 +293,17 @@ impl Store {
     pub fn sweep(&self, kept: Duration) -> Result<Vec<RefundId>, StoreError> {
         let expired = self.expire_overdue()?;
         let now = epoch_seconds();
-        // In batches, each its own transaction, so a sweep never holds the writer for long.
-        loop {
-            let conn = self.conn();
-            let removed = conn.prepare_cached(PURGE_EXPIRED_QUOTES)?.execute(params![now, PURGE_BATCH])?;
-            if removed < usize::try_from(PURGE_BATCH).unwrap_or(usize::MAX) {
-                break;
-            }
-        }
-        let forgotten_before = now.saturating_sub(seconds(kept));
-        loop {
-            let conn = self.conn();
-            let removed = conn.prepare_cached(FORGET_OLD_KEYS)?.execute(params![forgotten_before, PURGE_BATCH])?;
-            if removed < usize::try_from(PURGE_BATCH).unwrap_or(usize::MAX) {
-                break;
-            }
-        }
+        self.remove_in_batches(PURGE_EXPIRED_QUOTES, now)?;
+        self.remove_in_batches(FORGET_OLD_KEYS, now.saturating_sub(seconds(kept)))?;
         Ok(expired)
+    }
+
+    /// Run `delete` (which removes up to `?2` rows due by `?1`) until it removes fewer than
+    /// a batch: each batch its own transaction, so a sweep never holds the writer for long.
+    fn remove_in_batches(&self, delete: &str, due_by: i64) -> Result<(), StoreError> {
+        let batch = usize::try_from(PURGE_BATCH).unwrap_or(usize::MAX);
+        while self.conn().prepare_cached(delete)?.execute(params![due_by, PURGE_BATCH])? == batch {}
+        Ok(())
     }
 
     /// Begin a write under idempotency `key` (with the request's `fingerprint`): run it
