@@ -1,5 +1,5 @@
 // The Fernhill shop's two refund tools, quote_refund and issue_refund, on the TypeScript MCP SDK
-// v2 (@modelcontextprotocol/server 2.4.0): a performance peer of `fernhill serve --http` and of
+// v2 (@modelcontextprotocol/server 2.4.0): a performance peer of `fernhill-mcp serve --http` and of
 // the Python reference (../shared/peers/python-shop/shop.py), driven by fernhill-load.
 //
 //   node bench/typescript-shop.mjs --port 0 --shop-api http://127.0.0.1:8710
@@ -117,7 +117,7 @@ function structured(record, note) {
     return { content, structuredContent: record };
 }
 
-// ---- the tools' schemas (as `fernhill serve` lists them), compiled once ----------------------
+// ---- the tools' schemas (as `fernhill-mcp serve` lists them), compiled once ----------------------
 const ID = { order: '^O-[0-9]{4,9}$', quote: '^Q-[0-9]{4,9}$', refund: '^R-[0-9]{4,9}$', sku: '^[A-Z]{2}-[0-9]{4}$' };
 const AMOUNT = { type: 'string', pattern: '^-?[0-9]+\\.[0-9]{2}$', description: 'An amount in euros with two decimals, such as 180.00' };
 const schema = s => fromJsonSchema({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', ...s });

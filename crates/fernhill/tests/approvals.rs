@@ -1,4 +1,4 @@
-//! Approvals another lead makes: `fernhill serve --http --approval another-lead` over a shop's
+//! Approvals another lead makes: `fernhill-mcp serve --http --approval another-lead` over a shop's
 //! API that requires the same, callers signed by an issuer on loopback. An agent with
 //! `refunds:request` asks for refunds and is never asked to decide them; a lead who asks waits
 //! for another lead too; a lead decides the refunds waiting for them with `review_refunds`,
@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use shop_api::{Approval, RefundId, RefundStatus, RunningApi, Store};
 use tokio::process::Command;
 
-use support::{KEY_A, ShopApiCommand, fernhill, issuer::Issuer, shop};
+use support::{KEY_A, ShopApiCommand, fernhill_mcp, issuer::Issuer, shop};
 
 /// A webhook receiver on loopback: it refuses its first post (500), then takes every post,
 /// sending each body with its signature header to the test.
@@ -75,7 +75,7 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
     let issuer = Issuer::start().await;
     let (hook, mut heard) = receiver().await;
     let audit = tempfile::NamedTempFile::new().unwrap();
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url, "--approval", "another-lead"])
         .args(["--approvals-webhook", &hook, "--approvals-webhook-secret", WEBHOOK_SECRET])
@@ -206,7 +206,7 @@ async fn a_refund_that_waits_too_long_is_escalated_and_at_its_deadline_expires()
     let api: RunningApi = shop_api::spawn_loopback(Arc::new(store)).await.unwrap();
     let issuer = Issuer::start().await;
     let (hook, mut heard) = receiver().await;
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url, "--approval", "another-lead"])
         .args(["--approvals-webhook", &hook, "--approvals-webhook-secret", WEBHOOK_SECRET])

@@ -17,7 +17,7 @@ use rmcp::model::CallToolResponse;
 use serde_json::{Value, json};
 use shop_api::RefundStatus;
 
-use support::{Balancer, ask, fernhill, issuer::Issuer, quote, shop};
+use support::{Balancer, ask, fernhill_mcp, issuer::Issuer, quote, shop};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
@@ -35,7 +35,7 @@ async fn every_decision_is_in_the_trail_and_the_api_agrees() {
         audit_logs: Some(trail.path().to_owned()),
         ..FleetPlan::new(2, REDIS)
     };
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let url = front.url.clone();
     let _haproxy = front.start(&fleet);
     let token = |who: &str| issuer.sign(&issuer.claims(who, "refunds:write", &url));
@@ -130,7 +130,7 @@ async fn unauthenticated_replica(
 ) -> (tokio::process::Child, String, String) {
     use support::ShopApiCommand;
     use tokio::io::AsyncBufReadExt;
-    let mut command = tokio::process::Command::new(fernhill());
+    let mut command = tokio::process::Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--audit-log"])
         .arg(trail)

@@ -1,4 +1,4 @@
-//! `fernhill serve --http` as an OAuth resource server, against an issuer on loopback that signs
+//! `fernhill-mcp serve --http` as an OAuth resource server, against an issuer on loopback that signs
 //! whatever token a test needs: the protected resource metadata, 401 challenges for every bad
 //! token, 403 `insufficient_scope` for a tool the token's scopes do not reach, each question
 //! bound to its caller, and a server that refuses to serve an open port without authorization.
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use shop_api::{RefundId, RefundStatus, RunningApi};
 use tokio::process::{Child, Command};
 
-use support::{KEY_A, Log, ShopApiCommand, fernhill, issuer::Issuer, shop, start_api};
+use support::{KEY_A, Log, ShopApiCommand, fernhill_mcp, issuer::Issuer, shop, start_api};
 
 struct Server {
     url: String,
@@ -28,10 +28,10 @@ struct Server {
     log: Log,
 }
 
-/// `fernhill serve --http` on an ephemeral loopback port, its tokens from `issuer`; without
+/// `fernhill-mcp serve --http` on an ephemeral loopback port, its tokens from `issuer`; without
 /// `--public-url` its public URL is the address it listens on.
 async fn serve(api: &RunningApi, issuer: &str) -> Server {
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", issuer])
         .shop_api(api)
@@ -288,13 +288,14 @@ async fn a_state_alice_was_asked_with_does_not_open_for_bob() {
 #[tokio::test]
 async fn an_open_port_without_authorization_is_refused_unless_said_so() {
     let api = start_api().await;
-    let refused = Command::new(fernhill()).args(["serve", "--http", "0.0.0.0:0"]).shop_api(&api).output_within().await;
+    let refused =
+        Command::new(fernhill_mcp()).args(["serve", "--http", "0.0.0.0:0"]).shop_api(&api).output_within().await;
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("refusing to serve HTTP on 0.0.0.0:0 without authorization"), "{stderr}");
     assert!(stderr.contains("--auth-issuer"), "{stderr}");
 
-    let mut insecure = Command::new(fernhill());
+    let mut insecure = Command::new(fernhill_mcp());
     insecure.args(["serve", "--http", "0.0.0.0:0", "--insecure-no-auth"]).shop_api(&api);
     let (_child, url, log) = support::spawn_printing_url_with_log(&mut insecure).await;
     assert!(url.starts_with("http://0.0.0.0:"), "{url}");
@@ -307,12 +308,12 @@ async fn an_open_port_without_authorization_is_refused_unless_said_so() {
 #[tokio::test]
 async fn junk_tokens_do_not_become_issuer_calls() {
     let (api, issuer) = (start_api().await, Issuer::start().await);
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url])
         .shop_api(&api)
         .args(["--auth-introspection", "--auth-client-id", "shop-mcp"])
-        .env("SHOP_AUTH_CLIENT_SECRET", "shop-mcp-secret");
+        .env("FERNHILL_AUTH_CLIENT_SECRET", "shop-mcp-secret");
     let (_child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
     log.wait_for("checking tokens with the issuer's keys").await;
     let asked_before = issuer.requests();
@@ -335,7 +336,7 @@ async fn junk_tokens_do_not_become_issuer_calls() {
 async fn a_payment_is_bound_to_the_caller_the_token_names() {
     let (api, issuer) = (start_api().await, Issuer::start().await);
     let provider = chapter::start_payments().await.unwrap();
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url])
         .shop_api(&api)

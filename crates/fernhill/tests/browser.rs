@@ -133,7 +133,7 @@ impl Chromedriver {
     }
 }
 
-/// The whole chain: the shop's API, the payment provider, `fernhill serve` paying through it,
+/// The whole chain: the shop's API, the payment provider, `fernhill-mcp serve` paying through it,
 /// a released refund R-0111 of 180.00, and pay_refund's first round: the URL the lead is sent to.
 struct Chain {
     _api: shop_api::RunningApi,

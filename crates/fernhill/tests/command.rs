@@ -11,7 +11,7 @@ use shop_api::{OrderId, ShopApi};
 use tokio::process::Command;
 use wire::{Direction, read_trace};
 
-use support::{ShopApiCommand, fernhill, start_api};
+use support::{ShopApiCommand, fernhill, fernhill_mcp, start_api};
 
 #[tokio::test]
 async fn shop_api_prints_its_url_and_serves_the_seeded_shop() {
@@ -120,7 +120,7 @@ async fn the_server_reads_the_credential_the_api_wrote() {
     let mut api = Command::new(fernhill());
     api.args(["shop-api", "--listen", "127.0.0.1:0", "--token-file"]).arg(&token_file).env_remove("SHOP_API_TOKEN");
     let (_api, url) = support::spawn_printing_url(&mut api).await;
-    let mut serve = Command::new(fernhill());
+    let mut serve = Command::new(fernhill_mcp());
     serve.args(["serve", "--shop-api", &url, "--shop-api-token-file"]).arg(&token_file).env_remove("SHOP_API_TOKEN");
     let client = mrtr::client::Client::launch(mrtr::client::ScriptedUser::unable_to_ask(), serve).await.unwrap();
     let found = client.call_tool("lookup_order", json!({"order_id": "O-2289"})).await.unwrap();
@@ -128,7 +128,7 @@ async fn the_server_reads_the_credential_the_api_wrote() {
 }
 
 /// With a service credential the shop's API answers only callers that show it (`/healthz`
-/// stays open), and `fernhill serve` calls it as itself with `SHOP_API_TOKEN`.
+/// stays open), and `fernhill-mcp serve` calls it as itself with `SHOP_API_TOKEN`.
 #[tokio::test]
 async fn the_shop_api_answers_only_callers_with_its_credential() {
     let mut command = Command::new(fernhill());
@@ -144,7 +144,7 @@ async fn the_shop_api_answers_only_callers_with_its_credential() {
     ShopApi::new(&url).unwrap().health().await.expect("/healthz needs no credential");
 
     for (token, works) in [(Some("service-secret-1"), true), (None, false)] {
-        let mut serve = Command::new(fernhill());
+        let mut serve = Command::new(fernhill_mcp());
         serve.arg("serve").env("SHOP_API_URL", &url).env_remove("SHOP_API_TOKEN");
         if let Some(token) = token {
             serve.env("SHOP_API_TOKEN", token);
@@ -166,7 +166,7 @@ async fn the_shop_api_answers_only_callers_with_its_credential() {
 #[tokio::test]
 async fn a_stdio_server_is_quiet_in_the_hosts_console_unless_asked() {
     let api = start_api().await;
-    let probe = Command::new(fernhill())
+    let probe = Command::new(fernhill_mcp())
         .args(["serve"])
         .shop_api(&api)
         .env_remove("RUST_LOG")
@@ -177,7 +177,7 @@ async fn a_stdio_server_is_quiet_in_the_hosts_console_unless_asked() {
     assert_eq!((probe.stdout.len(), String::from_utf8_lossy(&probe.stderr).as_ref()), (0, ""));
 
     let session = |verbose: bool| {
-        let mut command = Command::new(fernhill());
+        let mut command = Command::new(fernhill_mcp());
         command.args(["serve"]).shop_api(&api).env_remove("RUST_LOG");
         if verbose {
             command.arg("-v");
@@ -204,13 +204,13 @@ async fn a_stdio_server_is_quiet_in_the_hosts_console_unless_asked() {
 
 #[tokio::test]
 async fn serve_without_an_api_says_what_is_missing() {
-    let output = Command::new(fernhill()).arg("serve").env_remove("SHOP_API_URL").output_within().await;
+    let output = Command::new(fernhill_mcp()).arg("serve").env_remove("SHOP_API_URL").output_within().await;
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--shop-api"), "{stderr}");
     assert!(output.stdout.is_empty(), "a stdio server must not print anything but MCP to stdout");
 
-    let output = Command::new(fernhill()).args(["serve", "--shop-api", "not a url"]).output_within().await;
+    let output = Command::new(fernhill_mcp()).args(["serve", "--shop-api", "not a url"]).output_within().await;
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("not a url"));
 }
@@ -221,7 +221,7 @@ async fn wire_records_every_line_with_its_direction() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("trace.jsonl");
     let mut command = Command::new(fernhill());
-    command.arg("wire").arg("--log").arg(&log).arg("--").arg(fernhill()).arg("serve").shop_api(&api);
+    command.arg("wire").arg("--log").arg(&log).arg("--").arg(fernhill_mcp()).arg("serve").shop_api(&api);
     let client = Client::launch(ScriptedUser::always(chapter::release()), command).await.unwrap();
     client.call_tool("quote_refund", json!({"order_id": "O-2289"})).await.unwrap();
     client.close().await.unwrap();
@@ -247,7 +247,7 @@ async fn a_served_fleet_pays_through_the_payment_provider_command() {
     provider.args(["payment-provider", "--listen", "127.0.0.1:0"]).env("PAYMENT_PROVIDER_TOKEN", "pay-secret-1");
     let (_provider, provider_url) = support::spawn_printing_url(&mut provider).await;
     for (token, pays) in [(Some("pay-secret-1"), true), (None, false)] {
-        let mut serve = Command::new(fernhill());
+        let mut serve = Command::new(fernhill_mcp());
         serve
             .args(["serve", "--http", "127.0.0.1:0", "--payments", &provider_url])
             .shop_api(&api)

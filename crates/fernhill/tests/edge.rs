@@ -22,7 +22,7 @@ use tokio::{
     process::{Child, Command},
 };
 
-use support::{Balancer, ShopApiCommand, fernhill, issuer::Issuer, start_api};
+use support::{Balancer, ShopApiCommand, fernhill_mcp, issuer::Issuer, start_api};
 
 const FLOODER: [u8; 4] = [127, 0, 0, 2];
 const LEAD: [u8; 4] = [127, 0, 0, 3];
@@ -99,7 +99,7 @@ async fn a_bad_token_flood_behind_haproxy_bars_the_flooder_and_no_lead() {
         extra: ["--auth-issuer", &issuer.url, "--public-url", &front.url].map(str::to_owned).to_vec(),
         ..FleetPlan::new(1, "memory")
     };
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let url = front.url.clone();
     let _haproxy = front.start(&fleet);
     let token = issuer.sign(&issuer.claims("lead-1", "orders:read", &url));
@@ -163,7 +163,7 @@ async fn a_bad_token_flood_behind_haproxy_bars_the_flooder_and_no_lead() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn made_up_session_ids_push_no_live_session_out_of_the_balancers_table() {
     let front = Balancer::bind();
-    let fleet = Fleet::start(&fernhill(), &FleetPlan::new(3, "memory")).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &FleetPlan::new(3, "memory")).await.unwrap();
     let url = front.url.clone();
     let _haproxy = front.start_with(&fleet, &[("FERNHILL_SESSION_TABLE_SIZE", "1000")]);
     let lead = client_at(LEAD);
@@ -218,7 +218,7 @@ const SESSION_FLOOD_GROWTH_MIB: u64 = 64;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_thousand_initializes_from_one_caller_hold_sixteen_sessions() {
     let (api, issuer) = (start_api().await, Issuer::start().await);
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer.url])
         .shop_api(&api)
@@ -272,7 +272,7 @@ async fn twenty_thousand_initializes_from_one_caller_hold_sixteen_sessions() {
 
 /// A replica, its MCP endpoint and its admin listener.
 async fn replica_with_admin(api: &shop_api::RunningApi, extra: &[&str]) -> (Child, String, String) {
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
         .args(extra)

@@ -12,13 +12,13 @@ use rmcp::model::CallToolResponse;
 use serde_json::json;
 use tokio::{io::AsyncWriteExt, process::Command};
 
-use support::{ShopApiCommand, fernhill, issuer::Issuer, legacy_session::LegacySession, start_api};
+use support::{ShopApiCommand, fernhill_mcp, issuer::Issuer, legacy_session::LegacySession, start_api};
 
 /// How long the honest caller may wait for each answer while an attack goes on.
 const HONEST_DEADLINE: Duration = Duration::from_secs(30);
 
 async fn serve(api: &shop_api::RunningApi, extra: &[&str]) -> (tokio::process::Child, String, support::Log) {
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.args(["serve", "--http", "127.0.0.1:0"]).args(extra).shop_api(api).env("RUST_LOG", "info");
     support::spawn_printing_url_with_log(&mut command).await
 }
@@ -189,7 +189,7 @@ async fn metrics_can_be_kept_off_the_public_port() {
     assert_eq!(reqwest::get(url.replace("/mcp", "/metrics")).await.unwrap().status(), StatusCode::NOT_FOUND);
 
     let issuer = Issuer::start().await;
-    let mut public = Command::new(fernhill());
+    let mut public = Command::new(fernhill_mcp());
     public.args(["serve", "--http", "0.0.0.0:0", "--auth-issuer", &issuer.url]).shop_api(&api).env("RUST_LOG", "info");
     let (_public, public_url, log) = support::spawn_printing_url_with_log(&mut public).await;
     log.wait_for("not serving /metrics on a public address with authorization").await;

@@ -7,14 +7,14 @@
 mod support;
 
 use load::faults::{self, Fault, FaultPlan, FaultRow};
-use support::fernhill;
+use support::fernhill_mcp;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_every_fault_nothing_is_released_twice_every_refund_ends_as_its_lead_said_and_the_fleet_recovers() {
     let plan = FaultPlan::default();
     let mut rows: Vec<FaultRow> = Vec::new();
     for fault in Fault::ALL {
-        rows.push(faults::run(&fernhill(), fault, &plan).await.unwrap());
+        rows.push(faults::run(&fernhill_mcp(), fault, &plan).await.unwrap());
     }
     let table = faults::render(&rows);
     println!("{table}");

@@ -1,4 +1,4 @@
-//! Replicas without sticky sessions: separate `fernhill serve --http` processes sharing one key
+//! Replicas without sticky sessions: separate `fernhill-mcp serve --http` processes sharing one key
 //! and one Redis (the machine's, 127.0.0.1:6379), behind one shop API. The failures a fleet
 //! meets in production, each a test (a retry on another replica, a restart, a slow lead, Redis
 //! gone, a claim that cannot be recorded, a cancel that does not go through, among others), and
@@ -23,7 +23,7 @@ use mrtr::{
 use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use serde_json::json;
 use shop_api::{RefundId, RefundStatus};
-use support::{ask, fernhill, quote, shop};
+use support::{ask, fernhill_mcp, quote, shop};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
@@ -47,7 +47,7 @@ fn status_of(response: &CallToolResponse) -> Option<String> {
 #[tokio::test]
 async fn a_retry_that_reaches_another_replica_completes_and_its_replay_is_refused_there() {
     let plan = FleetPlan::new(2, REDIS);
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let (a, b) = (lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await);
     let q = quote(&a, "O-2289").await;
     let state = ask(&a, &q).await.request_state;
@@ -74,7 +74,7 @@ async fn a_retry_that_reaches_another_replica_completes_and_its_replay_is_refuse
 #[tokio::test]
 async fn a_yes_whose_replica_stopped_after_the_release_is_told_released_on_another() {
     let plan = FleetPlan { relayed: true, ..FleetPlan::new(2, REDIS) };
-    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let mut fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let (a, b) = (lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await);
     let q = quote(&a, "O-2289").await;
     let state = ask(&a, &q).await.request_state;
@@ -106,7 +106,7 @@ async fn a_yes_whose_replica_stopped_after_the_release_is_told_released_on_anoth
 #[tokio::test]
 async fn a_yes_whose_replica_stopped_between_its_claim_and_its_release_is_released_on_another() {
     let plan = FleetPlan { relayed: true, ..FleetPlan::new(2, REDIS) };
-    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let mut fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let (q, state, _claim) = stopped_after_its_claim(&mut fleet, &plan).await;
     let b = lead(&fleet.urls[1]).await;
     let released = b.call_tool_once(yes(&q, state.clone())).await.unwrap();
@@ -128,7 +128,7 @@ async fn a_yes_whose_replica_stopped_between_its_claim_and_its_release_is_releas
 async fn copies_of_a_yes_whose_replica_stopped_take_its_claim_over_once() {
     let trail = tempfile::tempdir().unwrap();
     let plan = FleetPlan { relayed: true, audit_logs: Some(trail.path().to_owned()), ..FleetPlan::new(2, REDIS) };
-    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let mut fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let (q, state, _claim) = stopped_after_its_claim(&mut fleet, &plan).await;
     let (b, c) = (lead(&fleet.urls[1]).await, lead(&fleet.urls[1]).await);
     // The shop's API slowed, so both copies find the refund still held before either releases.
@@ -153,7 +153,7 @@ async fn copies_of_a_yes_whose_replica_stopped_take_its_claim_over_once() {
 #[tokio::test]
 async fn a_claim_taken_for_a_no_is_not_taken_over_by_a_yes() {
     let plan = FleetPlan { relayed: true, ..FleetPlan::new(2, REDIS) };
-    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let mut fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let (q, state, claim) = stopped_after_its_claim(&mut fleet, &plan).await;
     let mut redis = redis::Client::open(REDIS).unwrap().get_multiplexed_async_connection().await.unwrap();
     let value: String = redis::cmd("GET").arg(&claim).query_async(&mut redis).await.unwrap();
@@ -208,7 +208,7 @@ async fn stopped_after_its_claim(fleet: &mut Fleet, plan: &FleetPlan) -> (String
 #[tokio::test]
 async fn a_claim_lost_in_a_failover_lets_a_replay_reach_the_api_which_releases_nothing_again() {
     let plan = FleetPlan::new(2, REDIS);
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let (a, b) = (lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await);
     let q = quote(&a, "O-2289").await;
     let state = ask(&a, &q).await.request_state;
@@ -237,7 +237,7 @@ async fn a_claim_lost_in_a_failover_lets_a_replay_reach_the_api_which_releases_n
 #[tokio::test]
 async fn a_decline_that_reaches_another_replica_stands_and_its_replay_is_refused() {
     let plan = FleetPlan::new(2, REDIS);
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let (a, b) = (lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await);
     let q = quote(&a, "O-2289").await;
     let state = ask(&a, &q).await.request_state;
@@ -257,11 +257,11 @@ async fn a_decline_that_reaches_another_replica_stands_and_its_replay_is_refused
 async fn a_restart_between_question_and_answer_needs_a_shared_key() {
     // With a shared key, the restarted replica opens the state and completes the refund.
     let plan = FleetPlan::new(1, REDIS);
-    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let mut fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let before = lead(&fleet.urls[0]).await;
     let q = quote(&before, "O-2289").await;
     let state = ask(&before, &q).await.request_state;
-    fleet.restart(&fernhill(), 0, &plan).await.unwrap();
+    fleet.restart(&fernhill_mcp(), 0, &plan).await.unwrap();
     let after = lead(&fleet.urls[0]).await;
     assert_eq!(status_of(&after.call_tool_once(yes(&q, state)).await.unwrap()).as_deref(), Some("requested"));
 
@@ -269,11 +269,11 @@ async fn a_restart_between_question_and_answer_needs_a_shared_key() {
     let mut ephemeral = FleetPlan::new(1, REDIS);
     ephemeral.keys = String::new();
     ephemeral.extra = vec!["--state-ttl".into(), "600".into()];
-    let mut fleet = Fleet::start(&fernhill(), &ephemeral).await.unwrap();
+    let mut fleet = Fleet::start(&fernhill_mcp(), &ephemeral).await.unwrap();
     let before = lead(&fleet.urls[0]).await;
     let q = quote(&before, "O-2289").await;
     let state = ask(&before, &q).await.request_state;
-    fleet.restart(&fernhill(), 0, &ephemeral).await.unwrap();
+    fleet.restart(&fernhill_mcp(), 0, &ephemeral).await.unwrap();
     let after = lead(&fleet.urls[0]).await;
     let error = after.call_tool_once(yes(&q, state)).await.unwrap_err();
     assert_eq!(error.rpc_error().unwrap().code.0, -32602);
@@ -287,7 +287,7 @@ async fn a_restart_between_question_and_answer_needs_a_shared_key() {
 #[tokio::test]
 async fn a_lead_slower_than_the_state_gets_32602_and_a_fresh_call_asks_again() {
     let plan = FleetPlan::new(2, REDIS);
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let (a, b) = (lead(&fleet.urls[0]).await, lead(&fleet.urls[1]).await);
     let q = quote(&a, "O-2289").await;
     ask(&a, &q).await;
@@ -312,7 +312,7 @@ async fn three_replicas_confirm_a_thousand_refunds_once_each_and_replays_release
     // connections as the clients open: more than a client's share (64) of one replica.
     let plan =
         FleetPlan { extra: vec!["--max-connections-per-client".into(), "256".into()], ..FleetPlan::new(3, REDIS) };
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let load_plan = LoadPlan { replay_every: 7, ..fleet.load_plan(1000).unwrap() };
     let report = leads::run(&load_plan).await.unwrap();
     assert!(report.problems.is_empty(), "{}", report.render());
@@ -360,7 +360,7 @@ async fn with_redis_gone_nothing_is_released_and_it_works_again_when_redis_is_ba
     let own = RedisServer::start(dir.path()).await.unwrap();
     // Answered at once, not ridden through (tests/edge.rs in shop-mcp rides an outage through).
     let plan = FleetPlan { extra: vec!["--ride-through".into(), "0".into()], ..FleetPlan::new(1, &own.url()) };
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let client = lead(&fleet.urls[0]).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
@@ -386,8 +386,8 @@ async fn with_redis_gone_nothing_is_released_and_it_works_again_when_redis_is_ba
 async fn two_shops_sharing_a_redis_never_meet_each_others_claims() {
     let first_plan = FleetPlan::new(1, REDIS);
     let second_plan = FleetPlan { store_prefix: first_plan.store_prefix.clone(), ..FleetPlan::new(1, REDIS) };
-    let first = Fleet::start(&fernhill(), &first_plan).await.unwrap();
-    let second = Fleet::start(&fernhill(), &second_plan).await.unwrap();
+    let first = Fleet::start(&fernhill_mcp(), &first_plan).await.unwrap();
+    let second = Fleet::start(&fernhill_mcp(), &second_plan).await.unwrap();
     for fleet in [&first, &second] {
         let lead = lead(&fleet.urls[0]).await;
         let quote_id = quote(&lead, "O-2289").await;
@@ -418,7 +418,7 @@ async fn a_claim_that_cannot_be_recorded_releases_nothing() {
         extra: vec!["--ride-through".into(), "0".into()],
         ..plan
     };
-    let fleet = Fleet::start(&fernhill(), &limited).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &limited).await.unwrap();
     let lead = lead(&fleet.urls[0]).await;
     let q = quote(&lead, "O-2289").await; // the quote is written and read back: reads work
     let state = ask(&lead, &q).await.request_state;
@@ -438,7 +438,7 @@ async fn a_claim_that_cannot_be_recorded_releases_nothing() {
 #[tokio::test]
 async fn a_claim_is_kept_as_long_as_any_state_it_answers_can_open() {
     let plan = FleetPlan::new(1, REDIS);
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let lead = lead(&fleet.urls[0]).await;
     let q = quote(&lead, "O-2289").await;
     lead.call_tool("issue_refund", json!({"quote_id": q})).await.unwrap();
@@ -454,7 +454,7 @@ async fn a_claim_is_kept_as_long_as_any_state_it_answers_can_open() {
 
 /// One replica behind a relay (so its way to the API can be cut), and a lead saying yes.
 async fn linked_lead() -> (Fleet, ScriptedUser, Client<ScriptedUser>) {
-    let fleet = Fleet::start(&fernhill(), &FleetPlan { relayed: true, ..FleetPlan::new(1, REDIS) }).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &FleetPlan { relayed: true, ..FleetPlan::new(1, REDIS) }).await.unwrap();
     let user = ScriptedUser::always(chapter::release());
     let lead = Client::connect_http(user.clone(), &fleet.urls[0], 4).await.unwrap();
     (fleet, user, lead)

@@ -1,5 +1,5 @@
 //! `fernhill host` as a person uses it: the real binary in a pseudo-terminal, launching the
-//! real `fernhill serve` against the shop's API, with the test typing what the lead would type.
+//! real `fernhill-mcp serve` against the shop's API, with the test typing what the lead would type.
 //! The API then says what became of the refund.
 
 mod support;
@@ -9,7 +9,7 @@ use std::{process::Command, time::Duration};
 use expectrl::{Expect, Needle, Regex, Session, session::OsSession};
 use shop_api::{RefundId, RefundStatus};
 
-use support::{fernhill, shop, start_api};
+use support::{fernhill, fernhill_mcp, shop, start_api};
 
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
@@ -23,13 +23,13 @@ struct Terminal {
 }
 
 impl Terminal {
-    /// `fernhill host --call TOOL --args JSON -- fernhill serve`, in an xterm of 200×50.
+    /// `fernhill host --call TOOL --args JSON -- fernhill-mcp serve`, in an xterm of 200×50.
     /// Against the shop's API at `api`, its URL and its credential.
     fn host(api: (&str, &str), tool: &str, arguments: &str) -> Terminal {
         let mut command = Command::new(fernhill());
         command
             .args(["host", "--call", tool, "--args", arguments, "--"])
-            .arg(fernhill())
+            .arg(fernhill_mcp())
             .arg("serve")
             .env("SHOP_API_URL", api.0)
             .env("SHOP_API_TOKEN", api.1)

@@ -1,4 +1,4 @@
-//! `fernhill serve --http` on the wire: statuses, headers, no sessions at 2026-07-28 (2025-era
+//! `fernhill-mcp serve --http` on the wire: statuses, headers, no sessions at 2026-07-28 (2025-era
 //! clients get one), health and metrics.
 
 mod support;
@@ -7,7 +7,7 @@ use reqwest::{StatusCode, header::HeaderMap};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-use support::{KEY_A, ShopApiCommand, fernhill, start_api};
+use support::{KEY_A, ShopApiCommand, fernhill_mcp, start_api};
 
 struct Server {
     url: String,
@@ -21,7 +21,7 @@ async fn start(api: &shop_api::RunningApi) -> Server {
 
 /// As [`start`], with `extra` arguments.
 async fn start_with(api: &shop_api::RunningApi, extra: &[&str]) -> Server {
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.args(["serve", "--http", "127.0.0.1:0"]).args(extra).shop_api(api).env("SHOP_REQUEST_STATE_KEY", KEY_A);
     let (child, url) = support::spawn_printing_url(&mut command).await;
     Server { url, child, http: reqwest::Client::new() }
@@ -29,7 +29,7 @@ async fn start_with(api: &shop_api::RunningApi, extra: &[&str]) -> Server {
 
 /// As [`start`], against a shop's API at `api_url` that may not be there.
 async fn start_at(api_url: &str, extra: &[&str]) -> Server {
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--shop-api", api_url])
         .args(extra)
@@ -277,7 +277,7 @@ async fn readiness_follows_the_shop_api_and_turns_away_at_sigterm() {
     assert_eq!(said.text().await.unwrap(), "not ready\n");
 
     let api = start_api().await;
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.args(["serve", "--http", "127.0.0.1:0", "--drain-grace", "30"]).shop_api(&api);
     let (mut child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
     let base = url.trim_end_matches("/mcp").to_owned();
@@ -317,7 +317,7 @@ async fn sigterm_stops_the_server_cleanly() {
 #[tokio::test]
 async fn an_idle_server_no_balancer_watches_stops_at_once_on_ctrl_c() {
     let api = start_api().await;
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.args(["serve", "--http", "127.0.0.1:0", "--drain-grace", "30"]).shop_api(&api);
     let (mut child, _url, log) = support::spawn_printing_url_with_log(&mut command).await;
     let pid = child.id().unwrap().to_string();
@@ -560,7 +560,7 @@ async fn peer_strings_cannot_forge_log_lines() {
     let api = start_api().await;
     let forged = "7\n\u{1b}[2J\u{7}\u{85}\u{2028}\u{2029}\u{9b}2026-12-01T00:00:00Z  INFO refund released by a lead refund_id=R-0999";
     for format in ["text", "json"] {
-        let mut command = Command::new(fernhill());
+        let mut command = Command::new(fernhill_mcp());
         command.args(["serve", "--http", "127.0.0.1:0", "--log-format", format]).shop_api(&api).env("RUST_LOG", "info");
         let (child, url, log) = support::spawn_printing_url_with_log(&mut command).await;
         let server = Server { url, child, http: reqwest::Client::new() };
@@ -591,7 +591,7 @@ async fn peer_strings_cannot_forge_log_lines() {
 #[tokio::test]
 async fn a_question_waiting_at_sigterm_ends_in_words_within_the_drain_timeout() {
     let api = start_api().await;
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.args(["serve", "--http", "127.0.0.1:0", "--drain-grace", "20", "--drain-timeout", "1"]).shop_api(&api);
     let (mut child, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
     let session = support::legacy_session::LegacySession::open(&url, None).await;

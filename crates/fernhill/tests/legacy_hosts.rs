@@ -13,11 +13,11 @@ use serde_json::json;
 use shop_api::{RefundStatus, RunningApi};
 use tokio::process::Command;
 
-use support::{KEY_A, ShopApiCommand, fernhill, field, issue, start_api, status};
+use support::{KEY_A, ShopApiCommand, fernhill_mcp, field, issue, start_api, status};
 
-/// `fernhill serve --http` against `api`; the child and its MCP endpoint.
+/// `fernhill-mcp serve --http` against `api`; the child and its MCP endpoint.
 async fn http_server(api: &RunningApi) -> (tokio::process::Child, String) {
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.args(["serve", "--http", "127.0.0.1:0"]).shop_api(api).env("SHOP_REQUEST_STATE_KEY", KEY_A);
     support::spawn_printing_url(&mut command).await
 }
@@ -64,7 +64,7 @@ async fn python_legacy(api: &RunningApi, http: bool) -> String {
         client.args(["http", &api.url, &url]);
         Some(server)
     } else {
-        client.args(["stdio", &api.url, "--"]).arg(fernhill()).arg("serve");
+        client.args(["stdio", &api.url, "--"]).arg(fernhill_mcp()).arg("serve");
         None
     };
     let run = client.kill_on_drop(true).output();
@@ -139,7 +139,7 @@ async fn a_2025_host_pays_a_refund_through_the_providers_page() {
             let _ = flows.send(elicitation_id.clone());
         }
     });
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.arg("serve").shop_api(&api);
     support::pays_through(&mut command, &provider);
     let client = Client::connect_with(lead, TokioChildProcess::new(command).unwrap(), legacy()).await.unwrap();
@@ -165,7 +165,7 @@ async fn a_2025_question_nobody_answers_in_time_leaves_the_refund_held() {
         // A person who reads the question, then takes a phone call.
         std::thread::sleep(std::time::Duration::from_secs(3));
     });
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.args(["serve", "--state-ttl", "1"]).shop_api(&api);
     let client = Client::connect_with(slow, TokioChildProcess::new(command).unwrap(), legacy()).await.unwrap();
     let late = issue(&client, "O-2289").await;
@@ -207,7 +207,7 @@ impl rmcp::ClientHandler for WalksAway {
 async fn a_2025_host_that_goes_away_while_asked_leaves_the_refund_held() {
     use std::process::Stdio;
     let api = start_api().await;
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.arg("serve").shop_api(&api).env("SHOP_REQUEST_STATE_KEY", KEY_A).env("RUST_LOG", "info");
     let (transport, stderr) = TokioChildProcess::builder(command).stderr(Stdio::piped()).spawn().unwrap();
     let log = support::Log::default();

@@ -1,5 +1,5 @@
 //! A fleet behind a real load balancer: HAProxy from Debian with the repository's
-//! `deploy/haproxy.cfg`, in front of 3 `fernhill serve --http` replicas that share one key and
+//! `deploy/haproxy.cfg`, in front of 3 `fernhill-mcp serve --http` replicas that share one key and
 //! the machine's Redis. 2026-07-28 requests spread round-robin, so a call's rounds land on
 //! different replicas; a 2025-era client's session sticks to the replica that made it, and goes
 //! on on another when that one is gone (the session is kept in Redis), and back when it
@@ -18,7 +18,7 @@ use serde_json::json;
 use shop_api::{RefundId, RefundStatus};
 use tokio::process::Child;
 
-use support::{Balancer, ask, fernhill, legacy_session::LegacySession, quote, shop};
+use support::{Balancer, ask, fernhill_mcp, legacy_session::LegacySession, quote, shop};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
@@ -40,7 +40,7 @@ async fn issue(client: &Client<ScriptedUser>, order: &str) -> String {
 
 #[tokio::test]
 async fn a_2026_client_and_a_2025_client_confirm_and_decline_through_haproxy() {
-    let fleet = Fleet::start(&fernhill(), &FleetPlan::new(3, REDIS)).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &FleetPlan::new(3, REDIS)).await.unwrap();
     let (_haproxy, url) = balancer(&fleet);
 
     let modern_lead = ScriptedUser::in_turn([chapter::release(), Answer::Decline]);
@@ -71,7 +71,7 @@ async fn a_2026_client_and_a_2025_client_confirm_and_decline_through_haproxy() {
 /// store. Nothing is lost and nothing is released twice.
 #[tokio::test]
 async fn a_replica_stopped_mid_question_loses_no_answer() {
-    let mut fleet = Fleet::start(&fernhill(), &FleetPlan::new(3, REDIS)).await.unwrap();
+    let mut fleet = Fleet::start(&fernhill_mcp(), &FleetPlan::new(3, REDIS)).await.unwrap();
     let (_haproxy, url) = balancer(&fleet);
     let client = Client::connect_http_with(ScriptedUser::always(chapter::release()), &url, 4, modern()).await.unwrap();
     let quote_id = quote(&client, "O-2289").await;
@@ -94,7 +94,7 @@ async fn a_replica_stopped_mid_question_loses_no_answer() {
 /// answers, with no new `initialize` from the client (a shared `--store` shares the sessions).
 #[tokio::test]
 async fn a_2025_session_whose_replica_is_gone_goes_on_elsewhere() {
-    let mut fleet = Fleet::start(&fernhill(), &FleetPlan::new(3, REDIS)).await.unwrap();
+    let mut fleet = Fleet::start(&fernhill_mcp(), &FleetPlan::new(3, REDIS)).await.unwrap();
     let (_haproxy, url) = balancer(&fleet);
     let http = reqwest::Client::new();
     let post = |to: &str, session: Option<&str>, body: serde_json::Value| {
@@ -142,7 +142,7 @@ async fn a_2025_session_whose_replica_is_gone_goes_on_elsewhere() {
 #[tokio::test]
 async fn with_local_sessions_a_2025_session_is_its_replicas_alone() {
     let plan = FleetPlan { extra: vec!["--local-sessions".to_owned()], ..FleetPlan::new(2, REDIS) };
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let here = LegacySession::open(&fleet.urls[0], None).await;
     let lookup = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "lookup_order", "arguments": {"order_id": "O-2289"}}});
@@ -158,7 +158,7 @@ async fn with_local_sessions_a_2025_session_is_its_replicas_alone() {
 /// session now is, is asked again and released once.
 #[tokio::test]
 async fn a_2025_question_whose_answer_reaches_another_replica_ends_in_words_and_is_asked_there() {
-    let fleet = Fleet::start(&fernhill(), &FleetPlan::new(2, REDIS)).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &FleetPlan::new(2, REDIS)).await.unwrap();
     let here = LegacySession::open(&fleet.urls[0], None).await;
     let there = here.at(&fleet.urls[1]);
     let quoted = here.call(2, "quote_refund", json!({"order_id": "O-5150"})).await.response(2).await;
@@ -195,7 +195,7 @@ async fn a_rolling_restart_fails_no_confirmation() {
         extra: ["--drain-grace", "3", "--drain-timeout", "2"].map(str::to_owned).to_vec(),
         ..FleetPlan::new(3, REDIS)
     };
-    let mut fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let mut fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let (_haproxy, url) = balancer(&fleet);
     // Rounds of load, each with orders of its own, until the three replicas have been rolled.
     let rounds: Vec<LoadPlan> =
@@ -257,7 +257,7 @@ async fn a_rolling_restart_fails_no_confirmation() {
     };
     let roll = async {
         for index in 0..3 {
-            fleet.roll(&fernhill(), index, &plan).await.unwrap();
+            fleet.roll(&fernhill_mcp(), index, &plan).await.unwrap();
         }
         rolled.store(true, std::sync::atomic::Ordering::SeqCst);
     };

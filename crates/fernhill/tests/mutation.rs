@@ -1,6 +1,6 @@
 //! A mutation fuzzer against a running server: a lead's real confirmations are recorded on the
 //! wire (`fernhill wire --upstream`), then altered copies of the recorded requests are sent to
-//! `fernhill serve --http`: bytes flipped, cut, doubled or inserted; JSON values swapped for
+//! `fernhill-mcp serve --http`: bytes flipped, cut, doubled or inserted; JSON values swapped for
 //! others of any type, keys dropped or added; headers dropped or changed. Every answer must be
 //! below 500, the connection must never fail, and afterwards the server must still be running
 //! and confirm a refund. `FERNHILL_MUTATION_CASES` sets the count (CI: 3,000); the seed is
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 
 use shop_api::RefundStatus;
-use support::{KEY_A, ShopApiCommand, fernhill, shop, start_api};
+use support::{KEY_A, ShopApiCommand, fernhill, fernhill_mcp, shop, start_api};
 
 const CI_CASES: usize = 3000;
 const AT_ONCE: usize = 8;
@@ -177,7 +177,7 @@ async fn altered_copies_of_recorded_requests_get_no_5xx_and_the_server_keeps_ser
     println!("mutation fuzzer: {cases} cases, seed {seed} (FERNHILL_MUTATION_SEED={seed} replays it)");
 
     let api = start_api().await;
-    let mut serve = Command::new(fernhill());
+    let mut serve = Command::new(fernhill_mcp());
     serve.args(["serve", "--http", "127.0.0.1:0"]).shop_api(&api).env("SHOP_REQUEST_STATE_KEY", KEY_A);
     let (mut server, url) = support::spawn_printing_url(&mut serve).await;
 

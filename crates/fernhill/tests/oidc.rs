@@ -24,7 +24,7 @@ use tokio::{
     process::{Child, Command},
 };
 
-use support::{Balancer, ShopApiCommand, fernhill, shop, start_api};
+use support::{Balancer, ShopApiCommand, fernhill, fernhill_mcp, shop, start_api};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
@@ -47,7 +47,7 @@ fn lead(client_id: &str) -> Credentials {
 }
 
 async fn serve(api: &RunningApi, issuer: &str) -> (Child, String) {
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", issuer]).shop_api(api);
     support::spawn_printing_url(&mut command).await
 }
@@ -106,7 +106,7 @@ async fn a_fleet_with_auth_opens_a_state_for_its_caller_on_any_replica_and_never
     let front = Balancer::bind();
     let mut plan = FleetPlan::new(3, REDIS);
     plan.extra = ["--auth-issuer", &issuer_url, "--public-url", &front.url].map(str::to_owned).to_vec();
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let url = front.url.clone();
     let _haproxy = front.start(&fleet);
 
@@ -283,12 +283,12 @@ async fn the_host_signs_in_in_a_browser_and_steps_up_for_refunds_write() {
 #[tokio::test]
 async fn opaque_tokens_are_checked_by_introspection_and_only_a_person_s_decides() {
     let (api, (_issuer, issuer_url)) = (start_api().await, issuer_of("opaque").await);
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer_url])
         .shop_api(&api)
         .args(["--auth-introspection", "--auth-client-id", "fernhill-mcp"])
-        .env("SHOP_AUTH_CLIENT_SECRET", "fernhill-mcp-secret");
+        .env("FERNHILL_AUTH_CLIENT_SECRET", "fernhill-mcp-secret");
     let (_server, url) = support::spawn_printing_url(&mut command).await;
     let report = leads_confirm(&url, &api, 100_001, 2, lead("lead")).await;
     assert_eq!(report.released, 0, "{}", report.render());
@@ -361,7 +361,7 @@ async fn with_pairwise_subjects_a_requester_signing_in_on_the_page_cannot_releas
     let store = shop_api::Store::open(None).unwrap().with_approval(shop_api::Approval::AnotherLead);
     let api = shop_api::spawn_loopback(std::sync::Arc::new(store)).await.unwrap();
     let serve_with = |extra: &[&str]| {
-        let mut command = Command::new(fernhill());
+        let mut command = Command::new(fernhill_mcp());
         command
             .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer_url, "--approval", "another-lead"])
             .args(["--approvals-client-id", "approvals", "--approvals-client-secret", "approvals-secret"])
@@ -528,7 +528,7 @@ async fn page_signs_in_and_releases(link: &str, login: &str) -> String {
 #[tokio::test]
 async fn with_confirm_on_page_a_host_that_accepts_everything_releases_nothing() {
     let (api, (_issuer, issuer_url)) = (start_api().await, issuer().await);
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command
         .args(["serve", "--http", "127.0.0.1:0", "--auth-issuer", &issuer_url, "--confirm-on", "page"])
         .args(["--approvals-client-id", "approvals", "--approvals-client-secret", "approvals-secret"])

@@ -19,7 +19,7 @@ use tokio::{
 };
 
 use shop_api::RunningApi;
-use support::{KEY_A, ShopApiCommand, fernhill, start_api};
+use support::{KEY_A, ShopApiCommand, fernhill_mcp, start_api};
 
 /// Long enough for any server on this machine to act, short enough to fail a test soon.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -36,7 +36,7 @@ async fn past_the_bound_new_calls_are_shed_as_rounds_and_no_answer_is_lost() {
     // rounds (the Python SDK's cap); a lead who was asked and answered always finishes.
     let plan =
         FleetPlan { relayed: true, extra: vec!["--max-tool-calls".into(), "1".into()], ..FleetPlan::new(1, "memory") };
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     fleet.set_api(Condition::Slow(Duration::from_millis(10)));
     let load = LoadPlan { decline_every: 4, replay_every: 5, ..fleet.load_plan(64).unwrap() };
     let report = leads::run(&load).await.unwrap();
@@ -52,7 +52,7 @@ async fn past_the_bound_new_calls_are_shed_as_rounds_and_no_answer_is_lost() {
 
 async fn serve(extra: &[&str]) -> (tokio::process::Child, String, RunningApi) {
     let api = start_api().await;
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.args(["serve", "--http", "127.0.0.1:0"]).shop_api(&api).args(extra).env("SHOP_REQUEST_STATE_KEY", KEY_A);
     let (child, url) = support::spawn_printing_url(&mut command).await;
     (child, url, api)

@@ -16,7 +16,7 @@ use mrtr::client::{Client, ScriptedUser, params, retry};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use support::{ask, fernhill, quote};
+use support::{ask, fernhill_mcp, quote};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 /// How long Prometheus may take to see what a test waits for (it scrapes and evaluates each second).
@@ -59,7 +59,7 @@ async fn until(prometheus: &str, path: &str, found: impl Fn(&Value) -> bool) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_scrapes_a_fleet_and_a_burst_of_tampered_states_fires_its_alert() {
     let plan = FleetPlan::new(2, REDIS);
-    let fleet = Fleet::start(&fernhill(), &plan).await.unwrap();
+    let fleet = Fleet::start(&fernhill_mcp(), &plan).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let targets: Vec<String> =
         fleet.admin_urls.iter().map(|url| url.trim_start_matches("http://").to_owned()).collect();

@@ -1,4 +1,4 @@
-//! The Python SDK's client (mcp 2.3.0) runs the six example programs against `fernhill serve`,
+//! The Python SDK's client (mcp 2.3.0) runs the six example programs against `fernhill-mcp serve`,
 //! over stdio and over Streamable HTTP, and prints exactly the reference output in `tests/book/`.
 //! The wire goes through `fernhill wire`, as the Python reference programs go through `lib.wire`.
 
@@ -11,7 +11,7 @@ use std::{path::PathBuf, sync::Arc};
 use payment_provider::ProviderState;
 use tokio::process::Command;
 
-use support::{book, fernhill, python, start_api};
+use support::{book, fernhill, fernhill_mcp, python, start_api};
 
 const PROGRAMS: [&str; 6] = [
     "refund-waits-for-answer",
@@ -49,7 +49,7 @@ async fn run(program: &str, http: bool) -> String {
     client.arg(script()).arg(program).envs(env.iter().map(|(k, v)| (*k, v.as_str())));
     let mut _running = Vec::new();
     if http {
-        let mut serve = Command::new(fernhill());
+        let mut serve = Command::new(fernhill_mcp());
         serve.args(serve_args(program)).args(["--http", "127.0.0.1:0"]).envs(env.iter().map(|(k, v)| (*k, v.as_str())));
         let (server, url) = support::spawn_printing_url(&mut serve).await;
         let mut wire = Command::new(fernhill());
@@ -58,7 +58,7 @@ async fn run(program: &str, http: bool) -> String {
         _running.extend([server, relay]);
         client.args(["http", &api.url]).arg(&log).arg(relayed);
     } else {
-        client.args(["stdio", &api.url]).arg(&log).arg("--").arg(fernhill()).args(serve_args(program));
+        client.args(["stdio", &api.url]).arg(&log).arg("--").arg(fernhill_mcp()).args(serve_args(program));
     }
     let output = client.output_within().await;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();

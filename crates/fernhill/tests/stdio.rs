@@ -1,4 +1,4 @@
-//! `fernhill serve` over stdio, fed bad lines as a broken or hostile host would: each gets a
+//! `fernhill-mcp serve` over stdio, fed bad lines as a broken or hostile host would: each gets a
 //! JSON-RPC error with `"id": null` (-32700 for what is not JSON, -32600 for what is not one
 //! JSON-RPC message), nothing else reaches stdout, and the server goes on answering. And
 //! `fernhill-mcp serve` answers every request however a host connects its stdin and stdout.
@@ -18,7 +18,7 @@ use tokio::{
     process::Command,
 };
 
-use support::{ShopApiCommand, fernhill, fernhill_mcp, start_api};
+use support::{ShopApiCommand, fernhill_mcp, start_api};
 
 fn meta() -> Value {
     json!({
@@ -31,7 +31,7 @@ fn meta() -> Value {
 #[tokio::test]
 async fn bad_lines_get_json_rpc_errors_and_the_server_goes_on() {
     let api = start_api().await;
-    let mut server = Command::new(fernhill())
+    let mut server = Command::new(fernhill_mcp())
         .arg("serve")
         .shop_api(&api)
         .env("RUST_LOG", "error")

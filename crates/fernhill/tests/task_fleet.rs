@@ -9,12 +9,12 @@
 mod support;
 
 use load::waiting_tasks::{self, TaskStrike, TasksPlan};
-use support::fernhill;
+use support::fernhill_mcp;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_waiting_tasks_outlive_every_replica_and_a_failover_and_end_as_their_leads_said() {
     let plan = TasksPlan::default();
-    let books = waiting_tasks::run(&fernhill(), &plan).await.unwrap();
+    let books = waiting_tasks::run(&fernhill_mcp(), &plan).await.unwrap();
     let table = books.render();
     println!("{table}");
     assert_eq!((books.tasks, books.waiting), (1_000, 1_000), "{table}");
@@ -39,7 +39,7 @@ async fn a_thousand_waiting_tasks_outlive_every_replica_and_a_failover_and_end_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_tasks_outlive_a_crash_of_their_redis_and_end_as_their_leads_said() {
     let plan = TasksPlan { tasks: 300, strike: TaskStrike::RestartRedis, ..TasksPlan::default() };
-    let books = waiting_tasks::run(&fernhill(), &plan).await.unwrap();
+    let books = waiting_tasks::run(&fernhill_mcp(), &plan).await.unwrap();
     let table = books.render();
     println!("{table}");
     assert_eq!((books.tasks, books.waiting, books.struck), (300, 300, Some(TaskStrike::RestartRedis)), "{table}");

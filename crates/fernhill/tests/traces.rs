@@ -20,7 +20,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, GetTaskParams, Reques
 use serde_json::json;
 use tokio::{process::Command, sync::Notify};
 
-use support::{KEY_A, fernhill};
+use support::{KEY_A, fernhill, fernhill_mcp};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 const HOST_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -154,7 +154,7 @@ async fn traced_fleet(extra: &[&str]) -> Traced {
     let mut replicas = Vec::new();
     for instance in ["replica-a", "replica-b"] {
         let audit_log = trail.path().join(format!("{instance}.jsonl"));
-        let mut serve = Command::new(fernhill());
+        let mut serve = Command::new(fernhill_mcp());
         serve
             .args([
                 "serve",

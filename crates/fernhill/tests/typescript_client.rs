@@ -1,4 +1,4 @@
-//! The TypeScript SDK's clients drive `fernhill serve` over stdio and over Streamable HTTP:
+//! The TypeScript SDK's clients drive `fernhill-mcp serve` over stdio and over Streamable HTTP:
 //! - v2's 2026-07-28 client (`@modelcontextprotocol/client` 2.4.0, pinned to 2026-07-28): one
 //!   refund released, one declined. Over stdio that client starts the server twice (the first
 //!   only answers `server/discover`, then gets SIGTERM); the server takes it calmly.
@@ -21,7 +21,7 @@ use std::time::Duration;
 use shop_api::{RefundId, RefundStatus};
 use tokio::process::Command;
 
-use support::{ShopApiCommand, fernhill, shop, start_api};
+use support::{ShopApiCommand, fernhill_mcp, shop, start_api};
 
 /// One SDK from npm, and the script that drives it.
 struct Sdk {
@@ -63,14 +63,14 @@ first question: Refund 180.00 on order O-2289? It is above the policy limit, so 
 #[tokio::test]
 async fn the_typescript_client_confirms_and_declines_over_stdio() {
     let api = start_api().await;
-    let binary = fernhill().display().to_string();
+    let binary = fernhill_mcp().display().to_string();
     assert_eq!(node(&V2, &["stdio", &binary, &api.url], api.token.as_deref()).await, EXPECTED);
 }
 
 #[tokio::test]
 async fn the_typescript_client_confirms_and_declines_over_http() {
     let api = start_api().await;
-    let mut serve = Command::new(fernhill());
+    let mut serve = Command::new(fernhill_mcp());
     serve.args(["serve", "--http", "127.0.0.1:0"]).shop_api(&api);
     let (_server, url) = support::spawn_printing_url(&mut serve).await;
     assert_eq!(node(&V2, &["http", &url], None).await, EXPECTED);
@@ -112,7 +112,7 @@ async fn assert_released_cancelled_held(api: &shop_api::RunningApi) {
 #[tokio::test]
 async fn the_2025_typescript_client_confirms_and_declines_over_stdio() {
     let api = start_api().await;
-    let binary = fernhill().display().to_string();
+    let binary = fernhill_mcp().display().to_string();
     assert_eq!(node(&V1, &["stdio", &binary, &api.url], api.token.as_deref()).await, LEGACY);
     assert_released_cancelled_held(&api).await;
 }
@@ -120,7 +120,7 @@ async fn the_2025_typescript_client_confirms_and_declines_over_stdio() {
 #[tokio::test]
 async fn the_2025_typescript_client_confirms_and_declines_over_http() {
     let api = start_api().await;
-    let mut serve = Command::new(fernhill());
+    let mut serve = Command::new(fernhill_mcp());
     serve.args(["serve", "--http", "127.0.0.1:0"]).shop_api(&api);
     let (_server, url) = support::spawn_printing_url(&mut serve).await;
     assert_eq!(node(&V1, &["http", &url], None).await, LEGACY);

@@ -544,15 +544,15 @@ mod tests {
 
     #[test]
     fn the_server_is_named_by_its_word_and_by_the_command_that_started_it() {
-        let shown = started_as("/usr/local/bin/fernhill", &["serve".to_owned()]);
-        assert_eq!(shown, "fernhill serve");
+        let shown = started_as("/usr/local/bin/fernhill-mcp", &["serve".to_owned()]);
+        assert_eq!(shown, "fernhill-mcp serve");
         let shown = format!("started as `{shown}`");
         let server = Implementation::new("shop", "0.1.0").with_title("Fernhill \x1b[2Jshop");
         assert_eq!(
             server_label(Some(&server), &shown),
-            "Fernhill \\u{1b}[2Jshop (server \"shop\" 0.1.0, started as `fernhill serve`)"
+            "Fernhill \\u{1b}[2Jshop (server \"shop\" 0.1.0, started as `fernhill-mcp serve`)"
         );
-        assert_eq!(server_label(None, &shown), "the server started as `fernhill serve`");
+        assert_eq!(server_label(None, &shown), "the server started as `fernhill-mcp serve`");
         assert!(parse_arguments(Some("[1]")).is_err());
         assert!(parse_arguments(Some("{")).is_err());
         assert_eq!(parse_arguments(None).unwrap(), json!({}));

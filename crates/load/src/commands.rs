@@ -53,12 +53,12 @@ pub struct ArrivalOptions {
     pub patience: Duration,
 }
 
-/// The `fernhill` binary the started servers run.
+/// The `fernhill-mcp` binary the started servers run.
 #[derive(Args)]
 pub struct ProgramOptions {
-    /// The fernhill binary the replicas run (by default the one beside this program).
+    /// The fernhill-mcp binary the replicas run (by default the one beside this program).
     #[arg(long, value_name = "PATH")]
-    pub fernhill: Option<PathBuf>,
+    pub fernhill_mcp: Option<PathBuf>,
 }
 
 /// What the leads do on the servers: confirm, leave their questions open, or arrive at a rate.
@@ -81,7 +81,7 @@ pub struct WorkOptions {
     pub arrivals: ArrivalOptions,
 }
 
-/// How the leads authorize with servers that ask for OAuth (`fernhill serve --auth-issuer`).
+/// How the leads authorize with servers that ask for OAuth (`fernhill-mcp serve --auth-issuer`).
 #[derive(Args)]
 pub struct AuthOptions {
     /// Authorize as this OAuth client with the client credentials grant.
@@ -125,7 +125,7 @@ pub struct ConfirmOptions {
 /// `fleet`: replicas started here.
 #[derive(Args)]
 pub struct FleetOptions {
-    /// Replicas of `fernhill serve --http` to start, beside a fresh shop API that has an order
+    /// Replicas of `fernhill-mcp serve --http` to start, beside a fresh shop API that has an order
     /// for each confirmation.
     #[arg(long, default_value_t = 1)]
     pub replicas: usize,
@@ -453,11 +453,11 @@ fn report_and_check(plan: &LoadPlan, report: &Report) -> anyhow::Result<()> {
 }
 
 impl ProgramOptions {
-    /// The fernhill binary: the one given, or the one beside this program.
+    /// The fernhill-mcp binary: the one given, or the one beside this program.
     fn path(self) -> anyhow::Result<PathBuf> {
-        match self.fernhill {
+        match self.fernhill_mcp {
             Some(program) => Ok(program),
-            None => Ok(std::env::current_exe().context("finding this program")?.with_file_name("fernhill")),
+            None => Ok(std::env::current_exe().context("finding this program")?.with_file_name("fernhill-mcp")),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The floor: a bare axum JSON service on loopback that answers every MCP request of a
-//! confirmation with the shape and size of what `fernhill serve --http` answers, and does none
+//! confirmation with the shape and size of what `fernhill-mcp serve --http` answers, and does none
 //! of the work (no tools, no sealing, no records, no shop API behind it). Driven by the same
 //! leads over the same client and kept-alive connections, its CPU time and latency per
 //! confirmation are what any server pays at least for HTTP and JSON on this machine: the

@@ -196,7 +196,7 @@ pub fn render(rows: &[FaultRow]) -> String {
     out
 }
 
-/// Run `fault` against a fresh relayed fleet of `program` (the fernhill binary) on a fresh Redis.
+/// Run `fault` against a fresh relayed fleet of `program` (the fernhill-mcp binary) on a fresh Redis.
 pub async fn run(program: &Path, fault: Fault, plan: &FaultPlan) -> anyhow::Result<FaultRow> {
     let dir = tempfile::tempdir().context("a directory for the run's Redis")?;
     let (mut redis, mut sentinels, mut cluster) = (None, None, None);

@@ -1,4 +1,4 @@
-//! A fleet on this machine: a fresh shop API and several `fernhill serve --http` replicas that
+//! A fleet on this machine: a fresh shop API and several `fernhill-mcp serve --http` replicas that
 //! share one sealing key and one store, with no stickiness between them. Relayed
 //! ([`FleetPlan::relayed`]), every replica and the API sit behind a [`Relay`] each, so a fault
 //! run can cut or slow them, and a restarted replica keeps its address.
@@ -88,7 +88,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 impl Fleet {
-    /// Start a fresh in-memory API and `plan.replicas` replicas of `program` (the fernhill binary).
+    /// Start a fresh in-memory API and `plan.replicas` replicas of `program` (the fernhill-mcp binary).
     pub async fn start(program: &Path, plan: &FleetPlan) -> anyhow::Result<Fleet> {
         let store = Arc::new(Store::open(None)?);
         let api = shop_api::spawn_loopback(store.clone()).await.context("starting the shop's API")?;

@@ -9,7 +9,7 @@
 //! - `confirmation`: one confirmation as its lead lived it, and how it ended;
 //! - [`report`]: what a run of leads found: its confirmations counted, percentiles per step,
 //!   the books, the servers' CPU time and memory, and the report as a person reads it;
-//! - [`fleet`]: a fresh shop API and several `fernhill serve --http` replicas sharing one key
+//! - [`fleet`]: a fresh shop API and several `fernhill-mcp serve --http` replicas sharing one key
 //!   and one store, with no stickiness; a replica can be killed and restarted.
 //! - [`arrivals`]: confirmations arriving at a fixed rate (an open loop, to overload a
 //!   server), and the goodput: those finished within a person's patience;

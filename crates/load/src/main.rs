@@ -36,7 +36,7 @@ enum Command {
     ///
     /// Example: fernhill-load confirm --url http://127.0.0.1:8711/mcp --shop-api http://127.0.0.1:8710
     Confirm(ConfirmOptions),
-    /// Start a fleet here and confirm refunds on it: replicas of `fernhill serve --http` beside a
+    /// Start a fleet here and confirm refunds on it: replicas of `fernhill-mcp serve --http` beside a
     /// fresh shop API.
     ///
     /// The replicas share one sealing key and one store (--store), with no stickiness: a call's
@@ -61,7 +61,7 @@ enum Command {
     /// Start a stdio server RUNS times, each until it answers `server/discover`, and report the
     /// time to that answer and the peak memory.
     ///
-    /// Example: fernhill-load cold-start 20 -- fernhill serve --shop-api http://127.0.0.1:8710
+    /// Example: fernhill-load cold-start 20 -- fernhill-mcp serve --shop-api http://127.0.0.1:8710
     ColdStart(ColdStartOptions),
     /// Strike fleets with faults under load, and print a table of what the leads saw and where
     /// the refunds ended.

@@ -260,7 +260,7 @@ impl Clients {
     }
 }
 
-/// Run the fleet test with `program` (the fernhill binary): make the tasks, strike, answer,
+/// Run the fleet test with `program` (the fernhill-mcp binary): make the tasks, strike, answer,
 /// and keep the books.
 pub async fn run(program: &Path, plan: &TasksPlan) -> anyhow::Result<TaskBooks> {
     let dir = tempfile::tempdir().context("a directory for the run's Redis and audit trails")?;

@@ -14,7 +14,10 @@ use mrtr::{
 };
 
 const KEEP: Duration = Duration::from_secs(600);
-const LEAD: &str = "https://id.example lead-1";
+/// The tasks' owner.
+fn lead() -> mrtr::boundary::Principal {
+    mrtr::boundary::Principal::new("https://id.example", "lead-1")
+}
 
 /// One cluster at a time in this binary: two clusters' nodes started side by side pick their
 /// ports (and their buses') by binding and letting go, and a port one cluster let go of may be
@@ -107,7 +110,7 @@ async fn a_task_told_of_survives_its_primary_killed_and_the_store_answers_again_
     let hour = Duration::from_secs(3600);
     let mut told = Vec::new();
     for _ in 0..30 {
-        let task = TaskRecord::new(Some(LEAD.to_owned()), "issue_refund", hour, hour / 720, tasks.now());
+        let task = TaskRecord::new(Some(lead()), "issue_refund", hour, hour / 720, tasks.now());
         tasks.create(&task).await.unwrap();
         told.push(task.id);
     }
@@ -123,7 +126,8 @@ async fn a_task_told_of_survives_its_primary_killed_and_the_store_answers_again_
 
     // Every task the client was told of is read back (a replica acknowledged each before).
     for id in &told {
-        let read = tasks.get(id.as_str(), Some(LEAD), None).await.unwrap_or_else(|error| panic!("{}", error.message));
+        let read =
+            tasks.get(id.as_str(), Some(&lead()), None).await.unwrap_or_else(|error| panic!("{}", error.message));
         assert_eq!(serde_json::to_value(read).unwrap()["status"], "working");
     }
     for key in 0..30 {

@@ -10,9 +10,9 @@ fn load() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fernhill-load"))
 }
 
-/// The `fernhill` binary the fleet runs: built beside this one by `cargo test --workspace`.
-fn fernhill() -> PathBuf {
-    let path = load().with_file_name("fernhill");
+/// The `fernhill-mcp` binary the fleet runs: built beside this one by `cargo test --workspace`.
+fn fernhill_mcp() -> PathBuf {
+    let path = load().with_file_name("fernhill-mcp");
     assert!(path.exists(), "{} was not built: run the tests with cargo test --workspace", path.display());
     path
 }
@@ -47,11 +47,14 @@ async fn help_says_what_each_subcommand_does() {
                 "--token-command",
             ],
         ),
-        ("fleet", &["--replicas", "--store", "--fernhill", "--replica-log", "--leads", "--leave-unanswered", "--rate"]),
+        (
+            "fleet",
+            &["--replicas", "--store", "--fernhill-mcp", "--replica-log", "--leads", "--leave-unanswered", "--rate"],
+        ),
         ("echo", &["--leads", "--confirmations", "--pid"]),
         ("cold-start", &["<RUNS>", "<COMMAND>", "server/discover"]),
-        ("faults", &["--all", "kill-replica", "fail-over-redis", "api-slow", "--confirmations", "--fernhill"]),
-        ("overload", &["--duration", "--patience", "--fernhill"]),
+        ("faults", &["--all", "kill-replica", "fail-over-redis", "api-slow", "--confirmations", "--fernhill-mcp"]),
+        ("overload", &["--duration", "--patience", "--fernhill-mcp"]),
     ];
     for (subcommand, flags) in expected {
         let text = help(&[subcommand]).await;
@@ -65,8 +68,8 @@ async fn help_says_what_each_subcommand_does() {
 async fn a_fleet_it_starts_releases_every_refund_once() {
     let run = Command::new(load())
         .args(["fleet", "--replicas", "2", "--store", "redis://127.0.0.1:6379", "--leads", "2", "--confirmations", "6"])
-        .arg("--fernhill")
-        .arg(fernhill())
+        .arg("--fernhill-mcp")
+        .arg(fernhill_mcp())
         .kill_on_drop(true)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(120), run).await.expect("the run ended").unwrap();
@@ -121,8 +124,8 @@ async fn the_architectures_floor_calls_the_shops_api_and_its_books_hold() {
 
 #[tokio::test]
 async fn questions_left_unanswered_leave_their_refunds_held() {
-    let fernhill = fernhill().display().to_string();
-    let args = ["fleet", "--leave-unanswered", "--leads", "2", "--confirmations", "8", "--fernhill", &fernhill];
+    let fernhill_mcp = fernhill_mcp().display().to_string();
+    let args = ["fleet", "--leave-unanswered", "--leads", "2", "--confirmations", "8", "--fernhill-mcp", &fernhill_mcp];
     let (ok, stdout, stderr) = run(&args).await;
     assert!(ok, "{stdout}\n{stderr}");
     assert!(stdout.contains("confirmations: 8 in "), "{stdout}");
@@ -131,9 +134,9 @@ async fn questions_left_unanswered_leave_their_refunds_held() {
 
 #[tokio::test]
 async fn a_stdio_servers_cold_start_is_timed_and_an_answer_of_the_wrong_kind_is_refused() {
-    let fernhill = fernhill().display().to_string();
+    let fernhill_mcp = fernhill_mcp().display().to_string();
     // The shop's API is not asked before the first tool call: none needs to run.
-    let args = ["cold-start", "2", "--", &fernhill, "serve", "--shop-api", "http://127.0.0.1:9"];
+    let args = ["cold-start", "2", "--", &fernhill_mcp, "serve", "--shop-api", "http://127.0.0.1:9"];
     let (ok, stdout, stderr) = run(&args).await;
     assert!(ok, "{stdout}\n{stderr}");
     assert!(stdout.contains("cold start to the server/discover answer, 2 runs: p50 "), "{stdout}");
@@ -151,8 +154,12 @@ async fn a_stdio_servers_cold_start_is_timed_and_an_answer_of_the_wrong_kind_is_
 
 #[tokio::test]
 async fn a_fleet_without_a_shared_store_is_refused_before_it_starts() {
-    let output =
-        Command::new(load()).args(["fleet", "--replicas", "2", "--fernhill"]).arg(fernhill()).output().await.unwrap();
+    let output = Command::new(load())
+        .args(["fleet", "--replicas", "2", "--fernhill-mcp"])
+        .arg(fernhill_mcp())
+        .output()
+        .await
+        .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("2 replicas need a store they share, such as --store redis://"), "{stderr}");

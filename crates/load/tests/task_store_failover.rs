@@ -8,7 +8,10 @@ use std::time::Duration;
 use load::sentinel::SentinelGroup;
 use mrtr::tasks::{TaskRecord, TaskTimes, Tasks};
 
-const LEAD: &str = "https://id.example lead-1";
+/// The tasks' owner.
+fn lead() -> mrtr::boundary::Principal {
+    mrtr::boundary::Principal::new("https://id.example", "lead-1")
+}
 
 #[tokio::test]
 async fn a_task_told_of_survives_a_failover_at_once_and_the_next_read_reaches_the_new_primary() {
@@ -20,10 +23,10 @@ async fn a_task_told_of_survives_a_failover_at_once_and_the_next_read_reaches_th
         let store = mrtr::tasks::from_url(&group.store_url(), "failover:", Duration::from_secs(60)).unwrap();
         let tasks = Tasks::new(store, TaskTimes::default());
         let hour = Duration::from_secs(3600);
-        let task = TaskRecord::new(Some(LEAD.to_owned()), "issue_refund", hour, hour / 720, tasks.now());
+        let task = TaskRecord::new(Some(lead()), "issue_refund", hour, hour / 720, tasks.now());
         tasks.create(&task).await.unwrap();
         group.fail_over().await.unwrap();
-        let read = tasks.get(task.id.as_str(), Some(LEAD), None).await;
+        let read = tasks.get(task.id.as_str(), Some(&lead()), None).await;
         let read = read.unwrap_or_else(|error| panic!("round {round}: {}", error.message));
         assert_eq!(serde_json::to_value(read).unwrap()["status"], "working", "round {round}");
     }

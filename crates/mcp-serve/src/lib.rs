@@ -21,7 +21,7 @@
 //! A server over stdio takes [`stdio_pipes`] alone: stdin and stdout on the event loop.
 //!
 //! [`config::HttpConfig`] holds every setting, each with its default. Nothing here knows what
-//! the handler does; the environment twins of the settings carry this project's `SHOP_` names.
+//! the handler does; the environment twins of the settings carry the house's `FERNHILL_` names.
 
 pub mod client_address;
 pub mod config;

@@ -9,11 +9,13 @@
 use serde_json::Value;
 use web_service::JsonClient;
 
-use crate::SERVICE_NAME;
 use crate::model::{Flow, NewFlow, Payment, PaymentRequest};
 
 pub use web_service::ServiceCallError as ProviderError;
 pub use web_service::client::TIMEOUT;
+
+/// How messages name this service inside a sentence.
+pub const SERVICE_NAME: &str = "the payment provider";
 
 /// What a [`ProviderError`] means for paying. A trait because the error type
 /// is `web-service`'s: import it to call [`is_not_finished`] on an error.

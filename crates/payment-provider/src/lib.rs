@@ -42,7 +42,7 @@ pub use web_service::timestamp;
 
 #[cfg(feature = "server")]
 pub use accounts::{Accounts, DEMO_ACCOUNTS};
-pub use client::{PaymentProvider, ProviderError, ProviderErrorExt};
+pub use client::{PaymentProvider, ProviderError, ProviderErrorExt, SERVICE_NAME};
 pub use ids::{Amount, FlowId, IdError, RefundId, Username, random_flow_id};
 pub use model::{Flow, FlowStatus, NewFlow, Payment, PaymentRequest};
 #[cfg(feature = "server")]
@@ -53,6 +53,3 @@ pub use routes::router;
 pub use service::{RunningProvider, serve, spawn_loopback};
 #[cfg(feature = "server")]
 pub use state::{ProviderState, StateError};
-
-/// How messages name this service inside a sentence.
-pub const SERVICE_NAME: &str = "the payment provider";

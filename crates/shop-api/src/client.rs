@@ -9,12 +9,14 @@ use caller::Party;
 use serde_json::Value;
 use web_service::JsonClient;
 
-use crate::SERVICE_NAME;
 use crate::ids::{OrderId, QuoteId, RefundId};
 use crate::model::{ON_BEHALF_OF, Order, Policy, Quote, QuoteRequest, Refund, RefundRequest, Return, ReturnRequest};
 
 pub use web_service::ServiceCallError as ApiError;
 pub use web_service::client::TIMEOUT;
+
+/// How messages name this service inside a sentence.
+pub const SERVICE_NAME: &str = "the shop's API";
 
 /// A client for one API base URL. Cheap to clone; clones share connections.
 #[derive(Debug, Clone)]

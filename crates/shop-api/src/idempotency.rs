@@ -27,7 +27,10 @@ use axum::{
 use sha2::{Digest as _, Sha256};
 use web_service::credential::Shown;
 
-use crate::{database::Database, problem::Problem, store::Begun};
+use crate::{
+    problem::Problem,
+    store::{Begun, Database},
+};
 
 /// The request header.
 pub const HEADER: &str = "idempotency-key";

@@ -12,12 +12,13 @@
 //! - [`client`]: [`ShopApi`], the async reqwest client the MCP server uses.
 //! - [`service`] and [`routes`]: the axum server; handlers parse IDs, call
 //!   the store and map errors to RFC 9457 problems ([`problem`]).
-//! - [`database`]: what the routes talk to, one of two stores with the same answers:
-//!   [`store`], SQLite behind a mutex (the embedded default; transactions prepared once in
-//!   `write_transaction`), and [`postgres`], PostgreSQL for an API run as several replicas
-//!   (an order's writers take turns on its row lock; numbered migrations).
-//! - `refund_rules`: the money rules both stores apply to what they read; `store_error`: why
-//!   an operation on either failed ([`StoreError`]).
+//! - [`store`]: what the routes talk to ([`Database`]), one of two stores side by side with
+//!   the same answers: [`store::sqlite`], SQLite behind a mutex (the embedded default;
+//!   transactions prepared once in `store/write_transaction.rs`), and [`store::postgres`],
+//!   PostgreSQL for an API run as several replicas (an order's writers take turns on its row
+//!   lock; numbered migrations); beside them what they share: the money rules both apply to what
+//!   they read (`store/refund_rules.rs`), why an operation failed ([`StoreError`]), the clock,
+//!   the ID offsets and the refund row.
 //! - [`idempotency`]: a write sent again with its `Idempotency-Key` gets its first answer.
 //! - [`policy`] decides holds; [`seed`] holds the starting orders.
 //! - [`model`], [`ids`] and [`money`]: the shared vocabulary. IDs are
@@ -28,8 +29,6 @@
 
 pub mod client;
 #[cfg(feature = "server")]
-pub mod database;
-#[cfg(feature = "server")]
 pub mod idempotency;
 pub mod ids;
 pub mod model;
@@ -37,11 +36,7 @@ pub mod money;
 #[cfg(feature = "server")]
 pub mod policy;
 #[cfg(feature = "server")]
-pub mod postgres;
-#[cfg(feature = "server")]
 pub mod problem;
-#[cfg(feature = "server")]
-mod refund_rules;
 #[cfg(feature = "server")]
 pub mod routes;
 #[cfg(feature = "server")]
@@ -50,15 +45,9 @@ pub mod seed;
 pub mod service;
 #[cfg(feature = "server")]
 pub mod store;
-#[cfg(feature = "server")]
-mod store_error;
-#[cfg(feature = "server")]
-mod write_transaction;
 
 pub use caller::{NotAParty, Party};
-pub use client::{ApiError, ShopApi};
-#[cfg(feature = "server")]
-pub use database::Database;
+pub use client::{ApiError, SERVICE_NAME, ShopApi};
 pub use ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
 pub use model::{
     Approval, NotYours, Order, OrderLine, Policy, Quote, QuoteRequest, RETURN_NOTE_MAX, Refund, RefundRequest,
@@ -66,15 +55,10 @@ pub use model::{
 };
 pub use money::{Cents, MoneyError};
 #[cfg(feature = "server")]
-pub use postgres::PgStore;
-#[cfg(feature = "server")]
 pub use problem::Problem;
 #[cfg(feature = "server")]
 pub use routes::router;
 #[cfg(feature = "server")]
 pub use service::{RunningApi, app, serve, spawn_loopback, spawn_loopback_open};
 #[cfg(feature = "server")]
-pub use store::{Clock, DEFAULT_APPROVAL_DEADLINE, EXPIRED, Store, StoreError};
-
-/// How messages name this service inside a sentence.
-pub const SERVICE_NAME: &str = "the shop's API";
+pub use store::{Clock, DEFAULT_APPROVAL_DEADLINE, Database, EXPIRED, PgStore, Store, StoreError};

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 pub use web_service::problem::{CONTENT_TYPE, Problem, TYPE_PREFIX};
 
-use crate::SERVICE_NAME;
+use crate::client::SERVICE_NAME;
 use crate::model::NotYours;
 use crate::store::StoreError;
 

@@ -15,11 +15,11 @@ use axum::{Json, Router};
 use tower_http::trace::TraceLayer;
 use web_service::problem::{method_not_allowed, no_such_route};
 
-use crate::database::Database;
 use crate::ids::{IdError, OrderId, QuoteId, RefundId};
 use crate::model::{Decision, ON_BEHALF_OF, Policy, QuoteRequest, Refund, RefundRequest, RefundStatus, ReturnRequest};
 use crate::policy;
 use crate::problem::Problem;
+use crate::store::Database;
 use caller::Party;
 use web_service::credential::Shown;
 

@@ -14,8 +14,8 @@ use web_service::{
     credential::{self, Credentials},
 };
 
-use crate::database::Database;
 use crate::routes::router;
+use crate::store::Database;
 
 /// A server started by [`spawn_loopback`]: its `url` and `addr`. Dropping
 /// it begins a graceful shutdown; `shutdown()` also waits for it to finish.

@@ -1,5 +1,6 @@
-//! The API on PostgreSQL: the money rules as on SQLite, and two API replicas on one database
-//! deciding an order's lines and limit atomically. Each test makes a database of its own on
+//! The API on PostgreSQL: two API replicas on one database deciding an order's lines and limit
+//! atomically, its migrations and its sweep (the money rules themselves are `money_rules.rs`'s,
+//! on each database). Each test makes a database of its own on
 //! the PostgreSQL `SHOP_TEST_POSTGRES` names (the heavy tier sets it, by default
 //! postgres://postgres@127.0.0.1:5432) and drops it when it passes; without one, each test is
 //! skipped with a word, so the plain `cargo test` needs Rust alone.
@@ -7,63 +8,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use shop_api::{
-    Cents, PgStore, QuoteRequest, RefundId, RefundStatus, RunningApi, ShopApi, Sku, spawn_loopback, store::Clock,
-};
-use tokio_postgres::NoTls;
+use shop_api::{Cents, PgStore, QuoteRequest, RefundStatus, RunningApi, ShopApi, Sku, spawn_loopback, store::Clock};
+mod scratch;
 
-/// A database of this test's own, dropped by [`Scratch::drop_now`].
-struct Scratch {
-    server: String,
-    name: String,
-}
-
-impl Scratch {
-    /// A new database on `SHOP_TEST_POSTGRES`'s server; `None`, said, without one.
-    async fn new() -> Option<Scratch> {
-        let Ok(server) = std::env::var("SHOP_TEST_POSTGRES") else {
-            eprintln!(
-                "skipped: set SHOP_TEST_POSTGRES (such as postgres://postgres@127.0.0.1:5432) to test on PostgreSQL"
-            );
-            return None;
-        };
-        let name = format!("fernhill_test_{:016x}", rand_u64());
-        admin(&server).await.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-        Some(Scratch { server, name })
-    }
-
-    fn url(&self) -> String {
-        format!("{}/{}", self.server, self.name)
-    }
-
-    async fn connect(&self) -> PgStore {
-        PgStore::connect(&self.url()).await.unwrap()
-    }
-
-    /// A plain connection, for what the test itself reads or writes.
-    async fn sql(&self) -> tokio_postgres::Client {
-        connect(&self.url()).await
-    }
-
-    async fn drop_now(self) {
-        admin(&self.server).await.batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name)).await.unwrap();
-    }
-}
-
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, RandomState};
-    RandomState::new().hash_one(std::time::SystemTime::now())
-}
-
-async fn connect(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
-    tokio::spawn(connection);
-    client
-}
-
-async fn admin(server: &str) -> tokio_postgres::Client {
-    connect(&format!("{server}/postgres")).await
-}
+use scratch::Scratch;
 
 /// An API replica on `store`, and a client of it with the service credential.
 async fn replica(store: PgStore) -> (RunningApi, ShopApi) {
@@ -81,26 +29,6 @@ fn whole(order: &str) -> QuoteRequest {
     QuoteRequest { order_id: order.parse().unwrap(), skus: None, include_shipping: None }
 }
 
-#[tokio::test]
-async fn the_chapters_refund_is_held_and_released_once_numbered_as_on_sqlite() {
-    let Some(db) = Scratch::new().await else { return };
-    let (_api, shop) = replica(db.connect().await).await;
-    let quote = shop.create_quote(&whole("O-2289")).await.unwrap();
-    assert_eq!((quote.quote_id.as_str(), quote.amount, quote.needs_confirmation), ("Q-5001", Cents(18000), true));
-    let held = shop.create_refund(&quote.quote_id).await.unwrap();
-    assert_eq!((held.refund_id.as_str(), held.status), ("R-0111", RefundStatus::NeedsConfirmation));
-    assert_eq!(shop.create_refund(&quote.quote_id).await.unwrap(), held, "the quote's refund, not a second");
-    let released = shop.confirm(&held.refund_id, &lead()).await.unwrap();
-    assert_eq!(released.status, RefundStatus::Requested);
-    let again = shop.confirm(&held.refund_id, &lead()).await.unwrap_err();
-    assert_eq!((again.status(), again.kind()), (Some(409), Some("not_held")), "{again}");
-    let second = shop.create_quote(&whole("O-2289")).await.unwrap_err();
-    assert_eq!((second.status(), second.kind()), (Some(409), Some("already_refunded")), "{second}");
-    let unknown = shop.refund(&RefundId::parse("R-9999").unwrap()).await.unwrap_err();
-    assert_eq!(unknown.status(), Some(404));
-    db.drop_now().await;
-}
-
 /// Sixteen callers, half through each of two API replicas on one database, each quote the same
 /// line and issue their quote at once: the line is refunded once; every other caller is
 /// refused with a 409 naming the refund that has it.
@@ -112,7 +40,7 @@ async fn two_replicas_on_one_database_refund_a_line_once_however_sixteen_callers
     let (_a, a) = replica(a).await;
     let (_b, b) = replica(b).await;
     let migrations = db.sql().await.query_one("SELECT COUNT(*) FROM schema_migrations", &[]).await.unwrap();
-    assert_eq!(migrations.get::<_, i64>(0), shop_api::postgres::MIGRATIONS.len() as i64);
+    assert_eq!(migrations.get::<_, i64>(0), shop_api::store::postgres::MIGRATIONS.len() as i64);
     let request = QuoteRequest {
         order_id: "O-1145".parse().unwrap(),
         skus: Some(vec![Sku::parse("GG-2210").unwrap()]),

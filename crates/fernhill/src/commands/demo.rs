@@ -1,13 +1,15 @@
 //! `fernhill demo`: every tool end to end on embedded defaults. The shop's API and the payment
-//! provider on loopback, the MCP server launched over stdio, and a scripted support lead who
-//! answers.
+//! provider on loopback, the MCP server in this process speaking newline-delimited JSON-RPC
+//! over a pipe, as it does over stdio, and a scripted support lead who answers.
 
 use std::path::Path;
 
 use anyhow::Context as _;
 use mrtr::client::{Answer, ScriptedUser, params, parse_script, retry, scripted::message_of, text};
+use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolResponse, ElicitRequestParams, InputRequest};
 use serde_json::json;
+use shop_mcp::serve::ServeConfig;
 
 use crate::chapter::{self, field, quote_id};
 
@@ -32,11 +34,21 @@ pub async fn run(answers: &str, answers_file: Option<&Path>) -> anyhow::Result<(
     println!("payment provider on {}", &provider.url);
 
     let lead = ScriptedUser::in_turn(answers).on_question(|q| println!("  the lead is asked: {}", message_of(q)));
-    let mut server = chapter::launch_self(&api, &["serve"])?;
-    chapter::pay_through(&mut server, &provider);
-    let client = chapter::connect(lead, server).await?;
+    let mut config = ServeConfig::new(&api.url);
+    config.shop_api_token = api.token.clone();
+    config.payments.provider = Some(provider.url.clone());
+    config.payments.token = provider.token.clone();
+    let server = shop_mcp::serve::build(&config).context("building the shop's MCP server")?;
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        match server.serve(theirs).await {
+            Ok(running) => drop(running.waiting().await),
+            Err(error) => tracing::error!(%error, "the shop's MCP server stopped"),
+        }
+    });
+    let client = mrtr::client::Client::connect(lead, ours).await.context("connecting to the server")?;
     let version = client.protocol_version().map(|v| v.to_string()).unwrap_or_default();
-    println!("connected to the shop's MCP server over stdio, protocol revision {version}");
+    println!("connected to the shop's MCP server over a pipe, as over stdio, protocol revision {version}");
 
     let step = |title: &str| println!("\n== {title}");
 

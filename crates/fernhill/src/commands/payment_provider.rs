@@ -52,6 +52,9 @@ pub struct PaymentProviderOptions {
         value_name = "NAME:PASSWORD"
     )]
     pub accounts: Vec<String>,
+    /// How log lines are written on stderr: text, or json (one object a line, for a log shipper).
+    #[arg(long, env = "FERNHILL_LOG_FORMAT", value_enum, default_value_t = logging::LogFormat::Text)]
+    pub log_format: logging::LogFormat,
 }
 
 /// Why the provider would not start.
@@ -63,10 +66,13 @@ pub enum RefusedToStart {
     Limit(String),
 }
 
-pub async fn run(options: PaymentProviderOptions) -> anyhow::Result<()> {
+pub async fn run(options: PaymentProviderOptions, warnings: &[String]) -> anyhow::Result<()> {
     let telemetry = Telemetry::from_env("fernhill-payment-provider")?;
-    logging::init(logging::Verbosity::Info, logging::LogFormat::Text, telemetry.as_ref(), LOG_TARGETS);
-    let PaymentProviderOptions { listen, token, token_file, max_payment, insecure_no_auth, accounts } = options;
+    logging::init(logging::Verbosity::Info, options.log_format, telemetry.as_ref(), LOG_TARGETS);
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    let PaymentProviderOptions { listen, token, token_file, max_payment, insecure_no_auth, accounts, .. } = options;
     let credentials = match insecure_no_auth {
         true => {
             tracing::warn!(%listen, "serving the payment provider without a credential (--insecure-no-auth): anyone who reaches it can ask for payments");

@@ -76,6 +76,9 @@ pub struct ShopApiOptions {
     /// held for a lead), for `fernhill-load`.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub load_orders: u32,
+    /// How log lines are written on stderr: text, or json (one object a line, for a log shipper).
+    #[arg(long, env = "FERNHILL_LOG_FORMAT", value_enum, default_value_t = logging::LogFormat::Text)]
+    pub log_format: logging::LogFormat,
 }
 
 /// Where `--db` keeps the shop's data.
@@ -160,9 +163,12 @@ async fn open(
     Ok(database)
 }
 
-pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
+pub async fn run(options: ShopApiOptions, warnings: &[String]) -> anyhow::Result<()> {
     let telemetry = Telemetry::from_env("fernhill-shop-api")?;
-    logging::init(logging::Verbosity::Info, logging::LogFormat::Text, telemetry.as_ref(), LOG_TARGETS);
+    logging::init(logging::Verbosity::Info, options.log_format, telemetry.as_ref(), LOG_TARGETS);
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
     let ShopApiOptions {
         listen,
         db,
@@ -175,6 +181,7 @@ pub async fn run(options: ShopApiOptions) -> anyhow::Result<()> {
         approval,
         approval_deadline,
         load_orders,
+        log_format: _,
     } = options;
     let credentials = match insecure_no_auth {
         true => {

@@ -1,7 +1,7 @@
 // The TypeScript SDK's 2026-07-28 client (@modelcontextprotocol/client 2.4.0) against
-// `fernhill serve`, over stdio or Streamable HTTP: one refund released, one declined.
+// `fernhill-mcp serve`, over stdio or Streamable HTTP: one refund released, one declined.
 //
-//   node confirm.mjs stdio FERNHILL_BINARY SHOP_API_URL
+//   node confirm.mjs stdio FERNHILL_MCP_BINARY SHOP_API_URL
 //   node confirm.mjs http MCP_URL [ISSUER CLIENT_ID CLIENT_SECRET]
 //
 // With an issuer, the client authorizes as a machine (the SDK's ClientCredentialsProvider:

@@ -1,8 +1,8 @@
 // A 2025-era host played by the TypeScript SDK v1 (@modelcontextprotocol/sdk 1.32.2, which
-// speaks 2025-11-25 only) against `fernhill serve`, over stdio or Streamable HTTP (a session):
+// speaks 2025-11-25 only) against `fernhill-mcp serve`, over stdio or Streamable HTTP (a session):
 // the server asks on the back-channel and the call waits for the answer.
 //
-//   node legacy.mjs stdio FERNHILL_BINARY SHOP_API_URL
+//   node legacy.mjs stdio FERNHILL_MCP_BINARY SHOP_API_URL
 //   node legacy.mjs http MCP_URL
 //
 // Three hosts in turn, each on its own connection: a lead who confirms (O-2289), one who

@@ -110,7 +110,7 @@ pub fn pays_through(command: &mut Command, provider: &payment_provider::RunningP
     };
 }
 
-/// `fernhill serve` over stdio against `api`, with `keys` (if any) and a client playing `user`.
+/// `fernhill-mcp serve` over stdio against `api`, with `keys` (if any) and a client playing `user`.
 pub async fn serve(api: &shop_api::RunningApi, keys: Option<&str>, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
     serve_with(api, keys, &[], user).await
 }
@@ -121,7 +121,7 @@ pub async fn serve_with(
     env: &[(&str, &str)],
     user: ScriptedUser,
 ) -> (Client<ScriptedUser>, Log) {
-    let mut command = Command::new(fernhill());
+    let mut command = Command::new(fernhill_mcp());
     command.arg("serve").shop_api(api).env("RUST_LOG", "info,request_state=warn");
     match keys {
         Some(keys) => command.env("SHOP_REQUEST_STATE_KEY", keys),

@@ -61,8 +61,8 @@ impl<H: ServerHandler> Sealed<H> {
         #[cfg(feature = "tasks")]
         if let Some(tasks) = &self.tasks {
             let owner = owner(&context);
-            let span = self.task_span("tasks/get", &request.task_id, owner.as_deref(), &context).await;
-            return tasks.get(&request.task_id, owner.as_deref(), Some(&context)).instrument(span).await;
+            let span = self.task_span("tasks/get", &request.task_id, owner.as_ref(), &context).await;
+            return tasks.get(&request.task_id, owner.as_ref(), Some(&context)).instrument(span).await;
         }
         self.inner.get_task(request, context).await
     }
@@ -75,8 +75,8 @@ impl<H: ServerHandler> Sealed<H> {
         #[cfg(feature = "tasks")]
         if let Some(tasks) = &self.tasks {
             let owner = owner(&context);
-            let span = self.task_span("tasks/update", &request.task_id, owner.as_deref(), &context).await;
-            let updating = tasks.update(&request.task_id, owner.as_deref(), request.input_responses, Some(&context));
+            let span = self.task_span("tasks/update", &request.task_id, owner.as_ref(), &context).await;
+            let updating = tasks.update(&request.task_id, owner.as_ref(), request.input_responses, Some(&context));
             return updating.instrument(span).await;
         }
         self.inner.update_task(request, context).await
@@ -90,8 +90,8 @@ impl<H: ServerHandler> Sealed<H> {
         #[cfg(feature = "tasks")]
         if let Some(tasks) = &self.tasks {
             let owner = owner(&context);
-            let span = self.task_span("tasks/cancel", &request.task_id, owner.as_deref(), &context).await;
-            return tasks.cancel(&request.task_id, owner.as_deref()).instrument(span).await;
+            let span = self.task_span("tasks/cancel", &request.task_id, owner.as_ref(), &context).await;
+            return tasks.cancel(&request.task_id, owner.as_ref()).instrument(span).await;
         }
         self.inner.cancel_task(request, context).await
     }
@@ -106,7 +106,7 @@ impl<H: ServerHandler> Sealed<H> {
         &self,
         method: &'static str,
         id: &str,
-        owner: Option<&str>,
+        owner: Option<&caller::Principal>,
         context: &RequestContext<RoleServer>,
     ) -> tracing::Span {
         let span = super::span(method, "", context);
@@ -134,6 +134,6 @@ fn declared_on_this_request(context: &RequestContext<RoleServer>) -> bool {
 
 /// Whom the transport authenticated for this request, as tasks record their owners.
 #[cfg(feature = "tasks")]
-fn owner(context: &RequestContext<RoleServer>) -> Option<String> {
-    super::principal(context).map(|caller| caller.to_string())
+fn owner(context: &RequestContext<RoleServer>) -> Option<caller::Principal> {
+    super::principal(context)
 }

@@ -25,13 +25,14 @@ pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let tasks = InMemoryTasks::new(Duration::from_secs(3600));
-/// let lead = Some("https://id.example lead-1".to_owned());
+/// let lead = Some(caller::Principal::new("https://id.example", "lead-1"));
 /// let (lifetime, poll) = (Duration::from_secs(72 * 3600), Duration::from_secs(30));
 /// let task = TaskRecord::new(lead.clone(), "issue_refund", lifetime, poll, epoch_millis());
 /// tasks.create(&task).await?;
 /// // Its owner finds it; anyone else finds nothing.
-/// assert!(tasks.get_for(&task.id, lead.as_deref()).await?.is_some());
-/// assert!(tasks.get_for(&task.id, Some("https://id.example lead-2")).await?.is_none());
+/// assert!(tasks.get_for(&task.id, lead.as_ref()).await?.is_some());
+/// let another = caller::Principal::new("https://id.example", "lead-2");
+/// assert!(tasks.get_for(&task.id, Some(&another)).await?.is_none());
 /// # Ok::<(), mrtr::tasks::TaskStoreError>(())
 /// # }).unwrap();
 /// ```
@@ -127,7 +128,9 @@ mod tests {
     use crate::tasks::Phase;
 
     const HOUR: Duration = Duration::from_secs(3600);
-    const LEAD: &str = "https://id.example lead-1";
+    fn lead() -> caller::Principal {
+        caller::Principal::new("https://id.example", "lead-1")
+    }
 
     /// A store whose clock the test moves.
     fn store() -> (InMemoryTasks, Arc<AtomicU64>) {
@@ -137,7 +140,7 @@ mod tests {
     }
 
     fn waiting(now: u64) -> TaskRecord {
-        let mut task = TaskRecord::new(Some(LEAD.into()), "issue_refund", 72 * HOUR, HOUR / 120, now);
+        let mut task = TaskRecord::new(Some(lead()), "issue_refund", 72 * HOUR, HOUR / 120, now);
         task.ask("confirm", json!({"method": "elicitation/create", "params": {}}), now).unwrap();
         task
     }
@@ -148,10 +151,13 @@ mod tests {
         let task = waiting(1_000);
         tasks.create(&task).await.unwrap();
         assert!(tasks.create(&task).await.is_err(), "an id is created once");
-        assert_eq!(tasks.get_for(&task.id, Some(LEAD)).await.unwrap(), Some(task.clone()));
-        assert_eq!(tasks.get_for(&task.id, Some("https://id.example lead-2")).await.unwrap(), None);
+        assert_eq!(tasks.get_for(&task.id, Some(&lead())).await.unwrap(), Some(task.clone()));
+        assert_eq!(
+            tasks.get_for(&task.id, Some(&caller::Principal::new("https://id.example", "lead-2"))).await.unwrap(),
+            None
+        );
         assert_eq!(tasks.get_for(&task.id, None).await.unwrap(), None, "nobody is not the owner");
-        assert_eq!(tasks.get_for(&TaskId::fresh(), Some(LEAD)).await.unwrap(), None);
+        assert_eq!(tasks.get_for(&TaskId::fresh(), Some(&lead())).await.unwrap(), None);
     }
 
     #[tokio::test]

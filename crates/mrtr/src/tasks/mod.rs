@@ -28,6 +28,7 @@ mod tasking;
 use std::{fmt, future::Future, pin::Pin};
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use caller::Principal;
 
 pub use memory::{Clock, InMemoryTasks, epoch_millis};
 pub use record::{KeyReused, Phase, TaskRecord};
@@ -59,8 +60,8 @@ pub trait TaskStore: Send + Sync {
 
     /// The task under `id` if `owner` created it: a task of someone else's is as unknown as
     /// one that never was, so an id learnt elsewhere reveals nothing.
-    fn get_for<'a>(&'a self, id: &'a TaskId, owner: Option<&'a str>) -> Pending<'a, Option<TaskRecord>> {
-        Box::pin(async move { Ok(self.get(id).await?.filter(|task| task.owner.as_deref() == owner)) })
+    fn get_for<'a>(&'a self, id: &'a TaskId, owner: Option<&'a Principal>) -> Pending<'a, Option<TaskRecord>> {
+        Box::pin(async move { Ok(self.get(id).await?.filter(|task| task.owner.as_ref() == owner)) })
     }
 }
 

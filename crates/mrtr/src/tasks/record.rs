@@ -10,6 +10,8 @@ use rmcp::model::TaskStatus;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use caller::Principal;
+
 use super::TaskId;
 
 /// Where a task is in its life, with what that part carries. The first terminal phase a task
@@ -68,8 +70,9 @@ pub struct TaskRecord {
     /// Its id.
     pub id: TaskId,
     /// The principal that created it (`None`: nobody was authenticated); only it may read,
-    /// answer or cancel the task.
-    pub owner: Option<String>,
+    /// answer or cancel the task. Stored as its text (`ISSUER SUBJECT`), as it always was.
+    #[serde(with = "owner_text")]
+    pub owner: Option<Principal>,
     /// The tool whose call became this task.
     pub tool: String,
     /// When it was created.
@@ -123,7 +126,7 @@ pub struct TaskRecord {
 
 impl TaskRecord {
     /// A new task of `tool` for `owner`, working, created at `now_ms`.
-    pub fn new(owner: Option<String>, tool: impl Into<String>, ttl: Duration, poll: Duration, now_ms: u64) -> Self {
+    pub fn new(owner: Option<Principal>, tool: impl Into<String>, ttl: Duration, poll: Duration, now_ms: u64) -> Self {
         Self {
             id: TaskId::fresh(),
             owner,
@@ -317,6 +320,30 @@ fn in_words(duration: Duration) -> String {
     format!("{count} {unit}{}", if count == 1 { "" } else { "s" })
 }
 
+/// A task's owner as its text, the form [`Principal`]'s `Display` writes and
+/// [`caller::Party::parse`] reads back exactly: what a record stored before owners were typed.
+mod owner_text {
+    use caller::{Party, Principal};
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    pub(super) fn serialize<S: Serializer>(owner: &Option<Principal>, serializer: S) -> Result<S::Ok, S::Error> {
+        match owner {
+            Some(principal) => serializer.serialize_some(&principal.to_string()),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Principal>, D::Error> {
+        match Option::<String>::deserialize(deserializer)? {
+            None => Ok(None),
+            Some(text) => match Party::parse(&text).map_err(D::Error::custom)? {
+                Party::Principal(principal) => Ok(Some(principal)),
+                other => Err(D::Error::custom(format!("a task's owner is a principal, not {other}"))),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,7 +351,13 @@ mod tests {
     const HOUR: Duration = Duration::from_secs(3600);
 
     fn task() -> TaskRecord {
-        TaskRecord::new(Some("https://id.example lead-1".into()), "issue_refund", 72 * HOUR, HOUR / 120, 1_000)
+        TaskRecord::new(
+            Some(Principal::new("https://id.example", "lead-1")),
+            "issue_refund",
+            72 * HOUR,
+            HOUR / 120,
+            1_000,
+        )
     }
 
     fn question(text: &str) -> Value {
@@ -472,5 +505,24 @@ mod tests {
             assert!(kept.get(absent).is_none(), "{absent} kept empty: {kept}");
         }
         assert_eq!(serde_json::from_value::<TaskRecord>(kept).unwrap(), fresh);
+    }
+
+    /// The owner is stored as its text, as before owners were typed: a record a replica of the
+    /// earlier release wrote reads back, and an owner that names no principal is refused.
+    #[test]
+    fn an_owner_is_stored_as_its_text_and_read_back_typed() {
+        let task =
+            TaskRecord::new(Some(Principal::new("https://id.example", "lead-1")), "issue_refund", HOUR, HOUR, 1_000);
+        let stored = serde_json::to_value(&task).unwrap();
+        assert_eq!(stored["owner"], "https://id.example lead-1");
+        let read: TaskRecord = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(read, task);
+        let mut program = stored.clone();
+        program["owner"] = json!("client https://id.example ci-bot");
+        let read: TaskRecord = serde_json::from_value(program).unwrap();
+        assert_eq!(read.owner, Some(Principal::client("https://id.example", "ci-bot")));
+        let mut nobody = stored;
+        nobody["owner"] = json!("host user lead-1");
+        assert!(serde_json::from_value::<TaskRecord>(nobody).is_err(), "a host's user owns no task");
     }
 }

@@ -122,14 +122,25 @@ mod tests {
     async fn redis_keeps_a_task_for_its_owner_and_changes_it_by_compare_and_set() {
         let Some(tasks) = redis() else { return };
         let hour = Duration::from_secs(3600);
-        let mut task =
-            TaskRecord::new(Some("issuer lead-1".into()), "issue_refund", hour / 6, hour / 120, epoch_millis());
+        let mut task = TaskRecord::new(
+            Some(caller::Principal::new("https://issuer.example", "lead-1")),
+            "issue_refund",
+            hour / 6,
+            hour / 120,
+            epoch_millis(),
+        );
         task.ask("confirm", serde_json::json!({"method": "elicitation/create", "params": {}}), task.created_ms)
             .unwrap();
         tasks.create(&task).await.unwrap();
         assert!(tasks.create(&task).await.is_err(), "an id is taken once");
         assert_eq!(tasks.get(&task.id).await.unwrap().as_ref(), Some(&task));
-        assert!(tasks.get_for(&task.id, Some("issuer lead-2")).await.unwrap().is_none());
+        assert!(
+            tasks
+                .get_for(&task.id, Some(&caller::Principal::new("https://issuer.example", "lead-2")))
+                .await
+                .unwrap()
+                .is_none()
+        );
         // Two replicas change the same version: one wins.
         let mut first = task.clone();
         first.answer([("confirm".into(), serde_json::json!({"action": "accept"}))], task.created_ms + 1);

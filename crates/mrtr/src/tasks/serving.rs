@@ -23,6 +23,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tracing::Instrument;
 
+use caller::Principal;
+
 use super::{Clock, Phase, TaskId, TaskRecord, TaskStore, TaskStoreError, epoch_millis};
 
 /// The one message for a task that is not there for this caller: never made, expired and
@@ -144,7 +146,7 @@ impl Tasks {
     pub async fn get(
         &self,
         id: &str,
-        owner: Option<&str>,
+        owner: Option<&Principal>,
         by: Option<&RequestContext<RoleServer>>,
     ) -> Result<GetTaskResult, ErrorData> {
         let id = TaskId::parse(id).map_err(|_| not_found())?;
@@ -152,8 +154,8 @@ impl Tasks {
         let task = self.change(&id, owner, |task| task.expire(now)).await?;
         if task.ready(now) {
             let tasks = self.clone();
-            let (id, owner, by) = (id.clone(), owner.map(str::to_owned), by.cloned());
-            let taking = async move { tasks.take_up(&id, owner.as_deref(), by.as_ref()).await };
+            let (id, owner, by) = (id.clone(), owner.cloned(), by.cloned());
+            let taking = async move { tasks.take_up(&id, owner.as_ref(), by.as_ref()).await };
             tokio::spawn(taking.instrument(tracing::Span::current()));
         }
         detailed(&task, now).map(GetTaskResult::new)
@@ -162,7 +164,7 @@ impl Tasks {
     /// The trace context of the call that made the task under `id`, for its owner: none for
     /// a task unknown to them, or when the store does not answer (a trace is never worth
     /// failing a request for).
-    pub async fn trace_of(&self, id: &str, owner: Option<&str>) -> Option<String> {
+    pub async fn trace_of(&self, id: &str, owner: Option<&Principal>) -> Option<String> {
         let id = TaskId::parse(id).ok()?;
         self.store.get_for(&id, owner).await.ok().flatten()?.trace
     }
@@ -173,7 +175,7 @@ impl Tasks {
     pub async fn update(
         &self,
         id: &str,
-        owner: Option<&str>,
+        owner: Option<&Principal>,
         responses: InputResponses,
         by: Option<&RequestContext<RoleServer>>,
     ) -> Result<(), ErrorData> {
@@ -194,7 +196,7 @@ impl Tasks {
     /// `tasks/cancel`: a task waiting only on its client ends cancelled; a working one is
     /// asked to stop (its worker in this process at once, on another replica at its next
     /// look); an ended one stays as it is. Acknowledged in every case.
-    pub async fn cancel(&self, id: &str, owner: Option<&str>) -> Result<(), ErrorData> {
+    pub async fn cancel(&self, id: &str, owner: Option<&Principal>) -> Result<(), ErrorData> {
         let id = TaskId::parse(id).map_err(|_| not_found())?;
         let now = self.now();
         self.change(&id, owner, |task| task.cancel(now)).await?;
@@ -232,7 +234,7 @@ impl Tasks {
                 None => kept.end_cancelled(now),
                 Some(outcome) => kept.settle(ending(outcome.clone()), now),
             };
-            if let Err(error) = tasks.change(&task.id, task.owner.as_deref(), ended).await {
+            if let Err(error) = tasks.change(&task.id, task.owner.as_ref(), ended).await {
                 tracing::warn!(target: "tasks", task = %task.id, "a task's ending was not kept: {}", error.message);
             }
             tasks.running().remove(&task.id);
@@ -263,7 +265,7 @@ impl Tasks {
     async fn take_up(
         &self,
         id: &TaskId,
-        owner: Option<&str>,
+        owner: Option<&Principal>,
         by: Option<&RequestContext<RoleServer>>,
     ) -> Result<(), ErrorData> {
         let now = self.now();
@@ -331,7 +333,7 @@ impl Tasks {
     async fn change(
         &self,
         id: &TaskId,
-        owner: Option<&str>,
+        owner: Option<&Principal>,
         mut change: impl FnMut(&mut TaskRecord) -> bool,
     ) -> Result<TaskRecord, ErrorData> {
         for _ in 0..CHANGE_ATTEMPTS {
@@ -438,8 +440,20 @@ mod tests {
     use super::*;
     use crate::tasks::{InMemoryTasks, Tasking};
 
-    const LEAD: Option<&str> = Some("https://id.example lead-1");
-    const OTHER: Option<&str> = Some("https://id.example lead-2");
+    static LEAD: std::sync::LazyLock<Principal> =
+        std::sync::LazyLock::new(|| Principal::new("https://id.example", "lead-1"));
+    static OTHER: std::sync::LazyLock<Principal> =
+        std::sync::LazyLock::new(|| Principal::new("https://id.example", "lead-2"));
+
+    /// The task's owner.
+    fn lead() -> Option<&'static Principal> {
+        Some(&LEAD)
+    }
+
+    /// Somebody else.
+    fn other() -> Option<&'static Principal> {
+        Some(&OTHER)
+    }
 
     /// Counts what it takes up, and completes each with the answers it had.
     #[derive(Default)]
@@ -486,7 +500,7 @@ mod tests {
     }
 
     async fn asked(fixture: &Fixture, keys: &[&str]) -> String {
-        let tasking = Tasking::new(fixture.tasks.clone(), LEAD.map(str::to_owned), true, "issue_refund".into());
+        let tasking = Tasking::new(fixture.tasks.clone(), lead().cloned(), true, "issue_refund".into());
         let questions = keys.iter().map(|key| (key.to_string(), question(key))).collect();
         let created = tasking.ask(questions, Some("R-0111".into())).await.unwrap();
         let rmcp::model::CallToolResponse::Task(created) = created else { panic!("{created:?}") };
@@ -499,7 +513,7 @@ mod tests {
 
     async fn settled(tasks: &Tasks, id: &str) -> Value {
         for _ in 0..1000 {
-            let task = wire(&tasks.get(id, LEAD, None).await.unwrap());
+            let task = wire(&tasks.get(id, lead(), None).await.unwrap());
             if ["completed", "failed", "cancelled"].contains(&task["status"].as_str().unwrap()) {
                 return task;
             }
@@ -513,7 +527,7 @@ mod tests {
         let fixture = fixture();
         let id = asked(&fixture, &["confirm"]).await;
         for (id, caller) in
-            [(id.as_str(), OTHER), (id.as_str(), None), ("gate-test", LEAD), (&TaskId::fresh().to_string(), LEAD)]
+            [(id.as_str(), other()), (id.as_str(), None), ("gate-test", lead()), (&TaskId::fresh().to_string(), lead())]
         {
             let refused = fixture.tasks.get(id, caller, None).await.unwrap_err();
             assert_eq!((refused.code.0, refused.message.as_ref()), (-32602, NOT_FOUND));
@@ -523,7 +537,7 @@ mod tests {
             assert_eq!(fixture.tasks.cancel(id, caller).await.unwrap_err().message, NOT_FOUND);
         }
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0, "nobody else's answer was taken");
-        let task = wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap());
+        let task = wire(&fixture.tasks.get(&id, lead(), None).await.unwrap());
         assert_eq!(task["status"], "input_required");
         assert_eq!(task["inputRequests"]["confirm"]["method"], "elicitation/create");
         assert_eq!(task["resultType"], "complete");
@@ -536,21 +550,29 @@ mod tests {
         let id = asked(&fixture, &["confirm", "reason"]).await;
         let partial =
             [("confirm".to_owned(), json!({"action": "accept"})), ("unknown-key".to_owned(), json!({"ignored": true}))];
-        fixture.tasks.update(&id, LEAD, partial.into(), None).await.unwrap();
-        let task = wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap());
+        fixture.tasks.update(&id, lead(), partial.into(), None).await.unwrap();
+        let task = wire(&fixture.tasks.get(&id, lead(), None).await.unwrap());
         assert_eq!(task["status"], "input_required");
         assert_eq!(task["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), ["reason"]);
         // An answered key is not taken again.
-        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "decline"}))].into(), None).await.unwrap();
-        fixture.tasks.update(&id, LEAD, [("reason".into(), json!({"action": "accept"}))].into(), None).await.unwrap();
+        fixture
+            .tasks
+            .update(&id, lead(), [("confirm".into(), json!({"action": "decline"}))].into(), None)
+            .await
+            .unwrap();
+        fixture.tasks.update(&id, lead(), [("reason".into(), json!({"action": "accept"}))].into(), None).await.unwrap();
         // Acted on before the ack: the very next read has the outcome.
-        let task = wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap());
+        let task = wire(&fixture.tasks.get(&id, lead(), None).await.unwrap());
         assert_eq!(task["status"], "completed", "{task}");
         let said = task["result"]["content"][0]["text"].as_str().unwrap();
         assert_eq!(said, r#"{"confirm":{"action":"accept"},"reason":{"action":"accept"}}"#);
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 1);
         // Late answers change nothing.
-        fixture.tasks.update(&id, LEAD, [("reason".into(), json!({"action": "decline"}))].into(), None).await.unwrap();
+        fixture
+            .tasks
+            .update(&id, lead(), [("reason".into(), json!({"action": "decline"}))].into(), None)
+            .await
+            .unwrap();
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 1);
     }
 
@@ -558,18 +580,22 @@ mod tests {
     async fn a_cancel_ends_a_waiting_task_and_is_acknowledged_again_once_it_has_ended() {
         let fixture = fixture();
         let id = asked(&fixture, &["confirm"]).await;
-        fixture.tasks.cancel(&id, LEAD).await.unwrap();
-        assert_eq!(wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap())["status"], "cancelled");
-        fixture.tasks.cancel(&id, LEAD).await.unwrap();
-        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into(), None).await.unwrap();
-        assert_eq!(wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap())["status"], "cancelled");
+        fixture.tasks.cancel(&id, lead()).await.unwrap();
+        assert_eq!(wire(&fixture.tasks.get(&id, lead(), None).await.unwrap())["status"], "cancelled");
+        fixture.tasks.cancel(&id, lead()).await.unwrap();
+        fixture
+            .tasks
+            .update(&id, lead(), [("confirm".into(), json!({"action": "accept"}))].into(), None)
+            .await
+            .unwrap();
+        assert_eq!(wire(&fixture.tasks.get(&id, lead(), None).await.unwrap())["status"], "cancelled");
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0, "a cancelled task's late answer is not acted on");
     }
 
     #[tokio::test]
     async fn a_running_task_ends_with_its_work_or_stops_when_cancelled() {
         let fixture = fixture();
-        let tasking = Tasking::new(fixture.tasks.clone(), LEAD.map(str::to_owned), true, "slow_compute".into());
+        let tasking = Tasking::new(fixture.tasks.clone(), lead().cloned(), true, "slow_compute".into());
         let done = tasking.run(async { Ok(CallToolResult::error(vec![ContentBlock::text("nothing done")])) }).await;
         let rmcp::model::CallToolResponse::Task(done) = done.unwrap() else { panic!() };
         let task = settled(&fixture.tasks, &done.task.task_id).await;
@@ -581,8 +607,8 @@ mod tests {
         assert!(task.get("result").is_none());
         let forever = tasking.run(std::future::pending()).await.unwrap();
         let rmcp::model::CallToolResponse::Task(forever) = forever else { panic!() };
-        assert_eq!(wire(&fixture.tasks.get(&forever.task.task_id, LEAD, None).await.unwrap())["status"], "working");
-        fixture.tasks.cancel(&forever.task.task_id, LEAD).await.unwrap();
+        assert_eq!(wire(&fixture.tasks.get(&forever.task.task_id, lead(), None).await.unwrap())["status"], "working");
+        fixture.tasks.cancel(&forever.task.task_id, lead()).await.unwrap();
         assert_eq!(settled(&fixture.tasks, &forever.task.task_id).await["status"], "cancelled");
         // Only with the extension declared on this request.
         let undeclared = Tasking::new(fixture.tasks.clone(), None, false, "slow_compute".into());
@@ -605,7 +631,7 @@ mod tests {
         kept.answer([("confirm".into(), json!({"action": "accept"}))], now);
         assert!(kept.take_up(now, now + 30_000));
         assert!(store.replace(&kept, kept.version).await.unwrap());
-        assert_eq!(wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap())["status"], "working");
+        assert_eq!(wire(&fixture.tasks.get(&id, lead(), None).await.unwrap())["status"], "working");
         tokio::task::yield_now().await;
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0, "held");
         fixture.now.fetch_add(30_000, Ordering::SeqCst);
@@ -618,7 +644,7 @@ mod tests {
         let fixture = fixture();
         let id = asked(&fixture, &["confirm"]).await;
         fixture.now.fetch_add(3_600_000, Ordering::SeqCst);
-        let task = wire(&fixture.tasks.get(&id, LEAD, None).await.unwrap());
+        let task = wire(&fixture.tasks.get(&id, lead(), None).await.unwrap());
         assert_eq!(task["status"], "failed");
         assert_eq!(
             task["statusMessage"],
@@ -626,7 +652,11 @@ mod tests {
         );
         assert_eq!(task["ttlMs"], 3_600_000);
         assert_eq!(task["createdAt"], "1970-01-01T00:16:40Z");
-        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into(), None).await.unwrap();
+        fixture
+            .tasks
+            .update(&id, lead(), [("confirm".into(), json!({"action": "accept"}))].into(), None)
+            .await
+            .unwrap();
         assert_eq!(fixture.work.0.load(Ordering::SeqCst), 0);
     }
 
@@ -652,12 +682,12 @@ mod tests {
         let fixture = fixture();
         let work = Arc::new(LaterOnce::default());
         let tasks = fixture.tasks.clone().working(work.clone());
-        let tasking = Tasking::new(tasks.clone(), LEAD.map(str::to_owned), true, "issue_refund".into());
+        let tasking = Tasking::new(tasks.clone(), lead().cloned(), true, "issue_refund".into());
         let rmcp::model::CallToolResponse::Task(created) = tasking.wait("R-0111".into()).await.unwrap() else {
             panic!("not a task")
         };
         let id = created.task.task_id;
-        let first = wire(&tasks.get(&id, LEAD, None).await.unwrap());
+        let first = wire(&tasks.get(&id, lead(), None).await.unwrap());
         assert_eq!(first["status"], "working");
         assert!(first.get("inputRequests").is_none(), "{first}");
         assert_eq!(settled(&tasks, &id).await["result"]["content"][0]["text"], "released");
@@ -666,8 +696,8 @@ mod tests {
         let rmcp::model::CallToolResponse::Task(other) = tasking.wait("R-0112".into()).await.unwrap() else {
             panic!("not a task")
         };
-        tasks.cancel(&other.task.task_id, LEAD).await.unwrap();
-        assert_eq!(wire(&tasks.get(&other.task.task_id, LEAD, None).await.unwrap())["status"], "cancelled");
+        tasks.cancel(&other.task.task_id, lead()).await.unwrap();
+        assert_eq!(wire(&tasks.get(&other.task.task_id, lead(), None).await.unwrap())["status"], "cancelled");
     }
 
     /// Never finishes its first look (its replica stopped mid-look), then completes.
@@ -690,17 +720,17 @@ mod tests {
         let fixture = fixture();
         let work = Arc::new(StopsOnce::default());
         let tasks = fixture.tasks.clone().working(work.clone());
-        let tasking = Tasking::new(tasks.clone(), LEAD.map(str::to_owned), true, "issue_refund".into());
+        let tasking = Tasking::new(tasks.clone(), lead().cloned(), true, "issue_refund".into());
         let rmcp::model::CallToolResponse::Task(created) = tasking.wait("R-0111".into()).await.unwrap() else {
             panic!("not a task")
         };
         let id = created.task.task_id;
-        assert_eq!(wire(&tasks.get(&id, LEAD, None).await.unwrap())["status"], "working");
+        assert_eq!(wire(&tasks.get(&id, lead(), None).await.unwrap())["status"], "working");
         while work.0.load(Ordering::SeqCst) == 0 {
             tokio::task::yield_now().await;
         }
         fixture.now.fetch_add(1_999, Ordering::SeqCst);
-        tasks.get(&id, LEAD, None).await.unwrap();
+        tasks.get(&id, lead(), None).await.unwrap();
         tokio::task::yield_now().await;
         assert_eq!(work.0.load(Ordering::SeqCst), 1, "still held");
         fixture.now.fetch_add(1, Ordering::SeqCst);
@@ -715,7 +745,11 @@ mod tests {
         let tasks = fixture.tasks.clone().working(work.clone());
         let fixture = Fixture { tasks, ..fixture };
         let id = asked(&fixture, &["confirm"]).await;
-        fixture.tasks.update(&id, LEAD, [("confirm".into(), json!({"action": "accept"}))].into(), None).await.unwrap();
+        fixture
+            .tasks
+            .update(&id, lead(), [("confirm".into(), json!({"action": "accept"}))].into(), None)
+            .await
+            .unwrap();
         assert_eq!(work.0.load(Ordering::SeqCst), 1);
         let kept = fixture.tasks.store.get(&TaskId::parse(&id).unwrap()).await.unwrap().unwrap();
         assert_eq!(
@@ -777,9 +811,8 @@ mod tests {
             landed: false.into(),
         });
         let tasks = Tasks::new(store.clone(), TaskTimes::default());
-        let record = || {
-            TaskRecord::new(LEAD.map(str::to_owned), "t", Duration::from_secs(60), Duration::from_secs(1), tasks.now())
-        };
+        let record =
+            || TaskRecord::new(lead().cloned(), "t", Duration::from_secs(60), Duration::from_secs(1), tasks.now());
         // A create whose answer was lost although it landed: found, not made again.
         let landed = record();
         store.landed.store(true, Ordering::SeqCst);
@@ -789,13 +822,13 @@ mod tests {
         store.failing.store(1, Ordering::SeqCst);
         tasks.create(&task).await.expect("tried again");
         store.failing.store(1, Ordering::SeqCst);
-        assert_eq!(wire(&tasks.get(task.id.as_str(), LEAD, None).await.unwrap())["status"], "working");
+        assert_eq!(wire(&tasks.get(task.id.as_str(), lead(), None).await.unwrap())["status"], "working");
         store.failing.store(1, Ordering::SeqCst);
-        tasks.cancel(task.id.as_str(), LEAD).await.expect("tried again");
+        tasks.cancel(task.id.as_str(), lead()).await.expect("tried again");
         assert!(store.kept.get(&task.id).await.unwrap().unwrap().cancel_requested);
         // Twice in a row is an outage: said as one, not hidden.
         store.failing.store(2, Ordering::SeqCst);
-        let refused = tasks.get(task.id.as_str(), LEAD, None).await.unwrap_err();
+        let refused = tasks.get(task.id.as_str(), lead(), None).await.unwrap_err();
         assert_eq!(refused.message, "the task store is unavailable; try again");
     }
 }

@@ -10,6 +10,8 @@ use rmcp::{
     service::RequestContext,
 };
 
+use caller::Principal;
+
 use super::{TaskRecord, Tasks};
 
 /// A tool's view of the server's tasks for one `tools/call`, which the boundary builds
@@ -19,7 +21,7 @@ use super::{TaskRecord, Tasks};
 #[derive(Clone)]
 pub struct Tasking {
     tasks: Tasks,
-    owner: Option<String>,
+    owner: Option<Principal>,
     declared: bool,
     tool: String,
     lifetime: Duration,
@@ -33,7 +35,7 @@ pub struct Tasking {
 impl Tasking {
     /// The tasks of `tool`'s call for `owner`; `declared` is whether the request's client
     /// capabilities name the extension.
-    pub(crate) fn new(tasks: Tasks, owner: Option<String>, declared: bool, tool: String) -> Self {
+    pub(crate) fn new(tasks: Tasks, owner: Option<Principal>, declared: bool, tool: String) -> Self {
         let times = tasks.times();
         Self {
             tasks,

@@ -1,6 +1,8 @@
 //! What a deployment tells the shop's server: one struct, read by the binary's command line
-//! (each field has its environment twin through clap) and built by hand in tests and programs.
-//! Every default is written here once.
+//! (each field has its environment twin through clap, and a configuration file's key through
+//! `config-file`) and built by hand in tests and programs. Every default is written here once,
+//! in the flag's attribute: [`ServeConfig::new`] is what clap makes of a command line that names
+//! the shop's API alone. [`ServeConfig::contradictions`] says which settings cannot hold together.
 
 use std::time::Duration;
 
@@ -85,7 +87,8 @@ pub struct ServeConfig {
 
     /// How issue_refund asks: `input-required` (MCP 2026-07-28), or `wait`, the 2025 way of a
     /// server-sent elicitation/create, which fails at 2026-07-28 (for showing that it does).
-    #[arg(long, value_enum, default_value_t = AskStyle::InputRequired)]
+    /// Hidden: it shows a behaviour, it does not configure one.
+    #[arg(long, value_enum, default_value_t = AskStyle::InputRequired, hide = true)]
     pub ask_style: AskStyle,
 
     /// Who may decide a held refund: `self` (the lead who asks for it may confirm it, the
@@ -157,8 +160,9 @@ pub struct ServeConfig {
     pub max_tool_calls: usize,
 
     /// Past --max-tool-calls: `shed` answers a 2026-07-28 caller with a state-only round;
-    /// `wait` queues every call until a slot is free (to compare with).
-    #[arg(long, env = "SHOP_WHEN_BUSY", value_enum, default_value_t = WhenBusy::Shed)]
+    /// `wait` queues every call until a slot is free (to compare with: hidden, for
+    /// fernhill-load's comparisons).
+    #[arg(long, env = "SHOP_WHEN_BUSY", value_enum, default_value_t = WhenBusy::Shed, hide = true)]
     pub when_busy: WhenBusy,
 
     /// Questions waiting for their person at once (a 2025 host's question, a payment
@@ -181,6 +185,11 @@ pub struct ServeConfig {
     #[arg(long, env = "SHOP_REPLICA_NAME", value_name = "NAME")]
     pub replica_name: Option<String>,
 
+    /// Who the host's user is over stdio: whom payments are for and whom the audit trail
+    /// names. Over HTTP nobody is named but an authenticated caller.
+    #[arg(long, env = "SHOP_LEAD", default_value = DEFAULT_LEAD, value_name = "NAME")]
+    pub lead: String,
+
     #[command(flatten)]
     pub payments: PaymentsConfig,
 
@@ -191,39 +200,47 @@ pub struct ServeConfig {
 impl ServeConfig {
     /// The defaults, over the shop's API at `shop_api`.
     pub fn new(shop_api: impl Into<String>) -> Self {
-        Self {
-            shop_api: shop_api.into(),
-            shop_api_token: None,
-            shop_api_token_file: None,
-            store: DEFAULT_STORE.into(),
-            store_prefix: DEFAULT_STORE_PREFIX.into(),
-            state_keys: None,
-            state_ttl: DEFAULT_TTL.as_secs_f64(),
-            quote_ttl: DEFAULT_QUOTE_TTL.as_secs(),
-            task_ttl: DEFAULT_TASK_TTL.as_secs(),
-            task_poll: DEFAULT_TASK_POLL.as_secs_f64(),
-            max_open_quotes: DEFAULT_MAX_OPEN_QUOTES,
-            ask_style: AskStyle::InputRequired,
-            approval: shop_api::Approval::SelfApproval,
-            confirm_on: crate::approval::ConfirmOn::Host,
-            approvals_client_id: None,
-            approvals_client_secret: None,
-            approvals_client_secret_file: None,
-            approvals_webhook: None,
-            approvals_webhook_secret: None,
-            escalate_after: DEFAULT_ESCALATE_AFTER.as_secs(),
-            escalate_to: None,
-            escalation_check: DEFAULT_ESCALATION_CHECK.as_secs_f64(),
-            ride_through: DEFAULT_RIDE_THROUGH.as_secs(),
-            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
-            when_busy: WhenBusy::Shed,
-            max_waiting: DEFAULT_MAX_WAITING,
-            max_waiting_per_caller: DEFAULT_MAX_WAITING_PER_CALLER,
-            audit_log: None,
-            replica_name: None,
-            payments: PaymentsConfig::default(),
-            http: HttpConfig::default(),
+        let shop_api = shop_api.into();
+        // The definition is this file's, not a peer's input: a test parses it.
+        config_file::defaults(&["--shop-api", &shop_api]).expect("ServeConfig's defaults are well formed")
+    }
+
+    /// Settings that cannot hold together, each with the arguments (clap IDs) that make it,
+    /// so an error can say where each was set. Serving refuses to start on any.
+    pub fn contradictions(&self) -> Vec<Contradiction> {
+        let mut found = Vec::new();
+        let mut say =
+            |args: &'static [&'static str], words: &str| found.push(Contradiction { args, words: words.to_owned() });
+        if self.confirm_on == crate::approval::ConfirmOn::Page && self.approvals_client_id.is_none() {
+            say(
+                &["confirm_on", "approvals_client_id"],
+                "deciding on the page needs the page: name its client at the issuer",
+            );
         }
+        if self.approvals_client_id.is_some() && self.http.auth_issuer.is_none() {
+            say(&["approvals_client_id", "auth_issuer"], "the approval page needs the issuer its leads sign in at");
+        }
+        if self.approvals_client_id.is_some() && self.http.listen.is_none() {
+            say(
+                &["approvals_client_id", "listen"],
+                "the approval page is served over HTTP: give the address to listen on",
+            );
+        }
+        if self.approvals_webhook.is_some()
+            && self.approvals_webhook_secret.as_deref().is_none_or(|secret| secret.len() < 16)
+        {
+            say(
+                &["approvals_webhook", "approvals_webhook_secret"],
+                "the webhook's signing secret must be at least 16 characters",
+            );
+        }
+        if self.http.auth_introspection && self.http.auth_client_id.is_none() {
+            say(
+                &["auth_introspection", "auth_client_id"],
+                "introspection asks the issuer as this server's own client: name it",
+            );
+        }
+        found
     }
 
     pub fn quote_ttl(&self) -> Duration {
@@ -290,6 +307,14 @@ pub const DEFAULT_LEAD: &str = "lead-1";
 /// How many rounds a payment sign-in may take before `pay_refund` stops asking.
 pub const DEFAULT_PAY_ROUNDS: u32 = 5;
 
+/// Settings that cannot hold together: the arguments that make it, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contradiction {
+    /// clap IDs of the arguments, such as `confirm_on`.
+    pub args: &'static [&'static str],
+    pub words: String,
+}
+
 /// Where `pay_refund` pays refunds; without a provider it says payments are off.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PaymentsConfig {
@@ -316,25 +341,15 @@ pub struct PaymentsConfig {
     #[arg(id = "payments_public_url", long = "payments-public-url", env = PAYMENTS_PUBLIC_ENV, value_name = "URL")]
     pub public_url: Option<String>,
 
-    /// Who the host's user is over stdio: whom payments are for and whom the audit trail
-    /// names. Over HTTP nobody is named but an authenticated caller.
-    #[arg(long, env = "SHOP_LEAD", default_value = DEFAULT_LEAD)]
-    pub lead: String,
-
     /// How many rounds a payment sign-in may take before pay_refund stops asking.
     #[arg(long = "pay-rounds", env = "SHOP_PAY_MAX_ROUNDS", default_value_t = DEFAULT_PAY_ROUNDS, value_name = "N")]
     pub max_rounds: u32,
 }
 
 impl Default for PaymentsConfig {
+    /// No provider: payments are off.
     fn default() -> Self {
-        Self {
-            provider: None,
-            token: None,
-            token_file: None,
-            public_url: None,
-            lead: DEFAULT_LEAD.into(),
-            max_rounds: DEFAULT_PAY_ROUNDS,
-        }
+        // The definition is this file's, not a peer's input: a test parses it.
+        config_file::defaults(&[]).expect("PaymentsConfig's defaults are well formed")
     }
 }

@@ -26,7 +26,7 @@ use mrtr::{
 use payment_provider::{PaymentProvider, ProviderError};
 use shop_api::{ApiError, ShopApi};
 
-pub use config::{PaymentsConfig, ServeConfig, WhenBusy};
+pub use config::{Contradiction, PaymentsConfig, ServeConfig, WhenBusy};
 pub use mcp_serve::HttpConfig;
 
 use approvals::channel::sign_in::{PageClient, SignIn};
@@ -106,8 +106,8 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
         .riding_through(std::time::Duration::from_secs(config.ride_through))
         .with_webhook(webhook(config)?)
         .with_records(records, config.quote_ttl(), config.max_open_quotes)
-        .with_audit(audit.clone(), &config.payments.lead);
-    if let Some(payments) = payments(&config.payments)? {
+        .with_audit(audit.clone(), &config.lead);
+    if let Some(payments) = payments(&config.payments, &config.lead)? {
         tracing::info!(lead = %payments.lead, "paying refunds through the payment provider");
         shop = shop.with_payments(payments);
     }
@@ -136,7 +136,7 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     })
 }
 
-fn payments(config: &PaymentsConfig) -> Result<Option<Payments>, ServeError> {
+fn payments(config: &PaymentsConfig, lead: &str) -> Result<Option<Payments>, ServeError> {
     let Some(url) = &config.provider else { return Ok(None) };
     let token = secret(config.token.clone(), config.token_file.as_deref())?;
     let provider = PaymentProvider::new(url)
@@ -146,7 +146,7 @@ fn payments(config: &PaymentsConfig) -> Result<Option<Payments>, ServeError> {
     Ok(Some(Payments {
         public_url: config.public_url.clone().unwrap_or_else(|| url.clone()),
         provider,
-        lead: config.lead.clone(),
+        lead: lead.to_owned(),
         max_rounds: config.max_rounds,
     }))
 }

@@ -1,5 +1,5 @@
 //! What the in-process tests share: a fresh shop API on a loopback port, the shop's MCP server
-//! built as `fernhill serve` builds it and served over an in-memory duplex, a client playing
+//! built as `fernhill-mcp serve` builds it and served over an in-memory duplex, a client playing
 //! the person, and the server's log read back from this test's thread.
 #![allow(dead_code)]
 
@@ -71,7 +71,7 @@ pub fn log() -> Log {
 }
 
 /// The shop's server over `api`, sealing with `keys` (if any) and configured further by
-/// `configure`, as `fernhill serve` builds it; a 2026-07-28 client playing `user`.
+/// `configure`, as `fernhill-mcp serve` builds it; a 2026-07-28 client playing `user`.
 pub async fn serve_with(
     api: &RunningApi,
     keys: Option<&str>,

@@ -26,16 +26,21 @@
 //! and then, off the requests' path.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::refund_rules::{
+use super::clock::Clock;
+use super::error::StoreError;
+use super::idempotency_key::Begun;
+use super::refund_row::{QUOTE_ID_OFFSET, REFUND_COLUMNS, REFUND_ID_OFFSET, RETURN_ID_OFFSET, RefundRow};
+use super::refund_rules::{
     Covered, ReturnRow, epoch_seconds, issue_refund, may_decide, new_return, numbered, price_quote, refunded_lines,
     rfc3339, seconds, stored_id, sum_lines,
 };
-use crate::write_transaction::WriteTransaction;
+use super::terms::{DEFAULT_APPROVAL_DEADLINE, DEFAULT_QUOTE_TTL, EXPIRED};
+use super::write_transaction::WriteTransaction;
 
 use crate::ids::{OrderId, QuoteId, RefundId, ReturnId};
 use crate::model::{
@@ -44,12 +49,6 @@ use crate::model::{
 use crate::money::Cents;
 use crate::policy;
 use crate::seed;
-
-pub use crate::refund_rules::SHIPPING;
-pub use crate::store_error::StoreError;
-
-/// How long a quote can be issued unless told otherwise: a day, as the MCP server keeps it.
-pub const DEFAULT_QUOTE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Expired quotes (or old idempotency keys) removed at most per transaction of a sweep, so a
 /// sweep never holds the writer for long.
@@ -141,10 +140,6 @@ CREATE INDEX IF NOT EXISTS idempotency_by_age ON idempotency (created_at);
 /// they said when they were asked for, by when a lead must decide them, and why one ended.
 const SCHEMA_VERSION: i64 = 4;
 
-pub(crate) const QUOTE_ID_OFFSET: i64 = 5000;
-pub(crate) const REFUND_ID_OFFSET: i64 = 110;
-pub(crate) const RETURN_ID_OFFSET: i64 = 0;
-
 /// The shop's persistent state. Share it as `Arc<Store>`.
 #[derive(Debug)]
 pub struct Store {
@@ -157,32 +152,6 @@ pub struct Store {
     clock: Clock,
 }
 
-/// The time, in seconds since 1970: the system's, or one a test controls.
-#[derive(Clone)]
-pub struct Clock(Arc<dyn Fn() -> i64 + Send + Sync>);
-
-impl Clock {
-    /// The system's clock.
-    pub fn system() -> Self {
-        Self(Arc::new(epoch_seconds))
-    }
-
-    /// A clock that tells what `now` says.
-    pub fn from_fn(now: impl Fn() -> i64 + Send + Sync + 'static) -> Self {
-        Self(Arc::new(now))
-    }
-
-    pub(crate) fn now(&self) -> i64 {
-        (self.0)()
-    }
-}
-
-impl std::fmt::Debug for Clock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Clock")
-    }
-}
-
 /// An idempotency key's row: what its request was, its answer once there is one, and when.
 struct KeptKey {
     fingerprint: String,
@@ -190,25 +159,6 @@ struct KeptKey {
     body: Option<Vec<u8>>,
     at: i64,
 }
-
-/// What an idempotency key already has ([`Store::idempotency_begin`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Begun {
-    /// Nothing: run the write (its key is now in flight).
-    Fresh,
-    /// The first write's answer.
-    Done { status: u16, body: Vec<u8> },
-    /// The first write is still being answered.
-    InFlight,
-    /// The key was used for another request.
-    Reused,
-}
-
-/// Why a held refund that no lead decided in time was cancelled.
-pub const EXPIRED: &str = "expired: no lead decided";
-
-/// How long a held refund waits for a lead by default (72 hours).
-pub const DEFAULT_APPROVAL_DEADLINE: Duration = Duration::from_secs(72 * 3600);
 
 impl Store {
     /// Opens (creating if needed) the database at `path`, or a fresh
@@ -292,7 +242,7 @@ impl Store {
     /// unknown, and an expired quote is refused when it is read.
     pub fn sweep(&self, kept: Duration) -> Result<Vec<RefundId>, StoreError> {
         let expired = self.expire_overdue()?;
-        let now = epoch_seconds();
+        let now = self.clock.now();
         self.remove_in_batches(PURGE_EXPIRED_QUOTES, now)?;
         self.remove_in_batches(FORGET_OLD_KEYS, now.saturating_sub(seconds(kept)))?;
         Ok(expired)
@@ -319,7 +269,7 @@ impl Store {
     ) -> Result<Begun, StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
-        let now = epoch_seconds();
+        let now = self.clock.now();
         let forgotten = now.saturating_sub(seconds(kept));
         let found = tx
             .prepare_cached("SELECT fingerprint, status, body, created_at FROM idempotency WHERE key = ?1")?
@@ -404,9 +354,9 @@ impl Store {
     pub fn create_quote(&self, request: &QuoteRequest) -> Result<Quote, StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
-        let now = epoch_seconds();
+        let now = self.clock.now();
         // Held refunds past their deadline cover nothing any more.
-        expire(&tx, None, self.clock.now())?;
+        expire(&tx, None, now)?;
         let order = load_order(&tx, &request.order_id)?;
         let covered = covered(&tx, &order.order_id)?;
         let priced = price_quote(&order, &covered, request)?;
@@ -435,7 +385,7 @@ impl Store {
 
     /// A quote made earlier, while it can still be issued.
     pub fn quote(&self, quote_id: &QuoteId) -> Result<Quote, StoreError> {
-        load_live_quote(&self.conn(), quote_id)
+        load_live_quote(&self.conn(), quote_id, self.clock.now())
     }
 
     /// Creates the refund for a quote, or returns the one that already
@@ -456,7 +406,7 @@ impl Store {
             }
             return Ok((existing, false));
         }
-        let quote = load_live_quote(&tx, quote_id)?;
+        let quote = load_live_quote(&tx, quote_id, self.clock.now())?;
         let order = load_order(&tx, &quote.order_id)?;
         expire(&tx, None, now)?;
         let issued = issue_refund(&order, &quote, &covered(&tx, &order.order_id)?, self.approval_deadline, now)?;
@@ -598,11 +548,12 @@ impl Store {
         let tx = WriteTransaction::begin(&conn)?;
         // Past its deadline, it is cancelled as expired first: the update below then finds it
         // not held, and nothing is released after the deadline.
-        expire(&tx, Some(refund_id), self.clock.now())?;
+        let now = self.clock.now();
+        expire(&tx, Some(refund_id), now)?;
         let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
             .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
         may_decide(&refund, to, by, seen, self.approval)?;
-        let at = web_service::timestamp::rfc3339(SystemTime::now());
+        let at = rfc3339(now);
         let changed = tx
             .prepare_cached(
                 "UPDATE refunds SET status = ?1, decided_by = ?4, decided_at = ?5 WHERE refund_id = ?2 AND status = ?3",
@@ -881,9 +832,9 @@ fn load_order(conn: &Connection, order_id: &OrderId) -> Result<Order, StoreError
 }
 
 /// The quote, refused once it has expired.
-fn load_live_quote(conn: &Connection, quote_id: &QuoteId) -> Result<Quote, StoreError> {
+fn load_live_quote(conn: &Connection, quote_id: &QuoteId, now: i64) -> Result<Quote, StoreError> {
     let (quote, expires_at) = load_quote(conn, quote_id)?;
-    if expires_at <= epoch_seconds() {
+    if expires_at <= now {
         return Err(StoreError::QuoteExpired(quote_id.clone()));
     }
     Ok(quote)
@@ -921,62 +872,6 @@ fn load_quote(conn: &Connection, quote_id: &QuoteId) -> Result<(Quote, i64), Sto
         needs_confirmation,
     };
     Ok((quote, expires_at))
-}
-
-pub(crate) const REFUND_COLUMNS: &str =
-    "SELECT refund_id, order_id, quote_id, amount_cents, currency, status, requested_by, decided_by, decided_at,
-            requested_at, decide_by, reason FROM refunds";
-
-/// A refunds row as stored, before its text is validated.
-pub(crate) struct RefundRow {
-    pub(crate) refund_id: String,
-    pub(crate) order_id: String,
-    pub(crate) quote_id: String,
-    pub(crate) amount: i64,
-    pub(crate) currency: String,
-    pub(crate) status: String,
-    pub(crate) requested_by: Option<String>,
-    pub(crate) decided_by: Option<String>,
-    pub(crate) decided_at: Option<String>,
-    pub(crate) requested_at: Option<i64>,
-    pub(crate) decide_by: Option<i64>,
-    pub(crate) reason: Option<String>,
-}
-
-impl RefundRow {
-    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<RefundRow> {
-        Ok(RefundRow {
-            refund_id: row.get(0)?,
-            order_id: row.get(1)?,
-            quote_id: row.get(2)?,
-            amount: row.get(3)?,
-            currency: row.get(4)?,
-            status: row.get(5)?,
-            requested_by: row.get(6)?,
-            decided_by: row.get(7)?,
-            decided_at: row.get(8)?,
-            requested_at: row.get(9)?,
-            decide_by: row.get(10)?,
-            reason: row.get(11)?,
-        })
-    }
-
-    pub(crate) fn into_refund(self) -> Result<Refund, StoreError> {
-        Ok(Refund {
-            refund_id: stored_id(&self.refund_id)?,
-            order_id: stored_id(&self.order_id)?,
-            quote_id: stored_id(&self.quote_id)?,
-            amount: Cents(self.amount),
-            currency: self.currency,
-            status: self.status.parse().map_err(|e| StoreError::Corrupt(format!("{e}")))?,
-            requested_by: self.requested_by,
-            decided_by: self.decided_by,
-            decided_at: self.decided_at,
-            requested_at: self.requested_at.map(rfc3339),
-            decide_by: self.decide_by.map(rfc3339),
-            reason: self.reason,
-        })
-    }
 }
 
 /// The refund whose `column` (`refund_id` or `quote_id`) equals `value`.
@@ -1049,48 +944,6 @@ mod tests {
         }
     }
 
-    /// The same line quoted and issued three times: one refund, then refusals naming it.
-    #[test]
-    fn a_line_is_refunded_once() {
-        let store = Store::open(None).unwrap();
-        let first = store.create_quote(&skus("O-1145", &["GG-2210"])).unwrap();
-        let second = store.create_quote(&skus("O-1145", &["GG-2210"])).unwrap();
-        let (refund, _) = store.create_refund(&first.quote_id, None).unwrap();
-        assert_eq!((refund.amount, refund.status), (Cents(8500), RefundStatus::Requested));
-        let issued_twice = store.create_refund(&second.quote_id, None).unwrap_err();
-        assert_eq!(
-            issued_twice.to_string(),
-            "Order O-1145 is already refunded or held for refund there (GG-2210 by R-0111); only what is still \
-             refundable can be quoted or refunded."
-        );
-        assert!(matches!(store.create_quote(&skus("O-1145", &["GG-2210"])), Err(StoreError::AlreadyRefunded { .. })));
-        // The whole order now quotes only what is left: the casserole and shipping.
-        let rest = store.create_quote(&whole("O-1145")).unwrap();
-        assert_eq!(rest.skus, vec![Sku::parse("KG-1043").unwrap()]);
-        assert_eq!((rest.amount, rest.includes_shipping), (Cents(24950 + 899), true));
-        store.create_refund(&rest.quote_id, None).unwrap();
-        assert_eq!(
-            store.create_quote(&whole("O-1145")).unwrap_err().to_string(),
-            "Order O-1145 is already refunded or held for refund there (GG-2210 by R-0111, KG-1043 by R-0112, \
-             shipping by R-0112); only what is still refundable can be quoted or refunded."
-        );
-        assert_eq!(store.list_refunds().unwrap().len(), 2);
-    }
-
-    #[test]
-    fn shipping_is_refunded_once() {
-        let store = Store::open(None).unwrap();
-        let mut with_shipping = skus("O-1145", &["GG-2210"]);
-        with_shipping.include_shipping = Some(true);
-        let quote = store.create_quote(&with_shipping).unwrap();
-        store.create_refund(&quote.quote_id, None).unwrap();
-        let mut again = skus("O-1145", &["KG-1043"]);
-        again.include_shipping = Some(true);
-        assert!(matches!(store.create_quote(&again), Err(StoreError::AlreadyRefunded { .. })));
-        let rest = store.create_quote(&whole("O-1145")).unwrap();
-        assert_eq!((rest.amount, rest.includes_shipping), (Cents(24950), false));
-    }
-
     /// Refunds split below the limit are held once the order's total passes it.
     #[test]
     fn the_limit_holds_for_the_order_however_it_is_split() {
@@ -1129,18 +982,6 @@ mod tests {
         // Held refunds count too: the shipping alone (5.00) is held while 180.00 is refunded or held.
         let shipping = store.create_quote(&whole("O-9000")).unwrap();
         assert_eq!(store.create_refund(&shipping.quote_id, None).unwrap().0.status, RefundStatus::NeedsConfirmation);
-    }
-
-    #[test]
-    fn a_cancelled_refund_frees_its_lines() {
-        let store = Store::open(None).unwrap();
-        let quote = store.create_quote(&whole("O-2289")).unwrap();
-        let (refund, _) = store.create_refund(&quote.quote_id, None).unwrap();
-        assert!(matches!(store.create_quote(&whole("O-2289")), Err(StoreError::AlreadyRefunded { .. })));
-        store.cancel(&refund.refund_id, None).unwrap();
-        let again = store.create_quote(&whole("O-2289")).unwrap();
-        assert_eq!(again.amount, Cents(18000));
-        assert_eq!(store.create_refund(&again.quote_id, None).unwrap().0.status, RefundStatus::NeedsConfirmation);
     }
 
     /// What an order has refunded is read through an index: a scan of every refund would make
@@ -1290,21 +1131,5 @@ mod tests {
         let store = Store::open(Some(&path)).unwrap();
         assert_eq!(store.list_refunds().unwrap().len(), 4);
         assert_eq!(store.refund(&RefundId::parse("R-0112").unwrap()).unwrap().status, RefundStatus::Requested);
-    }
-
-    #[test]
-    fn release_hold_is_one_way() {
-        let store = Store::open(None).unwrap();
-        let quote = store.create_quote(&whole("O-2289")).unwrap();
-        assert!(quote.needs_confirmation);
-        let (refund, _) = store.create_refund(&quote.quote_id, None).unwrap();
-        assert_eq!(refund.status, RefundStatus::NeedsConfirmation);
-        let cancelled = store.cancel(&refund.refund_id, None).unwrap();
-        assert_eq!(cancelled.status, RefundStatus::Cancelled);
-        let err = store.confirm(&refund.refund_id, None).unwrap_err();
-        assert_eq!(err.to_string(), "Refund R-0111 is not held; its status is cancelled.");
-        let missing = RefundId::parse("R-9999").unwrap();
-        assert!(matches!(store.confirm(&missing, None), Err(StoreError::NoSuchRefund(_))));
-        assert_eq!(store.list_refunds().unwrap(), vec![cancelled]);
     }
 }

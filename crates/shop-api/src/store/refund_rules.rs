@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::error::StoreError;
 use crate::ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
 use crate::model::{
     Approval, Order, OrderLine, Quote, QuoteRequest, Refund, RefundStatus, Return, ReturnReason, ReturnRequest,
 };
 use crate::money::Cents;
 use crate::policy;
-use crate::store_error::StoreError;
 
 /// The name `refund_lines` gives an order's shipping, beside its SKUs.
 pub const SHIPPING: &str = "shipping";

@@ -1,6 +1,5 @@
-//! What the routes talk to: the shop's data in SQLite ([`Store`], the embedded default) or in
-//! PostgreSQL ([`PgStore`], for an API run as several replicas), behind one set of async
-//! operations with the same answers.
+//! What the routes talk to: one of the two stores, behind one set of async operations with the
+//! same answers.
 //!
 //! SQLite's calls are synchronous: a file-backed store runs them on Tokio's blocking pool (a
 //! commit may wait for the disk), an in-memory one in place (handing microseconds of work to
@@ -9,10 +8,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::error::StoreError;
+use super::idempotency_key::Begun;
+use super::postgres::PgStore;
+use super::sqlite::Store;
 use crate::ids::{OrderId, QuoteId, RefundId};
 use crate::model::{Approval, Order, Quote, QuoteRequest, Refund, RefundStatus, Return, ReturnRequest};
-use crate::postgres::PgStore;
-use crate::store::{Begun, Store, StoreError};
 
 /// The shop's data, in one of the two databases. Cheap to clone.
 #[derive(Debug, Clone)]

@@ -38,20 +38,21 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 
+use super::clock::Clock;
+use super::error::StoreError;
+use super::idempotency_key::Begun;
+use super::refund_row::{QUOTE_ID_OFFSET, REFUND_COLUMNS, REFUND_ID_OFFSET, RETURN_ID_OFFSET, RefundRow};
+use super::refund_rules::{
+    Covered, ReturnRow, issue_refund, may_decide, new_return, numbered, price_quote, rfc3339, seconds, stored_id,
+    sum_lines,
+};
+use super::terms::{DEFAULT_APPROVAL_DEADLINE, DEFAULT_QUOTE_TTL, EXPIRED};
 use crate::ids::{OrderId, QuoteId, RefundId};
 use crate::model::{Approval, Order, OrderLine, Quote, QuoteRequest, Refund, RefundStatus, Return};
 use crate::model::{RETURN_NOTE_MAX, ReturnRequest};
 use crate::money::Cents;
 use crate::policy;
-use crate::refund_rules::{
-    Covered, ReturnRow, epoch_seconds, issue_refund, may_decide, new_return, numbered, price_quote, rfc3339, seconds,
-    stored_id, sum_lines,
-};
 use crate::seed;
-use crate::store::{
-    Begun, Clock, DEFAULT_APPROVAL_DEADLINE, DEFAULT_QUOTE_TTL, EXPIRED, QUOTE_ID_OFFSET, REFUND_COLUMNS,
-    REFUND_ID_OFFSET, RETURN_ID_OFFSET, RefundRow, StoreError,
-};
 
 /// How many times a write that meets concurrent writes is run in all before it is refused.
 pub const ATTEMPTS: u32 = 12;
@@ -326,7 +327,7 @@ impl PgStore {
 
     /// A quote made earlier, while it can still be issued.
     pub async fn quote(&self, quote_id: &QuoteId) -> Result<Quote, StoreError> {
-        load_live_quote(&self.client().await?, quote_id).await
+        load_live_quote(&self.client().await?, quote_id, self.terms.clock.now()).await
     }
 
     /// Prices and keeps a quote (the rules: `refund_rules::price_quote`).
@@ -404,7 +405,7 @@ impl PgStore {
     pub async fn sweep(&self, kept: Duration) -> Result<Vec<RefundId>, StoreError> {
         let expired = self.expire_overdue().await?;
         let client = self.client().await?;
-        let now = epoch_seconds();
+        let now = self.terms.clock.now();
         let quotes = execute(
             &client,
             "DELETE FROM quotes q WHERE q.expires_at <= $1
@@ -429,10 +430,10 @@ impl PgStore {
         kept: Duration,
         abandoned: Duration,
     ) -> Result<Begun, StoreError> {
-        self.transaction(|tx, _| {
+        let now = self.terms.clock.now();
+        self.transaction(move |tx, _| {
             let (key, fingerprint) = (key.to_owned(), fingerprint.to_owned());
             Box::pin(async move {
-                let now = epoch_seconds();
                 let row = loop {
                     let fresh = execute(
                         tx,
@@ -510,9 +511,9 @@ fn met_a_concurrent_write(error: &StoreError) -> bool {
 }
 
 async fn create_quote(tx: &Transaction<'_>, terms: Terms, request: QuoteRequest) -> Result<Quote, StoreError> {
-    let now = epoch_seconds();
+    let now = terms.clock.now();
     // Held refunds of this order past their deadline cover nothing any more.
-    expire(tx, Overdue::Order(&request.order_id), terms.clock.now()).await?;
+    expire(tx, Overdue::Order(&request.order_id), now).await?;
     let order = load_order(tx, &request.order_id).await?;
     let covered = covered(tx, &order.order_id).await?;
     let priced = price_quote(&order, &covered, &request)?;
@@ -555,7 +556,7 @@ async fn create_refund(
         }
         return Ok((existing, false));
     }
-    let quote = load_live_quote(tx, &quote_id).await?;
+    let quote = load_live_quote(tx, &quote_id, now).await?;
     lock_order(tx, &quote.order_id).await?;
     // A concurrent call for the same quote that had the lock first made its refund.
     if let Some(existing) = find_refund(tx, "quote_id", quote_id.as_str()).await? {
@@ -665,7 +666,7 @@ async fn decide(
         .await?
         .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
     may_decide(&refund, to, by.as_deref(), seen.as_deref(), terms.approval)?;
-    let at = web_service::timestamp::rfc3339(std::time::SystemTime::now());
+    let at = rfc3339(terms.clock.now());
     let changed = execute(
         tx,
         "UPDATE refunds SET status = $1, decided_by = $4, decided_at = $5 WHERE refund_id = $2 AND status = $3",
@@ -801,7 +802,7 @@ async fn load_order(c: &impl GenericClient, order_id: &OrderId) -> Result<Order,
 }
 
 /// The quote, refused once it has expired.
-async fn load_live_quote(c: &impl GenericClient, quote_id: &QuoteId) -> Result<Quote, StoreError> {
+async fn load_live_quote(c: &impl GenericClient, quote_id: &QuoteId, now: i64) -> Result<Quote, StoreError> {
     let row = query_opt(
         c,
         "SELECT order_id, skus, includes_shipping, amount_cents, currency, needs_confirmation, expires_at
@@ -810,7 +811,7 @@ async fn load_live_quote(c: &impl GenericClient, quote_id: &QuoteId) -> Result<Q
     )
     .await?
     .ok_or_else(|| StoreError::NoSuchQuote(quote_id.clone()))?;
-    if row.try_get::<_, i64>(6)? <= epoch_seconds() {
+    if row.try_get::<_, i64>(6)? <= now {
         return Err(StoreError::QuoteExpired(quote_id.clone()));
     }
     let skus: String = row.try_get(1)?;
