@@ -147,7 +147,10 @@ mod tests {
 
     static SCHEMA: Schema = Schema {
         env: "TEST_CONFIG",
-        sections: &[Section { name: "store", about: "" }, Section { name: "limits", about: "" }],
+        sections: &[
+            Section { name: "store", title: "Store", about: "" },
+            Section { name: "limits", title: "Limits", about: "" },
+        ],
         commands: &[CommandKeys {
             path: &["prog", "serve"],
             keys: &[("store.url", "store"), ("limits.max_sessions", "max_sessions"), ("limits.hosts", "hosts")],

@@ -36,7 +36,7 @@ pub fn parse<P: clap::CommandFactory + FromArgMatches>(
     argv: impl IntoIterator<Item = impl Into<OsString>>,
 ) -> Result<Layered<P>, LayerError> {
     let mut argv: Vec<OsString> = argv.into_iter().map(Into::into).collect();
-    let root = P::command();
+    let root = schema.headed(P::command());
     let path = command_path(&root, &argv);
     let config =
         config_path(&argv).or_else(|| std::env::var_os(schema.env).filter(|path| !path.is_empty()).map(PathBuf::from));
@@ -293,7 +293,10 @@ mod tests {
 
     static SCHEMA: Schema = Schema {
         env: "LAYERS_TEST_CONFIG",
-        sections: &[Section { name: "store", about: "Where." }, Section { name: "limits", about: "How much." }],
+        sections: &[
+            Section { name: "store", title: "Store", about: "Where." },
+            Section { name: "limits", title: "Limits", about: "How much." },
+        ],
         commands: &[CommandKeys {
             path: &["prog", "serve"],
             keys: &[

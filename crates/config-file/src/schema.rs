@@ -19,6 +19,8 @@ pub struct Schema {
 #[derive(Debug)]
 pub struct Section {
     pub name: &'static str,
+    /// Its heading in `--help`, where its flags are listed together.
+    pub title: &'static str,
     /// One line on what it configures.
     pub about: &'static str,
 }
@@ -51,6 +53,35 @@ impl Schema {
     /// The example value of `key`, if one is written.
     pub fn example(&self, key: &str) -> Option<&'static str> {
         self.examples.iter().find(|(name, _)| *name == key).map(|(_, value)| *value)
+    }
+}
+
+impl Schema {
+    /// `root` with each flag that a key stands for listed in `--help` under its section's title,
+    /// so a command's help reads as the file does: a heading per concern.
+    pub fn headed(&self, root: clap::Command) -> clap::Command {
+        let program = root.get_name().to_owned();
+        self.commands
+            .iter()
+            .filter(|keys| keys.path.first() == Some(&program.as_str()))
+            .fold(root, |root, keys| self.head(root, &keys.path[1..], keys))
+    }
+
+    fn head(&self, command: clap::Command, rest: &[&str], keys: &CommandKeys) -> clap::Command {
+        match rest.split_first() {
+            Some((name, rest)) => command.mut_subcommand(*name, |sub| self.head(sub, rest, keys)),
+            None => command.mut_args(|arg| {
+                let title = keys
+                    .key_of(arg.get_id().as_str())
+                    .and_then(|key| key.split_once('.'))
+                    .and_then(|(section, _)| self.sections.iter().find(|known| known.name == section))
+                    .map(|section| section.title);
+                match title {
+                    Some(title) => arg.help_heading(title),
+                    None => arg,
+                }
+            }),
+        }
     }
 }
 

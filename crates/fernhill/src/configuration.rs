@@ -112,40 +112,56 @@ pub static SCHEMA: Schema = Schema {
     sections: &[
         Section {
             name: "listen",
+            title: "Listen and edge",
             about: "Where the MCP server listens and whom it lets in: Streamable HTTP at `http`, else stdio.",
         },
         Section {
             name: "authorization",
+            title: "Authorization",
             about: "Whose access tokens callers over HTTP must show (OAuth 2.1; the server is a resource server).",
         },
         Section {
             name: "store",
+            title: "Store",
             about: "Where quotes, once-only claims, tasks and shared sessions live: this process's memory, or Redis for a fleet.",
         },
         Section {
             name: "request_state",
+            title: "Request state",
             about: "How a round's `requestState` is sealed: the keys (the first seals, every one opens) and how long a person may take.",
         },
         Section {
             name: "shop_api",
+            title: "The shop's API",
             about: "The shop's HTTP API: where it listens and keeps its data, and how the MCP server reaches it.",
         },
         Section {
             name: "payments",
+            title: "Payments",
             about: "The payment provider `pay_refund` pays through, and the stand-in provider's own settings.",
         },
-        Section { name: "approvals", about: "Who decides a held refund, where the decision counts, and who is told." },
+        Section {
+            name: "approvals",
+            title: "Approvals",
+            about: "Who decides a held refund, where the decision counts, and who is told.",
+        },
         Section {
             name: "tasks",
+            title: "Tasks",
             about: "A refund that waits for its lead as a task (for clients that declare the Tasks extension).",
         },
-        Section { name: "audit", about: "The audit trail of every decision about money." },
-        Section { name: "stdio", about: "Over stdio, where nobody signs in." },
+        Section { name: "audit", title: "Audit trail", about: "The audit trail of every decision about money." },
+        Section { name: "stdio", title: "Over stdio", about: "Over stdio, where nobody signs in." },
         Section {
             name: "telemetry",
+            title: "Telemetry",
             about: "Logs on stderr (traces and metrics take OpenTelemetry's own OTEL_* variables).",
         },
-        Section { name: "limits", about: "How much the server takes on at once, and how long it waits." },
+        Section {
+            name: "limits",
+            title: "Limits",
+            about: "How much the server takes on at once, and how long it waits.",
+        },
     ],
     commands: &[
         CommandKeys { path: &["fernhill-mcp", "serve"], keys: SERVE },

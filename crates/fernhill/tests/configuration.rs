@@ -112,6 +112,10 @@ async fn serve_s_help_is_what_configures_it() {
     let help = mcp(&["serve", "--help"]).output_within().await;
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("--config <PATH>") && help.contains("--max-sessions"), "{help}");
+    // A heading per concern, as the file has a section per concern.
+    for heading in ["\nThe shop's API:\n", "\nStore:\n", "\nApprovals:\n", "\nListen and edge:\n", "\nLimits:\n"] {
+        assert!(help.contains(heading), "no {heading:?} in:\n{help}");
+    }
     for shown_only in ["--ask-style", "--when-busy"] {
         assert!(!help.contains(shown_only), "{shown_only} shows a behaviour, it does not configure one:\n{help}");
     }
