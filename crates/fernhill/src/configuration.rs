@@ -90,6 +90,7 @@ const SHOP_API: &[(&str, &str)] = &[
     ("shop_api.allowed_hosts", "allowed_hosts"),
     ("shop_api.insecure_no_auth", "insecure_no_auth"),
     ("shop_api.quote_ttl", "quote_ttl"),
+    ("shop_api.workers", "workers"),
     ("approvals.policy", "approval"),
     ("approvals.deadline", "approval_deadline"),
     ("telemetry.log_format", "log_format"),

@@ -34,7 +34,11 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     let warnings = layered.effective.warnings;
-    let outcome = runtime::build(Threads::EachCore)
+    let threads = match &layered.parsed.command {
+        Command::ShopApi(options) => options.threads(),
+        _ => Threads::EachCore,
+    };
+    let outcome = runtime::build(threads)
         .map_err(anyhow::Error::from)
         .and_then(|runtime| runtime.block_on(run(layered.parsed.command, &warnings)));
     match outcome {

@@ -3,7 +3,8 @@
 //! A stdio server answers one host, and a probe asks one URL: one thread does either. Starting
 //! no worker threads (each with a stack and its own allocator heap) is most of what a desktop
 //! host waits for when it launches the server, beyond loading the program. A server over HTTP,
-//! and the commands that serve or drive many connections, get a worker for each core.
+//! and the commands that serve or drive many connections, get a worker for each core; the
+//! shop's API as many as its store can use (`ShopApiOptions::threads`).
 
 use tokio::runtime::{Builder, Runtime};
 
@@ -14,13 +15,20 @@ pub enum Threads {
     One,
     /// A worker for each core.
     EachCore,
+    /// This many workers (at least one).
+    Count(usize),
 }
 
 /// Build the runtime, with its I/O and timers.
 pub fn build(threads: Threads) -> std::io::Result<Runtime> {
     let mut builder = match threads {
-        Threads::One => Builder::new_current_thread(),
+        Threads::One | Threads::Count(1) => Builder::new_current_thread(),
         Threads::EachCore => Builder::new_multi_thread(),
+        Threads::Count(workers) => {
+            let mut builder = Builder::new_multi_thread();
+            builder.worker_threads(workers.max(1));
+            builder
+        }
     };
     builder.enable_all().build()
 }

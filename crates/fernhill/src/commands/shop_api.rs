@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use shop_api::{Database, PgStore, Store, store::DEFAULT_QUOTE_TTL};
 use web_service::credential::Credentials;
 
-use super::service_credential::credential_of;
+use super::{runtime::Threads, service_credential::credential_of};
 
 use mcp_serve::{
     logging,
@@ -76,9 +76,25 @@ pub struct ShopApiOptions {
     /// held for a lead), for `fernhill-load`.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub load_orders: u32,
+    /// Threads that answer requests. Unset: one for SQLite, whose one connection takes every
+    /// operation in turn (a second thread adds handing-over, not answers), and one per core for
+    /// PostgreSQL, whose pool works on many at once.
+    #[arg(long, env = "SHOP_API_WORKERS", value_parser = clap::value_parser!(u16).range(1..), value_name = "N")]
+    pub workers: Option<u16>,
     /// How log lines are written on stderr: text, or json (one object a line, for a log shipper).
     #[arg(long, env = "FERNHILL_LOG_FORMAT", value_enum, default_value_t = logging::LogFormat::Text)]
     pub log_format: logging::LogFormat,
+}
+
+impl ShopApiOptions {
+    /// The threads that answer requests: `--workers`, else as the store is best served.
+    pub fn threads(&self) -> Threads {
+        match (self.workers, &self.db) {
+            (Some(workers), _) => Threads::Count(usize::from(workers)),
+            (None, Some(DbLocation::Postgres(_))) => Threads::EachCore,
+            (None, _) => Threads::One,
+        }
+    }
 }
 
 /// Where `--db` keeps the shop's data.
@@ -181,6 +197,7 @@ pub async fn run(options: ShopApiOptions, warnings: &[String]) -> anyhow::Result
         approval,
         approval_deadline,
         load_orders,
+        workers: _,
         log_format: _,
     } = options;
     let credentials = match insecure_no_auth {
@@ -233,5 +250,25 @@ async fn sweep(database: Database) {
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "could not sweep the held refunds past their deadline"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(args: &[&str]) -> ShopApiOptions {
+        config_file::defaults(args).unwrap()
+    }
+
+    /// SQLite's one connection is served by one thread; PostgreSQL's pool by a thread a core;
+    /// `--workers` decides over both.
+    #[test]
+    fn the_threads_follow_the_store_unless_told() {
+        assert_eq!(options(&[]).threads(), Threads::One);
+        assert_eq!(options(&["--db", "shop.sqlite"]).threads(), Threads::One);
+        assert_eq!(options(&["--db", "postgres://postgres@127.0.0.1/shop"]).threads(), Threads::EachCore);
+        assert_eq!(options(&["--db", "postgres://db/shop", "--workers", "3"]).threads(), Threads::Count(3));
+        assert!(config_file::defaults::<ShopApiOptions>(&["--workers", "0"]).is_err(), "at least one");
     }
 }
