@@ -2,7 +2,8 @@
 //! flags on the command line, and clap parses it as it parses any other.
 //!
 //! Without a file and without a renamed environment variable in use, the command line is
-//! parsed as it came: a process that is given no file pays nothing for the layer.
+//! parsed as it came: a process given no file reads nothing more, and pays one walk over its
+//! flags (to list them in `--help` under their sections' headings).
 
 use std::{
     collections::BTreeMap,
