@@ -113,7 +113,8 @@ pub async fn connect_to_self(user: ScriptedUser, api: &RunningApi) -> anyhow::Re
     connect(user, launch_self(api, &["--serve"])?).await
 }
 
-/// The server's configuration from this program's environment, as `fernhill-mcp serve` reads it.
+/// The server's configuration from this program's environment variables, the ones `fernhill-mcp serve`
+/// reads (an example program takes no configuration file).
 #[derive(clap::Parser)]
 struct FromEnvironment {
     #[command(flatten)]
