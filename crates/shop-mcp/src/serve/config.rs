@@ -315,6 +315,18 @@ pub struct Contradiction {
     pub words: String,
 }
 
+impl Contradiction {
+    /// The arguments as their flags, such as `--confirm-on`, for a caller who gave flags.
+    pub fn flags(&self) -> Vec<String> {
+        let command = <ServeConfig as clap::Args>::augment_args(clap::Command::new("serve"));
+        let flag = |id: &str| {
+            let long = command.get_arguments().find(|arg| arg.get_id() == id).and_then(|arg| arg.get_long());
+            long.map_or_else(|| id.to_owned(), |long| format!("--{long}"))
+        };
+        self.args.iter().map(|id| flag(id)).collect()
+    }
+}
+
 /// Where `pay_refund` pays refunds; without a provider it says payments are off.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PaymentsConfig {
@@ -351,5 +363,69 @@ impl Default for PaymentsConfig {
     fn default() -> Self {
         // The definition is this file's, not a peer's input: a test parses it.
         config_file::defaults(&[]).expect("PaymentsConfig's defaults are well formed")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::ConfirmOn;
+
+    /// Each contradiction is found, named by its flags, and refused by `build`, through which
+    /// both transports pass; the defaults hold together.
+    #[test]
+    fn settings_that_cannot_hold_together_are_refused_by_build() {
+        let defaults = ServeConfig::new("http://127.0.0.1:9");
+        assert_eq!(defaults.contradictions(), []);
+        let listen = Some("127.0.0.1:0".parse().unwrap());
+        type Change = Box<dyn Fn(&mut ServeConfig)>;
+        let cases: [(&str, Change, &[&str]); 5] = [
+            (
+                "page, no client",
+                Box::new(|c| c.confirm_on = ConfirmOn::Page),
+                &["--confirm-on", "--approvals-client-id"],
+            ),
+            (
+                "client, no issuer",
+                Box::new(move |c| {
+                    c.approvals_client_id = Some("page".into());
+                    c.http.listen = listen;
+                }),
+                &["--approvals-client-id", "--auth-issuer"],
+            ),
+            (
+                "client over stdio",
+                Box::new(|c| {
+                    c.approvals_client_id = Some("page".into());
+                    c.http.auth_issuer = Some("https://login.example".into());
+                }),
+                &["--approvals-client-id", "--http"],
+            ),
+            (
+                "a short webhook secret",
+                Box::new(|c| {
+                    c.approvals_webhook = Some("https://chat.example/hook".into());
+                    c.approvals_webhook_secret = Some("short".into());
+                }),
+                &["--approvals-webhook", "--approvals-webhook-secret"],
+            ),
+            (
+                "introspection without a client",
+                Box::new(|c| {
+                    c.http.auth_introspection = true;
+                    c.http.auth_issuer = Some("https://login.example".into());
+                }),
+                &["--auth-introspection", "--auth-client-id"],
+            ),
+        ];
+        for (case, change, flags) in cases {
+            let mut config = defaults.clone();
+            change(&mut config);
+            let found = config.contradictions();
+            assert_eq!(found.len(), 1, "{case}: {found:?}");
+            assert_eq!(found[0].flags(), flags, "{case}");
+            let refused = crate::serve::build(&config).err().map(|error| error.to_string());
+            assert_eq!(refused, Some(format!("{}: {}", flags.join(" with "), found[0].words)), "{case}");
+        }
     }
 }

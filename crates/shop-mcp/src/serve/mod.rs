@@ -33,7 +33,6 @@ use approvals::channel::sign_in::{PageClient, SignIn};
 
 use crate::{
     Payments, Shop,
-    approval::ConfirmOn,
     approval_page::{self, ApprovalPage},
     audit::{self, Audit, AuditError},
     serve::state_keys::StateKeyError,
@@ -74,10 +73,17 @@ pub enum ServeError {
     Insecure(std::net::SocketAddr),
     #[error("approvals: {0}")]
     Approvals(String),
+    /// Settings that cannot hold together ([`ServeConfig::contradictions`]), with their flags.
+    #[error("{}: {}", .0.flags().join(" with "), .0.words)]
+    Contradiction(config::Contradiction),
 }
 
 /// The shop's server behind its sealing boundary, observed for metrics.
 pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
+    // Both transports pass here: a configuration that cannot hold together serves neither.
+    if let Some(contradiction) = config.contradictions().into_iter().next() {
+        return Err(ServeError::Contradiction(contradiction));
+    }
     let (security, source) = state_keys::state_security(config.state_keys.as_deref(), config.state_ttl)?;
     tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
     let api_token = secret(config.shop_api_token.clone(), config.shop_api_token_file.as_deref())?;
@@ -160,11 +166,6 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let Some(listen) = config.http.listen else {
-        if config.confirm_on == ConfirmOn::Page {
-            return Err(ServeError::Approvals(
-                "--confirm-on page needs the approval page, which is served over HTTP alone (--http)".into(),
-            ));
-        }
         return stdio::serve(build(config)?).await;
     };
     if config.http.auth_issuer.is_none() && !listen.ip().is_loopback() {
@@ -223,15 +224,9 @@ fn approval_page(
     bound: std::net::SocketAddr,
     gate: Option<&oauth_resource::gate::ResourceServer>,
 ) -> Result<Option<ApprovalPage>, ServeError> {
-    let Some(client_id) = &config.approvals_client_id else {
-        if config.confirm_on == ConfirmOn::Page {
-            return Err(ServeError::Approvals(
-                "--confirm-on page needs the approval page: give --approvals-client-id (and --auth-issuer)".into(),
-            ));
-        }
-        return Ok(None);
-    };
-    let Some(issuer) = &config.http.auth_issuer else {
+    // `build` refused a page without its client, issuer or address (`contradictions`).
+    let Some(client_id) = &config.approvals_client_id else { return Ok(None) };
+    let (Some(issuer), Some(gate)) = (&config.http.auth_issuer, gate) else {
         return Err(ServeError::Approvals("--approvals-client-id needs --auth-issuer: leads sign in there".into()));
     };
     let endpoint = config.http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
@@ -241,9 +236,6 @@ fn approval_page(
     };
     let secret = secret(config.approvals_client_secret.clone(), config.approvals_client_secret_file.as_deref())?;
     let redirect = format!("{origin}{}/callback", approval_page::PATH);
-    let Some(gate) = gate else {
-        return Err(ServeError::Approvals("--approvals-client-id needs --auth-issuer: leads sign in there".into()));
-    };
     // A sign-in under way is its browser's cookie, sealed under the request state's keys
     // derived for it: any replica with the same keys takes the callback.
     let (cookies, source) =
@@ -274,10 +266,8 @@ fn approval_page(
 /// The approvals webhook, when one is named.
 fn webhook(config: &ServeConfig) -> Result<Option<crate::webhook::Webhook>, ServeError> {
     let Some(url) = &config.approvals_webhook else { return Ok(None) };
+    // Its secret's length is one of `contradictions`, which `build` checked first.
     let secret = config.approvals_webhook_secret.as_deref().unwrap_or_default();
-    if secret.len() < 16 {
-        return Err(ServeError::Approvals("--approvals-webhook-secret must be at least 16 characters".into()));
-    }
     crate::webhook::webhook(url, secret).map(Some).map_err(ServeError::Approvals)
 }
 
