@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, fmt::Write as _, path::PathBuf};
 
 use clap::{ArgMatches, Command, parser::ValueSource};
 
-use crate::schema::Schema;
+use crate::schema::{Schema, split_key};
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,16 +142,14 @@ impl Effective {
             let in_section: Vec<&Setting> = self
                 .settings
                 .iter()
-                .filter(|setting| {
-                    setting.key.and_then(|key| key.split_once('.')).is_some_and(|(name, _)| name == section.name)
-                })
+                .filter(|setting| setting.key.is_some_and(|key| split_key(key).0 == section.name))
                 .collect();
             if in_section.is_empty() {
                 continue;
             }
             let _ = writeln!(out, "\n[{}]", section.name);
             for setting in in_section {
-                let key = setting.key.and_then(|key| key.split_once('.')).map_or("", |(_, key)| key);
+                let key = setting.key.map_or("", |key| split_key(key).1);
                 let _ = writeln!(out, "{}", line(key, setting));
             }
         }

@@ -6,7 +6,10 @@ use std::fmt::Write as _;
 
 use clap::{Arg, ArgAction, Command};
 
-use crate::{effective::toml_value, schema::Schema};
+use crate::{
+    effective::toml_value,
+    schema::{Schema, split_key},
+};
 
 /// A key as one command reads it.
 struct Reader<'c> {
@@ -42,7 +45,7 @@ fn keys_in_order(schema: &Schema, section: &str) -> Vec<&'static str> {
     let mut keys: Vec<&'static str> = Vec::new();
     for command in schema.commands {
         for (key, _) in command.keys {
-            if key.split_once('.').is_some_and(|(name, _)| name == section) && !keys.contains(key) {
+            if split_key(key).0 == section && !keys.contains(key) {
                 keys.push(key);
             }
         }
@@ -89,7 +92,7 @@ pub fn markdown(schema: &Schema, programs: &[Command], intro: &str) -> String {
         for key in keys {
             let readers = readers(schema, programs, key);
             let Some(first) = readers.first() else { continue };
-            let short = key.split_once('.').map_or(key, |(_, short)| short);
+            let short = split_key(key).1;
             let _ = write!(out, "\n### `{short}`\n\n{}\n\n", help(first.arg));
             if let Some(default) = default(first.arg) {
                 let _ = writeln!(out, "- Default: `{default}`");
@@ -123,7 +126,7 @@ pub fn example(schema: &Schema, programs: &[Command], intro: &str) -> String {
         for key in keys {
             let readers = readers(schema, programs, key);
             let Some(first) = readers.first() else { continue };
-            let short = key.split_once('.').map_or(key, |(_, short)| short);
+            let short = split_key(key).1;
             for line in wrap(&help(first.arg), 92) {
                 let _ = writeln!(out, "# {line}");
             }

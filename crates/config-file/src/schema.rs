@@ -34,6 +34,12 @@ pub struct CommandKeys {
     pub keys: &'static [(&'static str, &'static str)],
 }
 
+/// A key's section and its name there: `("limits", "max_sessions")` for `limits.max_sessions`
+/// (no section for a key without one).
+pub fn split_key(key: &str) -> (&str, &str) {
+    key.split_once('.').unwrap_or(("", key))
+}
+
 impl Schema {
     /// The keys of the command at `path`, if it reads the file.
     pub fn command(&self, path: &[String]) -> Option<&CommandKeys> {
@@ -73,8 +79,8 @@ impl Schema {
             None => command.mut_args(|arg| {
                 let title = keys
                     .key_of(arg.get_id().as_str())
-                    .and_then(|key| key.split_once('.'))
-                    .and_then(|(section, _)| self.sections.iter().find(|known| known.name == section))
+                    .map(|key| split_key(key).0)
+                    .and_then(|section| self.sections.iter().find(|known| known.name == section))
                     .map(|section| section.title);
                 match title {
                     Some(title) => arg.help_heading(title),

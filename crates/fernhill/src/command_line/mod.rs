@@ -81,7 +81,7 @@ mod tests {
                     "{key} names `{id}`, which `{}` does not have",
                     keys.display()
                 );
-                let section = key.split_once('.').map(|(section, _)| section).unwrap();
+                let section = config_file::schema::split_key(key).0;
                 assert!(SCHEMA.has_section(section), "{key}: no section [{section}]");
             }
             for arg in command.get_arguments().filter(|arg| !arg.is_global_set()) {
