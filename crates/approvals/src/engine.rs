@@ -23,9 +23,9 @@
 use std::{sync::Arc, time::Duration};
 
 use caller::Party;
-use mrtr::{
+use records::{
+    Records,
     once_only::{AnswerClaim, Claim, Lease},
-    records::Records,
 };
 use serde_json::{Value, json};
 
@@ -796,7 +796,7 @@ mod tests {
     }
 
     fn approvals(policy: SelfApproval) -> (Approvals<InMemory>, Arc<dyn Records>) {
-        let records: Arc<dyn Records> = Arc::new(mrtr::records::InMemory::new());
+        let records: Arc<dyn Records> = Arc::new(records::InMemory::new());
         let subject = InMemory::new();
         subject.wait("R-1", Some(&party(ALICE)), "shown-1");
         let approvals = Approvals::new(subject, records.clone(), "test", COUNTED).naming_ids("refund_id");

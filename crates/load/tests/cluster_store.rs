@@ -7,11 +7,8 @@
 use std::{sync::Arc, time::Duration};
 
 use load::cluster::RedisCluster;
-use mrtr::{
-    once_only::Claim,
-    records::Records,
-    tasks::{TaskRecord, TaskTimes, Tasks},
-};
+use mrtr::tasks::{TaskRecord, TaskTimes, Tasks};
+use records::{Records, once_only::Claim};
 
 const KEEP: Duration = Duration::from_secs(600);
 /// The tasks' owner.
@@ -58,7 +55,7 @@ async fn claims_spread_over_the_primaries_and_stay_once_only_through_an_agreed_f
     let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let cluster = RedisCluster::start(dir.path()).await.unwrap();
-    let records = mrtr::records::from_url(&cluster.store_url(), "").unwrap();
+    let records = records::from_url(&cluster.store_url(), "").unwrap();
 
     assert!(claim_each(&records, 0..300).await.iter().all(|claim| *claim == Claim::First));
     for key in 0..300 {
@@ -106,7 +103,7 @@ async fn a_task_told_of_survives_its_primary_killed_and_the_store_answers_again_
     let mut cluster = RedisCluster::start(dir.path()).await.unwrap();
     let store = mrtr::tasks::from_url(&cluster.store_url(), "cluster:", Duration::from_secs(60)).unwrap();
     let tasks = Tasks::new(store, TaskTimes::default());
-    let records = mrtr::records::from_url(&cluster.store_url(), "").unwrap();
+    let records = records::from_url(&cluster.store_url(), "").unwrap();
     let hour = Duration::from_secs(3600);
     let mut told = Vec::new();
     for _ in 0..30 {

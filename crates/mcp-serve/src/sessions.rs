@@ -722,7 +722,7 @@ mod tests {
     /// on one, it is gone on every one.
     #[tokio::test]
     async fn a_shared_session_goes_on_on_another_replica_for_its_opener_alone() {
-        let shared = SharedSessions::new(Arc::new(mrtr::records::InMemory::new()), Duration::from_secs(600));
+        let shared = SharedSessions::new(Arc::new(records::InMemory::new()), Duration::from_secs(600));
         let (first, _) = replica(CAPS, Some(shared.clone()), "a");
         let (second, taking) = replica(CAPS, Some(shared.clone()), "b");
         let (third, _) = replica(CAPS, Some(shared), "c");
@@ -745,7 +745,7 @@ mod tests {
     /// refresh of the shared records (at most half their time after the last).
     #[tokio::test(start_paused = true)]
     async fn a_shared_session_ended_elsewhere_ends_where_it_was_opened_at_its_next_refresh() {
-        let shared = SharedSessions::new(Arc::new(mrtr::records::InMemory::new()), Duration::from_secs(600));
+        let shared = SharedSessions::new(Arc::new(records::InMemory::new()), Duration::from_secs(600));
         let (first, opened_here) = replica(CAPS, Some(shared.clone()), "a");
         let (second, _) = replica(CAPS, Some(shared), "b");
         assert_eq!(send(&first, from(Some("alice"), Method::POST, None)).await.status(), StatusCode::OK);
@@ -763,7 +763,7 @@ mod tests {
     /// balancer moved the session), the wait ends there, so the call can say to call again.
     #[tokio::test(start_paused = true)]
     async fn a_question_waiting_in_a_shared_session_ends_when_a_request_of_it_reaches_another_replica() {
-        let records: Arc<dyn mrtr::records::Records> = Arc::new(mrtr::records::InMemory::new());
+        let records: Arc<dyn records::Records> = Arc::new(records::InMemory::new());
         let keep = Duration::from_secs(600);
         let (first, _) = replica(CAPS, Some(SharedSessions::new(records.clone(), keep)), "a");
         let (second, _) = replica(CAPS, Some(SharedSessions::new(records, keep)), "b");

@@ -27,7 +27,8 @@
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use caller::Principal;
-use mrtr::{records::Records, waiting::SessionWatch};
+use mrtr::waiting::SessionWatch;
+use records::Records;
 use rmcp::transport::streamable_http_server::session::{SessionState, SessionStore, SessionStoreError};
 
 /// How often a call waiting for its person reads where its session is served: one read of the
@@ -110,7 +111,7 @@ impl SharedSessions {
                 let Some(kept) = self.records.get(&key).await? else { return Ok(false) };
                 self.records.put(&key, kept, self.keep).await?;
             }
-            Ok::<_, mrtr::records::RecordsError>(true)
+            Ok::<_, records::RecordsError>(true)
         };
         refreshed.await.unwrap_or_else(|error| {
             tracing::warn!(session = %id, %error, "the session's shared records were not refreshed");

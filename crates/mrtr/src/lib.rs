@@ -14,7 +14,8 @@
 //! - [`form`]: a Rust type yields the flat form schema, and any schema reads into a
 //!   [`form::FlatForm`], one check of answers for server and host;
 //! - [`once_only`]: the record claimed before a side effect, so an answer is acted on once, and
-//!   [`records`]: it and the values kept between rounds, in memory or (feature `redis`) in Redis;
+//!   [`records`]: it and the values kept between rounds, in memory or (feature `redis`) in Redis
+//!   (both the `records` crate's, re-exported here);
 //! - [`shedding`]: past a limit of tool calls at once, a call is answered with a state-only
 //!   round that holds its state and answers, as is a call that met an outage it rides through
 //!   ([`outage`]); [`waiting`]: a call waiting for its person gives its slot back, under bounds
@@ -41,9 +42,11 @@ pub mod capability;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod form;
-pub mod once_only;
 pub mod outage;
-pub mod records;
+/// The records kept between rounds (the `records` crate).
+pub use ::records;
+/// The once-only record (the `records` crate's).
+pub use ::records::once_only;
 pub mod request_state;
 pub mod seal;
 pub mod shedding;

@@ -14,7 +14,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use mrtr::records::{Records, RecordsError};
+use records::{Records, RecordsError};
 use serde::{Deserialize, Serialize};
 use shop_api::{Quote, QuoteId};
 

@@ -3,7 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use mrtr::records::{InMemory, Records};
+use records::{InMemory, Records};
 use rmcp::{
     ServerHandler,
     handler::server::router::tool::ToolRouter,

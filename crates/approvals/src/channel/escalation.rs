@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use mrtr::once_only::Claim;
+use records::once_only::Claim;
 use serde_json::json;
 
 use crate::{Approvals, State, Subject, Trail};
@@ -88,7 +88,7 @@ mod tests {
             subject.wait(id, None, "shown");
             subject.asked_at(id, start + Duration::from_secs(asked));
         }
-        let records: Arc<dyn mrtr::records::Records> = Arc::new(mrtr::records::InMemory::new());
+        let records: Arc<dyn records::Records> = Arc::new(records::InMemory::new());
         let one = Approvals::new(subject, records.clone(), "test", COUNTED);
         let escalation = Escalation { after: Duration::from_secs(60), every: Duration::from_secs(1), to: None };
         let escalated = Mutex::new(Vec::new());

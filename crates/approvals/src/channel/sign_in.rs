@@ -31,13 +31,14 @@ use std::{
 };
 
 use base64::Engine as _;
-use mrtr::{records::Records, seal::KeyRing};
+use mrtr::seal::KeyRing;
 use oauth_resource::gate::ResourceServer;
 use openidconnect::{
     AuthorizationCode, ClientId, ClientSecret, CsrfToken, HttpRequest, HttpResponse, IssuerUrl, Nonce,
     OAuth2TokenResponse as _, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse as _,
     core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata, CoreSubjectIdentifierType},
 };
+use records::Records;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::RwLock;
@@ -275,8 +276,8 @@ impl SignIn {
         // One use: a second callback with the same cookie and state is refused. Claimed now,
         // once the issuer has sent a real sign-in back, for as long as the cookie could open.
         match self.records.claim(&finished_key(state), SIGN_IN_LIFE).await {
-            Ok(mrtr::once_only::Claim::First) => {}
-            Ok(mrtr::once_only::Claim::Taken) => return Err(SignInError::Unknown),
+            Ok(records::once_only::Claim::First) => {}
+            Ok(records::once_only::Claim::Taken) => return Err(SignInError::Unknown),
             Err(error) => return Err(SignInError::Store(error.to_string())),
         }
         let metadata = self.metadata(false).await?;
@@ -447,7 +448,7 @@ mod tests {
             scope: "decide",
             entitled: |scopes| scopes.iter().any(|scope| scope == "decide"),
         };
-        let records = Arc::new(mrtr::records::InMemory::new());
+        let records = Arc::new(records::InMemory::new());
         let cookies = KeyRing::for_purpose(&[SECRET], COOKIE_PURPOSE).unwrap();
         SignIn::new(client, &format!("{NOWHERE}/mcp"), records, cookies, gate).unwrap()
     }

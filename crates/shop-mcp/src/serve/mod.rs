@@ -17,13 +17,9 @@ pub mod stdio;
 use std::{future::Future, sync::Arc};
 
 use mcp_serve::{Lifecycle, Listening, prometheus, readiness::Readiness, telemetry};
-use mrtr::{
-    boundary::Sealed,
-    records::{self, RecordsError},
-    shedding::Shedding,
-    waiting::WaitingRoom,
-};
+use mrtr::{boundary::Sealed, shedding::Shedding, waiting::WaitingRoom};
 use payment_provider::{PaymentProvider, ProviderError};
+use records::RecordsError;
 use shop_api::{ApiError, ShopApi};
 
 pub use config::{Contradiction, PaymentsConfig, ServeConfig, WhenBusy};

@@ -59,8 +59,8 @@ impl Shop {
         // Announced once for the refund, however often its requester asks again.
         let announced = format!("announced-waiting:{}", refund.refund_id);
         match self.records.claim(&announced, ANNOUNCED_KEPT).await {
-            Ok(mrtr::once_only::Claim::First) => self.announce("waiting", refund),
-            Ok(mrtr::once_only::Claim::Taken) => {}
+            Ok(records::once_only::Claim::First) => self.announce("waiting", refund),
+            Ok(records::once_only::Claim::Taken) => {}
             Err(error) => {
                 tracing::warn!(refund_id = %refund.refund_id, %error, "not announced: the store did not answer")
             }

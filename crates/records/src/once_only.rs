@@ -5,7 +5,8 @@
 //! enforce that invariant server-side". Claim the key, atomically, *before* the side effect:
 //! whoever claims it first acts, and everyone after is refused. The record keeps a claim at
 //! least as long as a state lives, after which the seal refuses the state by itself.
-//! [`crate::records`] holds the implementations: in memory, and in Redis for a fleet.
+//! The crate's [`Records`](crate::Records) hold the implementations: in memory, and in Redis
+//! for a fleet.
 
 use std::{future::Future, pin::Pin, time::Duration};
 
@@ -32,15 +33,17 @@ pub struct OnceOnlyError(pub String);
 ///
 /// Claim the question's key before the side effect. The first claim may act; every later
 /// claim of the same key, while the record keeps it, may not. Keep each claim at least as long
-/// as a state can still open: its lifetime plus [`FUTURE_SKEW`](crate::request_state::FUTURE_SKEW).
+/// as the answer it guards can still arrive (for a sealed request state: its lifetime and the
+/// clock skew the seal allows, `mrtr::request_state::DEFAULT_TTL + FUTURE_SKEW`).
 ///
 /// ```
-/// use mrtr::once_only::{Claim, OnceOnly, OnceOnlyError};
-/// use mrtr::records::InMemory;
-/// use mrtr::request_state::{DEFAULT_TTL, FUTURE_SKEW};
+/// use std::time::Duration;
+///
+/// use records::InMemory;
+/// use records::once_only::{Claim, OnceOnly, OnceOnlyError};
 ///
 /// let answered = InMemory::new();
-/// let keep = DEFAULT_TTL + FUTURE_SKEW;
+/// let keep = Duration::from_secs(660);
 /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
 /// runtime.block_on(async {
 ///     assert_eq!(answered.claim("question-1", keep).await?, Claim::First);

@@ -1,26 +1,36 @@
-//! The records a server keeps between rounds, in memory or in storage every replica shares.
+//! The records an MCP server keeps between the rounds of a call, in one process's memory or in
+//! storage every replica shares, and the once-only record that lets an answer be acted on once.
 //!
 //! A retry may reach another process than the one that asked. Two records must be there when
 //! it does: what the first round found (for the shop, the quote a refund came from) and the
 //! once-only record of answers already acted on. [`Records`] keeps both behind one interface:
-//! [`InMemory`] for one process, `Redis` (feature `redis`) for a fleet. A claim is atomic (set-if-absent with
-//! an expiry); a value keeps its own expiry. When the storage cannot answer, every call fails
-//! with [`RecordsError`] and the caller must fail closed: act on nothing.
+//!
+//! - [`once_only`]: [`OnceOnly`], the claim made before a side effect (atomic set-if-absent
+//!   with an expiry), and [`once_only::AnswerClaim`], an answer's claim with its lease;
+//! - [`InMemory`]: for one process;
+//! - `Redis` (feature `redis`): for a fleet, on one Redis, behind its Sentinels, or on a
+//!   cluster, each value held by a replica before a write that must outlive a failover returns;
+//! - [`from_url`]: the records a `--store` value names.
+//!
+//! A value keeps its own expiry. When the storage cannot answer, every call fails with
+//! [`RecordsError`] and the caller must fail closed: act on nothing. `mrtr` asks through these
+//! records (and re-exports them as `mrtr::records` and `mrtr::once_only`); the shop's servers,
+//! its approvals and its sessions keep theirs here too.
 
-use std::{
-    collections::HashMap,
-    future::Future,
-    pin::Pin,
-    sync::Mutex,
-    time::{Duration, Instant},
-};
+#![deny(missing_docs)]
 
-use crate::once_only::{Claim, Claiming, OnceOnly, OnceOnlyError};
+use std::{future::Future, pin::Pin, time::Duration};
 
+mod in_memory;
+pub mod once_only;
 #[cfg(feature = "redis")]
-mod redis;
+pub mod redis;
+
 #[cfg(feature = "redis")]
 pub use self::redis::{CLUSTER_SCHEME, Redis, SENTINEL_SCHEME};
+pub use in_memory::InMemory;
+use once_only::OnceOnlyError;
+pub use once_only::{Claim, OnceOnly};
 
 /// A boxed future, so the records can be chosen at run time.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, RecordsError>> + Send + 'a>>;
@@ -58,114 +68,6 @@ pub trait Records: OnceOnly {
     fn describe(&self) -> String;
 }
 
-/// Records in this process's memory: right for one process, wrong behind replicas.
-///
-/// # Examples
-///
-/// A key claimed twice: the first claim may act, the second may not. A value kept between
-/// rounds reads back until it expires.
-///
-/// ```
-/// use std::time::Duration;
-///
-/// use mrtr::once_only::{Claim, OnceOnly};
-/// use mrtr::records::{InMemory, Records};
-///
-/// let records = InMemory::new();
-/// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-/// runtime.block_on(async {
-///     let keep = Duration::from_secs(660);
-///     assert_eq!(records.claim("question-1", keep).await?, Claim::First);
-///     assert_eq!(records.claim("question-1", keep).await?, Claim::Taken);
-///
-///     records.put("quote:R-0111", "Q-5001".into(), keep).await?;
-///     assert_eq!(records.get("quote:R-0111").await?.as_deref(), Some("Q-5001"));
-///     Ok::<(), Box<dyn std::error::Error>>(())
-/// })?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Default)]
-pub struct InMemory {
-    entries: Mutex<HashMap<String, (String, Instant)>>,
-}
-
-impl InMemory {
-    /// Empty records.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, (String, Instant)>, Instant) -> T) -> T {
-        let now = Instant::now();
-        let mut entries = self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        // Forget what outlived its expiry, now and then, so the map does not grow forever.
-        if entries.len() >= 1024 && entries.len().is_power_of_two() {
-            entries.retain(|_, (_, until)| *until > now);
-        }
-        f(&mut entries, now)
-    }
-}
-
-impl OnceOnly for InMemory {
-    fn claim_as<'a>(&'a self, key: &'a str, value: &'a str, keep: Duration) -> Claiming<'a> {
-        let claim = self.with(|entries, now| {
-            if entries.get(key).is_some_and(|(_, until)| *until > now) {
-                return Claim::Taken;
-            }
-            entries.insert(key.to_owned(), (value.to_owned(), now + keep));
-            Claim::First
-        });
-        Box::pin(async move { Ok(claim) })
-    }
-
-    fn take_over<'a>(&'a self, key: &'a str, seen: &'a str, value: &'a str, keep: Duration) -> Claiming<'a> {
-        let claim = self.with(|entries, now| match entries.get_mut(key) {
-            Some(entry) if entry.1 > now && entry.0 == seen => {
-                *entry = (value.to_owned(), now + keep);
-                Claim::First
-            }
-            _ => Claim::Taken,
-        });
-        Box::pin(async move { Ok(claim) })
-    }
-}
-
-impl Records for InMemory {
-    fn put<'a>(&'a self, key: &'a str, value: String, keep: Duration) -> Pending<'a, ()> {
-        self.with(|entries, now| entries.insert(key.to_owned(), (value, now + keep)));
-        Box::pin(async { Ok(()) })
-    }
-
-    fn get<'a>(&'a self, key: &'a str) -> Pending<'a, Option<String>> {
-        let value = self
-            .with(|entries, now| entries.get(key).filter(|(_, until)| *until > now).map(|(value, _)| value.clone()));
-        Box::pin(async move { Ok(value) })
-    }
-
-    fn remove<'a>(&'a self, key: &'a str) -> Pending<'a, ()> {
-        self.with(|entries, _| entries.remove(key));
-        Box::pin(async { Ok(()) })
-    }
-
-    fn count<'a>(&'a self, key: &'a str, delta: i64, keep: Duration) -> Pending<'a, u64> {
-        let counted = self.with(|entries, now| {
-            let (held, until) = entries
-                .get(key)
-                .filter(|(_, until)| *until > now)
-                .map(|(value, until)| (value.parse::<u64>().unwrap_or(0), *until))
-                .unwrap_or((0, now + keep));
-            let counted = held.saturating_add_signed(delta);
-            entries.insert(key.to_owned(), (counted.to_string(), until));
-            counted
-        });
-        Box::pin(async move { Ok(counted) })
-    }
-
-    fn describe(&self) -> String {
-        "memory (this process only)".into()
-    }
-}
-
 /// Records from a `--store` value: `memory`, or a `redis://` URL (with the `redis` feature).
 pub fn from_url(store: &str, prefix: &str) -> Result<std::sync::Arc<dyn Records>, RecordsError> {
     match store {
@@ -175,7 +77,7 @@ pub fn from_url(store: &str, prefix: &str) -> Result<std::sync::Arc<dyn Records>
         #[cfg(not(feature = "redis"))]
         url if url.starts_with("redis") || url.starts_with("unix://") => {
             let _ = prefix;
-            Err(RecordsError(format!("{url}: this build has no Redis support (mrtr's `redis` feature)")))
+            Err(RecordsError(format!("{url}: this build has no Redis support (the `redis` feature)")))
         }
         #[cfg(not(feature = "redis"))]
         other => Err(not_a_store(other)),

@@ -13,8 +13,8 @@ use redis::{
 };
 use tokio::sync::{OnceCell, RwLock};
 
-use super::{Pending, Records, RecordsError};
 use crate::once_only::{Claim, Claiming, OnceOnly};
+use crate::{Pending, Records, RecordsError};
 
 /// Records in Redis, shared by every replica that points at the same server.
 ///
@@ -52,8 +52,10 @@ enum Source {
 
 /// A connection to the records: one node's, or a cluster's (each key to its slot's primary).
 #[derive(Clone)]
-pub(crate) enum Connection {
+pub enum Connection {
+    /// One node's (a direct Redis, or the primary the Sentinels named).
     Node(ConnectionManager),
+    /// A cluster's.
     Cluster(ClusterConnection),
 }
 
@@ -88,7 +90,7 @@ impl ConnectionLike for Connection {
 impl Connection {
     /// Send a command that names no key (`INFO`, `WAIT`) to the node that holds `key`: in a
     /// cluster the library would send it to every primary; one node's is its own.
-    pub(crate) async fn beside<T: redis::FromRedisValue>(&mut self, cmd: Cmd, key: &str) -> redis::RedisResult<T> {
+    pub async fn beside<T: redis::FromRedisValue>(&mut self, cmd: Cmd, key: &str) -> redis::RedisResult<T> {
         match self {
             Connection::Node(node) => cmd.query_async(node).await,
             Connection::Cluster(cluster) => {
@@ -183,7 +185,9 @@ impl Redis {
         Ok(Self { source, prefix: prefix.to_owned(), url: redact(url) })
     }
 
-    pub(crate) async fn connection(&self) -> Result<Connection, RecordsError> {
+    /// A connection to the records' storage, made on first use and remade after a failure: for
+    /// a store kept beside the records (tasks), whose keys go through [`Redis::key`].
+    pub async fn connection(&self) -> Result<Connection, RecordsError> {
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(REDIS_TIMEOUT))
             .set_response_timeout(Some(REDIS_TIMEOUT))
@@ -248,7 +252,7 @@ impl Redis {
     /// or it is taken back and this fails, so that nothing relies on it. Only where a failover
     /// may promote a replica; a primary with no replica connected cannot be failed over, and
     /// waits for none. `INFO` and `WAIT` go to the primary that took the write.
-    pub(crate) async fn kept(&self, connection: &mut Connection, key: &str) -> Result<(), RecordsError> {
+    pub async fn kept(&self, connection: &mut Connection, key: &str) -> Result<(), RecordsError> {
         if !self.fails_over() {
             return Ok(());
         }
@@ -299,11 +303,13 @@ impl Redis {
         args(&mut command).query_async(&mut connection).await.map_err(|e| self.failed(e))
     }
 
-    pub(crate) fn key(&self, key: &str) -> String {
+    /// `key` under this store's prefix, as the records keep it.
+    pub fn key(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
     }
 
-    pub(crate) fn failed(&self, error: redis::RedisError) -> RecordsError {
+    /// `error`, as the records report a storage that did not answer (the URL redacted).
+    pub fn failed(&self, error: redis::RedisError) -> RecordsError {
         // A primary that was demoted, or is gone: ask the Sentinels again next time.
         if let Source::Sentinel { connection, .. } = &self.source
             && (error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
@@ -426,7 +432,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::records::tests::{one_claim_of_many, one_takeover_of_many};
+    use crate::tests::{one_claim_of_many, one_takeover_of_many};
 
     /// Against the Redis `REDIS_URL` names (the heavy tier sets it); without one, skipped with
     /// a word, so a plain `cargo test` needs Rust alone.
@@ -462,7 +468,7 @@ mod tests {
         };
         tokio::time::timeout(Duration::from_secs(10), expired).await.expect("Redis expired both keys");
         assert_eq!(records.get("short").await.unwrap(), None, "an expired value is never read back");
-        crate::records::tests::counts(records).await;
+        crate::tests::counts(records).await;
     }
 
     #[tokio::test]
