@@ -23,6 +23,7 @@
 use std::{sync::Arc, time::Duration};
 
 use caller::Party;
+use clock::Clock;
 use records::{
     Records,
     once_only::{AnswerClaim, Claim, Lease},
@@ -173,6 +174,7 @@ pub struct Approvals<S> {
     counted: Counted,
     announce: Option<Announce>,
     receipts: Option<Receipts>,
+    clock: Clock,
 }
 
 /// What signs receipts, and what every receipt of these approvals says of the rules.
@@ -207,7 +209,20 @@ impl<S: Subject> Approvals<S> {
             counted,
             announce: None,
             receipts: None,
+            clock: Clock::system(),
         }
+    }
+
+    /// Tell the time by `clock` (the server's one clock): a decision's and an outcome's time on
+    /// receipts, and when a claim was taken, whose lease runs from it.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Seconds since 1970, by this engine's clock, as receipts carry time.
+    fn epoch_secs(&self) -> i64 {
+        i64::try_from(self.clock.epoch_secs()).unwrap_or(i64::MAX)
     }
 
     /// Sign a receipt of every decision carried out, and of what came of it, with `receipts`;
@@ -244,7 +259,7 @@ impl<S: Subject> Approvals<S> {
             // One decision, one ID, on whichever replica signs it.
             jti: idempotency_key(&format!("receipt-{verdict}"), id, &answered.question),
             iss: signing.issuer.clone(),
-            iat: epoch_secs(),
+            iat: self.epoch_secs(),
             rule: self.rule(),
             policy_version: signing.policy_version.clone(),
             tool,
@@ -371,7 +386,7 @@ impl<S: Subject> Approvals<S> {
         decider: &Decider<'_>,
         now: Option<&Standing<S::Record>>,
     ) -> Result<Acted<S::Record>, Refused<S::Error>> {
-        let decided_at = epoch_secs();
+        let decided_at = self.epoch_secs();
         let question = answered.question.as_str();
         if let Claimed::ActedOnUntold(record) = self.claim(id, answered, decider, true).await? {
             tracing::info!(id, "the answer was acted on by a call that did not finish; told now");
@@ -415,7 +430,7 @@ impl<S: Subject> Approvals<S> {
                 self.tell("released", facts);
                 self.mark_acted_on(id, answered).await;
                 let result = Digest::of(&S::result(&approved.record)).unwrap_or_else(|_| Digest::of_bytes(b""));
-                let outcome = Outcome::Executed { at: epoch_secs(), result };
+                let outcome = Outcome::Executed { at: self.epoch_secs(), result };
                 let how = (Verdict::Approve, answered, decider);
                 let receipt = self.receipt(id, &approved, how, decided_at, outcome).await;
                 Ok(Acted::Approved(Done { record: approved.record, receipt }))
@@ -438,7 +453,7 @@ impl<S: Subject> Approvals<S> {
                     self.give_back(id, question).await;
                     if let Some(now) = now {
                         let (how, outcome) =
-                            ((Verdict::Approve, answered, decider), Outcome::Unknown { at: epoch_secs() });
+                            ((Verdict::Approve, answered, decider), Outcome::Unknown { at: self.epoch_secs() });
                         self.receipt(id, now, how, decided_at, outcome).await;
                     }
                     Refused::Unanswered(error)
@@ -493,7 +508,7 @@ impl<S: Subject> Approvals<S> {
         if let Err(error) = self.records.put(&self.declined_key(id), by.clone(), DECLINE_KEPT).await {
             tracing::warn!(id, %error, "could not record the decline; carrying it out now is all that keeps it");
         }
-        let decided_at = epoch_secs();
+        let decided_at = self.epoch_secs();
         let declined = self.declined(id, &by, decider).await?;
         // A copy of this no, sent again, is a replay at once, not a wait for the lease.
         self.mark_acted_on(id, answered).await;
@@ -591,7 +606,7 @@ impl<S: Subject> Approvals<S> {
     ) -> Result<Claimed<S::Record>, Refused<S::Error>> {
         let question = answered.question.as_str();
         let key = self.claim_key(id, question);
-        let acting = AnswerClaim::acting(approving, epoch_millis()).encode();
+        let acting = AnswerClaim::acting(approving, self.clock.epoch_millis()).encode();
         let claimed = self.records.claim_as(&key, &acting, answered.claim_life).await;
         if let Ok(Claim::Taken) = claimed {
             let unfinished = self.lease_out(&key, approving).await;
@@ -602,7 +617,7 @@ impl<S: Subject> Approvals<S> {
                 && self.still_waiting(id).await
             {
                 // Of copies of this answer that all found the claim unfinished, one takes it over.
-                let acting = AnswerClaim::acting(approving, epoch_millis()).encode();
+                let acting = AnswerClaim::acting(approving, self.clock.epoch_millis()).encode();
                 match self.records.take_over(&key, &seen, &acting, answered.claim_life).await {
                     Ok(Claim::Taken) => {}
                     Ok(Claim::First) => {
@@ -650,7 +665,7 @@ impl<S: Subject> Approvals<S> {
         let until = tokio::time::Instant::now() + CLAIM_LEASE;
         loop {
             let value = self.records.get(key).await.ok()??;
-            match AnswerClaim::decode(&value)?.lease(epoch_millis(), CLAIM_LEASE) {
+            match AnswerClaim::decode(&value)?.lease(self.clock.epoch_millis(), CLAIM_LEASE) {
                 Lease::Lapsed { approving: claimed } => return (claimed == approving).then_some(value),
                 Lease::ActedOn => return None,
                 Lease::Held { left } => {
@@ -732,16 +747,6 @@ pub fn idempotency_key(decision: &str, id: &str, question: &str) -> String {
     use sha2::Digest as _;
     let digest = sha2::Sha256::digest(format!("{decision}\n{id}\n{question}").as_bytes());
     format!("{decision}-{id}-{}", hex::encode(digest))
-}
-
-fn epoch_secs() -> i64 {
-    i64::try_from(epoch_millis() / 1000).unwrap_or(i64::MAX)
-}
-
-fn epoch_millis() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
@@ -979,7 +984,7 @@ mod tests {
     async fn a_claim_left_by_a_call_that_stopped_is_taken_over_or_told() {
         let (approvals, records) = approvals(SelfApproval::Allowed);
         let trail = Lines::default();
-        let stopped = epoch_millis() - CLAIM_LEASE.as_millis() as u64 - 1;
+        let stopped = Clock::system().epoch_millis() - CLAIM_LEASE.as_millis() as u64 - 1;
         let yes_left = AnswerClaim::acting(true, stopped).encode();
         records.put("test:R-1:q-1", yes_left.clone(), LIFE).await.unwrap();
         let no = approvals.act("R-1", Verdict::Decline, &answer("q-1"), &by(ALICE, &trail)).await;

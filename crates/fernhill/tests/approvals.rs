@@ -194,13 +194,15 @@ async fn another_lead_decides_what_an_agent_or_a_lead_asked_for_and_nobody_their
 #[tokio::test]
 async fn a_refund_that_waits_too_long_is_escalated_and_at_its_deadline_expires() {
     use std::sync::atomic::{AtomicI64, Ordering};
-    let real_now = || {
-        i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).unwrap()
-    };
+    // The system's time, two hours ago until the test moves it on.
     let offset = Arc::new(AtomicI64::new(-2 * 3600));
     let clock = shop_api::Clock::from_fn({
         let offset = offset.clone();
-        move || real_now() + offset.load(Ordering::SeqCst)
+        move || {
+            let (now, offset) = (std::time::SystemTime::now(), offset.load(Ordering::SeqCst));
+            let by = std::time::Duration::from_secs(offset.unsigned_abs());
+            if offset < 0 { now - by } else { now + by }
+        }
     });
     let store = Store::open(None).unwrap().with_approval(Approval::AnotherLead).with_clock(clock);
     let api: RunningApi = shop_api::spawn_loopback(Arc::new(store)).await.unwrap();

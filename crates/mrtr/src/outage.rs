@@ -30,7 +30,7 @@ pub fn come_back(context: &RequestContext<RoleServer>, window: Duration) -> Opti
     if !takes_rounds(context) {
         return None;
     }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs());
+    let now = clock::Clock::system().epoch_secs();
     let since = context.extensions.get::<OutageSince>().map_or(now, |since| since.0);
     (now.saturating_sub(since) < window.as_secs())
         .then(|| ErrorData::internal_error("come back shortly", Some(json!({COME_BACK: since}))))

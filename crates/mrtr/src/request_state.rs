@@ -6,7 +6,9 @@
 //! authenticated, `p` a salted digest of who they are. The names and encodings are the Python
 //! SDK's (`mcp/server/request_state.py`), so either SDK opens the other's state.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use clock::Clock;
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use serde::{Deserialize, Serialize};
@@ -272,12 +274,25 @@ pub struct StateSecurity {
     ring: KeyRing,
     ttl: Duration,
     audience: Option<String>,
+    clock: Clock,
 }
 
 impl StateSecurity {
     /// A policy over `ring` whose tokens name `audience` (a server's name) and live `ttl`.
     pub fn new(ring: KeyRing, ttl: Duration, audience: Option<String>) -> Self {
-        Self { ring, ttl, audience }
+        Self { ring, ttl, audience, clock: Clock::system() }
+    }
+
+    /// Tell the time by `clock` (the server's one clock; tests move their own): what the
+    /// boundary opens states against and mints them at.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Seconds since the epoch now, by this policy's clock, as the claims count time.
+    pub fn now(&self) -> f64 {
+        self.clock.epoch_secs_f64()
     }
 
     /// The key ring that seals and opens the tokens.
@@ -347,13 +362,13 @@ impl StateSecurity {
     }
 }
 
-/// Seconds since the epoch, as the claims count time.
+/// Seconds since the epoch by the system's clock, as the claims count time.
 pub fn epoch_seconds() -> f64 {
     now()
 }
 
 fn now() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    Clock::system().epoch_secs_f64()
 }
 
 fn principal_tag(salt: &[u8], principal: &str) -> [u8; 16] {

@@ -90,7 +90,8 @@ impl Introspector {
         if !answer.active {
             return Err(GateRefusal::Expired);
         }
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        // The system's clock, as a token's own check reads it (`crate::token`).
+        let now = clock::Clock::system().epoch_secs();
         if answer.exp.is_some_and(|exp| exp.saturating_add(crate::token::LEEWAY_SECS) < now) {
             return Err(GateRefusal::Expired);
         }

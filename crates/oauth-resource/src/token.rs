@@ -6,7 +6,7 @@
 //! another server is refused), `exp` and `nbf` with a small leeway, and a `sub`. The scopes come
 //! from the space-separated `scope` claim.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use caller::Principal;
@@ -141,7 +141,9 @@ pub async fn check(
     };
     let subject = person.person(Some(&sub), &claims.claims.rest).ok_or(GateRefusal::NoPerson)?;
     let scopes = claims.claims.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    // The system's clock, as the library's own check of `exp` and `nbf` above reads it (it
+    // takes no other): what is left of the token is measured by the same time.
+    let now = clock::Clock::system().epoch_secs();
     let lasts = claims.claims.exp.map(|exp| Duration::from_secs(exp.saturating_sub(now)));
     Ok((Checked { issuer: claims.claims.iss, subject, sub: Some(sub), person: true, scopes }, lasts))
 }

@@ -220,7 +220,7 @@ impl ProviderState {
         }
         if entry.finished.is_none() {
             tracing::info!(%flow_id, by = %person, refund_id = %entry.refund_id, "flow finished");
-            entry.finished = Some(Finished { by: person, at: SystemTime::now() });
+            entry.finished = Some(Finished { by: person, at: clock::Clock::system().now() });
         }
         Ok(SignIn::Connected)
     }

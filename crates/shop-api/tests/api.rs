@@ -2,6 +2,7 @@
 //! `ShopApi` and through raw HTTP.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
@@ -627,13 +628,8 @@ async fn an_open_api_takes_a_decision_with_an_empty_body() {
 /// API (a release is refused, a read shows it cancelled and why).
 #[tokio::test]
 async fn every_held_refund_ends_decided_or_expired_and_none_is_released_after_its_deadline() {
-    use std::sync::atomic::{AtomicI64, Ordering};
     const HELD: u32 = 10_000;
-    let now = Arc::new(AtomicI64::new(1_800_000_000));
-    let clock = shop_api::Clock::from_fn({
-        let now = now.clone();
-        move || now.load(Ordering::SeqCst)
-    });
+    let (clock, now) = shop_api::Clock::manual(std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
     let store = Store::open(None)
         .unwrap()
         .with_clock(clock)
@@ -656,7 +652,7 @@ async fn every_held_refund_ends_decided_or_expired_and_none_is_released_after_it
             _ => None,
         })
         .collect();
-    now.fetch_add(71 * 3600, Ordering::SeqCst);
+    now.advance(Duration::from_secs(71 * 3600));
     for (n, decision) in &decided {
         match *decision {
             "confirm" => store.confirm(&held[*n], Some(LEAD_2)).unwrap(),
@@ -664,7 +660,7 @@ async fn every_held_refund_ends_decided_or_expired_and_none_is_released_after_it
         };
     }
     assert!(store.expire_overdue().unwrap().is_empty(), "nothing expires before its deadline");
-    now.fetch_add(3600, Ordering::SeqCst);
+    now.advance(Duration::from_secs(3600));
     let expired = store.expire_overdue().unwrap();
     assert_eq!(expired.len(), (HELD as usize) - decided.len());
     for refund_id in &held {
@@ -685,7 +681,7 @@ async fn every_held_refund_ends_decided_or_expired_and_none_is_released_after_it
     let order_id = shop_api::OrderId::parse("O-2289").unwrap();
     let quote = store.create_quote(&shop_api::QuoteRequest { order_id, skus: None, include_shipping: None }).unwrap();
     let (late, _) = store.create_refund(&quote.quote_id, Some("agent-7")).unwrap();
-    now.fetch_add(72 * 3600, Ordering::SeqCst);
+    now.advance(Duration::from_secs(72 * 3600));
     let refused = h.shop.decide(&late.refund_id, "confirm", Some(&party(LEAD_2))).await.unwrap_err();
     assert_eq!(refused.kind(), Some("not_held"), "{refused}");
     let read = h.shop.refund(&late.refund_id).await.unwrap();
@@ -696,12 +692,7 @@ async fn every_held_refund_ends_decided_or_expired_and_none_is_released_after_it
 /// again at once, with no sweep run in between.
 #[tokio::test]
 async fn an_expired_refund_frees_its_lines_for_the_next_quote() {
-    use std::sync::atomic::{AtomicI64, Ordering};
-    let now = Arc::new(AtomicI64::new(1_800_000_000));
-    let clock = shop_api::Clock::from_fn({
-        let now = now.clone();
-        move || now.load(Ordering::SeqCst)
-    });
+    let (clock, now) = shop_api::Clock::manual(std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
     let store = Store::open(None).unwrap().with_clock(clock);
     let whole = |order: &str| shop_api::QuoteRequest {
         order_id: shop_api::OrderId::parse(order).unwrap(),
@@ -713,7 +704,7 @@ async fn an_expired_refund_frees_its_lines_for_the_next_quote() {
     assert_eq!(held.status, RefundStatus::NeedsConfirmation);
     let covered = store.create_quote(&whole("O-2289"));
     assert!(matches!(covered, Err(shop_api::StoreError::AlreadyRefunded { .. })), "covered: {covered:?}");
-    now.fetch_add(72 * 3600, Ordering::SeqCst);
+    now.advance(Duration::from_secs(72 * 3600));
     let again = store.create_quote(&whole("O-2289")).unwrap();
     assert_eq!(again.amount.to_string(), "180.00");
     let (next, created) = store.create_refund(&again.quote_id, Some("agent-7")).unwrap();

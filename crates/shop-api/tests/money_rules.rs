@@ -5,8 +5,6 @@
 //! database has (SQLite's schema upgrades, PostgreSQL's replicas and migrations) is tested
 //! beside that database's store.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use shop_api::{Cents, Database, PgStore, QuoteRequest, RefundId, RefundStatus, Sku, Store, StoreError, store::Clock};
@@ -22,21 +20,20 @@ enum Open {
 
 /// A controlled clock, for deadlines and expiry.
 #[derive(Clone)]
-struct Now(Arc<AtomicI64>);
+struct Now(Clock, clock::Hand);
 
 impl Now {
     fn start() -> Now {
-        let start = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
-        Now(Arc::new(AtomicI64::new(start)))
+        let (clock, hand) = Clock::manual(std::time::SystemTime::now());
+        Now(clock, hand)
     }
 
     fn clock(&self) -> Clock {
-        let now = self.0.clone();
-        Clock::from_fn(move || now.load(Ordering::SeqCst))
+        self.0.clone()
     }
 
-    fn pass(&self, seconds: i64) {
-        self.0.fetch_add(seconds, Ordering::SeqCst);
+    fn pass(&self, seconds: u64) {
+        self.1.advance(Duration::from_secs(seconds));
     }
 }
 
@@ -180,7 +177,7 @@ on_each_database! {
         let now = Now::start();
         let db = open.database(&now, None).await;
         let quote = db.create_quote(whole("O-1021")).await.unwrap();
-        now.pass(shop_api::store::DEFAULT_QUOTE_TTL.as_secs() as i64 + 1);
+        now.pass(shop_api::store::DEFAULT_QUOTE_TTL.as_secs() + 1);
         let expired = db.create_refund(quote.quote_id, None).await.unwrap_err();
         assert!(matches!(expired, StoreError::QuoteExpired(_)), "{expired:?}");
     }

@@ -5,9 +5,6 @@
 //! postgres://postgres@127.0.0.1:5432) and drops it when it passes; without one, each test is
 //! skipped with a word, so the plain `cargo test` needs Rust alone.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
-
 use shop_api::{Cents, PgStore, QuoteRequest, RefundStatus, RunningApi, ShopApi, Sku, spawn_loopback, store::Clock};
 mod scratch;
 
@@ -187,17 +184,12 @@ async fn a_write_sent_again_to_another_replica_with_its_idempotency_key_gets_its
 #[tokio::test]
 async fn an_expired_refund_frees_its_lines_and_the_sweep_removes_expired_quotes() {
     let Some(db) = Scratch::new().await else { return };
-    let start = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
-    let now = Arc::new(AtomicI64::new(start));
-    let clock = {
-        let now = now.clone();
-        Clock::from_fn(move || now.load(Ordering::SeqCst))
-    };
+    let (clock, hand) = Clock::manual(std::time::SystemTime::now());
     let store = db.connect().await.with_clock(clock).with_approval_deadline(Some(std::time::Duration::from_secs(60)));
     let (_api, shop) = replica(store.clone()).await;
     let quote = shop.create_quote(&whole("O-2289")).await.unwrap();
     let held = shop.create_refund(&quote.quote_id).await.unwrap();
-    now.fetch_add(61, Ordering::SeqCst);
+    hand.advance(std::time::Duration::from_secs(61));
     let expired = shop.confirm(&held.refund_id, &lead()).await.unwrap_err();
     assert_eq!((expired.status(), expired.kind()), (Some(409), Some("not_held")), "{expired}");
     let read = shop.refund(&held.refund_id).await.unwrap();

@@ -26,10 +26,10 @@ use std::{
         atomic::{AtomicBool, Ordering},
         mpsc,
     },
-    time::SystemTime,
 };
 
 use approvals::Chain;
+use clock::Clock;
 use mrtr::boundary::{Observer, Seen, SeenOutcome};
 use rmcp::{RoleServer, model::ProtocolVersion, service::RequestContext};
 use serde_json::{Map, Value, json};
@@ -77,6 +77,8 @@ pub struct Audit {
     replica: Arc<str>,
     /// Whether the last line was written (true until one was not).
     writable: Arc<AtomicBool>,
+    /// The server's one clock: each line's time.
+    clock: Clock,
 }
 
 /// Why the trail could not be opened.
@@ -112,6 +114,12 @@ impl Audit {
     /// No trail.
     pub fn off() -> Self {
         Self::default()
+    }
+
+    /// Tell each line's time by `clock` (the server's one clock).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// A trail appended to `path`, each event naming `replica`.
@@ -155,7 +163,7 @@ impl Audit {
                 }
             })
             .map_err(|source| AuditError { path: path.to_owned(), source })?;
-        Ok(Self { sink: Some(sink), replica: replica.into(), writable })
+        Ok(Self { sink: Some(sink), replica: replica.into(), writable, clock: Clock::system() })
     }
 
     /// Whether the trail takes lines: false since a line could not be written, until one is
@@ -219,7 +227,7 @@ impl Audit {
     /// `event`'s line, as written (the writer links it to the line before).
     fn line(&self, event: &str, who: &Who, fields: Value) -> Map<String, Value> {
         let mut line = Map::new();
-        line.insert("at".into(), json!(web_service::timestamp::rfc3339_millis(SystemTime::now())));
+        line.insert("at".into(), json!(web_service::timestamp::rfc3339_millis(self.clock.now())));
         line.insert("event".into(), json!(event));
         line.insert("replica".into(), json!(&*self.replica));
         line.insert("caller".into(), json!(who.caller));

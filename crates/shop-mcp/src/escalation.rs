@@ -6,7 +6,7 @@
 //! alert fires on it), and each newly overdue refund is announced to the approvals webhook,
 //! naming `--escalate-to`, once across the fleet (a once-only claim per refund).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 pub use approvals::channel::escalation::Escalation;
 
@@ -35,7 +35,7 @@ impl Shop {
                 let escalate = |refund: &shop_api::Refund| shop.announce_escalation(refund, escalation.to.as_deref());
                 let looked = shop
                     .approvals
-                    .look_for_overdue(&escalation, SystemTime::now(), APPROVALS_OVERDUE, &trail, escalate)
+                    .look_for_overdue(&escalation, shop.clock.now(), APPROVALS_OVERDUE, &trail, escalate)
                     .await;
                 if let Err(error) = looked {
                     tracing::warn!(%error, "could not look for overdue approvals; the next look tries again");

@@ -3,6 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use clock::Clock;
 use records::{InMemory, Records};
 use rmcp::{
     ServerHandler,
@@ -73,6 +74,8 @@ pub struct Shop {
     pub(crate) approvals: Arc<Approvals<Refunds>>,
     /// What signs the receipts of decisions (`approvals::receipt`).
     pub(crate) receipt_keys: Arc<approvals::ReceiptKeys>,
+    /// The server's one clock: the approvals engine's, the trail's, deadlines' (`clock`).
+    pub(crate) clock: Clock,
     /// Shared: the HTTP transport clones the server for every request, and a router is a map
     /// of tools, each with its schemas.
     tool_router: Arc<ToolRouter<Shop>>,
@@ -89,6 +92,7 @@ impl Shop {
         let shop = Self {
             approvals,
             receipt_keys: Arc::new(approvals::ReceiptKeys::ephemeral()),
+            clock: Clock::system(),
             api,
             quotes: QuoteStore::new(records.clone(), DEFAULT_QUOTE_TTL),
             records,
@@ -142,7 +146,8 @@ impl Shop {
             .naming_ids("refund_id")
             .deciding(self_approval(self.approval), self.confirm_on == ConfirmOn::Page)
             .riding_through(self.ride_through)
-            .signing(receipts);
+            .signing(receipts)
+            .with_clock(self.clock.clone());
         if let Some(announce) = crate::webhook::announcer(self.webhook.clone(), self.approval_page.clone()) {
             approvals = approvals.announcing(announce);
         }
@@ -156,6 +161,14 @@ impl Shop {
         self.with_approvals_as_configured()
     }
 
+    /// Tell the time by `clock`, as every part of the server does.
+    pub(crate) fn with_clock(mut self, clock: Clock) -> Self {
+        self.audit = self.audit.with_clock(clock.clone());
+        self.webhook = self.webhook.take().map(|webhook| webhook.with_clock(clock.clone()));
+        self.clock = clock;
+        self.with_approvals_as_configured()
+    }
+
     /// Pay refunds through `payments`.
     pub(crate) fn with_payments(mut self, payments: Payments) -> Self {
         self.payments = Some(payments);
@@ -164,7 +177,7 @@ impl Shop {
 
     /// Record decisions in `audit`, naming `host_user` where nobody is authenticated.
     pub(crate) fn with_audit(mut self, audit: Audit, host_user: &str) -> Self {
-        self.audit = audit;
+        self.audit = audit.with_clock(self.clock.clone());
         self.host_user = host_user.to_owned();
         self
     }
@@ -184,7 +197,7 @@ impl Shop {
 
     /// Announce waiting approvals and decisions to `webhook`.
     pub(crate) fn with_webhook(mut self, webhook: Option<Webhook>) -> Self {
-        self.webhook = webhook;
+        self.webhook = webhook.map(|webhook| webhook.with_clock(self.clock.clone()));
         self.with_approvals_as_configured()
     }
 

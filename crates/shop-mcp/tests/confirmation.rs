@@ -335,3 +335,33 @@ async fn tools_are_described_for_a_model() {
         assert!(pattern.is_some_and(Value::is_string), "{wire}");
     }
 }
+
+/// The server reads one clock, the one `build_with_clock` is given: moved past a state's
+/// lifetime, it refuses the state the round before sealed (the system's time has not moved),
+/// and a decision made at the moved time carries that time on its receipt.
+#[tokio::test]
+async fn the_whole_server_reads_the_one_clock_it_is_given() {
+    use base64::Engine as _;
+
+    let api = start_api().await;
+    let start = std::time::SystemTime::now();
+    let (clock, hand) = clock::Clock::manual(start);
+    let (client, log) = support::serve_on(&api, clock.clone(), ScriptedUser::always(support::release())).await;
+    let q = quote(&client, "O-2289").await;
+    let state = ask(&client, &q).await.request_state;
+    hand.advance(Duration::from_secs(601 + 60));
+    let error = answer(&client, &q, support::release(), state).await.unwrap_err();
+    assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
+    log.wait_for("requestState rejected on tools/call: expired").await;
+
+    // Asked again at the moved time, and answered within the state's lifetime by that clock.
+    let state = ask(&client, &q).await.request_state;
+    let done = complete(answer(&client, &q, support::release(), state).await.unwrap());
+    assert_eq!(refund_of(&done).1, "requested");
+    let receipt = done.meta.as_ref().and_then(|meta| meta.0.get(shop_mcp::approval::RECEIPT_META)).unwrap();
+    let payload = receipt.as_str().unwrap().split('.').nth(1).unwrap();
+    let claims: Value =
+        serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+    let moved = i64::try_from(clock.epoch_secs()).unwrap();
+    assert_eq!((claims["iat"].as_i64(), claims["decision"]["at"].as_i64()), (Some(moved), Some(moved)), "{claims}");
+}

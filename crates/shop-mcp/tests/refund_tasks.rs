@@ -58,7 +58,7 @@ async fn a_host_that_declares_tasks_is_asked_in_the_call_and_its_yes_releases_th
 /// `R-0111` held, and a task of the earlier release asking its lead about it, written into
 /// the store as that release wrote it, for a caller nobody authenticated: its id.
 async fn a_task_of_the_earlier_release(store: &dyn TaskStore) -> String {
-    let now = mrtr::tasks::epoch_millis();
+    let now = clock::Clock::system().epoch_millis();
     let hours = std::time::Duration::from_secs(72 * 3600);
     let mut task = TaskRecord::new(None, "issue_refund", hours, std::time::Duration::from_secs(5), now);
     task.status_message = Some("Waiting for a lead to confirm refund R-0111 (180.00 on order O-2289).".into());

@@ -1,9 +1,6 @@
 //! The wire log's one format: a JSON object a line, `{"t", "direction", "message"}`.
 
-use std::{
-    path::Path,
-    time::{SystemTime, UNIX_EPOCH},
-};
+use std::path::Path;
 
 use serde_json::{Value, json};
 use tokio::{
@@ -80,7 +77,7 @@ impl Recorder {
 }
 
 fn now() -> f64 {
-    let t = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let t = clock::Clock::system().epoch_secs_f64();
     (t * 1e6).round() / 1e6
 }
 

@@ -23,14 +23,10 @@
 //! audience, signature, its `scope`), so the page and `/mcp` name a person alike; the ID token
 //! must name the same subject, and say when they signed in, no longer ago than a session.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    sync::Arc,
-    time::{Duration, SystemTime, UNIX_EPOCH},
-};
+use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use base64::Engine as _;
+use clock::Clock;
 use mrtr::seal::KeyRing;
 use oauth_resource::gate::ResourceServer;
 use openidconnect::{
@@ -97,6 +93,8 @@ pub struct SignIn {
     scope: String,
     /// Whether the scopes a token holds entitle its person to decide.
     entitled: fn(&[String]) -> bool,
+    /// The server's one clock: a sign-in's lifetime, and how recent a person's sign-in is.
+    clock: Clock,
 }
 
 /// The purpose the sign-in cookie's keys are derived for.
@@ -186,7 +184,14 @@ impl SignIn {
             tells_people_apart,
             scope: scope.to_owned(),
             entitled,
+            clock: Clock::system(),
         })
+    }
+
+    /// Tell the time by `clock` (the server's one clock).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Whether this page may sign people in at this issuer: where a decision must tell the
@@ -255,7 +260,7 @@ impl SignIn {
             verifier: verifier.secret().clone(),
             nonce: nonce.secret().clone(),
             return_to: return_to.to_owned(),
-            until: now_secs().saturating_add(SIGN_IN_LIFE.as_secs()),
+            until: self.clock.epoch_secs().saturating_add(SIGN_IN_LIFE.as_secs()),
         };
         // A few strings always serialize.
         let started = serde_json::to_vec(&started).unwrap_or_default();
@@ -270,7 +275,7 @@ impl SignIn {
         let started: Started =
             opened.and_then(|plain| serde_json::from_slice(&plain).ok()).ok_or(SignInError::Unknown)?;
         let same_state = subtle::ConstantTimeEq::ct_eq(state.as_bytes(), started.state.as_bytes());
-        if !bool::from(same_state) || started.until <= now_secs() {
+        if !bool::from(same_state) || started.until <= self.clock.epoch_secs() {
             return Err(SignInError::Unknown);
         }
         // One use: a second callback with the same cookie and state is refused. Claimed now,
@@ -297,8 +302,7 @@ impl SignIn {
         let verify = |client: &CoreClient<_, _, _, _, _, _>| {
             let verifier = client.id_token_verifier().set_auth_time_verifier_fn(|auth_time| {
                 let at = auth_time.ok_or("the ID token does not say when the person signed in")?.timestamp();
-                let now = i64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs())
-                    .unwrap_or(i64::MAX);
+                let now = i64::try_from(self.clock.epoch_secs()).unwrap_or(i64::MAX);
                 let oldest = i64::try_from((SESSION_LIFE + AUTH_TIME_SKEW).as_secs()).unwrap_or(i64::MAX);
                 match now.saturating_sub(at) <= oldest {
                     true => Ok(()),
@@ -368,10 +372,6 @@ fn random_token() -> String {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).expect("the operating system's random numbers");
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
 }
 
 /// The record that the sign-in `state` names came back once (its own prefix: an earlier
@@ -474,7 +474,7 @@ mod tests {
     #[tokio::test]
     async fn a_callback_is_taken_once_from_its_own_browser_in_its_time() {
         let sign_in = sign_in();
-        let later = now_secs() + 600;
+        let later = Clock::system().epoch_secs() + 600;
         let own = cookie(&sign_in, "state-1", later);
         // Another browser's sign-in, its cookie sealed for its own state.
         assert!(unknown(sign_in.finish("code", "state-1", &cookie(&sign_in, "state-2", later)).await));
@@ -484,7 +484,9 @@ mod tests {
         let states = KeyRing::new(&[SECRET]).unwrap();
         assert!(unknown(sign_in.finish("code", "state-1", &states.seal(b"{}")).await));
         // Lapsed.
-        assert!(unknown(sign_in.finish("code", "state-3", &cookie(&sign_in, "state-3", now_secs() - 1)).await));
+        assert!(unknown(
+            sign_in.finish("code", "state-3", &cookie(&sign_in, "state-3", Clock::system().epoch_secs() - 1)).await
+        ));
         // Its own: past every check here, it reaches the issuer (not there); sent again, refused.
         assert!(matches!(sign_in.finish("code", "state-1", &own).await, Err(SignInError::Issuer(_))));
         assert!(unknown(sign_in.finish("code", "state-1", &own).await), "a callback replayed");

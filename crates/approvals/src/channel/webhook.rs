@@ -13,9 +13,10 @@
 //! process alone: one whose process stops before it is delivered is lost (the approval itself
 //! is not).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+use clock::Clock;
 use hmac::{Hmac, KeyInit as _, Mac as _};
 use serde::Serialize;
 use sha2::Sha256;
@@ -51,6 +52,8 @@ pub struct Webhook {
     counted: &'static str,
     /// The wait before the second try; doubled before each next.
     first_backoff: Duration,
+    /// The server's one clock: the time each delivery is signed at.
+    clock: Clock,
 }
 
 #[derive(Serialize)]
@@ -68,7 +71,14 @@ impl Webhook {
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(10))
             .build()?;
-        Ok(Self { url: url.to_owned(), secret: secret.to_owned(), http, counted, first_backoff: FIRST_BACKOFF })
+        let clock = Clock::system();
+        Ok(Self { url: url.to_owned(), secret: secret.to_owned(), http, counted, first_backoff: FIRST_BACKOFF, clock })
+    }
+
+    /// Tell the time by `clock` (the server's one clock).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Deliver `announcement` in the background, with retries.
@@ -91,7 +101,7 @@ impl Webhook {
         let body = serde_json::to_vec(&body).unwrap_or_default();
         let mut backoff = self.first_backoff;
         for attempt in 1..=TRIES {
-            let at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+            let at = self.clock.epoch_secs();
             let sent = self
                 .http
                 .post(&self.url)

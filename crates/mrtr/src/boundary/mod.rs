@@ -254,14 +254,14 @@ impl<H> Sealed<H> {
     /// Open `token`; a held-over round's, through to the state it held (which must be a plain
     /// one: a round is held over once, whatever it carried).
     fn open_through(&self, token: String, binding: &Binding) -> Result<Through, Rejection> {
-        let opened = self.security.open(&token, binding, request_state::epoch_seconds())?;
+        let opened = self.security.open(&token, binding, self.security.now())?;
         let Some(HeldOver { token: held, responses, outage_since }) = opened.held else {
             return Ok(Through { plain: Some((token, opened)), responses: None, outage_since: None });
         };
         let plain = match held {
             None => None,
             Some(inner) => {
-                let opened = self.security.open(&inner, binding, request_state::epoch_seconds())?;
+                let opened = self.security.open(&inner, binding, self.security.now())?;
                 if opened.held.is_some() {
                     return Err(Rejection::Malformed);
                 }
@@ -316,7 +316,7 @@ impl<H> Sealed<H> {
     /// brought, for the retry to carry back.
     fn shed(&self, opened: Carrier, responses: Option<Value>, outage_since: Option<u64>) -> InputRequiredResult {
         let held = HeldOver { token: opened.carried.clone(), responses, outage_since };
-        let state = self.security.seal(&Claims::held_over(held, &opened.binding));
+        let state = self.security.seal(&Claims::held_over(held, &opened.binding).at(self.security.now()));
         self.observe(opened.method, &opened.target, &opened.party, SeenOutcome::Shed, opened.round, opened.started);
         InputRequiredResult::from_request_state(state)
     }
@@ -334,8 +334,10 @@ impl<H> Sealed<H> {
                 None => SeenOutcome::Complete,
                 Some(asked) => {
                     if let Some(state) = asked.request_state.take() {
-                        let claims =
-                            Claims::new(&state, &opened.binding).in_round(opened.round).traced(opened.trace.clone());
+                        let claims = Claims::new(&state, &opened.binding)
+                            .at(self.security.now())
+                            .in_round(opened.round)
+                            .traced(opened.trace.clone());
                         asked.request_state = Some(self.security.seal(&claims));
                     }
                     SeenOutcome::InputRequired

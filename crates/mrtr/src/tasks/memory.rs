@@ -1,16 +1,11 @@
 //! Tasks in this process's memory: right for one process and for tests, wrong behind replicas
 //! (another replica does not know them, and a restart forgets them).
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, SystemTime, UNIX_EPOCH},
-};
+use std::{collections::HashMap, sync::Mutex, time::Duration};
+
+use clock::Clock;
 
 use super::{Pending, TaskId, TaskRecord, TaskStore, TaskStoreError};
-
-/// The time in milliseconds since the epoch, as a store judges expiry; tests pass their own.
-pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// Tasks kept in memory. A task that outlives its lifetime reads as failed, with words; once
 /// a further `grace` has passed it is forgotten, so the map stays bounded by the tasks alive
@@ -21,13 +16,13 @@ pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 /// ```
 /// use std::time::Duration;
 ///
-/// use mrtr::tasks::{InMemoryTasks, TaskRecord, TaskStore, epoch_millis};
+/// use mrtr::tasks::{InMemoryTasks, TaskRecord, TaskStore};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let tasks = InMemoryTasks::new(Duration::from_secs(3600));
 /// let lead = Some(caller::Principal::new("https://id.example", "lead-1"));
 /// let (lifetime, poll) = (Duration::from_secs(72 * 3600), Duration::from_secs(30));
-/// let task = TaskRecord::new(lead.clone(), "issue_refund", lifetime, poll, epoch_millis());
+/// let task = TaskRecord::new(lead.clone(), "issue_refund", lifetime, poll, clock::Clock::system().epoch_millis());
 /// tasks.create(&task).await?;
 /// // Its owner finds it; anyone else finds nothing.
 /// assert!(tasks.get_for(&task.id, lead.as_ref()).await?.is_some());
@@ -45,7 +40,7 @@ pub struct InMemoryTasks {
 impl InMemoryTasks {
     /// An empty store that forgets an ended-by-expiry task `grace` after its lifetime.
     pub fn new(grace: Duration) -> Self {
-        Self::with_clock(grace, Arc::new(epoch_millis))
+        Self::with_clock(grace, Clock::system())
     }
 
     /// As [`InMemoryTasks::new`], telling the time by `clock`.
@@ -65,7 +60,7 @@ impl InMemoryTasks {
 
     /// Fail what has outlived its lifetime, and forget what has outlived its grace too.
     pub fn sweep(&self) {
-        let now = (self.clock)();
+        let now = self.clock.epoch_millis();
         let forget_after = u64::try_from(self.grace.as_millis()).unwrap_or(u64::MAX);
         self.lock().retain(|_, task| {
             if task.expire(now) {
@@ -113,14 +108,12 @@ impl TaskStore for InMemoryTasks {
     }
 }
 
-/// Milliseconds since the epoch, now: the clock a store keeps unless told otherwise.
-pub fn epoch_millis() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    };
 
     use serde_json::json;
 
@@ -136,7 +129,8 @@ mod tests {
     fn store() -> (InMemoryTasks, Arc<AtomicU64>) {
         let now = Arc::new(AtomicU64::new(1_000));
         let clock = now.clone();
-        (InMemoryTasks::with_clock(HOUR, Arc::new(move || clock.load(Ordering::SeqCst))), now)
+        let clock = Clock::from_fn(move || std::time::UNIX_EPOCH + Duration::from_millis(clock.load(Ordering::SeqCst)));
+        (InMemoryTasks::with_clock(HOUR, clock), now)
     }
 
     fn waiting(now: u64) -> TaskRecord {

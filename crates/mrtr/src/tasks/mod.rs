@@ -30,7 +30,8 @@ use std::{fmt, future::Future, pin::Pin};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use caller::Principal;
 
-pub use memory::{Clock, InMemoryTasks, epoch_millis};
+pub use clock::Clock;
+pub use memory::InMemoryTasks;
 pub use record::{KeyReused, Phase, TaskRecord};
 #[cfg(feature = "redis")]
 pub use redis::RedisTasks;

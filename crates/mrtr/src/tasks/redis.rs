@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use redis::{SetExpiry, SetOptions};
 
-use super::{Pending, TaskId, TaskRecord, TaskStore, TaskStoreError, epoch_millis};
+use clock::Clock;
+
+use super::{Pending, TaskId, TaskRecord, TaskStore, TaskStoreError};
 use crate::records::{RecordsError, Redis};
 
 /// Tasks in Redis: what every replica pointed at the same Redis reads and changes. A task is
@@ -29,7 +31,7 @@ impl RedisTasks {
     /// How long Redis keeps `task` from now: its lifetime's rest and the grace.
     fn keep_ms(&self, task: &TaskRecord) -> u64 {
         let grace = u64::try_from(self.grace.as_millis()).unwrap_or(u64::MAX);
-        task.expires_at_ms().saturating_add(grace).saturating_sub(epoch_millis()).max(1)
+        task.expires_at_ms().saturating_add(grace).saturating_sub(Clock::system().epoch_millis()).max(1)
     }
 }
 
@@ -127,7 +129,7 @@ mod tests {
             "issue_refund",
             hour / 6,
             hour / 120,
-            epoch_millis(),
+            Clock::system().epoch_millis(),
         );
         task.ask("confirm", serde_json::json!({"method": "elicitation/create", "params": {}}), task.created_ms)
             .unwrap();
@@ -158,7 +160,8 @@ mod tests {
     #[tokio::test]
     async fn an_unreachable_redis_fails_every_task_call() {
         let tasks = RedisTasks::new(Redis::new("redis://127.0.0.1:1", "x:").unwrap(), Duration::from_secs(1));
-        let task = TaskRecord::new(None, "t", Duration::from_secs(1), Duration::from_secs(1), epoch_millis());
+        let task =
+            TaskRecord::new(None, "t", Duration::from_secs(1), Duration::from_secs(1), Clock::system().epoch_millis());
         assert!(tasks.create(&task).await.is_err());
         assert!(tasks.get(&task.id).await.is_err());
         assert!(tasks.replace(&task, 0).await.is_err());

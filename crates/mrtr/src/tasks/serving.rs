@@ -25,7 +25,7 @@ use tracing::Instrument;
 
 use caller::Principal;
 
-use super::{Clock, Phase, TaskId, TaskRecord, TaskStore, TaskStoreError, epoch_millis};
+use super::{Clock, Phase, TaskId, TaskRecord, TaskStore, TaskStoreError};
 
 /// The one message for a task that is not there for this caller: never made, expired and
 /// forgotten, or someone else's (which must not be told apart).
@@ -98,7 +98,7 @@ const CHANGE_ATTEMPTS: usize = 32;
 impl Tasks {
     /// Tasks kept in `store`, living and polled as `times` says.
     pub fn new(store: Arc<dyn TaskStore>, times: TaskTimes) -> Self {
-        Self { store, work: None, times, clock: Arc::new(epoch_millis), running: Arc::default() }
+        Self { store, work: None, times, clock: Clock::system(), running: Arc::default() }
     }
 
     /// Tell the time by `clock` (tests skip time with their own).
@@ -120,7 +120,7 @@ impl Tasks {
 
     /// The time now, by this server's clock (milliseconds since the epoch).
     pub fn now(&self) -> u64 {
-        (self.clock)()
+        self.clock.epoch_millis()
     }
 
     /// Keep `task` and tell of it: the answer for the client, given only once any replica's
@@ -475,9 +475,9 @@ mod tests {
 
     fn fixture() -> Fixture {
         let now = Arc::new(AtomicU64::new(1_000_000));
-        let clock: Clock = {
+        let clock = {
             let now = now.clone();
-            Arc::new(move || now.load(Ordering::SeqCst))
+            Clock::from_fn(move || std::time::UNIX_EPOCH + Duration::from_millis(now.load(Ordering::SeqCst)))
         };
         let store = Arc::new(InMemoryTasks::with_clock(Duration::from_secs(60), clock.clone()));
         let work = Arc::new(Counting::default());

@@ -38,7 +38,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 
-use super::clock::Clock;
+use super::clock::{Clock, Seconds as _};
 use super::error::StoreError;
 use super::idempotency_key::Begun;
 use super::refund_row::{QUOTE_ID_OFFSET, REFUND_COLUMNS, REFUND_ID_OFFSET, RETURN_ID_OFFSET, RefundRow};
@@ -327,7 +327,7 @@ impl PgStore {
 
     /// A quote made earlier, while it can still be issued.
     pub async fn quote(&self, quote_id: &QuoteId) -> Result<Quote, StoreError> {
-        load_live_quote(&self.client().await?, quote_id, self.terms.clock.now()).await
+        load_live_quote(&self.client().await?, quote_id, self.terms.clock.seconds()).await
     }
 
     /// Prices and keeps a quote (the rules: `refund_rules::price_quote`).
@@ -358,13 +358,13 @@ impl PgStore {
             .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
         let row = refund_row(&row)?;
         let held = row.status == RefundStatus::NeedsConfirmation.as_str();
-        if !held || row.decide_by.is_none_or(|by| by > self.terms.clock.now()) {
+        if !held || row.decide_by.is_none_or(|by| by > self.terms.clock.seconds()) {
             return row.into_refund();
         }
         self.transaction(|tx, terms| {
             let refund_id = refund_id.clone();
             Box::pin(async move {
-                expire(tx, Overdue::Refund(&refund_id), terms.clock.now()).await?;
+                expire(tx, Overdue::Refund(&refund_id), terms.clock.seconds()).await?;
                 find_refund(tx, "refund_id", refund_id.as_str()).await?.ok_or(StoreError::NoSuchRefund(refund_id))
             })
         })
@@ -396,7 +396,8 @@ impl PgStore {
 
     /// Cancel, as [`EXPIRED`], every held refund whose deadline has passed; the ones cancelled.
     pub async fn expire_overdue(&self) -> Result<Vec<RefundId>, StoreError> {
-        self.transaction(|tx, terms| Box::pin(async move { expire(tx, Overdue::All, terms.clock.now()).await })).await
+        self.transaction(|tx, terms| Box::pin(async move { expire(tx, Overdue::All, terms.clock.seconds()).await }))
+            .await
     }
 
     /// What every replica runs now and then: held refunds past their deadline cancelled,
@@ -405,7 +406,7 @@ impl PgStore {
     pub async fn sweep(&self, kept: Duration) -> Result<Vec<RefundId>, StoreError> {
         let expired = self.expire_overdue().await?;
         let client = self.client().await?;
-        let now = self.terms.clock.now();
+        let now = self.terms.clock.seconds();
         let quotes = execute(
             &client,
             "DELETE FROM quotes q WHERE q.expires_at <= $1
@@ -430,7 +431,7 @@ impl PgStore {
         kept: Duration,
         abandoned: Duration,
     ) -> Result<Begun, StoreError> {
-        let now = self.terms.clock.now();
+        let now = self.terms.clock.seconds();
         self.transaction(move |tx, _| {
             let (key, fingerprint) = (key.to_owned(), fingerprint.to_owned());
             Box::pin(async move {
@@ -511,7 +512,7 @@ fn met_a_concurrent_write(error: &StoreError) -> bool {
 }
 
 async fn create_quote(tx: &Transaction<'_>, terms: Terms, request: QuoteRequest) -> Result<Quote, StoreError> {
-    let now = terms.clock.now();
+    let now = terms.clock.seconds();
     // Held refunds of this order past their deadline cover nothing any more.
     expire(tx, Overdue::Order(&request.order_id), now).await?;
     let order = load_order(tx, &request.order_id).await?;
@@ -548,7 +549,7 @@ async fn create_refund(
     quote_id: QuoteId,
     by: Option<String>,
 ) -> Result<(Refund, bool), StoreError> {
-    let now = terms.clock.now();
+    let now = terms.clock.seconds();
     if let Some(existing) = find_refund(tx, "quote_id", quote_id.as_str()).await? {
         if !expire(tx, Overdue::Refund(&existing.refund_id), now).await?.is_empty() {
             let expired = find_refund(tx, "quote_id", quote_id.as_str()).await?;
@@ -661,12 +662,12 @@ async fn decide(
     lock_order(tx, &order_id).await?;
     // Past its deadline, it is cancelled as expired first: the update below then finds it
     // not held, and nothing is released after the deadline.
-    expire(tx, Overdue::Refund(&refund_id), terms.clock.now()).await?;
+    expire(tx, Overdue::Refund(&refund_id), terms.clock.seconds()).await?;
     let refund = find_refund(tx, "refund_id", refund_id.as_str())
         .await?
         .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
     may_decide(&refund, to, by.as_deref(), seen.as_deref(), terms.approval)?;
-    let at = rfc3339(terms.clock.now());
+    let at = rfc3339(terms.clock.seconds());
     let changed = execute(
         tx,
         "UPDATE refunds SET status = $1, decided_by = $4, decided_at = $5 WHERE refund_id = $2 AND status = $3",

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use super::error::StoreError;
 use crate::ids::{IdError, OrderId, QuoteId, RefundId, ReturnId, Sku};
@@ -285,11 +285,6 @@ pub(crate) fn stored_id<T: FromStr<Err = IdError>>(text: &str) -> Result<T, Stor
 pub(crate) fn rfc3339(seconds: i64) -> String {
     let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(seconds).unwrap_or(0));
     web_service::timestamp::rfc3339(at)
-}
-
-/// Seconds since 1970 by the system clock (0 before it).
-pub(crate) fn epoch_seconds() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 /// Seconds in `duration`, as the databases keep them.

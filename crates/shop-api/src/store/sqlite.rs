@@ -31,13 +31,13 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::clock::Clock;
+use super::clock::{Clock, Seconds as _};
 use super::error::StoreError;
 use super::idempotency_key::Begun;
 use super::refund_row::{QUOTE_ID_OFFSET, REFUND_COLUMNS, REFUND_ID_OFFSET, RETURN_ID_OFFSET, RefundRow};
 use super::refund_rules::{
-    Covered, ReturnRow, epoch_seconds, issue_refund, may_decide, new_return, numbered, price_quote, refunded_lines,
-    rfc3339, seconds, stored_id, sum_lines,
+    Covered, ReturnRow, issue_refund, may_decide, new_return, numbered, price_quote, refunded_lines, rfc3339, seconds,
+    stored_id, sum_lines,
 };
 use super::terms::{DEFAULT_APPROVAL_DEADLINE, DEFAULT_QUOTE_TTL, EXPIRED};
 use super::write_transaction::WriteTransaction;
@@ -231,7 +231,7 @@ impl Store {
     pub fn expire_overdue(&self) -> Result<Vec<RefundId>, StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
-        let expired = expire(&tx, None, self.clock.now())?;
+        let expired = expire(&tx, None, self.clock.seconds())?;
         tx.commit()?;
         Ok(expired)
     }
@@ -242,7 +242,7 @@ impl Store {
     /// unknown, and an expired quote is refused when it is read.
     pub fn sweep(&self, kept: Duration) -> Result<Vec<RefundId>, StoreError> {
         let expired = self.expire_overdue()?;
-        let now = self.clock.now();
+        let now = self.clock.seconds();
         self.remove_in_batches(PURGE_EXPIRED_QUOTES, now)?;
         self.remove_in_batches(FORGET_OLD_KEYS, now.saturating_sub(seconds(kept)))?;
         Ok(expired)
@@ -269,7 +269,7 @@ impl Store {
     ) -> Result<Begun, StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
-        let now = self.clock.now();
+        let now = self.clock.seconds();
         let forgotten = now.saturating_sub(seconds(kept));
         let found = tx
             .prepare_cached("SELECT fingerprint, status, body, created_at FROM idempotency WHERE key = ?1")?
@@ -354,7 +354,7 @@ impl Store {
     pub fn create_quote(&self, request: &QuoteRequest) -> Result<Quote, StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
-        let now = self.clock.now();
+        let now = self.clock.seconds();
         // Held refunds past their deadline cover nothing any more.
         expire(&tx, None, now)?;
         let order = load_order(&tx, &request.order_id)?;
@@ -385,7 +385,7 @@ impl Store {
 
     /// A quote made earlier, while it can still be issued.
     pub fn quote(&self, quote_id: &QuoteId) -> Result<Quote, StoreError> {
-        load_live_quote(&self.conn(), quote_id, self.clock.now())
+        load_live_quote(&self.conn(), quote_id, self.clock.seconds())
     }
 
     /// Creates the refund for a quote, or returns the one that already
@@ -397,7 +397,7 @@ impl Store {
     pub fn create_refund(&self, quote_id: &QuoteId, by: Option<&str>) -> Result<(Refund, bool), StoreError> {
         let conn = self.conn();
         let tx = WriteTransaction::begin(&conn)?;
-        let now = self.clock.now();
+        let now = self.clock.seconds();
         if let Some(existing) = find_refund(&tx, "quote_id", quote_id.as_str())? {
             if !expire(&tx, Some(&existing.refund_id), now)?.is_empty() {
                 let expired = find_refund(&tx, "quote_id", quote_id.as_str())?;
@@ -406,7 +406,7 @@ impl Store {
             }
             return Ok((existing, false));
         }
-        let quote = load_live_quote(&tx, quote_id, self.clock.now())?;
+        let quote = load_live_quote(&tx, quote_id, self.clock.seconds())?;
         let order = load_order(&tx, &quote.order_id)?;
         expire(&tx, None, now)?;
         let issued = issue_refund(&order, &quote, &covered(&tx, &order.order_id)?, self.approval_deadline, now)?;
@@ -509,11 +509,11 @@ impl Store {
         let conn = self.conn();
         let refund = find_refund(&conn, "refund_id", refund_id.as_str())?
             .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
-        if refund.status != RefundStatus::NeedsConfirmation || !past_deadline(&conn, refund_id, self.clock.now())? {
+        if refund.status != RefundStatus::NeedsConfirmation || !past_deadline(&conn, refund_id, self.clock.seconds())? {
             return Ok(refund);
         }
         let tx = WriteTransaction::begin(&conn)?;
-        expire(&tx, Some(refund_id), self.clock.now())?;
+        expire(&tx, Some(refund_id), self.clock.seconds())?;
         let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
             .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
         tx.commit()?;
@@ -548,7 +548,7 @@ impl Store {
         let tx = WriteTransaction::begin(&conn)?;
         // Past its deadline, it is cancelled as expired first: the update below then finds it
         // not held, and nothing is released after the deadline.
-        let now = self.clock.now();
+        let now = self.clock.seconds();
         expire(&tx, Some(refund_id), now)?;
         let refund = find_refund(&tx, "refund_id", refund_id.as_str())?
             .ok_or_else(|| StoreError::NoSuchRefund(refund_id.clone()))?;
@@ -647,7 +647,7 @@ fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
     }
     // Refunds held before deadlines were kept: asked for now, as far as anyone can tell, and
     // decided by the default deadline from now, so they too end.
-    let now = epoch_seconds();
+    let now = Clock::system().seconds();
     let deadline = now.saturating_add(i64::try_from(DEFAULT_APPROVAL_DEADLINE.as_secs()).unwrap_or(i64::MAX));
     let dated = conn.execute(
         "UPDATE refunds SET requested_at = ?1, decide_by = ?2 WHERE status = 'needs_confirmation' AND decide_by IS NULL",
@@ -659,7 +659,7 @@ fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
     let has_expiry = conn.prepare("SELECT 1 FROM pragma_table_info('quotes') WHERE name = 'expires_at'")?.exists([])?;
     if !has_expiry {
         conn.execute_batch("ALTER TABLE quotes ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0")?;
-        let until = epoch_seconds().saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
+        let until = Clock::system().seconds().saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
         conn.execute("UPDATE quotes SET expires_at = ?1", [until])?;
     }
     let without_lines: Vec<(RefundId, QuoteId, RefundStatus)> = conn

@@ -16,6 +16,8 @@ pub mod stdio;
 
 use std::{future::Future, sync::Arc};
 
+use clock::Clock;
+
 use mcp_serve::{Lifecycle, Listening, prometheus, readiness::Readiness, telemetry};
 use mrtr::{boundary::Sealed, shedding::Shedding, waiting::WaitingRoom};
 use payment_provider::{PaymentProvider, ProviderError};
@@ -76,11 +78,18 @@ pub enum ServeError {
 
 /// The shop's server behind its sealing boundary, observed for metrics.
 pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
+    build_with_clock(config, Clock::system())
+}
+
+/// As [`build`], every part of the server telling the time by `clock`: the sealed states'
+/// lifetimes, the tasks', the approvals' claims and receipts, the trail's lines, the approval
+/// page's sign-ins, the webhook's signatures. The server's one clock; a test moves its own.
+pub fn build_with_clock(config: &ServeConfig, clock: Clock) -> Result<Sealed<Shop>, ServeError> {
     // Both transports pass here: a configuration that cannot hold together serves neither.
     if let Some(contradiction) = config.contradictions().into_iter().next() {
         return Err(ServeError::Contradiction(contradiction));
     }
-    let (security, source) = state_keys::state_security(config.state_keys.as_deref(), config.state_ttl)?;
+    let (security, source) = state_keys::state_security(config.state_keys.as_deref(), config.state_ttl, clock.clone())?;
     tracing::info!(keys = ?source, kid = %security.ring().sealing_kid(), ttl_secs = security.ttl().as_secs_f64(), "sealing requestState");
     let api_token = secret(config.shop_api_token.clone(), config.shop_api_token_file.as_deref())?;
     let api = ShopApi::new(&config.shop_api)
@@ -102,6 +111,7 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     let (receipt_keys, receipt_source) = state_keys::receipt_keys(config.state_keys.as_deref())?;
     tracing::info!(keys = ?receipt_source, kid = %receipt_keys.signing_kid(), "signing receipts of decisions");
     let mut shop = Shop::new(api, security.ttl())?
+        .with_clock(clock.clone())
         .with_receipt_keys(Arc::new(receipt_keys))
         .with_ask_style(config.ask_style)
         .with_approval(config.approval, config.confirm_on)
@@ -116,7 +126,8 @@ pub fn build(config: &ServeConfig) -> Result<Sealed<Shop>, ServeError> {
     // Tasks in the same store as the records: a refund waiting for its lead is a record any
     // replica reads, answers and finishes.
     let task_store = mrtr::tasks::from_url(&config.store, &config.store_prefix, config::TASK_GRACE)?;
-    let tasks = mrtr::tasks::Tasks::new(task_store, config.task_times()).working(Arc::new(shop.clone()));
+    let tasks =
+        mrtr::tasks::Tasks::new(task_store, config.task_times()).with_clock(clock).working(Arc::new(shop.clone()));
     // The Prometheus recorder is installed by the HTTP transport, which serves /metrics; over
     // stdio nothing would read it, and installing it calibrates a clock (milliseconds of
     // spinning at every start). Without it the metrics below cost nothing.
@@ -252,8 +263,9 @@ fn approval_page(
         scope: authorization::REFUNDS_WRITE,
         entitled: authorization::is_lead,
     };
-    let sign_in =
-        SignIn::new(client, &endpoint, shop.records.clone(), cookies, gate.clone()).map_err(ServeError::Approvals)?;
+    let sign_in = SignIn::new(client, &endpoint, shop.records.clone(), cookies, gate.clone())
+        .map_err(ServeError::Approvals)?
+        .with_clock(shop.clock.clone());
     let _ = shop.approval_page.set(format!("{origin}{}", approval_page::PATH));
     tracing::info!(page = %format!("{origin}{}", approval_page::PATH), "serving the approval page");
     Ok(Some(ApprovalPage::new(shop.clone(), sign_in, &origin)))

@@ -7,6 +7,8 @@
 
 use std::{sync::Arc, time::Duration};
 
+use clock::Clock;
+
 use mrtr::{
     request_state::StateSecurity,
     seal::{KeyRing, KeyRingError},
@@ -32,15 +34,20 @@ pub enum KeySource {
     MadeAtStart,
 }
 
-/// The policy from `keys` (comma-separated, if any) and a lifetime of `ttl_secs` seconds.
-pub fn state_security(keys: Option<&str>, ttl_secs: f64) -> Result<(Arc<StateSecurity>, KeySource), StateKeyError> {
+/// The policy from `keys` (comma-separated, if any) and a lifetime of `ttl_secs` seconds, telling
+/// the time by `clock`.
+pub fn state_security(
+    keys: Option<&str>,
+    ttl_secs: f64,
+    clock: Clock,
+) -> Result<(Arc<StateSecurity>, KeySource), StateKeyError> {
     let ttl = ttl_from_secs(ttl_secs)?;
     let secrets = secrets_of(keys);
     let (ring, source) = match secrets.is_empty() {
         true => (KeyRing::ephemeral(), KeySource::MadeAtStart),
         false => (KeyRing::new(&secrets)?, KeySource::Configured(secrets.len())),
     };
-    Ok((Arc::new(StateSecurity::new(ring, ttl, Some(SERVER_NAME.to_owned()))), source))
+    Ok((Arc::new(StateSecurity::new(ring, ttl, Some(SERVER_NAME.to_owned())).with_clock(clock)), source))
 }
 
 /// A ring from the same `keys` for sealing something else (`purpose`: see

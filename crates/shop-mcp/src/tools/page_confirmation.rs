@@ -46,8 +46,10 @@ impl Shop {
                 "Waiting for a lead to decide refund {} ({} on order {}) on the approval page: {link}",
                 refund.refund_id, refund.amount, refund.order_id
             );
-            let tasking =
-                tasking.saying(message).saying_if_cancelled(left_held(refund)).living_at_least(until_decided(refund));
+            let tasking = tasking
+                .saying(message)
+                .saying_if_cancelled(left_held(refund))
+                .living_at_least(until_decided(refund, self.clock.now()));
             return tasking.wait(refund.refund_id.to_string()).await.map_err(|error| {
                 tracing::error!(refund_id = %refund.refund_id, error = %error.message, "the task could not be kept");
                 ToolError::new(format!(

@@ -19,11 +19,11 @@ use crate::{Shop, approval::NotDecider, audit::Who, tool_error::ToolError, tool_
 /// How long the record that a waiting refund was announced is kept.
 const ANNOUNCED_KEPT: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
-/// How long a task watching `refund` must live: past its deadline, when the shop's API
-/// cancels it, by an hour, so the task ends saying it expired, not that the task did.
-pub(crate) fn until_decided(refund: &Refund) -> std::time::Duration {
+/// How long a task watching `refund` must live, from `now`: past its deadline, when the shop's
+/// API cancels it, by an hour, so the task ends saying it expired, not that the task did.
+pub(crate) fn until_decided(refund: &Refund, now: std::time::SystemTime) -> std::time::Duration {
     let deadline = refund.decide_by.as_deref().and_then(web_service::timestamp::parse_rfc3339);
-    let left = deadline.and_then(|at| at.duration_since(std::time::SystemTime::now()).ok()).unwrap_or_default();
+    let left = deadline.and_then(|at| at.duration_since(now).ok()).unwrap_or_default();
     left + std::time::Duration::from_secs(3600)
 }
 
@@ -84,7 +84,7 @@ impl Shop {
         let created = tasking
             .saying(message)
             .saying_if_cancelled(left_held(refund))
-            .living_at_least(until_decided(refund))
+            .living_at_least(until_decided(refund, self.clock.now()))
             .wait(refund.refund_id.to_string())
             .await
             .map_err(|error| {

@@ -14,7 +14,7 @@ use mrtr::client::{Client, ScriptedUser, legacy, modern};
 use rmcp::ServiceExt;
 use rmcp::service::ClientLifecycleMode;
 use shop_api::RunningApi;
-use shop_mcp::serve::{ServeConfig, build};
+use shop_mcp::serve::{ServeConfig, build_with_clock};
 
 pub use shop::*;
 
@@ -110,12 +110,28 @@ pub fn serve_raw(api: &RunningApi, configure: impl FnOnce(&mut ServeConfig)) -> 
     start(api, None, configure)
 }
 
+/// As [`serve`], every part of the server telling the time by `clock`.
+pub async fn serve_on(api: &RunningApi, clock: clock::Clock, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
+    let log = log();
+    let transport = start_on(api, None, |_| {}, clock);
+    (Client::connect_with(user, transport, modern()).await.unwrap(), log)
+}
+
 fn start(api: &RunningApi, keys: Option<&str>, configure: impl FnOnce(&mut ServeConfig)) -> tokio::io::DuplexStream {
+    start_on(api, keys, configure, clock::Clock::system())
+}
+
+fn start_on(
+    api: &RunningApi,
+    keys: Option<&str>,
+    configure: impl FnOnce(&mut ServeConfig),
+    clock: clock::Clock,
+) -> tokio::io::DuplexStream {
     let mut config = ServeConfig::new(&api.url);
     config.shop_api_token = api.token.clone();
     config.state_keys = keys.map(str::to_owned);
     configure(&mut config);
-    let server = build(&config).unwrap();
+    let server = build_with_clock(&config, clock).unwrap();
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(theirs).await {
