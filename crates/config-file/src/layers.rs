@@ -37,7 +37,7 @@ pub fn parse<P: clap::CommandFactory + FromArgMatches>(
     argv: impl IntoIterator<Item = impl Into<OsString>>,
 ) -> Result<Layered<P>, LayerError> {
     let mut argv: Vec<OsString> = argv.into_iter().map(Into::into).collect();
-    let root = schema.headed(P::command());
+    let mut root = schema.headed(P::command());
     let path = command_path(&root, &argv);
     let config =
         config_path(&argv).or_else(|| std::env::var_os(schema.env).filter(|path| !path.is_empty()).map(PathBuf::from));
@@ -88,7 +88,9 @@ pub fn parse<P: clap::CommandFactory + FromArgMatches>(
         }
         argv.splice(end..end, added);
     }
-    let matches = root.clone().try_get_matches_from(&argv).map_err(LayerError::Clap)?;
+    // Parsed in place (clap builds the command it parses): a clone of every flag of every
+    // command would cost each start, a stdio server's too.
+    let matches = root.try_get_matches_from_mut(&argv).map_err(LayerError::Clap)?;
     let parsed = P::from_arg_matches(&matches).map_err(LayerError::Clap)?;
     let effective = Effective::of(&root, &matches, &path, schema, filled, config, warnings);
     Ok(Layered { parsed, effective })
