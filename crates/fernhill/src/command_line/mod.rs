@@ -4,6 +4,7 @@
 //! ([`crate::configuration`]) and calls [`crate::commands`].
 
 pub mod fernhill;
+pub mod fernhill_gate;
 pub mod fernhill_mcp;
 
 use std::{ffi::OsString, path::PathBuf, process::ExitCode};

@@ -1,6 +1,7 @@
 //! The `fernhill` command's subcommands, one file each.
 
 pub mod demo;
+pub mod gate_check;
 pub mod host;
 pub mod payment_provider;
 pub mod probe;

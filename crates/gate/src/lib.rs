@@ -1,0 +1,29 @@
+//! The gate: Fernhill's approvals in front of any MCP server, by policy.
+//!
+//! A gate stands between hosts and one or more upstream MCP servers. Calls no rule matches
+//! pass through; a call a rule matches waits until a person the rule names decides it, and
+//! then reaches the upstream once. This crate holds what decides which calls wait:
+//!
+//! - [`policy`]: the policy file, `[[upstream]]` and `[[rule]]` tables in TOML, read and checked
+//!   whole at start, each mistake named by file, line and key;
+//! - [`rule`]: one rule, what it matches (an upstream, tool names or globs, a condition on the
+//!   arguments, trusted annotations) and what it asks for (who decides, whether the requester
+//!   may, the channels, the deadline, escalation, what a lost outcome becomes, the effect);
+//! - [`condition`]: a rule's expressions in CEL, compiled at start and evaluated over a call's
+//!   arguments (`args`) and its tool (`tool`), failing closed;
+//! - [`tool_name`]: a tool's name or glob;
+//! - [`inventory`]: each upstream's tools, listed as a host lists them, beside the rules that
+//!   hold each (`fernhill-gate check`).
+//!
+//! Asking, holding, executing once and receipts come from the approvals and records crates.
+
+#![deny(missing_docs)]
+
+pub mod condition;
+pub mod inventory;
+pub mod policy;
+pub mod rule;
+pub mod tool_name;
+
+pub use policy::{Policy, PolicyError};
+pub use rule::{Call, Rule};

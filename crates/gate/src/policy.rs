@@ -1,0 +1,544 @@
+//! The policy file: the upstreams a gate stands in front of and the rules that hold their
+//! calls, in TOML, read whole and checked at start.
+//!
+//! ```toml
+//! [[upstream]]
+//! name = "files"
+//! command = ["npx", "@modelcontextprotocol/server-filesystem", "/srv/shop"]
+//!
+//! [[rule]]
+//! name = "price lists"
+//! upstream = "files"
+//! tools = ["write_file", "edit_file", "move_file"]
+//! when = 'args.path.startsWith("/srv/shop/prices")'
+//! decided_by = { scope = "approvals:decide" }
+//! channels = ["page", "webhook"]
+//! deadline = "72h"
+//! ```
+//!
+//! The first rule that holds a call decides how it waits; a call no rule holds passes. Every
+//! mistake is refused before anything is served, named by file, line and key.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::{
+    condition::Condition,
+    rule::{Call, Channel, Decider, Hint, LostOutcome, Rule},
+    tool_name::ToolName,
+};
+
+/// A policy that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file says something a gate cannot use.
+    #[error("{}:{line}: {key}: {message}", path.display())]
+    Bad {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// The key (`rule.when`), or the table, where the mistake is.
+        key: String,
+        /// What is wrong, and what would be right.
+        message: String,
+    },
+}
+
+/// An upstream MCP server the gate stands in front of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// Its name, as rules name it.
+    pub name: String,
+    /// How to reach it.
+    pub reached: Reached,
+    /// Whether its tools' annotations are believed (its operator trusts it), so rules may hold
+    /// its tools by them.
+    pub trust_annotations: bool,
+}
+
+/// How an upstream is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reached {
+    /// A command the gate starts, spoken to over its stdin and stdout.
+    Command(Vec<String>),
+    /// A Streamable HTTP endpoint.
+    Url(String),
+}
+
+/// The upstreams and the rules, as read.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// The upstreams, in the file's order.
+    pub upstreams: Vec<Upstream>,
+    /// The rules, in the file's order: the first that holds a call is its rule.
+    pub rules: Vec<Rule>,
+}
+
+/// Why a call is held.
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'p> {
+    /// The rule that holds it.
+    pub rule: &'p Rule,
+    /// Whether its condition was evaluated; `false` where it could not be, and the call is held
+    /// because a gate fails closed.
+    pub evaluated: bool,
+}
+
+impl Policy {
+    /// Read the policy at `path`.
+    pub fn read(path: &Path) -> Result<Policy, PolicyError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| PolicyError::Read { path: path.to_owned(), source })?;
+        Policy::parse(path, &text)
+    }
+
+    /// The policy `text` says, read from `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Policy, PolicyError> {
+        let line = |offset: usize| text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1;
+        let bad = |offset: usize, key: &str, message: String| PolicyError::Bad {
+            path: path.to_owned(),
+            line: line(offset),
+            key: key.to_owned(),
+            message,
+        };
+        let file: FileTables = toml::from_str(text).map_err(|error| {
+            let offset = error.span().map_or(0, |span| span.start);
+            bad(offset, "", error.message().trim().to_owned())
+        })?;
+        let mut upstreams: Vec<Upstream> = Vec::new();
+        for table in file.upstream {
+            let at = table.span().start;
+            let table = table.into_inner();
+            let name = table.name.get_ref().trim().to_owned();
+            if name.is_empty() {
+                return Err(bad(table.name.span().start, "upstream.name", "an upstream's name is empty".into()));
+            }
+            if upstreams.iter().any(|known| known.name == name) {
+                return Err(bad(table.name.span().start, "upstream.name", format!("a second upstream named `{name}`")));
+            }
+            let reached = match (table.command, table.url) {
+                (Some(command), None) if !command.get_ref().is_empty() => Reached::Command(command.into_inner()),
+                (None, Some(url)) if url.get_ref().starts_with("http://") || url.get_ref().starts_with("https://") => {
+                    Reached::Url(url.into_inner())
+                }
+                (None, Some(url)) => {
+                    return Err(bad(
+                        url.span().start,
+                        "upstream.url",
+                        format!("`{}` is not an http(s) URL", url.get_ref()),
+                    ));
+                }
+                _ => {
+                    return Err(bad(
+                        at,
+                        "upstream",
+                        format!(
+                            "upstream `{name}` names neither a command (command = [\"npx\", ...]) nor a url, or both"
+                        ),
+                    ));
+                }
+            };
+            upstreams.push(Upstream { name, reached, trust_annotations: table.trust_annotations });
+        }
+        let mut rules = Vec::new();
+        for (index, table) in file.rule.into_iter().enumerate() {
+            let at = table.span().start;
+            let table = table.into_inner();
+            let name = table.name.unwrap_or_else(|| format!("rule {}", index + 1));
+            let upstream = match table.upstream {
+                None => None,
+                Some(named) if upstreams.iter().any(|known| &known.name == named.get_ref()) => Some(named.into_inner()),
+                Some(named) => {
+                    let known: Vec<_> = upstreams.iter().map(|known| known.name.as_str()).collect();
+                    return Err(bad(
+                        named.span().start,
+                        "rule.upstream",
+                        format!("no upstream is named `{}`; the upstreams are {}", named.get_ref(), known.join(", ")),
+                    ));
+                }
+            };
+            let Some(tools) = table.tools else {
+                return Err(bad(
+                    at,
+                    "rule.tools",
+                    format!("{name} names no tools: tools = [\"write_file\"], or [\"*\"]"),
+                ));
+            };
+            let tools = tools
+                .into_iter()
+                .map(|tool| {
+                    ToolName::parse(tool.get_ref()).map_err(|message| bad(tool.span().start, "rule.tools", message))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if tools.is_empty() {
+                return Err(bad(
+                    at,
+                    "rule.tools",
+                    format!("{name} names no tools: tools = [\"write_file\"], or [\"*\"]"),
+                ));
+            }
+            let compiled = |source: Spanned<String>, key: &str| {
+                Condition::compile(source.get_ref()).map_err(|message| bad(source.span().start, key, message))
+            };
+            let when = table.when.map(|when| compiled(when, "rule.when")).transpose()?;
+            let effect = table.effect.map(|effect| compiled(effect, "rule.effect")).transpose()?;
+            let hints = table
+                .annotations
+                .into_iter()
+                .map(|hint| {
+                    Hint::parse(hint.get_ref()).ok_or_else(|| {
+                        bad(
+                            hint.span().start,
+                            "rule.annotations",
+                            format!(
+                                "`{}` is not an annotation a rule can hold tools by: readOnlyHint, destructiveHint, \
+                                 idempotentHint or openWorldHint",
+                                hint.get_ref()
+                            ),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            // A rule for one upstream may hold its tools by their annotations only where they
+            // are trusted; a rule for every upstream reads them where they are, and elsewhere
+            // holds every tool it names (`Rule::names`).
+            if !hints.is_empty()
+                && let Some(named) = &upstream
+                && let Some(untrusted) = upstreams.iter().find(|known| &known.name == named && !known.trust_annotations)
+            {
+                return Err(bad(
+                    at,
+                    "rule.annotations",
+                    format!(
+                        "{name} holds tools by their annotations, which upstream `{}` does not have trusted: say \
+                         trust_annotations = true on it if its operator vouches for them",
+                        untrusted.name
+                    ),
+                ));
+            }
+            let Some(decider) = table.decided_by else {
+                return Err(bad(
+                    at,
+                    "rule.decided_by",
+                    format!("{name} names nobody to decide: decided_by = {{ scope = \"approvals:decide\" }}"),
+                ));
+            };
+            let decided_by = match decider.get_ref() {
+                DeciderTable { scope: Some(scope), role: None, group: None } => Decider::Scope(scope.clone()),
+                DeciderTable { scope: None, role: Some(role), group: None } => Decider::Role(role.clone()),
+                DeciderTable { scope: None, role: None, group: Some(group) } => Decider::Group(group.clone()),
+                _ => {
+                    return Err(bad(
+                        decider.span().start,
+                        "rule.decided_by",
+                        "name one of scope, role or group: decided_by = { scope = \"approvals:decide\" }".into(),
+                    ));
+                }
+            };
+            let channels = match table.channels {
+                None => vec![Channel::Page, Channel::Webhook],
+                Some(channels) => channels
+                    .into_iter()
+                    .map(|channel| {
+                        Channel::parse(channel.get_ref()).ok_or_else(|| {
+                            bad(
+                                channel.span().start,
+                                "rule.channels",
+                                format!("`{}` is not a channel: host, page or webhook", channel.get_ref()),
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
+            if channels.is_empty() {
+                return Err(bad(
+                    at,
+                    "rule.channels",
+                    format!("{name} leaves nowhere to decide: host, page or webhook"),
+                ));
+            }
+            if channels.contains(&Channel::Host) && !table.self_approval {
+                return Err(bad(
+                    at,
+                    "rule.channels",
+                    format!(
+                        "{name} asks at the requester's host but forbids self_approval: only the requester is at \
+                         their host; drop \"host\" or say self_approval = true"
+                    ),
+                ));
+            }
+            let duration = |text: Spanned<String>, key: &str| {
+                humantime::parse_duration(text.get_ref()).map_err(|error| {
+                    bad(text.span().start, key, format!("`{}`: {error} (such as \"72h\" or \"30m\")", text.get_ref()))
+                })
+            };
+            let Some(deadline) = table.deadline else {
+                return Err(bad(at, "rule.deadline", format!("{name} has no deadline: deadline = \"72h\"")));
+            };
+            let deadline = duration(deadline, "rule.deadline")?;
+            if deadline.is_zero() {
+                return Err(bad(at, "rule.deadline", format!("{name}'s deadline leaves no time to decide")));
+            }
+            let escalate_after =
+                table.escalate_after.map(|after| duration(after, "rule.escalate_after")).transpose()?;
+            if escalate_after.is_some_and(|after: Duration| after >= deadline) {
+                return Err(bad(at, "rule.escalate_after", format!("{name} escalates after its deadline has passed")));
+            }
+            let lost_outcome = match table.lost_outcome.as_ref().map(|lost| lost.get_ref().as_str()) {
+                None | Some("unknown") => LostOutcome::Unknown,
+                Some("repeat") => LostOutcome::Repeat,
+                Some(other) => {
+                    let at = table.lost_outcome.as_ref().map_or(at, |lost| lost.span().start);
+                    return Err(bad(at, "rule.lost_outcome", format!("`{other}` is not unknown or repeat")));
+                }
+            };
+            rules.push(Rule {
+                name,
+                line: line(at),
+                upstream,
+                tools,
+                when,
+                hints,
+                decided_by,
+                self_approval: table.self_approval,
+                channels,
+                deadline,
+                escalate_after,
+                lost_outcome,
+                effect,
+            });
+        }
+        Ok(Policy { path: path.to_owned(), upstreams, rules })
+    }
+
+    /// The upstream named `name`.
+    pub fn upstream(&self, name: &str) -> Option<&Upstream> {
+        self.upstreams.iter().find(|upstream| upstream.name == name)
+    }
+
+    /// The rule that holds `call`, if any: the first that names its tool and whose condition is
+    /// true of it, or cannot be evaluated for it (held, failing closed).
+    pub fn held(&self, call: &Call<'_>) -> Option<Held<'_>> {
+        let trusted = self.upstream(call.upstream).is_some_and(|upstream| upstream.trust_annotations);
+        self.rules.iter().find_map(|rule| match rule.holds(call, trusted) {
+            Ok(true) => Some(Held { rule, evaluated: true }),
+            Ok(false) => None,
+            Err(_) => Some(Held { rule, evaluated: false }),
+        })
+    }
+
+    /// The rules that name the tool `tool` of `upstream` (whatever their conditions), in order:
+    /// what `check` shows.
+    pub fn naming(&self, upstream: &str, tool: &str, annotations: &serde_json::Value) -> Vec<&Rule> {
+        let trusted = self.upstream(upstream).is_some_and(|upstream| upstream.trust_annotations);
+        self.rules.iter().filter(|rule| rule.names(upstream, tool, annotations, trusted)).collect()
+    }
+}
+
+/// The file as TOML has it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTables {
+    #[serde(default)]
+    upstream: Vec<Spanned<UpstreamTable>>,
+    #[serde(default)]
+    rule: Vec<Spanned<RuleTable>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpstreamTable {
+    name: Spanned<String>,
+    command: Option<Spanned<Vec<String>>>,
+    url: Option<Spanned<String>>,
+    #[serde(default)]
+    trust_annotations: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleTable {
+    name: Option<String>,
+    upstream: Option<Spanned<String>>,
+    tools: Option<Vec<Spanned<String>>>,
+    when: Option<Spanned<String>>,
+    #[serde(default)]
+    annotations: Vec<Spanned<String>>,
+    decided_by: Option<Spanned<DeciderTable>>,
+    #[serde(default)]
+    self_approval: bool,
+    channels: Option<Vec<Spanned<String>>>,
+    deadline: Option<Spanned<String>>,
+    escalate_after: Option<Spanned<String>>,
+    lost_outcome: Option<Spanned<String>>,
+    effect: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeciderTable {
+    scope: Option<String>,
+    role: Option<String>,
+    group: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    const SHOP: &str = r#"
+[[upstream]]
+name = "files"
+command = ["npx", "@modelcontextprotocol/server-filesystem", "/srv/shop"]
+
+[[upstream]]
+name = "payments"
+url = "http://127.0.0.1:8711/mcp"
+trust_annotations = true
+
+[[rule]]
+name = "price lists"
+upstream = "files"
+tools = ["write_file", "edit_file", "move_file"]
+when = 'args.path.startsWith("/srv/shop/prices")'
+decided_by = { scope = "approvals:decide" }
+deadline = "72h"
+
+[[rule]]
+name = "large payments"
+upstream = "payments"
+tools = ["pay_*"]
+when = "args.amount > 150.0"
+decided_by = { role = "finance-lead" }
+self_approval = true
+channels = ["host", "page"]
+deadline = "4h"
+escalate_after = "1h"
+effect = '"payment:" + args.invoice'
+
+[[rule]]
+name = "anything destructive"
+tools = ["*"]
+annotations = ["destructiveHint"]
+decided_by = { group = "operators" }
+deadline = "1d"
+lost_outcome = "repeat"
+"#;
+
+    fn policy(text: &str) -> Result<Policy, PolicyError> {
+        Policy::parse(Path::new("gate.toml"), text)
+    }
+
+    fn call<'a>(upstream: &'a str, tool: &'a str, annotations: &'a Value, arguments: &'a Value) -> Call<'a> {
+        Call { upstream, tool, annotations, arguments }
+    }
+
+    fn held_by(policy: &Policy, call: Call<'_>) -> Option<String> {
+        policy.held(&call).map(|held| held.rule.name.clone())
+    }
+
+    #[test]
+    fn the_first_rule_that_holds_a_call_is_its_rule_and_other_calls_pass() {
+        let policy = policy(SHOP).unwrap();
+        let (none, read_only) = (Value::Null, json!({"readOnlyHint": true}));
+        let prices = json!({"path": "/srv/shop/prices.csv", "content": "..."});
+        assert_eq!(held_by(&policy, call("files", "write_file", &none, &prices)).as_deref(), Some("price lists"));
+        // The filesystem server's annotations are not trusted: the catch-all rule holds every
+        // tool there, reads included, as a gate that fails closed must.
+        let notes = json!({"path": "/srv/shop/notes.txt"});
+        assert_eq!(
+            held_by(&policy, call("files", "write_file", &none, &notes)).as_deref(),
+            Some("anything destructive")
+        );
+        assert_eq!(
+            held_by(&policy, call("files", "read_file", &read_only, &notes)).as_deref(),
+            Some("anything destructive")
+        );
+        // The payments server's are: a read-only tool passes, a large payment waits for finance.
+        assert_eq!(held_by(&policy, call("payments", "get_invoice", &read_only, &json!({}))), None);
+        let large = json!({"amount": 180, "invoice": "I-7"});
+        assert_eq!(
+            held_by(&policy, call("payments", "pay_invoice", &read_only, &large)).as_deref(),
+            Some("large payments")
+        );
+        let rule = &policy.rules[1];
+        assert_eq!(
+            (rule.decided_by.clone(), rule.deadline),
+            (Decider::Role("finance-lead".into()), Duration::from_secs(4 * 3600))
+        );
+        let effect = rule.effect.as_ref().unwrap().text(&call("payments", "pay_invoice", &none, &large));
+        assert_eq!(effect.as_deref(), Ok("payment:I-7"));
+        assert_eq!((policy.rules[0].line, policy.rules[2].lost_outcome), (11, LostOutcome::Repeat));
+        let names: Vec<_> = policy.naming("files", "move_file", &none).iter().map(|rule| rule.name.clone()).collect();
+        assert_eq!(names, ["price lists", "anything destructive"]);
+    }
+
+    #[test]
+    fn a_condition_that_cannot_be_evaluated_holds_the_call() {
+        let policy = policy(SHOP).unwrap();
+        let read_only = json!({"readOnlyHint": true});
+        let held = policy.held(&call("payments", "pay_invoice", &read_only, &json!({"amount": "a lot"}))).unwrap();
+        assert_eq!((held.rule.name.as_str(), held.evaluated), ("large payments", false));
+    }
+
+    fn refusal(text: &str) -> String {
+        policy(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn each_mistake_is_named_by_file_line_and_key() {
+        let rule = |body: &str| format!("[[upstream]]\nname = \"files\"\ncommand = [\"fs\"]\n\n[[rule]]\n{body}");
+        let whole = "tools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n";
+        for (body, expected) in [
+            (format!("{whole}whne = \"true\"\n"), "gate.toml:9: : unknown field `whne`"),
+            (format!("{whole}when = \"args.amount >\"\n"), "gate.toml:9: rule.when: `args.amount >` is not CEL"),
+            (
+                format!("{whole}upstream = \"file\"\n"),
+                "gate.toml:9: rule.upstream: no upstream is named `file`; the upstreams are files",
+            ),
+            (
+                format!("{whole}channels = [\"host\"]\n"),
+                "gate.toml:5: rule.channels: rule 1 asks at the requester's host but forbids self_approval",
+            ),
+            (format!("{whole}channels = [\"chat\"]\n"), "gate.toml:9: rule.channels: `chat` is not a channel"),
+            (whole.replace("1h", "soon"), "gate.toml:8: rule.deadline: `soon`"),
+            (whole.replace("scope", "scopes"), "gate.toml:7: : unknown field `scopes`"),
+            (whole.replace("write_file", "write_["), "gate.toml:6: rule.tools: `write_[` is not a glob"),
+            (
+                format!("{whole}upstream = \"files\"\nannotations = [\"destructiveHint\"]\n"),
+                "gate.toml:5: rule.annotations: rule 1 holds tools by their annotations, which upstream `files` does not have trusted",
+            ),
+            (
+                format!("{whole}escalate_after = \"2h\"\n"),
+                "gate.toml:5: rule.escalate_after: rule 1 escalates after its deadline",
+            ),
+            (
+                "decided_by = { scope = \"s\" }\ndeadline = \"1h\"\n".into(),
+                "gate.toml:5: rule.tools: rule 1 names no tools",
+            ),
+        ] {
+            let refused = refusal(&rule(&body));
+            assert!(refused.starts_with(expected), "{body}\n=> {refused}\n(expected {expected})");
+        }
+        assert!(refusal("[[upstream]]\nname = \"x\"\n").contains("names neither a command"));
+        assert!(refusal("[[upstream]]\nname = \"x\"\nurl = \"ftp://x\"\n").contains("not an http(s) URL"));
+    }
+}
