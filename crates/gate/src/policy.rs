@@ -110,220 +110,22 @@ impl Policy {
 
     /// The policy `text` says, read from `path`.
     pub fn parse(path: &Path, text: &str) -> Result<Policy, PolicyError> {
-        let line = |offset: usize| text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1;
-        let bad = |offset: usize, key: &str, message: String| PolicyError::Bad {
-            path: path.to_owned(),
-            line: line(offset),
-            key: key.to_owned(),
-            message,
-        };
+        let source = Source { path, text };
         let file: FileTables = toml::from_str(text).map_err(|error| {
             let offset = error.span().map_or(0, |span| span.start);
-            bad(offset, "", error.message().trim().to_owned())
+            source.bad(offset, "", error.message().trim().to_owned())
         })?;
         let mut upstreams: Vec<Upstream> = Vec::new();
         for table in file.upstream {
-            let at = table.span().start;
-            let table = table.into_inner();
-            let name = table.name.get_ref().trim().to_owned();
-            if name.is_empty() {
-                return Err(bad(table.name.span().start, "upstream.name", "an upstream's name is empty".into()));
-            }
-            if upstreams.iter().any(|known| known.name == name) {
-                return Err(bad(table.name.span().start, "upstream.name", format!("a second upstream named `{name}`")));
-            }
-            let reached = match (table.command, table.url) {
-                (Some(command), None) if !command.get_ref().is_empty() => Reached::Command(command.into_inner()),
-                (None, Some(url)) if url.get_ref().starts_with("http://") || url.get_ref().starts_with("https://") => {
-                    Reached::Url(url.into_inner())
-                }
-                (None, Some(url)) => {
-                    return Err(bad(
-                        url.span().start,
-                        "upstream.url",
-                        format!("`{}` is not an http(s) URL", url.get_ref()),
-                    ));
-                }
-                _ => {
-                    return Err(bad(
-                        at,
-                        "upstream",
-                        format!(
-                            "upstream `{name}` names neither a command (command = [\"npx\", ...]) nor a url, or both"
-                        ),
-                    ));
-                }
-            };
-            upstreams.push(Upstream { name, reached, trust_annotations: table.trust_annotations });
+            let upstream = source.upstream(table, &upstreams)?;
+            upstreams.push(upstream);
         }
-        let mut rules = Vec::new();
-        for (index, table) in file.rule.into_iter().enumerate() {
-            let at = table.span().start;
-            let table = table.into_inner();
-            let name = table.name.unwrap_or_else(|| format!("rule {}", index + 1));
-            let upstream = match table.upstream {
-                None => None,
-                Some(named) if upstreams.iter().any(|known| &known.name == named.get_ref()) => Some(named.into_inner()),
-                Some(named) => {
-                    let known: Vec<_> = upstreams.iter().map(|known| known.name.as_str()).collect();
-                    return Err(bad(
-                        named.span().start,
-                        "rule.upstream",
-                        format!("no upstream is named `{}`; the upstreams are {}", named.get_ref(), known.join(", ")),
-                    ));
-                }
-            };
-            let Some(tools) = table.tools else {
-                return Err(bad(
-                    at,
-                    "rule.tools",
-                    format!("{name} names no tools: tools = [\"write_file\"], or [\"*\"]"),
-                ));
-            };
-            let tools = tools
-                .into_iter()
-                .map(|tool| {
-                    ToolName::parse(tool.get_ref()).map_err(|message| bad(tool.span().start, "rule.tools", message))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            if tools.is_empty() {
-                return Err(bad(
-                    at,
-                    "rule.tools",
-                    format!("{name} names no tools: tools = [\"write_file\"], or [\"*\"]"),
-                ));
-            }
-            let compiled = |source: Spanned<String>, key: &str| {
-                Condition::compile(source.get_ref()).map_err(|message| bad(source.span().start, key, message))
-            };
-            let when = table.when.map(|when| compiled(when, "rule.when")).transpose()?;
-            let effect = table.effect.map(|effect| compiled(effect, "rule.effect")).transpose()?;
-            let hints = table
-                .annotations
-                .into_iter()
-                .map(|hint| {
-                    Hint::parse(hint.get_ref()).ok_or_else(|| {
-                        bad(
-                            hint.span().start,
-                            "rule.annotations",
-                            format!(
-                                "`{}` is not an annotation a rule can hold tools by: readOnlyHint, destructiveHint, \
-                                 idempotentHint or openWorldHint",
-                                hint.get_ref()
-                            ),
-                        )
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            // A rule for one upstream may hold its tools by their annotations only where they
-            // are trusted; a rule for every upstream reads them where they are, and elsewhere
-            // holds every tool it names (`Rule::names`).
-            if !hints.is_empty()
-                && let Some(named) = &upstream
-                && let Some(untrusted) = upstreams.iter().find(|known| &known.name == named && !known.trust_annotations)
-            {
-                return Err(bad(
-                    at,
-                    "rule.annotations",
-                    format!(
-                        "{name} holds tools by their annotations, which upstream `{}` does not have trusted: say \
-                         trust_annotations = true on it if its operator vouches for them",
-                        untrusted.name
-                    ),
-                ));
-            }
-            let Some(decider) = table.decided_by else {
-                return Err(bad(
-                    at,
-                    "rule.decided_by",
-                    format!("{name} names nobody to decide: decided_by = {{ scope = \"approvals:decide\" }}"),
-                ));
-            };
-            let decided_by = match decider.get_ref() {
-                DeciderTable { scope: Some(scope), role: None, group: None } => Decider::Scope(scope.clone()),
-                DeciderTable { scope: None, role: Some(role), group: None } => Decider::Role(role.clone()),
-                DeciderTable { scope: None, role: None, group: Some(group) } => Decider::Group(group.clone()),
-                _ => {
-                    return Err(bad(
-                        decider.span().start,
-                        "rule.decided_by",
-                        "name one of scope, role or group: decided_by = { scope = \"approvals:decide\" }".into(),
-                    ));
-                }
-            };
-            let channels = match table.channels {
-                None => vec![Channel::Page, Channel::Webhook],
-                Some(channels) => channels
-                    .into_iter()
-                    .map(|channel| {
-                        Channel::parse(channel.get_ref()).ok_or_else(|| {
-                            bad(
-                                channel.span().start,
-                                "rule.channels",
-                                format!("`{}` is not a channel: host, page or webhook", channel.get_ref()),
-                            )
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            };
-            if channels.is_empty() {
-                return Err(bad(
-                    at,
-                    "rule.channels",
-                    format!("{name} leaves nowhere to decide: host, page or webhook"),
-                ));
-            }
-            if channels.contains(&Channel::Host) && !table.self_approval {
-                return Err(bad(
-                    at,
-                    "rule.channels",
-                    format!(
-                        "{name} asks at the requester's host but forbids self_approval: only the requester is at \
-                         their host; drop \"host\" or say self_approval = true"
-                    ),
-                ));
-            }
-            let duration = |text: Spanned<String>, key: &str| {
-                humantime::parse_duration(text.get_ref()).map_err(|error| {
-                    bad(text.span().start, key, format!("`{}`: {error} (such as \"72h\" or \"30m\")", text.get_ref()))
-                })
-            };
-            let Some(deadline) = table.deadline else {
-                return Err(bad(at, "rule.deadline", format!("{name} has no deadline: deadline = \"72h\"")));
-            };
-            let deadline = duration(deadline, "rule.deadline")?;
-            if deadline.is_zero() {
-                return Err(bad(at, "rule.deadline", format!("{name}'s deadline leaves no time to decide")));
-            }
-            let escalate_after =
-                table.escalate_after.map(|after| duration(after, "rule.escalate_after")).transpose()?;
-            if escalate_after.is_some_and(|after: Duration| after >= deadline) {
-                return Err(bad(at, "rule.escalate_after", format!("{name} escalates after its deadline has passed")));
-            }
-            let lost_outcome = match table.lost_outcome.as_ref().map(|lost| lost.get_ref().as_str()) {
-                None | Some("unknown") => LostOutcome::Unknown,
-                Some("repeat") => LostOutcome::Repeat,
-                Some(other) => {
-                    let at = table.lost_outcome.as_ref().map_or(at, |lost| lost.span().start);
-                    return Err(bad(at, "rule.lost_outcome", format!("`{other}` is not unknown or repeat")));
-                }
-            };
-            rules.push(Rule {
-                name,
-                line: line(at),
-                upstream,
-                tools,
-                when,
-                hints,
-                decided_by,
-                self_approval: table.self_approval,
-                channels,
-                deadline,
-                escalate_after,
-                lost_outcome,
-                effect,
-            });
-        }
+        let rules = file
+            .rule
+            .into_iter()
+            .enumerate()
+            .map(|(index, table)| source.rule(index, table, &upstreams))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Policy { path: path.to_owned(), upstreams, rules })
     }
 
@@ -348,6 +150,217 @@ impl Policy {
     pub fn naming(&self, upstream: &str, tool: &str, annotations: &serde_json::Value) -> Vec<&Rule> {
         let trusted = self.upstream(upstream).is_some_and(|upstream| upstream.trust_annotations);
         self.rules.iter().filter(|rule| rule.names(upstream, tool, annotations, trusted)).collect()
+    }
+}
+
+/// The policy's text, to say where in it a mistake is.
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    /// The line (from 1) of byte `offset`.
+    fn line(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+    }
+
+    /// The mistake `message` about `key`, at byte `offset`.
+    fn bad(&self, offset: usize, key: &str, message: String) -> PolicyError {
+        PolicyError::Bad { path: self.path.to_owned(), line: self.line(offset), key: key.to_owned(), message }
+    }
+
+    /// One `[[upstream]]`, after the `known` ones.
+    fn upstream(&self, table: Spanned<UpstreamTable>, known: &[Upstream]) -> Result<Upstream, PolicyError> {
+        let bad = |offset: usize, key: &str, message: String| self.bad(offset, key, message);
+        let at = table.span().start;
+        let table = table.into_inner();
+        let name = table.name.get_ref().trim().to_owned();
+        if name.is_empty() {
+            return Err(bad(table.name.span().start, "upstream.name", "an upstream's name is empty".into()));
+        }
+        if known.iter().any(|known| known.name == name) {
+            return Err(bad(table.name.span().start, "upstream.name", format!("a second upstream named `{name}`")));
+        }
+        let reached = match (table.command, table.url) {
+            (Some(command), None) if !command.get_ref().is_empty() => Reached::Command(command.into_inner()),
+            (None, Some(url)) if url.get_ref().starts_with("http://") || url.get_ref().starts_with("https://") => {
+                Reached::Url(url.into_inner())
+            }
+            (None, Some(url)) => {
+                return Err(bad(
+                    url.span().start,
+                    "upstream.url",
+                    format!("`{}` is not an http(s) URL", url.get_ref()),
+                ));
+            }
+            _ => {
+                return Err(bad(
+                    at,
+                    "upstream",
+                    format!("upstream `{name}` names neither a command (command = [\"npx\", ...]) nor a url, or both"),
+                ));
+            }
+        };
+        Ok(Upstream { name, reached, trust_annotations: table.trust_annotations })
+    }
+
+    /// The `index`th `[[rule]]` (from 0), over the `upstreams` already read.
+    fn rule(&self, index: usize, table: Spanned<RuleTable>, upstreams: &[Upstream]) -> Result<Rule, PolicyError> {
+        let bad = |offset: usize, key: &str, message: String| self.bad(offset, key, message);
+        let line = |offset: usize| self.line(offset);
+        let at = table.span().start;
+        let table = table.into_inner();
+        let name = table.name.unwrap_or_else(|| format!("rule {}", index + 1));
+        let upstream = match table.upstream {
+            None => None,
+            Some(named) if upstreams.iter().any(|known| &known.name == named.get_ref()) => Some(named.into_inner()),
+            Some(named) => {
+                let known: Vec<_> = upstreams.iter().map(|known| known.name.as_str()).collect();
+                return Err(bad(
+                    named.span().start,
+                    "rule.upstream",
+                    format!("no upstream is named `{}`; the upstreams are {}", named.get_ref(), known.join(", ")),
+                ));
+            }
+        };
+        let Some(tools) = table.tools else {
+            return Err(bad(at, "rule.tools", format!("{name} names no tools: tools = [\"write_file\"], or [\"*\"]")));
+        };
+        let tools = tools
+            .into_iter()
+            .map(|tool| {
+                ToolName::parse(tool.get_ref()).map_err(|message| bad(tool.span().start, "rule.tools", message))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if tools.is_empty() {
+            return Err(bad(at, "rule.tools", format!("{name} names no tools: tools = [\"write_file\"], or [\"*\"]")));
+        }
+        let compiled = |source: Spanned<String>, key: &str| {
+            Condition::compile(source.get_ref()).map_err(|message| bad(source.span().start, key, message))
+        };
+        let when = table.when.map(|when| compiled(when, "rule.when")).transpose()?;
+        let effect = table.effect.map(|effect| compiled(effect, "rule.effect")).transpose()?;
+        let hints = table
+            .annotations
+            .into_iter()
+            .map(|hint| {
+                Hint::parse(hint.get_ref()).ok_or_else(|| {
+                    bad(
+                        hint.span().start,
+                        "rule.annotations",
+                        format!(
+                            "`{}` is not an annotation a rule can hold tools by: readOnlyHint, destructiveHint, \
+                             idempotentHint or openWorldHint",
+                            hint.get_ref()
+                        ),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // A rule for one upstream may hold its tools by their annotations only where they
+        // are trusted; a rule for every upstream reads them where they are, and elsewhere
+        // holds every tool it names (`Rule::names`).
+        if !hints.is_empty()
+            && let Some(named) = &upstream
+            && let Some(untrusted) = upstreams.iter().find(|known| &known.name == named && !known.trust_annotations)
+        {
+            return Err(bad(
+                at,
+                "rule.annotations",
+                format!(
+                    "{name} holds tools by their annotations, which upstream `{}` does not have trusted: say \
+                     trust_annotations = true on it if its operator vouches for them",
+                    untrusted.name
+                ),
+            ));
+        }
+        let Some(decider) = table.decided_by else {
+            return Err(bad(
+                at,
+                "rule.decided_by",
+                format!("{name} names nobody to decide: decided_by = {{ scope = \"approvals:decide\" }}"),
+            ));
+        };
+        let decided_by = match decider.get_ref() {
+            DeciderTable { scope: Some(scope), role: None, group: None } => Decider::Scope(scope.clone()),
+            DeciderTable { scope: None, role: Some(role), group: None } => Decider::Role(role.clone()),
+            DeciderTable { scope: None, role: None, group: Some(group) } => Decider::Group(group.clone()),
+            _ => {
+                return Err(bad(
+                    decider.span().start,
+                    "rule.decided_by",
+                    "name one of scope, role or group: decided_by = { scope = \"approvals:decide\" }".into(),
+                ));
+            }
+        };
+        let channels = match table.channels {
+            None => vec![Channel::Page, Channel::Webhook],
+            Some(channels) => channels
+                .into_iter()
+                .map(|channel| {
+                    Channel::parse(channel.get_ref()).ok_or_else(|| {
+                        bad(
+                            channel.span().start,
+                            "rule.channels",
+                            format!("`{}` is not a channel: host, page or webhook", channel.get_ref()),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        if channels.is_empty() {
+            return Err(bad(at, "rule.channels", format!("{name} leaves nowhere to decide: host, page or webhook")));
+        }
+        if channels.contains(&Channel::Host) && !table.self_approval {
+            return Err(bad(
+                at,
+                "rule.channels",
+                format!(
+                    "{name} asks at the requester's host but forbids self_approval: only the requester is at \
+                     their host; drop \"host\" or say self_approval = true"
+                ),
+            ));
+        }
+        let duration = |text: Spanned<String>, key: &str| {
+            humantime::parse_duration(text.get_ref()).map_err(|error| {
+                bad(text.span().start, key, format!("`{}`: {error} (such as \"72h\" or \"30m\")", text.get_ref()))
+            })
+        };
+        let Some(deadline) = table.deadline else {
+            return Err(bad(at, "rule.deadline", format!("{name} has no deadline: deadline = \"72h\"")));
+        };
+        let deadline = duration(deadline, "rule.deadline")?;
+        if deadline.is_zero() {
+            return Err(bad(at, "rule.deadline", format!("{name}'s deadline leaves no time to decide")));
+        }
+        let escalate_after = table.escalate_after.map(|after| duration(after, "rule.escalate_after")).transpose()?;
+        if escalate_after.is_some_and(|after: Duration| after >= deadline) {
+            return Err(bad(at, "rule.escalate_after", format!("{name} escalates after its deadline has passed")));
+        }
+        let lost_outcome = match table.lost_outcome.as_ref().map(|lost| lost.get_ref().as_str()) {
+            None | Some("unknown") => LostOutcome::Unknown,
+            Some("repeat") => LostOutcome::Repeat,
+            Some(other) => {
+                let at = table.lost_outcome.as_ref().map_or(at, |lost| lost.span().start);
+                return Err(bad(at, "rule.lost_outcome", format!("`{other}` is not unknown or repeat")));
+            }
+        };
+        Ok(Rule {
+            name,
+            line: line(at),
+            upstream,
+            tools,
+            when,
+            hints,
+            decided_by,
+            self_approval: table.self_approval,
+            channels,
+            deadline,
+            escalate_after,
+            lost_outcome,
+            effect,
+        })
     }
 }
 
@@ -539,6 +552,12 @@ lost_outcome = "repeat"
             assert!(refused.starts_with(expected), "{body}\n=> {refused}\n(expected {expected})");
         }
         assert!(refusal("[[upstream]]\nname = \"x\"\n").contains("names neither a command"));
+        let twice = "[[upstream]]\nname = \"x\"\ncommand = [\"a\"]\n[[upstream]]\nname = \"x\"\ncommand = [\"b\"]\n";
+        assert!(
+            refusal(twice).starts_with("gate.toml:5: upstream.name: a second upstream named `x`"),
+            "{}",
+            refusal(twice)
+        );
         assert!(refusal("[[upstream]]\nname = \"x\"\nurl = \"ftp://x\"\n").contains("not an http(s) URL"));
     }
 }
