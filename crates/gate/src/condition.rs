@@ -9,7 +9,7 @@
 
 use std::{fmt, sync::Arc};
 
-use crate::rule::Call;
+use crate::call::Call;
 
 /// One expression, compiled.
 #[derive(Clone)]

@@ -6,6 +6,7 @@
 //!
 //! - [`policy`]: the policy file, `[[upstream]]` and `[[rule]]` tables in TOML, read and checked
 //!   whole at start, each mistake named by file, line and key;
+//! - [`call`]: a call as the rules see it (upstream, tool, annotations, arguments);
 //! - [`rule`]: one rule, what it matches (an upstream, tool names or globs, a condition on the
 //!   arguments, trusted annotations) and what it asks for (who decides, whether the requester
 //!   may, the channels, the deadline, escalation, what a lost outcome becomes, the effect);
@@ -19,11 +20,13 @@
 
 #![deny(missing_docs)]
 
+pub mod call;
 pub mod condition;
 pub mod inventory;
 pub mod policy;
 pub mod rule;
 pub mod tool_name;
 
+pub use call::Call;
 pub use policy::{Policy, PolicyError};
-pub use rule::{Call, Rule};
+pub use rule::Rule;

@@ -28,8 +28,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
+    call::Call,
     condition::Condition,
-    rule::{Call, Channel, Decider, Hint, LostOutcome, Rule},
+    rule::{Channel, Decider, Hint, LostOutcome, Rule},
     tool_name::ToolName,
 };
 
@@ -170,6 +171,26 @@ impl Source<'_> {
         PolicyError::Bad { path: self.path.to_owned(), line: self.line(offset), key: key.to_owned(), message }
     }
 
+    /// `written`, the value of `key`, read by `read`; a refusal placed where it is written.
+    fn one<T>(
+        &self,
+        key: &str,
+        written: Spanned<String>,
+        read: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<T, PolicyError> {
+        read(written.get_ref()).map_err(|message| self.bad(written.span().start, key, message))
+    }
+
+    /// Each of `written`, the values of `key`, read by `read` ([`Source::one`]).
+    fn each<T>(
+        &self,
+        key: &str,
+        written: Vec<Spanned<String>>,
+        read: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Vec<T>, PolicyError> {
+        written.into_iter().map(|value| self.one(key, value, &read)).collect()
+    }
+
     /// One `[[upstream]]`, after the `known` ones.
     fn upstream(&self, table: Spanned<UpstreamTable>, known: &[Upstream]) -> Result<Upstream, PolicyError> {
         let bad = |offset: usize, key: &str, message: String| self.bad(offset, key, message);
@@ -224,40 +245,20 @@ impl Source<'_> {
                 ));
             }
         };
-        let Some(tools) = table.tools else {
-            return Err(bad(at, "rule.tools", format!("{name} names no tools: tools = [\"write_file\"], or [\"*\"]")));
-        };
-        let tools = tools
-            .into_iter()
-            .map(|tool| {
-                ToolName::parse(tool.get_ref()).map_err(|message| bad(tool.span().start, "rule.tools", message))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let tools = self.each("rule.tools", table.tools.unwrap_or_default(), ToolName::parse)?;
         if tools.is_empty() {
             return Err(bad(at, "rule.tools", format!("{name} names no tools: tools = [\"write_file\"], or [\"*\"]")));
         }
-        let compiled = |source: Spanned<String>, key: &str| {
-            Condition::compile(source.get_ref()).map_err(|message| bad(source.span().start, key, message))
-        };
-        let when = table.when.map(|when| compiled(when, "rule.when")).transpose()?;
-        let effect = table.effect.map(|effect| compiled(effect, "rule.effect")).transpose()?;
-        let hints = table
-            .annotations
-            .into_iter()
-            .map(|hint| {
-                Hint::parse(hint.get_ref()).ok_or_else(|| {
-                    bad(
-                        hint.span().start,
-                        "rule.annotations",
-                        format!(
-                            "`{}` is not an annotation a rule can hold tools by: readOnlyHint, destructiveHint, \
-                             idempotentHint or openWorldHint",
-                            hint.get_ref()
-                        ),
-                    )
-                })
+        let when = table.when.map(|when| self.one("rule.when", when, Condition::compile)).transpose()?;
+        let effect = table.effect.map(|effect| self.one("rule.effect", effect, Condition::compile)).transpose()?;
+        let hints = self.each("rule.annotations", table.annotations, |hint| {
+            Hint::parse(hint).ok_or_else(|| {
+                format!(
+                    "`{hint}` is not an annotation a rule can hold tools by: readOnlyHint, destructiveHint, \
+                     idempotentHint or openWorldHint"
+                )
             })
-            .collect::<Result<Vec<_>, _>>()?;
+        })?;
         // A rule for one upstream may hold its tools by their annotations only where they
         // are trusted; a rule for every upstream reads them where they are, and elsewhere
         // holds every tool it names (`Rule::names`).
@@ -296,18 +297,9 @@ impl Source<'_> {
         };
         let channels = match table.channels {
             None => vec![Channel::Page, Channel::Webhook],
-            Some(channels) => channels
-                .into_iter()
-                .map(|channel| {
-                    Channel::parse(channel.get_ref()).ok_or_else(|| {
-                        bad(
-                            channel.span().start,
-                            "rule.channels",
-                            format!("`{}` is not a channel: host, page or webhook", channel.get_ref()),
-                        )
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?,
+            Some(channels) => self.each("rule.channels", channels, |channel| {
+                Channel::parse(channel).ok_or_else(|| format!("`{channel}` is not a channel: host, page or webhook"))
+            })?,
         };
         if channels.is_empty() {
             return Err(bad(at, "rule.channels", format!("{name} leaves nowhere to decide: host, page or webhook")));
@@ -323,8 +315,9 @@ impl Source<'_> {
             ));
         }
         let duration = |text: Spanned<String>, key: &str| {
-            humantime::parse_duration(text.get_ref()).map_err(|error| {
-                bad(text.span().start, key, format!("`{}`: {error} (such as \"72h\" or \"30m\")", text.get_ref()))
+            self.one(key, text, |text| {
+                humantime::parse_duration(text)
+                    .map_err(|error| format!("`{text}`: {error} (such as \"72h\" or \"30m\")"))
             })
         };
         let Some(deadline) = table.deadline else {

@@ -2,21 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{condition::Condition, tool_name::ToolName};
-
-/// A call as a rule sees it: which upstream it goes to, the tool, the tool's annotations as its
-/// upstream lists them (`Null` for none), and the arguments.
-#[derive(Debug, Clone, Copy)]
-pub struct Call<'a> {
-    /// The upstream's name, as the policy names it.
-    pub upstream: &'a str,
-    /// The tool's name.
-    pub tool: &'a str,
-    /// The tool's `annotations` object from the upstream's `tools/list`, or `Null`.
-    pub annotations: &'a serde_json::Value,
-    /// The call's `arguments`, as the host sent them.
-    pub arguments: &'a serde_json::Value,
-}
+use crate::{call::Call, condition::Condition, tool_name::ToolName};
 
 /// Who may decide a call a rule holds: a person whose token carries this scope, role or group.
 #[derive(Debug, Clone, PartialEq, Eq)]
