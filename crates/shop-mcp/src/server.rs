@@ -161,10 +161,9 @@ impl Shop {
         self.with_approvals_as_configured()
     }
 
-    /// Tell the time by `clock`, as every part of the server does.
+    /// Tell the time by `clock`, as every part of the server does (`serve::build_with_clock`
+    /// gives the trail and the webhook the same clock where it makes them).
     pub(crate) fn with_clock(mut self, clock: Clock) -> Self {
-        self.audit = self.audit.with_clock(clock.clone());
-        self.webhook = self.webhook.take().map(|webhook| webhook.with_clock(clock.clone()));
         self.clock = clock;
         self.with_approvals_as_configured()
     }
@@ -177,7 +176,7 @@ impl Shop {
 
     /// Record decisions in `audit`, naming `host_user` where nobody is authenticated.
     pub(crate) fn with_audit(mut self, audit: Audit, host_user: &str) -> Self {
-        self.audit = audit.with_clock(self.clock.clone());
+        self.audit = audit;
         self.host_user = host_user.to_owned();
         self
     }
@@ -197,7 +196,7 @@ impl Shop {
 
     /// Announce waiting approvals and decisions to `webhook`.
     pub(crate) fn with_webhook(mut self, webhook: Option<Webhook>) -> Self {
-        self.webhook = webhook.map(|webhook| webhook.with_clock(self.clock.clone()));
+        self.webhook = webhook;
         self.with_approvals_as_configured()
     }
 

@@ -337,8 +337,9 @@ async fn tools_are_described_for_a_model() {
 }
 
 /// The server reads one clock, the one `build_with_clock` is given: moved past a state's
-/// lifetime, it refuses the state the round before sealed (the system's time has not moved),
-/// and a decision made at the moved time carries that time on its receipt.
+/// lifetime, it refuses the state the round before sealed (the system's time has not moved), its
+/// audit trail records the refusal at the moved time, and a decision made then carries that time
+/// on its receipt.
 #[tokio::test]
 async fn the_whole_server_reads_the_one_clock_it_is_given() {
     use base64::Engine as _;
@@ -346,13 +347,18 @@ async fn the_whole_server_reads_the_one_clock_it_is_given() {
     let api = start_api().await;
     let start = std::time::SystemTime::now();
     let (clock, hand) = clock::Clock::manual(start);
-    let (client, log) = support::serve_on(&api, clock.clone(), ScriptedUser::always(support::release())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let trail = dir.path().join("audit.jsonl");
+    let keep_trail = |config: &mut shop_mcp::serve::ServeConfig| config.audit_log = Some(trail.clone());
+    let (client, log) =
+        support::serve_on(&api, keep_trail, clock.clone(), ScriptedUser::always(support::release())).await;
     let q = quote(&client, "O-2289").await;
     let state = ask(&client, &q).await.request_state;
     hand.advance(Duration::from_secs(601 + 60));
     let error = answer(&client, &q, support::release(), state).await.unwrap_err();
     assert_eq!(code(error), (-32602, "Invalid or expired requestState".into()));
     log.wait_for("requestState rejected on tools/call: expired").await;
+    let refused_at = web_service::timestamp::rfc3339_millis(clock.now());
 
     // Asked again at the moved time, and answered within the state's lifetime by that clock.
     let state = ask(&client, &q).await.request_state;
@@ -364,4 +370,9 @@ async fn the_whole_server_reads_the_one_clock_it_is_given() {
         serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
     let moved = i64::try_from(clock.epoch_secs()).unwrap();
     assert_eq!((claims["iat"].as_i64(), claims["decision"]["at"].as_i64()), (Some(moved), Some(moved)), "{claims}");
+    // The trail's lines are synced before the decision is told, the refusal's before them.
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&trail).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let refused = lines.iter().find(|line| line["event"] == "refused").expect("the refusal is in the trail");
+    assert_eq!(refused["at"], refused_at.as_str(), "{refused}");
 }

@@ -102,7 +102,7 @@ pub fn build_with_clock(config: &ServeConfig, clock: Clock) -> Result<Sealed<Sho
         None => Audit::off(),
         Some(path) => {
             let replica = config.replica_name.clone().unwrap_or_else(replica_name);
-            let audit = Audit::to_file(path, &replica)?;
+            let audit = Audit::to_file(path, &replica)?.with_clock(clock.clone());
             audit.reopen_on_hangup();
             tracing::info!(path = %path.display(), %replica, "recording decisions about money in the audit log");
             audit
@@ -116,7 +116,7 @@ pub fn build_with_clock(config: &ServeConfig, clock: Clock) -> Result<Sealed<Sho
         .with_ask_style(config.ask_style)
         .with_approval(config.approval, config.confirm_on)
         .riding_through(std::time::Duration::from_secs(config.ride_through))
-        .with_webhook(webhook(config)?)
+        .with_webhook(webhook(config)?.map(|webhook| webhook.with_clock(clock.clone())))
         .with_records(records, config.quote_ttl(), config.max_open_quotes)
         .with_audit(audit.clone(), &config.lead);
     if let Some(payments) = payments(&config.payments, &config.lead)? {

@@ -111,9 +111,14 @@ pub fn serve_raw(api: &RunningApi, configure: impl FnOnce(&mut ServeConfig)) -> 
 }
 
 /// As [`serve`], every part of the server telling the time by `clock`.
-pub async fn serve_on(api: &RunningApi, clock: clock::Clock, user: ScriptedUser) -> (Client<ScriptedUser>, Log) {
+pub async fn serve_on(
+    api: &RunningApi,
+    configure: impl FnOnce(&mut ServeConfig),
+    clock: clock::Clock,
+    user: ScriptedUser,
+) -> (Client<ScriptedUser>, Log) {
     let log = log();
-    let transport = start_on(api, None, |_| {}, clock);
+    let transport = start_on(api, None, configure, clock);
     (Client::connect_with(user, transport, modern()).await.unwrap(), log)
 }
 
