@@ -1,17 +1,19 @@
 //! `fernhill-gate check`, run as an operator runs it: a policy file in front of a real upstream
 //! started as a process (the shop's own `fernhill-mcp serve`, over stdio), its tools listed and
 //! each shown with the rule that holds it; a policy with a mistake refused by file, line and
-//! key before any upstream is started.
+//! key before any upstream is started. And `fernhill-gate serve`, launched as a desktop host
+//! launches a server, in front of the same upstream: what no rule holds passes both ways in
+//! either era, the upstream's question to the person included; what a rule holds never reaches
+//! the upstream.
 
 mod support;
 
-use std::process::Output;
+use std::{path::Path, process::Output};
 
-use support::{fernhill_mcp, start_api};
-
-fn fernhill_gate() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_BIN_EXE_fernhill-gate"))
-}
+use mrtr::client::{Client, ScriptedUser, legacy, modern};
+use rmcp::service::ClientLifecycleMode;
+use serde_json::json;
+use support::{fernhill_gate, fernhill_mcp, start_api};
 
 async fn check(policy: &std::path::Path, token: &str) -> Output {
     tokio::process::Command::new(fernhill_gate())
@@ -90,4 +92,81 @@ async fn a_policy_with_a_mistake_is_refused_by_file_line_and_key_and_an_upstream
     let shown = String::from_utf8(failed.stdout).unwrap();
     assert_eq!(failed.status.code(), Some(1), "{shown}");
     assert!(shown.contains("upstream gone: not listed: `/nonexistent/mcp-server` did not start"), "{shown}");
+}
+
+/// A policy in front of `fernhill-mcp serve` against `api`, with `rules` after its upstream.
+fn policy_before_the_shop(dir: &Path, api: &shop_api::RunningApi, rules: &str) -> std::path::PathBuf {
+    let policy = dir.join("gate.toml");
+    let server = fernhill_mcp();
+    let upstream =
+        format!("[[upstream]]\nname = \"shop\"\ncommand = [{server:?}, \"serve\", \"--shop-api\", \"{}\"]\n", api.url);
+    std::fs::write(&policy, format!("{upstream}\n{rules}")).unwrap();
+    policy
+}
+
+/// `fernhill-gate serve POLICY` in front of the shop, whose API credential it passes on.
+async fn through_the_gate(
+    policy: &Path,
+    api: &shop_api::RunningApi,
+    user: ScriptedUser,
+    lifecycle: ClientLifecycleMode,
+) -> Client<ScriptedUser> {
+    support::through_the_gate(policy, &[("SHOP_API_TOKEN", api.token.as_deref().unwrap_or_default())], user, lifecycle)
+        .await
+}
+
+#[tokio::test]
+async fn a_call_no_rule_holds_passes_through_the_gate_in_either_era_its_question_to_the_person_included() {
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    // A rule that holds no call of these: the gate's policy is read, and passes them.
+    let policy = policy_before_the_shop(
+        dir.path(),
+        &api,
+        "[[rule]]\nname = \"other orders\"\ntools = [\"issue_refund\"]\nwhen = 'args.quote_id == \"Q-none\"'\n\
+         decided_by = { scope = \"refunds:write\" }\ndeadline = \"1h\"\n",
+    );
+    // The shop's tools as it lists them to a host that talks to it directly.
+    let (direct, _log) = support::serve(&api, None, ScriptedUser::unable_to_ask()).await;
+    let tools = serde_json::to_value(direct.peer().list_all_tools().await.unwrap()).unwrap();
+    direct.close().await.unwrap();
+    for (era, lifecycle, order) in [("2026-07-28", modern(), "O-1145"), ("2025-11-25", legacy(), "O-2289")] {
+        let lead = ScriptedUser::always(support::release());
+        let client = through_the_gate(&policy, &api, lead.clone(), lifecycle).await;
+        let listed = serde_json::to_value(client.peer().list_all_tools().await.unwrap()).unwrap();
+        assert_eq!(listed, tools, "{era}: the gate lists the upstream's tools as the upstream does");
+        let quote_id = support::quote(&client, order).await;
+        // Above the limit: the shop asks its person, through the gate (a round passed on to a
+        // 2026 host as it came; at 2025, the gate runs the round and asks on the back-channel).
+        let released = client.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+        assert_ne!(released.is_error, Some(true), "{era}: {released:?}");
+        let refund = support::field(&released, "refund_id");
+        assert_eq!(lead.asked().len(), 1, "{era}: the person was asked once");
+        assert_eq!(support::status(&api, refund).await, shop_api::RefundStatus::Requested, "{era}");
+        client.close().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_call_a_rule_holds_never_reaches_its_upstream() {
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy_before_the_shop(
+        dir.path(),
+        &api,
+        "[[rule]]\nname = \"every refund\"\ntools = [\"issue_*\"]\ndecided_by = { scope = \"refunds:write\" }\n\
+         deadline = \"1h\"\n",
+    );
+    let lead = ScriptedUser::always(support::release());
+    let client = through_the_gate(&policy, &api, lead.clone(), modern()).await;
+    let quote_id = support::quote(&client, "O-1145").await;
+    let held = client.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    assert_eq!(held.is_error, Some(true), "{held:?}");
+    let said = mrtr::client::text(&held);
+    assert!(said.contains("issue_refund was not run: the gate's rule \"every refund\" holds it"), "{said}");
+    assert!(lead.asked().is_empty(), "the shop never asked: the call did not reach it");
+    client.close().await.unwrap();
+    // Passed on, the call would have left a refund at the shop's API (released, the person
+    // having said yes): there is none.
+    assert_eq!(support::shop(&api).refunds().await.unwrap(), vec![]);
 }

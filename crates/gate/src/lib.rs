@@ -14,7 +14,13 @@
 //!   arguments (`args`) and its tool (`tool`), failing closed;
 //! - [`tool_name`]: a tool's name or glob;
 //! - [`inventory`]: each upstream's tools, listed as a host lists them, beside the rules that
-//!   hold each (`fernhill-gate check`).
+//!   hold each (`fernhill-gate check`);
+//! - [`server`]: the gate as an MCP server ([`Gate`]): the upstreams' tools served as its own,
+//!   a call no rule holds passed on unchanged, a held call kept from its upstream;
+//! - [`connection`]: the gate's connection to one upstream, of either era, its tools listed
+//!   again when it says they changed;
+//! - [`relay`]: what an upstream says to the gate (its questions, its list changes), relayed
+//!   to the host behind it.
 //!
 //! Asking, holding, executing once and receipts come from the approvals and records crates.
 
@@ -22,11 +28,15 @@
 
 pub mod call;
 pub mod condition;
+pub mod connection;
 pub mod inventory;
 pub mod policy;
+pub mod relay;
 pub mod rule;
+pub mod server;
 pub mod tool_name;
 
 pub use call::Call;
 pub use policy::{Policy, PolicyError};
 pub use rule::Rule;
+pub use server::Gate;

@@ -18,7 +18,8 @@
 //! - [`drain`]: ready, draining, stopping: one typed state every part reads;
 //! - [`logging`] (one-line logs on stderr) and [`telemetry`] (OpenTelemetry traces over OTLP).
 //!
-//! A server over stdio takes [`stdio_pipes`] alone: stdin and stdout on the event loop.
+//! A server over stdio takes [`stdio`]: each line judged before rmcp reads it, stdout written a
+//! whole line at a time, stdin and stdout on the event loop ([`stdio_pipes`]).
 //!
 //! [`config::HttpConfig`] holds every setting, each with its default. Nothing here knows what
 //! the handler does; the environment twins of the settings carry the house's `FERNHILL_` names.
@@ -37,6 +38,7 @@ pub mod router;
 pub mod serve;
 pub mod sessions;
 pub mod shared_sessions;
+pub mod stdio;
 pub mod stdio_pipes;
 pub mod telemetry;
 

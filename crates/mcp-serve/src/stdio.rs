@@ -1,4 +1,4 @@
-//! The shop over stdio: what a desktop host launches. Stdout carries only MCP messages.
+//! A server over stdio: what a desktop host launches. Stdout carries only MCP messages.
 //!
 //! rmcp's stdio codec answers a line it cannot decode with -32600 and no `id`, or drops it.
 //! Every line is judged here first, as the HTTP transport judges a body
@@ -8,15 +8,18 @@
 //! answers on stdout, a whole line at a time. Stdin and stdout are waited on by the event loop
 //! when they are pipes or sockets ([`stdio_pipes`]).
 
-use mcp_serve::{json_rpc_check, stdio_pipes};
-use mrtr::boundary::Sealed;
-use rmcp::{ServiceExt, service::ServerInitializeError};
+use rmcp::{ServerHandler, ServiceExt, service::ServerInitializeError};
 use tokio::{
     io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader},
     sync::mpsc,
 };
 
-use crate::{Shop, serve::ServeError};
+use crate::{json_rpc_check, stdio_pipes};
+
+/// Serving over stdio ended in a failure of the session (the host's end of it, or rmcp's).
+#[derive(Debug, thiserror::Error)]
+#[error("serving over stdio: {0}")]
+pub struct StdioError(String);
 
 /// The longest line read from the host; a longer one is refused, not buffered without bound.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -24,7 +27,7 @@ pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 /// Serve `server` over this process's stdin and stdout until the client closes stdin, then
 /// exit once every answer is written. A host that closes stdin before a session began (one that
 /// only probed the server) ends it quietly.
-pub async fn serve(server: Sealed<Shop>) -> Result<(), ServeError> {
+pub async fn serve(server: impl ServerHandler) -> Result<(), StdioError> {
     let (to_rmcp, rmcp_reads) = tokio::io::duplex(256 * 1024);
     let (rmcp_writes, from_rmcp) = tokio::io::duplex(256 * 1024);
     let (lines, mut to_stdout) = mpsc::unbounded_channel::<Vec<u8>>();
@@ -40,12 +43,12 @@ pub async fn serve(server: Sealed<Shop>) -> Result<(), ServeError> {
     let judging = tokio::spawn(judge_stdin(to_rmcp, lines));
 
     let stopped = match server.serve((rmcp_reads, rmcp_writes)).await {
-        Ok(running) => running.waiting().await.map(drop).map_err(|error| ServeError::Stdio(error.to_string())),
+        Ok(running) => running.waiting().await.map(drop).map_err(|error| StdioError(error.to_string())),
         Err(ServerInitializeError::ConnectionClosed(during)) => {
             tracing::info!(%during, "the host closed stdin before a session began (it may only have probed the server)");
             Ok(())
         }
-        Err(error) => Err(ServeError::Stdio(error.to_string())),
+        Err(error) => Err(StdioError(error.to_string())),
     };
     // rmcp is done, and what it answered (a `server/discover` before the host closed stdin,
     // say) is on its way: stop reading stdin (if rmcp stopped for another reason, the host may

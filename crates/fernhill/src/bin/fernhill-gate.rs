@@ -1,5 +1,6 @@
-//! `fernhill-gate`: Fernhill's approvals in front of any MCP server. `check` reads a policy and
-//! shows which rule holds each upstream tool's calls. Parse, then call `fernhill::commands`.
+//! `fernhill-gate`: Fernhill's approvals in front of any MCP server. `serve` serves the
+//! upstreams' tools over stdio by a policy; `check` reads a policy and shows which rule holds
+//! each upstream tool's calls. Parse, then call `fernhill::commands`.
 
 use std::{process::ExitCode, time::Duration};
 
@@ -7,20 +8,26 @@ use clap::Parser;
 use fernhill::{
     command_line::fernhill_gate::{Cli, Command},
     commands::{
-        gate_check,
+        gate_check, gate_serve,
         runtime::{self, Threads},
     },
 };
 
+/// The allocator `fernhill`'s binary uses, for the same reasons (see its `main.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
+    let runtime = match runtime::build(Threads::One) {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("fernhill-gate: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     match command {
-        Command::Check { policy, timeout } => match runtime::build(Threads::One) {
-            Ok(runtime) => runtime.block_on(gate_check::run(&policy, Duration::from_secs(timeout))),
-            Err(error) => {
-                eprintln!("fernhill-gate: {error}");
-                ExitCode::FAILURE
-            }
-        },
+        Command::Serve { policy, verbose } => runtime.block_on(gate_serve::run(&policy, verbose)),
+        Command::Check { policy, timeout } => runtime.block_on(gate_check::run(&policy, Duration::from_secs(timeout))),
     }
 }

@@ -1,4 +1,4 @@
-//! `fernhill-gate`'s command line: `check`, for now (serving comes next).
+//! `fernhill-gate`'s command line: `serve` (over stdio, what a desktop host launches) and `check`.
 
 use std::path::PathBuf;
 
@@ -15,6 +15,17 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// Serve the upstreams' tools over stdio, as a desktop host launches a server: calls no
+    /// rule holds pass on unchanged, both ways (the upstreams' questions and list changes
+    /// too); a call a rule holds does not reach its upstream. Logs go to stderr.
+    Serve {
+        /// The policy: [[upstream]] and [[rule]] tables in TOML.
+        #[arg(value_name = "POLICY")]
+        policy: PathBuf,
+        /// Log verbosity: -v for debug, -vv for trace (RUST_LOG overrides).
+        #[arg(short, long, action = clap::ArgAction::Count)]
+        verbose: u8,
+    },
     /// Read a policy, ask each of its upstreams for its tools, and show which rule holds each
     /// tool's calls. Exits 2 on a mistake in the policy (naming its file, line and key), 1 when
     /// an upstream does not list its tools.

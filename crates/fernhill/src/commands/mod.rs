@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod gate_check;
+pub mod gate_serve;
 pub mod host;
 pub mod payment_provider;
 pub mod probe;

@@ -28,6 +28,11 @@ pub fn fernhill_mcp() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fernhill-mcp"))
 }
 
+/// The gate, in front of any MCP server.
+pub fn fernhill_gate() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fernhill-gate"))
+}
+
 /// An example binary, built by `cargo test` beside the `fernhill` binary.
 pub fn example(name: &str) -> PathBuf {
     let path = fernhill().parent().expect("target dir").join("examples").join(name);
@@ -137,6 +142,20 @@ pub async fn serve_with(
         log.0.follow(stderr, false);
     }
     (Client::connect(user, transport).await.unwrap(), log)
+}
+
+/// `fernhill-gate serve POLICY` (with `env`), launched over stdio by a client of `lifecycle`
+/// playing `user`, as a desktop host launches it; the gate's log goes to the test's stderr.
+pub async fn through_the_gate(
+    policy: &std::path::Path,
+    env: &[(&str, &str)],
+    user: ScriptedUser,
+    lifecycle: rmcp::service::ClientLifecycleMode,
+) -> Client<ScriptedUser> {
+    let mut command = Command::new(fernhill_gate());
+    command.arg("serve").arg(policy).envs(env.iter().copied());
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(command).stderr(Stdio::inherit()).spawn().unwrap();
+    Client::connect_with(user, transport, lifecycle).await.unwrap()
 }
 
 /// A Python with mcp==2.3.0: `FERNHILL_PYTHON`, else a venv under the target dir, made once.

@@ -252,6 +252,13 @@ impl<H: ClientHandler> Client<H> {
         Ok(result)
     }
 
+    /// Send `params` as they are (their `_meta` and task request kept) and run the rounds
+    /// through the handler, as [`Self::call_tool`] does, without checking the result against an
+    /// output schema: for a client that passes another's call on (a gate) and its result back.
+    pub async fn call_tool_rounds(&self, params: CallToolRequestParams) -> Result<CallToolResult, ClientError> {
+        Ok(self.service.call_tool_with_mrtr_max_rounds(params, self.max_rounds).await?)
+    }
+
     /// One round by hand: the server's answer as it came, `input_required` or complete.
     pub async fn call_tool_once(&self, params: CallToolRequestParams) -> Result<CallToolResponse, ClientError> {
         Ok(self.service.call_tool_once(params).await?)

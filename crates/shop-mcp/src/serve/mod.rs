@@ -1,6 +1,6 @@
 //! Serving the shop: one configuration ([`ServeConfig`]), one [`build`], and the two
-//! transports side by side: [`stdio`] for a host that launches the server, and Streamable HTTP
-//! through `mcp_serve` (the serving shell, which knows nothing of the shop) with the shop's
+//! transports side by side: `mcp_serve::stdio` for a host that launches the server, and
+//! Streamable HTTP through `mcp_serve` (the serving shell, which knows nothing of the shop) with the shop's
 //! scopes ([`authorization`]), its readiness checks and its metrics' series. [`state_keys`]
 //! reads the sealing keys. Past `--max-tool-calls`, calls are shed as state-only rounds
 //! (`mrtr::shedding`); a question waiting for its person holds no slot (`mrtr::waiting`).
@@ -12,7 +12,6 @@ pub mod authorization;
 pub mod config;
 pub mod jwks;
 pub mod state_keys;
-pub mod stdio;
 
 use std::{future::Future, sync::Arc};
 
@@ -60,8 +59,8 @@ pub enum ServeError {
     Audit(#[from] AuditError),
     #[error("a tool's form: {0}")]
     Form(#[from] mrtr::form::FormError),
-    #[error("serving over stdio: {0}")]
-    Stdio(String),
+    #[error(transparent)]
+    Stdio(#[from] mcp_serve::stdio::StdioError),
     #[error(transparent)]
     Http(#[from] mcp_serve::ServeError),
     #[error(
@@ -173,7 +172,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let Some(listen) = config.http.listen else {
-        return stdio::serve(build(config)?).await;
+        return Ok(mcp_serve::stdio::serve(build(config)?).await?);
     };
     if config.http.auth_issuer.is_none() && !listen.ip().is_loopback() {
         if !config.http.insecure_no_auth {

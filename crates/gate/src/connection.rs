@@ -1,0 +1,113 @@
+//! The gate's connection to one upstream: started as a command or reached at its URL, of either
+//! era; its tools as it lists them, listed again when it says they changed; calls sent on.
+
+use std::{process::Stdio, sync::Mutex};
+
+use mrtr::client::{Client, ClientError, modern_or_legacy};
+use rmcp::{
+    ErrorData,
+    model::{CallToolRequestParams, CallToolResponse, CallToolResult, Tool},
+};
+
+use crate::{
+    policy::{Reached, Upstream},
+    relay::{Host, Relay},
+};
+
+/// A connection that could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("upstream {upstream}: {why}")]
+pub struct NotConnected {
+    /// The upstream's name.
+    pub upstream: String,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// One upstream, connected.
+pub struct Connection {
+    name: String,
+    client: Client<Relay>,
+    tools: Mutex<Vec<Tool>>,
+}
+
+impl Connection {
+    /// Open a connection to `upstream`, whose questions go to `host`, and list its tools.
+    pub async fn open(upstream: &Upstream, host: Host) -> Result<Connection, NotConnected> {
+        let relay = Relay::new(&upstream.name, host);
+        let not = |why: String| NotConnected { upstream: upstream.name.clone(), why };
+        let client = match &upstream.reached {
+            Reached::Command(argv) => {
+                let (program, args) = argv.split_first().ok_or_else(|| not("an empty command".to_owned()))?;
+                let mut command = tokio::process::Command::new(program);
+                command.args(args).kill_on_drop(true);
+                // The upstream's log goes where the gate's goes: its stderr is the gate's.
+                let (transport, _) = rmcp::transport::TokioChildProcess::builder(command)
+                    .stderr(Stdio::inherit())
+                    .spawn()
+                    .map_err(|error| not(format!("`{}` did not start: {error}", argv.join(" "))))?;
+                Client::connect_with(relay, transport, modern_or_legacy()).await
+            }
+            Reached::Url(url) => Client::connect_http_either(relay, url, 64).await,
+        }
+        .map_err(|error| not(format!("no connection: {}", error.in_words())))?;
+        let tools = client.peer().list_all_tools().await.map_err(|error| not(format!("tools/list: {error}")))?;
+        tracing::info!(upstream = %upstream.name, tools = tools.len(), version = ?client.protocol_version().map(|v| v.to_string()), "upstream connected");
+        Ok(Connection { name: upstream.name.clone(), client, tools: Mutex::new(tools) })
+    }
+
+    /// The upstream's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its tools: as last listed, or listed again if it said they changed.
+    pub async fn tools(&self) -> Vec<Tool> {
+        if self.client.handler().take_tools_changed() {
+            match self.client.peer().list_all_tools().await {
+                Ok(tools) => *self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = tools,
+                Err(error) => tracing::warn!(upstream = %self.name, %error, "its changed tools could not be listed"),
+            }
+        }
+        self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// Its tool `name`, as last listed.
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        self.tools
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .find(|tool| tool.name == name)
+            .cloned()
+    }
+
+    /// Send `params` on as they came: the upstream's answer as it came, `input_required`
+    /// (its own sealed state, which the host carries back) or complete. For a 2026-07-28 host.
+    pub async fn call_once(&self, params: CallToolRequestParams) -> Result<CallToolResponse, ErrorData> {
+        self.client.call_tool_once(params).await.map_err(|error| self.failed(error))
+    }
+
+    /// Send `params` on and run the upstream's rounds here, each question relayed to the host
+    /// on its back-channel: for a 2025 host, which cannot carry rounds itself.
+    pub async fn call_with_rounds(&self, params: CallToolRequestParams) -> Result<CallToolResult, ErrorData> {
+        self.client.call_tool_rounds(params).await.map_err(|error| self.failed(error))
+    }
+
+    /// Close the connection (a command's process sees its input end).
+    pub async fn close(self) {
+        let _ = self.client.close().await;
+    }
+
+    /// The upstream's own refusal passes on unchanged; a failure to reach it is the gate's,
+    /// in words that name it.
+    fn failed(&self, error: ClientError) -> ErrorData {
+        match error {
+            ClientError::Service(rmcp::ServiceError::McpError(error)) => error,
+            other => {
+                tracing::warn!(upstream = %self.name, error = %other, "a call to the upstream failed");
+                ErrorData::internal_error(format!("upstream {} did not answer: {other}", self.name), None)
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! What an upstream says to the gate, relayed to the host behind it: its questions (a 2025
+//! `elicitation/create` on the back-channel, or a round of its own the gate runs for a 2025 host)
+//! and its tool list's changes.
+//!
+//! The gate is an MCP client to each upstream; this is that client's handler. A question goes
+//! to the host whose call is being served (over stdio, the one host), which shows it to its
+//! person; an upstream that asks a host that cannot show questions gets an error, never an
+//! answer the person did not give.
+
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicBool, Ordering},
+};
+
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient, RoleServer,
+    model::{ClientConfig, ElicitRequestParams, ElicitResult},
+    service::{NotificationContext, Peer, RequestContext},
+};
+
+/// The host behind the gate, as the relays of every upstream reach it.
+#[derive(Debug, Clone, Default)]
+pub struct Host {
+    peer: Arc<Mutex<Option<Peer<RoleServer>>>>,
+}
+
+impl Host {
+    /// The host now behind the gate: the peer of the session whose request is being served.
+    pub fn is(&self, peer: &Peer<RoleServer>) {
+        *self.peer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(peer.clone());
+    }
+
+    fn peer(&self) -> Option<Peer<RoleServer>> {
+        self.peer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+}
+
+/// The handler of the gate's connection to one upstream.
+#[derive(Debug, Clone)]
+pub struct Relay {
+    upstream: Arc<str>,
+    host: Host,
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl Relay {
+    /// The relay of `upstream`'s connection to `host`.
+    pub fn new(upstream: &str, host: Host) -> Relay {
+        Relay { upstream: upstream.into(), host, tools_changed: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Whether the upstream said its tools changed since this was last asked (and no more).
+    pub fn take_tools_changed(&self) -> bool {
+        self.tools_changed.swap(false, Ordering::AcqRel)
+    }
+}
+
+impl ClientHandler for Relay {
+    fn get_info(&self) -> ClientConfig {
+        // Both modes are declared: what the host behind can show is known only per call, and
+        // a question it cannot show is refused there (below), in words.
+        mrtr::client::client_config("fernhill-gate", Some(mrtr::client::form_and_url()))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(peer) = self.host.peer() else {
+            return Err(ErrorData::invalid_request(
+                format!("upstream {} asked a question, and no host is behind the gate to show it", self.upstream),
+                None,
+            ));
+        };
+        let can_show =
+            peer.peer_info().and_then(|host| host.capabilities.elicitation.clone()).is_some_and(|elicitation| {
+                match &request {
+                    ElicitRequestParams::UrlElicitationParams { .. } => elicitation.url.is_some(),
+                    _ => elicitation.form.is_some() || elicitation.url.is_none(),
+                }
+            });
+        if !can_show {
+            return Err(ErrorData::invalid_request(
+                format!("upstream {} asked a question the host behind the gate cannot show", self.upstream),
+                None,
+            ));
+        }
+        tracing::debug!(upstream = %self.upstream, "relaying the upstream's question to the host");
+        peer.create_elicitation(request).await.map_err(|error| match error {
+            rmcp::ServiceError::McpError(error) => error,
+            other => ErrorData::internal_error(format!("the host did not answer the question: {other}"), None),
+        })
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::Release);
+        if let Some(peer) = self.host.peer()
+            && let Err(error) = peer.notify_tool_list_changed().await
+        {
+            tracing::debug!(upstream = %self.upstream, %error, "the host was not told the tools changed");
+        }
+    }
+}
