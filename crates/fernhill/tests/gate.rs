@@ -148,7 +148,7 @@ async fn a_call_no_rule_holds_passes_through_the_gate_in_either_era_its_question
 }
 
 #[tokio::test]
-async fn a_call_a_rule_holds_never_reaches_its_upstream() {
+async fn a_call_a_rule_holds_never_reaches_its_upstream_and_asked_again_finds_the_one_approval() {
     let api = start_api().await;
     let dir = tempfile::tempdir().unwrap();
     let policy = policy_before_the_shop(
@@ -160,12 +160,27 @@ async fn a_call_a_rule_holds_never_reaches_its_upstream() {
     let lead = ScriptedUser::always(support::release());
     let client = through_the_gate(&policy, &api, lead.clone(), modern()).await;
     let quote_id = support::quote(&client, "O-1145").await;
-    let held = client.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    let issue = || client.call_tool("issue_refund", json!({"quote_id": quote_id}));
+    let held = issue().await.unwrap();
     assert_eq!(held.is_error, Some(true), "{held:?}");
     let said = mrtr::client::text(&held);
-    assert!(said.contains("issue_refund was not run: the gate's rule \"every refund\" holds it"), "{said}");
-    assert!(lead.asked().is_empty(), "the shop never asked: the call did not reach it");
+    assert!(said.starts_with("issue_refund has not run: it is held for a person's decision (approval H-"), "{said}");
+    assert!(said.contains("by the gate's rule \"every refund\"") && said.contains("the scope refunds:write"), "{said}");
+    let approval = |result: &rmcp::model::CallToolResult| {
+        result.meta.as_ref().unwrap()[gate::server::HELD_META]["approval"].as_str().unwrap().to_owned()
+    };
+    let id = approval(&held);
+    // Asked again, in this session and in the next (the host starts the gate anew): the same
+    // approval, never a second.
+    let again = issue().await.unwrap();
+    assert!(mrtr::client::text(&again).starts_with("issue_refund has not run: it still waits"), "{again:?}");
+    assert_eq!(approval(&again), id);
     client.close().await.unwrap();
+    let client = through_the_gate(&policy, &api, lead.clone(), legacy()).await;
+    let next_session = client.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    assert_eq!(approval(&next_session), id);
+    client.close().await.unwrap();
+    assert!(lead.asked().is_empty(), "the shop never asked: the call did not reach it");
     // Passed on, the call would have left a refund at the shop's API (released, the person
     // having said yes): there is none.
     assert_eq!(support::shop(&api).refunds().await.unwrap(), vec![]);

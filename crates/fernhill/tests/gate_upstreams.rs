@@ -59,7 +59,8 @@ deadline = "72h"
         let held = client.call_tool("write_file", json!({"path": prices, "content": "KG-1043,0.01"})).await.unwrap();
         assert_eq!(held.is_error, Some(true), "{era}: {held:?}");
         assert!(
-            mrtr::client::text(&held).contains("write_file was not run: the gate's rule \"price lists\" holds it"),
+            mrtr::client::text(&held).contains("write_file has not run: it ")
+                && mrtr::client::text(&held).contains("for a person's decision (approval H-"),
             "{era}: {held:?}"
         );
         assert!(!prices.exists(), "{era}: the held write did not happen");

@@ -19,6 +19,8 @@
 //!   a call no rule holds passed on unchanged, a held call kept from its upstream;
 //! - [`connection`]: the gate's connection to one upstream, of either era, its tools listed
 //!   again when it says they changed;
+//! - [`held`]: each held call, kept (SQLite) until a person decides it or its deadline
+//!   passes; the same call asked again finds the one approval;
 //! - [`relay`]: what an upstream says to the gate (its questions, its list changes), relayed
 //!   to the host behind it.
 //!
@@ -29,6 +31,7 @@
 pub mod call;
 pub mod condition;
 pub mod connection;
+pub mod held;
 pub mod inventory;
 pub mod policy;
 pub mod relay;

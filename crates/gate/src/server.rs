@@ -1,7 +1,10 @@
 //! The gate as an MCP server: the upstreams' tools, served to a host as their own; a call no
-//! rule holds passes on unchanged, both ways; a call a rule holds does not reach its upstream.
+//! rule holds passes on unchanged, both ways; a call a rule holds does not reach its upstream,
+//! and is kept for a person's decision ([`crate::held`]).
 
 use std::sync::Arc;
+
+use caller::Party;
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -16,9 +19,14 @@ use serde_json::Value;
 use crate::{
     call::Call,
     connection::{Connection, NotConnected},
+    held::{HeldCalls, Holding},
     policy::{Held, Policy},
     relay::Host,
+    rule::{Channel, Decider},
 };
+
+/// The `_meta` key of a held call's result: the approval, for a host or a program to read.
+pub const HELD_META: &str = "fernhill/held";
 
 /// The gate: a policy and a connection to each of its upstreams.
 #[derive(Clone)]
@@ -30,19 +38,22 @@ struct Inner {
     policy: Policy,
     connections: Vec<Connection>,
     host: Host,
+    held: HeldCalls,
+    requester: Party,
 }
 
 impl Gate {
     /// Connect to every upstream of `policy`, in its order; the first that cannot be reached
     /// stops the gate (a gate that served some of its upstreams' tools would show a host a
-    /// different server than its operator checked).
-    pub async fn open(policy: Policy) -> Result<Gate, NotConnected> {
+    /// different server than its operator checked). Held calls are kept in `held`, each asked
+    /// for by `requester` (over stdio, the host's user).
+    pub async fn open(policy: Policy, held: HeldCalls, requester: Party) -> Result<Gate, NotConnected> {
         let host = Host::default();
         let mut connections = Vec::with_capacity(policy.upstreams.len());
         for upstream in &policy.upstreams {
             connections.push(Connection::open(upstream, host.clone()).await?);
         }
-        Ok(Gate { inner: Arc::new(Inner { policy, connections, host }) })
+        Ok(Gate { inner: Arc::new(Inner { policy, connections, host, held, requester }) })
     }
 
     /// Close every upstream's connection.
@@ -73,7 +84,11 @@ impl Gate {
         let call =
             Call { upstream: connection.name(), tool: &params.name, annotations: &annotations, arguments: &arguments };
         if let Some(held) = self.inner.policy.held(&call) {
-            return Ok(CallToolResponse::Complete(not_run(&call, held)));
+            let holding = self.inner.held.hold(&self.inner.requester, &call, held.rule).map_err(|error| {
+                tracing::error!(%error, tool = call.tool, "a held call could not be kept");
+                ErrorData::internal_error(format!("the gate could not keep the held call: {error}"), None)
+            })?;
+            return Ok(CallToolResponse::Complete(held_result(&call, held, &holding)));
         }
         let modern = context
             .protocol_version()
@@ -89,19 +104,63 @@ impl Gate {
     }
 }
 
-/// What a held call's requester is told, until deciding is served: it did not run.
-fn not_run(call: &Call<'_>, held: Held<'_>) -> CallToolResult {
-    let why = match (&held.rule.when, held.evaluated) {
-        (Some(when), true) => format!(" (its condition {when} holds for these arguments)"),
-        (Some(when), false) => format!(" (its condition {when} could not be evaluated for these arguments)"),
+/// What a held call's requester is told: it has not run, which approval holds it, who decides
+/// it where and by when, and that the same call asked again finds it. An error result: a
+/// program that reads only whether a call failed must not take a held call for one that ran.
+fn held_result(call: &Call<'_>, held: Held<'_>, holding: &Holding) -> CallToolResult {
+    let rule = held.rule;
+    let kept = &holding.call;
+    let why = match (&rule.when, held.evaluated) {
+        (Some(when), true) => format!(", as {when} holds for these arguments"),
+        (Some(when), false) => format!(", as {when} could not be evaluated for these arguments"),
         (None, _) => String::new(),
     };
-    tracing::info!(upstream = call.upstream, tool = call.tool, rule = %held.rule.name, "a call is held");
-    CallToolResult::error(vec![ContentBlock::text(format!(
-        "{} was not run: the gate's rule \"{}\" holds it for a person's decision{why}, and this gate \
-         does not yet take decisions.",
-        call.tool, held.rule.name
-    ))])
+    let decider = match &rule.decided_by {
+        Decider::Scope(scope) => format!("a person whose token carries the scope {scope}"),
+        Decider::Role(role) => format!("a person with the role {role}"),
+        Decider::Group(group) => format!("a member of the group {group}"),
+    };
+    let channels: Vec<&str> = rule
+        .channels
+        .iter()
+        .map(|channel| match channel {
+            Channel::Host => "at their own host",
+            Channel::Page => "on the approval page",
+            Channel::Webhook => "through the link the webhook announces",
+        })
+        .collect();
+    let deadline = humantime::format_rfc3339_seconds(kept.deadline);
+    let state = if holding.first { "is held" } else { "still waits" };
+    tracing::info!(
+        upstream = call.upstream, tool = call.tool, rule = %rule.name, approval = %kept.id, first = holding.first,
+        "a call is held"
+    );
+    let words = format!(
+        "{tool} has not run: it {state} for a person's decision (approval {id}, by the gate's rule \"{name}\"{why}). \
+         It is decided by {decider}, {channels}, by {deadline}; undecided by then, it does not run. Call {tool} \
+         again with the same arguments for its outcome: the same call finds this approval, and is not asked for twice.",
+        tool = call.tool,
+        id = kept.id,
+        name = rule.name,
+        channels = channels.join(" or "),
+    );
+    let mut result = CallToolResult::error(vec![ContentBlock::text(words)]);
+    let mut meta = rmcp::model::MetaObject::default();
+    meta.insert(
+        HELD_META.to_owned(),
+        serde_json::json!({
+            "approval": kept.id.as_str(),
+            "state": "waiting",
+            "rule": rule.name,
+            "tool": call.tool,
+            "upstream": call.upstream,
+            "digest": kept.digest.to_string(),
+            "deadline": deadline.to_string(),
+            "held_at": humantime::format_rfc3339_seconds(kept.held_at).to_string(),
+        }),
+    );
+    result.meta = Some(meta);
+    result
 }
 
 impl ServerHandler for Gate {

@@ -27,7 +27,10 @@ fn main() -> ExitCode {
         }
     };
     match command {
-        Command::Serve { policy, verbose } => runtime.block_on(gate_serve::run(&policy, verbose)),
+        Command::Serve { policy, held_calls, host_user, verbose } => {
+            let held_calls = held_calls.unwrap_or_else(|| policy.with_extension("held.sqlite"));
+            runtime.block_on(gate_serve::run(&policy, &held_calls, &host_user, verbose))
+        }
         Command::Check { policy, timeout } => runtime.block_on(gate_check::run(&policy, Duration::from_secs(timeout))),
     }
 }

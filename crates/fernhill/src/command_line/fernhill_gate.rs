@@ -22,6 +22,14 @@ pub enum Command {
         /// The policy: [[upstream]] and [[rule]] tables in TOML.
         #[arg(value_name = "POLICY")]
         policy: PathBuf,
+        /// Where held calls are kept (SQLite): they outlive the session that asked, and a
+        /// gate started later on the same file finds them. Default: beside the policy, its
+        /// name with `.held.sqlite` (gate.toml: gate.held.sqlite).
+        #[arg(long, value_name = "PATH", env = "FERNHILL_GATE_HELD_CALLS")]
+        held_calls: Option<PathBuf>,
+        /// Who asks, over stdio: the host's user, as held calls name their requester.
+        #[arg(long, value_name = "NAME", env = "USER", default_value = "host")]
+        host_user: String,
         /// Log verbosity: -v for debug, -vv for trace (RUST_LOG overrides).
         #[arg(short, long, action = clap::ArgAction::Count)]
         verbose: u8,

@@ -1,5 +1,5 @@
-//! `fernhill-gate serve POLICY`: the policy read and checked, every upstream connected, and
-//! their tools served over stdio until the host closes stdin.
+//! `fernhill-gate serve POLICY`: the policy read and checked, the held calls' store opened,
+//! every upstream connected, and their tools served over stdio until the host closes stdin.
 
 use std::{path::Path, process::ExitCode};
 
@@ -8,10 +8,11 @@ use mcp_serve::logging::{self, LogFormat, Verbosity};
 /// The gate's own crates, whose doings its log tells at info.
 const LOG_TARGETS: &[&str] = &["gate", "fernhill"];
 
-/// Serve the policy at `path` over stdio, logging at `verbose` on stderr; what to exit with
-/// (2 for a mistake in the policy, 1 for an upstream that could not be reached or a session
-/// that failed).
-pub async fn run(path: &Path, verbose: u8) -> ExitCode {
+/// Serve the policy at `path` over stdio for the host's user `host_user`, keeping held calls in
+/// `held_calls`, logging at `verbose` on stderr; what to exit with (2 for a mistake in the
+/// policy or a user name that names nobody, 1 for a store or an upstream that could not be
+/// opened, or a session that failed).
+pub async fn run(path: &Path, held_calls: &Path, host_user: &str, verbose: u8) -> ExitCode {
     logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
     let policy = match gate::Policy::read(path) {
         Ok(policy) => policy,
@@ -20,7 +21,19 @@ pub async fn run(path: &Path, verbose: u8) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let gate = match gate::Gate::open(policy).await {
+    if host_user.trim().is_empty() || host_user.chars().any(char::is_control) {
+        eprintln!("fernhill-gate: --host-user {host_user:?} names nobody: give the host's user's name");
+        return ExitCode::from(2);
+    }
+    let held = match gate::held::HeldCalls::open(Some(held_calls), clock::Clock::system()) {
+        Ok(held) => held,
+        Err(error) => {
+            eprintln!("fernhill-gate: {}: {error}", held_calls.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!(held_calls = %held_calls.display(), host_user, "held calls kept");
+    let gate = match gate::Gate::open(policy, held, caller::Party::host_user(host_user)).await {
         Ok(gate) => gate,
         Err(error) => {
             eprintln!("fernhill-gate: {error}");
