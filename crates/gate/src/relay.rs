@@ -14,7 +14,7 @@ use std::sync::{
 
 use rmcp::{
     ClientHandler, ErrorData, RoleClient, RoleServer,
-    model::{ClientConfig, ElicitRequestParams, ElicitResult},
+    model::{ClientConfig, ElicitRequestParams, ElicitResult, ProtocolVersion},
     service::{NotificationContext, Peer, RequestContext},
 };
 
@@ -73,13 +73,24 @@ impl ClientHandler for Relay {
                 None,
             ));
         };
-        let can_show =
-            peer.peer_info().and_then(|host| host.capabilities.elicitation.clone()).is_some_and(|elicitation| {
-                match &request {
-                    ElicitRequestParams::UrlElicitationParams { .. } => elicitation.url.is_some(),
-                    _ => elicitation.form.is_some() || elicitation.url.is_none(),
-                }
-            });
+        // Only a 2025 session has a back-channel: a 2026-07-28 host is asked in rounds, which
+        // an upstream asks by answering `input_required` (passed back as it came), never here.
+        let session =
+            peer.peer_info().filter(|host| host.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str());
+        let Some(session) = session else {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "upstream {} asked a question on the back-channel, which the host behind the gate \
+                     (2026-07-28) does not have",
+                    self.upstream
+                ),
+                None,
+            ));
+        };
+        let can_show = session.capabilities.elicitation.as_ref().is_some_and(|elicitation| match &request {
+            ElicitRequestParams::UrlElicitationParams { .. } => elicitation.url.is_some(),
+            _ => elicitation.form.is_some() || elicitation.url.is_none(),
+        });
         if !can_show {
             return Err(ErrorData::invalid_request(
                 format!("upstream {} asked a question the host behind the gate cannot show", self.upstream),
