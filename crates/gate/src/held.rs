@@ -107,6 +107,9 @@ pub enum HeldError {
     /// A call's arguments have no canonical JSON to digest.
     #[error("the call's arguments: {0}")]
     Arguments(#[from] approvals::digest::NotCanonical),
+    /// A rule's deadline is beyond what the clock can hold.
+    #[error("rule {0}'s deadline is beyond what the clock can hold")]
+    Deadline(String),
     /// A kept row does not read back (written by something else, or damaged).
     #[error("the held calls' store holds {0}")]
     Damaged(String),
@@ -178,7 +181,9 @@ impl HeldCalls {
             Some(id) => (id, false),
             None => {
                 let id = HeldId::random();
-                let deadline = now + rule.deadline;
+                // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock
+                // cannot hold is refused here too rather than panicking.
+                let deadline = now.checked_add(rule.deadline).ok_or_else(|| HeldError::Deadline(rule.name.clone()))?;
                 transaction.execute(
                     "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, held_at, deadline)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'waiting', ?8, ?9)",

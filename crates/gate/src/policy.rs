@@ -59,6 +59,10 @@ pub enum PolicyError {
     },
 }
 
+/// The longest a held call may wait for a decision: a deadline is a time a person can act by,
+/// and a longer one is a mistake (a clock could not even hold some).
+pub const LONGEST_DEADLINE: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
+
 /// An upstream MCP server the gate stands in front of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upstream {
@@ -327,6 +331,13 @@ impl Source<'_> {
         if deadline.is_zero() {
             return Err(bad(at, "rule.deadline", format!("{name}'s deadline leaves no time to decide")));
         }
+        if deadline > LONGEST_DEADLINE {
+            return Err(bad(
+                at,
+                "rule.deadline",
+                format!("{name}'s deadline is longer than a call may wait: 10 years"),
+            ));
+        }
         let escalate_after = table.escalate_after.map(|after| duration(after, "rule.escalate_after")).transpose()?;
         if escalate_after.is_some_and(|after: Duration| after >= deadline) {
             return Err(bad(at, "rule.escalate_after", format!("{name} escalates after its deadline has passed")));
@@ -526,6 +537,10 @@ lost_outcome = "repeat"
             ),
             (format!("{whole}channels = [\"chat\"]\n"), "gate.toml:9: rule.channels: `chat` is not a channel"),
             (whole.replace("1h", "soon"), "gate.toml:8: rule.deadline: `soon`"),
+            (
+                whole.replace("1h", "11y"),
+                "gate.toml:5: rule.deadline: rule 1's deadline is longer than a call may wait",
+            ),
             (whole.replace("scope", "scopes"), "gate.toml:7: : unknown field `scopes`"),
             (whole.replace("write_file", "write_["), "gate.toml:6: rule.tools: `write_[` is not a glob"),
             (
