@@ -21,17 +21,17 @@ fn main() {
     println!("cargo::rerun-if-env-changed=FERNHILL_PLAIN_RELOCS");
     println!("cargo::rerun-if-env-changed=FERNHILL_NO_START_ORDER");
     println!("cargo::rerun-if-changed=start-order.txt");
-    let target = |key: &str| std::env::var(key).unwrap_or_default();
-    let linux = target("CARGO_CFG_TARGET_OS") == "linux";
+    let var = |key: &str| std::env::var(key).unwrap_or_default();
+    let linux = var("CARGO_CFG_TARGET_OS") == "linux";
     if linux && std::env::var_os("FERNHILL_PLAIN_RELOCS").is_none() {
         println!("cargo::rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
     // Rust links x86-64 GNU/Linux with its own lld by default (1.90 on); another linker is
     // given nothing it might refuse.
-    let lld = linux && target("CARGO_CFG_TARGET_ARCH") == "x86_64" && target("CARGO_CFG_TARGET_ENV") == "gnu";
+    let lld = linux && var("CARGO_CFG_TARGET_ARCH") == "x86_64" && var("CARGO_CFG_TARGET_ENV") == "gnu";
     if lld && std::env::var_os("FERNHILL_NO_START_ORDER").is_none() {
-        let order = std::path::Path::new(&target("CARGO_MANIFEST_DIR")).join("start-order.txt");
-        let script = std::path::Path::new(&target("OUT_DIR")).join("start-order.ld");
+        let order = std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("start-order.txt");
+        let script = std::path::Path::new(&var("OUT_DIR")).join("start-order.ld");
         if let Ok(names) = std::fs::read_to_string(&order)
             && std::fs::write(&script, linker_script(&names)).is_ok()
         {

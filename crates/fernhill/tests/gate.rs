@@ -185,3 +185,24 @@ async fn a_call_a_rule_holds_never_reaches_its_upstream_and_asked_again_finds_th
     // having said yes): there is none.
     assert_eq!(support::shop(&api).refunds().await.unwrap(), vec![]);
 }
+
+#[tokio::test]
+async fn a_host_user_that_names_nobody_is_refused_before_anything_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("gate.toml");
+    std::fs::write(&policy, "[[rule]]\ntools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n")
+        .unwrap();
+    for name in [" ", "lead\n1"] {
+        let refused = tokio::process::Command::new(fernhill_gate())
+            .arg("serve")
+            .arg(&policy)
+            .args(["--host-user", name])
+            .output()
+            .await
+            .unwrap();
+        let said = String::from_utf8(refused.stderr).unwrap();
+        assert_eq!(refused.status.code(), Some(2), "{name:?}: {said}");
+        assert!(said.contains("names nobody: give the host's user's name"), "{name:?}: {said}");
+        assert!(refused.stdout.is_empty() && !dir.path().join("gate.held.sqlite").exists(), "{name:?}");
+    }
+}

@@ -13,3 +13,8 @@ pub struct Call<'a> {
     /// The call's `arguments`, as the host sent them.
     pub arguments: &'a serde_json::Value,
 }
+
+/// `tool`'s `annotations` as a rule reads them: the object its upstream lists, or `Null`.
+pub fn annotations(tool: &rmcp::model::Tool) -> serde_json::Value {
+    tool.annotations.as_ref().and_then(|annotations| serde_json::to_value(annotations).ok()).unwrap_or_default()
+}

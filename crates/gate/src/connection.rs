@@ -106,7 +106,7 @@ impl Connection {
             ClientError::Service(rmcp::ServiceError::McpError(error)) => error,
             other => {
                 tracing::warn!(upstream = %self.name, error = %other, "a call to the upstream failed");
-                ErrorData::internal_error(format!("upstream {} did not answer: {other}", self.name), None)
+                ErrorData::internal_error(format!("upstream {} did not answer: {}", self.name, other.in_words()), None)
             }
         }
     }

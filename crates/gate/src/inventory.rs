@@ -89,9 +89,7 @@ pub fn render(policy: &Policy, listed: &[Listed]) -> String {
         );
         let width = tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
         for tool in tools {
-            let annotations = tool.annotations.as_ref().map_or(serde_json::Value::Null, |annotations| {
-                serde_json::to_value(annotations).unwrap_or(serde_json::Value::Null)
-            });
+            let annotations = crate::call::annotations(tool);
             let rules = policy.naming(&upstream.name, &tool.name, &annotations);
             let held = match rules.as_slice() {
                 [] => "passes".to_owned(),

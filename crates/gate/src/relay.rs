@@ -100,7 +100,10 @@ impl ClientHandler for Relay {
         tracing::debug!(upstream = %self.upstream, "relaying the upstream's question to the host");
         peer.create_elicitation(request).await.map_err(|error| match error {
             rmcp::ServiceError::McpError(error) => error,
-            other => ErrorData::internal_error(format!("the host did not answer the question: {other}"), None),
+            other => {
+                tracing::warn!(upstream = %self.upstream, error = %other, "the host did not answer a relayed question");
+                ErrorData::internal_error("the host behind the gate did not answer the question", None)
+            }
         })
     }
 

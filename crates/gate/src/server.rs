@@ -79,7 +79,7 @@ impl Gate {
         let Some((connection, tool)) = self.route(&params.name) else {
             return Err(ErrorData::invalid_params(format!("no tool named {}", params.name), None));
         };
-        let annotations = tool.annotations.as_ref().and_then(|a| serde_json::to_value(a).ok()).unwrap_or(Value::Null);
+        let annotations = crate::call::annotations(&tool);
         let arguments = params.arguments.clone().map_or(Value::Null, Value::Object);
         let call =
             Call { upstream: connection.name(), tool: &params.name, annotations: &annotations, arguments: &arguments };

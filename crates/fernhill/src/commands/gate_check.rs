@@ -5,12 +5,9 @@ use std::{path::Path, process::ExitCode, time::Duration};
 
 /// Check the policy at `path`, asking each upstream within `within`; what to exit with.
 pub async fn run(path: &Path, within: Duration) -> ExitCode {
-    let policy = match gate::Policy::read(path) {
+    let policy = match read_policy(path) {
         Ok(policy) => policy,
-        Err(error) => {
-            eprintln!("fernhill-gate: {error}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let listed = gate::inventory::list_all(&policy, within).await;
     print!("{}", gate::inventory::render(&policy, &listed));
@@ -18,4 +15,13 @@ pub async fn run(path: &Path, within: Duration) -> ExitCode {
         true => ExitCode::SUCCESS,
         false => ExitCode::FAILURE,
     }
+}
+
+/// The policy at `path`, or its mistake said on stderr (by file, line and key) and exit 2:
+/// what every `fernhill-gate` command does first.
+pub fn read_policy(path: &Path) -> Result<gate::Policy, ExitCode> {
+    gate::Policy::read(path).map_err(|error| {
+        eprintln!("fernhill-gate: {error}");
+        ExitCode::from(2)
+    })
 }

@@ -14,17 +14,17 @@ const LOG_TARGETS: &[&str] = &["gate", "fernhill"];
 /// opened, or a session that failed).
 pub async fn run(path: &Path, held_calls: &Path, host_user: &str, verbose: u8) -> ExitCode {
     logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
-    let policy = match gate::Policy::read(path) {
+    let policy = match super::gate_check::read_policy(path) {
         Ok(policy) => policy,
-        Err(error) => {
-            eprintln!("fernhill-gate: {error}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    if host_user.trim().is_empty() || host_user.chars().any(char::is_control) {
+    // Named as the held calls' store reads a requester back (`Party::parse`).
+    let requester =
+        caller::Party::parse(&format!("host user {host_user}")).ok().filter(|_| !host_user.trim().is_empty());
+    let Some(requester) = requester else {
         eprintln!("fernhill-gate: --host-user {host_user:?} names nobody: give the host's user's name");
         return ExitCode::from(2);
-    }
+    };
     let held = match gate::held::HeldCalls::open(Some(held_calls), clock::Clock::system()) {
         Ok(held) => held,
         Err(error) => {
@@ -33,7 +33,7 @@ pub async fn run(path: &Path, held_calls: &Path, host_user: &str, verbose: u8) -
         }
     };
     tracing::info!(held_calls = %held_calls.display(), host_user, "held calls kept");
-    let gate = match gate::Gate::open(policy, held, caller::Party::host_user(host_user)).await {
+    let gate = match gate::Gate::open(policy, held, requester).await {
         Ok(gate) => gate,
         Err(error) => {
             eprintln!("fernhill-gate: {error}");
