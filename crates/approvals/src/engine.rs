@@ -429,8 +429,12 @@ impl<S: Subject> Approvals<S> {
                 decider.trail.report("released", record).await;
                 self.tell("released", facts);
                 self.mark_acted_on(id, answered).await;
-                let result = Digest::of(&S::result(&approved.record)).unwrap_or_else(|_| Digest::of_bytes(b""));
-                let outcome = Outcome::Executed { at: self.epoch_secs(), result };
+                let outcome = if S::runs_on_approval() {
+                    let result = Digest::of(&S::result(&approved.record)).unwrap_or_else(|_| Digest::of_bytes(b""));
+                    Outcome::Executed { at: self.epoch_secs(), result }
+                } else {
+                    Outcome::ToRun
+                };
                 let how = (Verdict::Approve, answered, decider);
                 let receipt = self.receipt(id, &approved, how, decided_at, outcome).await;
                 Ok(Acted::Approved(Done { record: approved.record, receipt }))

@@ -94,6 +94,9 @@ pub enum Outcome {
         /// Its result's digest.
         result: Digest,
     },
+    /// Approved, and still to run: the call runs later where it was asked (a gate's held call
+    /// at its requester's next call), and a receipt of the run follows.
+    ToRun,
     /// The call did not run.
     NotExecuted {
         /// Why (`declined`, say).

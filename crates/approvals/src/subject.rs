@@ -90,6 +90,14 @@ pub trait Subject: Send + Sync {
     /// The ID of the approval `record` keeps.
     fn id(record: &Self::Record) -> String;
 
+    /// Whether approving carries the call out (the shop's API releases a refund as it is
+    /// approved), or records the decision for the call to run later, where it was asked (a
+    /// gate's held call runs at its requester's next call): its receipt then says it is still
+    /// to run, and a receipt of the run follows from whatever runs it.
+    fn runs_on_approval() -> bool {
+        true
+    }
+
     /// Every approval waiting for a decision.
     fn waiting(&self) -> Pending<'_, Vec<Standing<Self::Record>>, Self::Error>;
 

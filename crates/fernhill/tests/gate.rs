@@ -206,3 +206,116 @@ async fn a_host_user_that_names_nobody_is_refused_before_anything_is_served() {
         assert!(refused.stdout.is_empty() && !dir.path().join("gate.held.sqlite").exists(), "{name:?}");
     }
 }
+
+/// A policy in front of the shop whose refunds wait for a support lead, and lee is one.
+fn refunds_for_a_lead(dir: &Path, api: &shop_api::RunningApi) -> std::path::PathBuf {
+    policy_before_the_shop(
+        dir,
+        api,
+        "[people]\nlee = { roles = [\"support-lead\"] }\n\n[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\n\
+         decided_by = { role = \"support-lead\" }\ndeadline = \"1h\"\n",
+    )
+}
+
+/// `fernhill-gate serve POLICY` for the host user `user`, the gates' keys shared.
+async fn gate_for(
+    policy: &Path,
+    api: &shop_api::RunningApi,
+    user: &str,
+    person: ScriptedUser,
+    lifecycle: ClientLifecycleMode,
+) -> Client<ScriptedUser> {
+    let token = api.token.as_deref().unwrap_or_default();
+    let env = [("SHOP_API_TOKEN", token), ("USER", user), ("FERNHILL_GATE_KEYS", support::KEY_A)];
+    support::through_the_gate(policy, &env, person, lifecycle).await
+}
+
+fn held_meta(result: &rmcp::model::CallToolResult) -> &serde_json::Value {
+    &result.meta.as_ref().expect("the held call's _meta")[gate::server::HELD_META]
+}
+
+async fn tool_names(client: &Client<ScriptedUser>) -> Vec<String> {
+    client.peer().list_all_tools().await.unwrap().into_iter().map(|tool| tool.name.to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_held_call_another_person_approves_at_their_own_host_runs_once_at_its_requesters_next_call() {
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = refunds_for_a_lead(dir.path(), &api);
+    let alice = gate_for(&policy, &api, "alice", ScriptedUser::unable_to_ask(), legacy()).await;
+    // Under the shop's own limit: the shop asks nobody; the gate holds it all the same.
+    let quote_id = support::quote(&alice, "O-1021").await;
+    let issue = || alice.call_tool("issue_refund", json!({"quote_id": quote_id}));
+    let held = issue().await.unwrap();
+    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
+    assert!(!tool_names(&alice).await.contains(&"review_approvals".to_owned()), "alice decides nothing");
+    // Lee, at their own host (a 2026-07-28 one: the question is a round, sealed by the gate).
+    let lead = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
+    let lee = gate_for(&policy, &api, "lee", lead.clone(), modern()).await;
+    assert_eq!(tool_names(&lee).await[0], "review_approvals");
+    let listed = lee.call_tool("review_approvals", json!({})).await.unwrap();
+    let waiting = &listed.structured_content.as_ref().unwrap()["waiting"];
+    assert_eq!(waiting.as_array().map(Vec::len), Some(1), "{listed:?}");
+    assert_eq!(
+        (waiting[0]["approval"].as_str(), waiting[0]["requested_by"].as_str()),
+        (Some(&*id), Some("host user alice"))
+    );
+    let decided = lee.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert_ne!(decided.is_error, Some(true), "{decided:?}");
+    let question = mrtr::client::scripted::message_of(&lead.asked()[0]).to_owned();
+    assert!(
+        question.starts_with("host user alice asks to run issue_refund on shop with these arguments:"),
+        "{question}"
+    );
+    assert!(question.contains(&quote_id), "the decider sees the arguments: {question}");
+    let decision_receipt = decided.structured_content.as_ref().unwrap()["receipt"].as_str().unwrap().to_owned();
+    assert_eq!(support::shop(&api).refunds().await.unwrap(), vec![], "approving does not run it");
+    // Alice's next call runs it, once; later calls get what it answered, kept.
+    let ran = issue().await.unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    let refund = support::field(&ran, "refund_id").to_owned();
+    let kept = issue().await.unwrap();
+    assert_eq!(support::field(&kept, "refund_id"), refund);
+    assert_eq!(held_meta(&kept)["state"], "ran");
+    assert_eq!(support::shop(&api).refunds().await.unwrap().len(), 1, "it ran once");
+    // Both receipts, the decision's (lee's gate) and the run's (alice's), verify against one key set.
+    let jwks = approvals::ReceiptKeys::from_secrets(&[support::KEY_A]).unwrap().jwks().to_string();
+    let decision = approvals::receipt::verify(&decision_receipt, &jwks).unwrap();
+    assert_eq!(
+        (decision.outcome, decision.decision.by.as_deref()),
+        (approvals::receipt::Outcome::ToRun, Some("host user lee"))
+    );
+    let run = approvals::receipt::verify(held_meta(&kept)["receipt"].as_str().unwrap(), &jwks).unwrap();
+    assert!(matches!(run.outcome, approvals::receipt::Outcome::Executed { .. }), "{run:?}");
+    assert_eq!((run.approval, run.decision.channel), (id, "review".to_owned()));
+    alice.close().await.unwrap();
+    lee.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_declined_call_never_runs_and_its_requester_is_told_who_declined_it() {
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = refunds_for_a_lead(dir.path(), &api);
+    let alice = gate_for(&policy, &api, "alice", ScriptedUser::unable_to_ask(), modern()).await;
+    let quote_id = support::quote(&alice, "O-1021").await;
+    let issue = || alice.call_tool("issue_refund", json!({"quote_id": quote_id}));
+    let id = held_meta(&issue().await.unwrap())["approval"].as_str().unwrap().to_owned();
+    // Lee, at a 2025 host: asked on the back-channel.
+    let lead = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": false})));
+    let lee = gate_for(&policy, &api, "lee", lead.clone(), legacy()).await;
+    let decided = lee.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert!(mrtr::client::text(&decided).starts_with("Declined: issue_refund will not run"), "{decided:?}");
+    assert_eq!(lead.asked().len(), 1);
+    let told = issue().await.unwrap();
+    assert_eq!((told.is_error, &held_meta(&told)["state"]), (Some(true), &json!("declined")));
+    let said = mrtr::client::text(&told);
+    assert!(said.starts_with("issue_refund did not run and will not: host user lee declined it"), "{said}");
+    assert_eq!(support::shop(&api).refunds().await.unwrap(), vec![]);
+    // Decided, it is decided: nothing more to decide.
+    let again = lee.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert!(mrtr::client::text(&again).contains("is declined; there is nothing to decide"), "{again:?}");
+    alice.close().await.unwrap();
+    lee.close().await.unwrap();
+}

@@ -24,6 +24,16 @@ pub struct NotConnected {
     pub why: String,
 }
 
+/// How an approved call sent to its upstream failed.
+#[derive(Debug)]
+pub enum NotRun {
+    /// The upstream answered with a JSON-RPC error: it refused the call, which did not run.
+    Refused(ErrorData),
+    /// No answer came (the connection failed, or the upstream stopped): the call may or may
+    /// not have run.
+    Lost(String),
+}
+
 /// One upstream, connected.
 pub struct Connection {
     name: String,
@@ -92,6 +102,19 @@ impl Connection {
     /// on its back-channel: for a 2025 host, which cannot carry rounds itself.
     pub async fn call_with_rounds(&self, params: CallToolRequestParams) -> Result<CallToolResult, ErrorData> {
         self.client.call_tool_rounds(params).await.map_err(|error| self.failed(error))
+    }
+
+    /// Run an approved call: sent once, its rounds run here (their questions relayed to a 2025
+    /// host); a refusal told apart from an answer that was lost.
+    pub async fn run(&self, params: CallToolRequestParams) -> Result<CallToolResult, NotRun> {
+        match self.client.call_tool_rounds(params).await {
+            Ok(result) => Ok(result),
+            Err(ClientError::Service(rmcp::ServiceError::McpError(error))) => Err(NotRun::Refused(error)),
+            Err(other) => {
+                tracing::warn!(upstream = %self.name, error = %other, "an approved call's answer was lost");
+                Err(NotRun::Lost(other.in_words()))
+            }
+        }
     }
 
     /// Close the connection (a command's process sees its input end).

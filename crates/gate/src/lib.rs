@@ -16,11 +16,20 @@
 //! - [`inventory`]: each upstream's tools, listed as a host lists them, beside the rules that
 //!   hold each (`fernhill-gate check`);
 //! - [`server`]: the gate as an MCP server ([`Gate`]): the upstreams' tools served as its own,
-//!   a call no rule holds passed on unchanged, a held call kept from its upstream;
+//!   a call no rule holds passed on unchanged, a held call kept from its upstream until it is
+//!   approved;
 //! - [`connection`]: the gate's connection to one upstream, of either era, its tools listed
 //!   again when it says they changed;
-//! - [`held`]: each held call, kept (SQLite) until a person decides it or its deadline
-//!   passes; the same call asked again finds the one approval;
+//! - [`held`]: each held call, kept (SQLite) with its decision and its run; the same call
+//!   asked again finds the one approval, and once it ran, what came of it;
+//! - [`approval`]: a rule's held calls as the approvals engine decides them (a `Subject`);
+//! - [`person`]: who a person is to the gate, and what they hold (over stdio, the policy's
+//!   `[people]` says);
+//! - [`review`]: `review_approvals`, where a person who may decide held calls decides them
+//!   from their own host;
+//! - [`outcome`]: what a held call's requester is told, and an approved call run once, its
+//!   result kept and its run's receipt signed;
+//! - [`keys`]: the operator's secrets, sealing the gate's rounds and signing receipts;
 //! - [`relay`]: what an upstream says to the gate (its questions, its list changes), relayed
 //!   to the host behind it.
 //!
@@ -28,13 +37,18 @@
 
 #![deny(missing_docs)]
 
+pub mod approval;
 pub mod call;
 pub mod condition;
 pub mod connection;
 pub mod held;
 pub mod inventory;
+pub mod keys;
+pub mod outcome;
+pub mod person;
 pub mod policy;
 pub mod relay;
+pub mod review;
 pub mod rule;
 pub mod server;
 pub mod tool_name;

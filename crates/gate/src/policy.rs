@@ -20,6 +20,7 @@
 //! mistake is refused before anything is served, named by file, line and key.
 
 use std::{
+    collections::BTreeMap,
     path::{Path, PathBuf},
     time::Duration,
 };
@@ -30,6 +31,7 @@ use toml::Spanned;
 use crate::{
     call::Call,
     condition::Condition,
+    person::Holds,
     rule::{Channel, Decider, Hint, LostOutcome, Rule},
     tool_name::ToolName,
 };
@@ -93,6 +95,10 @@ pub struct Policy {
     pub upstreams: Vec<Upstream>,
     /// The rules, in the file's order: the first that holds a call is its rule.
     pub rules: Vec<Rule>,
+    /// What each host user named in `[people]` holds: who decides over stdio.
+    pub people: BTreeMap<String, Holds>,
+    /// The policy's version, as receipts name it: the digest of its text.
+    pub version: String,
 }
 
 /// Why a call is held.
@@ -131,7 +137,19 @@ impl Policy {
             .enumerate()
             .map(|(index, table)| source.rule(index, table, &upstreams))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Policy { path: path.to_owned(), upstreams, rules })
+        let people = file
+            .people
+            .into_iter()
+            .map(|(name, holds)| source.person(name, holds))
+            .collect::<Result<BTreeMap<_, _>, _>>()?;
+        let version = approvals::Digest::of_bytes(text.as_bytes()).to_string();
+        Ok(Policy { path: path.to_owned(), upstreams, rules, people, version })
+    }
+
+    /// What the host user `name` holds, as `[people]` says (nothing, for a name it does not
+    /// list).
+    pub fn holds_of(&self, name: &str) -> Holds {
+        self.people.get(name).cloned().unwrap_or_default()
     }
 
     /// The upstream named `name`.
@@ -230,6 +248,24 @@ impl Source<'_> {
         Ok(Upstream { name, reached, trust_annotations: table.trust_annotations })
     }
 
+    /// One person of `[people]`: what the host user `name` holds.
+    fn person(&self, name: String, table: Spanned<PersonTable>) -> Result<(String, Holds), PolicyError> {
+        let at = table.span().start;
+        let table = table.into_inner();
+        let holds = Holds { scopes: table.scopes, roles: table.roles, groups: table.groups };
+        if crate::person::Person::host_user(&name, Holds::default()).is_none() {
+            return Err(self.bad(at, "people", format!("`{name}` is not a host user's name")));
+        }
+        if holds.is_empty() {
+            return Err(self.bad(
+                at,
+                "people",
+                format!("{name} holds nothing: {name} = {{ roles = [\"support-lead\"] }}, or scopes, or groups"),
+            ));
+        }
+        Ok((name, holds))
+    }
+
     /// The `index`th `[[rule]]` (from 0), over the `upstreams` already read.
     fn rule(&self, index: usize, table: Spanned<RuleTable>, upstreams: &[Upstream]) -> Result<Rule, PolicyError> {
         let bad = |offset: usize, key: &str, message: String| self.bad(offset, key, message);
@@ -300,13 +336,18 @@ impl Source<'_> {
             }
         };
         let channels = match table.channels {
-            None => vec![Channel::Page, Channel::Webhook],
+            None => vec![Channel::Review, Channel::Page, Channel::Webhook],
             Some(channels) => self.each("rule.channels", channels, |channel| {
-                Channel::parse(channel).ok_or_else(|| format!("`{channel}` is not a channel: host, page or webhook"))
+                Channel::parse(channel)
+                    .ok_or_else(|| format!("`{channel}` is not a channel: host, review, page or webhook"))
             })?,
         };
         if channels.is_empty() {
-            return Err(bad(at, "rule.channels", format!("{name} leaves nowhere to decide: host, page or webhook")));
+            return Err(bad(
+                at,
+                "rule.channels",
+                format!("{name} leaves nowhere to decide: host, review, page or webhook"),
+            ));
         }
         if channels.contains(&Channel::Host) && !table.self_approval {
             return Err(bad(
@@ -376,6 +417,19 @@ struct FileTables {
     upstream: Vec<Spanned<UpstreamTable>>,
     #[serde(default)]
     rule: Vec<Spanned<RuleTable>>,
+    #[serde(default)]
+    people: BTreeMap<String, Spanned<PersonTable>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PersonTable {
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    roles: Vec<String>,
+    #[serde(default)]
+    groups: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -567,5 +621,28 @@ lost_outcome = "repeat"
             refusal(twice)
         );
         assert!(refusal("[[upstream]]\nname = \"x\"\nurl = \"ftp://x\"\n").contains("not an http(s) URL"));
+        for (people, expected) in [
+            ("[people]\nlee = {}\n", "gate.toml:2: people: lee holds nothing"),
+            ("[people]\n\" lee\" = { roles = [\"r\"] }\n", "gate.toml:2: people: ` lee` is not a host user's name"),
+            ("[people]\nlee = { role = [\"r\"] }\n", "gate.toml:2: : unknown field `role`"),
+        ] {
+            let refused = refusal(people);
+            assert!(refused.starts_with(expected), "{people}\n=> {refused}\n(expected {expected})");
+        }
+    }
+
+    #[test]
+    fn the_people_named_hold_what_the_policy_says_and_anyone_else_nothing() {
+        let text = "[people]\nlee = { roles = [\"support-lead\"], groups = [\"operators\"] }\n";
+        let policy = policy(text).unwrap();
+        assert_eq!(policy.holds_of("lee").roles, ["support-lead"]);
+        assert!(policy.holds_of("alice").is_empty());
+        // A rule's default channels take decisions at a decider's own host, the page and the webhook.
+        let rule = policy_rule("tools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n");
+        assert_eq!(rule.channels, [Channel::Review, Channel::Page, Channel::Webhook]);
+    }
+
+    fn policy_rule(body: &str) -> Rule {
+        policy(&format!("[[rule]]\n{body}")).unwrap().rules.remove(0)
     }
 }

@@ -20,6 +20,8 @@ pub enum Decider {
 pub enum Channel {
     /// In the call, at the requester's host, when the requester may decide their own call.
     Host,
+    /// At the decider's own host, through the gate's `review_approvals` tool.
+    Review,
     /// On the approval page, signed in at the issuer.
     Page,
     /// Through the link a webhook's announcement carries (to the page).
@@ -31,6 +33,7 @@ impl Channel {
     pub fn parse(name: &str) -> Option<Channel> {
         match name {
             "host" => Some(Channel::Host),
+            "review" => Some(Channel::Review),
             "page" => Some(Channel::Page),
             "webhook" => Some(Channel::Webhook),
             _ => None,

@@ -1,16 +1,19 @@
 //! The gate as an MCP server: the upstreams' tools, served to a host as their own; a call no
-//! rule holds passes on unchanged, both ways; a call a rule holds does not reach its upstream,
-//! and is kept for a person's decision ([`crate::held`]).
+//! rule holds passes on unchanged, both ways; a call a rule holds does not reach its upstream
+//! until a person decides it ([`crate::held`]), and then runs once at its requester's next call
+//! ([`crate::outcome`]); those who decide get `review_approvals` ([`crate::review`]).
+//!
+//! Served behind mrtr's boundary (`mrtr::Sealed`), which seals every `requestState` going out:
+//! the gate's own questions' and, wrapped, an upstream's, which the boundary opens on the retry
+//! and the gate hands back to the upstream as it was.
 
 use std::sync::Arc;
-
-use caller::Party;
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-        PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
+        ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
     },
     service::{MaybeSendFuture, RequestContext},
 };
@@ -19,14 +22,14 @@ use serde_json::Value;
 use crate::{
     call::Call,
     connection::{Connection, NotConnected},
-    held::{HeldCalls, Holding},
-    policy::{Held, Policy},
+    held::HeldCalls,
+    person::Person,
+    policy::Policy,
     relay::Host,
-    rule::{Channel, Decider},
+    review::{self, REVIEW, Review},
 };
 
-/// The `_meta` key of a held call's result: the approval, for a host or a program to read.
-pub const HELD_META: &str = "fernhill/held";
+pub use crate::outcome::HELD_META;
 
 /// The gate: a policy and a connection to each of its upstreams.
 #[derive(Clone)]
@@ -35,25 +38,39 @@ pub struct Gate {
 }
 
 struct Inner {
-    policy: Policy,
+    policy: Arc<Policy>,
     connections: Vec<Connection>,
     host: Host,
-    held: HeldCalls,
-    requester: Party,
+    held: Arc<HeldCalls>,
+    person: Person,
+    /// What signs receipts of runs (the engines sign those of decisions).
+    receipts: Option<approvals::Receipts>,
+    /// `review_approvals`, for a person who may decide.
+    review: Option<Review>,
 }
 
 impl Gate {
     /// Connect to every upstream of `policy`, in its order; the first that cannot be reached
     /// stops the gate (a gate that served some of its upstreams' tools would show a host a
     /// different server than its operator checked). Held calls are kept in `held`, each asked
-    /// for by `requester` (over stdio, the host's user).
-    pub async fn open(policy: Policy, held: HeldCalls, requester: Party) -> Result<Gate, NotConnected> {
+    /// for by `person` (over stdio, the host's user), who also decides those their holdings let
+    /// them; receipts are signed with `keys`, where given.
+    pub async fn open(
+        policy: Policy,
+        held: HeldCalls,
+        person: Person,
+        keys: Option<Arc<approvals::ReceiptKeys>>,
+    ) -> Result<Gate, NotConnected> {
         let host = Host::default();
         let mut connections = Vec::with_capacity(policy.upstreams.len());
         for upstream in &policy.upstreams {
             connections.push(Connection::open(upstream, host.clone()).await?);
         }
-        Ok(Gate { inner: Arc::new(Inner { policy, connections, host, held, requester }) })
+        let (policy, held) = (Arc::new(policy), Arc::new(held));
+        let review = Review::of(&policy, &held, &person, keys.as_ref());
+        let receipts = keys.as_ref().map(|keys| review::receipts(&policy, keys));
+        let inner = Inner { policy, connections, host, held, person, receipts, review };
+        Ok(Gate { inner: Arc::new(inner) })
     }
 
     /// Close every upstream's connection.
@@ -73,94 +90,46 @@ impl Gate {
 
     async fn call(
         &self,
-        params: CallToolRequestParams,
+        mut params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(review) = &self.inner.review
+            && params.name == REVIEW
+        {
+            return review.call(params, context).await;
+        }
         let Some((connection, tool)) = self.route(&params.name) else {
             return Err(ErrorData::invalid_params(format!("no tool named {}", params.name), None));
         };
         let annotations = crate::call::annotations(&tool);
         let arguments = params.arguments.clone().map_or(Value::Null, Value::Object);
-        let call =
-            Call { upstream: connection.name(), tool: &params.name, annotations: &annotations, arguments: &arguments };
-        if let Some(held) = self.inner.policy.held(&call) {
-            let holding = self.inner.held.hold(&self.inner.requester, &call, held.rule).map_err(|error| {
-                tracing::error!(%error, tool = call.tool, "a held call could not be kept");
-                ErrorData::internal_error(format!("the gate could not keep the held call: {error}"), None)
-            })?;
-            return Ok(CallToolResponse::Complete(held_result(&call, held, &holding)));
-        }
+        let name = params.name.clone();
+        let call = Call { upstream: connection.name(), tool: &name, annotations: &annotations, arguments: &arguments };
         let modern = context
             .protocol_version()
             .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        if modern {
-            connection.call_once(params).await
-        } else {
+        if !modern {
             // A 2025 host cannot carry rounds: the gate runs them, relaying each question on
             // the host's back-channel.
             self.inner.host.is(&context.peer);
+        }
+        if let Some(held) = self.inner.policy.held(&call) {
+            let holding = self.inner.held.hold(&self.inner.person.party, &call, held.rule).map_err(|error| {
+                tracing::error!(%error, tool = call.tool, "a held call could not be kept");
+                ErrorData::internal_error(format!("the gate could not keep the held call: {error}"), None)
+            })?;
+            let receipts = self.inner.receipts.as_ref();
+            let told = (&call, held, holding);
+            return crate::outcome::told(&self.inner.held, receipts, connection, told, params).await.map(Into::into);
+        }
+        if modern {
+            // The upstream's own state, opened by the boundary from the gate's seal.
+            params.request_state = mrtr::boundary::opened_state(&context).map(str::to_owned);
+            connection.call_once(params).await
+        } else {
             connection.call_with_rounds(params).await.map(CallToolResponse::Complete)
         }
     }
-}
-
-/// What a held call's requester is told: it has not run, which approval holds it, who decides
-/// it where and by when, and that the same call asked again finds it. An error result: a
-/// program that reads only whether a call failed must not take a held call for one that ran.
-fn held_result(call: &Call<'_>, held: Held<'_>, holding: &Holding) -> CallToolResult {
-    let rule = held.rule;
-    let kept = &holding.call;
-    let why = match (&rule.when, held.evaluated) {
-        (Some(when), true) => format!(", as {when} holds for these arguments"),
-        (Some(when), false) => format!(", as {when} could not be evaluated for these arguments"),
-        (None, _) => String::new(),
-    };
-    let decider = match &rule.decided_by {
-        Decider::Scope(scope) => format!("a person whose token carries the scope {scope}"),
-        Decider::Role(role) => format!("a person with the role {role}"),
-        Decider::Group(group) => format!("a member of the group {group}"),
-    };
-    let channels: Vec<&str> = rule
-        .channels
-        .iter()
-        .map(|channel| match channel {
-            Channel::Host => "at their own host",
-            Channel::Page => "on the approval page",
-            Channel::Webhook => "through the link the webhook announces",
-        })
-        .collect();
-    let deadline = humantime::format_rfc3339_seconds(kept.deadline);
-    let state = if holding.first { "is held" } else { "still waits" };
-    tracing::info!(
-        upstream = call.upstream, tool = call.tool, rule = %rule.name, approval = %kept.id, first = holding.first,
-        "a call is held"
-    );
-    let words = format!(
-        "{tool} has not run: it {state} for a person's decision (approval {id}, by the gate's rule \"{name}\"{why}). \
-         It is decided by {decider}, {channels}, by {deadline}; undecided by then, it does not run. Call {tool} \
-         again with the same arguments for its outcome: the same call finds this approval, and is not asked for twice.",
-        tool = call.tool,
-        id = kept.id,
-        name = rule.name,
-        channels = channels.join(" or "),
-    );
-    let mut result = CallToolResult::error(vec![ContentBlock::text(words)]);
-    let mut meta = rmcp::model::MetaObject::default();
-    meta.insert(
-        HELD_META.to_owned(),
-        serde_json::json!({
-            "approval": kept.id.as_str(),
-            "state": "waiting",
-            "rule": rule.name,
-            "tool": call.tool,
-            "upstream": call.upstream,
-            "digest": kept.digest.to_string(),
-            "deadline": deadline.to_string(),
-            "held_at": humantime::format_rfc3339_seconds(kept.held_at).to_string(),
-        }),
-    );
-    result.meta = Some(meta);
-    result
 }
 
 impl ServerHandler for Gate {
@@ -179,7 +148,7 @@ impl ServerHandler for Gate {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.inner.host.is(&context.peer);
-        let mut tools: Vec<Tool> = Vec::new();
+        let mut tools: Vec<Tool> = self.inner.review.as_ref().map(Review::tools).unwrap_or_default();
         for connection in &self.inner.connections {
             for tool in connection.tools().await {
                 if tools.iter().any(|listed| listed.name == tool.name) {

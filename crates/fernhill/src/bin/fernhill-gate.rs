@@ -27,9 +27,9 @@ fn main() -> ExitCode {
         }
     };
     match command {
-        Command::Serve { policy, held_calls, host_user, verbose } => {
+        Command::Serve { policy, held_calls, host_user, keys, verbose } => {
             let held_calls = held_calls.unwrap_or_else(|| policy.with_extension("held.sqlite"));
-            runtime.block_on(gate_serve::run(&policy, &held_calls, &host_user, verbose))
+            runtime.block_on(gate_serve::run(&policy, &held_calls, &host_user, keys.as_deref(), verbose))
         }
         Command::Check { policy, timeout } => runtime.block_on(gate_check::run(&policy, Duration::from_secs(timeout))),
     }

@@ -27,9 +27,16 @@ pub enum Command {
         /// name with `.held.sqlite` (gate.toml: gate.held.sqlite).
         #[arg(long, value_name = "PATH", env = "FERNHILL_GATE_HELD_CALLS")]
         held_calls: Option<PathBuf>,
-        /// Who asks, over stdio: the host's user, as held calls name their requester.
+        /// Who asks, over stdio: the host's user, as held calls name their requester. The
+        /// policy's [people] table says what they hold, and so which held calls they decide
+        /// (with the review_approvals tool, served to them alone).
         #[arg(long, value_name = "NAME", env = "USER", default_value = "host")]
         host_user: String,
+        /// Secrets, comma-separated, each at least 32 bytes: they seal the state of the gate's
+        /// rounds and sign receipts. Give every gate of one policy the same, so one key set
+        /// verifies every receipt; without, keys are made at start.
+        #[arg(long, value_name = "SECRETS", env = "FERNHILL_GATE_KEYS", hide_env_values = true)]
+        keys: Option<String>,
         /// Log verbosity: -v for debug, -vv for trace (RUST_LOG overrides).
         #[arg(short, long, action = clap::ArgAction::Count)]
         verbose: u8,

@@ -12,18 +12,22 @@ const LOG_TARGETS: &[&str] = &["gate", "fernhill"];
 /// `held_calls`, logging at `verbose` on stderr; what to exit with (2 for a mistake in the
 /// policy or a user name that names nobody, 1 for a store or an upstream that could not be
 /// opened, or a session that failed).
-pub async fn run(path: &Path, held_calls: &Path, host_user: &str, verbose: u8) -> ExitCode {
+pub async fn run(path: &Path, held_calls: &Path, host_user: &str, keys: Option<&str>, verbose: u8) -> ExitCode {
     logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
     let policy = match super::gate_check::read_policy(path) {
         Ok(policy) => policy,
         Err(code) => return code,
     };
-    // Named as the held calls' store reads a requester back (`Party::parse`).
-    let requester =
-        caller::Party::parse(&format!("host user {host_user}")).ok().filter(|_| !host_user.trim().is_empty());
-    let Some(requester) = requester else {
+    let Some(person) = gate::person::Person::host_user(host_user, policy.holds_of(host_user)) else {
         eprintln!("fernhill-gate: --host-user {host_user:?} names nobody: give the host's user's name");
         return ExitCode::from(2);
+    };
+    let keys = match gate::keys::Keys::from_secrets(keys) {
+        Ok(keys) => keys,
+        Err(error) => {
+            eprintln!("fernhill-gate: --keys: {error}");
+            return ExitCode::from(2);
+        }
     };
     let held = match gate::held::HeldCalls::open(Some(held_calls), clock::Clock::system()) {
         Ok(held) => held,
@@ -32,15 +36,16 @@ pub async fn run(path: &Path, held_calls: &Path, host_user: &str, verbose: u8) -
             return ExitCode::FAILURE;
         }
     };
-    tracing::info!(held_calls = %held_calls.display(), host_user, "held calls kept");
-    let gate = match gate::Gate::open(policy, held, requester).await {
+    let decides = gate::review::reviews(&policy, &person);
+    tracing::info!(held_calls = %held_calls.display(), host_user, decides, keys = keys.configured, "held calls kept");
+    let gate = match gate::Gate::open(policy, held, person, Some(keys.receipts.clone())).await {
         Ok(gate) => gate,
         Err(error) => {
             eprintln!("fernhill-gate: {error}");
             return ExitCode::FAILURE;
         }
     };
-    let served = mcp_serve::stdio::serve(gate.clone()).await;
+    let served = mcp_serve::stdio::serve(keys.seal(gate.clone())).await;
     gate.close().await;
     match served {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,304 @@
+//! What a held call's requester is told, as the call stands: held and waiting, declined, run
+//! now (once, approved), or what came of its run, kept.
+//!
+//! An approved call runs at its requester's next call, where it was asked: of every call that
+//! asks at once, on any gate over the same store, one starts its run ([`HeldCalls::start`]);
+//! the others are told it is running. Its upstream's result is kept and given to every later
+//! call; an answer lost on the way makes the outcome unknown, told as such and never sent again
+//! unless the rule says the tool is safe to repeat. Each run gets a signed receipt.
+
+use std::time::{Duration, SystemTime};
+
+use approvals::{
+    Receipts, Verdict,
+    receipt::{Decided, Outcome, Receipt},
+};
+use rmcp::{
+    ErrorData,
+    model::{CallToolRequestParams, CallToolResult, ContentBlock, MetaObject},
+};
+use serde_json::{Value, json};
+
+use crate::{
+    call::Call,
+    connection::{Connection, NotRun},
+    held::{Ended, HeldCall, HeldCalls, Holding, Run, Standing, Start},
+    policy::Held,
+    rule::{Channel, Decider, LostOutcome, Rule},
+};
+
+/// The `_meta` key of a held call's result: the approval, for a host or a program to read.
+pub const HELD_META: &str = "fernhill/held";
+
+/// How long a run may go unanswered before a call for it takes it for lost (its gate stopped
+/// while it ran): longer than any upstream call is waited for.
+pub const RUN_LEASE: Duration = Duration::from_secs(15 * 60);
+
+/// What `call`, held by `held` and kept as `holding`, comes to for its requester: run now
+/// through `connection` when it is approved and nothing ran it yet.
+pub async fn told(
+    calls: &HeldCalls,
+    receipts: Option<&Receipts>,
+    connection: &Connection,
+    (call, held, holding): (&Call<'_>, Held<'_>, Holding),
+    params: CallToolRequestParams,
+) -> Result<CallToolResult, ErrorData> {
+    let kept = holding.call;
+    match kept.standing {
+        Standing::Waiting | Standing::Expired => Ok(waiting(call, held, &kept, holding.first)),
+        Standing::Declined => Ok(declined(&kept)),
+        Standing::Approved if kept.run.is_none() || matches!(kept.run, Some(Run::Running { .. })) => {
+            let repeatable = held.rule.lost_outcome == LostOutcome::Repeat;
+            match calls.start(&kept.id, RUN_LEASE, repeatable).map_err(store_failed)? {
+                Start::Yours(kept) => run(calls, receipts, connection, held.rule, kept, params).await,
+                Start::Not(kept) => Ok(ran(&kept)),
+            }
+        }
+        Standing::Approved => Ok(ran(&kept)),
+    }
+}
+
+/// Run `kept` (its run started by this call) and keep how it ended.
+async fn run(
+    calls: &HeldCalls,
+    receipts: Option<&Receipts>,
+    connection: &Connection,
+    rule: &Rule,
+    kept: HeldCall,
+    mut params: CallToolRequestParams,
+) -> Result<CallToolResult, ErrorData> {
+    tracing::info!(approval = %kept.id, upstream = connection.name(), tool = %kept.tool, "an approved call runs");
+    // Sent as it was approved: the arguments kept, whatever this call's (the same, by digest).
+    params.arguments = kept.arguments.as_object().cloned();
+    let sent = calls.clock().now();
+    let (ended, answer) = match connection.run(params).await {
+        Ok(result) => {
+            let value = serde_json::to_value(&result).unwrap_or(Value::Null);
+            let digest = approvals::Digest::of(&value).unwrap_or_else(|_| approvals::Digest::of_bytes(b""));
+            let outcome = Outcome::Executed { at: epoch(calls.clock().now()), result: digest };
+            (Ended::Answered(value, sign(receipts, rule, &kept, outcome)), Ok(result))
+        }
+        Err(NotRun::Refused(error)) => {
+            // An answer: the upstream refused the call; kept as the error it answered.
+            let result = CallToolResult::error(vec![ContentBlock::text(format!(
+                "{} refused the approved call: {}",
+                connection.name(),
+                error.message
+            ))]);
+            let value = serde_json::to_value(&result).unwrap_or(Value::Null);
+            let why = format!("refused by its upstream: {}", error.message);
+            (Ended::Answered(value, sign(receipts, rule, &kept, Outcome::NotExecuted { why })), Ok(result))
+        }
+        Err(NotRun::Lost(why)) if rule.lost_outcome == LostOutcome::Repeat => {
+            tracing::warn!(approval = %kept.id, %why, "an approved call's answer was lost; its rule lets it run again");
+            (Ended::Again, Err(why))
+        }
+        Err(NotRun::Lost(why)) => {
+            let outcome = Outcome::Unknown { at: epoch(sent) };
+            (Ended::Lost(sign(receipts, rule, &kept, outcome)), Err(why))
+        }
+    };
+    let kept = calls.ran(&kept.id, ended).map_err(store_failed)?;
+    match answer {
+        Ok(result) => Ok(result),
+        Err(_) => Ok(ran(&kept)),
+    }
+}
+
+/// The receipt of `kept`'s run, which came to `outcome`: the decision as kept, and the run.
+fn sign(receipts: Option<&Receipts>, rule: &Rule, kept: &HeldCall, outcome: Outcome) -> Option<String> {
+    let receipts = receipts?;
+    let decision = kept.decision.as_ref()?;
+    let receipt = Receipt {
+        jti: format!("run-{}", kept.id),
+        iss: receipts.issuer.clone(),
+        iat: epoch(SystemTime::now()),
+        rule: if rule.self_approval { "self" } else { "another-lead" }.to_owned(),
+        policy_version: receipts.policy_version.clone(),
+        tool: kept.tool.clone(),
+        approval: kept.id.to_string(),
+        arguments: approvals::Digest::of(&kept.arguments).ok()?,
+        shown: Some(kept.digest.to_string()),
+        requested_by: Some(kept.requester.to_string()),
+        decision: Decided {
+            verdict: Verdict::Approve.as_str().to_owned(),
+            by: decision.by.as_ref().map(ToString::to_string),
+            channel: decision.channel.clone().unwrap_or_else(|| "unknown".to_owned()),
+            auth_time: None,
+            at: epoch(decision.at),
+        },
+        outcome,
+    };
+    Some(receipts.keys.sign(&receipt))
+}
+
+fn epoch(at: SystemTime) -> i64 {
+    at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX))
+}
+
+fn store_failed(error: crate::held::HeldError) -> ErrorData {
+    tracing::error!(%error, "the held calls' store failed");
+    ErrorData::internal_error(format!("the gate's held calls could not be read or kept: {error}"), None)
+}
+
+fn time(at: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(at).to_string()
+}
+
+/// `words` as an error result (the call did not run, or its outcome is not known: a program
+/// that reads only whether a call failed must not take it for one that ran), with the held
+/// call's `_meta`.
+fn said(words: String, kept: &HeldCall, state: &str, extra: Value) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(words)]);
+    result.meta = Some(meta(kept, state, extra));
+    result
+}
+
+fn meta(kept: &HeldCall, state: &str, extra: Value) -> MetaObject {
+    let mut held = json!({
+        "approval": kept.id.as_str(),
+        "state": state,
+        "rule": kept.rule,
+        "tool": kept.tool,
+        "upstream": kept.upstream,
+        "digest": kept.digest.to_string(),
+        "deadline": time(kept.deadline),
+        "held_at": time(kept.held_at),
+    });
+    if let (Value::Object(held), Value::Object(extra)) = (&mut held, extra) {
+        held.extend(extra);
+    }
+    let mut meta = MetaObject::default();
+    meta.insert(HELD_META.to_owned(), held);
+    meta
+}
+
+/// Who decides a rule's calls, in words.
+pub fn decider_in_words(decider: &Decider) -> String {
+    match decider {
+        Decider::Scope(scope) => format!("a person whose token carries the scope {scope}"),
+        Decider::Role(role) => format!("a person with the role {role}"),
+        Decider::Group(group) => format!("a member of the group {group}"),
+    }
+}
+
+/// A call that waits: it has not run, which approval holds it, who decides it where and by
+/// when, and that the same call asked again finds it.
+fn waiting(call: &Call<'_>, held: Held<'_>, kept: &HeldCall, first: bool) -> CallToolResult {
+    let rule = held.rule;
+    let why = match (&rule.when, held.evaluated) {
+        (Some(when), true) => format!(", as {when} holds for these arguments"),
+        (Some(when), false) => format!(", as {when} could not be evaluated for these arguments"),
+        (None, _) => String::new(),
+    };
+    let channels: Vec<&str> = rule
+        .channels
+        .iter()
+        .map(|channel| match channel {
+            Channel::Host => "in the call itself, when its requester may decide it",
+            Channel::Review => "at their own host, with the gate's review_approvals tool",
+            Channel::Page => "on the approval page",
+            Channel::Webhook => "through the link the webhook announces",
+        })
+        .collect();
+    let state = if first { "is held" } else { "still waits" };
+    tracing::info!(
+        upstream = call.upstream, tool = call.tool, rule = %rule.name, approval = %kept.id, first,
+        "a call is held"
+    );
+    let words = format!(
+        "{tool} has not run: it {state} for a person's decision (approval {id}, by the gate's rule \"{name}\"{why}). \
+         It is decided by {decider}, {channels}, by {deadline}; undecided by then, it does not run. Call {tool} \
+         again with the same arguments for its outcome: the same call finds this approval, and is not asked for twice.",
+        tool = call.tool,
+        id = kept.id,
+        name = rule.name,
+        decider = decider_in_words(&rule.decided_by),
+        channels = channels.join(" or "),
+        deadline = time(kept.deadline),
+    );
+    said(words, kept, "waiting", Value::Null)
+}
+
+/// A call that was declined: it did not run, and will not.
+fn declined(kept: &HeldCall) -> CallToolResult {
+    let decision = kept.decision.as_ref();
+    let by = decision.and_then(|decision| decision.by.as_ref()).map_or("a person".to_owned(), ToString::to_string);
+    let at = decision.map_or_else(String::new, |decision| format!(" at {}", time(decision.at)));
+    let words = format!(
+        "{tool} did not run and will not: {by} declined it{at} (approval {id}). Asked again with the same arguments \
+         before {deadline}, it is still declined; after that, it is held anew.",
+        tool = kept.tool,
+        id = kept.id,
+        deadline = time(kept.deadline),
+    );
+    said(words, kept, "declined", json!({"decided_by": by}))
+}
+
+/// What came of an approved call's run, as kept: its result given again, or its state.
+fn ran(kept: &HeldCall) -> CallToolResult {
+    let receipt = |receipt: &Option<String>| json!({"receipt": receipt});
+    match &kept.run {
+        Some(Run::Ran { result: Some(result), receipt: signed, .. }) => {
+            match serde_json::from_value::<CallToolResult>(result.clone()) {
+                Ok(mut result) => {
+                    // The upstream's result, kept: marked so a program can tell it was given
+                    // again, not run again.
+                    let mut marks = result.meta.take().unwrap_or_default();
+                    marks.extend(meta(kept, "ran", receipt(signed)));
+                    result.meta = Some(marks);
+                    result
+                }
+                Err(error) => said(
+                    format!("{} ran, and its kept result does not read back: {error}", kept.tool),
+                    kept,
+                    "ran",
+                    receipt(signed),
+                ),
+            }
+        }
+        Some(Run::Ran { result: None, digest, at, receipt: signed }) => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
+                "{tool} ran at {at} (approval {id}); its result was larger than the gate keeps, so only its digest is \
+                 kept: {digest}. It is not run again.",
+                tool = kept.tool,
+                at = time(*at),
+                id = kept.id,
+            ))]);
+            result.meta = Some(meta(kept, "ran", receipt(signed)));
+            result
+        }
+        Some(Run::Running { since }) => said(
+            format!(
+                "{tool} was approved and is running now (since {since}, approval {id}). Call it again with the same \
+                 arguments for its outcome; it is not run twice.",
+                tool = kept.tool,
+                since = time(*since),
+                id = kept.id,
+            ),
+            kept,
+            "running",
+            Value::Null,
+        ),
+        Some(Run::Unknown { since, receipt: signed }) => said(
+            format!(
+                "{tool} was approved and sent to {upstream} at {since} (approval {id}), and its answer was lost: it \
+                 may or may not have happened. The gate does not send it again; check {upstream} before asking for it \
+                 anew.",
+                tool = kept.tool,
+                upstream = kept.upstream,
+                since = time(*since),
+                id = kept.id,
+            ),
+            kept,
+            "unknown",
+            receipt(signed),
+        ),
+        None => said(
+            format!("{} is approved and has not run (approval {}); call it again to run it.", kept.tool, kept.id),
+            kept,
+            "approved",
+            Value::Null,
+        ),
+    }
+}
