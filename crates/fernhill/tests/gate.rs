@@ -319,3 +319,44 @@ async fn a_declined_call_never_runs_and_its_requester_is_told_who_declined_it() 
     alice.close().await.unwrap();
     lee.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_requester_whose_rule_lets_them_decide_their_own_call_is_asked_in_the_call_and_yes_runs_it_once() {
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy_before_the_shop(
+        dir.path(),
+        &api,
+        "[people]\nalice = { roles = [\"support-lead\"] }\n\n[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\n\
+         decided_by = { role = \"support-lead\" }\nself_approval = true\nchannels = [\"host\"]\ndeadline = \"1h\"\n",
+    );
+    for (era, lifecycle, order, run) in
+        [("2026-07-28", modern(), "O-1021", true), ("2025-11-25", legacy(), "O-3310", false)]
+    {
+        let person = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": run})));
+        let alice = gate_for(&policy, &api, "alice", person.clone(), lifecycle).await;
+        let quote_id = support::quote(&alice, order).await;
+        let answered = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+        let question = mrtr::client::scripted::message_of(&person.asked()[0]).to_owned();
+        assert!(
+            question.contains("asks to run issue_refund on shop") && question.contains(&quote_id),
+            "{era}: {question}"
+        );
+        if run {
+            assert_ne!(answered.is_error, Some(true), "{era}: {answered:?}");
+            let refund = support::field(&answered, "refund_id");
+            assert_eq!(support::status(&api, refund).await, shop_api::RefundStatus::Requested, "{era}");
+        } else {
+            assert!(
+                mrtr::client::text(&answered).contains("did not run and will not: host user alice declined it"),
+                "{era}: {answered:?}"
+            );
+        }
+        // Asked again: the outcome, and no second question.
+        let again = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+        assert_eq!(person.asked().len(), 1, "{era}");
+        assert_eq!(held_meta(&again)["state"], if run { "ran" } else { "declined" }, "{era}");
+        alice.close().await.unwrap();
+    }
+    assert_eq!(support::shop(&api).refunds().await.unwrap().len(), 1, "the one approved ran once");
+}

@@ -25,8 +25,11 @@
 //! - [`approval`]: a rule's held calls as the approvals engine decides them (a `Subject`);
 //! - [`person`]: who a person is to the gate, and what they hold (over stdio, the policy's
 //!   `[people]` says);
+//! - [`deciding`]: a held call decided through its rule's approvals engine, wherever the
+//!   answer comes from, and the one question every decider is asked;
 //! - [`review`]: `review_approvals`, where a person who may decide held calls decides them
 //!   from their own host;
+//! - [`own_call`]: a requester whose rule lets them decide their own call, asked in the call;
 //! - [`outcome`]: what a held call's requester is told, and an approved call run once, its
 //!   result kept and its run's receipt signed;
 //! - [`keys`]: the operator's secrets, sealing the gate's rounds and signing receipts;
@@ -41,10 +44,12 @@ pub mod approval;
 pub mod call;
 pub mod condition;
 pub mod connection;
+pub mod deciding;
 pub mod held;
 pub mod inventory;
 pub mod keys;
 pub mod outcome;
+pub mod own_call;
 pub mod person;
 pub mod policy;
 pub mod relay;

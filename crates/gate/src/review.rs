@@ -8,12 +8,10 @@
 //! rule: claimed once, a decline standing, bound to the call they were shown. Approved, the
 //! call runs once, at its requester's next call of it.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::sync::Arc;
 
-use approvals::{
-    Acted, Answered, Approvals, Refused, State, Verdict, engine::Counted, rules::SelfApproval, trail::NoTrail,
-};
-use mrtr::{Outcome, ask::Asking, form::FormSchema};
+use approvals::{Acted, Answered};
+use mrtr::{Outcome, ask::Asking};
 use rmcp::{
     ErrorData,
     handler::server::{router::tool::ToolRouter, tool::ToolCallContext, wrapper::Parameters},
@@ -25,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    approval::RuleApprovals,
-    held::{HeldCall, HeldCalls, HeldError, HeldId, Standing},
+    deciding::{DECIDE, Deciding, RunForm, question},
+    held::{HeldCall, HeldCalls, HeldId, Standing},
     outcome::decider_in_words,
     person::Person,
     policy::Policy,
@@ -35,18 +33,6 @@ use crate::{
 
 /// The tool's name.
 pub const REVIEW: &str = "review_approvals";
-/// The question's key.
-const DECIDE: &str = "decide";
-
-/// The metrics the gate's decisions are counted under.
-const COUNTED: Counted = Counted {
-    approvals: "fernhill_gate_approvals_total",
-    declines: "fernhill_gate_declines_total",
-    dismissals: "fernhill_gate_dismissals_total",
-    once_only_failures: "fernhill_gate_once_only_failures_total",
-    write_retries: "fernhill_gate_decision_retries_total",
-};
-
 /// The tool's arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReviewApprovals {
@@ -56,14 +42,6 @@ pub struct ReviewApprovals {
     #[schemars(title = "Approval", with = "String", regex(pattern = r"^H-[0-9a-f]{16}$"))]
     #[serde(default)]
     pub approval: Option<String>,
-}
-
-/// The question a decider answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct RunForm {
-    /// Yes lets the call run once, at its requester's next call of it; no declines it.
-    #[schemars(title = "Let this call run")]
-    pub run: bool,
 }
 
 /// A held call waiting for this person's decision, as the list shows it.
@@ -84,48 +62,24 @@ pub struct Review {
     policy: Arc<Policy>,
     held: Arc<HeldCalls>,
     person: Person,
-    engines: BTreeMap<String, Approvals<RuleApprovals>>,
-    form: FormSchema<RunForm>,
+    deciding: Arc<Deciding>,
     router: ToolRouter<Review>,
 }
 
 impl Review {
-    /// The tool for `person`, if they may decide any of `policy`'s calls from their own host:
-    /// an approvals engine for each rule, over `held`, signing receipts with `keys` where
-    /// given; its claims and declines kept in this process.
+    /// The tool for `person`, if they may decide any of `policy`'s calls from their own host,
+    /// deciding through `deciding`.
     pub fn of(
         policy: &Arc<Policy>,
         held: &Arc<HeldCalls>,
         person: &Person,
-        keys: Option<&Arc<approvals::ReceiptKeys>>,
+        deciding: &Arc<Deciding>,
     ) -> Option<Review> {
-        if !reviews(policy, person) {
-            return None;
-        }
-        let records: Arc<dyn records::Records> = Arc::new(records::InMemory::new());
-        let engines = policy
-            .rules
-            .iter()
-            .map(|rule| {
-                let subject = RuleApprovals::new(held.clone(), &rule.name, rule.self_approval);
-                let own = if rule.self_approval { SelfApproval::Allowed } else { SelfApproval::Forbidden };
-                let mut engine = Approvals::new(subject, records.clone(), "gate", COUNTED)
-                    .naming_ids("approval")
-                    .deciding(own, false)
-                    .with_clock(held.clock().clone());
-                if let Some(keys) = keys {
-                    engine = engine.signing(receipts(policy, keys));
-                }
-                (rule.name.clone(), engine)
-            })
-            .collect();
-        let form = FormSchema::of().expect("RunForm is a flat form of one boolean");
-        Some(Review {
+        reviews(policy, person).then(|| Review {
             policy: policy.clone(),
             held: held.clone(),
             person: person.clone(),
-            engines,
-            form,
+            deciding: deciding.clone(),
             router: Review::review_router(),
         })
     }
@@ -142,15 +96,6 @@ impl Review {
         context: rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.router.call(ToolCallContext::new(self, params, context)).await
-    }
-}
-
-/// What every receipt of `policy`'s decisions says of who signs and under which rules.
-pub fn receipts(policy: &Policy, keys: &Arc<approvals::ReceiptKeys>) -> approvals::Receipts {
-    approvals::Receipts {
-        keys: keys.clone(),
-        issuer: "fernhill-gate".to_owned(),
-        policy_version: policy.version.clone(),
     }
 }
 
@@ -302,7 +247,7 @@ impl Review {
         let seen = kept.digest.to_string();
         let mut asking = asking.expecting(&format!("{id} {seen}"));
         let question = question(&kept, rule);
-        match asking.form(DECIDE, &self.form, &question).await {
+        match asking.form(DECIDE, self.deciding.form(), &question).await {
             Ok(Some(said)) => {
                 let answered = Answered::to_the_question_of(&asking, approvals::Channel::Review).having_seen(seen);
                 Ok(self.act(&id, rule, said, &answered).await)
@@ -316,97 +261,30 @@ impl Review {
         }
     }
 
-    /// Act on this gate's person's answer `said` about `id`, held by `rule`.
+    /// Act on this gate's person's answer `said` about `id`, held by `rule`, and say what it did.
     async fn act(&self, id: &HeldId, rule: &Rule, said: Outcome<RunForm>, answered: &Answered) -> CallToolResponse {
-        let Some(engine) = self.engines.get(&rule.name) else {
-            return refused(format!("The rule \"{}\" has no approvals here.", rule.name));
-        };
-        let person = &self.person;
-        let verdict = match said {
-            Outcome::Accepted(RunForm { run: true }) => Verdict::Approve,
-            Outcome::Accepted(RunForm { run: false }) | Outcome::Declined => Verdict::Decline,
-            Outcome::Cancelled => Verdict::Dismiss,
-        };
-        let trail = NoTrail;
-        let decider = approvals::Decider {
-            name: Some(person.party.clone()),
-            entitled: person.holds.meets(&rule.decided_by),
-            trail: &trail,
-        };
-        let keep = |receipt: Option<&str>| {
-            if let Err(error) = self.held.keep_decision(id, approvals::Channel::Review.as_str(), receipt) {
-                tracing::warn!(approval = %id, %error, "the decision's receipt could not be kept");
-            }
-        };
-        match engine.act(id.as_str(), verdict, answered, &decider).await {
-            Ok(Acted::Approved(done)) => {
-                keep(done.receipt.as_deref());
-                tracing::info!(approval = %id, tool = %done.tool, decided_by = %person.party, "a held call is approved");
-                said_of(
-                    &done.record,
-                    format!(
-                        "Approved: {} runs once, on {}, when {} calls it again (approval {id}).",
-                        done.tool, done.upstream, done.requester
-                    ),
-                    done.receipt.as_deref(),
-                )
-            }
+        match self.deciding.act(id, rule, said, answered, &self.person).await {
+            Ok(Acted::Approved(done)) => said_of(
+                &done.record,
+                format!(
+                    "Approved: {} runs once, on {}, when {} calls it again (approval {id}).",
+                    done.tool, done.upstream, done.requester
+                ),
+                done.receipt.as_deref(),
+            ),
             Ok(Acted::ApprovedBefore(kept)) => said_of(&kept, format!("{id} was approved already."), None),
-            Ok(Acted::Declined(done)) => {
-                keep(done.receipt.as_deref());
-                tracing::info!(approval = %id, tool = %done.tool, decided_by = %person.party, "a held call is declined");
-                said_of(
-                    &done.record,
-                    format!("Declined: {} will not run (approval {id}); its requester is told so.", done.tool),
-                    done.receipt.as_deref(),
-                )
-            }
+            Ok(Acted::Declined(done)) => said_of(
+                &done.record,
+                format!("Declined: {} will not run (approval {id}); its requester is told so.", done.tool),
+                done.receipt.as_deref(),
+            ),
             Ok(Acted::Dismissed(kept)) => said_of(&kept, format!("Nothing was decided: {id} still waits."), None),
-            Err(why) => refused(refusal(id, why)),
+            Err(words) => refused(words),
         }
     }
-}
-
-/// What the decider is asked: who asked for what, and why it waits.
-fn question(kept: &HeldCall, rule: &Rule) -> String {
-    let arguments = serde_json::to_string_pretty(&kept.arguments).unwrap_or_else(|_| kept.arguments.to_string());
-    let why = rule.when.as_ref().map(|when| format!(", as {when} holds")).unwrap_or_default();
-    format!(
-        "{requester} asks to run {tool} on {upstream} with these arguments:\n{arguments}\nIt is held by the gate's rule \
-         \"{rule}\"{why} (approval {id}). Let it run once?",
-        requester = kept.requester,
-        tool = kept.tool,
-        upstream = kept.upstream,
-        rule = rule.name,
-        id = kept.id,
-    )
 }
 
 fn said_of(kept: &HeldCall, words: String, receipt: Option<&str>) -> CallToolResponse {
     let state = format!("{:?}", kept.standing).to_lowercase();
     said(words, json!({"approval": kept.id.as_str(), "state": state, "tool": kept.tool, "receipt": receipt}))
-}
-
-/// A decision the engine refused, in words.
-fn refusal(id: &HeldId, refused: Refused<HeldError>) -> String {
-    match refused {
-        Refused::NotDecider(why) => format!("{id} was not decided: {why}."),
-        Refused::PageOnly => format!("{id} is decided on the approval page only."),
-        Refused::Changed => format!("{id} is not the call you were shown any more; nothing was decided."),
-        Refused::Unreadable(error) | Refused::Subject(error) => format!("{id} could not be decided: {error}."),
-        Refused::Replay(State::Approved) | Refused::AlreadyApproved => format!("{id} was approved already."),
-        Refused::Replay(State::Declined) | Refused::DeclineStands { .. } => {
-            format!("{id} was declined, and a decline stands.")
-        }
-        Refused::Replay(State::Waiting) | Refused::InFlight => {
-            format!("This answer about {id} is being acted on already.")
-        }
-        Refused::DeclinesUnreadable | Refused::RecordUnavailable | Refused::Unrecorded => {
-            format!("{id} could not be decided now; nothing was done. Try again.")
-        }
-        Refused::NotWaiting | Refused::NotWaitingToDecline => format!("{id} is not waiting for a decision any more."),
-        Refused::NotYours(error) => format!("{id} was not decided: {error}."),
-        Refused::Unanswered(error) => format!("{id}'s decision was not recorded ({error}); nothing was done."),
-        Refused::DeclineNotCarriedOut => format!("{id} is declined; the decline is kept and stands."),
-    }
 }

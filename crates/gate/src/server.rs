@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use mrtr::ask::Asking;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -22,11 +23,13 @@ use serde_json::Value;
 use crate::{
     call::Call,
     connection::{Connection, NotConnected},
+    deciding::{self, Deciding},
     held::HeldCalls,
+    own_call::{self, Asked},
     person::Person,
     policy::Policy,
     relay::Host,
-    review::{self, REVIEW, Review},
+    review::{REVIEW, Review},
 };
 
 pub use crate::outcome::HELD_META;
@@ -43,6 +46,7 @@ struct Inner {
     host: Host,
     held: Arc<HeldCalls>,
     person: Person,
+    deciding: Arc<Deciding>,
     /// What signs receipts of runs (the engines sign those of decisions).
     receipts: Option<approvals::Receipts>,
     /// `review_approvals`, for a person who may decide.
@@ -67,9 +71,10 @@ impl Gate {
             connections.push(Connection::open(upstream, host.clone()).await?);
         }
         let (policy, held) = (Arc::new(policy), Arc::new(held));
-        let review = Review::of(&policy, &held, &person, keys.as_ref());
-        let receipts = keys.as_ref().map(|keys| review::receipts(&policy, keys));
-        let inner = Inner { policy, connections, host, held, person, receipts, review };
+        let deciding = Arc::new(Deciding::new(&policy, &held, keys.as_ref()));
+        let review = Review::of(&policy, &held, &person, &deciding);
+        let receipts = keys.as_ref().map(|keys| deciding::receipts(&policy, keys));
+        let inner = Inner { policy, connections, host, held, person, deciding, receipts, review };
         Ok(Gate { inner: Arc::new(inner) })
     }
 
@@ -114,10 +119,23 @@ impl Gate {
             self.inner.host.is(&context.peer);
         }
         if let Some(held) = self.inner.policy.held(&call) {
-            let holding = self.inner.held.hold(&self.inner.person.party, &call, held.rule).map_err(|error| {
+            let failed = |error: crate::held::HeldError| {
                 tracing::error!(%error, tool = call.tool, "a held call could not be kept");
                 ErrorData::internal_error(format!("the gate could not keep the held call: {error}"), None)
-            })?;
+            };
+            let mut holding = self.inner.held.hold(&self.inner.person.party, &call, held.rule).map_err(failed)?;
+            let person = &self.inner.person;
+            if own_call::may_ask(held.rule, person, &holding.call)
+                && let Some(asking) = Asking::of_call(&context, params.input_responses.clone())
+            {
+                match own_call::ask(&self.inner.deciding, &holding.call, held.rule, person, asking).await? {
+                    Asked::Round(round) => return Ok(round.into()),
+                    Asked::Decided => {
+                        holding.call = self.inner.held.get(&holding.call.id).map_err(failed)?.unwrap_or(holding.call);
+                    }
+                    Asked::Undecided => {}
+                }
+            }
             let receipts = self.inner.receipts.as_ref();
             let told = (&call, held, holding);
             return crate::outcome::told(&self.inner.held, receipts, connection, told, params).await.map(Into::into);

@@ -369,6 +369,15 @@ impl Asking {
         asking
     }
 
+    /// The `Asking` the boundary opened for a `tools/call` that its handler answers by hand
+    /// rather than through rmcp's tool router (a gate, which passes most calls on and asks of
+    /// a few): from the request's `context` and the retry's `responses`. `None` for a request
+    /// that did not come through [`Sealed`](crate::Sealed).
+    pub fn of_call(context: &RequestContext<RoleServer>, responses: Option<InputResponses>) -> Option<Self> {
+        let opened = context.extensions.get::<CallOpened>()?.clone();
+        Some(Self::for_call(opened, responses, context))
+    }
+
     /// The same call, whose state is the tool's own string `expected` alone, with no envelope:
     /// for a tool whose state must read as another SDK's tool writes it by hand. Answers count
     /// only when the state that came back is `expected`: an answer with no state, or with
