@@ -360,3 +360,56 @@ async fn a_requester_whose_rule_lets_them_decide_their_own_call_is_asked_in_the_
     }
     assert_eq!(support::shop(&api).refunds().await.unwrap().len(), 1, "the one approved ran once");
 }
+
+#[tokio::test]
+async fn a_host_that_declares_tasks_waits_on_a_task_that_completes_with_the_upstreams_own_result_once_approved() {
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = refunds_for_a_lead(dir.path(), &api);
+    let alice = gate_for(&policy, &api, "alice", ScriptedUser::unable_to_ask().declaring_tasks(), modern()).await;
+    let (lead, declines) = (
+        ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true}))),
+        ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": false}))),
+    );
+    let lee = gate_for(&policy, &api, "lee", lead, modern()).await;
+    let lee_at_2025 = gate_for(&policy, &api, "lee", declines, legacy()).await;
+    let mut tasks = Vec::new();
+    for order in ["O-1021", "O-3310"] {
+        let quote_id = support::quote(&alice, order).await;
+        let rmcp::model::CallToolResponse::Task(task) =
+            alice.call_tool_once(mrtr::client::params("issue_refund", json!({"quote_id": quote_id}))).await.unwrap()
+        else {
+            panic!("not a task")
+        };
+        let task = serde_json::to_value(&task).unwrap();
+        assert_eq!(task["status"], "working");
+        let message = task["statusMessage"].as_str().unwrap().to_owned();
+        let expected = format!(
+            "Waiting for a decision by a person with the role support-lead: issue_refund {{\"quote_id\":\"{quote_id}\"}} \
+             (approval H-"
+        );
+        assert!(message.starts_with(&expected), "{message}");
+        tasks.push((task["taskId"].as_str().unwrap().to_owned(), message));
+    }
+    let read = alice.peer().get_task(rmcp::model::GetTaskParams::new(tasks[0].0.clone())).await.unwrap();
+    assert_eq!(serde_json::to_value(&read).unwrap()["status"], "working", "undecided, it still works");
+    let approval = |message: &str| message.rsplit("(approval ").next().unwrap().trim_end_matches(").").to_owned();
+    let approved = lee.call_tool("review_approvals", json!({"approval": approval(&tasks[0].1)})).await.unwrap();
+    assert!(mrtr::client::text(&approved).starts_with("Approved"), "{approved:?}");
+    let declined = lee_at_2025.call_tool("review_approvals", json!({"approval": approval(&tasks[1].1)})).await.unwrap();
+    assert!(mrtr::client::text(&declined).starts_with("Declined"), "{declined:?}");
+    // Approved: the task completes with the shop's own result, the refund made once.
+    let done = support::task_ended(&alice, &tasks[0].0).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["structuredContent"]["status"], "requested", "{done}");
+    assert_eq!(support::shop(&api).refunds().await.unwrap().len(), 1);
+    // Declined: it completes as an error whose words say the tool did not run.
+    let done = support::task_ended(&alice, &tasks[1].0).await;
+    assert_eq!((&done["status"], &done["result"]["isError"]), (&json!("completed"), &json!(true)), "{done}");
+    let said = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(said.starts_with("issue_refund did not run and will not: host user lee declined it"), "{said}");
+    assert_eq!(support::shop(&api).refunds().await.unwrap().len(), 1, "the declined one never ran");
+    for client in [alice, lee, lee_at_2025] {
+        client.close().await.unwrap();
+    }
+}

@@ -11,6 +11,7 @@ use mrtr::{
     boundary::Sealed,
     request_state::{DEFAULT_TTL, StateSecurity},
     seal::{KeyRing, KeyRingError},
+    tasks::Tasks,
 };
 
 /// The secrets could not be used.
@@ -53,9 +54,10 @@ impl Keys {
         })
     }
 
-    /// `server` behind mrtr's boundary, its rounds' state sealed with these keys.
-    pub fn seal<S>(self, server: S) -> Sealed<S> {
+    /// `server` behind mrtr's boundary, its rounds' state sealed with these keys, serving
+    /// `tasks`.
+    pub fn seal<S>(self, server: S, tasks: Tasks) -> Sealed<S> {
         let security = StateSecurity::new(self.ring, DEFAULT_TTL, Some("fernhill-gate".to_owned()));
-        Sealed::new(server, Arc::new(security))
+        Sealed::new(server, Arc::new(security)).tasks(tasks)
     }
 }

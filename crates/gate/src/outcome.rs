@@ -44,17 +44,56 @@ pub async fn told(
     params: CallToolRequestParams,
 ) -> Result<CallToolResult, ErrorData> {
     let kept = holding.call;
+    if kept.standing == Standing::Waiting {
+        return Ok(waiting(call, held, &kept, holding.first));
+    }
+    let id = kept.id.clone();
+    match settled(calls, receipts, connection, held.rule, kept, params).await {
+        Some(told) => told,
+        // Running elsewhere: said as it stands.
+        None => calls
+            .get(&id)
+            .map_err(store_failed)?
+            .map(|kept| ran(&kept))
+            .ok_or_else(|| store_failed(crate::held::HeldError::Unknown(id.to_string()))),
+    }
+}
+
+/// What came of `kept`, held by `rule`, once it is no longer waiting: declined, expired, or
+/// approved and run, now (once, through `connection`, with `params`) or before. `None` while it
+/// waits for a decision or runs elsewhere.
+pub async fn settled(
+    calls: &HeldCalls,
+    receipts: Option<&Receipts>,
+    connection: &Connection,
+    rule: &Rule,
+    kept: HeldCall,
+    params: CallToolRequestParams,
+) -> Option<Result<CallToolResult, ErrorData>> {
     match kept.standing {
-        Standing::Waiting | Standing::Expired => Ok(waiting(call, held, &kept, holding.first)),
-        Standing::Declined => Ok(declined(&kept)),
-        Standing::Approved if kept.run.is_none() || matches!(kept.run, Some(Run::Running { .. })) => {
-            let repeatable = held.rule.lost_outcome == LostOutcome::Repeat;
-            match calls.start(&kept.id, RUN_LEASE, repeatable).map_err(store_failed)? {
-                Start::Yours(kept) => run(calls, receipts, connection, held.rule, kept, params).await,
-                Start::Not(kept) => Ok(ran(&kept)),
+        Standing::Waiting if kept.deadline <= calls.clock().now() => Some(Ok(expired(&kept))),
+        Standing::Waiting => None,
+        Standing::Expired => Some(Ok(expired(&kept))),
+        Standing::Declined => Some(Ok(declined(&kept))),
+        Standing::Approved => {
+            let kept = match &kept.run {
+                None | Some(Run::Running { .. }) => {
+                    let repeatable = rule.lost_outcome == LostOutcome::Repeat;
+                    match calls.start(&kept.id, RUN_LEASE, repeatable) {
+                        Ok(Start::Yours(kept)) => {
+                            return Some(run(calls, receipts, connection, rule, kept, params).await);
+                        }
+                        Ok(Start::Not(kept)) => kept,
+                        Err(error) => return Some(Err(store_failed(error))),
+                    }
+                }
+                Some(_) => kept,
+            };
+            match kept.run {
+                Some(Run::Running { .. }) => None,
+                _ => Some(Ok(ran(&kept))),
             }
         }
-        Standing::Approved => Ok(ran(&kept)),
     }
 }
 
@@ -218,6 +257,18 @@ fn waiting(call: &Call<'_>, held: Held<'_>, kept: &HeldCall, first: bool) -> Cal
         deadline = time(kept.deadline),
     );
     said(words, kept, "waiting", Value::Null)
+}
+
+/// A call nobody decided by its deadline: it did not run.
+fn expired(kept: &HeldCall) -> CallToolResult {
+    let words = format!(
+        "{tool} did not run: nobody decided it by its deadline, {deadline} (approval {id}). Call it again to have it \
+         held anew.",
+        tool = kept.tool,
+        deadline = time(kept.deadline),
+        id = kept.id,
+    );
+    said(words, kept, "expired", Value::Null)
 }
 
 /// A call that was declined: it did not run, and will not.

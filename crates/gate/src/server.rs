@@ -3,13 +3,22 @@
 //! until a person decides it ([`crate::held`]), and then runs once at its requester's next call
 //! ([`crate::outcome`]); those who decide get `review_approvals` ([`crate::review`]).
 //!
+//! To a host that declares the Tasks extension on its call, a held call that waits becomes a
+//! task that stays `working`, saying whose decision it waits for (SEP-2848's requestable
+//! denial); each `tasks/get` looks at the held call, and the task completes with the upstream's
+//! own result once the call is approved and has run (once), or as an error whose words say it
+//! did not run, declined or past its deadline.
+//!
 //! Served behind mrtr's boundary (`mrtr::Sealed`), which seals every `requestState` going out:
 //! the gate's own questions' and, wrapped, an upstream's, which the boundary opens on the retry
 //! and the gate hands back to the upstream as it was.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
-use mrtr::ask::Asking;
+use mrtr::{
+    ask::Asking,
+    tasks::{InMemoryTasks, Resuming, Step, TaskRecord, TaskTimes, TaskWork, Tasking, Tasks},
+};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -24,12 +33,14 @@ use crate::{
     call::Call,
     connection::{Connection, NotConnected},
     deciding::{self, Deciding},
-    held::HeldCalls,
+    held::{HeldCall, HeldCalls, HeldId, Standing},
+    outcome::decider_in_words,
     own_call::{self, Asked},
     person::Person,
     policy::Policy,
     relay::Host,
     review::{REVIEW, Review},
+    rule::Rule,
 };
 
 pub use crate::outcome::HELD_META;
@@ -136,6 +147,11 @@ impl Gate {
                     Asked::Undecided => {}
                 }
             }
+            if holding.call.standing == Standing::Waiting
+                && let Some(tasking) = mrtr::tasks::tasking(&context).filter(|tasking| tasking.declared())
+            {
+                return self.wait_as_task(tasking, &holding.call, held.rule).await;
+            }
             let receipts = self.inner.receipts.as_ref();
             let told = (&call, held, holding);
             return crate::outcome::told(&self.inner.held, receipts, connection, told, params).await.map(Into::into);
@@ -147,6 +163,86 @@ impl Gate {
         } else {
             connection.call_with_rounds(params).await.map(CallToolResponse::Complete)
         }
+    }
+}
+
+impl Gate {
+    /// The tasks of this gate's held calls (kept in this process: a host that starts the gate
+    /// anew finds a held call's outcome by calling it again), each taken up by the gate.
+    pub fn tasks(&self) -> Tasks {
+        Tasks::new(Arc::new(InMemoryTasks::new(Duration::from_secs(3600))), TaskTimes::default())
+            .working(Arc::new(self.clone()))
+    }
+
+    /// `kept`, held by `rule`, as a task that stays `working` until it is decided and has run.
+    async fn wait_as_task(
+        &self,
+        tasking: Tasking,
+        kept: &HeldCall,
+        rule: &Rule,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut arguments = kept.arguments.to_string();
+        if arguments.len() > 160 {
+            let cut = (0..=157).rev().find(|at| arguments.is_char_boundary(*at)).unwrap_or(0);
+            arguments.truncate(cut);
+            arguments.push_str("...");
+        }
+        let message = format!(
+            "Waiting for a decision by {}: {} {arguments} (approval {}).",
+            decider_in_words(&rule.decided_by),
+            kept.tool,
+            kept.id
+        );
+        let deadline = humantime::format_rfc3339_seconds(kept.deadline);
+        let cancelled = format!(
+            "Cancelled; {} stays held (approval {}) until a person decides it or its deadline passes ({deadline}): \
+             calling it again with the same arguments returns its outcome.",
+            kept.tool, kept.id
+        );
+        // Past the deadline by an hour: the task ends saying the call expired, not that it did.
+        let left = kept.deadline.duration_since(self.inner.held.clock().now()).unwrap_or_default();
+        tracing::info!(approval = %kept.id, tool = %kept.tool, "a held call waits as a task");
+        tasking
+            .saying(message)
+            .saying_if_cancelled(cancelled)
+            .living_at_least(left + Duration::from_secs(3600))
+            .wait(kept.id.to_string())
+            .await
+    }
+
+    /// A held call's task, looked at: done once it was decided and, approved, has run.
+    async fn look(&self, task: &TaskRecord) -> Step {
+        let kept = task.resume.as_deref().and_then(|id| HeldId::parse(id).ok()).map(|id| self.inner.held.get(&id));
+        let kept = match kept {
+            Some(Ok(Some(kept))) => kept,
+            Some(Err(error)) => {
+                tracing::warn!(task = %task.id, %error, "the held calls could not be read; the task is looked at again");
+                return Step::Later;
+            }
+            Some(Ok(None)) | None => {
+                return Step::Done(Err(ErrorData::internal_error("this task names no held call", None)));
+            }
+        };
+        let rule = self.inner.policy.rules.iter().find(|rule| rule.name == kept.rule);
+        let connection = self.inner.connections.iter().find(|connection| connection.name() == kept.upstream);
+        let (Some(rule), Some(connection)) = (rule, connection) else {
+            let words = format!("held call {} is for a rule or an upstream this gate's policy does not have", kept.id);
+            return Step::Done(Err(ErrorData::internal_error(words, None)));
+        };
+        let params = CallToolRequestParams::new(kept.tool.clone())
+            .with_arguments(kept.arguments.as_object().cloned().unwrap_or_default());
+        let receipts = self.inner.receipts.as_ref();
+        match crate::outcome::settled(&self.inner.held, receipts, connection, rule, kept, params).await {
+            Some(done) => Step::Done(done),
+            None => Step::Later,
+        }
+    }
+}
+
+/// What takes up the gate's tasks: each a held call waiting, looked at on each `tasks/get`.
+impl TaskWork for Gate {
+    fn resume<'a>(&'a self, task: &'a TaskRecord, _: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a> {
+        Box::pin(self.look(task))
     }
 }
 

@@ -45,7 +45,7 @@ pub async fn run(path: &Path, held_calls: &Path, host_user: &str, keys: Option<&
             return ExitCode::FAILURE;
         }
     };
-    let served = mcp_serve::stdio::serve(keys.seal(gate.clone())).await;
+    let served = mcp_serve::stdio::serve(keys.seal(gate.clone(), gate.tasks())).await;
     gate.close().await;
     match served {
         Ok(()) => ExitCode::SUCCESS,
