@@ -413,3 +413,54 @@ async fn a_host_that_declares_tasks_waits_on_a_task_that_completes_with_the_upst
         client.close().await.unwrap();
     }
 }
+
+/// A client of the gate over Streamable HTTP, bearing `token`.
+async fn over_http(url: &str, token: &str, user: ScriptedUser) -> Client<ScriptedUser> {
+    use rmcp::transport::{StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig};
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    Client::connect(user, StreamableHttpClientTransport::from_config(config)).await.unwrap()
+}
+
+#[tokio::test]
+async fn over_http_each_token_names_its_person_who_asks_or_decides_by_the_scopes_it_carries() {
+    let api = start_api().await;
+    let issuer = support::issuer::Issuer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy_before_the_shop(
+        dir.path(),
+        &api,
+        "[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\ndecided_by = { scope = \"approvals:decide\" }\n\
+         deadline = \"1h\"\n",
+    );
+    let mut command = tokio::process::Command::new(fernhill_gate());
+    command
+        .arg("serve")
+        .arg(&policy)
+        .args(["--http", "127.0.0.1:0", "--auth-issuer", &issuer.url])
+        .env("SHOP_API_TOKEN", api.token.as_deref().unwrap_or_default());
+    let (_gate, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let token = |who: &str, scope: &str| issuer.sign(&issuer.claims(who, scope, &url));
+    let agent = over_http(&url, &token("agent-7", "tools"), ScriptedUser::unable_to_ask()).await;
+    let lead = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
+    let dana = over_http(&url, &token("dana", "approvals:decide"), lead.clone()).await;
+    // Only the person whose token carries the deciding scope is shown review_approvals.
+    assert!(!tool_names(&agent).await.contains(&"review_approvals".to_owned()));
+    assert_eq!(tool_names(&dana).await[0], "review_approvals");
+    let quote_id = support::quote(&agent, "O-1021").await;
+    let issue = || agent.call_tool("issue_refund", json!({"quote_id": quote_id}));
+    let held = issue().await.unwrap();
+    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
+    let listed = dana.call_tool("review_approvals", json!({})).await.unwrap();
+    let waiting = &listed.structured_content.as_ref().unwrap()["waiting"][0];
+    assert_eq!(waiting["requested_by"], format!("{} agent-7", issuer.url), "the requester as its token names it");
+    let approved = dana.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert!(mrtr::client::text(&approved).starts_with("Approved"), "{approved:?}");
+    // The agent's call to review_approvals is refused as a tool it does not have.
+    let refused = agent.peer().call_tool(mrtr::client::params("review_approvals", json!({}))).await;
+    assert!(refused.is_err(), "{refused:?}");
+    let ran = issue().await.unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    assert_eq!(support::shop(&api).refunds().await.unwrap().len(), 1);
+    agent.close().await.unwrap();
+    dana.close().await.unwrap();
+}

@@ -32,6 +32,7 @@
 //! - [`own_call`]: a requester whose rule lets them decide their own call, asked in the call;
 //! - [`outcome`]: what a held call's requester is told, and an approved call run once, its
 //!   result kept and its run's receipt signed;
+//! - [`scopes`]: the scopes the gate names over HTTP (a call needs a valid token alone);
 //! - [`keys`]: the operator's secrets, sealing the gate's rounds and signing receipts;
 //! - [`relay`]: what an upstream says to the gate (its questions, its list changes), relayed
 //!   to the host behind it.
@@ -55,6 +56,7 @@ pub mod policy;
 pub mod relay;
 pub mod review;
 pub mod rule;
+pub mod scopes;
 pub mod server;
 pub mod tool_name;
 

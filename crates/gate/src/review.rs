@@ -14,7 +14,7 @@ use approvals::{Acted, Answered};
 use mrtr::{Outcome, ask::Asking};
 use rmcp::{
     ErrorData,
-    handler::server::{router::tool::ToolRouter, tool::ToolCallContext, wrapper::Parameters},
+    handler::server::{common::Extension, router::tool::ToolRouter, tool::ToolCallContext, wrapper::Parameters},
     model::{CallToolResponse, CallToolResult, ContentBlock},
     tool, tool_router,
 };
@@ -57,45 +57,44 @@ struct WaitingCall {
     deadline: String,
 }
 
-/// `review_approvals` for one person: each rule's approvals engine, the held calls, the question.
+/// `review_approvals`: the held calls, deciding them, and the tool. Its caller is the
+/// [`Person`] the server put in the request's extensions ([`Review::call`]).
 pub struct Review {
     policy: Arc<Policy>,
     held: Arc<HeldCalls>,
-    person: Person,
     deciding: Arc<Deciding>,
     router: ToolRouter<Review>,
 }
 
 impl Review {
-    /// The tool for `person`, if they may decide any of `policy`'s calls from their own host,
-    /// deciding through `deciding`.
-    pub fn of(
-        policy: &Arc<Policy>,
-        held: &Arc<HeldCalls>,
-        person: &Person,
-        deciding: &Arc<Deciding>,
-    ) -> Option<Review> {
-        reviews(policy, person).then(|| Review {
+    /// The tool over `policy`'s calls kept in `held`, deciding through `deciding`.
+    pub fn new(policy: &Arc<Policy>, held: &Arc<HeldCalls>, deciding: &Arc<Deciding>) -> Review {
+        Review {
             policy: policy.clone(),
             held: held.clone(),
-            person: person.clone(),
             deciding: deciding.clone(),
             router: Review::review_router(),
-        })
+        }
     }
 
-    /// The tool, as `tools/list` shows it.
-    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
-        self.router.list_all()
+    /// The tool, as `tools/list` shows it to `person`: to one who may decide some calls from
+    /// their own host, and to nobody else.
+    pub fn tools(&self, person: &Person) -> Vec<rmcp::model::Tool> {
+        if reviews(&self.policy, person) { self.router.list_all() } else { Vec::new() }
     }
 
-    /// Answer a call of the tool.
+    /// Answer `person`'s call of the tool; `None` for one who may not see it.
     pub async fn call(
         &self,
+        person: Person,
         params: rmcp::model::CallToolRequestParams,
-        context: rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.router.call(ToolCallContext::new(self, params, context)).await
+        mut context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Option<Result<CallToolResponse, ErrorData>> {
+        if !reviews(&self.policy, &person) {
+            return None;
+        }
+        context.extensions.insert(person);
+        Some(self.router.call(ToolCallContext::new(self, params, context)).await)
     }
 }
 
@@ -134,19 +133,19 @@ impl Review {
     pub async fn review_approvals(
         &self,
         Parameters(args): Parameters<ReviewApprovals>,
+        Extension(person): Extension<Person>,
         asking: Asking,
     ) -> Result<CallToolResponse, ErrorData> {
         match args.approval.as_deref() {
-            None => Ok(self.waiting_for_person()),
-            Some(approval) => self.review(approval, asking).await,
+            None => Ok(self.waiting_for(&person)),
+            Some(approval) => self.review(approval, &person, asking).await,
         }
     }
 }
 
 impl Review {
-    /// The held calls this gate's person may decide, oldest first.
-    fn waiting_for_person(&self) -> CallToolResponse {
-        let person = &self.person;
+    /// The held calls `person` may decide, oldest first.
+    fn waiting_for(&self, person: &Person) -> CallToolResponse {
         let mut waiting = Vec::new();
         for rule in self.policy.rules.iter().filter(|rule| rule.channels.contains(&Channel::Review)) {
             if !person.holds.meets(&rule.decided_by) {
@@ -199,8 +198,8 @@ impl Review {
         said(words, json!({"waiting": waiting}))
     }
 
-    /// Ask this gate's person about `approval`, or act on their answer.
-    async fn review(&self, approval: &str, asking: Asking) -> Result<CallToolResponse, ErrorData> {
+    /// Ask `person` about `approval`, or act on their answer.
+    async fn review(&self, approval: &str, person: &Person, asking: Asking) -> Result<CallToolResponse, ErrorData> {
         let Ok(id) = HeldId::parse(approval) else {
             return Ok(refused(format!("{approval:?} is not an approval's ID: H- and 16 lowercase hex digits.")));
         };
@@ -216,7 +215,6 @@ impl Review {
                 kept.rule
             )));
         };
-        let person = &self.person;
         if !rule.channels.contains(&Channel::Review) {
             return Ok(refused(format!(
                 "{id} is not decided here: the rule \"{}\" takes decisions on the approval page or through the \
@@ -250,7 +248,7 @@ impl Review {
         match asking.form(DECIDE, self.deciding.form(), &question).await {
             Ok(Some(said)) => {
                 let answered = Answered::to_the_question_of(&asking, approvals::Channel::Review).having_seen(seen);
-                Ok(self.act(&id, rule, said, &answered).await)
+                Ok(self.act(&id, rule, said, &answered, person).await)
             }
             Ok(None) => Ok(asking.input_required().into()),
             Err(mrtr::ask::AskError::Protocol(error)) => Err(error),
@@ -261,9 +259,16 @@ impl Review {
         }
     }
 
-    /// Act on this gate's person's answer `said` about `id`, held by `rule`, and say what it did.
-    async fn act(&self, id: &HeldId, rule: &Rule, said: Outcome<RunForm>, answered: &Answered) -> CallToolResponse {
-        match self.deciding.act(id, rule, said, answered, &self.person).await {
+    /// Act on `person`'s answer `said` about `id`, held by `rule`, and say what it did.
+    async fn act(
+        &self,
+        id: &HeldId,
+        rule: &Rule,
+        said: Outcome<RunForm>,
+        answered: &Answered,
+        person: &Person,
+    ) -> CallToolResponse {
+        match self.deciding.act(id, rule, said, answered, person).await {
             Ok(Acted::Approved(done)) => said_of(
                 &done.record,
                 format!(

@@ -15,10 +15,12 @@
 
 use std::{sync::Arc, time::Duration};
 
+use caller::Party;
 use mrtr::{
     ask::Asking,
     tasks::{InMemoryTasks, Resuming, Step, TaskRecord, TaskTimes, TaskWork, Tasking, Tasks},
 };
+use oauth_resource::gate::Granted;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -56,24 +58,25 @@ struct Inner {
     connections: Vec<Connection>,
     host: Host,
     held: Arc<HeldCalls>,
-    person: Person,
+    /// Who a request's person is where no token names one: over stdio, the host's user.
+    host_user: Person,
     deciding: Arc<Deciding>,
     /// What signs receipts of runs (the engines sign those of decisions).
     receipts: Option<approvals::Receipts>,
     /// `review_approvals`, for a person who may decide.
-    review: Option<Review>,
+    review: Review,
 }
 
 impl Gate {
     /// Connect to every upstream of `policy`, in its order; the first that cannot be reached
     /// stops the gate (a gate that served some of its upstreams' tools would show a host a
-    /// different server than its operator checked). Held calls are kept in `held`, each asked
-    /// for by `person` (over stdio, the host's user), who also decides those their holdings let
-    /// them; receipts are signed with `keys`, where given.
+    /// different server than its operator checked). Held calls are kept in `held`; a request
+    /// no token names a person for is `host_user`'s (over stdio, every request); receipts are
+    /// signed with `keys`, where given.
     pub async fn open(
         policy: Policy,
         held: HeldCalls,
-        person: Person,
+        host_user: Person,
         keys: Option<Arc<approvals::ReceiptKeys>>,
     ) -> Result<Gate, NotConnected> {
         let host = Host::default();
@@ -83,9 +86,9 @@ impl Gate {
         }
         let (policy, held) = (Arc::new(policy), Arc::new(held));
         let deciding = Arc::new(Deciding::new(&policy, &held, keys.as_ref()));
-        let review = Review::of(&policy, &held, &person, &deciding);
+        let review = Review::new(&policy, &held, &deciding);
         let receipts = keys.as_ref().map(|keys| deciding::receipts(&policy, keys));
-        let inner = Inner { policy, connections, host, held, person, deciding, receipts, review };
+        let inner = Inner { policy, connections, host, held, host_user, deciding, receipts, review };
         Ok(Gate { inner: Arc::new(inner) })
     }
 
@@ -96,6 +99,19 @@ impl Gate {
                 connection.close().await;
             }
         }
+    }
+
+    /// Who sent the request `context` carries: over HTTP with authorization, the principal its
+    /// token names, holding the token's scopes and what `[people]` says of that principal;
+    /// otherwise the host's user.
+    fn person_of(&self, context: &RequestContext<RoleServer>) -> Person {
+        let Some(principal) = mrtr::boundary::principal(context) else { return self.inner.host_user.clone() };
+        let party = Party::Principal(principal);
+        let mut holds = self.inner.policy.holds_of(&party.to_string());
+        let granted =
+            context.extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Granted>());
+        holds.scopes.extend(granted.into_iter().flat_map(|granted| granted.0.iter().cloned()));
+        Person { party, holds }
     }
 
     /// The connection that serves the tool `name`, and the tool: the first upstream, in the
@@ -109,10 +125,11 @@ impl Gate {
         mut params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(review) = &self.inner.review
-            && params.name == REVIEW
+        let person = self.person_of(&context);
+        if params.name == REVIEW
+            && let Some(reviewed) = self.inner.review.call(person.clone(), params.clone(), context.clone()).await
         {
-            return review.call(params, context).await;
+            return reviewed;
         }
         let Some((connection, tool)) = self.route(&params.name) else {
             return Err(ErrorData::invalid_params(format!("no tool named {}", params.name), None));
@@ -134,8 +151,8 @@ impl Gate {
                 tracing::error!(%error, tool = call.tool, "a held call could not be kept");
                 ErrorData::internal_error(format!("the gate could not keep the held call: {error}"), None)
             };
-            let mut holding = self.inner.held.hold(&self.inner.person.party, &call, held.rule).map_err(failed)?;
-            let person = &self.inner.person;
+            let mut holding = self.inner.held.hold(&person.party, &call, held.rule).map_err(failed)?;
+            let person = &person;
             if own_call::may_ask(held.rule, person, &holding.call)
                 && let Some(asking) = Asking::of_call(&context, params.input_responses.clone())
             {
@@ -262,7 +279,7 @@ impl ServerHandler for Gate {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.inner.host.is(&context.peer);
-        let mut tools: Vec<Tool> = self.inner.review.as_ref().map(Review::tools).unwrap_or_default();
+        let mut tools: Vec<Tool> = self.inner.review.tools(&self.person_of(&context));
         for connection in &self.inner.connections {
             for tool in connection.tools().await {
                 if tools.iter().any(|listed| listed.name == tool.name) {

@@ -27,9 +27,16 @@ fn main() -> ExitCode {
         }
     };
     match command {
-        Command::Serve { policy, held_calls, host_user, keys, verbose } => {
+        Command::Serve { policy, held_calls, host_user, keys, http, verbose } => {
             let held_calls = held_calls.unwrap_or_else(|| policy.with_extension("held.sqlite"));
-            runtime.block_on(gate_serve::run(&policy, &held_calls, &host_user, keys.as_deref(), verbose))
+            let serving = gate_serve::Serving {
+                policy: &policy,
+                held_calls: &held_calls,
+                host_user: &host_user,
+                keys: keys.as_deref(),
+                http: &http,
+            };
+            runtime.block_on(gate_serve::run(serving, verbose))
         }
         Command::Check { policy, timeout } => runtime.block_on(gate_check::run(&policy, Duration::from_secs(timeout))),
     }

@@ -15,9 +15,10 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Serve the upstreams' tools over stdio, as a desktop host launches a server: calls no
-    /// rule holds pass on unchanged, both ways (the upstreams' questions and list changes
-    /// too); a call a rule holds does not reach its upstream. Logs go to stderr.
+    /// Serve the upstreams' tools over stdio, as a desktop host launches a server, or over
+    /// Streamable HTTP (--http ADDRESS): calls no rule holds pass on unchanged, both ways (the
+    /// upstreams' questions and list changes too); a call a rule holds waits for a person's
+    /// decision, then runs once. Logs go to stderr.
     Serve {
         /// The policy: [[upstream]] and [[rule]] tables in TOML.
         #[arg(value_name = "POLICY")]
@@ -37,6 +38,8 @@ pub enum Command {
         /// verifies every receipt; without, keys are made at start.
         #[arg(long, value_name = "SECRETS", env = "FERNHILL_GATE_KEYS", hide_env_values = true)]
         keys: Option<String>,
+        #[command(flatten)]
+        http: Box<mcp_serve::HttpConfig>,
         /// Log verbosity: -v for debug, -vv for trace (RUST_LOG overrides).
         #[arg(short, long, action = clap::ArgAction::Count)]
         verbose: u8,

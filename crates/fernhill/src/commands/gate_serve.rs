@@ -1,5 +1,6 @@
 //! `fernhill-gate serve POLICY`: the policy read and checked, the held calls' store opened,
-//! every upstream connected, and their tools served over stdio until the host closes stdin.
+//! every upstream connected, and their tools served over stdio until the host closes stdin, or
+//! over Streamable HTTP (`--http`) until SIGINT or SIGTERM.
 
 use std::{path::Path, process::ExitCode};
 
@@ -8,11 +9,25 @@ use mcp_serve::logging::{self, LogFormat, Verbosity};
 /// The gate's own crates, whose doings its log tells at info.
 const LOG_TARGETS: &[&str] = &["gate", "fernhill"];
 
-/// Serve the policy at `path` over stdio for the host's user `host_user`, keeping held calls in
-/// `held_calls`, logging at `verbose` on stderr; what to exit with (2 for a mistake in the
-/// policy or a user name that names nobody, 1 for a store or an upstream that could not be
-/// opened, or a session that failed).
-pub async fn run(path: &Path, held_calls: &Path, host_user: &str, keys: Option<&str>, verbose: u8) -> ExitCode {
+/// What `serve` was told.
+pub struct Serving<'a> {
+    /// The policy's file.
+    pub policy: &'a Path,
+    /// The held calls' store.
+    pub held_calls: &'a Path,
+    /// Who asks and decides where no token names a person (over stdio, always).
+    pub host_user: &'a str,
+    /// The keys' secrets, if given.
+    pub keys: Option<&'a str>,
+    /// Streamable HTTP, if it names an address.
+    pub http: &'a mcp_serve::HttpConfig,
+}
+
+/// Serve as `serving` says, logging at `verbose` on stderr; what to exit with (2 for a mistake
+/// in the policy, the keys or the address, or a user name that names nobody, 1 for a store or an
+/// upstream that could not be opened, or serving that failed).
+pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
+    let Serving { policy: path, held_calls, host_user, keys, http } = serving;
     logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
     let policy = match super::gate_check::read_policy(path) {
         Ok(policy) => policy,
@@ -37,6 +52,18 @@ pub async fn run(path: &Path, held_calls: &Path, host_user: &str, keys: Option<&
         }
     };
     let decides = gate::review::reviews(&policy, &person);
+    let policy_scopes = gate::scopes::GateScopes::of(&policy);
+    if let Some(listen) = http.listen
+        && http.auth_issuer.is_none()
+        && !listen.ip().is_loopback()
+        && !http.insecure_no_auth
+    {
+        eprintln!(
+            "fernhill-gate: --http {listen} is not loopback and names no --auth-issuer: every caller would be \
+             {host_user}; give an issuer, or --insecure-no-auth"
+        );
+        return ExitCode::from(2);
+    }
     tracing::info!(held_calls = %held_calls.display(), host_user, decides, keys = keys.configured, "held calls kept");
     let gate = match gate::Gate::open(policy, held, person, Some(keys.receipts.clone())).await {
         Ok(gate) => gate,
@@ -45,7 +72,11 @@ pub async fn run(path: &Path, held_calls: &Path, host_user: &str, keys: Option<&
             return ExitCode::FAILURE;
         }
     };
-    let served = mcp_serve::stdio::serve(keys.seal(gate.clone(), gate.tasks())).await;
+    let sealed = keys.seal(gate.clone(), gate.tasks());
+    let served = match http.listen {
+        None => mcp_serve::stdio::serve(sealed).await.map_err(|error| error.to_string()),
+        Some(_) => over_http(http, &policy_scopes, sealed).await,
+    };
     gate.close().await;
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -54,4 +85,32 @@ pub async fn run(path: &Path, held_calls: &Path, host_user: &str, keys: Option<&
             ExitCode::FAILURE
         }
     }
+}
+
+/// Serve `sealed` over Streamable HTTP as `http` says, with `scopes`, until SIGINT or SIGTERM;
+/// where it listens goes on stdout first.
+async fn over_http<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
+    http: &mcp_serve::HttpConfig,
+    scopes: &gate::scopes::GateScopes,
+    sealed: H,
+) -> Result<(), String> {
+    let metrics = mcp_serve::prometheus::install(&[]);
+    let bound = mcp_serve::Listening::bind(http).await.map_err(|error| error.to_string())?;
+    let gate = mcp_serve::gate(http, bound.address(), "Fernhill gate", Box::new(scopes.clone()))
+        .map_err(|error| error.to_string())?;
+    if let Some(gate) = &gate {
+        gate.start().await;
+    }
+    println!("{}", bound.url());
+    if let Some(admin) = bound.admin_url() {
+        println!("{admin}");
+    }
+    let lifecycle = mcp_serve::Lifecycle {
+        readiness: mcp_serve::readiness::Readiness::default(),
+        questions: None,
+        longest_wait: mrtr::request_state::DEFAULT_TTL,
+        shared_sessions: None,
+    };
+    let service = mcp_serve::router(http, bound.address(), sealed, gate, lifecycle, metrics);
+    mcp_serve::serve(bound, service, web_service::shutdown::signal()).await.map_err(|error| error.to_string())
 }
