@@ -414,11 +414,29 @@ async fn a_host_that_declares_tasks_waits_on_a_task_that_completes_with_the_upst
     }
 }
 
-/// A client of the gate over Streamable HTTP, bearing `token`.
-async fn over_http(url: &str, token: &str, user: ScriptedUser) -> Client<ScriptedUser> {
+/// A client of the gate over Streamable HTTP, bearing `token`, of the era `lifecycle` says.
+async fn over_http(url: &str, token: &str, user: ScriptedUser, lifecycle: ClientLifecycleMode) -> Client<ScriptedUser> {
     use rmcp::transport::{StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig};
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
-    Client::connect(user, StreamableHttpClientTransport::from_config(config)).await.unwrap()
+    Client::connect_with(user, StreamableHttpClientTransport::from_config(config), lifecycle).await.unwrap()
+}
+
+/// `fernhill-gate serve POLICY --http` in front of the shop, `rules` its policy's, tokens
+/// checked at `issuer`: the child, its URL and its log.
+async fn gate_over_http(
+    dir: &Path,
+    api: &shop_api::RunningApi,
+    issuer: &support::issuer::Issuer,
+    rules: &str,
+) -> (tokio::process::Child, String, support::Log) {
+    let policy = policy_before_the_shop(dir, api, rules);
+    let mut command = tokio::process::Command::new(fernhill_gate());
+    command
+        .arg("serve")
+        .arg(&policy)
+        .args(["--http", "127.0.0.1:0", "--auth-issuer", &issuer.url])
+        .env("SHOP_API_TOKEN", api.token.as_deref().unwrap_or_default());
+    support::spawn_printing_url_with_log(&mut command).await
 }
 
 #[tokio::test]
@@ -426,23 +444,13 @@ async fn over_http_each_token_names_its_person_who_asks_or_decides_by_the_scopes
     let api = start_api().await;
     let issuer = support::issuer::Issuer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let policy = policy_before_the_shop(
-        dir.path(),
-        &api,
-        "[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\ndecided_by = { scope = \"approvals:decide\" }\n\
-         deadline = \"1h\"\n",
-    );
-    let mut command = tokio::process::Command::new(fernhill_gate());
-    command
-        .arg("serve")
-        .arg(&policy)
-        .args(["--http", "127.0.0.1:0", "--auth-issuer", &issuer.url])
-        .env("SHOP_API_TOKEN", api.token.as_deref().unwrap_or_default());
-    let (_gate, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let rules = "[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\ndecided_by = { scope = \"approvals:decide\" }\n\
+                 deadline = \"1h\"\n";
+    let (_gate, url, _log) = gate_over_http(dir.path(), &api, &issuer, rules).await;
     let token = |who: &str, scope: &str| issuer.sign(&issuer.claims(who, scope, &url));
-    let agent = over_http(&url, &token("agent-7", "tools"), ScriptedUser::unable_to_ask()).await;
+    let agent = over_http(&url, &token("agent-7", "tools"), ScriptedUser::unable_to_ask(), modern()).await;
     let lead = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
-    let dana = over_http(&url, &token("dana", "approvals:decide"), lead.clone()).await;
+    let dana = over_http(&url, &token("dana", "approvals:decide"), lead.clone(), modern()).await;
     // Only the person whose token carries the deciding scope is shown review_approvals.
     assert!(!tool_names(&agent).await.contains(&"review_approvals".to_owned()));
     assert_eq!(tool_names(&dana).await[0], "review_approvals");
@@ -463,4 +471,27 @@ async fn over_http_each_token_names_its_person_who_asks_or_decides_by_the_scopes
     assert_eq!(support::shop(&api).refunds().await.unwrap().len(), 1);
     agent.close().await.unwrap();
     dana.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn over_http_a_round_the_upstream_asks_in_a_2025_hosts_call_goes_to_that_host_alone() {
+    let api = start_api().await;
+    let issuer = support::issuer::Issuer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let rules = "[[rule]]\nname = \"other orders\"\ntools = [\"issue_refund\"]\nwhen = 'args.quote_id == \"Q-none\"'\n\
+                 decided_by = { scope = \"refunds:write\" }\ndeadline = \"1h\"\n";
+    let (_gate, url, _log) = gate_over_http(dir.path(), &api, &issuer, rules).await;
+    let token = |who: &str| issuer.sign(&issuer.claims(who, "tools", &url));
+    let (alice_person, bob_person) =
+        (ScriptedUser::always(support::release()), ScriptedUser::always(support::release()));
+    let alice = over_http(&url, &token("alice"), alice_person.clone(), legacy()).await;
+    let bob = over_http(&url, &token("bob"), bob_person.clone(), legacy()).await;
+    let quote_id = support::quote(&alice, "O-2289").await;
+    // Bob's session spoke last before alice's call: the question is still alice's.
+    bob.peer().list_all_tools().await.unwrap();
+    let released = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    assert_ne!(released.is_error, Some(true), "{released:?}");
+    assert_eq!((alice_person.asked().len(), bob_person.asked().len()), (1, 0));
+    alice.close().await.unwrap();
+    bob.close().await.unwrap();
 }

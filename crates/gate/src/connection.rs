@@ -5,8 +5,9 @@ use std::{process::Stdio, sync::Mutex};
 
 use mrtr::client::{Client, ClientError, modern_or_legacy};
 use rmcp::{
-    ErrorData,
+    ErrorData, RoleServer,
     model::{CallToolRequestParams, CallToolResponse, CallToolResult, Tool},
+    service::Peer,
 };
 
 use crate::{
@@ -98,10 +99,17 @@ impl Connection {
         self.client.call_tool_once(params).await.map_err(|error| self.failed(error))
     }
 
-    /// Send `params` on and run the upstream's rounds here, each question relayed to the host
-    /// on its back-channel: for a 2025 host, which cannot carry rounds itself.
-    pub async fn call_with_rounds(&self, params: CallToolRequestParams) -> Result<CallToolResult, ErrorData> {
-        self.client.call_tool_rounds(params).await.map_err(|error| self.failed(error))
+    /// Send `params` on and run the upstream's rounds here, each question relayed to `host`
+    /// (the host whose call it is) on its back-channel: for a 2025 host, which cannot carry
+    /// rounds itself.
+    pub async fn call_with_rounds(
+        &self,
+        params: CallToolRequestParams,
+        host: &Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        crate::relay::asking(host.clone(), self.client.call_tool_rounds(params))
+            .await
+            .map_err(|error| self.failed(error))
     }
 
     /// Run an approved call: sent once, its rounds run here (their questions relayed to a 2025

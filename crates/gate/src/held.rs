@@ -119,6 +119,11 @@ pub enum Run {
         /// The receipt of the run, where one was made.
         receipt: Option<String>,
     },
+    /// It never ran: another call with the same effect ran, or was running, first.
+    Duplicate {
+        /// That call.
+        of: HeldId,
+    },
     /// It was sent and its answer lost: it may or may not have happened, and is never sent
     /// again (unless its rule says the tool is safe to repeat).
     Unknown {
@@ -161,6 +166,8 @@ pub struct HeldCall {
     pub decision: Option<Decision>,
     /// Its run, once approved and called for.
     pub run: Option<Run>,
+    /// Its effect in the world, where its rule names one.
+    pub effect: Option<String>,
 }
 
 /// What holding a call came to.
@@ -243,20 +250,25 @@ CREATE TABLE IF NOT EXISTS held_calls (
     decision_key TEXT,
     decision_channel TEXT,
     decision_receipt TEXT,
-    run TEXT CHECK (run IN ('running', 'ran', 'unknown')),
+    run TEXT CHECK (run IN ('running', 'ran', 'unknown', 'duplicate')),
     run_at INTEGER,
     result TEXT,
     result_digest TEXT,
-    run_receipt TEXT
+    run_receipt TEXT,
+    -- The call's effect in the world, by its rule: two calls with one effect never both run.
+    effect TEXT,
+    -- The call that had this one's effect first, for a call kept from running as a duplicate.
+    duplicate_of TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS one_open_per_call ON held_calls (requester, digest) WHERE open = 1;
 CREATE INDEX IF NOT EXISTS waiting_by_deadline ON held_calls (deadline) WHERE open = 1;
+CREATE INDEX IF NOT EXISTS by_effect ON held_calls (effect) WHERE effect IS NOT NULL;
 ";
 
 /// The columns [`read`] reads, in its order.
 const COLUMNS: &str = "id, requester, upstream, tool, arguments, digest, rule, standing, held_at, deadline, \
                        decided_by, decided_at, decision_key, decision_channel, decision_receipt, run, run_at, result, \
-                       result_digest, run_receipt";
+                       result_digest, run_receipt, effect, duplicate_of";
 
 /// The held calls.
 pub struct HeldCalls {
@@ -336,8 +348,9 @@ impl HeldCalls {
                     let deadline =
                         now.checked_add(rule.deadline).ok_or_else(|| HeldError::Deadline(rule.name.clone()))?;
                     transaction.execute(
-                        "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, held_at, deadline)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'waiting', ?8, ?9)",
+                        "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, held_at,
+                         deadline, effect)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'waiting', ?8, ?9, ?10)",
                         params![
                             id.as_str(),
                             requester_text,
@@ -347,7 +360,8 @@ impl HeldCalls {
                             digest.to_string(),
                             rule.name,
                             epoch(now),
-                            epoch(deadline)
+                            epoch(deadline),
+                            rule.effect_of(call)
                         ],
                     )?;
                     (id.0, true)
@@ -432,8 +446,16 @@ impl HeldCalls {
     /// Start `id`'s run: [`Start::Yours`] for one caller alone, however many ask at once, and
     /// only while it is approved and has not been sent. A run sent more than `lease` ago with
     /// no answer kept (its gate stopped while it ran) is lost: unknown, or, where
-    /// `repeatable`, sent again by this caller.
-    pub fn start(&self, id: &HeldId, lease: Duration, repeatable: bool) -> Result<Start, HeldError> {
+    /// `repeatable`, sent again by this caller. A call whose effect another call has had (it
+    /// ran, is running, or was lost), less than `again_after` ago or ever when `None`, never
+    /// runs: it is a duplicate of that call.
+    pub fn start(
+        &self,
+        id: &HeldId,
+        lease: Duration,
+        repeatable: bool,
+        again_after: Option<Duration>,
+    ) -> Result<Start, HeldError> {
         self.writing(|transaction, now| {
             let held = found(transaction, id.as_str())?;
             let stalled = match &held.run {
@@ -447,6 +469,24 @@ impl HeldCalls {
             if held.run.is_some() && !repeatable {
                 transaction.execute("UPDATE held_calls SET run = 'unknown' WHERE id = ?1", params![id.as_str()])?;
                 return Ok(Start::Not(found(transaction, id.as_str())?));
+            }
+            if let Some(effect) = &held.effect {
+                let since = again_after.and_then(|after| now.checked_sub(after)).map_or(i64::MIN, epoch);
+                let first = transaction
+                    .query_row(
+                        "SELECT id FROM held_calls WHERE effect = ?1 AND id != ?2 AND run IN ('running', 'ran', 'unknown')
+                         AND run_at > ?3 ORDER BY run_at LIMIT 1",
+                        params![effect, id.as_str(), since],
+                        |row| row.get::<_, String>(0),
+                    )
+                    .optional()?;
+                if let Some(first) = first {
+                    transaction.execute(
+                        "UPDATE held_calls SET run = 'duplicate', duplicate_of = ?2, run_at = ?3 WHERE id = ?1",
+                        params![id.as_str(), first, epoch(now)],
+                    )?;
+                    return Ok(Start::Not(found(transaction, id.as_str())?));
+                }
             }
             transaction.execute(
                 "UPDATE held_calls SET run = 'running', run_at = ?2 WHERE id = ?1",
@@ -570,6 +610,8 @@ struct Row {
     result: Option<String>,
     result_digest: Option<String>,
     run_receipt: Option<String>,
+    effect: Option<String>,
+    duplicate_of: Option<String>,
 }
 
 impl Row {
@@ -597,6 +639,8 @@ impl Row {
             result: row.get(17)?,
             result_digest: row.get(18)?,
             run_receipt: row.get(19)?,
+            effect: row.get(20)?,
+            duplicate_of: row.get(21)?,
         })
     }
 
@@ -631,6 +675,10 @@ impl Row {
                     .map_err(|_| damaged("a bad result digest"))?,
                 receipt: self.run_receipt,
             }),
+            Some("duplicate") => Some(Run::Duplicate {
+                of: HeldId::parse(self.duplicate_of.as_deref().unwrap_or_default())
+                    .map_err(|_| damaged("a bad duplicate"))?,
+            }),
             Some(_) => return Err(damaged("a bad run")),
         };
         Ok(HeldCall {
@@ -646,6 +694,7 @@ impl Row {
             rule,
             decision,
             run,
+            effect: self.effect,
         })
     }
 }
@@ -710,17 +759,19 @@ mod tests {
         let (held, hand, call) = held_for_alice();
         let lease = Duration::from_secs(60);
         // Not approved: nothing runs.
-        assert!(matches!(held.start(&call.id, lease, false).unwrap(), Start::Not(_)));
+        assert!(matches!(held.start(&call.id, lease, false, None).unwrap(), Start::Not(_)));
         let seen = call.digest.to_string();
         hand.advance(Duration::from_secs(1800));
         let approved = held.approve(call.id.as_str(), Some(&lee()), Some(&seen), "k-1", false).unwrap();
         assert_eq!(approved.standing, Standing::Approved);
         // Found by the same call for as long again as it waited to be decided.
         assert_eq!(approved.deadline, approved.decision.as_ref().unwrap().at + Duration::from_secs(3600));
-        let Start::Yours(running) = held.start(&call.id, lease, false).unwrap() else { panic!("the first starts it") };
+        let Start::Yours(running) = held.start(&call.id, lease, false, None).unwrap() else {
+            panic!("the first starts it")
+        };
         assert!(matches!(running.run, Some(Run::Running { .. })));
         // Every other call, now: it is running, not started again.
-        let Start::Not(again) = held.start(&call.id, lease, true).unwrap() else { panic!("started twice") };
+        let Start::Not(again) = held.start(&call.id, lease, true, None).unwrap() else { panic!("started twice") };
         assert!(matches!(again.run, Some(Run::Running { .. })));
         let answered = json!({"content": [{"type": "text", "text": "written"}]});
         held.ran(&call.id, Ended::Answered(answered.clone(), Some("receipt".into()))).unwrap();
@@ -731,7 +782,7 @@ mod tests {
             (result, digest, receipt.as_deref()),
             (Some(answered.clone()), Digest::of(&answered).unwrap(), Some("receipt"))
         );
-        assert!(matches!(held.start(&call.id, lease, true).unwrap(), Start::Not(_)));
+        assert!(matches!(held.start(&call.id, lease, true, None).unwrap(), Start::Not(_)));
     }
 
     #[test]
@@ -739,25 +790,25 @@ mod tests {
         let (held, _, call) = held_for_alice();
         let lease = Duration::from_secs(60);
         held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).unwrap();
-        assert!(matches!(held.start(&call.id, lease, false).unwrap(), Start::Yours(_)));
+        assert!(matches!(held.start(&call.id, lease, false, None).unwrap(), Start::Yours(_)));
         let lost = held.ran(&call.id, Ended::Lost(None)).unwrap();
         assert!(matches!(lost.run, Some(Run::Unknown { .. })));
-        assert!(matches!(held.start(&call.id, lease, true).unwrap(), Start::Not(_)));
+        assert!(matches!(held.start(&call.id, lease, true, None).unwrap(), Start::Not(_)));
         // Safe to repeat: given back, and started again.
         let (held, _, call) = held_for_alice();
         held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).unwrap();
-        assert!(matches!(held.start(&call.id, lease, true).unwrap(), Start::Yours(_)));
+        assert!(matches!(held.start(&call.id, lease, true, None).unwrap(), Start::Yours(_)));
         assert_eq!(held.ran(&call.id, Ended::Again).unwrap().run, None);
-        assert!(matches!(held.start(&call.id, lease, true).unwrap(), Start::Yours(_)));
+        assert!(matches!(held.start(&call.id, lease, true, None).unwrap(), Start::Yours(_)));
         // A run whose gate stopped while it ran: running until its lease ends, then lost.
         let (held, hand, call) = held_for_alice();
         held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).unwrap();
-        assert!(matches!(held.start(&call.id, lease, false).unwrap(), Start::Yours(_)));
+        assert!(matches!(held.start(&call.id, lease, false, None).unwrap(), Start::Yours(_)));
         hand.advance(lease - Duration::from_secs(1));
-        let Start::Not(running) = held.start(&call.id, lease, false).unwrap() else { panic!("started twice") };
+        let Start::Not(running) = held.start(&call.id, lease, false, None).unwrap() else { panic!("started twice") };
         assert!(matches!(running.run, Some(Run::Running { .. })));
         hand.advance(Duration::from_secs(1));
-        let Start::Not(stopped) = held.start(&call.id, lease, false).unwrap() else { panic!("sent again") };
+        let Start::Not(stopped) = held.start(&call.id, lease, false, None).unwrap() else { panic!("sent again") };
         assert!(matches!(stopped.run, Some(Run::Unknown { .. })), "{stopped:?}");
     }
 
@@ -795,7 +846,7 @@ mod tests {
     fn a_result_larger_than_the_gate_keeps_keeps_its_digest_alone() {
         let (held, _, call) = held_for_alice();
         held.approve(call.id.as_str(), Some(&lee()), None, "k", false).unwrap();
-        held.start(&call.id, Duration::from_secs(60), false).unwrap();
+        held.start(&call.id, Duration::from_secs(60), false, None).unwrap();
         let large = json!({"content": [{"type": "text", "text": "x".repeat(KEPT_RESULT_BYTES)}]});
         let ran = held.ran(&call.id, Ended::Answered(large.clone(), None)).unwrap();
         let Some(Run::Ran { result: None, digest, .. }) = ran.run else { panic!("{:?}", ran.run) };
@@ -838,6 +889,53 @@ mod tests {
         // Opened again, it is not brought up twice.
         let again = HeldCalls::open(Some(&file), Clock::system()).unwrap();
         assert_eq!(again.hold(&alice, &call(&arguments), &rule).unwrap().call.standing, Standing::Approved);
+    }
+
+    #[test]
+    fn two_calls_with_one_effect_never_both_run_until_their_rule_says_it_may_happen_again() {
+        let rule = |again: &str| {
+            let text = format!(
+                "[[rule]]\nname = \"payments\"\ntools = [\"write_file\"]\ndecided_by = {{ scope = \"s\" }}\n\
+                 deadline = \"1h\"\neffect = '\"invoice:\" + args.invoice'\n{again}"
+            );
+            Policy::parse(Path::new("gate.toml"), &text).unwrap().rules.remove(0)
+        };
+        let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+        let held = HeldCalls::open(None, clock).unwrap();
+        let lease = Duration::from_secs(60);
+        let approved = |rule: &Rule, arguments: &Value| {
+            let kept = held.hold(&Party::host_user("alice"), &call(arguments), rule).unwrap().call;
+            held.approve(kept.id.as_str(), Some(&lee()), None, "k", false).unwrap()
+        };
+        let never_again = rule("");
+        // Two calls (other arguments, so other approvals) with one effect, both approved.
+        let first = approved(&never_again, &json!({"invoice": "I-7", "note": "first"}));
+        let second = approved(&never_again, &json!({"invoice": "I-7", "note": "second"}));
+        assert_eq!(first.effect.as_deref(), Some("invoice:I-7"));
+        assert!(matches!(held.start(&first.id, lease, false, None).unwrap(), Start::Yours(_)));
+        let Start::Not(kept) = held.start(&second.id, lease, false, None).unwrap() else { panic!("both ran") };
+        assert_eq!(kept.run, Some(Run::Duplicate { of: first.id.clone() }));
+        held.ran(&first.id, Ended::Answered(json!({"content": []}), None)).unwrap();
+        // Ran: the effect never happens again under this rule, however long after.
+        hand.advance(Duration::from_secs(400 * 24 * 3600));
+        let third = approved(&never_again, &json!({"invoice": "I-7", "note": "third"}));
+        assert!(matches!(held.start(&third.id, lease, false, None).unwrap(), Start::Not(_)));
+        // Another effect runs.
+        let other = approved(&never_again, &json!({"invoice": "I-8"}));
+        assert!(matches!(held.start(&other.id, lease, false, None).unwrap(), Start::Yours(_)));
+        // A rule that lets the effect happen again a day after it did.
+        let daily = rule("effect_again_after = \"1d\"\n");
+        let today = approved(&daily, &json!({"invoice": "I-9", "note": "today"}));
+        assert!(matches!(held.start(&today.id, lease, false, daily.effect_again_after).unwrap(), Start::Yours(_)));
+        held.ran(&today.id, Ended::Answered(json!({"content": []}), None)).unwrap();
+        let soon = approved(&daily, &json!({"invoice": "I-9", "note": "soon"}));
+        assert!(matches!(held.start(&soon.id, lease, false, daily.effect_again_after).unwrap(), Start::Not(_)));
+        hand.advance(Duration::from_secs(24 * 3600 + 1));
+        let tomorrow = approved(&daily, &json!({"invoice": "I-9", "note": "tomorrow"}));
+        assert!(matches!(held.start(&tomorrow.id, lease, false, daily.effect_again_after).unwrap(), Start::Yours(_)));
+        // An effect that cannot be evaluated is the rule's own, shared: at most one such runs.
+        let unnamed = approved(&never_again, &json!({"note": "no invoice"}));
+        assert_eq!(unnamed.effect.as_deref(), Some("payments: unevaluated"));
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub async fn settled(
             let kept = match &kept.run {
                 None | Some(Run::Running { .. }) => {
                     let repeatable = rule.lost_outcome == LostOutcome::Repeat;
-                    match calls.start(&kept.id, RUN_LEASE, repeatable) {
+                    match calls.start(&kept.id, RUN_LEASE, repeatable, rule.effect_again_after) {
                         Ok(Start::Yours(kept)) => {
                             return Some(run(calls, receipts, connection, rule, kept, params).await);
                         }
@@ -330,6 +330,18 @@ fn ran(kept: &HeldCall) -> CallToolResult {
             kept,
             "running",
             Value::Null,
+        ),
+        Some(Run::Duplicate { of }) => said(
+            format!(
+                "{tool} did not run and will not (approval {id}): its effect, {effect}, is another approved call's \
+                 ({of}), which ran or is running, and two calls with one effect never both run.",
+                tool = kept.tool,
+                id = kept.id,
+                effect = kept.effect.as_deref().unwrap_or("its rule's"),
+            ),
+            kept,
+            "duplicate",
+            json!({"duplicate_of": of.as_str(), "effect": kept.effect}),
         ),
         Some(Run::Unknown { since, receipt: signed }) => said(
             format!(

@@ -383,6 +383,15 @@ impl Source<'_> {
         if escalate_after.is_some_and(|after: Duration| after >= deadline) {
             return Err(bad(at, "rule.escalate_after", format!("{name} escalates after its deadline has passed")));
         }
+        let effect_again_after =
+            table.effect_again_after.map(|after| duration(after, "rule.effect_again_after")).transpose()?;
+        if effect_again_after.is_some() && effect.is_none() {
+            return Err(bad(
+                at,
+                "rule.effect_again_after",
+                format!("{name} says when its effect may happen again but names no effect: effect = '...'"),
+            ));
+        }
         let lost_outcome = match table.lost_outcome.as_ref().map(|lost| lost.get_ref().as_str()) {
             None | Some("unknown") => LostOutcome::Unknown,
             Some("repeat") => LostOutcome::Repeat,
@@ -405,6 +414,7 @@ impl Source<'_> {
             escalate_after,
             lost_outcome,
             effect,
+            effect_again_after,
         })
     }
 }
@@ -459,6 +469,7 @@ struct RuleTable {
     escalate_after: Option<Spanned<String>>,
     lost_outcome: Option<Spanned<String>>,
     effect: Option<Spanned<String>>,
+    effect_again_after: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -3,9 +3,11 @@
 //! and its tool list's changes.
 //!
 //! The gate is an MCP client to each upstream; this is that client's handler. A question goes
-//! to the host whose call is being served (over stdio, the one host), which shows it to its
-//! person; an upstream that asks a host that cannot show questions gets an error, never an
-//! answer the person did not give.
+//! to the host behind the gate, which shows it to its person: over stdio, the one host. Over
+//! HTTP no host is set (many share each upstream's connection, and a back-channel question
+//! says nothing of the call it is for), so such a question is refused; a round of the
+//! upstream's that the gate runs for a 2025 host's call goes to that host ([`asking`]). An upstream that asks a host that cannot show
+//! questions gets an error, never an answer the person did not give.
 
 use std::sync::{
     Arc, Mutex,
@@ -17,6 +19,18 @@ use rmcp::{
     model::{ClientConfig, ElicitRequestParams, ElicitResult, ProtocolVersion},
     service::{NotificationContext, Peer, RequestContext},
 };
+
+tokio::task_local! {
+    /// The host whose call's rounds the gate is running: each round's question goes to it.
+    static ASKING: Peer<RoleServer>;
+}
+
+/// Run `rounds`, an upstream call whose rounds the gate runs, with each round's question going
+/// to `host`, the host whose call it is (the rounds are answered within the call's own future,
+/// so the question finds its host whatever other hosts the gate serves meanwhile).
+pub async fn asking<F: std::future::Future>(host: Peer<RoleServer>, rounds: F) -> F::Output {
+    ASKING.scope(host, rounds).await
+}
 
 /// The host behind the gate, as the relays of every upstream reach it.
 #[derive(Debug, Clone, Default)]
@@ -67,7 +81,9 @@ impl ClientHandler for Relay {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let Some(peer) = self.host.peer() else {
+        // A round's question goes to the host whose call it is; a question on the upstream's
+        // back-channel, which names no call, to the one host behind the gate (over stdio).
+        let Some(peer) = ASKING.try_with(Peer::clone).ok().or_else(|| self.host.peer()) else {
             return Err(ErrorData::invalid_request(
                 format!("upstream {} asked a question, and no host is behind the gate to show it", self.upstream),
                 None,

@@ -120,6 +120,9 @@ pub struct Rule {
     /// The call's effect in the world, an expression over the call: two calls with one effect
     /// never both run.
     pub effect: Option<Condition>,
+    /// How long after a call with an effect ran another with the same effect may run; never,
+    /// when `None`.
+    pub effect_again_after: Option<Duration>,
 }
 
 impl Rule {
@@ -131,6 +134,18 @@ impl Rule {
         self.upstream.as_deref().is_none_or(|named| named == upstream)
             && self.tools.iter().any(|name| name.matches(tool))
             && (!trusted || self.hints.iter().all(|hint| hint.said_by(annotations)))
+    }
+
+    /// The effect `call` has in the world, by this rule's `effect`; `None` for a rule that names
+    /// none. One that cannot be evaluated for the call is the rule's own unevaluated effect,
+    /// which every such call of the rule shares, so at most one of them runs (a gate fails
+    /// closed).
+    pub fn effect_of(&self, call: &Call<'_>) -> Option<String> {
+        let effect = self.effect.as_ref()?;
+        Some(effect.text(call).unwrap_or_else(|why| {
+            tracing::warn!(rule = %self.name, tool = call.tool, %why, "a call's effect could not be evaluated");
+            format!("{}: unevaluated", self.name)
+        }))
     }
 
     /// Whether this rule holds `call` (its upstream's annotations `trusted` or not): it names

@@ -114,6 +114,17 @@ impl Gate {
         Person { party, holds }
     }
 
+    /// Relay the upstreams' questions and list changes to the host `context` came from, where
+    /// that host is the only one: over stdio. Over HTTP many hosts share one connection to each
+    /// upstream, and a question on its back-channel says nothing of the call it is for: it is
+    /// refused to the upstream in words rather than shown to a host that may not be the one
+    /// whose call asked (an upstream's rounds pass back to a 2026-07-28 host as they came).
+    fn relay_to(&self, context: &RequestContext<RoleServer>) {
+        if context.extensions.get::<http::request::Parts>().is_none() {
+            self.inner.host.is(&context.peer);
+        }
+    }
+
     /// The connection that serves the tool `name`, and the tool: the first upstream, in the
     /// policy's order, that lists it.
     fn route(&self, name: &str) -> Option<(&Connection, Tool)> {
@@ -144,7 +155,7 @@ impl Gate {
         if !modern {
             // A 2025 host cannot carry rounds: the gate runs them, relaying each question on
             // the host's back-channel.
-            self.inner.host.is(&context.peer);
+            self.relay_to(&context);
         }
         if let Some(held) = self.inner.policy.held(&call) {
             let failed = |error: crate::held::HeldError| {
@@ -178,7 +189,7 @@ impl Gate {
             params.request_state = mrtr::boundary::opened_state(&context).map(str::to_owned);
             connection.call_once(params).await
         } else {
-            connection.call_with_rounds(params).await.map(CallToolResponse::Complete)
+            connection.call_with_rounds(params, &context.peer).await.map(CallToolResponse::Complete)
         }
     }
 }
@@ -278,7 +289,7 @@ impl ServerHandler for Gate {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.inner.host.is(&context.peer);
+        self.relay_to(&context);
         let mut tools: Vec<Tool> = self.inner.review.tools(&self.person_of(&context));
         for connection in &self.inner.connections {
             for tool in connection.tools().await {
