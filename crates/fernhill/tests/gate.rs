@@ -414,6 +414,9 @@ async fn a_host_that_declares_tasks_waits_on_a_task_that_completes_with_the_upst
     }
 }
 
+/// Refunds wait for a person whose token carries `approvals:decide`.
+const REFUNDS_BY_SCOPE: &str = "[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\ndecided_by = { scope = \"approvals:decide\" }\ndeadline = \"1h\"\n";
+
 /// A client of the gate over Streamable HTTP, bearing `token`, of the era `lifecycle` says.
 async fn over_http(url: &str, token: &str, user: ScriptedUser, lifecycle: ClientLifecycleMode) -> Client<ScriptedUser> {
     use rmcp::transport::{StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig};
@@ -444,9 +447,7 @@ async fn over_http_each_token_names_its_person_who_asks_or_decides_by_the_scopes
     let api = start_api().await;
     let issuer = support::issuer::Issuer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let rules = "[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\ndecided_by = { scope = \"approvals:decide\" }\n\
-                 deadline = \"1h\"\n";
-    let (_gate, url, _log) = gate_over_http(dir.path(), &api, &issuer, rules).await;
+    let (_gate, url, _log) = gate_over_http(dir.path(), &api, &issuer, REFUNDS_BY_SCOPE).await;
     let token = |who: &str, scope: &str| issuer.sign(&issuer.claims(who, scope, &url));
     let agent = over_http(&url, &token("agent-7", "tools"), ScriptedUser::unable_to_ask(), modern()).await;
     let lead = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
@@ -494,4 +495,31 @@ async fn over_http_a_round_the_upstream_asks_in_a_2025_hosts_call_goes_to_that_h
     assert_eq!((alice_person.asked().len(), bob_person.asked().len()), (1, 0));
     alice.close().await.unwrap();
     bob.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn over_http_an_approved_call_whose_upstream_asks_as_it_runs_asks_its_2025_requester_alone() {
+    let api = start_api().await;
+    let issuer = support::issuer::Issuer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_gate, url, _log) = gate_over_http(dir.path(), &api, &issuer, REFUNDS_BY_SCOPE).await;
+    let token = |who: &str, scope: &str| issuer.sign(&issuer.claims(who, scope, &url));
+    let alice_person = ScriptedUser::always(support::release());
+    let alice = over_http(&url, &token("alice", "tools"), alice_person.clone(), legacy()).await;
+    let dana_person = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
+    let dana = over_http(&url, &token("dana", "approvals:decide"), dana_person.clone(), legacy()).await;
+    // Above the shop's own limit: when the approved call runs, the shop asks its person.
+    let quote_id = support::quote(&alice, "O-2289").await;
+    let issue = || alice.call_tool("issue_refund", json!({"quote_id": quote_id}));
+    let id = held_meta(&issue().await.unwrap())["approval"].as_str().unwrap().to_owned();
+    let approved = dana.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert!(mrtr::client::text(&approved).starts_with("Approved"), "{approved:?}");
+    assert_eq!(dana_person.asked().len(), 1, "dana was asked to decide, once");
+    let ran = issue().await.unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    let refund = support::field(&ran, "refund_id");
+    assert_eq!(support::status(&api, refund).await, shop_api::RefundStatus::Requested);
+    assert_eq!((alice_person.asked().len(), dana_person.asked().len()), (1, 1), "the shop's question was alice's");
+    alice.close().await.unwrap();
+    dana.close().await.unwrap();
 }

@@ -112,10 +112,19 @@ impl Connection {
             .map_err(|error| self.failed(error))
     }
 
-    /// Run an approved call: sent once, its rounds run here (their questions relayed to a 2025
-    /// host); a refusal told apart from an answer that was lost.
-    pub async fn run(&self, params: CallToolRequestParams) -> Result<CallToolResult, NotRun> {
-        match self.client.call_tool_rounds(params).await {
+    /// Run an approved call: sent once, its rounds run here, their questions relayed to `host`
+    /// (the 2025 host whose call runs it), else to the one host behind the gate (stdio); a
+    /// refusal told apart from an answer that was lost.
+    pub async fn run(
+        &self,
+        params: CallToolRequestParams,
+        host: Option<&Peer<RoleServer>>,
+    ) -> Result<CallToolResult, NotRun> {
+        let sent = match host {
+            Some(host) => crate::relay::asking(host.clone(), self.client.call_tool_rounds(params)).await,
+            None => self.client.call_tool_rounds(params).await,
+        };
+        match sent {
             Ok(result) => Ok(result),
             Err(ClientError::Service(rmcp::ServiceError::McpError(error))) => Err(NotRun::Refused(error)),
             Err(other) => {

@@ -14,8 +14,9 @@ use approvals::{
     receipt::{Decided, Outcome, Receipt},
 };
 use rmcp::{
-    ErrorData,
+    ErrorData, RoleServer,
     model::{CallToolRequestParams, CallToolResult, ContentBlock, MetaObject},
+    service::Peer,
 };
 use serde_json::{Value, json};
 
@@ -39,7 +40,7 @@ pub const RUN_LEASE: Duration = Duration::from_secs(15 * 60);
 pub async fn told(
     calls: &HeldCalls,
     receipts: Option<&Receipts>,
-    connection: &Connection,
+    (connection, host): (&Connection, Option<&Peer<RoleServer>>),
     (call, held, holding): (&Call<'_>, Held<'_>, Holding),
     params: CallToolRequestParams,
 ) -> Result<CallToolResult, ErrorData> {
@@ -48,7 +49,7 @@ pub async fn told(
         return Ok(waiting(call, held, &kept, holding.first));
     }
     let id = kept.id.clone();
-    match settled(calls, receipts, connection, held.rule, kept, params).await {
+    match settled(calls, receipts, (connection, host), held.rule, kept, params).await {
         Some(told) => told,
         // Running elsewhere: said as it stands.
         None => calls
@@ -60,12 +61,13 @@ pub async fn told(
 }
 
 /// What came of `kept`, held by `rule`, once it is no longer waiting: declined, expired, or
-/// approved and run, now (once, through `connection`, with `params`) or before. `None` while it
-/// waits for a decision or runs elsewhere.
+/// approved and run, now (once, through `connection`, with `params`, an upstream's rounds asked
+/// of `host` where one is given) or before. `None` while it waits for a decision or runs
+/// elsewhere.
 pub async fn settled(
     calls: &HeldCalls,
     receipts: Option<&Receipts>,
-    connection: &Connection,
+    (connection, host): (&Connection, Option<&Peer<RoleServer>>),
     rule: &Rule,
     kept: HeldCall,
     params: CallToolRequestParams,
@@ -81,7 +83,7 @@ pub async fn settled(
                     let repeatable = rule.lost_outcome == LostOutcome::Repeat;
                     match calls.start(&kept.id, RUN_LEASE, repeatable, rule.effect_again_after) {
                         Ok(Start::Yours(kept)) => {
-                            return Some(run(calls, receipts, connection, rule, kept, params).await);
+                            return Some(run(calls, receipts, (connection, host), rule, kept, params).await);
                         }
                         Ok(Start::Not(kept)) => kept,
                         Err(error) => return Some(Err(store_failed(error))),
@@ -101,7 +103,7 @@ pub async fn settled(
 async fn run(
     calls: &HeldCalls,
     receipts: Option<&Receipts>,
-    connection: &Connection,
+    (connection, host): (&Connection, Option<&Peer<RoleServer>>),
     rule: &Rule,
     kept: HeldCall,
     mut params: CallToolRequestParams,
@@ -110,12 +112,12 @@ async fn run(
     // Sent as it was approved: the arguments kept, whatever this call's (the same, by digest).
     params.arguments = kept.arguments.as_object().cloned();
     let sent = calls.clock().now();
-    let (ended, answer) = match connection.run(params).await {
+    let (ended, answer) = match connection.run(params, host).await {
         Ok(result) => {
             let value = serde_json::to_value(&result).unwrap_or(Value::Null);
             let digest = approvals::Digest::of(&value).unwrap_or_else(|_| approvals::Digest::of_bytes(b""));
             let outcome = Outcome::Executed { at: epoch(calls.clock().now()), result: digest };
-            (Ended::Answered(value, sign(receipts, rule, &kept, outcome)), Ok(result))
+            (Ended::Answered(value, sign((receipts, calls.clock().now()), rule, &kept, outcome)), Ok(result))
         }
         Err(NotRun::Refused(error)) => {
             // An answer: the upstream refused the call; kept as the error it answered.
@@ -126,7 +128,13 @@ async fn run(
             ))]);
             let value = serde_json::to_value(&result).unwrap_or(Value::Null);
             let why = format!("refused by its upstream: {}", error.message);
-            (Ended::Answered(value, sign(receipts, rule, &kept, Outcome::NotExecuted { why })), Ok(result))
+            (
+                Ended::Answered(
+                    value,
+                    sign((receipts, calls.clock().now()), rule, &kept, Outcome::NotExecuted { why }),
+                ),
+                Ok(result),
+            )
         }
         Err(NotRun::Lost(why)) if rule.lost_outcome == LostOutcome::Repeat => {
             tracing::warn!(approval = %kept.id, %why, "an approved call's answer was lost; its rule lets it run again");
@@ -134,7 +142,7 @@ async fn run(
         }
         Err(NotRun::Lost(why)) => {
             let outcome = Outcome::Unknown { at: epoch(sent) };
-            (Ended::Lost(sign(receipts, rule, &kept, outcome)), Err(why))
+            (Ended::Lost(sign((receipts, calls.clock().now()), rule, &kept, outcome)), Err(why))
         }
     };
     let kept = calls.ran(&kept.id, ended).map_err(store_failed)?;
@@ -145,13 +153,18 @@ async fn run(
 }
 
 /// The receipt of `kept`'s run, which came to `outcome`: the decision as kept, and the run.
-fn sign(receipts: Option<&Receipts>, rule: &Rule, kept: &HeldCall, outcome: Outcome) -> Option<String> {
+fn sign(
+    (receipts, at): (Option<&Receipts>, SystemTime),
+    rule: &Rule,
+    kept: &HeldCall,
+    outcome: Outcome,
+) -> Option<String> {
     let receipts = receipts?;
     let decision = kept.decision.as_ref()?;
     let receipt = Receipt {
         jti: format!("run-{}", kept.id),
         iss: receipts.issuer.clone(),
-        iat: epoch(SystemTime::now()),
+        iat: epoch(at),
         rule: if rule.self_approval { "self" } else { "another-lead" }.to_owned(),
         policy_version: receipts.policy_version.clone(),
         tool: kept.tool.clone(),

@@ -182,7 +182,10 @@ impl Gate {
             }
             let receipts = self.inner.receipts.as_ref();
             let told = (&call, held, holding);
-            return crate::outcome::told(&self.inner.held, receipts, connection, told, params).await.map(Into::into);
+            // A 2025 requester is asked an upstream's rounds during the run; a 2026-07-28 one
+            // has no back-channel for them.
+            let upstream = (connection, (!modern).then_some(&context.peer));
+            return crate::outcome::told(&self.inner.held, receipts, upstream, told, params).await.map(Into::into);
         }
         if modern {
             // The upstream's own state, opened by the boundary from the gate's seal.
@@ -260,7 +263,7 @@ impl Gate {
         let params = CallToolRequestParams::new(kept.tool.clone())
             .with_arguments(kept.arguments.as_object().cloned().unwrap_or_default());
         let receipts = self.inner.receipts.as_ref();
-        match crate::outcome::settled(&self.inner.held, receipts, connection, rule, kept, params).await {
+        match crate::outcome::settled(&self.inner.held, receipts, (connection, None), rule, kept, params).await {
             Some(done) => Step::Done(done),
             None => Step::Later,
         }
