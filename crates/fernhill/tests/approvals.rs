@@ -21,42 +21,16 @@ use tokio::process::Command;
 
 use support::{KEY_A, ShopApiCommand, fernhill_mcp, issuer::Issuer, shop};
 
-/// A webhook receiver on loopback: it refuses its first post (500), then takes every post,
-/// sending each body with its signature header to the test.
-async fn receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<(String, bytes::Bytes)>) {
-    let (tell, heard) = tokio::sync::mpsc::unbounded_channel();
-    let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move |headers: axum::http::HeaderMap, body: bytes::Bytes| {
-            let (tell, first) = (tell.clone(), first.clone());
-            async move {
-                if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
-                    return axum::http::StatusCode::INTERNAL_SERVER_ERROR;
-                }
-                let signature = headers[shop_mcp::webhook::SIGNATURE_HEADER].to_str().unwrap().to_owned();
-                let _ = tell.send((signature, body));
-                axum::http::StatusCode::NO_CONTENT
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, heard)
+const WEBHOOK_SECRET: &str = support::WEBHOOK_SECRET;
+
+/// A webhook receiver that refuses its first post (as one that was down), then takes each.
+async fn receiver() -> (String, support::Heard) {
+    support::webhook_receiver(true).await
 }
 
-const WEBHOOK_SECRET: &str = "a-secret-of-sixteen-or-more";
-
 /// The next announcement, its signature checked.
-async fn next_announcement(heard: &mut tokio::sync::mpsc::UnboundedReceiver<(String, bytes::Bytes)>) -> Value {
-    let (signature, body) = tokio::time::timeout(std::time::Duration::from_secs(30), heard.recv())
-        .await
-        .expect("an announcement within 30 s")
-        .unwrap();
-    let at: u64 = signature.split(',').next().unwrap().trim_start_matches("t=").parse().unwrap();
-    assert_eq!(signature, shop_mcp::webhook::sign(WEBHOOK_SECRET, at, &body), "signed with the shared secret");
-    serde_json::from_slice(&body).unwrap()
+async fn next_announcement(heard: &mut support::Heard) -> Value {
+    support::next_announcement(heard, WEBHOOK_SECRET).await
 }
 
 async fn client(url: &str, token: &str, user: ScriptedUser) -> Client<ScriptedUser> {

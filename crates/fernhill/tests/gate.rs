@@ -523,3 +523,59 @@ async fn over_http_an_approved_call_whose_upstream_asks_as_it_runs_asks_its_2025
     alice.close().await.unwrap();
     dana.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_held_call_and_its_decision_are_announced_to_the_webhook_signed_and_without_the_arguments() {
+    const SECRET: &str = support::WEBHOOK_SECRET;
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy_before_the_shop(
+        dir.path(),
+        &api,
+        "[people]\nlee = { roles = [\"support-lead\"] }\n\n[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\n\
+         decided_by = { role = \"support-lead\" }\nchannels = [\"review\", \"webhook\"]\ndeadline = \"1h\"\n",
+    );
+    let (hook, mut heard) = support::webhook_receiver(false).await;
+    let next = async |heard: &mut support::Heard| support::next_announcement(heard, SECRET).await;
+    let env = |user: &'static str| {
+        [
+            ("SHOP_API_TOKEN", api.token.clone().unwrap_or_default()),
+            ("USER", user.to_owned()),
+            ("FERNHILL_GATE_WEBHOOK", hook.clone()),
+            ("FERNHILL_GATE_WEBHOOK_SECRET", SECRET.to_owned()),
+        ]
+    };
+    let alice_env = env("alice");
+    let alice_env: Vec<(&str, &str)> = alice_env.iter().map(|(key, value)| (*key, value.as_str())).collect();
+    let alice = support::through_the_gate(&policy, &alice_env, ScriptedUser::unable_to_ask(), modern()).await;
+    let quote_id = support::quote(&alice, "O-1021").await;
+    let held = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
+    let waiting = next(&mut heard).await;
+    assert_eq!((&waiting["event"]["event"], &waiting["event"]["approval"]), (&json!("waiting"), &json!(id)));
+    let text = waiting["text"].as_str().unwrap();
+    assert!(text.starts_with("issue_refund on shop, asked by host user alice, waits for a decision by a person with the role support-lead by "), "{text}");
+    assert!(!waiting.to_string().contains(&quote_id), "no arguments in an announcement: {waiting}");
+    // Asked again: the same approval, not announced again.
+    alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    let lee_env = env("lee");
+    let lee_env: Vec<(&str, &str)> = lee_env.iter().map(|(key, value)| (*key, value.as_str())).collect();
+    let lead = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
+    let lee = support::through_the_gate(&policy, &lee_env, lead, legacy()).await;
+    lee.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    let approved = next(&mut heard).await;
+    assert_eq!(
+        (&approved["event"]["event"], &approved["event"]["decided_by"]),
+        (&json!("approved"), &json!("host user lee"))
+    );
+    assert!(
+        approved["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("was approved by host user lee: it runs once, at its requester's next call."),
+        "{approved}"
+    );
+    assert!(heard.try_recv().is_err(), "the call asked again was not announced twice");
+    alice.close().await.unwrap();
+    lee.close().await.unwrap();
+}

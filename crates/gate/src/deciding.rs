@@ -5,6 +5,7 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
+use approvals::channel::webhook::Webhook;
 use approvals::{
     Acted, Answered, Approvals, Refused, State, Verdict, engine::Counted, rules::SelfApproval, trail::NoTrail,
 };
@@ -17,7 +18,7 @@ use crate::{
     held::{HeldCall, HeldCalls, HeldError, HeldId},
     person::Person,
     policy::Policy,
-    rule::Rule,
+    rule::{Channel, Rule},
 };
 
 /// The question's key.
@@ -58,9 +59,15 @@ pub fn receipts(policy: &Policy, keys: &Arc<approvals::ReceiptKeys>) -> approval
 
 impl Deciding {
     /// An approvals engine for each rule of `policy`, over `held`, signing receipts with `keys`
-    /// where given; its claims and declines kept in this process (the store refuses a second
-    /// decision whatever process makes it).
-    pub fn new(policy: &Policy, held: &Arc<HeldCalls>, keys: Option<&Arc<approvals::ReceiptKeys>>) -> Deciding {
+    /// where given, announcing decisions to `webhook` for rules whose channels hold it; its
+    /// claims and declines kept in this process (the store refuses a second decision whatever
+    /// process makes it).
+    pub fn new(
+        policy: &Policy,
+        held: &Arc<HeldCalls>,
+        keys: Option<&Arc<approvals::ReceiptKeys>>,
+        webhook: Option<&Webhook>,
+    ) -> Deciding {
         let records: Arc<dyn records::Records> = Arc::new(records::InMemory::new());
         let engines = policy
             .rules
@@ -74,6 +81,9 @@ impl Deciding {
                     .with_clock(held.clock().clone());
                 if let Some(keys) = keys {
                     engine = engine.signing(receipts(policy, keys));
+                }
+                if let Some(webhook) = webhook.filter(|_| rule.channels.contains(&Channel::Webhook)) {
+                    engine = engine.announcing(crate::announce::announcer(webhook.clone()));
                 }
                 (rule.name.clone(), engine)
             })

@@ -34,6 +34,7 @@
 //!   result kept and its run's receipt signed;
 //! - [`scopes`]: the scopes the gate names over HTTP (a call needs a valid token alone);
 //! - [`keys`]: the operator's secrets, sealing the gate's rounds and signing receipts;
+//! - [`announce`]: what the gate announces to its webhook (a call waiting, a decision made);
 //! - [`relay`]: what an upstream says to the gate (its questions, its list changes), relayed
 //!   to the host behind it.
 //!
@@ -41,6 +42,7 @@
 
 #![deny(missing_docs)]
 
+pub mod announce;
 pub mod approval;
 pub mod call;
 pub mod condition;

@@ -15,6 +15,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use approvals::channel::webhook::Webhook;
 use caller::Party;
 use mrtr::{
     ask::Asking,
@@ -42,7 +43,7 @@ use crate::{
     policy::Policy,
     relay::Host,
     review::{REVIEW, Review},
-    rule::Rule,
+    rule::{Channel, Rule},
 };
 
 pub use crate::outcome::HELD_META;
@@ -65,6 +66,8 @@ struct Inner {
     receipts: Option<approvals::Receipts>,
     /// `review_approvals`, for a person who may decide.
     review: Review,
+    /// Where calls that wait are announced, for rules whose channels hold the webhook.
+    webhook: Option<Webhook>,
 }
 
 impl Gate {
@@ -72,12 +75,12 @@ impl Gate {
     /// stops the gate (a gate that served some of its upstreams' tools would show a host a
     /// different server than its operator checked). Held calls are kept in `held`; a request
     /// no token names a person for is `host_user`'s (over stdio, every request); receipts are
-    /// signed with `keys`, where given.
+    /// signed with `keys`, and calls and decisions announced to `webhook`, where given.
     pub async fn open(
         policy: Policy,
         held: HeldCalls,
         host_user: Person,
-        keys: Option<Arc<approvals::ReceiptKeys>>,
+        (keys, webhook): (Option<Arc<approvals::ReceiptKeys>>, Option<Webhook>),
     ) -> Result<Gate, NotConnected> {
         let host = Host::default();
         let mut connections = Vec::with_capacity(policy.upstreams.len());
@@ -85,10 +88,10 @@ impl Gate {
             connections.push(Connection::open(upstream, host.clone()).await?);
         }
         let (policy, held) = (Arc::new(policy), Arc::new(held));
-        let deciding = Arc::new(Deciding::new(&policy, &held, keys.as_ref()));
+        let deciding = Arc::new(Deciding::new(&policy, &held, keys.as_ref(), webhook.as_ref()));
         let review = Review::new(&policy, &held, &deciding);
         let receipts = keys.as_ref().map(|keys| deciding::receipts(&policy, keys));
-        let inner = Inner { policy, connections, host, held, host_user, deciding, receipts, review };
+        let inner = Inner { policy, connections, host, held, host_user, deciding, receipts, review, webhook };
         Ok(Gate { inner: Arc::new(inner) })
     }
 
@@ -163,6 +166,12 @@ impl Gate {
                 ErrorData::internal_error(format!("the gate could not keep the held call: {error}"), None)
             };
             let mut holding = self.inner.held.hold(&person.party, &call, held.rule).map_err(failed)?;
+            if holding.first
+                && held.rule.channels.contains(&Channel::Webhook)
+                && let Some(webhook) = &self.inner.webhook
+            {
+                webhook.announce(crate::announce::waiting(&holding.call, held.rule));
+            }
             let person = &person;
             if own_call::may_ask(held.rule, person, &holding.call)
                 && let Some(asking) = Asking::of_call(&context, params.input_responses.clone())

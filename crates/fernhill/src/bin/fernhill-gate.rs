@@ -27,13 +27,14 @@ fn main() -> ExitCode {
         }
     };
     match command {
-        Command::Serve { policy, held_calls, host_user, keys, http, verbose } => {
+        Command::Serve { policy, held_calls, host_user, keys, webhook, webhook_secret, http, verbose } => {
             let held_calls = held_calls.unwrap_or_else(|| policy.with_extension("held.sqlite"));
             let serving = gate_serve::Serving {
                 policy: &policy,
                 held_calls: &held_calls,
                 host_user: &host_user,
                 keys: keys.as_deref(),
+                webhook: webhook.as_deref().zip(webhook_secret.as_deref()),
                 http: &http,
             };
             runtime.block_on(gate_serve::run(serving, verbose))

@@ -38,6 +38,13 @@ pub enum Command {
         /// verifies every receipt; without, keys are made at start.
         #[arg(long, value_name = "SECRETS", env = "FERNHILL_GATE_KEYS", hide_env_values = true)]
         keys: Option<String>,
+        /// Announce held calls that wait, and decisions, to this webhook (a chat tool's incoming
+        /// webhook takes the posts as they are), for rules whose channels hold `webhook`.
+        #[arg(long, value_name = "URL", env = "FERNHILL_GATE_WEBHOOK", requires = "webhook_secret")]
+        webhook: Option<String>,
+        /// The secret each post to the webhook is signed with (at least 16 characters).
+        #[arg(long, value_name = "SECRET", env = "FERNHILL_GATE_WEBHOOK_SECRET", hide_env_values = true)]
+        webhook_secret: Option<String>,
         #[command(flatten)]
         http: Box<mcp_serve::HttpConfig>,
         /// Log verbosity: -v for debug, -vv for trace (RUST_LOG overrides).

@@ -19,6 +19,8 @@ pub struct Serving<'a> {
     pub host_user: &'a str,
     /// The keys' secrets, if given.
     pub keys: Option<&'a str>,
+    /// The webhook and its signing secret, if given.
+    pub webhook: Option<(&'a str, &'a str)>,
     /// Streamable HTTP, if it names an address.
     pub http: &'a mcp_serve::HttpConfig,
 }
@@ -27,7 +29,7 @@ pub struct Serving<'a> {
 /// in the policy, the keys or the address, or a user name that names nobody, 1 for a store or an
 /// upstream that could not be opened, or serving that failed).
 pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
-    let Serving { policy: path, held_calls, host_user, keys, http } = serving;
+    let Serving { policy: path, held_calls, host_user, keys, webhook, http } = serving;
     logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
     let policy = match super::gate_check::read_policy(path) {
         Ok(policy) => policy,
@@ -36,6 +38,13 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     let Some(person) = gate::person::Person::host_user(host_user, policy.holds_of(host_user)) else {
         eprintln!("fernhill-gate: --host-user {host_user:?} names nobody: give the host's user's name");
         return ExitCode::from(2);
+    };
+    let webhook = match webhook.map(|(url, secret)| gate::announce::webhook(url, secret)).transpose() {
+        Ok(webhook) => webhook,
+        Err(error) => {
+            eprintln!("fernhill-gate: --webhook: {error}");
+            return ExitCode::from(2);
+        }
     };
     let keys = match gate::keys::Keys::from_secrets(keys) {
         Ok(keys) => keys,
@@ -65,7 +74,7 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         return ExitCode::from(2);
     }
     tracing::info!(held_calls = %held_calls.display(), host_user, decides, keys = keys.configured, "held calls kept");
-    let gate = match gate::Gate::open(policy, held, person, Some(keys.receipts.clone())).await {
+    let gate = match gate::Gate::open(policy, held, person, (Some(keys.receipts.clone()), webhook)).await {
         Ok(gate) => gate,
         Err(error) => {
             eprintln!("fernhill-gate: {error}");

@@ -340,3 +340,46 @@ impl Within for Command {
         }
     }
 }
+
+/// What a webhook receiver heard: each post's signature header and body.
+pub type Heard = tokio::sync::mpsc::UnboundedReceiver<(String, bytes::Bytes)>;
+
+/// A secret a test's webhook posts are signed with.
+pub const WEBHOOK_SECRET: &str = "a-secret-of-sixteen-or-more";
+
+/// A webhook receiver on loopback, its URL and what it heard: it takes every post (refusing the
+/// first with 500 when `refuse_first`, as a receiver that was down), sending each body with its
+/// signature header to the test.
+pub async fn webhook_receiver(refuse_first: bool) -> (String, Heard) {
+    let (tell, heard) = tokio::sync::mpsc::unbounded_channel();
+    let first = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(refuse_first));
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: bytes::Bytes| {
+            let (tell, first) = (tell.clone(), first.clone());
+            async move {
+                if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    return axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+                }
+                let signature = headers[approvals::channel::webhook::SIGNATURE_HEADER].to_str().unwrap().to_owned();
+                let _ = tell.send((signature, body));
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, heard)
+}
+
+/// The next announcement `heard`, its signature checked against `secret`.
+pub async fn next_announcement(heard: &mut Heard, secret: &str) -> serde_json::Value {
+    let (signature, body) = tokio::time::timeout(Duration::from_secs(30), heard.recv())
+        .await
+        .expect("an announcement within 30 s")
+        .unwrap();
+    let at: u64 = signature.split(',').next().unwrap().trim_start_matches("t=").parse().unwrap();
+    assert_eq!(signature, approvals::channel::webhook::sign(secret, at, &body), "signed with the shared secret");
+    serde_json::from_slice(&body).unwrap()
+}

@@ -1,0 +1,95 @@
+//! What the gate announces to its webhook (`--webhook URL`, each post signed with
+//! `--webhook-secret`), for rules whose channels hold `webhook`: a held call that waits for a
+//! decision, and each decision made of one. How it goes out (signed, under a delivery ID, tried
+//! again with backoff, never waited for) is the approvals crate's webhook channel
+//! ([`approvals::channel::webhook`]). An announcement says which call and who asked, never its
+//! arguments: a chat channel may be wider than the people who decide, who see them where they
+//! decide.
+
+use std::sync::Arc;
+
+use approvals::channel::webhook::{Announcement, Webhook};
+use serde_json::{Value, json};
+
+use crate::{held::HeldCall, outcome::decider_in_words, rule::Rule};
+
+/// The metric the gate's deliveries are counted under, by outcome.
+pub const DELIVERIES: &str = "fernhill_gate_webhook_deliveries_total";
+
+/// The shortest secret a webhook's posts are signed with.
+pub const SHORTEST_SECRET: usize = 16;
+
+/// The gate's webhook at `url`, its posts signed with `secret` (at least
+/// [`SHORTEST_SECRET`] characters).
+pub fn webhook(url: &str, secret: &str) -> Result<Webhook, String> {
+    if secret.len() < SHORTEST_SECRET {
+        return Err(format!("the webhook's signing secret must be at least {SHORTEST_SECRET} characters"));
+    }
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return Err(format!("the webhook {url} is not an http(s) URL"));
+    }
+    Webhook::new(url, secret, DELIVERIES).map_err(|error| error.to_string())
+}
+
+/// `kept`, held by `rule`, waits for a decision.
+pub fn waiting(kept: &HeldCall, rule: &Rule) -> Announcement {
+    let deadline = humantime::format_rfc3339_seconds(kept.deadline).to_string();
+    let text = format!(
+        "{tool} on {upstream}, asked by {requester}, waits for a decision by {decider} by {deadline} (approval {id}, \
+         the gate's rule \"{rule}\"). Decide it with review_approvals.",
+        tool = kept.tool,
+        upstream = kept.upstream,
+        requester = kept.requester,
+        decider = decider_in_words(&rule.decided_by),
+        id = kept.id,
+        rule = rule.name,
+    );
+    let event = json!({
+        "event": "waiting",
+        "approval": kept.id.as_str(),
+        "rule": kept.rule,
+        "upstream": kept.upstream,
+        "tool": kept.tool,
+        "requested_by": kept.requester.to_string(),
+        "digest": kept.digest.to_string(),
+        "deadline": deadline,
+    });
+    Announcement { text, event, about: kept.id.to_string() }
+}
+
+/// What the approvals engine tells of each decision it carried out (`released`: approved;
+/// `declined`), announced to `webhook`.
+pub fn announcer(webhook: Webhook) -> approvals::engine::Announce {
+    Arc::new(move |event, facts: &Value| {
+        let said = |key: &str| facts[key].as_str().unwrap_or_default().to_owned();
+        let (word, what) = match event {
+            "released" => ("approved", "it runs once, at its requester's next call"),
+            _ => ("declined", "it will not run"),
+        };
+        let by = facts["decided_by"].as_str().unwrap_or("a person");
+        let text = format!(
+            "{tool} on {upstream}, asked by {requester} (approval {id}), was {word} by {by}: {what}.",
+            tool = said("tool"),
+            upstream = said("upstream"),
+            requester = said("requested_by"),
+            id = said("approval"),
+        );
+        let mut data = facts.clone();
+        data["event"] = json!(word);
+        webhook.announce(Announcement { text, event: data, about: said("approval") });
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_webhook_needs_an_http_url_and_a_secret_of_sixteen_characters() {
+        assert!(webhook("https://chat.example/hook", "sixteen-chars-ok").is_ok());
+        let short = webhook("https://chat.example/hook", "too-short").err().unwrap();
+        assert_eq!(short, "the webhook's signing secret must be at least 16 characters");
+        let not_http = webhook("ftp://chat.example/hook", "sixteen-chars-ok").err().unwrap();
+        assert_eq!(not_http, "the webhook ftp://chat.example/hook is not an http(s) URL");
+    }
+}
