@@ -139,9 +139,9 @@ impl Gate {
         mut params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let person = self.person_of(&context);
         if params.name == REVIEW
-            && let Some(reviewed) = self.inner.review.call(person.clone(), params.clone(), context.clone()).await
+            && let Some(reviewed) =
+                self.inner.review.call(self.person_of(&context), params.clone(), context.clone()).await
         {
             return reviewed;
         }
@@ -165,6 +165,8 @@ impl Gate {
                 tracing::error!(%error, tool = call.tool, "a held call could not be kept");
                 ErrorData::internal_error(format!("the gate could not keep the held call: {error}"), None)
             };
+            // Who asks is worked out for a held call alone: a call passed on needs nobody named.
+            let person = self.person_of(&context);
             let mut holding = self.inner.held.hold(&person.party, &call, held.rule).map_err(failed)?;
             if holding.first
                 && held.rule.channels.contains(&Channel::Webhook)
