@@ -1,48 +1,44 @@
 //! The gate in front of an MCP server nobody here wrote (heavy tier: Node and npm): the
 //! reference filesystem server, started by the gate over stdio as the policy says, called
 //! through `fernhill-gate serve` by hosts of both eras. Writes under the path a rule holds
-//! never happen until another person approves them at their own host; then the write
-//! happens once, and every other call passes and does what the server does.
+//! never happen until another person approves them, at their own host or on the approval page
+//! signed in at a real issuer (oidc-provider); then the write happens once, and every other
+//! call passes and does what the server does.
 
 mod support;
 
-use mrtr::client::{ScriptedUser, legacy, modern};
+use mrtr::client::{Client, ScriptedUser, legacy, modern};
 use serde_json::json;
 
 const FILESYSTEM_SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
 
-#[tokio::test]
-async fn a_held_write_happens_only_once_another_person_approved_it_and_then_once_and_every_other_call_passes() {
+/// The reference filesystem server, installed, serving a new folder with `prices` and `notes`
+/// in it, behind a policy whose rule "price lists" holds `rule` (its tools, who decides, where)
+/// for writes under `prices`. The folder (kept while it lives), its path, and the policy's.
+fn price_lists(rule: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let node = support::npm("gate-upstreams", &[FILESYSTEM_SERVER], &[]);
     let server = node.join("node_modules/.bin/mcp-server-filesystem");
-    let root = tempfile::tempdir().unwrap();
-    let root = root.path().canonicalize().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(root.join("prices")).unwrap();
     std::fs::create_dir_all(root.join("notes")).unwrap();
+    let prices = root.join("prices").display().to_string();
     let policy = root.join("gate.toml");
-    std::fs::write(
-        &policy,
-        format!(
-            r#"
-[[upstream]]
-name = "files"
-command = [{server:?}, {root:?}]
+    let upstream = format!("[[upstream]]\nname = \"files\"\ncommand = [{server:?}, {root:?}]\n");
+    let rule = format!(
+        "[[rule]]\nname = \"price lists\"\nupstream = \"files\"\nwhen = 'args.path.startsWith(\"{prices}\")'\n\
+         deadline = \"72h\"\n{rule}"
+    );
+    std::fs::write(&policy, format!("{upstream}\n{rule}")).unwrap();
+    (dir, root, policy)
+}
 
-[[rule]]
-name = "price lists"
-upstream = "files"
-tools = ["write_file", "edit_file", "move_file"]
-when = 'args.path.startsWith("{prices}")'
-decided_by = {{ role = "pricing" }}
-deadline = "72h"
-
-[people]
-lee = {{ roles = ["pricing"] }}
-"#,
-            prices = root.join("prices").display()
-        ),
-    )
-    .unwrap();
+#[tokio::test]
+async fn a_held_write_happens_only_once_another_person_approved_it_and_then_once_and_every_other_call_passes() {
+    let (_dir, root, policy) = price_lists(
+        "tools = [\"write_file\", \"edit_file\", \"move_file\"]\ndecided_by = { role = \"pricing\" }\n\n\
+         [people]\nlee = { roles = [\"pricing\"] }\n",
+    );
 
     for (era, lifecycle) in [("2026-07-28", modern()), ("2025-11-25", legacy())] {
         let alice = [("USER", "alice")];
@@ -89,4 +85,81 @@ lee = {{ roles = ["pricing"] }}
         assert_eq!(std::fs::read_to_string(&prices).unwrap(), "KG-1043,12.50", "{era}: not written twice");
         client.close().await.unwrap();
     }
+}
+
+/// The five-minute start's call, over Streamable HTTP: alice's write under `prices` is held; the
+/// link she is given (and the webhook announces) is the approval page's, where alice herself,
+/// signed in, is refused her own call; lee signs in there at the issuer, sees the call with its
+/// arguments, and lets it run; alice's next call writes it once, and the page's receipt
+/// verifies offline against the keys the gate publishes.
+#[tokio::test]
+async fn a_held_write_another_person_lets_run_on_the_approval_page_is_written_once() {
+    use support::sign_in::{decides, page_signs_in, person_token};
+    const SECRET: &str = support::WEBHOOK_SECRET;
+    let (_dir, root, policy) = price_lists(
+        "tools = [\"write_file\"]\ndecided_by = { scope = \"refunds:write\" }\nchannels = [\"page\", \"webhook\"]\n",
+    );
+    let (_issuer, issuer) = support::oidc_issuer("jwt").await;
+    let (hook, mut heard) = support::webhook_receiver(false).await;
+    let mut command = tokio::process::Command::new(support::fernhill_gate());
+    command
+        .arg("serve")
+        .arg(&policy)
+        .args(["--http", "127.0.0.1:0", "--auth-issuer", &issuer])
+        .args(["--page-client-id", "approvals", "--page-client-secret", "approvals-secret"])
+        .args(["--webhook", &hook, "--webhook-secret", SECRET]);
+    let (_gate, url, log) = support::spawn_printing_url_with_log(&mut command).await;
+    let origin = url.trim_end_matches("/mcp").to_owned();
+
+    // Alice asks, from her host, with a token that lets her read orders alone.
+    let token = person_token(&issuer, "alice", &url, "orders:read").await;
+    let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.clone())
+        .auth_header(token);
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+    let alice = Client::connect_with(ScriptedUser::unable_to_ask(), transport, modern()).await.unwrap();
+    let prices = root.join("prices").join("autumn.csv");
+    let write = || alice.call_tool("write_file", json!({"path": prices, "content": "KG-1043,0.01"}));
+    let held = write().await.unwrap();
+    let meta = &held.meta.as_ref().unwrap()[gate::server::HELD_META];
+    let approval = meta["approval"].as_str().unwrap().to_owned();
+    let link = format!("{origin}/approvals/{approval}");
+    assert_eq!(meta["page"], link, "{held:?}");
+    assert!(mrtr::client::text(&held).contains(&format!("on the approval page at {link}")), "{held:?}");
+    let announced = support::next_announcement(&mut heard, SECRET).await;
+    assert_eq!(announced["event"]["link"], link, "{announced}");
+    assert!(announced["text"].as_str().unwrap().ends_with(&format!("Decide it at {link}.")), "{announced}");
+
+    // Alice on the page: signed in, she holds the scope, and it is still not hers to decide.
+    let (_, page) = page_signs_in(&link, "alice").await;
+    assert!(page.contains("data-outcome=\"not_yours\"") && page.contains("needs another person"), "{page}");
+    // Lee lists what waits for him, and lets it run.
+    let (_, listed) = page_signs_in(&format!("{origin}/approvals"), "lee").await;
+    assert!(listed.contains(&format!("href=\"/approvals/{approval}\"")), "{listed}");
+    let (lee, shown) = page_signs_in(&link, "lee").await;
+    assert!(shown.contains("data-arguments") && shown.contains("KG-1043,0.01"), "the arguments: {shown}");
+    assert!(!prices.exists(), "looking ran nothing");
+    let decided = decides(&lee, &link, &shown, "run").await;
+    assert!(decided.contains("data-outcome=\"approved\""), "{decided}\n{}", log.text());
+    assert!(!prices.exists(), "approving ran nothing");
+    let approved = support::next_announcement(&mut heard, SECRET).await;
+    assert_eq!(approved["event"]["event"], "approved", "{approved}");
+
+    // The receipt the page gave lee, checked offline against the gate's published keys.
+    let receipt = decided.split("<pre data-receipt>").nth(1).and_then(|rest| rest.split("</pre>").next()).unwrap();
+    let jwks = reqwest::get(format!("{origin}/.well-known/jwks.json")).await.unwrap().text().await.unwrap();
+    let verified = approvals::receipt::verify(receipt, &jwks).unwrap();
+    assert_eq!(verified.decision.by.as_deref(), Some(format!("{issuer} lee").as_str()), "{verified:?}");
+    assert_eq!((verified.decision.verdict.as_str(), verified.decision.channel.as_str()), ("accept", "page"));
+
+    let ran = write().await.unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    assert_eq!(std::fs::read_to_string(&prices).unwrap(), "KG-1043,0.01");
+    std::fs::write(&prices, "KG-1043,12.50").unwrap();
+    let kept = write().await.unwrap();
+    assert_eq!(kept.meta.as_ref().unwrap()[gate::server::HELD_META]["state"], "ran", "{kept:?}");
+    assert_eq!(std::fs::read_to_string(&prices).unwrap(), "KG-1043,12.50", "not written twice");
+    // The page's form posted again, declining now, decides nothing more.
+    let again = decides(&lee, &link, &shown, "decline").await;
+    assert!(again.contains("data-outcome=\"settled\"") && again.contains("is approved"), "{again}");
+    alice.close().await.unwrap();
 }

@@ -24,7 +24,11 @@ use tokio::{
     process::{Child, Command},
 };
 
-use support::{Balancer, ShopApiCommand, fernhill, fernhill_mcp, shop, start_api};
+use support::{
+    Balancer, ShopApiCommand, fernhill, fernhill_mcp, shop,
+    sign_in::{browser, page_signs_in, page_signs_in_and_decides, person_token, signs_in_until},
+    start_api,
+};
 
 const REDIS: &str = "redis://127.0.0.1:6379";
 
@@ -173,46 +177,6 @@ async fn the_typescript_and_python_sdks_authorize_and_confirm() {
     }
 }
 
-/// A person's browser on oidc-provider's development sign-in pages, from `start`: follows each
-/// redirect and posts each sign-in or consent form (signed in as `login`) until, past `start`,
-/// it is sent where `arrived` says. Where it was sent (not yet opened).
-async fn signs_in_until(
-    browser: &reqwest::Client,
-    start: &str,
-    login: &str,
-    arrived: impl Fn(&reqwest::Url) -> bool,
-) -> reqwest::Url {
-    let mut next = reqwest::Url::parse(start).unwrap();
-    for hop in 0..16 {
-        if hop > 0 && arrived(&next) {
-            return next;
-        }
-        let page = browser.get(next.clone()).send().await.unwrap();
-        let response = match page.headers().get("location") {
-            Some(_) => page,
-            None => {
-                // A sign-in or consent form: post what it asks for.
-                let html = page.text().await.unwrap();
-                let action = html.split("action=\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap().to_owned();
-                let prompt = html.split("name=\"prompt\" value=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
-                let form: Vec<(&str, &str)> = match prompt {
-                    "login" => vec![("prompt", "login"), ("login", login), ("password", "any")],
-                    other => vec![("prompt", other)],
-                };
-                browser.post(next.join(&action).unwrap()).form(&form).send().await.unwrap()
-            }
-        };
-        let location = response.headers().get("location").expect("a redirect").to_str().unwrap().to_owned();
-        next = next.join(&location).unwrap();
-    }
-    panic!("the sign-in did not come back from {start}");
-}
-
-/// A browser that keeps cookies and follows no redirect by itself.
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap()
-}
-
 /// A person's browser signs in at the authorization `address` as `login`, consents, and
 /// delivers the redirect to the host's loopback listener. Returns the host's answer page.
 async fn browser_signs_in(address: &str, login: &str) -> String {
@@ -306,48 +270,6 @@ async fn opaque_tokens_are_checked_by_introspection_and_only_a_person_s_decides(
     assert_eq!(report.released, 0, "{}", report.render());
 }
 
-/// An access token for `resource` that the `host` client gets for the person `login` by the
-/// authorization code flow with PKCE: the person signs in on oidc-provider's development pages,
-/// and the redirect to the host's loopback address is read, not followed.
-async fn person_token(issuer: &str, login: &str, resource: &str, scope: &str) -> String {
-    use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
-    let http = browser();
-    let metadata: serde_json::Value =
-        http.get(format!("{issuer}/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
-    let verifier = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
-    let challenge =
-        URL_SAFE_NO_PAD.encode(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, verifier.as_bytes()).as_ref());
-    let redirect = "http://127.0.0.1/callback";
-    let authorize = reqwest::Url::parse_with_params(
-        metadata["authorization_endpoint"].as_str().unwrap(),
-        [
-            ("client_id", "host"),
-            ("response_type", "code"),
-            ("redirect_uri", redirect),
-            ("scope", &format!("openid {scope}")),
-            ("code_challenge", &challenge),
-            ("code_challenge_method", "S256"),
-            ("state", "signing-in"),
-            ("resource", resource),
-        ],
-    )
-    .unwrap();
-    let back = signs_in_until(&http, authorize.as_str(), login, |next| next.as_str().starts_with(redirect)).await;
-    let code = back.query_pairs().find(|(name, _)| name == "code").map(|(_, code)| code.into_owned());
-    let code = code.unwrap_or_else(|| panic!("no code: {back}"));
-    let form = [
-        ("grant_type", "authorization_code"),
-        ("code", &code),
-        ("redirect_uri", redirect),
-        ("client_id", "host"),
-        ("code_verifier", &verifier),
-        ("resource", resource),
-    ];
-    let answer: serde_json::Value =
-        http.post(metadata["token_endpoint"].as_str().unwrap()).form(&form).send().await.unwrap().json().await.unwrap();
-    answer["access_token"].as_str().unwrap_or_else(|| panic!("no token: {answer}")).to_owned()
-}
-
 /// Pairwise subjects: the issuer gives each client its own `sub` for one person, so Alice's
 /// token at her host and her sign-in on the approval page name two people. Under
 /// `--approval another-lead` she asks for a refund from her host, then signs in on the page:
@@ -392,7 +314,7 @@ async fn with_pairwise_subjects_a_requester_signing_in_on_the_page_cannot_releas
     assert!(page.contains("cannot release it; another lead must"), "{page}");
     assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
 
-    let page = page_signs_in_and_releases(&link, "bob").await;
+    let page = page_signs_in_and_decides(&link, "bob", "release").await;
     assert!(page.contains("data-outcome=\"released\""), "{page}");
     let refund = shop(&api).refund(&RefundId::parse("R-0111").unwrap()).await.unwrap();
     assert_eq!(refund.status, RefundStatus::Requested);
@@ -494,33 +416,6 @@ async fn a_2025_session_belongs_to_the_caller_who_opened_it() {
     assert_eq!(session.delete_as(Some(&alice)).await.status(), reqwest::StatusCode::NO_CONTENT);
 }
 
-/// A person's browser on the approval page at `link`: sent to oidc-provider's sign-in, signs in
-/// as `login`, consents, and comes back. The browser, and the page it reads.
-async fn page_signs_in(link: &str, login: &str) -> (reqwest::Client, String) {
-    let browser = browser();
-    let back = signs_in_until(&browser, link, login, |next| next.as_str() == link).await;
-    let page = browser.get(back).send().await.unwrap().text().await.unwrap();
-    (browser, page)
-}
-
-/// A person signs in on the approval page at `link` as `login` ([`page_signs_in`]), reads the
-/// page and releases the refund. The last page.
-async fn page_signs_in_and_releases(link: &str, login: &str) -> String {
-    let (browser, page) = page_signs_in(link, login).await;
-    let value = |name: &str| {
-        let marker = format!("name=\"{name}\" value=\"");
-        page.split(&marker)
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .unwrap_or_else(|| panic!("{page}"))
-            .to_owned()
-    };
-    let link = reqwest::Url::parse(link).unwrap();
-    let origin = link.origin().ascii_serialization();
-    let form = [("form_token", value("form_token")), ("seen", value("seen")), ("decision", "release".to_owned())];
-    browser.post(link).header("origin", origin).form(&form).send().await.unwrap().text().await.unwrap()
-}
-
 /// Step-up (`--confirm-on page`): hosts that accept every question by themselves, one of each
 /// era, release nothing; the lead signing in on the approval page releases it. The 2026 host's
 /// accept leaves the refund held and says where it is decided; the 2025 host's call waits on
@@ -550,7 +445,7 @@ async fn with_confirm_on_page_a_host_that_accepts_everything_releases_nothing() 
     assert!(mrtr::client::text(&reviewed).contains("Decide refund R-0111 on the approval page"));
     assert_eq!(status(&api, "R-0111").await, RefundStatus::NeedsConfirmation);
     // The lead on the page.
-    let page = page_signs_in_and_releases(&format!("{origin}/approvals/R-0111"), "lead").await;
+    let page = page_signs_in_and_decides(&format!("{origin}/approvals/R-0111"), "lead", "release").await;
     assert!(page.contains("data-outcome=\"released\""), "{page}");
     assert_eq!(status(&api, "R-0111").await, RefundStatus::Requested);
     let after = modern.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
@@ -571,7 +466,7 @@ async fn with_confirm_on_page_a_host_that_accepts_everything_releases_nothing() 
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(status(&api, "R-0112").await, RefundStatus::NeedsConfirmation);
-        page_signs_in_and_releases(&link, "lead").await
+        page_signs_in_and_decides(&link, "lead", "release").await
     };
     let (done, page) = tokio::join!(waiting, deciding);
     assert!(page.contains("data-outcome=\"released\""), "{page}");

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use approvals::channel::webhook::{Announcement, Webhook};
 use serde_json::{Value, json};
 
-use crate::{held::HeldCall, outcome::decider_in_words, rule::Rule};
+use crate::{held::HeldCall, rule::Rule};
 
 /// The metric the gate's deliveries are counted under, by outcome.
 pub const DELIVERIES: &str = "fernhill_gate_webhook_deliveries_total";
@@ -31,16 +31,21 @@ pub fn webhook(url: &str, secret: &str) -> Result<Webhook, String> {
     Webhook::new(url, secret, DELIVERIES).map_err(|error| error.to_string())
 }
 
-/// `kept`, held by `rule`, waits for a decision.
-pub fn waiting(kept: &HeldCall, rule: &Rule) -> Announcement {
+/// `kept`, held by `rule`, waits for a decision: at `link` on the approval page, where it is
+/// served, else with `review_approvals`.
+pub fn waiting(kept: &HeldCall, rule: &Rule, link: Option<&str>) -> Announcement {
     let deadline = humantime::format_rfc3339_seconds(kept.deadline).to_string();
+    let decide = match link {
+        Some(link) => format!("Decide it at {link}"),
+        None => "Decide it with review_approvals".to_owned(),
+    };
     let text = format!(
         "{tool} on {upstream}, asked by {requester}, waits for a decision by {decider} by {deadline} (approval {id}, \
-         the gate's rule \"{rule}\"). Decide it with review_approvals.",
+         the gate's rule \"{rule}\"). {decide}.",
         tool = kept.tool,
         upstream = kept.upstream,
         requester = kept.requester,
-        decider = decider_in_words(&rule.decided_by),
+        decider = rule.decided_by,
         id = kept.id,
         rule = rule.name,
     );
@@ -53,6 +58,7 @@ pub fn waiting(kept: &HeldCall, rule: &Rule) -> Announcement {
         "requested_by": kept.requester.to_string(),
         "digest": kept.digest.to_string(),
         "deadline": deadline,
+        "link": link,
     });
     Announcement { text, event, about: kept.id.to_string() }
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     approval::RuleApprovals,
-    held::{HeldCall, HeldCalls, HeldError, HeldId},
+    held::{HeldCall, HeldCalls, HeldError, HeldId, Standing},
     person::Person,
     policy::Policy,
     rule::{Channel, Rule},
@@ -141,6 +141,120 @@ impl Deciding {
     }
 }
 
+/// Where a decider decides: at their own host (`review_approvals`), or on the approval page
+/// (which the webhook's announcements link to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// `review_approvals`, at the decider's own host.
+    Review,
+    /// The approval page.
+    Page,
+}
+
+impl Place {
+    /// Whether `rule` takes decisions here.
+    pub fn serves(self, rule: &Rule) -> bool {
+        match self {
+            Place::Review => rule.channels.contains(&Channel::Review),
+            Place::Page => rule.channels.iter().any(|channel| matches!(channel, Channel::Page | Channel::Webhook)),
+        }
+    }
+}
+
+/// Why a person may not decide a held call where they are, said before they are asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotHere {
+    /// Its rule is not in this gate's policy.
+    #[error(
+        "{id} is held by the rule \"{rule}\", which this gate's policy does not have: decide it where that policy is served."
+    )]
+    NoRule {
+        /// The call's approval.
+        id: HeldId,
+        /// The rule it names.
+        rule: String,
+    },
+    /// Its rule takes decisions elsewhere.
+    #[error("{id} is not decided here: the rule \"{rule}\" takes its decisions {elsewhere}.")]
+    Elsewhere {
+        /// The call's approval.
+        id: HeldId,
+        /// The rule.
+        rule: String,
+        /// Where, in words.
+        elsewhere: String,
+    },
+    /// They do not hold what the rule asks of a decider.
+    #[error("You may not decide {id}: it is decided by {decider}. Nothing was decided.")]
+    NotDecider {
+        /// The call's approval.
+        id: HeldId,
+        /// Who decides it, in words.
+        decider: String,
+    },
+    /// It was decided, or its deadline passed.
+    #[error("{id} is {standing}; there is nothing to decide.")]
+    Settled {
+        /// The call's approval.
+        id: HeldId,
+        /// Where it stands, in a word.
+        standing: &'static str,
+    },
+    /// They asked for it, and its rule needs another person.
+    #[error(
+        "You asked for {id} yourself, and the rule \"{rule}\" needs another person to decide it. Nothing was decided."
+    )]
+    Own {
+        /// The call's approval.
+        id: HeldId,
+        /// The rule.
+        rule: String,
+    },
+}
+
+/// The rule by which `person` may decide `kept` at `place`, or why they may not (the engine and
+/// the store check again when they answer).
+pub fn may_decide<'p>(policy: &'p Policy, kept: &HeldCall, person: &Person, place: Place) -> Result<&'p Rule, NotHere> {
+    let id = kept.id.clone();
+    let Some(rule) = policy.rules.iter().find(|rule| rule.name == kept.rule) else {
+        return Err(NotHere::NoRule { id, rule: kept.rule.clone() });
+    };
+    if !place.serves(rule) {
+        let elsewhere = match place {
+            Place::Review => "on the approval page or through the webhook's link only",
+            Place::Page => "at a decider's own host (review_approvals) only",
+        };
+        return Err(NotHere::Elsewhere { id, rule: rule.name.clone(), elsewhere: elsewhere.to_owned() });
+    }
+    if !person.holds.meets(&rule.decided_by) {
+        return Err(NotHere::NotDecider { id, decider: rule.decided_by.to_string() });
+    }
+    if kept.standing != Standing::Waiting {
+        return Err(NotHere::Settled { id, standing: kept.standing.as_str() });
+    }
+    if !rule.self_approval && kept.requester == person.party {
+        return Err(NotHere::Own { id, rule: rule.name.clone() });
+    }
+    Ok(rule)
+}
+
+/// The held calls waiting for `person`'s decision at `place`, oldest first: of the rules they
+/// may decide there, never their own unless the rule lets a requester decide.
+pub fn waiting_for(
+    policy: &Policy,
+    held: &HeldCalls,
+    person: &Person,
+    place: Place,
+) -> Result<Vec<HeldCall>, HeldError> {
+    let mut waiting = Vec::new();
+    for rule in policy.rules.iter().filter(|rule| place.serves(rule) && person.holds.meets(&rule.decided_by)) {
+        let calls = held.waiting(Some(&rule.name))?;
+        waiting.extend(calls.into_iter().filter(|call| rule.self_approval || call.requester != person.party));
+    }
+    waiting.sort_by(|a, b| (a.held_at, a.id.as_str()).cmp(&(b.held_at, b.id.as_str())));
+    Ok(waiting)
+}
+
 /// What a decider is asked: who asked for what, and why it waits.
 pub fn question(kept: &HeldCall, rule: &Rule) -> String {
     let arguments = serde_json::to_string_pretty(&kept.arguments).unwrap_or_else(|_| kept.arguments.to_string());
@@ -177,5 +291,76 @@ fn refusal(id: &HeldId, refused: Refused<HeldError>) -> String {
         Refused::NotYours(error) => format!("{id} was not decided: {error}."),
         Refused::Unanswered(error) => format!("{id}'s decision was not recorded ({error}); nothing was done."),
         Refused::DeclineNotCarriedOut => format!("{id} is declined; the decline is kept and stands."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use caller::Party;
+    use clock::Clock;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::{call::Call, person::Holds};
+
+    /// Prices wait for a pricing lead on the page (another person); notes for a writer at their
+    /// own host (themselves too).
+    const POLICY: &str = "[[rule]]\nname = \"prices\"\ntools = [\"write_file\"]\nwhen = 'args.path == \"prices\"'\n\
+        decided_by = { role = \"pricing\" }\nchannels = [\"page\"]\ndeadline = \"1h\"\n\n\
+        [[rule]]\nname = \"notes\"\ntools = [\"write_file\"]\ndecided_by = { scope = \"notes:write\" }\n\
+        self_approval = true\nchannels = [\"review\"]\ndeadline = \"1h\"\n";
+
+    fn person(name: &str, holds: Holds) -> Person {
+        Person { party: Party::host_user(name), holds }
+    }
+
+    fn hold(policy: &Policy, held: &HeldCalls, who: &Person, path: &str) -> HeldCall {
+        let arguments = json!({"path": path});
+        let call = Call { upstream: "files", tool: "write_file", annotations: &Value::Null, arguments: &arguments };
+        let rule = policy.held(&call).unwrap().rule;
+        held.hold(&who.party, &call, rule).unwrap().call
+    }
+
+    #[test]
+    fn a_call_is_decided_where_its_rule_says_by_whom_it_says_and_never_by_its_requester_unless_it_allows() {
+        let policy = Policy::parse(Path::new("gate.toml"), POLICY).unwrap();
+        let held = HeldCalls::open(None, Clock::system()).unwrap();
+        let pricing = Holds { roles: vec!["pricing".into()], ..Holds::default() };
+        let writer = Holds { scopes: vec!["notes:write".into()], ..Holds::default() };
+        let (alice, lee, sam) = (person("alice", pricing.clone()), person("lee", pricing), person("sam", writer));
+        let prices = hold(&policy, &held, &alice, "prices");
+        let notes = hold(&policy, &held, &sam, "notes");
+
+        assert_eq!(may_decide(&policy, &prices, &lee, Place::Page).unwrap().name, "prices");
+        let elsewhere = may_decide(&policy, &prices, &lee, Place::Review).unwrap_err();
+        assert!(matches!(elsewhere, NotHere::Elsewhere { .. }), "{elsewhere}");
+        let not_decider = may_decide(&policy, &prices, &sam, Place::Page).unwrap_err();
+        assert_eq!(
+            not_decider.to_string(),
+            format!(
+                "You may not decide {}: it is decided by a person with the role pricing. Nothing was decided.",
+                prices.id
+            )
+        );
+        // Alice holds the role, and asked for it herself.
+        assert!(matches!(may_decide(&policy, &prices, &alice, Place::Page), Err(NotHere::Own { .. })));
+        // A rule with self_approval lets its requester decide, where it takes decisions.
+        assert_eq!(may_decide(&policy, &notes, &sam, Place::Review).unwrap().name, "notes");
+        assert!(matches!(may_decide(&policy, &notes, &sam, Place::Page), Err(NotHere::Elsewhere { .. })));
+
+        // What waits for each, where: never their own unless the rule allows.
+        let ids = |calls: Vec<HeldCall>| calls.into_iter().map(|call| call.id).collect::<Vec<_>>();
+        assert_eq!(ids(waiting_for(&policy, &held, &lee, Place::Page).unwrap()), std::slice::from_ref(&prices.id));
+        assert!(waiting_for(&policy, &held, &alice, Place::Page).unwrap().is_empty());
+        assert!(waiting_for(&policy, &held, &lee, Place::Review).unwrap().is_empty());
+        assert_eq!(ids(waiting_for(&policy, &held, &sam, Place::Review).unwrap()), std::slice::from_ref(&notes.id));
+
+        // Decided, it is settled: nothing more to decide anywhere.
+        let approved = held.approve(prices.id.as_str(), Some(&lee.party), None, "k", false).unwrap();
+        let settled = may_decide(&policy, &approved, &lee, Place::Page).unwrap_err();
+        assert_eq!(settled.to_string(), format!("{} is approved; there is nothing to decide.", prices.id));
+        assert!(waiting_for(&policy, &held, &lee, Place::Page).unwrap().is_empty());
     }
 }

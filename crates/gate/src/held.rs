@@ -69,7 +69,8 @@ pub enum Standing {
 }
 
 impl Standing {
-    fn as_str(self) -> &'static str {
+    /// Where it stands, in a word (`waiting`, `approved`, `declined`, `expired`).
+    pub fn as_str(self) -> &'static str {
         match self {
             Standing::Waiting => "waiting",
             Standing::Approved => "approved",

@@ -29,6 +29,8 @@
 //!   answer comes from, and the one question every decider is asked;
 //! - [`review`]: `review_approvals`, where a person who may decide held calls decides them
 //!   from their own host;
+//! - [`page`]: the approval page, where they decide them in a browser, signed in at the
+//!   issuer (the webhook's announcements link to it);
 //! - [`own_call`]: a requester whose rule lets them decide their own call, asked in the call;
 //! - [`outcome`]: what a held call's requester is told, and an approved call run once, its
 //!   result kept and its run's receipt signed;
@@ -53,6 +55,7 @@ pub mod inventory;
 pub mod keys;
 pub mod outcome;
 pub mod own_call;
+pub mod page;
 pub mod person;
 pub mod policy;
 pub mod relay;

@@ -25,7 +25,7 @@ use crate::{
     connection::{Connection, NotRun},
     held::{Ended, HeldCall, HeldCalls, Holding, Run, Standing, Start},
     policy::Held,
-    rule::{Channel, Decider, LostOutcome, Rule},
+    rule::{Channel, LostOutcome, Rule},
 };
 
 /// The `_meta` key of a held call's result: the approval, for a host or a program to read.
@@ -42,11 +42,11 @@ pub async fn told(
     receipts: Option<&Receipts>,
     (connection, host): (&Connection, Option<&Peer<RoleServer>>),
     (call, held, holding): (&Call<'_>, Held<'_>, Holding),
-    params: CallToolRequestParams,
+    (params, page): (CallToolRequestParams, Option<&str>),
 ) -> Result<CallToolResult, ErrorData> {
     let kept = holding.call;
     if kept.standing == Standing::Waiting {
-        return Ok(waiting(call, held, &kept, holding.first));
+        return Ok(waiting(call, held, &kept, (holding.first, page)));
     }
     let id = kept.id.clone();
     match settled(calls, receipts, (connection, host), held.rule, kept, params).await {
@@ -225,32 +225,26 @@ fn meta(kept: &HeldCall, state: &str, extra: Value) -> MetaObject {
     meta
 }
 
-/// Who decides a rule's calls, in words.
-pub fn decider_in_words(decider: &Decider) -> String {
-    match decider {
-        Decider::Scope(scope) => format!("a person whose token carries the scope {scope}"),
-        Decider::Role(role) => format!("a person with the role {role}"),
-        Decider::Group(group) => format!("a member of the group {group}"),
-    }
-}
-
-/// A call that waits: it has not run, which approval holds it, who decides it where and by
-/// when, and that the same call asked again finds it.
-fn waiting(call: &Call<'_>, held: Held<'_>, kept: &HeldCall, first: bool) -> CallToolResult {
+/// A call that waits: it has not run, which approval holds it, who decides it where (on the
+/// approval page served at `page`, its link) and by when, and that the same call asked again
+/// finds it.
+fn waiting(call: &Call<'_>, held: Held<'_>, kept: &HeldCall, (first, page): (bool, Option<&str>)) -> CallToolResult {
     let rule = held.rule;
     let why = match (&rule.when, held.evaluated) {
         (Some(when), true) => format!(", as {when} holds for these arguments"),
         (Some(when), false) => format!(", as {when} could not be evaluated for these arguments"),
         (None, _) => String::new(),
     };
-    let channels: Vec<&str> = rule
+    let link = page.map(|origin| crate::page::link(origin, &kept.id));
+    let channels: Vec<String> = rule
         .channels
         .iter()
-        .map(|channel| match channel {
-            Channel::Host => "in the call itself, when its requester may decide it",
-            Channel::Review => "at their own host, with the gate's review_approvals tool",
-            Channel::Page => "on the approval page",
-            Channel::Webhook => "through the link the webhook announces",
+        .map(|channel| match (channel, &link) {
+            (Channel::Host, _) => "in the call itself, when its requester may decide it".to_owned(),
+            (Channel::Review, _) => "at their own host, with the gate's review_approvals tool".to_owned(),
+            (Channel::Page, Some(link)) => format!("on the approval page at {link}"),
+            (Channel::Page, None) => "on the approval page".to_owned(),
+            (Channel::Webhook, _) => "through the link the webhook announces".to_owned(),
         })
         .collect();
     let state = if first { "is held" } else { "still waits" };
@@ -265,11 +259,11 @@ fn waiting(call: &Call<'_>, held: Held<'_>, kept: &HeldCall, first: bool) -> Cal
         tool = call.tool,
         id = kept.id,
         name = rule.name,
-        decider = decider_in_words(&rule.decided_by),
+        decider = rule.decided_by,
         channels = channels.join(" or "),
         deadline = time(kept.deadline),
     );
-    said(words, kept, "waiting", Value::Null)
+    said(words, kept, "waiting", link.map_or(Value::Null, |link| json!({"page": link})))
 }
 
 /// A call nobody decided by its deadline: it did not run.

@@ -31,7 +31,7 @@ use toml::Spanned;
 use crate::{
     call::Call,
     condition::Condition,
-    person::Holds,
+    person::{Holds, Person},
     rule::{Channel, Decider, Hint, LostOutcome, Rule},
     tool_name::ToolName,
 };
@@ -150,6 +150,15 @@ impl Policy {
     /// list).
     pub fn holds_of(&self, name: &str) -> Holds {
         self.people.get(name).cloned().unwrap_or_default()
+    }
+
+    /// The person a token names, `principal`, holding its `scopes` and what `[people]` says of
+    /// `"ISSUER SUBJECT"` (for roles and groups a token does not carry).
+    pub fn person_of(&self, principal: caller::Principal, scopes: &[String]) -> Person {
+        let party = caller::Party::Principal(principal);
+        let mut holds = self.holds_of(&party.to_string());
+        holds.scopes.extend(scopes.iter().cloned());
+        Person { party, holds }
     }
 
     /// The upstream named `name`.

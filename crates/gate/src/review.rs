@@ -23,12 +23,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    deciding::{DECIDE, Deciding, RunForm, question},
-    held::{HeldCall, HeldCalls, HeldId, Standing},
-    outcome::decider_in_words,
+    deciding::{DECIDE, Deciding, NotHere, Place, RunForm, may_decide, question, waiting_for},
+    held::{HeldCall, HeldCalls, HeldId},
     person::Person,
     policy::Policy,
-    rule::{Channel, Rule},
+    rule::Rule,
 };
 
 /// The tool's name.
@@ -100,7 +99,7 @@ impl Review {
 
 /// Whether `person` may decide any call of `policy` from their own host: who is shown the tool.
 pub fn reviews(policy: &Policy, person: &Person) -> bool {
-    policy.rules.iter().any(|rule| rule.channels.contains(&Channel::Review) && person.holds.meets(&rule.decided_by))
+    policy.rules.iter().any(|rule| Place::Review.serves(rule) && person.holds.meets(&rule.decided_by))
 }
 
 /// A tool error: the words, as an error result.
@@ -146,29 +145,23 @@ impl Review {
 impl Review {
     /// The held calls `person` may decide, oldest first.
     fn waiting_for(&self, person: &Person) -> CallToolResponse {
-        let mut waiting = Vec::new();
-        for rule in self.policy.rules.iter().filter(|rule| rule.channels.contains(&Channel::Review)) {
-            if !person.holds.meets(&rule.decided_by) {
-                continue;
-            }
-            let calls = match self.held.waiting(Some(&rule.name)) {
-                Ok(calls) => calls,
-                Err(error) => return refused(format!("The held calls could not be read: {error}.")),
-            };
-            waiting.extend(calls.into_iter().filter(|call| rule.self_approval || call.requester != person.party).map(
-                |call| WaitingCall {
-                    approval: call.id.to_string(),
-                    rule: call.rule,
-                    upstream: call.upstream,
-                    tool: call.tool,
-                    arguments: call.arguments,
-                    requested_by: call.requester.to_string(),
-                    held_at: time(call.held_at),
-                    deadline: time(call.deadline),
-                },
-            ));
-        }
-        waiting.sort_by(|a, b| (&a.held_at, &a.approval).cmp(&(&b.held_at, &b.approval)));
+        let waiting = match waiting_for(&self.policy, &self.held, person, Place::Review) {
+            Ok(calls) => calls,
+            Err(error) => return refused(format!("The held calls could not be read: {error}.")),
+        };
+        let waiting: Vec<WaitingCall> = waiting
+            .into_iter()
+            .map(|call| WaitingCall {
+                approval: call.id.to_string(),
+                rule: call.rule,
+                upstream: call.upstream,
+                tool: call.tool,
+                arguments: call.arguments,
+                requested_by: call.requester.to_string(),
+                held_at: time(call.held_at),
+                deadline: time(call.deadline),
+            })
+            .collect();
         let words = match waiting.len() {
             0 => "No held call is waiting for your decision.".to_owned(),
             n => {
@@ -208,40 +201,16 @@ impl Review {
             Ok(None) => return Ok(refused(format!("There is no held call {id}."))),
             Err(error) => return Ok(refused(format!("The held calls could not be read: {error}."))),
         };
-        let Some(rule) = self.policy.rules.iter().find(|rule| rule.name == kept.rule) else {
-            return Ok(refused(format!(
-                "{id} is held by the rule \"{}\", which this gate's policy does not have: decide it where that \
-                 policy is served.",
-                kept.rule
-            )));
+        let rule = match may_decide(&self.policy, &kept, person, Place::Review) {
+            Ok(rule) => rule,
+            Err(NotHere::Settled { id, standing }) => {
+                return Ok(said(
+                    format!("{id} is {standing}; there is nothing to decide."),
+                    json!({"approval": id.as_str(), "state": standing}),
+                ));
+            }
+            Err(not_here) => return Ok(refused(not_here.to_string())),
         };
-        if !rule.channels.contains(&Channel::Review) {
-            return Ok(refused(format!(
-                "{id} is not decided here: the rule \"{}\" takes decisions on the approval page or through the \
-                 webhook's link only.",
-                rule.name
-            )));
-        }
-        if !person.holds.meets(&rule.decided_by) {
-            return Ok(refused(format!(
-                "You may not decide {id}: it is decided by {}. Nothing was decided.",
-                decider_in_words(&rule.decided_by)
-            )));
-        }
-        if kept.standing != Standing::Waiting {
-            let standing = format!("{:?}", kept.standing).to_lowercase();
-            return Ok(said(
-                format!("{id} is {standing}; there is nothing to decide."),
-                json!({"approval": id.as_str(), "state": standing}),
-            ));
-        }
-        if !rule.self_approval && kept.requester == person.party {
-            return Ok(refused(format!(
-                "You asked for {id} yourself, and the rule \"{}\" needs another person to decide it. Nothing was \
-                 decided.",
-                rule.name
-            )));
-        }
         let seen = kept.digest.to_string();
         let mut asking = asking.expecting(&format!("{id} {seen}"));
         let question = question(&kept, rule);

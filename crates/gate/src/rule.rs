@@ -15,6 +15,17 @@ pub enum Decider {
     Group(String),
 }
 
+/// Who decides a rule's calls, in words ("a person with the role support-lead").
+impl std::fmt::Display for Decider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Decider::Scope(scope) => write!(f, "a person whose token carries the scope {scope}"),
+            Decider::Role(role) => write!(f, "a person with the role {role}"),
+            Decider::Group(group) => write!(f, "a member of the group {group}"),
+        }
+    }
+}
+
 /// Where a person may decide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Channel {

@@ -13,10 +13,12 @@
 //! the gate's own questions' and, wrapped, an upstream's, which the boundary opens on the retry
 //! and the gate hands back to the upstream as it was.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
-use approvals::channel::webhook::Webhook;
-use caller::Party;
+use approvals::channel::{page::Visitors, webhook::Webhook};
 use mrtr::{
     ask::Asking,
     tasks::{InMemoryTasks, Resuming, Step, TaskRecord, TaskTimes, TaskWork, Tasking, Tasks},
@@ -37,8 +39,8 @@ use crate::{
     connection::{Connection, NotConnected},
     deciding::{self, Deciding},
     held::{HeldCall, HeldCalls, HeldId, Standing},
-    outcome::decider_in_words,
     own_call::{self, Asked},
+    page::ApprovalPage,
     person::Person,
     policy::Policy,
     relay::Host,
@@ -68,6 +70,8 @@ struct Inner {
     review: Review,
     /// Where calls that wait are announced, for rules whose channels hold the webhook.
     webhook: Option<Webhook>,
+    /// The origin the approval page is served at, once it is ([`Gate::approval_page`]).
+    page: OnceLock<String>,
 }
 
 impl Gate {
@@ -91,8 +95,26 @@ impl Gate {
         let deciding = Arc::new(Deciding::new(&policy, &held, keys.as_ref(), webhook.as_ref()));
         let review = Review::new(&policy, &held, &deciding);
         let receipts = keys.as_ref().map(|keys| deciding::receipts(&policy, keys));
-        let inner = Inner { policy, connections, host, held, host_user, deciding, receipts, review, webhook };
+        let inner = Inner {
+            policy,
+            connections,
+            host,
+            held,
+            host_user,
+            deciding,
+            receipts,
+            review,
+            webhook,
+            page: OnceLock::new(),
+        };
         Ok(Gate { inner: Arc::new(inner) })
+    }
+
+    /// The approval page of this gate's held calls, served at `visitors`' origin: from now on
+    /// a held call's requester and the webhook's announcements are given its link.
+    pub fn approval_page(&self, visitors: Visitors) -> ApprovalPage {
+        let _ = self.inner.page.set(visitors.origin().to_owned());
+        ApprovalPage::new(visitors, &self.inner.policy, &self.inner.held, &self.inner.deciding)
     }
 
     /// Close every upstream's connection.
@@ -109,12 +131,9 @@ impl Gate {
     /// otherwise the host's user.
     fn person_of(&self, context: &RequestContext<RoleServer>) -> Person {
         let Some(principal) = mrtr::boundary::principal(context) else { return self.inner.host_user.clone() };
-        let party = Party::Principal(principal);
-        let mut holds = self.inner.policy.holds_of(&party.to_string());
         let granted =
             context.extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Granted>());
-        holds.scopes.extend(granted.into_iter().flat_map(|granted| granted.0.iter().cloned()));
-        Person { party, holds }
+        self.inner.policy.person_of(principal, granted.map_or(&[], |granted| granted.0.as_slice()))
     }
 
     /// Relay the upstreams' questions and list changes to the host `context` came from, where
@@ -172,7 +191,8 @@ impl Gate {
                 && held.rule.channels.contains(&Channel::Webhook)
                 && let Some(webhook) = &self.inner.webhook
             {
-                webhook.announce(crate::announce::waiting(&holding.call, held.rule));
+                let link = self.inner.page.get().map(|origin| crate::page::link(origin, &holding.call.id));
+                webhook.announce(crate::announce::waiting(&holding.call, held.rule, link.as_deref()));
             }
             let person = &person;
             if own_call::may_ask(held.rule, person, &holding.call)
@@ -196,7 +216,10 @@ impl Gate {
             // A 2025 requester is asked an upstream's rounds during the run; a 2026-07-28 one
             // has no back-channel for them.
             let upstream = (connection, (!modern).then_some(&context.peer));
-            return crate::outcome::told(&self.inner.held, receipts, upstream, told, params).await.map(Into::into);
+            let page = self.inner.page.get().map(String::as_str);
+            return crate::outcome::told(&self.inner.held, receipts, upstream, told, (params, page))
+                .await
+                .map(Into::into);
         }
         if modern {
             // The upstream's own state, opened by the boundary from the gate's seal.
@@ -229,12 +252,8 @@ impl Gate {
             arguments.truncate(cut);
             arguments.push_str("...");
         }
-        let message = format!(
-            "Waiting for a decision by {}: {} {arguments} (approval {}).",
-            decider_in_words(&rule.decided_by),
-            kept.tool,
-            kept.id
-        );
+        let message =
+            format!("Waiting for a decision by {}: {} {arguments} (approval {}).", rule.decided_by, kept.tool, kept.id);
         let deadline = humantime::format_rfc3339_seconds(kept.deadline);
         let cancelled = format!(
             "Cancelled; {} stays held (approval {}) until a person decides it or its deadline passes ({deadline}): \

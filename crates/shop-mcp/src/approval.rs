@@ -1,6 +1,6 @@
 //! The shop's side of approvals: who it lets decide a held refund, where a decision counts, and
 //! what it tells a lead of each decision, in its own words. The deciding itself is the
-//! approvals engine's (`approvals::Approvals`, over [`crate::refunds::Refunds`]): one choke
+//! approvals engine's (`approvals::Approvals`, over `crate::refunds::Refunds`): one choke
 //! point every channel passes (a round's answer, a task's, `review_refunds`', the page's),
 //! which checks who decides, claims the answer once, writes the intent before the release, and
 //! lets a decline stand. The shop's API checks the same again with the people this server names

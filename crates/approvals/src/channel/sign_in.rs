@@ -123,6 +123,9 @@ pub struct Session {
     pub auth_time: Option<i64>,
     /// Whether their token entitles them to decide.
     pub entitled: bool,
+    /// The scopes their token holds (a session kept before they were is taken as holding none).
+    #[serde(default)]
+    pub scopes: Vec<String>,
     /// The token every form of this session carries.
     pub form_token: String,
 }
@@ -147,7 +150,8 @@ pub struct PageClient<'a> {
     pub redirect: &'a str,
     /// Whether a decision on the page must tell its decider apart from the requester.
     pub tells_people_apart: bool,
-    /// The scope to ask for, which entitles a person to decide (`refunds:write`, say).
+    /// The scopes to ask for, space-separated, which entitle a person to decide
+    /// (`refunds:write`, say); none but `openid` when empty.
     pub scope: &'a str,
     /// Whether the scopes a token holds entitle its person to decide.
     pub entitled: fn(&[String]) -> bool,
@@ -213,7 +217,7 @@ impl SignIn {
     }
 
     /// Check at start, if the issuer answers, that the page may sign people in there
-    /// ([`Self::may_sign_in_at`]); an issuer that does not answer yet is checked at the first
+    /// (`may_sign_in_at`); an issuer that does not answer yet is checked at the first
     /// sign-in.
     pub async fn check_issuer(&self) -> Result<(), SignInError> {
         match self.metadata(false).await {
@@ -248,7 +252,7 @@ impl SignIn {
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let (address, state, nonce) = client
             .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
-            .add_scope(Scope::new(self.scope.clone()))
+            .add_scopes(self.scope.split_whitespace().map(|scope| Scope::new(scope.to_owned())))
             .add_extra_param("resource", &self.resource)
             // A sign-in no older than a session: the issuer asks again past it, and says when
             // the person signed in (`auth_time`), which the decision records.
@@ -340,6 +344,7 @@ impl SignIn {
             subject: access.subject.clone(),
             auth_time: auth_time.map(|at| at.timestamp()),
             entitled: (self.entitled)(&access.scopes),
+            scopes: access.scopes.clone(),
             form_token: random_token(),
         };
         let cookie_value = random_token();

@@ -27,7 +27,18 @@ fn main() -> ExitCode {
         }
     };
     match command {
-        Command::Serve { policy, held_calls, host_user, keys, webhook, webhook_secret, http, verbose } => {
+        Command::Serve {
+            policy,
+            held_calls,
+            host_user,
+            keys,
+            webhook,
+            webhook_secret,
+            page_client_id,
+            page_client_secret,
+            http,
+            verbose,
+        } => {
             let held_calls = held_calls.unwrap_or_else(|| policy.with_extension("held.sqlite"));
             let serving = gate_serve::Serving {
                 policy: &policy,
@@ -36,6 +47,7 @@ fn main() -> ExitCode {
                 keys: keys.as_deref(),
                 webhook: webhook.as_deref().zip(webhook_secret.as_deref()),
                 http: &http,
+                page_client: page_client_id.as_deref().map(|id| (id, page_client_secret.as_deref())),
             };
             runtime.block_on(gate_serve::run(serving, verbose))
         }

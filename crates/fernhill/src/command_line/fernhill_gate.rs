@@ -45,6 +45,14 @@ pub enum Command {
         /// The secret each post to the webhook is signed with (at least 16 characters).
         #[arg(long, value_name = "SECRET", env = "FERNHILL_GATE_WEBHOOK_SECRET", hide_env_values = true)]
         webhook_secret: Option<String>,
+        /// Serve the approval page (over --http, with --auth-issuer): deciders sign in there as
+        /// this client of the issuer, and decide the held calls their rules name them for; the
+        /// webhook's announcements and a held call's requester are given its link.
+        #[arg(long, value_name = "CLIENT_ID", env = "FERNHILL_GATE_PAGE_CLIENT_ID")]
+        page_client_id: Option<String>,
+        /// The approval page's client secret at the issuer.
+        #[arg(long, value_name = "SECRET", env = "FERNHILL_GATE_PAGE_CLIENT_SECRET", hide_env_values = true)]
+        page_client_secret: Option<String>,
         #[command(flatten)]
         http: Box<mcp_serve::HttpConfig>,
         /// Log verbosity: -v for debug, -vv for trace (RUST_LOG overrides).

@@ -23,13 +23,15 @@ pub struct Serving<'a> {
     pub webhook: Option<(&'a str, &'a str)>,
     /// Streamable HTTP, if it names an address.
     pub http: &'a mcp_serve::HttpConfig,
+    /// The approval page's client at the issuer, and its secret, if the page is served.
+    pub page_client: Option<(&'a str, Option<&'a str>)>,
 }
 
 /// Serve as `serving` says, logging at `verbose` on stderr; what to exit with (2 for a mistake
 /// in the policy, the keys or the address, or a user name that names nobody, 1 for a store or an
 /// upstream that could not be opened, or serving that failed).
 pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
-    let Serving { policy: path, held_calls, host_user, keys, webhook, http } = serving;
+    let Serving { policy: path, held_calls, host_user, keys, webhook, http, page_client } = serving;
     logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
     let policy = match super::gate_check::read_policy(path) {
         Ok(policy) => policy,
@@ -46,7 +48,7 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let keys = match gate::keys::Keys::from_secrets(keys) {
+    let mut keys = match gate::keys::Keys::from_secrets(keys) {
         Ok(keys) => keys,
         Err(error) => {
             eprintln!("fernhill-gate: --keys: {error}");
@@ -73,6 +75,13 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if page_client.is_some() && (http.listen.is_none() || http.auth_issuer.is_none()) {
+        eprintln!(
+            "fernhill-gate: --page-client-id needs --http and --auth-issuer: deciders sign in on the page at the issuer"
+        );
+        return ExitCode::from(2);
+    }
+    let page_scopes = decider_scopes(&policy);
     tracing::info!(held_calls = %held_calls.display(), host_user, decides, keys = keys.configured, "held calls kept");
     let gate = match gate::Gate::open(policy, held, person, (Some(keys.receipts.clone()), webhook)).await {
         Ok(gate) => gate,
@@ -81,10 +90,17 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let page = page_client.zip(keys.page_cookies()).map(|(client, cookies)| PageSetup {
+        gate: gate.clone(),
+        client,
+        scopes: page_scopes,
+        cookies,
+        receipts: keys.receipts.clone(),
+    });
     let sealed = keys.seal(gate.clone(), gate.tasks());
     let served = match http.listen {
         None => mcp_serve::stdio::serve(sealed).await.map_err(|error| error.to_string()),
-        Some(_) => over_http(http, &policy_scopes, sealed).await,
+        Some(_) => over_http(http, &policy_scopes, sealed, page).await,
     };
     gate.close().await;
     match served {
@@ -96,12 +112,39 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     }
 }
 
-/// Serve `sealed` over Streamable HTTP as `http` says, with `scopes`, until SIGINT or SIGTERM;
-/// where it listens goes on stdout first.
+/// What the approval page is served with.
+struct PageSetup<'a> {
+    gate: gate::Gate,
+    /// Its client at the issuer, and the client's secret.
+    client: (&'a str, Option<&'a str>),
+    /// The scopes its sign-in asks for.
+    scopes: String,
+    cookies: mrtr::seal::KeyRing,
+    receipts: std::sync::Arc<approvals::ReceiptKeys>,
+}
+
+/// The scopes rules name their deciders by, space-separated: what the page's sign-in asks for.
+fn decider_scopes(policy: &gate::Policy) -> String {
+    let mut scopes: Vec<&str> = policy
+        .rules
+        .iter()
+        .filter_map(|rule| match &rule.decided_by {
+            gate::rule::Decider::Scope(scope) => Some(scope.as_str()),
+            _ => None,
+        })
+        .collect();
+    scopes.sort_unstable();
+    scopes.dedup();
+    scopes.join(" ")
+}
+
+/// Serve `sealed` over Streamable HTTP as `http` says, with `scopes`, and the approval page
+/// where `page` says, until SIGINT or SIGTERM; where it listens goes on stdout first.
 async fn over_http<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     http: &mcp_serve::HttpConfig,
     scopes: &gate::scopes::GateScopes,
     sealed: H,
+    page: Option<PageSetup<'_>>,
 ) -> Result<(), String> {
     let metrics = mcp_serve::prometheus::install(&[]);
     let bound = mcp_serve::Listening::bind(http).await.map_err(|error| error.to_string())?;
@@ -110,6 +153,10 @@ async fn over_http<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     if let Some(gate) = &gate {
         gate.start().await;
     }
+    let page = match (page, &gate) {
+        (Some(page), Some(resource)) => Some(approval_page(http, bound.address(), page, resource).await?),
+        _ => None,
+    };
     println!("{}", bound.url());
     if let Some(admin) = bound.admin_url() {
         println!("{admin}");
@@ -120,6 +167,30 @@ async fn over_http<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         longest_wait: mrtr::request_state::DEFAULT_TTL,
         shared_sessions: None,
     };
-    let service = mcp_serve::router(http, bound.address(), sealed, gate, lifecycle, metrics);
+    let mut service = mcp_serve::router(http, bound.address(), sealed, gate, lifecycle, metrics);
+    if let Some((page, receipts)) = page {
+        service.serve_beside(page.routes());
+        service.serve_beside(approvals::channel::jwks::routes(&receipts));
+    }
     mcp_serve::serve(bound, service, web_service::shutdown::signal()).await.map_err(|error| error.to_string())
+}
+
+/// The approval page `setup` says, served at the public URL's origin (or the address bound),
+/// its people signed in at the issuer `resource` checks tokens of, asking for a token for the
+/// MCP endpoint (whose scopes, with `[people]`, say what they hold); checked against the issuer
+/// where it answers.
+async fn approval_page(
+    http: &mcp_serve::HttpConfig,
+    bound: std::net::SocketAddr,
+    setup: PageSetup<'_>,
+    resource: &oauth_resource::gate::ResourceServer,
+) -> Result<(gate::page::ApprovalPage, std::sync::Arc<approvals::ReceiptKeys>), String> {
+    let issuer = http.auth_issuer.as_deref().ok_or("--page-client-id needs --auth-issuer")?;
+    let endpoint = http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
+    let visitors = gate::page::visitors(issuer, setup.client, &endpoint, &setup.scopes, setup.cookies, resource)?;
+    let origin = visitors.origin().to_owned();
+    let page = setup.gate.approval_page(visitors);
+    page.check_issuer().await.map_err(|error| format!("the approval page: {error}"))?;
+    tracing::info!(page = %format!("{origin}{}", approvals::channel::page::PATH), "serving the approval page");
+    Ok((page, setup.receipts))
 }

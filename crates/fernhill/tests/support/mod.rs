@@ -6,6 +6,7 @@
 #[path = "../../../oauth-resource/tests/support/issuer.rs"]
 pub mod issuer;
 pub mod legacy_session;
+pub mod sign_in;
 
 use std::{path::PathBuf, process::Stdio, time::Duration};
 

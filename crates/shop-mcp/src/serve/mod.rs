@@ -10,7 +10,6 @@
 
 pub mod authorization;
 pub mod config;
-pub mod jwks;
 pub mod state_keys;
 
 use std::{future::Future, sync::Arc};
@@ -217,7 +216,7 @@ pub async fn run(
     if let Some(page) = page {
         service.serve_beside(page.routes());
     }
-    service.serve_beside(jwks::routes(&receipt_keys));
+    service.serve_beside(approvals::channel::jwks::routes(&receipt_keys));
     Ok(mcp_serve::serve(bound, service, shutdown).await?)
 }
 

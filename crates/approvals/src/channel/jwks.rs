@@ -9,7 +9,7 @@ use axum::{Json, Router, http::header, response::IntoResponse, routing::get};
 pub const PATH: &str = "/.well-known/jwks.json";
 
 /// The route that serves `keys`' public half.
-pub fn routes(keys: &approvals::ReceiptKeys) -> Router {
+pub fn routes(keys: &crate::ReceiptKeys) -> Router {
     let set = keys.jwks();
     Router::new().route(
         PATH,

@@ -1,13 +1,12 @@
-//! The approval page's HTML: plain strings, every value escaped (`web_service::html`). Each
-//! page's `<main>` carries `data-outcome` (such as `review` or `released`) for tests and
-//! scripts. Every response is sent with a strict Content-Security-Policy (nothing but this
+//! An approval page's frame: plain strings, every value escaped by the page that writes them
+//! (`web_service::html`). Each page's `<main>` carries `data-outcome` (such as `review` or
+//! `released`) for tests and scripts. Every response is sent with a strict Content-Security-Policy (nothing but this
 //! page's own style; forms post only here; no framing), not cached, and its address told to no other site.
 
 use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use shop_api::{Order, Refund};
 use web_service::html::escape;
 
 /// The Content-Security-Policy of every page: no scripts, no sources but the inline style,
@@ -28,62 +27,23 @@ pub struct Page {
 }
 
 impl Page {
-    fn new(status: StatusCode, outcome: &'static str, body: String) -> Self {
+    /// A page of `body` (HTML whose values are escaped), answered with `status`; `outcome`
+    /// names it for tests and scripts.
+    pub fn new(status: StatusCode, outcome: &'static str, body: String) -> Self {
         Self { status, outcome, body }
     }
 
-    /// The refund, what it is for and who asked, with the lead's two buttons.
-    pub fn review(refund: &Refund, order: &Order, action: &str, form_token: &str) -> Self {
-        let lines: String = order
-            .lines
-            .iter()
-            .map(|line| {
-                format!(
-                    "<tr><td>{}</td><td>{}</td><td>x{}</td><td>{}</td></tr>",
-                    escape(line.sku.as_str()),
-                    escape(&line.name),
-                    line.quantity,
-                    escape(&line.unit_price.to_string())
-                )
-            })
-            .collect();
-        let body = format!(
-            "<h1>Refund {refund_id}</h1>\n\
-             <p>{amount} {currency} on order {order_id} for {customer}, asked by {asked}.</p>\n\
-             <table><tr><th>SKU</th><th>Item</th><th>Qty</th><th>Price</th></tr>{lines}</table>\n\
-             <p>Shipping {shipping}; the order's total {total}.</p>\n\
-             <form method=\"post\" action=\"{action}\">\n\
-             <input type=\"hidden\" name=\"form_token\" value=\"{token}\">\n\
-             <input type=\"hidden\" name=\"seen\" value=\"{seen}\">\n\
-             <button type=\"submit\" name=\"decision\" value=\"release\">Release this refund</button>\n\
-             <button type=\"submit\" name=\"decision\" value=\"decline\">Decline it</button>\n\
-             </form>",
-            refund_id = escape(refund.refund_id.as_str()),
-            amount = escape(&refund.amount.to_string()),
-            currency = escape(&refund.currency),
-            order_id = escape(order.order_id.as_str()),
-            customer = escape(&order.customer),
-            asked = escape(refund.requested_by.as_deref().unwrap_or("someone unnamed")),
-            shipping = escape(&order.shipping.to_string()),
-            total = escape(&order.total.to_string()),
-            action = escape(action),
-            token = escape(form_token),
-            seen = escape(&refund.digest()),
-        );
-        Self::new(StatusCode::OK, "review", body)
-    }
-
-    /// What came of the lead's decision (`outcome`: `released`, `declined`), in words, with
-    /// its signed receipt, which the lead may keep and anyone check offline against the
-    /// server's keys (`fernhill verify receipt`).
-    pub fn decided(outcome: &'static str, words: &str, receipt: Option<&str>) -> Self {
+    /// What came of a decision (`outcome`: `released`, `declined`), in words, with its signed
+    /// receipt, which the decider may keep and anyone check offline against the server's keys,
+    /// published at `jwks` (`fernhill verify receipt`).
+    pub fn decided(outcome: &'static str, words: &str, receipt: Option<&str>, jwks: &str) -> Self {
         let receipt = receipt
             .map(|receipt| {
                 format!(
                     "<details><summary>Receipt</summary><p>Signed by this server; check it against {jwks} with \
                      <code>fernhill verify receipt</code>.</p><pre data-receipt>{}</pre></details>",
                     escape(receipt),
-                    jwks = crate::serve::jwks::PATH,
+                    jwks = escape(jwks),
                 )
             })
             .unwrap_or_default();

@@ -1,0 +1,289 @@
+//! The gate's approval page: a person who may decide held calls signs in at the gate's issuer
+//! and decides them in a browser, the webhook's announcements linking to each. `/approvals`
+//! lists the calls waiting for them; `/approvals/H-…` shows one (who asked, the upstream, the
+//! tool, its arguments, the rule and by when) with two buttons. A decision goes through the
+//! rule's approvals engine, as one at a decider's own host does (`crate::deciding`): only a
+//! person the rule names, never the requester unless it allows, on the call the page showed
+//! (its digest), once.
+//!
+//! Served beside `/mcp` by `fernhill-gate serve --http` when `--page-client-id` names the
+//! page's client at the issuer. The sign-in, the session, its cookies and the checks on a post
+//! are the approvals crate's ([`Visitors`]), as the shop's page's are.
+
+use std::sync::Arc;
+
+use approvals::{
+    Acted,
+    channel::{
+        jwks,
+        page::{Callback, Decision, PATH, Visitors, html::Page, unavailable},
+        sign_in::{PageClient, Session, SignIn},
+    },
+};
+use axum::{
+    Form, Router,
+    extract::{Path, Query, State, rejection::FormRejection},
+    http::{HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use caller::Principal;
+use mrtr::Outcome;
+use web_service::html::escape;
+
+use crate::{
+    deciding::{Deciding, NotHere, Place, RunForm, may_decide, waiting_for},
+    held::{HeldCall, HeldCalls, HeldId},
+    person::Person,
+    policy::Policy,
+    rule::Rule,
+};
+
+/// The gate's approval page.
+pub struct ApprovalPage {
+    visitors: Visitors,
+    policy: Arc<Policy>,
+    held: Arc<HeldCalls>,
+    deciding: Arc<Deciding>,
+}
+
+/// The page's visitors, served for the MCP endpoint `endpoint` (at its origin): signed in at
+/// `issuer` as `client` (its ID and secret), asking for `scopes` (space-separated) and a token
+/// for the endpoint, which `resource` checks as it checks the endpoint's; a sign-in under way
+/// sealed into its browser's cookie with `cookies`, a session kept in this process.
+pub fn visitors(
+    issuer: &str,
+    (client_id, client_secret): (&str, Option<&str>),
+    endpoint: &str,
+    scopes: &str,
+    cookies: mrtr::seal::KeyRing,
+    resource: &oauth_resource::gate::ResourceServer,
+) -> Result<Visitors, String> {
+    let origin = http::Uri::try_from(endpoint)
+        .ok()
+        .and_then(|uri| Some(format!("{}://{}", uri.scheme_str()?, uri.authority()?)))
+        .ok_or_else(|| format!("the endpoint {endpoint} has no origin"))?;
+    let redirect = format!("{origin}{PATH}/callback");
+    let client = PageClient {
+        issuer,
+        client_id,
+        client_secret,
+        redirect: &redirect,
+        // A rule may forbid a requester to decide their own call: the page must tell them apart.
+        tells_people_apart: true,
+        scope: scopes,
+        // Whether a person decides a call is its rule's to say, from the scopes the session
+        // keeps and `[people]`: signing in entitles nobody to anything.
+        entitled: |_| false,
+    };
+    let sessions: Arc<dyn records::Records> = Arc::new(records::InMemory::new());
+    let sign_in = SignIn::new(client, endpoint, sessions, cookies, resource.clone())?;
+    Ok(Visitors::new(sign_in, &origin, "the approval's link"))
+}
+
+/// Where held call `id` is decided on the page served at `origin`.
+pub fn link(origin: &str, id: &HeldId) -> String {
+    format!("{}{PATH}/{id}", origin.trim_end_matches('/'))
+}
+
+impl ApprovalPage {
+    /// The page over `policy`'s calls kept in `held`, decided through `deciding`, its people
+    /// signed in as `visitors` says.
+    pub fn new(visitors: Visitors, policy: &Arc<Policy>, held: &Arc<HeldCalls>, deciding: &Arc<Deciding>) -> Self {
+        Self { visitors, policy: policy.clone(), held: held.clone(), deciding: deciding.clone() }
+    }
+
+    /// Whether the page may sign people in at its issuer, checked at start where it answers.
+    pub async fn check_issuer(&self) -> Result<(), approvals::channel::sign_in::SignInError> {
+        self.visitors.check_issuer().await
+    }
+
+    /// The page's routes.
+    pub fn routes(self) -> Router {
+        Router::new()
+            .route(PATH, get(list))
+            .route(&format!("{PATH}/callback"), get(callback))
+            .route(&format!("{PATH}/{{approval}}"), get(show).post(decide))
+            .with_state(Arc::new(self))
+    }
+
+    /// The held call `id`, or the page that says why not.
+    fn kept(&self, id: &HeldId) -> Result<HeldCall, Box<Response>> {
+        match self.held.get(id) {
+            Ok(Some(kept)) => Ok(kept),
+            Ok(None) => Err(Box::new(no_such_call())),
+            Err(error) => {
+                tracing::warn!(approval = %id, %error, "the approval page could not read a held call");
+                Err(Box::new(unavailable()))
+            }
+        }
+    }
+
+    /// Who the session's person is to the gate: the principal they signed in as, holding their
+    /// token's scopes and what `[people]` says of them.
+    fn person(&self, session: &Session) -> Person {
+        self.policy.person_of(Principal::new(&session.issuer, &session.subject), &session.scopes)
+    }
+}
+
+/// `GET /approvals`: the held calls waiting for this person's decision.
+async fn list(State(page): State<Arc<ApprovalPage>>, headers: HeaderMap) -> Response {
+    let session = match page.visitors.signed_in(&headers, PATH).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let person = page.person(&session);
+    let waiting = match waiting_for(&page.policy, &page.held, &person, Place::Page) {
+        Ok(waiting) => waiting,
+        Err(error) => {
+            tracing::warn!(%error, "the approval page could not read the held calls");
+            return unavailable();
+        }
+    };
+    if waiting.is_empty() {
+        return Page::notice(StatusCode::OK, "none", "No held call is waiting for your decision.").into_response();
+    }
+    let rows: String = waiting
+        .iter()
+        .map(|call| {
+            format!(
+                "<tr><td><a href=\"{PATH}/{id}\">{id}</a></td><td>{tool} on {upstream}</td><td>{requester}</td>\
+                 <td>{deadline}</td></tr>",
+                id = escape(call.id.as_str()),
+                tool = escape(&call.tool),
+                upstream = escape(&call.upstream),
+                requester = escape(&call.requester.to_string()),
+                deadline = escape(&time(call.deadline)),
+            )
+        })
+        .collect();
+    let body = format!(
+        "<h1>Calls waiting for your decision</h1>\n<table><tr><th>Approval</th><th>Call</th><th>Asked by</th>\
+         <th>Decide by</th></tr>{rows}</table>"
+    );
+    Page::new(StatusCode::OK, "list", body).into_response()
+}
+
+/// `GET /approvals/{approval}`: sign in first; then the held call, if this person may decide it.
+async fn show(State(page): State<Arc<ApprovalPage>>, Path(approval): Path<String>, headers: HeaderMap) -> Response {
+    let Ok(id) = HeldId::parse(&approval) else { return no_such_call() };
+    let session = match page.visitors.signed_in(&headers, &format!("{PATH}/{id}")).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let kept = match page.kept(&id) {
+        Ok(kept) => kept,
+        Err(response) => return *response,
+    };
+    // Looking is not deciding: a refusal is counted only when a decision is tried.
+    match may_decide(&page.policy, &kept, &page.person(&session), Place::Page) {
+        Ok(rule) => review(&kept, rule, &session.form_token).into_response(),
+        Err(not_here) => refusal(&not_here),
+    }
+}
+
+/// `POST /approvals/{approval}`: the decision, from this origin, with the session's form token.
+async fn decide(
+    State(page): State<Arc<ApprovalPage>>,
+    Path(approval): Path<String>,
+    headers: HeaderMap,
+    form: Result<Form<Decision>, FormRejection>,
+) -> Response {
+    let (session, form) = match page.visitors.decision(&headers, form).await {
+        Ok(posted) => posted,
+        Err(response) => return response,
+    };
+    let Ok(id) = HeldId::parse(&approval) else { return no_such_call() };
+    let said = match form.decision.as_str() {
+        "run" => Outcome::Accepted(RunForm { run: true }),
+        "decline" => Outcome::Declined,
+        _ => return Page::notice(StatusCode::BAD_REQUEST, "bad_form", "Choose run or decline.").into_response(),
+    };
+    let kept = match page.kept(&id) {
+        Ok(kept) => kept,
+        Err(response) => return *response,
+    };
+    let person = page.person(&session);
+    let rule = match may_decide(&page.policy, &kept, &person, Place::Page) {
+        Ok(rule) => rule,
+        Err(not_here) => return refusal(&not_here),
+    };
+    let answered = Visitors::answered(&session, form.seen);
+    match page.deciding.act(&id, rule, said, &answered, &person).await {
+        Ok(Acted::Approved(done)) => {
+            let words = format!(
+                "Approved: {} runs once, on {}, when {} calls it again (approval {id}).",
+                done.tool, done.upstream, done.requester
+            );
+            Page::decided("approved", &words, done.receipt.as_deref(), jwks::PATH).into_response()
+        }
+        Ok(Acted::Declined(done)) => {
+            let words = format!("Declined: {} will not run (approval {id}); its requester is told so.", done.tool);
+            Page::decided("declined", &words, done.receipt.as_deref(), jwks::PATH).into_response()
+        }
+        Ok(Acted::ApprovedBefore(_)) => {
+            Page::notice(StatusCode::CONFLICT, "refused", &format!("{id} was approved already.")).into_response()
+        }
+        Ok(Acted::Dismissed(_)) => {
+            Page::notice(StatusCode::OK, "dismissed", &format!("Nothing was decided: {id} still waits."))
+                .into_response()
+        }
+        Err(words) => Page::notice(StatusCode::CONFLICT, "refused", &words).into_response(),
+    }
+}
+
+/// `GET /approvals/callback`: the issuer sends the browser back here.
+async fn callback(State(page): State<Arc<ApprovalPage>>, Query(back): Query<Callback>, headers: HeaderMap) -> Response {
+    page.visitors.callback(back, &headers).await
+}
+
+/// The held call, who asked for what and why it waits, with the decider's two buttons.
+fn review(kept: &HeldCall, rule: &Rule, form_token: &str) -> Page {
+    let arguments = serde_json::to_string_pretty(&kept.arguments).unwrap_or_else(|_| kept.arguments.to_string());
+    let why = rule
+        .when
+        .as_ref()
+        .map(|when| format!(", as <code>{}</code> holds", escape(&when.to_string())))
+        .unwrap_or_default();
+    let body = format!(
+        "<h1>{tool} on {upstream}</h1>\n\
+         <p>{requester} asks to run <code>{tool}</code> on {upstream} with these arguments:</p>\n\
+         <pre data-arguments>{arguments}</pre>\n\
+         <p>It is held by the gate's rule \"{rule}\"{why} (approval {id}); undecided by {deadline}, it does not \
+         run.</p>\n\
+         <form method=\"post\" action=\"{PATH}/{id}\">\n\
+         <input type=\"hidden\" name=\"form_token\" value=\"{token}\">\n\
+         <input type=\"hidden\" name=\"seen\" value=\"{seen}\">\n\
+         <button type=\"submit\" name=\"decision\" value=\"run\">Let it run once</button>\n\
+         <button type=\"submit\" name=\"decision\" value=\"decline\">Decline it</button>\n\
+         </form>",
+        tool = escape(&kept.tool),
+        upstream = escape(&kept.upstream),
+        requester = escape(&kept.requester.to_string()),
+        arguments = escape(&arguments),
+        rule = escape(&rule.name),
+        id = escape(kept.id.as_str()),
+        deadline = escape(&time(kept.deadline)),
+        token = escape(form_token),
+        seen = escape(&kept.digest.to_string()),
+    );
+    Page::new(StatusCode::OK, "review", body)
+}
+
+/// Why this person may not decide a call here, as a page.
+fn refusal(not_here: &NotHere) -> Response {
+    let (status, outcome) = match not_here {
+        NotHere::Settled { .. } => (StatusCode::OK, "settled"),
+        NotHere::NoRule { .. } | NotHere::Elsewhere { .. } => (StatusCode::CONFLICT, "elsewhere"),
+        NotHere::NotDecider { .. } | NotHere::Own { .. } => (StatusCode::FORBIDDEN, "not_yours"),
+    };
+    Page::notice(status, outcome, &not_here.to_string()).into_response()
+}
+
+fn no_such_call() -> Response {
+    Page::notice(StatusCode::NOT_FOUND, "no_such_call", "There is no such held call.").into_response()
+}
+
+fn time(at: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(at).to_string()
+}
