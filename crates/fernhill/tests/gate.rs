@@ -94,16 +94,6 @@ async fn a_policy_with_a_mistake_is_refused_by_file_line_and_key_and_an_upstream
     assert!(shown.contains("upstream gone: not listed: `/nonexistent/mcp-server` did not start"), "{shown}");
 }
 
-/// A policy in front of `fernhill-mcp serve` against `api`, with `rules` after its upstream.
-fn policy_before_the_shop(dir: &Path, api: &shop_api::RunningApi, rules: &str) -> std::path::PathBuf {
-    let policy = dir.join("gate.toml");
-    let server = fernhill_mcp();
-    let upstream =
-        format!("[[upstream]]\nname = \"shop\"\ncommand = [{server:?}, \"serve\", \"--shop-api\", \"{}\"]\n", api.url);
-    std::fs::write(&policy, format!("{upstream}\n{rules}")).unwrap();
-    policy
-}
-
 /// `fernhill-gate serve POLICY` in front of the shop, whose API credential it passes on.
 async fn through_the_gate(
     policy: &Path,
@@ -120,7 +110,7 @@ async fn a_call_no_rule_holds_passes_through_the_gate_in_either_era_its_question
     let api = start_api().await;
     let dir = tempfile::tempdir().unwrap();
     // A rule that holds no call of these: the gate's policy is read, and passes them.
-    let policy = policy_before_the_shop(
+    let policy = support::policy_before_the_shop(
         dir.path(),
         &api,
         "[[rule]]\nname = \"other orders\"\ntools = [\"issue_refund\"]\nwhen = 'args.quote_id == \"Q-none\"'\n\
@@ -151,7 +141,7 @@ async fn a_call_no_rule_holds_passes_through_the_gate_in_either_era_its_question
 async fn a_call_a_rule_holds_never_reaches_its_upstream_and_asked_again_finds_the_one_approval() {
     let api = start_api().await;
     let dir = tempfile::tempdir().unwrap();
-    let policy = policy_before_the_shop(
+    let policy = support::policy_before_the_shop(
         dir.path(),
         &api,
         "[[rule]]\nname = \"every refund\"\ntools = [\"issue_*\"]\ndecided_by = { scope = \"refunds:write\" }\n\
@@ -209,7 +199,7 @@ async fn a_host_user_that_names_nobody_is_refused_before_anything_is_served() {
 
 /// A policy in front of the shop whose refunds wait for a support lead, and lee is one.
 fn refunds_for_a_lead(dir: &Path, api: &shop_api::RunningApi) -> std::path::PathBuf {
-    policy_before_the_shop(
+    support::policy_before_the_shop(
         dir,
         api,
         "[people]\nlee = { roles = [\"support-lead\"] }\n\n[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\n\
@@ -324,7 +314,7 @@ async fn a_declined_call_never_runs_and_its_requester_is_told_who_declined_it() 
 async fn a_requester_whose_rule_lets_them_decide_their_own_call_is_asked_in_the_call_and_yes_runs_it_once() {
     let api = start_api().await;
     let dir = tempfile::tempdir().unwrap();
-    let policy = policy_before_the_shop(
+    let policy = support::policy_before_the_shop(
         dir.path(),
         &api,
         "[people]\nalice = { roles = [\"support-lead\"] }\n\n[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\n\
@@ -432,7 +422,7 @@ async fn gate_over_http(
     issuer: &support::issuer::Issuer,
     rules: &str,
 ) -> (tokio::process::Child, String, support::Log) {
-    let policy = policy_before_the_shop(dir, api, rules);
+    let policy = support::policy_before_the_shop(dir, api, rules);
     let mut command = tokio::process::Command::new(fernhill_gate());
     command
         .arg("serve")
@@ -529,7 +519,7 @@ async fn a_held_call_and_its_decision_are_announced_to_the_webhook_signed_and_wi
     const SECRET: &str = support::WEBHOOK_SECRET;
     let api = start_api().await;
     let dir = tempfile::tempdir().unwrap();
-    let policy = policy_before_the_shop(
+    let policy = support::policy_before_the_shop(
         dir.path(),
         &api,
         "[people]\nlee = { roles = [\"support-lead\"] }\n\n[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\n\

@@ -1,6 +1,6 @@
 //! The gate in front of an MCP server nobody here wrote (heavy tier: Node and npm): the
-//! reference filesystem server, started by the gate over stdio as the policy says, called
-//! through `fernhill-gate serve` by hosts of both eras. Writes under the path a rule holds
+//! reference filesystem server and the everything server, started by the gate over stdio as
+//! the policy says, called through `fernhill-gate serve` by hosts of both eras. Writes under the path a rule holds
 //! never happen until another person approves them, at their own host or on the approval page
 //! signed in at a real issuer (oidc-provider); then the write happens once, and every other
 //! call passes and does what the server does.
@@ -11,6 +11,7 @@ use mrtr::client::{Client, ScriptedUser, legacy, modern};
 use serde_json::json;
 
 const FILESYSTEM_SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+const EVERYTHING_SERVER: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
 /// The reference filesystem server, installed, serving a new folder with `prices` and `notes`
 /// in it, behind a policy whose rule "price lists" holds `rule` (its tools, who decides, where)
@@ -162,4 +163,75 @@ async fn a_held_write_another_person_lets_run_on_the_approval_page_is_written_on
     let again = decides(&lee, &link, &shown, "decline").await;
     assert!(again.contains("data-outcome=\"settled\"") && again.contains("is approved"), "{again}");
     alice.close().await.unwrap();
+}
+
+/// The everything server behind the gate, for hosts of both eras: its prompts, resources,
+/// resource templates and completions pass through as it serves them, its question on the
+/// back-channel reaches a 2025 host, and the one tool the policy holds (`get-env`, which shows
+/// the server's environment) waits.
+#[tokio::test]
+async fn the_everything_server_s_prompts_resources_and_completions_pass_and_a_held_tool_waits() {
+    use rmcp::model::{CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams, Reference};
+    let node = support::npm("gate-everything", &[EVERYTHING_SERVER], &[]);
+    let server = node.join("node_modules/.bin/mcp-server-everything");
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("gate.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[[upstream]]\nname = \"everything\"\ncommand = [{server:?}, \"stdio\"]\n\n[[rule]]\nname = \"environment\"\n\
+             tools = [\"get-env\"]\ndecided_by = {{ role = \"ops\" }}\ndeadline = \"1h\"\n"
+        ),
+    )
+    .unwrap();
+    for (era, lifecycle) in [("2026-07-28", modern()), ("2025-11-25", legacy())] {
+        let user = ScriptedUser::always(mrtr::client::Answer::accept(json!({"name": "Ada"})));
+        let client = support::through_the_gate(&policy, &[("USER", "alice")], user.clone(), lifecycle).await;
+        let peer = client.peer();
+        let echoed = client.call_tool("echo", json!({"message": "through the gate"})).await.unwrap();
+        assert_eq!(mrtr::client::text(&echoed), "Echo: through the gate", "{era}");
+        let held = client.call_tool("get-env", json!({})).await.unwrap();
+        assert_eq!(held.is_error, Some(true), "{era}: {held:?}");
+        assert_eq!(held.meta.as_ref().unwrap()[gate::server::HELD_META]["state"], "waiting", "{era}");
+
+        let prompts = peer.list_all_prompts().await.unwrap();
+        assert!(prompts.iter().any(|prompt| prompt.name == "args-prompt"), "{era}: {prompts:?}");
+        let prompt = GetPromptRequestParams::new("args-prompt")
+            .with_arguments(serde_json::from_value(json!({"city": "Lisbon"})).unwrap());
+        let got = peer.get_prompt(prompt).await.unwrap();
+        assert!(serde_json::to_string(&got.messages).unwrap().contains("Lisbon"), "{era}: {got:?}");
+
+        let resources = peer.list_all_resources().await.unwrap();
+        let document = resources
+            .iter()
+            .find(|resource| resource.uri.starts_with("demo://resource/static/document/"))
+            .unwrap_or_else(|| panic!("{era}: {resources:?}"));
+        let read = peer.read_resource(ReadResourceRequestParams::new(document.uri.clone())).await.unwrap();
+        assert!(!read.contents.is_empty(), "{era}: {read:?}");
+        let templates = peer.list_all_resource_templates().await.unwrap();
+        assert!(templates.iter().any(|t| t.uri_template.starts_with("demo://resource/dynamic/text/")), "{era}");
+        // A resource no list names, which a template makes: read where the template is served.
+        let made = peer.read_resource(ReadResourceRequestParams::new("demo://resource/dynamic/text/3")).await.unwrap();
+        assert!(!made.contents.is_empty(), "{era}: {made:?}");
+
+        let department = CompleteRequestParams::new(
+            Reference::for_prompt("completable-prompt"),
+            rmcp::model::ArgumentInfo::new("department", "Eng"),
+        );
+        let completed = peer.complete(department).await.unwrap();
+        assert_eq!(completed.completion.values, ["Engineering"], "{era}");
+
+        // The server's own question on its (2025) back-channel: relayed to a 2025 host, which has
+        // one; a 2026-07-28 host has none, and is not asked.
+        let asked = client.call_tool("trigger-elicitation-request", json!({})).await;
+        if era == "2025-11-25" {
+            let asked = asked.unwrap();
+            assert!(mrtr::client::text(&asked).contains("Ada"), "{era}: {asked:?}");
+            assert_eq!(user.asked().len(), 1, "{era}");
+        } else {
+            assert!(user.asked().is_empty(), "{era}: {asked:?}");
+        }
+
+        client.close().await.unwrap();
+    }
 }

@@ -6,7 +6,11 @@ use std::{process::Stdio, sync::Mutex};
 use mrtr::client::{Client, ClientError, modern_or_legacy};
 use rmcp::{
     ErrorData, RoleServer,
-    model::{CallToolRequestParams, CallToolResponse, CallToolResult, Tool},
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+        GetPromptRequestParams, GetPromptResponse, Prompt, ReadResourceRequestParams, ReadResourceResponse, Resource,
+        ResourceTemplate, ServerCapabilities, Tool,
+    },
     service::Peer,
 };
 
@@ -132,6 +136,61 @@ impl Connection {
                 Err(NotRun::Lost(other.in_words()))
             }
         }
+    }
+
+    /// What the upstream said it serves, when it connected.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        self.client.peer().peer_info().map(|info| info.capabilities.clone()).unwrap_or_default()
+    }
+
+    /// Its prompts, as it lists them now (the client keeps a list until the upstream says it
+    /// changed); none, logged, if it does not answer.
+    pub async fn prompts(&self) -> Vec<Prompt> {
+        let served = self.capabilities().prompts.is_some();
+        self.listed("prompts", served, self.client.peer().list_all_prompts()).await
+    }
+
+    /// Its resources, as it lists them now; none, logged, if it does not answer.
+    pub async fn resources(&self) -> Vec<Resource> {
+        let served = self.capabilities().resources.is_some();
+        self.listed("resources", served, self.client.peer().list_all_resources()).await
+    }
+
+    /// Its resource templates, as it lists them now; none, logged, if it does not answer.
+    pub async fn resource_templates(&self) -> Vec<ResourceTemplate> {
+        let served = self.capabilities().resources.is_some();
+        self.listed("resource templates", served, self.client.peer().list_all_resource_templates()).await
+    }
+
+    /// What `listing` lists of `what`, where the upstream `serves` it; none, logged, if it fails.
+    async fn listed<T>(
+        &self,
+        what: &str,
+        serves: bool,
+        listing: impl Future<Output = Result<Vec<T>, rmcp::ServiceError>>,
+    ) -> Vec<T> {
+        if !serves {
+            return Vec::new();
+        }
+        listing.await.unwrap_or_else(|error| {
+            tracing::warn!(upstream = %self.name, %error, "its {what} could not be listed");
+            Vec::new()
+        })
+    }
+
+    /// Get a prompt: its answer as it came (a round of its own included, for the host to carry).
+    pub async fn get_prompt(&self, params: GetPromptRequestParams) -> Result<GetPromptResponse, ErrorData> {
+        self.client.peer().get_prompt_once(params).await.map_err(|error| self.failed(ClientError::Service(error)))
+    }
+
+    /// Read a resource: its answer as it came.
+    pub async fn read_resource(&self, params: ReadResourceRequestParams) -> Result<ReadResourceResponse, ErrorData> {
+        self.client.peer().read_resource_once(params).await.map_err(|error| self.failed(ClientError::Service(error)))
+    }
+
+    /// Complete a prompt's or a resource template's argument.
+    pub async fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult, ErrorData> {
+        self.client.peer().complete(params).await.map_err(|error| self.failed(ClientError::Service(error)))
     }
 
     /// Close the connection (a command's process sees its input end).

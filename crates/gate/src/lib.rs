@@ -18,6 +18,7 @@
 //! - [`server`]: the gate as an MCP server ([`Gate`]): the upstreams' tools served as its own,
 //!   a call no rule holds passed on unchanged, a held call kept from its upstream until it is
 //!   approved;
+//! - [`beside_tools`]: the upstreams' prompts, resources and completions, passed through;
 //! - [`connection`]: the gate's connection to one upstream, of either era, its tools listed
 //!   again when it says they changed;
 //! - [`held`]: each held call, kept (SQLite) with its decision and its run; the same call
@@ -46,6 +47,7 @@
 
 pub mod announce;
 pub mod approval;
+pub mod beside_tools;
 pub mod call;
 pub mod condition;
 pub mod connection;

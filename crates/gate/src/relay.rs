@@ -1,6 +1,8 @@
 //! What an upstream says to the gate, relayed to the host behind it: its questions (a 2025
-//! `elicitation/create` on the back-channel, or a round of its own the gate runs for a 2025 host)
-//! and its tool list's changes.
+//! `elicitation/create` on the back-channel, or a round of its own the gate runs for a 2025 host),
+//! and its lists' changes (tools, prompts, resources). An upstream's progress notifications are
+//! not relayed: rmcp's client gives each request it sends a progress token of its own, which
+//! names no request of the host's.
 //!
 //! The gate is an MCP client to each upstream; this is that client's handler. A question goes
 //! to the host behind the gate, which shows it to its person: over stdio, the one host. Over
@@ -121,6 +123,22 @@ impl ClientHandler for Relay {
                 ErrorData::internal_error("the host behind the gate did not answer the question", None)
             }
         })
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(peer) = self.host.peer()
+            && let Err(error) = peer.notify_prompt_list_changed().await
+        {
+            tracing::debug!(upstream = %self.upstream, %error, "the host was not told the prompts changed");
+        }
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(peer) = self.host.peer()
+            && let Err(error) = peer.notify_resource_list_changed().await
+        {
+            tracing::debug!(upstream = %self.upstream, %error, "the host was not told the resources changed");
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

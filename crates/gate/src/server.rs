@@ -9,6 +9,9 @@
 //! own result once the call is approved and has run (once), or as an error whose words say it
 //! did not run, declined or past its deadline.
 //!
+//! What the upstreams serve beside tools (prompts, resources, completions) passes through as
+//! they serve it ([`crate::beside_tools`]): a policy holds tool calls alone.
+//!
 //! Served behind mrtr's boundary (`mrtr::Sealed`), which seals every `requestState` going out:
 //! the gate's own questions' and, wrapped, an upstream's, which the boundary opens on the retry
 //! and the gate hands back to the upstream as it was.
@@ -27,14 +30,17 @@ use oauth_resource::gate::Granted;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
-        ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
+        GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+        ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+        ServerCapabilities, ServerConfig, Tool,
     },
     service::{MaybeSendFuture, RequestContext},
 };
 use serde_json::Value;
 
 use crate::{
+    beside_tools,
     call::Call,
     connection::{Connection, NotConnected},
     deciding::{self, Deciding},
@@ -72,6 +78,8 @@ struct Inner {
     webhook: Option<Webhook>,
     /// The origin the approval page is served at, once it is ([`Gate::approval_page`]).
     page: OnceLock<String>,
+    /// What it serves: tools, and what its upstreams serve beside them.
+    capabilities: ServerCapabilities,
 }
 
 impl Gate {
@@ -95,6 +103,8 @@ impl Gate {
         let deciding = Arc::new(Deciding::new(&policy, &held, keys.as_ref(), webhook.as_ref()));
         let review = Review::new(&policy, &held, &deciding);
         let receipts = keys.as_ref().map(|keys| deciding::receipts(&policy, keys));
+        let tools = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        let capabilities = beside_tools::capabilities(&connections, tools);
         let inner = Inner {
             policy,
             connections,
@@ -106,6 +116,7 @@ impl Gate {
             review,
             webhook,
             page: OnceLock::new(),
+            capabilities,
         };
         Ok(Gate { inner: Arc::new(inner) })
     }
@@ -309,8 +320,7 @@ impl TaskWork for Gate {
 
 impl ServerHandler for Gate {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
-        let mut config = ServerConfig::new(capabilities);
+        let mut config = ServerConfig::new(self.inner.capabilities.clone());
         config.server_info = Implementation::new("fernhill-gate", env!("CARGO_PKG_VERSION"))
             .with_title("Fernhill gate")
             .with_description("The tools of the servers behind it; the calls its policy names wait for a person.");
@@ -342,5 +352,58 @@ impl ServerHandler for Gate {
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + MaybeSendFuture + '_ {
         self.call(request, context)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.relay_to(&context);
+        Ok(ListPromptsResult::with_all_items(beside_tools::prompts(&self.inner.connections).await))
+    }
+
+    async fn get_prompt(
+        &self,
+        mut request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        // The upstream's own state of a round it asked, opened by the boundary from the gate's seal.
+        request.request_state = mrtr::boundary::opened_state(&context).map(str::to_owned);
+        beside_tools::get_prompt(&self.inner.connections, request).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.relay_to(&context);
+        Ok(ListResourcesResult::with_all_items(beside_tools::resources(&self.inner.connections).await))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(beside_tools::resource_templates(&self.inner.connections).await))
+    }
+
+    async fn read_resource(
+        &self,
+        mut request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        request.request_state = mrtr::boundary::opened_state(&context).map(str::to_owned);
+        beside_tools::read_resource(&self.inner.connections, request).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        beside_tools::complete(&self.inner.connections, request).await
     }
 }

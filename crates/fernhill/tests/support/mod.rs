@@ -145,6 +145,16 @@ pub async fn serve_with(
     (Client::connect(user, transport).await.unwrap(), log)
 }
 
+/// A policy in front of `fernhill-mcp serve` against `api`, with `rules` after its upstream.
+pub fn policy_before_the_shop(dir: &std::path::Path, api: &shop_api::RunningApi, rules: &str) -> PathBuf {
+    let policy = dir.join("gate.toml");
+    let server = fernhill_mcp();
+    let upstream =
+        format!("[[upstream]]\nname = \"shop\"\ncommand = [{server:?}, \"serve\", \"--shop-api\", \"{}\"]\n", api.url);
+    std::fs::write(&policy, format!("{upstream}\n{rules}")).unwrap();
+    policy
+}
+
 /// `fernhill-gate serve POLICY` (with `env`), launched over stdio by a client of `lifecycle`
 /// playing `user`, as a desktop host launches it; the gate's log goes to the test's stderr.
 pub async fn through_the_gate(
