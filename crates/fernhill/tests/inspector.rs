@@ -13,6 +13,11 @@
 //! recorded them and as the Inspector's own command took, and the test holds what makes those
 //! short: the question is the very next message after the call, and no `tasks/get` is polled.
 //! The Inspector needs Node 22, installed from npm beside it under the target dir.
+//!
+//! And in front of the shop, `fernhill-gate serve`, in each era: a held call is shown to the
+//! Inspector as a tool error naming its approval (a 2025 call never becomes a task); once
+//! another person approves it, the same call runs once (in the legacy era, asked the shop's own
+//! question on the back-channel as it runs).
 
 mod support;
 
@@ -22,7 +27,7 @@ use std::{
 };
 
 use serde_json::Value;
-use support::{ShopApiCommand as _, fernhill, fernhill_mcp, start_api, status};
+use support::{ShopApiCommand as _, fernhill, fernhill_gate, fernhill_mcp, start_api, status};
 use tokio::process::Command;
 
 const INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
@@ -76,14 +81,25 @@ impl Mcpdo {
 
     /// `mcpdo ARGS --format json`: its JSON answer, and how long the command took.
     async fn run(&self, args: &[&str]) -> (Value, Duration) {
+        let (answer, succeeded, took) = self.run_as_it_ends(args).await;
+        assert!(succeeded, "mcpdo {args:?}: {answer}");
+        (answer, took)
+    }
+
+    /// `mcpdo ARGS --format json`: its JSON answer (a tool's result, even one that is an
+    /// error, for which mcpdo exits 1), whether it succeeded, and how long it took.
+    async fn run_as_it_ends(&self, args: &[&str]) -> (Value, bool, Duration) {
         let started = Instant::now();
         let run = Command::new(self.bin("mcpdo")).args(["--format", "json"]).args(args).envs(self.env()).output();
         let output = tokio::time::timeout(Duration::from_secs(60), run).await.expect("mcpdo answered").unwrap();
         let took = started.elapsed();
         let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success(), "mcpdo {args:?}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
         let json = stdout.find('{').map(|at| &stdout[at..]).unwrap_or("null");
-        (serde_json::from_str(json).unwrap_or_else(|_| panic!("mcpdo {args:?} said {stdout}")), took)
+        // The answer is the first JSON value (a tool error is followed by mcpdo's own).
+        let answer = serde_json::Deserializer::from_str(json).into_iter::<Value>().next().and_then(Result::ok);
+        let answer = answer
+            .unwrap_or_else(|| panic!("mcpdo {args:?} said {stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+        (answer, output.status.success(), took)
     }
 }
 
@@ -174,6 +190,102 @@ async fn the_inspector_shows_the_form_and_the_result_without_a_poll_in_either_er
             (result_at - answer_at) * 1000.0,
             to_result.as_millis()
         );
+        mcpdo.run(&["disconnect", &script]).await;
+    }
+}
+
+/// A script that starts `fernhill-gate serve POLICY` for the host user alice, announcing to
+/// `hook`, as an Inspector's stdio target.
+fn gate_script(dir: &Path, policy: &Path, api: &shop_api::RunningApi, hook: &str) -> PathBuf {
+    let script = dir.join("gate.sh");
+    let body = format!(
+        "#!/bin/sh\nexport USER=alice SHOP_API_TOKEN='{}' FERNHILL_GATE_WEBHOOK='{hook}' \
+         FERNHILL_GATE_WEBHOOK_SECRET='{}'\nexec '{}' serve '{}'\n",
+        api.token.as_deref().unwrap_or_default(),
+        support::WEBHOOK_SECRET,
+        fernhill_gate().display(),
+        policy.display()
+    );
+    std::fs::write(&script, body).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    script
+}
+
+/// Lee approves `approval` at his own host, whose gate announces to `hook`.
+async fn lee_approves(policy: &Path, api: &shop_api::RunningApi, hook: &str, approval: &str) {
+    use mrtr::client::{Answer, ScriptedUser, legacy};
+    let token = api.token.clone().unwrap_or_default();
+    let env = [
+        ("USER", "lee"),
+        ("SHOP_API_TOKEN", token.as_str()),
+        ("FERNHILL_GATE_WEBHOOK", hook),
+        ("FERNHILL_GATE_WEBHOOK_SECRET", support::WEBHOOK_SECRET),
+    ];
+    let lead = ScriptedUser::always(Answer::accept(serde_json::json!({"run": true})));
+    let lee = support::through_the_gate(policy, &env, lead, legacy()).await;
+    let approved = lee.call_tool("review_approvals", serde_json::json!({"approval": approval})).await.unwrap();
+    assert!(mrtr::client::text(&approved).starts_with("Approved"), "{approved:?}");
+    lee.close().await.unwrap();
+}
+
+/// The legacy era (the Inspector's default): the held call is a tool error naming its
+/// approval; lee approves it; the same call again runs it, and the shop's own question during
+/// the run reaches the Inspector on the back-channel. The modern era: the Inspector's call
+/// waits on a task, `working` while lee decides (told of the call by the gate's webhook), and
+/// ends with the shop's result.
+#[tokio::test]
+async fn the_inspector_is_told_a_held_call_waits_and_once_another_person_approves_it_it_runs_once() {
+    let api = start_api().await;
+    let mcpdo = Mcpdo::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (hook, mut heard) = support::webhook_receiver(false).await;
+    let policy = support::policy_before_the_shop(
+        dir.path(),
+        &api,
+        "[people]\nlee = { roles = [\"support-lead\"] }\n\n[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\n\
+         decided_by = { role = \"support-lead\" }\ndeadline = \"1h\"\n",
+    );
+    let script = gate_script(dir.path(), &policy, &api, &hook).display().to_string();
+    for (era, order) in [("legacy", "O-2289"), ("modern", "O-1021")] {
+        let (connected, _) = mcpdo.run(&["connect", "--era", era, &script]).await;
+        assert_eq!(connected["era"].as_str().unwrap_or(era), era, "{connected}");
+        let (quote, _) =
+            mcpdo.run(&["--connection", &script, "tools/call", "quote_refund", &format!("order_id:={order}")]).await;
+        let quote_id = quote["structuredContent"]["quote_id"].as_str().unwrap().to_owned();
+        let issue = ["--connection", &script, "tools/call", "issue_refund", &format!("quote_id:={quote_id}")];
+        // The gate announces each held call as it first waits: that is how lee hears of it.
+        let heard_of = async |heard: &mut support::Heard| {
+            let waiting = support::next_announcement(heard, support::WEBHOOK_SECRET).await;
+            assert_eq!(waiting["event"]["event"], "waiting", "{era}: {waiting}");
+            waiting["event"]["approval"].as_str().unwrap().to_owned()
+        };
+        let ran = match era {
+            "legacy" => {
+                let (held, succeeded, _) = mcpdo.run_as_it_ends(&issue).await;
+                assert!(!succeeded && held["isError"] == true, "{era}: {held}");
+                assert!(held.to_string().contains("has not run"), "{era}: {held}");
+                lee_approves(&policy, &api, &hook, &heard_of(&mut heard).await).await;
+                let (ran, _) = mcpdo.run(&issue).await;
+                let pending = &ran["elicitationPending"];
+                assert!(
+                    pending["message"].as_str().unwrap_or("").starts_with("Refund "),
+                    "{era}: the shop asks: {ran}"
+                );
+                let id = pending["elicitationId"].as_str().unwrap().to_owned();
+                mcpdo.run(&["elicitation/respond", &id, "release:=true"]).await.0
+            }
+            _ => {
+                let deciding = async { lee_approves(&policy, &api, &hook, &heard_of(&mut heard).await).await };
+                let ((ran, waited), ()) = tokio::join!(mcpdo.run(&issue), deciding);
+                eprintln!("{era}: the Inspector's call waited {} ms for lee's decision", waited.as_millis());
+                ran
+            }
+        };
+        assert_eq!(ran["structuredContent"]["status"], "requested", "{era}: {ran}");
+        let approved = support::next_announcement(&mut heard, support::WEBHOOK_SECRET).await;
+        assert_eq!(approved["event"]["event"], "approved", "{era}: {approved}");
+        let refunds = support::shop(&api).refunds().await.unwrap();
+        assert_eq!(refunds.iter().filter(|refund| refund.order_id.as_str() == order).count(), 1, "{era}");
         mcpdo.run(&["disconnect", &script]).await;
     }
 }

@@ -120,7 +120,9 @@ impl FaultRow {
     /// server, and the fleet working afterwards; and unless a Redis primary was lost with
     /// writes it had not replicated (claims are written without `WAIT`), every replay refused
     /// by the once-only record rather than by the API: a Redis that crashed and came back on
-    /// its own file keeps every claim it acknowledged.
+    /// its own file keeps every claim it acknowledged. (A replay told the release again from a
+    /// claim whose acted-on mark could not be written while Redis was down is the record
+    /// working, not a replay past it: `leads` counts only a release carried out anew.)
     pub fn holds(&self) -> bool {
         let record_kept = matches!(self.fault, Fault::FailOverRedis | Fault::FailOverCluster)
             || self.during.replays_past_the_record == 0;

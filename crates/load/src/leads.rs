@@ -362,13 +362,19 @@ impl Lead<'_> {
 
     /// Send the answer again, as a host does whose reply was lost: a second release would show
     /// in `released_replies`, and a refusal by the API rather than the once-only record, or the
-    /// API's idempotent answer (the same release, told again), in `past_the_record`.
+    /// API's idempotent answer (the same release, told again, carried out anew), in
+    /// `past_the_record`.
     async fn replay(&self, again: CallToolRequestParams, confirmation: &mut Confirmation) {
         let Round::Answered(CallToolResponse::Complete(replayed)) = self.round(again).await else { return };
         if mrtr::client::field(&replayed, "status") == Some("requested") {
             let released_at = mrtr::client::field(&replayed, "decided_at");
             match released_at.is_some() && released_at == confirmation.released_at.as_deref() {
-                true => confirmation.past_the_record = true,
+                // The same release told again. With a receipt, the engine carried the answer
+                // out anew: the record let it through, and the API's idempotent answer kept the
+                // count. Without one, it is the engine's `ApprovedBefore`: the record found the
+                // claim, whose acted-on mark was not written (the store was down at that moment),
+                // and the release was read back from the API, not sent again.
+                true => confirmation.past_the_record |= receipt(&replayed).is_some(),
                 false => confirmation.released_replies += 1,
             }
         }
@@ -377,6 +383,12 @@ impl Lead<'_> {
             confirmation.past_the_record = true;
         }
     }
+}
+
+/// The signed receipt a release carries (`shop_mcp::approval::RECEIPT_META`): a decision
+/// carried out, not one told again.
+fn receipt(result: &CallToolResult) -> Option<&str> {
+    result.meta.as_ref()?.get(shop_mcp::approval::RECEIPT_META)?.as_str()
 }
 
 /// Why a tool refused, by the result's [`REFUSAL_META`] (none: no refusal a program can tell).
