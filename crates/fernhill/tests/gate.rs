@@ -569,3 +569,40 @@ async fn a_held_call_and_its_decision_are_announced_to_the_webhook_signed_and_wi
     alice.close().await.unwrap();
     lee.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_held_call_waiting_past_its_rules_escalation_is_announced_as_escalated() {
+    const SECRET: &str = support::WEBHOOK_SECRET;
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = support::policy_before_the_shop(
+        dir.path(),
+        &api,
+        "[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\ndecided_by = { role = \"support-lead\" }\n\
+         channels = [\"review\", \"webhook\"]\ndeadline = \"1h\"\nescalate_after = \"1s\"\n",
+    );
+    let (hook, mut heard) = support::webhook_receiver(false).await;
+    let token = api.token.clone().unwrap_or_default();
+    let env = [
+        ("SHOP_API_TOKEN", token.as_str()),
+        ("USER", "alice"),
+        ("FERNHILL_GATE_WEBHOOK", hook.as_str()),
+        ("FERNHILL_GATE_WEBHOOK_SECRET", SECRET),
+    ];
+    let alice = support::through_the_gate(&policy, &env, ScriptedUser::unable_to_ask(), modern()).await;
+    let quote_id = support::quote(&alice, "O-1021").await;
+    let held = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
+    let waiting = support::next_announcement(&mut heard, SECRET).await;
+    assert_eq!((&waiting["event"]["event"], &waiting["event"]["approval"]), (&json!("waiting"), &json!(id)));
+    // A second later, undecided: escalated, announced with where to decide it.
+    let escalated = support::next_announcement(&mut heard, SECRET).await;
+    assert_eq!((&escalated["event"]["event"], &escalated["event"]["approval"]), (&json!("escalated"), &json!(id)));
+    let text = escalated["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("issue_refund on shop, asked by host user alice, has waited since ")
+            && text.ends_with("Decide it with review_approvals."),
+        "{text}"
+    );
+    alice.close().await.unwrap();
+}

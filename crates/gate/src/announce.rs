@@ -1,6 +1,6 @@
 //! What the gate announces to its webhook (`--webhook URL`, each post signed with
 //! `--webhook-secret`), for rules whose channels hold `webhook`: a held call that waits for a
-//! decision, and each decision made of one. How it goes out (signed, under a delivery ID, tried
+//! decision, one that waited past its rule's `escalate_after`, and each decision made of one. How it goes out (signed, under a delivery ID, tried
 //! again with backoff, never waited for) is the approvals crate's webhook channel
 //! ([`approvals::channel::webhook`]). An announcement says which call and who asked, never its
 //! arguments: a chat channel may be wider than the people who decide, who see them where they
@@ -58,6 +58,41 @@ pub fn waiting(kept: &HeldCall, rule: &Rule, link: Option<&str>) -> Announcement
         "requested_by": kept.requester.to_string(),
         "digest": kept.digest.to_string(),
         "deadline": deadline,
+        "link": link,
+    });
+    Announcement { text, event, about: kept.id.to_string() }
+}
+
+/// `kept`, held by `rule`, has waited past the rule's `escalate_after` undecided: said once, to
+/// whoever the webhook reaches, with where to decide it (at `link` on the approval page, where
+/// it is served).
+pub fn escalated(kept: &HeldCall, rule: &Rule, link: Option<&str>) -> Announcement {
+    let time = |at| humantime::format_rfc3339_seconds(at).to_string();
+    let decide = match link {
+        Some(link) => format!("Decide it at {link}"),
+        None => "Decide it with review_approvals".to_owned(),
+    };
+    let text = format!(
+        "{tool} on {upstream}, asked by {requester}, has waited since {held_at} for a decision by {decider} \
+         (approval {id}, the gate's rule \"{rule}\"); undecided by {deadline}, it does not run. {decide}.",
+        tool = kept.tool,
+        upstream = kept.upstream,
+        requester = kept.requester,
+        held_at = time(kept.held_at),
+        decider = rule.decided_by,
+        id = kept.id,
+        rule = rule.name,
+        deadline = time(kept.deadline),
+    );
+    let event = json!({
+        "event": "escalated",
+        "approval": kept.id.as_str(),
+        "rule": kept.rule,
+        "upstream": kept.upstream,
+        "tool": kept.tool,
+        "requested_by": kept.requester.to_string(),
+        "held_at": time(kept.held_at),
+        "deadline": time(kept.deadline),
         "link": link,
     });
     Announcement { text, event, about: kept.id.to_string() }

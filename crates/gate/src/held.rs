@@ -229,8 +229,9 @@ pub enum HeldError {
     Own(String),
 }
 
-/// The schema's version, in SQLite's `user_version`: 0 before decisions and runs were kept.
-const SCHEMA_VERSION: i64 = 1;
+/// The schema's version, in SQLite's `user_version`: 0 before decisions and runs were kept, 1
+/// before escalations were.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS held_calls (
@@ -259,7 +260,9 @@ CREATE TABLE IF NOT EXISTS held_calls (
     -- The call's effect in the world, by its rule: two calls with one effect never both run.
     effect TEXT,
     -- The call that had this one's effect first, for a call kept from running as a duplicate.
-    duplicate_of TEXT
+    duplicate_of TEXT,
+    -- When it was escalated, having waited past its rule's escalate_after (once, by any gate).
+    escalated_at INTEGER
 );
 CREATE UNIQUE INDEX IF NOT EXISTS one_open_per_call ON held_calls (requester, digest) WHERE open = 1;
 CREATE INDEX IF NOT EXISTS waiting_by_deadline ON held_calls (deadline) WHERE open = 1;
@@ -386,6 +389,24 @@ impl HeldCalls {
             ))?;
             let rows = statement.query_map(params![rule], Row::read)?;
             rows.map(|row| row?.held()).collect()
+        })
+    }
+
+    /// The calls held by `rule` that have waited `after` or longer, undecided, and were not
+    /// escalated before, marked escalated now: each is returned once, whichever of the gates
+    /// over this store looks (a conditional update).
+    pub fn escalate(&self, rule: &str, after: Duration) -> Result<Vec<HeldCall>, HeldError> {
+        self.writing(|transaction, now| {
+            let since = epoch(now).saturating_sub(i64::try_from(after.as_secs()).unwrap_or(i64::MAX));
+            let mut statement = transaction.prepare(&format!(
+                "UPDATE held_calls SET escalated_at = ?1
+                 WHERE open = 1 AND standing = 'waiting' AND rule = ?2 AND escalated_at IS NULL AND held_at <= ?3
+                 RETURNING {COLUMNS}"
+            ))?;
+            let rows = statement.query_map(params![epoch(now), rule, since], Row::read)?;
+            let mut escalated: Vec<HeldCall> = rows.map(|row| row?.held()).collect::<Result<_, _>>()?;
+            escalated.sort_by(|a, b| (a.held_at, a.id.as_str()).cmp(&(b.held_at, b.id.as_str())));
+            Ok(escalated)
         })
     }
 
@@ -554,7 +575,12 @@ fn migrate(connection: &mut Connection) -> Result<(), HeldError> {
     let earlier =
         transaction.prepare("SELECT 1 FROM pragma_table_info('held_calls') WHERE name = 'open'")?.exists([])?;
     let held_before = transaction.prepare("SELECT 1 FROM sqlite_master WHERE name = 'held_calls'")?.exists([])?;
-    if held_before && !earlier {
+    let escalations =
+        transaction.prepare("SELECT 1 FROM pragma_table_info('held_calls') WHERE name = 'escalated_at'")?.exists([])?;
+    if held_before && earlier && !escalations {
+        transaction.execute_batch("ALTER TABLE held_calls ADD COLUMN escalated_at INTEGER")?;
+        tracing::info!("the held calls' store was brought up to keep escalations");
+    } else if held_before && !earlier {
         transaction.execute_batch(
             "DROP INDEX IF EXISTS one_waiting_per_call;
              ALTER TABLE held_calls RENAME TO held_calls_0;",
@@ -890,6 +916,38 @@ mod tests {
         // Opened again, it is not brought up twice.
         let again = HeldCalls::open(Some(&file), Clock::system()).unwrap();
         assert_eq!(again.hold(&alice, &call(&arguments), &rule).unwrap().call.standing, Standing::Approved);
+    }
+
+    #[test]
+    fn a_call_waiting_past_its_escalation_is_escalated_once_by_any_gate_and_a_decided_one_never() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gate.held.sqlite");
+        let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+        // A store of the version before escalations were kept: brought up when opened.
+        let one = HeldCalls::open(Some(&file), clock.clone()).unwrap();
+        let version_one = |held: &HeldCalls| {
+            held.connection().execute_batch("ALTER TABLE held_calls DROP COLUMN escalated_at; PRAGMA user_version = 1;")
+        };
+        version_one(&one).unwrap();
+        drop(one);
+        let (one, other) =
+            (HeldCalls::open(Some(&file), clock.clone()).unwrap(), HeldCalls::open(Some(&file), clock).unwrap());
+        let (alice, rule) = (Party::host_user("alice"), rule());
+        let early = one.hold(&alice, &call(&json!({"path": "/srv/a"})), &rule).unwrap().call;
+        hand.advance(Duration::from_secs(600));
+        let late = one.hold(&alice, &call(&json!({"path": "/srv/b"})), &rule).unwrap().call;
+        let decided = one.hold(&alice, &call(&json!({"path": "/srv/c"})), &rule).unwrap().call;
+        one.decline(decided.id.as_str(), Some(&lee()), false).unwrap();
+        let after = Duration::from_secs(900);
+        assert!(one.escalate("writes", after).unwrap().is_empty(), "none has waited 15 minutes");
+        hand.advance(Duration::from_secs(300));
+        let ids = |calls: Vec<HeldCall>| calls.into_iter().map(|call| call.id).collect::<Vec<_>>();
+        assert_eq!(ids(other.escalate("writes", after).unwrap()), std::slice::from_ref(&early.id));
+        // Whichever gate looks next, it is not escalated again.
+        assert!(one.escalate("writes", after).unwrap().is_empty());
+        assert!(other.escalate("another rule", Duration::ZERO).unwrap().is_empty());
+        hand.advance(Duration::from_secs(600));
+        assert_eq!(ids(one.escalate("writes", after).unwrap()), [late.id], "the declined call never");
     }
 
     #[test]

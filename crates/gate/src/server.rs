@@ -77,7 +77,7 @@ struct Inner {
     /// Where calls that wait are announced, for rules whose channels hold the webhook.
     webhook: Option<Webhook>,
     /// The origin the approval page is served at, once it is ([`Gate::approval_page`]).
-    page: OnceLock<String>,
+    page: Arc<OnceLock<String>>,
     /// What it serves: tools, and what its upstreams serve beside them.
     capabilities: ServerCapabilities,
 }
@@ -115,9 +115,10 @@ impl Gate {
             receipts,
             review,
             webhook,
-            page: OnceLock::new(),
+            page: Arc::default(),
             capabilities,
         };
+        watch_escalations(&inner);
         Ok(Gate { inner: Arc::new(inner) })
     }
 
@@ -240,6 +241,51 @@ impl Gate {
             connection.call_with_rounds(params, &context.peer).await.map(CallToolResponse::Complete)
         }
     }
+}
+
+/// Escalate, for as long as the gate serves, each held call that waited past its rule's
+/// `escalate_after`, undecided: once, whichever of the gates over the same store looks first
+/// ([`HeldCalls::escalate`]); logged, and announced to the webhook for rules whose channels hold
+/// it. Looks four times per shortest `escalate_after` (at most every minute, at least every
+/// quarter second). Holds no part of the gate but what it reads, so closing it is not held up.
+fn watch_escalations(inner: &Inner) {
+    let escalating: Vec<(String, Duration, bool)> = inner
+        .policy
+        .rules
+        .iter()
+        .filter_map(|rule| {
+            let announced = rule.channels.contains(&Channel::Webhook) && inner.webhook.is_some();
+            rule.escalate_after.map(|after| (rule.name.clone(), after, announced))
+        })
+        .collect();
+    let Some(shortest) = escalating.iter().map(|(_, after, _)| *after).min() else { return };
+    let every = (shortest / 4).clamp(Duration::from_millis(250), Duration::from_secs(60));
+    let (policy, held, webhook, page) =
+        (inner.policy.clone(), inner.held.clone(), inner.webhook.clone(), inner.page.clone());
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            for (name, after, announced) in &escalating {
+                let escalated = match held.escalate(name, *after) {
+                    Ok(escalated) => escalated,
+                    Err(error) => {
+                        tracing::warn!(rule = %name, %error, "could not look for calls waiting too long; the next look tries again");
+                        continue;
+                    }
+                };
+                let Some(rule) = policy.rules.iter().find(|rule| &rule.name == name) else { continue };
+                for kept in escalated {
+                    tracing::warn!(approval = %kept.id, tool = %kept.tool, rule = %name, "a held call waited past its rule's escalate_after: escalated");
+                    if let (true, Some(webhook)) = (announced, &webhook) {
+                        let link = page.get().map(|origin| crate::page::link(origin, &kept.id));
+                        webhook.announce(crate::announce::escalated(&kept, rule, link.as_deref()));
+                    }
+                }
+            }
+        }
+    });
 }
 
 impl Gate {
