@@ -575,11 +575,18 @@ fn migrate(connection: &mut Connection) -> Result<(), HeldError> {
     let earlier =
         transaction.prepare("SELECT 1 FROM pragma_table_info('held_calls') WHERE name = 'open'")?.exists([])?;
     let held_before = transaction.prepare("SELECT 1 FROM sqlite_master WHERE name = 'held_calls'")?.exists([])?;
-    let escalations =
-        transaction.prepare("SELECT 1 FROM pragma_table_info('held_calls') WHERE name = 'escalated_at'")?.exists([])?;
-    if held_before && earlier && !escalations {
-        transaction.execute_batch("ALTER TABLE held_calls ADD COLUMN escalated_at INTEGER")?;
-        tracing::info!("the held calls' store was brought up to keep escalations");
+    if held_before && earlier {
+        // Columns version 1 grew without a version of their own (effects), then escalations.
+        for (column, kind) in [("effect", "TEXT"), ("duplicate_of", "TEXT"), ("escalated_at", "INTEGER")] {
+            let there = transaction
+                .prepare("SELECT 1 FROM pragma_table_info('held_calls') WHERE name = ?1")?
+                .exists([column])?;
+            if !there {
+                transaction.execute_batch(&format!("ALTER TABLE held_calls ADD COLUMN {column} {kind}"))?;
+                tracing::info!(column, "the held calls' store was brought up to keep a column it lacked");
+            }
+        }
+        transaction.execute_batch(SCHEMA)?;
     } else if held_before && !earlier {
         transaction.execute_batch(
             "DROP INDEX IF EXISTS one_waiting_per_call;
@@ -923,10 +930,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("gate.held.sqlite");
         let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-        // A store of the version before escalations were kept: brought up when opened.
+        // A store of version 1 as it was before effects and escalations were kept: brought up
+        // when opened.
         let one = HeldCalls::open(Some(&file), clock.clone()).unwrap();
         let version_one = |held: &HeldCalls| {
-            held.connection().execute_batch("ALTER TABLE held_calls DROP COLUMN escalated_at; PRAGMA user_version = 1;")
+            held.connection().execute_batch(
+                "DROP INDEX by_effect; ALTER TABLE held_calls DROP COLUMN effect;
+                 ALTER TABLE held_calls DROP COLUMN duplicate_of; ALTER TABLE held_calls DROP COLUMN escalated_at;
+                 PRAGMA user_version = 1;",
+            )
         };
         version_one(&one).unwrap();
         drop(one);

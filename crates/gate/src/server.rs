@@ -80,6 +80,17 @@ struct Inner {
     page: Arc<OnceLock<String>>,
     /// What it serves: tools, and what its upstreams serve beside them.
     capabilities: ServerCapabilities,
+    /// The escalations' watch, if a rule escalates: it ends with the gate.
+    escalations: Option<Watching>,
+}
+
+/// A task of the gate's own, aborted when the gate is dropped or closed.
+struct Watching(tokio::task::AbortHandle);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Gate {
@@ -105,7 +116,7 @@ impl Gate {
         let receipts = keys.as_ref().map(|keys| deciding::receipts(&policy, keys));
         let tools = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
         let capabilities = beside_tools::capabilities(&connections, tools);
-        let inner = Inner {
+        let mut inner = Inner {
             policy,
             connections,
             host,
@@ -117,8 +128,9 @@ impl Gate {
             webhook,
             page: Arc::default(),
             capabilities,
+            escalations: None,
         };
-        watch_escalations(&inner);
+        inner.escalations = watch_escalations(&inner);
         Ok(Gate { inner: Arc::new(inner) })
     }
 
@@ -247,8 +259,9 @@ impl Gate {
 /// `escalate_after`, undecided: once, whichever of the gates over the same store looks first
 /// ([`HeldCalls::escalate`]); logged, and announced to the webhook for rules whose channels hold
 /// it. Looks four times per shortest `escalate_after` (at most every minute, at least every
-/// quarter second). Holds no part of the gate but what it reads, so closing it is not held up.
-fn watch_escalations(inner: &Inner) {
+/// quarter second). Holds no part of the gate but what it reads, so closing it is not held up,
+/// and ends with the gate (`Watching`).
+fn watch_escalations(inner: &Inner) -> Option<Watching> {
     let escalating: Vec<(String, Duration, bool)> = inner
         .policy
         .rules
@@ -258,11 +271,11 @@ fn watch_escalations(inner: &Inner) {
             rule.escalate_after.map(|after| (rule.name.clone(), after, announced))
         })
         .collect();
-    let Some(shortest) = escalating.iter().map(|(_, after, _)| *after).min() else { return };
+    let shortest = escalating.iter().map(|(_, after, _)| *after).min()?;
     let every = (shortest / 4).clamp(Duration::from_millis(250), Duration::from_secs(60));
     let (policy, held, webhook, page) =
         (inner.policy.clone(), inner.held.clone(), inner.webhook.clone(), inner.page.clone());
-    tokio::spawn(async move {
+    let watch = tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -286,6 +299,7 @@ fn watch_escalations(inner: &Inner) {
             }
         }
     });
+    Some(Watching(watch.abort_handle()))
 }
 
 impl Gate {
