@@ -270,6 +270,21 @@ pub fn question(kept: &HeldCall, rule: &Rule) -> String {
     )
 }
 
+/// What an answer about `id` did, in words, wherever it was given (`review_approvals`, the page).
+pub fn told(id: &HeldId, acted: &Acted<HeldCall>) -> String {
+    match acted {
+        Acted::Approved(done) => format!(
+            "Approved: {} runs once, on {}, when {} calls it again (approval {id}).",
+            done.tool, done.upstream, done.requester
+        ),
+        Acted::ApprovedBefore(_) => format!("{id} was approved already."),
+        Acted::Declined(done) => {
+            format!("Declined: {} will not run (approval {id}); its requester is told so.", done.tool)
+        }
+        Acted::Dismissed(_) => format!("Nothing was decided: {id} still waits."),
+    }
+}
+
 /// A decision the engine refused, in words.
 fn refusal(id: &HeldId, refused: Refused<HeldError>) -> String {
     match refused {

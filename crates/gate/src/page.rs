@@ -32,7 +32,7 @@ use mrtr::Outcome;
 use web_service::html::escape;
 
 use crate::{
-    deciding::{Deciding, NotHere, Place, RunForm, may_decide, waiting_for},
+    deciding::{Deciding, NotHere, Place, RunForm, may_decide, told, waiting_for},
     held::{HeldCall, HeldCalls, HeldId},
     person::Person,
     policy::Policy,
@@ -209,27 +209,18 @@ async fn decide(
         Err(not_here) => return refusal(&not_here),
     };
     let answered = Visitors::answered(&session, form.seen);
-    match page.deciding.act(&id, rule, said, &answered, &person).await {
-        Ok(Acted::Approved(done)) => {
-            let words = format!(
-                "Approved: {} runs once, on {}, when {} calls it again (approval {id}).",
-                done.tool, done.upstream, done.requester
-            );
-            Page::decided("approved", &words, done.receipt.as_deref(), jwks::PATH).into_response()
-        }
-        Ok(Acted::Declined(done)) => {
-            let words = format!("Declined: {} will not run (approval {id}); its requester is told so.", done.tool);
-            Page::decided("declined", &words, done.receipt.as_deref(), jwks::PATH).into_response()
-        }
-        Ok(Acted::ApprovedBefore(_)) => {
-            Page::notice(StatusCode::CONFLICT, "refused", &format!("{id} was approved already.")).into_response()
-        }
-        Ok(Acted::Dismissed(_)) => {
-            Page::notice(StatusCode::OK, "dismissed", &format!("Nothing was decided: {id} still waits."))
-                .into_response()
-        }
-        Err(words) => Page::notice(StatusCode::CONFLICT, "refused", &words).into_response(),
+    let acted = match page.deciding.act(&id, rule, said, &answered, &person).await {
+        Ok(acted) => acted,
+        Err(words) => return Page::notice(StatusCode::CONFLICT, "refused", &words).into_response(),
+    };
+    let words = told(&id, &acted);
+    match acted {
+        Acted::Approved(done) => Page::decided("approved", &words, done.receipt.as_deref(), jwks::PATH),
+        Acted::Declined(done) => Page::decided("declined", &words, done.receipt.as_deref(), jwks::PATH),
+        Acted::ApprovedBefore(_) => Page::notice(StatusCode::CONFLICT, "refused", &words),
+        Acted::Dismissed(_) => Page::notice(StatusCode::OK, "dismissed", &words),
     }
+    .into_response()
 }
 
 /// `GET /approvals/callback`: the issuer sends the browser back here.

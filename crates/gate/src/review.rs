@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    deciding::{DECIDE, Deciding, NotHere, Place, RunForm, may_decide, question, waiting_for},
+    deciding::{DECIDE, Deciding, NotHere, Place, RunForm, may_decide, question, told, waiting_for},
     held::{HeldCall, HeldCalls, HeldId},
     person::Person,
     policy::Policy,
@@ -238,21 +238,15 @@ impl Review {
         person: &Person,
     ) -> CallToolResponse {
         match self.deciding.act(id, rule, said, answered, person).await {
-            Ok(Acted::Approved(done)) => said_of(
-                &done.record,
-                format!(
-                    "Approved: {} runs once, on {}, when {} calls it again (approval {id}).",
-                    done.tool, done.upstream, done.requester
-                ),
-                done.receipt.as_deref(),
-            ),
-            Ok(Acted::ApprovedBefore(kept)) => said_of(&kept, format!("{id} was approved already."), None),
-            Ok(Acted::Declined(done)) => said_of(
-                &done.record,
-                format!("Declined: {} will not run (approval {id}); its requester is told so.", done.tool),
-                done.receipt.as_deref(),
-            ),
-            Ok(Acted::Dismissed(kept)) => said_of(&kept, format!("Nothing was decided: {id} still waits."), None),
+            Ok(acted) => {
+                let words = told(id, &acted);
+                match acted {
+                    Acted::Approved(done) | Acted::Declined(done) => {
+                        said_of(&done.record, words, done.receipt.as_deref())
+                    }
+                    Acted::ApprovedBefore(kept) | Acted::Dismissed(kept) => said_of(&kept, words, None),
+                }
+            }
             Err(words) => refused(words),
         }
     }

@@ -81,7 +81,8 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let page_scopes = decider_scopes(&policy);
+    // The page's sign-in asks for the scopes the rules name their deciders by.
+    let page_scopes = oauth_resource::scopes::ScopePolicy::supported(&policy_scopes).join(" ");
     tracing::info!(held_calls = %held_calls.display(), host_user, decides, keys = keys.configured, "held calls kept");
     let gate = match gate::Gate::open(policy, held, person, (Some(keys.receipts.clone()), webhook)).await {
         Ok(gate) => gate,
@@ -121,21 +122,6 @@ struct PageSetup<'a> {
     scopes: String,
     cookies: mrtr::seal::KeyRing,
     receipts: std::sync::Arc<approvals::ReceiptKeys>,
-}
-
-/// The scopes rules name their deciders by, space-separated: what the page's sign-in asks for.
-fn decider_scopes(policy: &gate::Policy) -> String {
-    let mut scopes: Vec<&str> = policy
-        .rules
-        .iter()
-        .filter_map(|rule| match &rule.decided_by {
-            gate::rule::Decider::Scope(scope) => Some(scope.as_str()),
-            _ => None,
-        })
-        .collect();
-    scopes.sort_unstable();
-    scopes.dedup();
-    scopes.join(" ")
 }
 
 /// Serve `sealed` over Streamable HTTP as `http` says, with `scopes`, and the approval page
