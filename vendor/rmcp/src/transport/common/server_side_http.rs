@@ -253,7 +253,8 @@ where
         }
     }
 
-    match serde_json::from_slice::<ClientJsonRpcMessage>(&collected) {
+    // PATCHED (fernhill, change 7): decoded by its method first (`by_method`).
+    match by_method(&collected).map_or_else(|| serde_json::from_slice::<ClientJsonRpcMessage>(&collected), Ok) {
         Ok(message) => Ok(message),
         Err(e) => {
             let response = Response::builder()
@@ -266,6 +267,117 @@ where
         }
     }
 }
+
+// PATCHED (fernhill) begin: change 7, a client's request decoded by its method.
+//
+// `ClientJsonRpcMessage`'s derived decoding buffers the whole message (an untagged enum of the
+// four JSON-RPC shapes, two flattened checks), buffers it again for the untagged
+// `ClientRequest`, and tries each of its variants in turn until one's method matches: a
+// `tools/call` is the fourteenth, after thirteen const-string mismatches that each allocate
+// and format an error. On a stateless server that is every request's cost. A request whose
+// shape is plain (a `method` string and an `id`, neither `result` nor `error`) and whose method
+// names a `ClientRequest` variant is decoded as that variant alone. The outcome is the one the
+// derived decoding gives: the untagged `ClientRequest` takes the first variant that decodes, and
+// only the variant of that method can (each checks its method); anything else, including a
+// request of that method that does not decode, goes the derived way, which decides it as before.
+
+/// What decides how a message is decoded: its method, and which members it has.
+#[derive(serde::Deserialize)]
+struct Shape<'a> {
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    id: Present,
+    #[serde(default)]
+    result: Present,
+    #[serde(default)]
+    error: Present,
+}
+
+/// Whether a member is there, whatever its value (`null` included, as the derived check has it).
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> serde::Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+    }
+}
+
+/// The method a request type carries.
+trait MethodOf {
+    const METHOD: &'static str;
+}
+
+impl<M: crate::model::ConstString, P> MethodOf for crate::model::Request<M, P> {
+    const METHOD: &'static str = M::VALUE;
+}
+
+impl<M: crate::model::ConstString, P> MethodOf for crate::model::RequestOptionalParam<M, P> {
+    const METHOD: &'static str = M::VALUE;
+}
+
+impl<M: crate::model::ConstString> MethodOf for crate::model::RequestNoParam<M> {
+    const METHOD: &'static str = M::VALUE;
+}
+
+/// `bytes` as a request of the one `ClientRequest` variant its method names, or `None` where
+/// the derived decoding must decide. (Every variant is named, the deprecated ones too: a 2025
+/// client still sends them.)
+#[allow(deprecated)]
+fn by_method(bytes: &[u8]) -> Option<ClientJsonRpcMessage> {
+    use crate::model::{ClientRequest, JsonRpcRequest};
+    fn as_variant<R: serde::de::DeserializeOwned>(
+        bytes: &[u8],
+        variant: fn(R) -> ClientRequest,
+    ) -> Option<ClientJsonRpcMessage> {
+        let request: JsonRpcRequest<R> = serde_json::from_slice(bytes).ok()?;
+        Some(ClientJsonRpcMessage::Request(JsonRpcRequest {
+            jsonrpc: request.jsonrpc,
+            id: request.id,
+            request: variant(request.request),
+        }))
+    }
+    let shape: Shape<'_> = serde_json::from_slice(bytes).ok()?;
+    if !shape.id.0 || shape.result.0 || shape.error.0 {
+        return None;
+    }
+    let method = shape.method?;
+    macro_rules! variants {
+        ($($variant:ident),* $(,)?) => {
+            $(
+                if method == <crate::model::$variant as MethodOf>::METHOD {
+                    return as_variant::<crate::model::$variant>(bytes, ClientRequest::$variant);
+                }
+            )*
+        };
+    }
+    variants!(
+        CallToolRequest,
+        ListToolsRequest,
+        DiscoverRequest,
+        PingRequest,
+        InitializeRequest,
+        CompleteRequest,
+        SetLevelRequest,
+        GetPromptRequest,
+        ListPromptsRequest,
+        ListResourcesRequest,
+        ListResourceTemplatesRequest,
+        ReadResourceRequest,
+        SubscriptionsListenRequest,
+        SubscribeRequest,
+        UnsubscribeRequest,
+        GetTaskRequest,
+        UpdateTaskRequest,
+        CancelTaskRequest,
+        ListSkillsRequest,
+        GetSkillRequest,
+        ReadResourceDirectoryRequest,
+    );
+    None
+}
+// PATCHED (fernhill) end
 
 #[cfg(test)]
 mod tests {
