@@ -34,9 +34,9 @@ impl RuleApprovals {
     }
 
     /// The held call `id`, if this rule holds it.
-    fn this_rules(&self, id: &str) -> Result<HeldCall, HeldError> {
+    async fn this_rules(&self, id: &str) -> Result<HeldCall, HeldError> {
         let parsed = held::HeldId::parse(id).map_err(|_| HeldError::Unknown(id.to_owned()))?;
-        match self.calls.get(&parsed)? {
+        match self.calls.get(&parsed).await? {
             Some(call) if call.rule == self.rule => Ok(call),
             _ => Err(HeldError::Unknown(id.to_owned())),
         }
@@ -70,7 +70,7 @@ impl Subject for RuleApprovals {
             HeldError::Changed(_) => Failed::Changed,
             HeldError::Own(_) => Failed::NotYours,
             // SQLite busy past its timeout, or its file unreadable: it may pass.
-            HeldError::Store(_) => Failed::Failing,
+            HeldError::Store(_) | HeldError::Stopped(_) => Failed::Failing,
             HeldError::Unknown(_) | HeldError::Damaged(_) | HeldError::Arguments(_) | HeldError::Deadline(_) => {
                 Failed::Refused
             }
@@ -107,11 +107,11 @@ impl Subject for RuleApprovals {
     }
 
     fn waiting(&self) -> Pending<'_, Vec<Standing<HeldCall>>, HeldError> {
-        Box::pin(async move { Ok(self.calls.waiting(Some(&self.rule))?.into_iter().map(standing).collect()) })
+        Box::pin(async move { Ok(self.calls.waiting(Some(&self.rule)).await?.into_iter().map(standing).collect()) })
     }
 
     fn look<'a>(&'a self, id: &'a str) -> Pending<'a, Standing<HeldCall>, HeldError> {
-        Box::pin(async move { self.this_rules(id).map(standing) })
+        Box::pin(async move { self.this_rules(id).await.map(standing) })
     }
 
     fn approve<'a>(
@@ -122,15 +122,15 @@ impl Subject for RuleApprovals {
         key: &'a str,
     ) -> Pending<'a, Standing<HeldCall>, HeldError> {
         Box::pin(async move {
-            self.this_rules(id)?;
-            self.calls.approve(id, decider, seen, key, self.own_allowed).map(standing)
+            self.this_rules(id).await?;
+            self.calls.approve(id, decider, seen, key, self.own_allowed).await.map(standing)
         })
     }
 
     fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a Party>) -> Pending<'a, Standing<HeldCall>, HeldError> {
         Box::pin(async move {
-            self.this_rules(id)?;
-            self.calls.decline(id, decider, self.own_allowed).map(standing)
+            self.this_rules(id).await?;
+            self.calls.decline(id, decider, self.own_allowed).await.map(standing)
         })
     }
 }
@@ -155,13 +155,15 @@ mod tests {
         Counted { approvals: "a", declines: "d", dismissals: "x", once_only_failures: "o", write_retries: "w" };
 
     /// Alice's call, held by the rule `writes`, and that rule's approvals, signing receipts.
-    fn held(own: SelfApproval) -> (Approvals<RuleApprovals>, Arc<HeldCalls>, HeldCall, Arc<approvals::ReceiptKeys>) {
+    async fn held(
+        own: SelfApproval,
+    ) -> (Approvals<RuleApprovals>, Arc<HeldCalls>, HeldCall, Arc<approvals::ReceiptKeys>) {
         let text = "[[rule]]\nname = \"writes\"\ntools = [\"write_file\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n";
         let rule = Policy::parse(Path::new("gate.toml"), text).unwrap().rules.remove(0);
         let calls = Arc::new(HeldCalls::open(None, clock::Clock::system()).unwrap());
         let arguments = json!({"path": "/srv/prices.csv"});
         let call = Call { upstream: "files", tool: "write_file", annotations: &Value::Null, arguments: &arguments };
-        let kept = calls.hold(&Party::host_user("alice"), &call, &rule).unwrap().call;
+        let kept = calls.hold(&Party::host_user("alice"), &call, &rule).await.unwrap().call;
         let keys = Arc::new(approvals::ReceiptKeys::ephemeral());
         let receipts =
             approvals::Receipts { keys: keys.clone(), issuer: "fernhill-gate".into(), policy_version: "v".into() };
@@ -178,7 +180,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_approval_records_the_decision_and_its_receipt_says_the_call_is_still_to_run() {
-        let (engine, calls, kept, keys) = held(SelfApproval::Forbidden);
+        let (engine, calls, kept, keys) = held(SelfApproval::Forbidden).await;
         let answered =
             Answered::to("q-1", Channel::Review, Duration::from_secs(600)).having_seen(kept.digest.to_string());
         let Ok(Acted::Approved(done)) =
@@ -191,7 +193,7 @@ mod tests {
         assert_eq!(receipt.outcome, Outcome::ToRun);
         assert_eq!((receipt.approval.as_str(), receipt.tool.as_str()), (kept.id.as_str(), "write_file"));
         assert_eq!(receipt.requested_by.as_deref(), Some("host user alice"));
-        assert_eq!(calls.get(&kept.id).unwrap().unwrap().standing, Standing::Approved);
+        assert_eq!(calls.get(&kept.id).await.unwrap().unwrap().standing, Standing::Approved);
         // The same answer again is a replay; another answer finds it decided.
         let again = engine.act(kept.id.as_str(), Verdict::Approve, &answered, &decider("lee")).await;
         assert!(matches!(again, Err(Refused::Replay(State::Approved))), "{again:?}");
@@ -203,13 +205,13 @@ mod tests {
     #[tokio::test]
     async fn a_requester_decides_their_own_call_only_where_its_rule_lets_them() {
         let answered = Answered::to("q-1", Channel::Review, Duration::from_secs(600));
-        let (engine, calls, kept, _) = held(SelfApproval::Forbidden);
+        let (engine, calls, kept, _) = held(SelfApproval::Forbidden).await;
         let own = engine.act(kept.id.as_str(), Verdict::Approve, &answered, &decider("alice")).await;
         assert!(matches!(own, Err(Refused::NotDecider(_))), "{own:?}");
-        assert_eq!(calls.get(&kept.id).unwrap().unwrap().standing, Standing::Waiting);
-        let (engine, calls, kept, _) = held(SelfApproval::Allowed);
+        assert_eq!(calls.get(&kept.id).await.unwrap().unwrap().standing, Standing::Waiting);
+        let (engine, calls, kept, _) = held(SelfApproval::Allowed).await;
         let own = engine.act(kept.id.as_str(), Verdict::Decline, &answered, &decider("alice")).await;
         assert!(matches!(own, Ok(Acted::Declined(_))), "{own:?}");
-        assert_eq!(calls.get(&kept.id).unwrap().unwrap().standing, Standing::Declined);
+        assert_eq!(calls.get(&kept.id).await.unwrap().unwrap().standing, Standing::Declined);
     }
 }

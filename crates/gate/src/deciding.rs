@@ -127,7 +127,7 @@ impl Deciding {
             Acted::ApprovedBefore(_) | Acted::Dismissed(_) => None,
         };
         if let Some(receipt) = receipt
-            && let Err(error) = self.held.keep_decision(id, answered.channel.as_str(), receipt)
+            && let Err(error) = self.held.keep_decision(id, answered.channel.as_str(), receipt).await
         {
             tracing::warn!(approval = %id, %error, "the decision's receipt could not be kept");
         }
@@ -240,7 +240,7 @@ pub fn may_decide<'p>(policy: &'p Policy, kept: &HeldCall, person: &Person, plac
 
 /// The held calls waiting for `person`'s decision at `place`, oldest first: of the rules they
 /// may decide there, never their own unless the rule lets a requester decide.
-pub fn waiting_for(
+pub async fn waiting_for(
     policy: &Policy,
     held: &HeldCalls,
     person: &Person,
@@ -248,7 +248,7 @@ pub fn waiting_for(
 ) -> Result<Vec<HeldCall>, HeldError> {
     let mut waiting = Vec::new();
     for rule in policy.rules.iter().filter(|rule| place.serves(rule) && person.holds.meets(&rule.decided_by)) {
-        let calls = held.waiting(Some(&rule.name))?;
+        let calls = held.waiting(Some(&rule.name)).await?;
         waiting.extend(calls.into_iter().filter(|call| rule.self_approval || call.requester != person.party));
     }
     waiting.sort_by(|a, b| (a.held_at, a.id.as_str()).cmp(&(b.held_at, b.id.as_str())));
@@ -331,22 +331,22 @@ mod tests {
         Person { party: Party::host_user(name), holds }
     }
 
-    fn hold(policy: &Policy, held: &HeldCalls, who: &Person, path: &str) -> HeldCall {
+    async fn hold(policy: &Policy, held: &HeldCalls, who: &Person, path: &str) -> HeldCall {
         let arguments = json!({"path": path});
         let call = Call { upstream: "files", tool: "write_file", annotations: &Value::Null, arguments: &arguments };
         let rule = policy.held(&call).unwrap().rule;
-        held.hold(&who.party, &call, rule).unwrap().call
+        held.hold(&who.party, &call, rule).await.unwrap().call
     }
 
-    #[test]
-    fn a_call_is_decided_where_its_rule_says_by_whom_it_says_and_never_by_its_requester_unless_it_allows() {
+    #[tokio::test]
+    async fn a_call_is_decided_where_its_rule_says_by_whom_it_says_and_never_by_its_requester_unless_it_allows() {
         let policy = Policy::parse(Path::new("gate.toml"), POLICY).unwrap();
         let held = HeldCalls::open(None, Clock::system()).unwrap();
         let pricing = Holds { roles: vec!["pricing".into()], ..Holds::default() };
         let writer = Holds { scopes: vec!["notes:write".into()], ..Holds::default() };
         let (alice, lee, sam) = (person("alice", pricing.clone()), person("lee", pricing), person("sam", writer));
-        let prices = hold(&policy, &held, &alice, "prices");
-        let notes = hold(&policy, &held, &sam, "notes");
+        let prices = hold(&policy, &held, &alice, "prices").await;
+        let notes = hold(&policy, &held, &sam, "notes").await;
 
         assert_eq!(may_decide(&policy, &prices, &lee, Place::Page).unwrap().name, "prices");
         let elsewhere = may_decide(&policy, &prices, &lee, Place::Review).unwrap_err();
@@ -367,15 +367,21 @@ mod tests {
 
         // What waits for each, where: never their own unless the rule allows.
         let ids = |calls: Vec<HeldCall>| calls.into_iter().map(|call| call.id).collect::<Vec<_>>();
-        assert_eq!(ids(waiting_for(&policy, &held, &lee, Place::Page).unwrap()), std::slice::from_ref(&prices.id));
-        assert!(waiting_for(&policy, &held, &alice, Place::Page).unwrap().is_empty());
-        assert!(waiting_for(&policy, &held, &lee, Place::Review).unwrap().is_empty());
-        assert_eq!(ids(waiting_for(&policy, &held, &sam, Place::Review).unwrap()), std::slice::from_ref(&notes.id));
+        assert_eq!(
+            ids(waiting_for(&policy, &held, &lee, Place::Page).await.unwrap()),
+            std::slice::from_ref(&prices.id)
+        );
+        assert!(waiting_for(&policy, &held, &alice, Place::Page).await.unwrap().is_empty());
+        assert!(waiting_for(&policy, &held, &lee, Place::Review).await.unwrap().is_empty());
+        assert_eq!(
+            ids(waiting_for(&policy, &held, &sam, Place::Review).await.unwrap()),
+            std::slice::from_ref(&notes.id)
+        );
 
         // Decided, it is settled: nothing more to decide anywhere.
-        let approved = held.approve(prices.id.as_str(), Some(&lee.party), None, "k", false).unwrap();
+        let approved = held.approve(prices.id.as_str(), Some(&lee.party), None, "k", false).await.unwrap();
         let settled = may_decide(&policy, &approved, &lee, Place::Page).unwrap_err();
         assert_eq!(settled.to_string(), format!("{} is approved; there is nothing to decide.", prices.id));
-        assert!(waiting_for(&policy, &held, &lee, Place::Page).unwrap().is_empty());
+        assert!(waiting_for(&policy, &held, &lee, Place::Page).await.unwrap().is_empty());
     }
 }

@@ -8,7 +8,7 @@
 
 use std::{
     path::Path,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{Duration, SystemTime},
 };
 
@@ -227,6 +227,9 @@ pub enum HeldError {
     /// The decider asked for it, and its rule does not let a requester decide their own call.
     #[error("held call {0} was asked for by its decider")]
     Own(String),
+    /// The store's work did not finish: the runtime is stopping, or it panicked.
+    #[error("the held calls' store did not answer: {0}")]
+    Stopped(String),
 }
 
 /// The schema's version, in SQLite's `user_version`: 0 before decisions and runs were kept, 1
@@ -274,17 +277,150 @@ const COLUMNS: &str = "id, requester, upstream, tool, arguments, digest, rule, s
                        decided_by, decided_at, decision_key, decision_channel, decision_receipt, run, run_at, result, \
                        result_digest, run_receipt, effect, duplicate_of";
 
-/// The held calls.
+/// The held calls, asked off the gate's thread: each question to the [`Store`] runs on the
+/// runtime's blocking pool, so a write that waits on SQLite's lock (another gate writing the
+/// same file, up to its busy timeout) holds up the one call that asked, never the gate's
+/// thread and every request and session on it. Cheap to clone.
+#[derive(Clone)]
 pub struct HeldCalls {
+    store: Arc<Store>,
+}
+
+impl HeldCalls {
+    /// The held calls of [`Store::open`].
+    pub fn open(path: Option<&Path>, clock: Clock) -> Result<HeldCalls, HeldError> {
+        Ok(HeldCalls { store: Arc::new(Store::open(path, clock)?) })
+    }
+
+    /// The clock the store reads.
+    pub fn clock(&self) -> &Clock {
+        self.store.clock()
+    }
+
+    /// `work` on the store, on the blocking pool.
+    async fn off_thread<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Store) -> Result<T, HeldError> + Send + 'static,
+    ) -> Result<T, HeldError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || work(&store))
+            .await
+            .unwrap_or_else(|stopped| Err(HeldError::Stopped(stopped.to_string())))
+    }
+
+    /// [`Store::hold`].
+    pub async fn hold(&self, requester: &Party, call: &Call<'_>, rule: &Rule) -> Result<Holding, HeldError> {
+        let to_hold = ToHold::of(requester, call, rule)?;
+        self.off_thread(move |store| store.keep(&to_hold)).await
+    }
+
+    /// [`Store::get`].
+    pub async fn get(&self, id: &HeldId) -> Result<Option<HeldCall>, HeldError> {
+        let id = id.clone();
+        self.off_thread(move |store| store.get(&id)).await
+    }
+
+    /// [`Store::waiting`].
+    pub async fn waiting(&self, rule: Option<&str>) -> Result<Vec<HeldCall>, HeldError> {
+        let rule = rule.map(str::to_owned);
+        self.off_thread(move |store| store.waiting(rule.as_deref())).await
+    }
+
+    /// [`Store::escalate`].
+    pub async fn escalate(&self, rule: &str, after: Duration) -> Result<Vec<HeldCall>, HeldError> {
+        let rule = rule.to_owned();
+        self.off_thread(move |store| store.escalate(&rule, after)).await
+    }
+
+    /// [`Store::approve`].
+    pub async fn approve(
+        &self,
+        id: &str,
+        decider: Option<&Party>,
+        seen: Option<&str>,
+        key: &str,
+        own_allowed: bool,
+    ) -> Result<HeldCall, HeldError> {
+        let (id, decider, seen, key) = (id.to_owned(), decider.cloned(), seen.map(str::to_owned), key.to_owned());
+        self.off_thread(move |store| store.approve(&id, decider.as_ref(), seen.as_deref(), &key, own_allowed)).await
+    }
+
+    /// [`Store::decline`].
+    pub async fn decline(&self, id: &str, decider: Option<&Party>, own_allowed: bool) -> Result<HeldCall, HeldError> {
+        let (id, decider) = (id.to_owned(), decider.cloned());
+        self.off_thread(move |store| store.decline(&id, decider.as_ref(), own_allowed)).await
+    }
+
+    /// [`Store::keep_decision`].
+    pub async fn keep_decision(&self, id: &HeldId, channel: &str, receipt: Option<&str>) -> Result<(), HeldError> {
+        let (id, channel, receipt) = (id.clone(), channel.to_owned(), receipt.map(str::to_owned));
+        self.off_thread(move |store| store.keep_decision(&id, &channel, receipt.as_deref())).await
+    }
+
+    /// [`Store::start`].
+    pub async fn start(
+        &self,
+        id: &HeldId,
+        lease: Duration,
+        repeatable: bool,
+        again_after: Option<Duration>,
+    ) -> Result<Start, HeldError> {
+        let id = id.clone();
+        self.off_thread(move |store| store.start(&id, lease, repeatable, again_after)).await
+    }
+
+    /// [`Store::ran`].
+    pub async fn ran(&self, id: &HeldId, ended: Ended) -> Result<HeldCall, HeldError> {
+        let id = id.clone();
+        self.off_thread(move |store| store.ran(&id, ended)).await
+    }
+}
+
+/// A call to hold, as the store keeps it: worked out from the call and its rule before the
+/// store is asked (its digest, its effect), so the rule stays with the gate.
+struct ToHold {
+    requester: String,
+    upstream: String,
+    tool: String,
+    arguments: String,
+    digest: String,
+    rule: String,
+    deadline: Duration,
+    effect: Option<String>,
+}
+
+impl ToHold {
+    fn of(requester: &Party, call: &Call<'_>, rule: &Rule) -> Result<ToHold, HeldError> {
+        let digest = Digest::of(&serde_json::json!({
+            "upstream": call.upstream,
+            "tool": call.tool,
+            "arguments": call.arguments,
+        }))?;
+        Ok(ToHold {
+            requester: requester.to_string(),
+            upstream: call.upstream.to_owned(),
+            tool: call.tool.to_owned(),
+            arguments: call.arguments.to_string(),
+            digest: digest.to_string(),
+            rule: rule.name.clone(),
+            deadline: rule.deadline,
+            effect: rule.effect_of(call),
+        })
+    }
+}
+
+/// The held calls' store: its calls wait on SQLite (its lock held by another gate on the same
+/// file, up to the busy timeout), so the gate asks it through [`HeldCalls`], off its thread.
+pub struct Store {
     connection: Mutex<Connection>,
     clock: Clock,
 }
 
-impl HeldCalls {
+impl Store {
     /// The held calls kept in the SQLite file at `path` (made if it is not there, brought up to
     /// this version's schema if an earlier one made it), or in memory for `None` (they end with
     /// the process), read by `clock`.
-    pub fn open(path: Option<&Path>, clock: Clock) -> Result<HeldCalls, HeldError> {
+    pub fn open(path: Option<&Path>, clock: Clock) -> Result<Store, HeldError> {
         let mut connection = match path {
             Some(path) => Connection::open(path)?,
             None => Connection::open_in_memory()?,
@@ -295,7 +431,7 @@ impl HeldCalls {
             connection.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
         }
         migrate(&mut connection)?;
-        Ok(HeldCalls { connection: Mutex::new(connection), clock })
+        Ok(Store { connection: Mutex::new(connection), clock })
     }
 
     /// The clock the store reads.
@@ -329,17 +465,17 @@ impl HeldCalls {
     /// Hold `call` for `requester` by `rule`: the same call already kept (waiting, decided, or
     /// run), or a new one.
     pub fn hold(&self, requester: &Party, call: &Call<'_>, rule: &Rule) -> Result<Holding, HeldError> {
-        let digest = Digest::of(&serde_json::json!({
-            "upstream": call.upstream,
-            "tool": call.tool,
-            "arguments": call.arguments,
-        }))?;
-        let requester_text = requester.to_string();
+        self.keep(&ToHold::of(requester, call, rule)?)
+    }
+
+    /// Hold the call `to_hold` describes: the same call already kept, or a new one.
+    fn keep(&self, to_hold: &ToHold) -> Result<Holding, HeldError> {
+        let ToHold { requester: requester_text, upstream, tool, arguments, digest, rule, deadline, effect } = to_hold;
         self.writing(|transaction, now| {
             let kept = transaction
                 .query_row(
                     "SELECT id FROM held_calls WHERE requester = ?1 AND digest = ?2 AND open = 1",
-                    params![requester_text, digest.to_string()],
+                    params![requester_text, digest],
                     |row| row.get::<_, String>(0),
                 )
                 .optional()?;
@@ -349,8 +485,7 @@ impl HeldCalls {
                     let id = HeldId::random();
                     // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock
                     // cannot hold is refused here too rather than panicking.
-                    let deadline =
-                        now.checked_add(rule.deadline).ok_or_else(|| HeldError::Deadline(rule.name.clone()))?;
+                    let deadline = now.checked_add(*deadline).ok_or_else(|| HeldError::Deadline(rule.clone()))?;
                     transaction.execute(
                         "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, held_at,
                          deadline, effect)
@@ -358,14 +493,14 @@ impl HeldCalls {
                         params![
                             id.as_str(),
                             requester_text,
-                            call.upstream,
-                            call.tool,
-                            call.arguments.to_string(),
-                            digest.to_string(),
-                            rule.name,
+                            upstream,
+                            tool,
+                            arguments,
+                            digest,
+                            rule,
                             epoch(now),
                             epoch(deadline),
-                            rule.effect_of(call)
+                            effect
                         ],
                     )?;
                     (id.0, true)
@@ -755,7 +890,7 @@ mod tests {
     #[test]
     fn the_same_call_finds_the_one_approval_until_its_deadline_and_any_other_is_held_apart() {
         let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-        let held = HeldCalls::open(None, clock).unwrap();
+        let held = Store::open(None, clock).unwrap();
         let (alice, bob, rule) = (Party::host_user("alice"), Party::host_user("bob"), rule());
         let arguments = json!({"path": "/srv/a", "content": "x"});
         let first = held.hold(&alice, &call(&arguments), &rule).unwrap();
@@ -776,9 +911,9 @@ mod tests {
     }
 
     /// A store in memory on a clock its test moves, and a call held in it for alice.
-    fn held_for_alice() -> (HeldCalls, clock::Hand, HeldCall) {
+    fn held_for_alice() -> (Store, clock::Hand, HeldCall) {
         let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-        let held = HeldCalls::open(None, clock).unwrap();
+        let held = Store::open(None, clock).unwrap();
         let arguments = json!({"path": "/srv/a", "content": "x"});
         let call = held.hold(&Party::host_user("alice"), &call(&arguments), &rule()).unwrap().call;
         (held, hand, call)
@@ -912,7 +1047,7 @@ mod tests {
             )
             .unwrap();
         drop(earlier);
-        let held = HeldCalls::open(Some(&file), Clock::system()).unwrap();
+        let held = Store::open(Some(&file), Clock::system()).unwrap();
         let found = held.hold(&alice, &call(&arguments), &rule).unwrap();
         assert_eq!(
             (found.first, found.call.id.as_str(), found.call.standing),
@@ -921,7 +1056,7 @@ mod tests {
         held.approve("H-00000000000000aa", Some(&lee()), None, "k", false).unwrap();
         drop(held);
         // Opened again, it is not brought up twice.
-        let again = HeldCalls::open(Some(&file), Clock::system()).unwrap();
+        let again = Store::open(Some(&file), Clock::system()).unwrap();
         assert_eq!(again.hold(&alice, &call(&arguments), &rule).unwrap().call.standing, Standing::Approved);
     }
 
@@ -932,8 +1067,8 @@ mod tests {
         let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
         // A store of version 1 as it was before effects and escalations were kept: brought up
         // when opened.
-        let one = HeldCalls::open(Some(&file), clock.clone()).unwrap();
-        let version_one = |held: &HeldCalls| {
+        let one = Store::open(Some(&file), clock.clone()).unwrap();
+        let version_one = |held: &Store| {
             held.connection().execute_batch(
                 "DROP INDEX by_effect; ALTER TABLE held_calls DROP COLUMN effect;
                  ALTER TABLE held_calls DROP COLUMN duplicate_of; ALTER TABLE held_calls DROP COLUMN escalated_at;
@@ -942,8 +1077,7 @@ mod tests {
         };
         version_one(&one).unwrap();
         drop(one);
-        let (one, other) =
-            (HeldCalls::open(Some(&file), clock.clone()).unwrap(), HeldCalls::open(Some(&file), clock).unwrap());
+        let (one, other) = (Store::open(Some(&file), clock.clone()).unwrap(), Store::open(Some(&file), clock).unwrap());
         let (alice, rule) = (Party::host_user("alice"), rule());
         let early = one.hold(&alice, &call(&json!({"path": "/srv/a"})), &rule).unwrap().call;
         hand.advance(Duration::from_secs(600));
@@ -972,7 +1106,7 @@ mod tests {
             Policy::parse(Path::new("gate.toml"), &text).unwrap().rules.remove(0)
         };
         let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-        let held = HeldCalls::open(None, clock).unwrap();
+        let held = Store::open(None, clock).unwrap();
         let lease = Duration::from_secs(60);
         let approved = |rule: &Rule, arguments: &Value| {
             let kept = held.hold(&Party::host_user("alice"), &call(arguments), rule).unwrap().call;
@@ -1015,9 +1149,8 @@ mod tests {
         let file = dir.path().join("gate.held.sqlite");
         let arguments = json!({"path": "/srv/a"});
         let (alice, rule) = (Party::host_user("alice"), rule());
-        let first =
-            HeldCalls::open(Some(&file), Clock::system()).unwrap().hold(&alice, &call(&arguments), &rule).unwrap();
-        let reopened = HeldCalls::open(Some(&file), Clock::system()).unwrap();
+        let first = Store::open(Some(&file), Clock::system()).unwrap().hold(&alice, &call(&arguments), &rule).unwrap();
+        let reopened = Store::open(Some(&file), Clock::system()).unwrap();
         let again = reopened.hold(&alice, &call(&arguments), &rule).unwrap();
         assert_eq!((again.first, again.call), (false, first.call));
     }
@@ -1030,5 +1163,29 @@ mod tests {
         {
             assert!(HeldId::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_waiting_on_another_gates_lock_holds_up_the_call_that_asked_and_not_the_gates_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gate.held.sqlite");
+        let held = HeldCalls::open(Some(&file), Clock::system()).unwrap();
+        // Another gate over the same file is writing.
+        let other = Connection::open(&file).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let holding = tokio::spawn({
+            let held = held.clone();
+            async move {
+                let arguments = json!({"path": "/srv/a", "content": "x"});
+                held.hold(&Party::host_user("alice"), &call(&arguments), &rule()).await
+            }
+        });
+        // Meanwhile the gate's one thread serves whatever else comes, and the call waits.
+        assert_eq!(tokio::spawn(async { "served" }).await.unwrap(), "served");
+        assert!(!holding.is_finished(), "the call waits for the lock");
+        other.execute_batch("COMMIT").unwrap();
+        let holding = holding.await.unwrap().unwrap();
+        assert!(holding.first);
+        assert_eq!(held.get(&holding.call.id).await.unwrap().unwrap().standing, Standing::Waiting);
     }
 }

@@ -54,6 +54,7 @@ pub async fn told(
         // Running elsewhere: said as it stands.
         None => calls
             .get(&id)
+            .await
             .map_err(store_failed)?
             .map(|kept| ran(&kept))
             .ok_or_else(|| store_failed(crate::held::HeldError::Unknown(id.to_string()))),
@@ -81,7 +82,7 @@ pub async fn settled(
             let kept = match &kept.run {
                 None | Some(Run::Running { .. }) => {
                     let repeatable = rule.lost_outcome == LostOutcome::Repeat;
-                    match calls.start(&kept.id, RUN_LEASE, repeatable, rule.effect_again_after) {
+                    match calls.start(&kept.id, RUN_LEASE, repeatable, rule.effect_again_after).await {
                         Ok(Start::Yours(kept)) => {
                             return Some(run(calls, receipts, (connection, host), rule, kept, params).await);
                         }
@@ -145,7 +146,7 @@ async fn run(
             (Ended::Lost(sign((receipts, calls.clock().now()), rule, &kept, outcome)), Err(why))
         }
     };
-    let kept = calls.ran(&kept.id, ended).map_err(store_failed)?;
+    let kept = calls.ran(&kept.id, ended).await.map_err(store_failed)?;
     match answer {
         Ok(result) => Ok(result),
         Err(_) => Ok(ran(&kept)),

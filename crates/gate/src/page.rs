@@ -108,8 +108,8 @@ impl ApprovalPage {
     }
 
     /// The held call `id`, or the page that says why not.
-    fn kept(&self, id: &HeldId) -> Result<HeldCall, Box<Response>> {
-        match self.held.get(id) {
+    async fn kept(&self, id: &HeldId) -> Result<HeldCall, Box<Response>> {
+        match self.held.get(id).await {
             Ok(Some(kept)) => Ok(kept),
             Ok(None) => Err(Box::new(no_such_call())),
             Err(error) => {
@@ -133,7 +133,7 @@ async fn list(State(page): State<Arc<ApprovalPage>>, headers: HeaderMap) -> Resp
         Err(response) => return response,
     };
     let person = page.person(&session);
-    let waiting = match waiting_for(&page.policy, &page.held, &person, Place::Page) {
+    let waiting = match waiting_for(&page.policy, &page.held, &person, Place::Page).await {
         Ok(waiting) => waiting,
         Err(error) => {
             tracing::warn!(%error, "the approval page could not read the held calls");
@@ -171,7 +171,7 @@ async fn show(State(page): State<Arc<ApprovalPage>>, Path(approval): Path<String
         Ok(session) => session,
         Err(response) => return response,
     };
-    let kept = match page.kept(&id) {
+    let kept = match page.kept(&id).await {
         Ok(kept) => kept,
         Err(response) => return *response,
     };
@@ -199,7 +199,7 @@ async fn decide(
         "decline" => Outcome::Declined,
         _ => return Page::notice(StatusCode::BAD_REQUEST, "bad_form", "Choose run or decline.").into_response(),
     };
-    let kept = match page.kept(&id) {
+    let kept = match page.kept(&id).await {
         Ok(kept) => kept,
         Err(response) => return *response,
     };

@@ -136,7 +136,7 @@ impl Review {
         asking: Asking,
     ) -> Result<CallToolResponse, ErrorData> {
         match args.approval.as_deref() {
-            None => Ok(self.waiting_for(&person)),
+            None => Ok(self.waiting_for(&person).await),
             Some(approval) => self.review(approval, &person, asking).await,
         }
     }
@@ -144,8 +144,8 @@ impl Review {
 
 impl Review {
     /// The held calls `person` may decide, oldest first.
-    fn waiting_for(&self, person: &Person) -> CallToolResponse {
-        let waiting = match waiting_for(&self.policy, &self.held, person, Place::Review) {
+    async fn waiting_for(&self, person: &Person) -> CallToolResponse {
+        let waiting = match waiting_for(&self.policy, &self.held, person, Place::Review).await {
             Ok(calls) => calls,
             Err(error) => return refused(format!("The held calls could not be read: {error}.")),
         };
@@ -196,7 +196,7 @@ impl Review {
         let Ok(id) = HeldId::parse(approval) else {
             return Ok(refused(format!("{approval:?} is not an approval's ID: H- and 16 lowercase hex digits.")));
         };
-        let kept = match self.held.get(&id) {
+        let kept = match self.held.get(&id).await {
             Ok(Some(kept)) => kept,
             Ok(None) => return Ok(refused(format!("There is no held call {id}."))),
             Err(error) => return Ok(refused(format!("The held calls could not be read: {error}."))),

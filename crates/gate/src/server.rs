@@ -210,7 +210,7 @@ impl Gate {
             };
             // Who asks is worked out for a held call alone: a call passed on needs nobody named.
             let person = self.person_of(&context);
-            let mut holding = self.inner.held.hold(&person.party, &call, held.rule).map_err(failed)?;
+            let mut holding = self.inner.held.hold(&person.party, &call, held.rule).await.map_err(failed)?;
             if holding.first
                 && held.rule.channels.contains(&Channel::Webhook)
                 && let Some(webhook) = &self.inner.webhook
@@ -225,7 +225,8 @@ impl Gate {
                 match own_call::ask(&self.inner.deciding, &holding.call, held.rule, person, asking).await? {
                     Asked::Round(round) => return Ok(round.into()),
                     Asked::Decided => {
-                        holding.call = self.inner.held.get(&holding.call.id).map_err(failed)?.unwrap_or(holding.call);
+                        holding.call =
+                            self.inner.held.get(&holding.call.id).await.map_err(failed)?.unwrap_or(holding.call);
                     }
                     Asked::Undecided => {}
                 }
@@ -281,7 +282,7 @@ fn watch_escalations(inner: &Inner) -> Option<Watching> {
         loop {
             ticks.tick().await;
             for (name, after, announced) in &escalating {
-                let escalated = match held.escalate(name, *after) {
+                let escalated = match held.escalate(name, *after).await {
                     Ok(escalated) => escalated,
                     Err(error) => {
                         tracing::warn!(rule = %name, %error, "could not look for calls waiting too long; the next look tries again");
@@ -344,14 +345,16 @@ impl Gate {
 
     /// A held call's task, looked at: done once it was decided and, approved, has run.
     async fn look(&self, task: &TaskRecord) -> Step {
-        let kept = task.resume.as_deref().and_then(|id| HeldId::parse(id).ok()).map(|id| self.inner.held.get(&id));
-        let kept = match kept {
-            Some(Ok(Some(kept))) => kept,
-            Some(Err(error)) => {
+        let Some(id) = task.resume.as_deref().and_then(|id| HeldId::parse(id).ok()) else {
+            return Step::Done(Err(ErrorData::internal_error("this task names no held call", None)));
+        };
+        let kept = match self.inner.held.get(&id).await {
+            Ok(Some(kept)) => kept,
+            Err(error) => {
                 tracing::warn!(task = %task.id, %error, "the held calls could not be read; the task is looked at again");
                 return Step::Later;
             }
-            Some(Ok(None)) | None => {
+            Ok(None) => {
                 return Step::Done(Err(ErrorData::internal_error("this task names no held call", None)));
             }
         };
