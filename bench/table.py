@@ -201,3 +201,27 @@ if tasks:
     if resident:
         print(f"| server resident memory per waiting task, bytes | - | {span(resident, 0)} | - | 0 | "
               f"{'met' if max(resident) < 64 else 'missed'} |")
+
+direct, through = text("gate-direct.txt"), text("gate-through.txt")
+if direct and through:
+    # A confirmation is three calls; each round's direct and gated runs are on the same server.
+    calls = ("quote_refund", "issue_refund, asks", "issue_refund, retry")
+    cpu_direct, cpu_through = load("gate-direct")["cpu"], load("gate-through")["cpu"]
+    gate_cpu = numbers("gate-through.txt", r"server CPU: [\d.]+ ms per confirmation, user \+ system \(pid \d+ ([\d.]+) ms")
+    added_cpu = [(t - d) / len(calls) for d, t in zip(cpu_direct, cpu_through)]
+
+    def p50s(body):
+        rounds = [[float(x) for x in re.findall(rf"^{re.escape(call)}\s+([\d.]+)", body, re.M)] for call in calls]
+        return [sum(values) / len(values) for values in zip(*rounds)]
+
+    added_p50 = [t - d for d, t in zip(p50s(direct), p50s(through))]
+    print()
+    print("| the gate (an ungated call through it, against the same call made directly) | direct | through the gate | added | target | met |")
+    print("|---|---|---|---|---|---|")
+    print(f"| server CPU per call, ms (the gate, the server and the API) | {span([c / 3 for c in cpu_direct], 3)} "
+          f"| {span([c / 3 for c in cpu_through], 3)} | {span(added_cpu, 3)} | <= 0.1 | "
+          f"{('met' if max(added_cpu) <= 0.1 else 'missed') if added_cpu else '-'} |")
+    print(f"| of it, the gate's own, ms | - | {span([c / 3 for c in gate_cpu], 3)} | - | - | - |")
+    print(f"| a call's p50, ms (the mean of a confirmation's three) | {span(p50s(direct))} | {span(p50s(through))} "
+          f"| {span(added_p50)} | <= 0.3 | {('met' if max(added_p50) <= 0.3 else 'missed') if added_p50 else '-'} |")
+    print("| held, decided and run, per second, one replica | - | - | - | >= 500 | not measured yet |")
