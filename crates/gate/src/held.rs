@@ -17,7 +17,10 @@ use caller::Party;
 use clock::Clock;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::{call::Call, rule::Rule};
+use crate::{
+    call::Call,
+    rule::{Rule, Unevaluated},
+};
 
 /// A held call's ID: `H-` and 16 lowercase hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -386,7 +389,8 @@ struct ToHold {
     digest: String,
     rule: String,
     deadline: Duration,
-    effect: Option<String>,
+    /// Its effect, or why it could not be evaluated (said when the call is first held).
+    effect: Option<Result<String, Unevaluated>>,
 }
 
 impl ToHold {
@@ -471,6 +475,10 @@ impl Store {
     /// Hold the call `to_hold` describes: the same call already kept, or a new one.
     fn keep(&self, to_hold: &ToHold) -> Result<Holding, HeldError> {
         let ToHold { requester: requester_text, upstream, tool, arguments, digest, rule, deadline, effect } = to_hold;
+        let effect = effect.as_ref().map(|effect| match effect {
+            Ok(effect) => effect.as_str(),
+            Err(unevaluated) => unevaluated.effect.as_str(),
+        });
         self.writing(|transaction, now| {
             let kept = transaction
                 .query_row(
@@ -503,6 +511,10 @@ impl Store {
                             effect
                         ],
                     )?;
+                    if let Some(Err(unevaluated)) = &to_hold.effect {
+                        tracing::warn!(%rule, %tool, why = %unevaluated.why, approval = %id,
+                            "a call's effect could not be evaluated; it is kept under the rule's unevaluated effect");
+                    }
                     (id.0, true)
                 }
             };

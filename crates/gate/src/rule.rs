@@ -101,6 +101,17 @@ impl Hint {
     }
 }
 
+/// A call's effect that its rule's expression could not evaluate: the rule's own unevaluated
+/// effect, which every such call of the rule shares, so at most one of them runs (a gate fails
+/// closed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unevaluated {
+    /// The effect the call is kept under.
+    pub effect: String,
+    /// Why the expression could not be evaluated.
+    pub why: String,
+}
+
 /// One `[[rule]]`: the calls it holds and how they are decided.
 #[derive(Debug, Clone)]
 pub struct Rule {
@@ -148,15 +159,10 @@ impl Rule {
     }
 
     /// The effect `call` has in the world, by this rule's `effect`; `None` for a rule that names
-    /// none. One that cannot be evaluated for the call is the rule's own unevaluated effect,
-    /// which every such call of the rule shares, so at most one of them runs (a gate fails
-    /// closed).
-    pub fn effect_of(&self, call: &Call<'_>) -> Option<String> {
+    /// none. One that cannot be evaluated for the call is [`Unevaluated`], with the reason.
+    pub fn effect_of(&self, call: &Call<'_>) -> Option<Result<String, Unevaluated>> {
         let effect = self.effect.as_ref()?;
-        Some(effect.text(call).unwrap_or_else(|why| {
-            tracing::warn!(rule = %self.name, tool = call.tool, %why, "a call's effect could not be evaluated");
-            format!("{}: unevaluated", self.name)
-        }))
+        Some(effect.text(call).map_err(|why| Unevaluated { effect: format!("{}: unevaluated", self.name), why }))
     }
 
     /// Whether this rule holds `call` (its upstream's annotations `trusted` or not): it names
