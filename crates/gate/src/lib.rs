@@ -22,7 +22,9 @@
 //! - [`connection`]: the gate's connection to one upstream, of either era, its tools listed
 //!   again when it says they changed;
 //! - [`held`]: each held call, kept (SQLite) with its decision and its run; the same call
-//!   asked again finds the one approval, and once it ran, what came of it;
+//!   asked again finds the one approval, and once it ran, what came of it; the store is asked
+//!   off the gate's thread (`HeldCalls`), so a write waiting on another gate's lock holds up
+//!   only the call that asked;
 //! - [`approval`]: a rule's held calls as the approvals engine decides them (a `Subject`);
 //! - [`person`]: who a person is to the gate, and what they hold (over stdio, the policy's
 //!   `[people]` says);
