@@ -17,3 +17,7 @@ start_printing_url() {
   done
   url=$(head -1 "$said")
 }
+
+# The MCP server beside a fernhill binary: its fernhill-mcp, or the binary itself for a build
+# from before `fernhill serve` went.
+server_of() { if [ -x "$(dirname "$1")/fernhill-mcp" ]; then echo "$(dirname "$1")/fernhill-mcp"; else echo "$1"; fi; }

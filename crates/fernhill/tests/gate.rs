@@ -220,6 +220,39 @@ async fn gate_for(
     support::through_the_gate(policy, &env, person, lifecycle).await
 }
 
+/// `fernhill-gate serve POLICY` for the host user `user`, announcing to the webhook at `hook`.
+async fn gate_announcing(
+    policy: &Path,
+    api: &shop_api::RunningApi,
+    hook: &str,
+    user: &str,
+    person: ScriptedUser,
+    lifecycle: ClientLifecycleMode,
+) -> Client<ScriptedUser> {
+    let token = api.token.as_deref().unwrap_or_default();
+    let env = [
+        ("SHOP_API_TOKEN", token),
+        ("USER", user),
+        ("FERNHILL_GATE_WEBHOOK", hook),
+        ("FERNHILL_GATE_WEBHOOK_SECRET", support::WEBHOOK_SECRET),
+    ];
+    support::through_the_gate(policy, &env, person, lifecycle).await
+}
+
+/// `alice`'s refund for O-1021 held: its quote, its approval's ID, and the webhook's
+/// announcement that it waits.
+async fn held_and_announced(
+    alice: &Client<ScriptedUser>,
+    heard: &mut support::Heard,
+) -> (String, String, serde_json::Value) {
+    let quote_id = support::quote(alice, "O-1021").await;
+    let held = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
+    let waiting = support::next_announcement(heard, support::WEBHOOK_SECRET).await;
+    assert_eq!((&waiting["event"]["event"], &waiting["event"]["approval"]), (&json!("waiting"), &json!(id)));
+    (quote_id, id, waiting)
+}
+
 fn held_meta(result: &rmcp::model::CallToolResult) -> &serde_json::Value {
     &result.meta.as_ref().expect("the held call's _meta")[gate::server::HELD_META]
 }
@@ -526,34 +559,17 @@ async fn a_held_call_and_its_decision_are_announced_to_the_webhook_signed_and_wi
          decided_by = { role = \"support-lead\" }\nchannels = [\"review\", \"webhook\"]\ndeadline = \"1h\"\n",
     );
     let (hook, mut heard) = support::webhook_receiver(false).await;
-    let next = async |heard: &mut support::Heard| support::next_announcement(heard, SECRET).await;
-    let env = |user: &'static str| {
-        [
-            ("SHOP_API_TOKEN", api.token.clone().unwrap_or_default()),
-            ("USER", user.to_owned()),
-            ("FERNHILL_GATE_WEBHOOK", hook.clone()),
-            ("FERNHILL_GATE_WEBHOOK_SECRET", SECRET.to_owned()),
-        ]
-    };
-    let alice_env = env("alice");
-    let alice_env: Vec<(&str, &str)> = alice_env.iter().map(|(key, value)| (*key, value.as_str())).collect();
-    let alice = support::through_the_gate(&policy, &alice_env, ScriptedUser::unable_to_ask(), modern()).await;
-    let quote_id = support::quote(&alice, "O-1021").await;
-    let held = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
-    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
-    let waiting = next(&mut heard).await;
-    assert_eq!((&waiting["event"]["event"], &waiting["event"]["approval"]), (&json!("waiting"), &json!(id)));
+    let alice = gate_announcing(&policy, &api, &hook, "alice", ScriptedUser::unable_to_ask(), modern()).await;
+    let (quote_id, id, waiting) = held_and_announced(&alice, &mut heard).await;
     let text = waiting["text"].as_str().unwrap();
     assert!(text.starts_with("issue_refund on shop, asked by host user alice, waits for a decision by a person with the role support-lead by "), "{text}");
     assert!(!waiting.to_string().contains(&quote_id), "no arguments in an announcement: {waiting}");
     // Asked again: the same approval, not announced again.
     alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
-    let lee_env = env("lee");
-    let lee_env: Vec<(&str, &str)> = lee_env.iter().map(|(key, value)| (*key, value.as_str())).collect();
     let lead = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
-    let lee = support::through_the_gate(&policy, &lee_env, lead, legacy()).await;
+    let lee = gate_announcing(&policy, &api, &hook, "lee", lead, legacy()).await;
     lee.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
-    let approved = next(&mut heard).await;
+    let approved = support::next_announcement(&mut heard, SECRET).await;
     assert_eq!(
         (&approved["event"]["event"], &approved["event"]["decided_by"]),
         (&json!("approved"), &json!("host user lee"))
@@ -582,19 +598,8 @@ async fn a_held_call_waiting_past_its_rules_escalation_is_announced_as_escalated
          channels = [\"review\", \"webhook\"]\ndeadline = \"1h\"\nescalate_after = \"1s\"\n",
     );
     let (hook, mut heard) = support::webhook_receiver(false).await;
-    let token = api.token.clone().unwrap_or_default();
-    let env = [
-        ("SHOP_API_TOKEN", token.as_str()),
-        ("USER", "alice"),
-        ("FERNHILL_GATE_WEBHOOK", hook.as_str()),
-        ("FERNHILL_GATE_WEBHOOK_SECRET", SECRET),
-    ];
-    let alice = support::through_the_gate(&policy, &env, ScriptedUser::unable_to_ask(), modern()).await;
-    let quote_id = support::quote(&alice, "O-1021").await;
-    let held = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
-    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
-    let waiting = support::next_announcement(&mut heard, SECRET).await;
-    assert_eq!((&waiting["event"]["event"], &waiting["event"]["approval"]), (&json!("waiting"), &json!(id)));
+    let alice = gate_announcing(&policy, &api, &hook, "alice", ScriptedUser::unable_to_ask(), modern()).await;
+    let (_, id, _) = held_and_announced(&alice, &mut heard).await;
     // A second later, undecided: escalated, announced with where to decide it.
     let escalated = support::next_announcement(&mut heard, SECRET).await;
     assert_eq!((&escalated["event"]["event"], &escalated["event"]["approval"]), (&json!("escalated"), &json!(id)));
