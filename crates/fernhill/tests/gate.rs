@@ -611,3 +611,107 @@ async fn a_held_call_waiting_past_its_rules_escalation_is_announced_as_escalated
     );
     alice.close().await.unwrap();
 }
+
+/// Two gates over Streamable HTTP, their held calls in one PostgreSQL database and what else they
+/// share in one Redis, as a fleet behind a balancer is: a requester's call held through one is
+/// the same approval through the other; a person deciding at the second decides it; it runs once
+/// through the first, and the second gives the kept result; a task started on the first ends
+/// as it was decided when read through the second. (Run where `SHOP_TEST_POSTGRES` and
+/// `REDIS_URL` name a server, as the heavy tier does.)
+#[tokio::test]
+async fn two_gates_on_one_postgres_and_one_redis_are_one_gate_to_requesters_deciders_and_tasks() {
+    use std::hash::{BuildHasher as _, RandomState};
+    let (Ok(server), Ok(redis)) = (std::env::var("SHOP_TEST_POSTGRES"), std::env::var("REDIS_URL")) else {
+        eprintln!("skipped: set SHOP_TEST_POSTGRES and REDIS_URL (the heavy tier does) to test a fleet's stores");
+        return;
+    };
+    let unique = RandomState::new().hash_one(std::process::id());
+    let database = format!("fernhill_gate_fleet_{unique:016x}");
+    let psql = |sql: String| {
+        let server = server.clone();
+        async move {
+            let done =
+                tokio::process::Command::new("psql").arg(format!("{server}/postgres")).args(["-qc", &sql]).output();
+            let done = done.await.unwrap();
+            assert!(done.status.success(), "{sql}: {}", String::from_utf8_lossy(&done.stderr));
+        }
+    };
+    psql(format!("CREATE DATABASE {database}")).await;
+    let api = start_api().await;
+    let issuer = support::issuer::Issuer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (held_calls, prefix) = (format!("{server}/{database}"), format!("fernhill-gate-fleet-{unique:016x}:"));
+    // Each gate runs its own upstream, whose quotes are kept in the same Redis, as a fleet of
+    // the shop's servers keeps them.
+    let policy = dir.path().join("gate.toml");
+    let upstream = format!(
+        "[[upstream]]\nname = \"shop\"\ncommand = [{:?}, \"serve\", \"--shop-api\", \"{}\", \"--store\", \"{redis}\", \
+         \"--store-prefix\", \"{prefix}shop:\"]\n",
+        fernhill_mcp(),
+        api.url
+    );
+    std::fs::write(&policy, format!("{upstream}\n{REFUNDS_BY_SCOPE}")).unwrap();
+    let start = || {
+        let mut command = tokio::process::Command::new(fernhill_gate());
+        command
+            .arg("serve")
+            .arg(&policy)
+            .args(["--http", "127.0.0.1:0", "--auth-issuer", &issuer.url])
+            .args(["--held-calls", &held_calls, "--store", &redis, "--store-prefix", &prefix])
+            .env("FERNHILL_GATE_KEYS", "one fleet's secret and the same on every gate")
+            .env("SHOP_API_TOKEN", api.token.as_deref().unwrap_or_default());
+        async move { support::spawn_printing_url_with_log(&mut command).await }
+    };
+    let ((_one, one, one_log), (_two, two, two_log)) = tokio::join!(start(), start());
+    let migrated = [&one_log, &two_log].iter().filter(|log| log.text().contains("held calls' schema migrated")).count();
+    assert_eq!(migrated, 1, "the schema is migrated once:\n{}\n{}", one_log.text(), two_log.text());
+    // One person's tokens for each gate's URL (each gate is its own resource here; behind a
+    // balancer they share one).
+    let token = |url: &str, who: &str, scope: &str| issuer.sign(&issuer.claims(who, scope, url));
+    let agent = |url: &str, user: ScriptedUser| {
+        let token = token(url, "agent-7", "tools");
+        let url = url.to_owned();
+        async move { over_http(&url, &token, user, modern()).await }
+    };
+    let (agent_one, agent_two) =
+        (agent(&one, ScriptedUser::unable_to_ask()).await, agent(&two, ScriptedUser::unable_to_ask()).await);
+    let lead = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
+    let dana = over_http(&two, &token(&two, "dana", "approvals:decide"), lead, modern()).await;
+    let quote_id = support::quote(&agent_one, "O-1021").await;
+    let issue =
+        async |client: &Client<ScriptedUser>| client.call_tool("issue_refund", json!({"quote_id": quote_id})).await;
+    let held = issue(&agent_one).await.unwrap();
+    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
+    // Through the other gate: the same approval, never a second.
+    assert_eq!(held_meta(&issue(&agent_two).await.unwrap())["approval"], json!(id));
+    let approved = dana.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert!(mrtr::client::text(&approved).starts_with("Approved"), "{approved:?}");
+    let ran = issue(&agent_one).await.unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    let kept = issue(&agent_two).await.unwrap();
+    assert_eq!(held_meta(&kept)["state"], "ran", "{kept:?}");
+    assert_eq!(support::shop(&api).refunds().await.unwrap().len(), 1, "run once across the gates");
+    // A task started through the first gate, decided at the second, read through the second.
+    let tasking = |url: &str| agent(url, ScriptedUser::unable_to_ask().declaring_tasks());
+    let (tasks_one, tasks_two) = (tasking(&one).await, tasking(&two).await);
+    let quote_id = support::quote(&tasks_one, "O-3310").await;
+    let rmcp::model::CallToolResponse::Task(task) =
+        tasks_one.call_tool_once(mrtr::client::params("issue_refund", json!({"quote_id": quote_id}))).await.unwrap()
+    else {
+        panic!("not a task")
+    };
+    let task = serde_json::to_value(&task).unwrap();
+    let message = task["statusMessage"].as_str().unwrap();
+    let approval = message.rsplit("(approval ").next().unwrap().trim_end_matches(").");
+    let approved = dana.call_tool("review_approvals", json!({"approval": approval})).await.unwrap();
+    assert!(mrtr::client::text(&approved).starts_with("Approved"), "{approved:?}");
+    let done = support::task_ended(&tasks_two, task["taskId"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["structuredContent"]["status"], "requested", "{done}");
+    assert_eq!(support::shop(&api).refunds().await.unwrap().len(), 2);
+    for client in [agent_one, agent_two, dana, tasks_one, tasks_two] {
+        client.close().await.unwrap();
+    }
+    drop((_one, _two));
+    psql(format!("DROP DATABASE {database} WITH (FORCE)")).await;
+}

@@ -69,8 +69,13 @@ impl Subject for RuleApprovals {
             HeldError::NotWaiting(..) => Failed::NotWaiting,
             HeldError::Changed(_) => Failed::Changed,
             HeldError::Own(_) => Failed::NotYours,
-            // SQLite busy past its timeout, or its file unreadable: it may pass.
-            HeldError::Store(_) | HeldError::Stopped(_) => Failed::Failing,
+            // SQLite busy past its timeout, or its file unreadable; PostgreSQL unreachable, or
+            // busy with other gates' writes: it may pass.
+            HeldError::Store(_)
+            | HeldError::Stopped(_)
+            | HeldError::Postgres(_)
+            | HeldError::Unreachable(_)
+            | HeldError::Busy => Failed::Failing,
             HeldError::Unknown(_) | HeldError::Damaged(_) | HeldError::Arguments(_) | HeldError::Deadline(_) => {
                 Failed::Refused
             }

@@ -60,15 +60,14 @@ pub fn receipts(policy: &Policy, keys: &Arc<approvals::ReceiptKeys>) -> approval
 impl Deciding {
     /// An approvals engine for each rule of `policy`, over `held`, signing receipts with `keys`
     /// where given, announcing decisions to `webhook` for rules whose channels hold it; its
-    /// claims and declines kept in this process (the store refuses a second decision whatever
-    /// process makes it).
+    /// claims and declines kept in `records` (the held calls' store refuses a second decision
+    /// whatever gate makes it; shared records make the one decision's receipt one too).
     pub fn new(
         policy: &Policy,
         held: &Arc<HeldCalls>,
-        keys: Option<&Arc<approvals::ReceiptKeys>>,
-        webhook: Option<&Webhook>,
+        (keys, webhook): (Option<&Arc<approvals::ReceiptKeys>>, Option<&Webhook>),
+        records: &Arc<dyn records::Records>,
     ) -> Deciding {
-        let records: Arc<dyn records::Records> = Arc::new(records::InMemory::new());
         let engines = policy
             .rules
             .iter()

@@ -1,21 +1,26 @@
 //! Held calls: each call a rule holds, kept until a person decides it or its deadline passes.
-//! The gate's own system of record of approvals, in SQLite (a file, so a held call outlives the
-//! stdio session that asked: a desktop host starts the gate anew for each).
+//! The gate's own system of record of approvals: in SQLite by default ([`sqlite`]: a file, so a
+//! held call outlives the stdio session that asked; a desktop host starts the gate anew for
+//! each), in PostgreSQL for a fleet of gates ([`postgres`]).
 //!
 //! The same call asked again (the same requester, upstream, tool and arguments, by the digest
 //! of their canonical JSON) while it waits finds the one approval, never a second; past its
-//! deadline undecided, it has expired, and asking again holds it anew.
+//! deadline undecided, it has expired, and asking again holds it anew. Both stores decide by
+//! the rules here (who may decide, when a run starts, what a result keeps); they differ in how
+//! their writers take turns.
+
+mod postgres;
+mod sqlite;
 
 use std::{
-    path::Path,
-    sync::{Arc, Mutex},
+    path::{Path, PathBuf},
+    sync::Arc,
     time::{Duration, SystemTime},
 };
 
 use approvals::Digest;
 use caller::Party;
 use clock::Clock;
-use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::{
     call::Call,
@@ -209,6 +214,15 @@ pub enum HeldError {
     /// SQLite failed.
     #[error("the held calls' store: {0}")]
     Store(#[from] rusqlite::Error),
+    /// PostgreSQL failed.
+    #[error("the held calls' store (PostgreSQL): {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    /// The PostgreSQL named cannot be reached, or its URL is not one.
+    #[error("the held calls' store (PostgreSQL): {0}")]
+    Unreachable(String),
+    /// A write kept meeting other gates' writes to the same calls, and was given up.
+    #[error("the held calls' store is busy: a write kept meeting other gates' writes; try again")]
+    Busy,
     /// A call's arguments have no canonical JSON to digest.
     #[error("the call's arguments: {0}")]
     Arguments(#[from] approvals::digest::NotCanonical),
@@ -235,107 +249,145 @@ pub enum HeldError {
     Stopped(String),
 }
 
-/// The schema's version, in SQLite's `user_version`: 0 before decisions and runs were kept, 1
-/// before escalations were.
-const SCHEMA_VERSION: i64 = 2;
+/// Where held calls are kept: a SQLite file, or a PostgreSQL database a fleet of gates shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A SQLite file (made if it is not there).
+    File(PathBuf),
+    /// A PostgreSQL database, by its URL (`postgres://user@host:port/database`).
+    Postgres(String),
+}
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS held_calls (
-    id TEXT PRIMARY KEY,
-    requester TEXT NOT NULL,
-    upstream TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    arguments TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    rule TEXT NOT NULL,
-    standing TEXT NOT NULL CHECK (standing IN ('waiting', 'approved', 'declined', 'expired')),
-    -- Found by the same call while 1: until its deadline.
-    open INTEGER NOT NULL DEFAULT 1,
-    held_at INTEGER NOT NULL,
-    deadline INTEGER NOT NULL,
-    decided_by TEXT,
-    decided_at INTEGER,
-    decision_key TEXT,
-    decision_channel TEXT,
-    decision_receipt TEXT,
-    run TEXT CHECK (run IN ('running', 'ran', 'unknown', 'duplicate')),
-    run_at INTEGER,
-    result TEXT,
-    result_digest TEXT,
-    run_receipt TEXT,
-    -- The call's effect in the world, by its rule: two calls with one effect never both run.
-    effect TEXT,
-    -- The call that had this one's effect first, for a call kept from running as a duplicate.
-    duplicate_of TEXT,
-    -- When it was escalated, having waited past its rule's escalate_after (once, by any gate).
-    escalated_at INTEGER
-);
-CREATE UNIQUE INDEX IF NOT EXISTS one_open_per_call ON held_calls (requester, digest) WHERE open = 1;
-CREATE INDEX IF NOT EXISTS waiting_by_deadline ON held_calls (deadline) WHERE open = 1;
-CREATE INDEX IF NOT EXISTS by_effect ON held_calls (effect) WHERE effect IS NOT NULL;
-";
+impl Place {
+    /// The place `text` names: a `postgres://` or `postgresql://` URL, else a file's path.
+    pub fn parse(text: &str) -> Place {
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            Place::Postgres(text.to_owned())
+        } else {
+            Place::File(PathBuf::from(text))
+        }
+    }
+}
 
-/// The columns [`read`] reads, in its order.
-const COLUMNS: &str = "id, requester, upstream, tool, arguments, digest, rule, standing, held_at, deadline, \
-                       decided_by, decided_at, decision_key, decision_channel, decision_receipt, run, run_at, result, \
-                       result_digest, run_receipt, effect, duplicate_of";
+/// Where it is, for a log line: a file's path; a database's host, port and name, never its
+/// password.
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::File(path) => write!(f, "{}", path.display()),
+            Place::Postgres(url) => match url.parse::<tokio_postgres::Config>() {
+                Ok(config) => {
+                    let hosts: Vec<String> = config
+                        .get_hosts()
+                        .iter()
+                        .map(|host| match host {
+                            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+                        })
+                        .collect();
+                    let port = config.get_ports().first().copied().unwrap_or(5432);
+                    write!(f, "PostgreSQL at {}:{port}/{}", hosts.join(","), config.get_dbname().unwrap_or(""))
+                }
+                Err(_) => f.write_str("PostgreSQL at a URL that does not read"),
+            },
+        }
+    }
+}
 
-/// The held calls, asked off the gate's thread: each question to the [`Store`] runs on the
-/// runtime's blocking pool, so a write that waits on SQLite's lock (another gate writing the
-/// same file, up to its busy timeout) holds up the one call that asked, never the gate's
-/// thread and every request and session on it. Cheap to clone.
+/// The held calls, wherever they are kept. SQLite's are asked off the gate's thread: each
+/// question runs on the runtime's blocking pool, so a write that waits on SQLite's lock
+/// (another gate writing the same file, up to its busy timeout) holds up the one call that
+/// asked, never the gate's thread and every request and session on it. PostgreSQL's are asked
+/// as any other peer is. Cheap to clone.
 #[derive(Clone)]
 pub struct HeldCalls {
-    store: Arc<Store>,
+    store: Kept,
+    clock: Clock,
+}
+
+#[derive(Clone)]
+enum Kept {
+    Sqlite(Arc<sqlite::Store>),
+    Postgres(postgres::Store),
+}
+
+/// The same question to whichever store keeps the calls: SQLite's on the blocking pool (what
+/// the question names moved there), PostgreSQL's awaited.
+macro_rules! ask {
+    ($self:ident, |$store:ident| $question:expr) => {
+        match &$self.store {
+            Kept::Sqlite(sqlite) => {
+                let sqlite = sqlite.clone();
+                tokio::task::spawn_blocking(move || {
+                    let $store = &*sqlite;
+                    $question
+                })
+                .await
+                .unwrap_or_else(|stopped| Err(HeldError::Stopped(stopped.to_string())))
+            }
+            Kept::Postgres(postgres) => {
+                let $store = postgres;
+                $question.await
+            }
+        }
+    };
 }
 
 impl HeldCalls {
-    /// The held calls of [`Store::open`].
+    /// The held calls kept in the SQLite file at `path` (made if it is not there, brought up
+    /// to this version's schema if an earlier one made it), or in memory for `None` (they end
+    /// with the process), read by `clock`.
     pub fn open(path: Option<&Path>, clock: Clock) -> Result<HeldCalls, HeldError> {
-        Ok(HeldCalls { store: Arc::new(Store::open(path, clock)?) })
+        Ok(HeldCalls { store: Kept::Sqlite(Arc::new(sqlite::Store::open(path, clock.clone())?)), clock })
+    }
+
+    /// The held calls kept at `place`: a SQLite file, or a PostgreSQL database (its schema
+    /// brought up to this version's, under a lock, whichever gate of a fleet starts first).
+    pub async fn open_at(place: &Place, clock: Clock) -> Result<HeldCalls, HeldError> {
+        match place {
+            Place::File(path) => HeldCalls::open(Some(path), clock),
+            Place::Postgres(url) => {
+                Ok(HeldCalls { store: Kept::Postgres(postgres::Store::connect(url, clock.clone()).await?), clock })
+            }
+        }
     }
 
     /// The clock the store reads.
     pub fn clock(&self) -> &Clock {
-        self.store.clock()
+        &self.clock
     }
 
-    /// `work` on the store, on the blocking pool.
-    async fn off_thread<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&Store) -> Result<T, HeldError> + Send + 'static,
-    ) -> Result<T, HeldError> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || work(&store))
-            .await
-            .unwrap_or_else(|stopped| Err(HeldError::Stopped(stopped.to_string())))
-    }
-
-    /// [`Store::hold`].
+    /// Hold `call` for `requester` by `rule`: the same call already kept (waiting, decided,
+    /// or run), or a new one.
     pub async fn hold(&self, requester: &Party, call: &Call<'_>, rule: &Rule) -> Result<Holding, HeldError> {
         let to_hold = ToHold::of(requester, call, rule)?;
-        self.off_thread(move |store| store.keep(&to_hold)).await
+        ask!(self, |store| store.keep(&to_hold))
     }
 
-    /// [`Store::get`].
+    /// The held call `id`, if there is one.
     pub async fn get(&self, id: &HeldId) -> Result<Option<HeldCall>, HeldError> {
         let id = id.clone();
-        self.off_thread(move |store| store.get(&id)).await
+        ask!(self, |store| store.get(&id))
     }
 
-    /// [`Store::waiting`].
+    /// The calls held by `rule` (every rule's for `None`) that wait for a decision, oldest first.
     pub async fn waiting(&self, rule: Option<&str>) -> Result<Vec<HeldCall>, HeldError> {
         let rule = rule.map(str::to_owned);
-        self.off_thread(move |store| store.waiting(rule.as_deref())).await
+        ask!(self, |store| store.waiting(rule.as_deref()))
     }
 
-    /// [`Store::escalate`].
+    /// The calls held by `rule` that have waited `after` or longer, undecided, and were not
+    /// escalated before, marked escalated now: each is returned once, whichever of the gates
+    /// over this store looks (a conditional update).
     pub async fn escalate(&self, rule: &str, after: Duration) -> Result<Vec<HeldCall>, HeldError> {
         let rule = rule.to_owned();
-        self.off_thread(move |store| store.escalate(&rule, after)).await
+        ask!(self, |store| store.escalate(&rule, after))
     }
 
-    /// [`Store::approve`].
+    /// Approve `id` for `decider`, who was shown `seen` (the call's digest), under `key`: the
+    /// same key again is the same approval, given back as it stands. A requester deciding
+    /// their own call is refused unless `own_allowed`. Once approved, the same call finds it
+    /// for as long again as it waited to be decided.
     pub async fn approve(
         &self,
         id: &str,
@@ -345,22 +397,27 @@ impl HeldCalls {
         own_allowed: bool,
     ) -> Result<HeldCall, HeldError> {
         let (id, decider, seen, key) = (id.to_owned(), decider.cloned(), seen.map(str::to_owned), key.to_owned());
-        self.off_thread(move |store| store.approve(&id, decider.as_ref(), seen.as_deref(), &key, own_allowed)).await
+        ask!(self, |store| store.approve(&id, decider.as_ref(), seen.as_deref(), &key, own_allowed))
     }
 
-    /// [`Store::decline`].
+    /// Decline `id` for `decider`: declined again, it is given back as it stands.
     pub async fn decline(&self, id: &str, decider: Option<&Party>, own_allowed: bool) -> Result<HeldCall, HeldError> {
         let (id, decider) = (id.to_owned(), decider.cloned());
-        self.off_thread(move |store| store.decline(&id, decider.as_ref(), own_allowed)).await
+        ask!(self, |store| store.decline(&id, decider.as_ref(), own_allowed))
     }
 
-    /// [`Store::keep_decision`].
+    /// Keep where `id`'s decision was made, and its receipt.
     pub async fn keep_decision(&self, id: &HeldId, channel: &str, receipt: Option<&str>) -> Result<(), HeldError> {
         let (id, channel, receipt) = (id.clone(), channel.to_owned(), receipt.map(str::to_owned));
-        self.off_thread(move |store| store.keep_decision(&id, &channel, receipt.as_deref())).await
+        ask!(self, |store| store.keep_decision(&id, &channel, receipt.as_deref()))
     }
 
-    /// [`Store::start`].
+    /// Start `id`'s run: [`Start::Yours`] for one caller alone, however many ask at once (on
+    /// however many gates over one store), and only while it is approved and has not been
+    /// sent. A run sent more than `lease` ago with no answer kept (its gate stopped while it
+    /// ran) is lost: unknown, or, where `repeatable`, sent again by this caller. A call whose
+    /// effect another call has had (it ran, is running, or was lost), less than `again_after`
+    /// ago or ever when `None`, never runs: it is a duplicate of that call.
     pub async fn start(
         &self,
         id: &HeldId,
@@ -369,18 +426,19 @@ impl HeldCalls {
         again_after: Option<Duration>,
     ) -> Result<Start, HeldError> {
         let id = id.clone();
-        self.off_thread(move |store| store.start(&id, lease, repeatable, again_after)).await
+        ask!(self, |store| store.start(&id, lease, repeatable, again_after))
     }
 
-    /// [`Store::ran`].
+    /// Keep how `id`'s run ended; the call as it then stands.
     pub async fn ran(&self, id: &HeldId, ended: Ended) -> Result<HeldCall, HeldError> {
         let id = id.clone();
-        self.off_thread(move |store| store.ran(&id, ended)).await
+        ask!(self, |store| store.ran(&id, ended))
     }
 }
 
 /// A call to hold, as the store keeps it: worked out from the call and its rule before the
 /// store is asked (its digest, its effect), so the rule stays with the gate.
+#[derive(Clone)]
 struct ToHold {
     requester: String,
     upstream: String,
@@ -411,286 +469,21 @@ impl ToHold {
             effect: rule.effect_of(call),
         })
     }
-}
 
-/// The held calls' store: its calls wait on SQLite (its lock held by another gate on the same
-/// file, up to the busy timeout), so the gate asks it through [`HeldCalls`], off its thread.
-pub struct Store {
-    connection: Mutex<Connection>,
-    clock: Clock,
-}
-
-impl Store {
-    /// The held calls kept in the SQLite file at `path` (made if it is not there, brought up to
-    /// this version's schema if an earlier one made it), or in memory for `None` (they end with
-    /// the process), read by `clock`.
-    pub fn open(path: Option<&Path>, clock: Clock) -> Result<Store, HeldError> {
-        let mut connection = match path {
-            Some(path) => Connection::open(path)?,
-            None => Connection::open_in_memory()?,
-        };
-        connection.busy_timeout(Duration::from_secs(5))?;
-        if path.is_some() {
-            // Another gate on the same file (a second host's session) reads while one writes.
-            connection.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
-        }
-        migrate(&mut connection)?;
-        Ok(Store { connection: Mutex::new(connection), clock })
-    }
-
-    /// The clock the store reads.
-    pub fn clock(&self) -> &Clock {
-        &self.clock
-    }
-
-    fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.connection.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// A write transaction, every call past its deadline closed first: one waiting has
-    /// expired, and none is found by the same call any more.
-    fn writing<T>(
-        &self,
-        work: impl FnOnce(&rusqlite::Transaction<'_>, SystemTime) -> Result<T, HeldError>,
-    ) -> Result<T, HeldError> {
-        let now = self.clock.now();
-        let mut connection = self.connection();
-        let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        transaction.execute(
-            "UPDATE held_calls SET open = 0, standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END
-             WHERE open = 1 AND deadline <= ?1",
-            params![epoch(now)],
-        )?;
-        let done = work(&transaction, now)?;
-        transaction.commit()?;
-        Ok(done)
-    }
-
-    /// Hold `call` for `requester` by `rule`: the same call already kept (waiting, decided, or
-    /// run), or a new one.
-    pub fn hold(&self, requester: &Party, call: &Call<'_>, rule: &Rule) -> Result<Holding, HeldError> {
-        self.keep(&ToHold::of(requester, call, rule)?)
-    }
-
-    /// Hold the call `to_hold` describes: the same call already kept, or a new one.
-    fn keep(&self, to_hold: &ToHold) -> Result<Holding, HeldError> {
-        let ToHold { requester: requester_text, upstream, tool, arguments, digest, rule, deadline, effect } = to_hold;
-        let effect = effect.as_ref().map(|effect| match effect {
+    /// The effect it is kept under: its own, or its rule's unevaluated one.
+    fn effect(&self) -> Option<&str> {
+        self.effect.as_ref().map(|effect| match effect {
             Ok(effect) => effect.as_str(),
             Err(unevaluated) => unevaluated.effect.as_str(),
-        });
-        self.writing(|transaction, now| {
-            let kept = transaction
-                .query_row(
-                    "SELECT id FROM held_calls WHERE requester = ?1 AND digest = ?2 AND open = 1",
-                    params![requester_text, digest],
-                    |row| row.get::<_, String>(0),
-                )
-                .optional()?;
-            let (id, first) = match kept {
-                Some(id) => (id, false),
-                None => {
-                    let id = HeldId::random();
-                    // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock
-                    // cannot hold is refused here too rather than panicking.
-                    let deadline = now.checked_add(*deadline).ok_or_else(|| HeldError::Deadline(rule.clone()))?;
-                    transaction.execute(
-                        "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, held_at,
-                         deadline, effect)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'waiting', ?8, ?9, ?10)",
-                        params![
-                            id.as_str(),
-                            requester_text,
-                            upstream,
-                            tool,
-                            arguments,
-                            digest,
-                            rule,
-                            epoch(now),
-                            epoch(deadline),
-                            effect
-                        ],
-                    )?;
-                    if let Some(Err(unevaluated)) = &to_hold.effect {
-                        tracing::warn!(%rule, %tool, why = %unevaluated.why, approval = %id,
-                            "a call's effect could not be evaluated; it is kept under the rule's unevaluated effect");
-                    }
-                    (id.0, true)
-                }
-            };
-            Ok(Holding { call: found(transaction, &id)?, first })
         })
     }
 
-    /// The held call `id`, if there is one.
-    pub fn get(&self, id: &HeldId) -> Result<Option<HeldCall>, HeldError> {
-        read(&self.connection(), id.as_str())
-    }
-
-    /// The calls held by `rule` (every rule's for `None`) that wait for a decision, oldest first.
-    pub fn waiting(&self, rule: Option<&str>) -> Result<Vec<HeldCall>, HeldError> {
-        self.writing(|transaction, _| {
-            let mut statement = transaction.prepare(&format!(
-                "SELECT {COLUMNS} FROM held_calls WHERE open = 1 AND standing = 'waiting' AND (?1 IS NULL OR rule = ?1)
-                 ORDER BY held_at, id"
-            ))?;
-            let rows = statement.query_map(params![rule], Row::read)?;
-            rows.map(|row| row?.held()).collect()
-        })
-    }
-
-    /// The calls held by `rule` that have waited `after` or longer, undecided, and were not
-    /// escalated before, marked escalated now: each is returned once, whichever of the gates
-    /// over this store looks (a conditional update).
-    pub fn escalate(&self, rule: &str, after: Duration) -> Result<Vec<HeldCall>, HeldError> {
-        self.writing(|transaction, now| {
-            let since = epoch(now).saturating_sub(i64::try_from(after.as_secs()).unwrap_or(i64::MAX));
-            let mut statement = transaction.prepare(&format!(
-                "UPDATE held_calls SET escalated_at = ?1
-                 WHERE open = 1 AND standing = 'waiting' AND rule = ?2 AND escalated_at IS NULL AND held_at <= ?3
-                 RETURNING {COLUMNS}"
-            ))?;
-            let rows = statement.query_map(params![epoch(now), rule, since], Row::read)?;
-            let mut escalated: Vec<HeldCall> = rows.map(|row| row?.held()).collect::<Result<_, _>>()?;
-            escalated.sort_by(|a, b| (a.held_at, a.id.as_str()).cmp(&(b.held_at, b.id.as_str())));
-            Ok(escalated)
-        })
-    }
-
-    /// Approve `id` for `decider`, who was shown `seen` (the call's digest), under `key`: the
-    /// same key again is the same approval, given back as it stands. A requester deciding
-    /// their own call is refused unless `own_allowed`. Once approved, the same call finds it
-    /// for as long again as it waited to be decided.
-    pub fn approve(
-        &self,
-        id: &str,
-        decider: Option<&Party>,
-        seen: Option<&str>,
-        key: &str,
-        own_allowed: bool,
-    ) -> Result<HeldCall, HeldError> {
-        self.writing(|transaction, now| {
-            let held = found(transaction, id)?;
-            if held.standing == Standing::Approved && held.decision.as_ref().and_then(|d| d.key.as_deref()) == Some(key)
-            {
-                return Ok(held);
-            }
-            decidable(&held, decider, seen, own_allowed)?;
-            let window = held.deadline.duration_since(held.held_at).unwrap_or_default();
-            let deadline = now.checked_add(window).unwrap_or(held.deadline);
-            transaction.execute(
-                "UPDATE held_calls SET standing = 'approved', decided_by = ?2, decided_at = ?3, decision_key = ?4,
-                 deadline = ?5 WHERE id = ?1",
-                params![id, decider.map(Party::to_string), epoch(now), key, epoch(deadline)],
-            )?;
-            found(transaction, id)
-        })
-    }
-
-    /// Decline `id` for `decider`: declined again, it is given back as it stands.
-    pub fn decline(&self, id: &str, decider: Option<&Party>, own_allowed: bool) -> Result<HeldCall, HeldError> {
-        self.writing(|transaction, now| {
-            let held = found(transaction, id)?;
-            if held.standing == Standing::Declined {
-                return Ok(held);
-            }
-            decidable(&held, decider, None, own_allowed)?;
-            transaction.execute(
-                "UPDATE held_calls SET standing = 'declined', decided_by = ?2, decided_at = ?3 WHERE id = ?1",
-                params![id, decider.map(Party::to_string), epoch(now)],
-            )?;
-            found(transaction, id)
-        })
-    }
-
-    /// Keep where `id`'s decision was made, and its receipt.
-    pub fn keep_decision(&self, id: &HeldId, channel: &str, receipt: Option<&str>) -> Result<(), HeldError> {
-        self.connection().execute(
-            "UPDATE held_calls SET decision_channel = ?2, decision_receipt = ?3 WHERE id = ?1",
-            params![id.as_str(), channel, receipt],
-        )?;
-        Ok(())
-    }
-
-    /// Start `id`'s run: [`Start::Yours`] for one caller alone, however many ask at once, and
-    /// only while it is approved and has not been sent. A run sent more than `lease` ago with
-    /// no answer kept (its gate stopped while it ran) is lost: unknown, or, where
-    /// `repeatable`, sent again by this caller. A call whose effect another call has had (it
-    /// ran, is running, or was lost), less than `again_after` ago or ever when `None`, never
-    /// runs: it is a duplicate of that call.
-    pub fn start(
-        &self,
-        id: &HeldId,
-        lease: Duration,
-        repeatable: bool,
-        again_after: Option<Duration>,
-    ) -> Result<Start, HeldError> {
-        self.writing(|transaction, now| {
-            let held = found(transaction, id.as_str())?;
-            let stalled = match &held.run {
-                None => true,
-                Some(Run::Running { since }) => now.duration_since(*since).is_ok_and(|ran| ran >= lease),
-                Some(_) => false,
-            };
-            if held.standing != Standing::Approved || !stalled {
-                return Ok(Start::Not(held));
-            }
-            if held.run.is_some() && !repeatable {
-                transaction.execute("UPDATE held_calls SET run = 'unknown' WHERE id = ?1", params![id.as_str()])?;
-                return Ok(Start::Not(found(transaction, id.as_str())?));
-            }
-            if let Some(effect) = &held.effect {
-                let since = again_after.and_then(|after| now.checked_sub(after)).map_or(i64::MIN, epoch);
-                let first = transaction
-                    .query_row(
-                        "SELECT id FROM held_calls WHERE effect = ?1 AND id != ?2 AND run IN ('running', 'ran', 'unknown')
-                         AND run_at > ?3 ORDER BY run_at LIMIT 1",
-                        params![effect, id.as_str(), since],
-                        |row| row.get::<_, String>(0),
-                    )
-                    .optional()?;
-                if let Some(first) = first {
-                    transaction.execute(
-                        "UPDATE held_calls SET run = 'duplicate', duplicate_of = ?2, run_at = ?3 WHERE id = ?1",
-                        params![id.as_str(), first, epoch(now)],
-                    )?;
-                    return Ok(Start::Not(found(transaction, id.as_str())?));
-                }
-            }
-            transaction.execute(
-                "UPDATE held_calls SET run = 'running', run_at = ?2 WHERE id = ?1",
-                params![id.as_str(), epoch(now)],
-            )?;
-            Ok(Start::Yours(found(transaction, id.as_str())?))
-        })
-    }
-
-    /// Keep how `id`'s run ended; the call as it then stands.
-    pub fn ran(&self, id: &HeldId, ended: Ended) -> Result<HeldCall, HeldError> {
-        self.writing(|transaction, now| {
-            match ended {
-                Ended::Answered(result, receipt) => {
-                    let digest = Digest::of(&result).unwrap_or_else(|_| Digest::of_bytes(result.to_string().as_bytes()));
-                    let text = result.to_string();
-                    let kept = (text.len() <= KEPT_RESULT_BYTES).then_some(text);
-                    transaction.execute(
-                        "UPDATE held_calls SET run = 'ran', run_at = ?2, result = ?3, result_digest = ?4, run_receipt = ?5
-                         WHERE id = ?1",
-                        params![id.as_str(), epoch(now), kept, digest.to_string(), receipt],
-                    )?;
-                }
-                Ended::Lost(receipt) => {
-                    transaction.execute(
-                        "UPDATE held_calls SET run = 'unknown', run_receipt = ?2 WHERE id = ?1",
-                        params![id.as_str(), receipt],
-                    )?;
-                }
-                Ended::Again => {
-                    transaction.execute("UPDATE held_calls SET run = NULL, run_at = NULL WHERE id = ?1", params![id.as_str()])?;
-                }
-            }
-            found(transaction, id.as_str())
-        })
+    /// Said once, when the call is first held as `id`: an effect that could not be evaluated.
+    fn held_now(&self, id: &HeldId) {
+        if let Some(Err(unevaluated)) = &self.effect {
+            tracing::warn!(rule = %self.rule, tool = %self.tool, why = %unevaluated.why, approval = %id,
+                "a call's effect could not be evaluated; it is kept under the rule's unevaluated effect");
+        }
     }
 }
 
@@ -710,50 +503,52 @@ fn decidable(held: &HeldCall, decider: Option<&Party>, seen: Option<&str>, own_a
     Ok(())
 }
 
-/// Bring the store up to [`SCHEMA_VERSION`]: a store of version 0 kept waiting calls alone
-/// (`standing` checked against two values, which SQLite cannot alter): its rows move to the
-/// new table, each found by the same call while it waited.
-fn migrate(connection: &mut Connection) -> Result<(), HeldError> {
-    let version: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    if version >= SCHEMA_VERSION {
-        return Ok(());
-    }
-    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let earlier =
-        transaction.prepare("SELECT 1 FROM pragma_table_info('held_calls') WHERE name = 'open'")?.exists([])?;
-    let held_before = transaction.prepare("SELECT 1 FROM sqlite_master WHERE name = 'held_calls'")?.exists([])?;
-    if held_before && earlier {
-        // Columns version 1 grew without a version of their own (effects), then escalations.
-        for (column, kind) in [("effect", "TEXT"), ("duplicate_of", "TEXT"), ("escalated_at", "INTEGER")] {
-            let there = transaction
-                .prepare("SELECT 1 FROM pragma_table_info('held_calls') WHERE name = ?1")?
-                .exists([column])?;
-            if !there {
-                transaction.execute_batch(&format!("ALTER TABLE held_calls ADD COLUMN {column} {kind}"))?;
-                tracing::info!(column, "the held calls' store was brought up to keep a column it lacked");
-            }
-        }
-        transaction.execute_batch(SCHEMA)?;
-    } else if held_before && !earlier {
-        transaction.execute_batch(
-            "DROP INDEX IF EXISTS one_waiting_per_call;
-             ALTER TABLE held_calls RENAME TO held_calls_0;",
-        )?;
-        transaction.execute_batch(SCHEMA)?;
-        let moved = transaction.execute(
-            "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, open, held_at, deadline)
-             SELECT id, requester, upstream, tool, arguments, digest, rule, standing, standing = 'waiting', held_at, deadline
-             FROM held_calls_0",
-            [],
-        )?;
-        transaction.execute_batch("DROP TABLE held_calls_0")?;
-        tracing::info!(held_calls = moved, "the held calls' store was brought up to keep decisions and runs");
+/// What a caller asking to start a call's run is to do with it, as it stands.
+enum Starting {
+    /// Nothing: it is not approved, or its run was sent and has not outlived its lease, or it
+    /// ended.
+    Refused,
+    /// Keep it unknown: its run was sent, outlived its lease with no answer, and its tool is
+    /// not safe to repeat.
+    Lost,
+    /// Begin its run (unless another call had its effect).
+    Begins,
+}
+
+/// What starting `held`'s run at `now` is, for runs that hold their lease `lease`.
+fn starting(held: &HeldCall, now: SystemTime, lease: Duration, repeatable: bool) -> Starting {
+    let stalled = match &held.run {
+        None => true,
+        Some(Run::Running { since }) => now.duration_since(*since).is_ok_and(|ran| ran >= lease),
+        Some(_) => false,
+    };
+    if held.standing != Standing::Approved || !stalled {
+        Starting::Refused
+    } else if held.run.is_some() && !repeatable {
+        Starting::Lost
     } else {
-        transaction.execute_batch(SCHEMA)?;
+        Starting::Begins
     }
-    transaction.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-    transaction.commit()?;
-    Ok(())
+}
+
+/// Since when (in the stores' epoch seconds) another call's run with the same effect keeps one
+/// from running: `again_after` before `now`, or ever.
+fn effect_since(now: SystemTime, again_after: Option<Duration>) -> i64 {
+    again_after.and_then(|after| now.checked_sub(after)).map_or(i64::MIN, epoch)
+}
+
+/// Until when an approved call is found by the same call, decided at `now`: as long again as
+/// it waited to be decided.
+fn to_be_run_by(held: &HeldCall, now: SystemTime) -> SystemTime {
+    let window = held.deadline.duration_since(held.held_at).unwrap_or_default();
+    now.checked_add(window).unwrap_or(held.deadline)
+}
+
+/// What is kept of a run's `result`: its JSON, up to [`KEPT_RESULT_BYTES`], and its digest.
+fn kept_result(result: &serde_json::Value) -> (Option<String>, String) {
+    let digest = Digest::of(result).unwrap_or_else(|_| Digest::of_bytes(result.to_string().as_bytes()));
+    let text = result.to_string();
+    ((text.len() <= KEPT_RESULT_BYTES).then_some(text), digest.to_string())
 }
 
 fn epoch(at: SystemTime) -> i64 {
@@ -764,19 +559,8 @@ fn at(secs: i64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0))
 }
 
-/// The held call `id`, which must be there.
-fn found(connection: &Connection, id: &str) -> Result<HeldCall, HeldError> {
-    read(connection, id)?.ok_or_else(|| HeldError::Unknown(id.to_owned()))
-}
-
-fn read(connection: &Connection, id: &str) -> Result<Option<HeldCall>, HeldError> {
-    let row = connection
-        .query_row(&format!("SELECT {COLUMNS} FROM held_calls WHERE id = ?1"), params![id], Row::read)
-        .optional()?;
-    row.map(Row::held).transpose()
-}
-
-/// A row as SQLite gives it, before it is read as a [`HeldCall`].
+/// A held call's row as a store gives it (the columns both stores keep, in one order), before
+/// it is read as a [`HeldCall`].
 struct Row {
     text: [String; 8],
     held_at: i64,
@@ -796,35 +580,6 @@ struct Row {
 }
 
 impl Row {
-    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-        Ok(Row {
-            text: [
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                row.get(3)?,
-                row.get(4)?,
-                row.get(5)?,
-                row.get(6)?,
-                row.get(7)?,
-            ],
-            held_at: row.get(8)?,
-            deadline: row.get(9)?,
-            decided_by: row.get(10)?,
-            decided_at: row.get(11)?,
-            decision_key: row.get(12)?,
-            decision_channel: row.get(13)?,
-            decision_receipt: row.get(14)?,
-            run: row.get(15)?,
-            run_at: row.get(16)?,
-            result: row.get(17)?,
-            result_digest: row.get(18)?,
-            run_receipt: row.get(19)?,
-            effect: row.get(20)?,
-            duplicate_of: row.get(21)?,
-        })
-    }
-
     fn held(self) -> Result<HeldCall, HeldError> {
         let [id, requester, upstream, tool, arguments, digest, rule, standing] = self.text;
         let damaged = |what: &str| HeldError::Damaged(format!("{what} in held call {id}"));
@@ -881,235 +636,258 @@ impl Row {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::Path;
 
     use serde_json::{Value, json};
 
     use super::*;
     use crate::Policy;
-    use rusqlite::Connection;
 
-    fn rule() -> Rule {
+    pub(crate) fn rule() -> Rule {
         let text = "[[rule]]\nname = \"writes\"\ntools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n";
         Policy::parse(Path::new("gate.toml"), text).unwrap().rules.remove(0)
     }
 
-    fn call(arguments: &Value) -> Call<'_> {
+    pub(crate) fn call(arguments: &Value) -> Call<'_> {
         Call { upstream: "files", tool: "write_file", annotations: &Value::Null, arguments }
     }
 
-    #[test]
-    fn the_same_call_finds_the_one_approval_until_its_deadline_and_any_other_is_held_apart() {
-        let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-        let held = Store::open(None, clock).unwrap();
-        let (alice, bob, rule) = (Party::host_user("alice"), Party::host_user("bob"), rule());
-        let arguments = json!({"path": "/srv/a", "content": "x"});
-        let first = held.hold(&alice, &call(&arguments), &rule).unwrap();
-        assert!(first.first);
-        assert_eq!(first.call.deadline, first.call.held_at + Duration::from_secs(3600));
-        // The same arguments, their members in another order: the same call.
-        let again = held.hold(&alice, &call(&json!({"content": "x", "path": "/srv/a"})), &rule).unwrap();
-        assert_eq!((again.first, &again.call), (false, &first.call));
-        // Another requester, other arguments: other approvals.
-        assert_ne!(held.hold(&bob, &call(&arguments), &rule).unwrap().call.id, first.call.id);
-        let other = json!({"path": "/srv/b", "content": "x"});
-        assert_ne!(held.hold(&alice, &call(&other), &rule).unwrap().call.id, first.call.id);
-        // Past its deadline undecided, it has expired; asked again, it is held anew.
-        hand.advance(Duration::from_secs(3600));
-        let later = held.hold(&alice, &call(&arguments), &rule).unwrap();
-        assert!(later.first && later.call.id != first.call.id);
-        assert_eq!(held.get(&first.call.id).unwrap().unwrap().standing, Standing::Expired);
-    }
-
-    /// A store in memory on a clock its test moves, and a call held in it for alice.
-    fn held_for_alice() -> (Store, clock::Hand, HeldCall) {
-        let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-        let held = Store::open(None, clock).unwrap();
-        let arguments = json!({"path": "/srv/a", "content": "x"});
-        let call = held.hold(&Party::host_user("alice"), &call(&arguments), &rule()).unwrap().call;
-        (held, hand, call)
+    fn alice() -> Party {
+        Party::host_user("alice")
     }
 
     fn lee() -> Party {
         Party::host_user("lee")
     }
 
-    #[test]
-    fn an_approved_call_starts_its_run_once_and_what_it_answered_is_found_by_the_same_call() {
-        let (held, hand, call) = held_for_alice();
-        let lease = Duration::from_secs(60);
-        // Not approved: nothing runs.
-        assert!(matches!(held.start(&call.id, lease, false, None).unwrap(), Start::Not(_)));
-        let seen = call.digest.to_string();
-        hand.advance(Duration::from_secs(1800));
-        let approved = held.approve(call.id.as_str(), Some(&lee()), Some(&seen), "k-1", false).unwrap();
-        assert_eq!(approved.standing, Standing::Approved);
-        // Found by the same call for as long again as it waited to be decided.
-        assert_eq!(approved.deadline, approved.decision.as_ref().unwrap().at + Duration::from_secs(3600));
-        let Start::Yours(running) = held.start(&call.id, lease, false, None).unwrap() else {
-            panic!("the first starts it")
-        };
-        assert!(matches!(running.run, Some(Run::Running { .. })));
-        // Every other call, now: it is running, not started again.
-        let Start::Not(again) = held.start(&call.id, lease, true, None).unwrap() else { panic!("started twice") };
-        assert!(matches!(again.run, Some(Run::Running { .. })));
-        let answered = json!({"content": [{"type": "text", "text": "written"}]});
-        held.ran(&call.id, Ended::Answered(answered.clone(), Some("receipt".into()))).unwrap();
-        let found = held.hold(&Party::host_user("alice"), &self::call(&call.arguments), &rule()).unwrap();
-        assert!(!found.first);
-        let Some(Run::Ran { result, digest, receipt, .. }) = found.call.run else { panic!("{found:?}") };
-        assert_eq!(
-            (result, digest, receipt.as_deref()),
-            (Some(answered.clone()), Digest::of(&answered).unwrap(), Some("receipt"))
-        );
-        assert!(matches!(held.start(&call.id, lease, true, None).unwrap(), Start::Not(_)));
+    /// A store, on a clock its test moves, and a way to open another gate over it.
+    struct Gates {
+        held: HeldCalls,
+        hand: clock::Hand,
+        clock: Clock,
+        place: Place,
     }
 
-    #[test]
-    fn a_run_whose_answer_was_lost_is_never_started_again_unless_its_tool_is_safe_to_repeat() {
-        let (held, _, call) = held_for_alice();
-        let lease = Duration::from_secs(60);
-        held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).unwrap();
-        assert!(matches!(held.start(&call.id, lease, false, None).unwrap(), Start::Yours(_)));
-        let lost = held.ran(&call.id, Ended::Lost(None)).unwrap();
-        assert!(matches!(lost.run, Some(Run::Unknown { .. })));
-        assert!(matches!(held.start(&call.id, lease, true, None).unwrap(), Start::Not(_)));
-        // Safe to repeat: given back, and started again.
-        let (held, _, call) = held_for_alice();
-        held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).unwrap();
-        assert!(matches!(held.start(&call.id, lease, true, None).unwrap(), Start::Yours(_)));
-        assert_eq!(held.ran(&call.id, Ended::Again).unwrap().run, None);
-        assert!(matches!(held.start(&call.id, lease, true, None).unwrap(), Start::Yours(_)));
-        // A run whose gate stopped while it ran: running until its lease ends, then lost.
-        let (held, hand, call) = held_for_alice();
-        held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).unwrap();
-        assert!(matches!(held.start(&call.id, lease, false, None).unwrap(), Start::Yours(_)));
-        hand.advance(lease - Duration::from_secs(1));
-        let Start::Not(running) = held.start(&call.id, lease, false, None).unwrap() else { panic!("started twice") };
-        assert!(matches!(running.run, Some(Run::Running { .. })));
-        hand.advance(Duration::from_secs(1));
-        let Start::Not(stopped) = held.start(&call.id, lease, false, None).unwrap() else { panic!("sent again") };
-        assert!(matches!(stopped.run, Some(Run::Unknown { .. })), "{stopped:?}");
+    impl Gates {
+        async fn at(place: Place) -> Gates {
+            let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+            let held = HeldCalls::open_at(&place, clock.clone()).await.unwrap();
+            Gates { held, hand, clock, place }
+        }
+
+        /// Another gate over the same store, on the same clock.
+        async fn another(&self) -> HeldCalls {
+            HeldCalls::open_at(&self.place, self.clock.clone()).await.unwrap()
+        }
+
+        /// A call held for alice, writing `path`.
+        async fn held_for_alice(&self, path: &str) -> HeldCall {
+            self.held.hold(&alice(), &call(&json!({"path": path, "content": "x"})), &rule()).await.unwrap().call
+        }
     }
 
-    #[test]
-    fn a_decision_is_refused_on_another_call_than_shown_by_its_requester_or_once_another_was_made() {
-        let (held, _, call) = held_for_alice();
-        let refused = |result: Result<HeldCall, HeldError>| result.unwrap_err().to_string();
-        let alice = Party::host_user("alice");
-        assert!(
-            refused(held.approve(call.id.as_str(), Some(&lee()), Some("0000"), "k", false)).contains("not the call")
-        );
-        assert!(
-            refused(held.approve(call.id.as_str(), Some(&alice), None, "k", false))
-                .contains("asked for by its decider")
-        );
-        assert!(refused(held.decline(call.id.as_str(), Some(&alice), false)).contains("asked for by its decider"));
-        held.approve(call.id.as_str(), Some(&lee()), None, "k", false).unwrap();
-        // The same approval again, under its key: the same decision; another, refused.
-        assert_eq!(
-            held.approve(call.id.as_str(), Some(&lee()), None, "k", false).unwrap().standing,
-            Standing::Approved
-        );
-        assert!(refused(held.approve(call.id.as_str(), Some(&lee()), None, "k-2", false)).contains("is approved"));
-        assert!(refused(held.decline(call.id.as_str(), Some(&lee()), false)).contains("is approved"));
-        // A declined call is found declined by the same call until its deadline; then held anew.
-        let (held, _, call) = held_for_alice();
-        held.decline(call.id.as_str(), Some(&lee()), false).unwrap();
-        let arguments = call.arguments.clone();
-        let again = held.hold(&alice, &self::call(&arguments), &rule()).unwrap();
-        assert_eq!((again.first, again.call.standing), (false, Standing::Declined));
-        assert!(refused(held.approve(call.id.as_str(), Some(&lee()), None, "k", false)).contains("is declined"));
-    }
-
-    #[test]
-    fn a_result_larger_than_the_gate_keeps_keeps_its_digest_alone() {
-        let (held, _, call) = held_for_alice();
-        held.approve(call.id.as_str(), Some(&lee()), None, "k", false).unwrap();
-        held.start(&call.id, Duration::from_secs(60), false, None).unwrap();
-        let large = json!({"content": [{"type": "text", "text": "x".repeat(KEPT_RESULT_BYTES)}]});
-        let ran = held.ran(&call.id, Ended::Answered(large.clone(), None)).unwrap();
-        let Some(Run::Ran { result: None, digest, .. }) = ran.run else { panic!("{:?}", ran.run) };
-        assert_eq!(digest, Digest::of(&large).unwrap());
-    }
-
-    #[test]
-    fn a_store_an_earlier_version_made_is_brought_up_and_its_waiting_calls_found() {
+    /// `test` on each store: SQLite (a file), then PostgreSQL where `SHOP_TEST_POSTGRES` names a
+    /// server (a database of the test's own, dropped when it passes).
+    async fn each_store(test: impl AsyncFn(Gates)) {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("gate.held.sqlite");
-        let (alice, rule) = (Party::host_user("alice"), rule());
-        let arguments = json!({"path": "/srv/a"});
-        let digest = Digest::of(&json!({"upstream": "files", "tool": "write_file", "arguments": arguments})).unwrap();
-        let earlier = Connection::open(&file).unwrap();
-        earlier
-            .execute_batch(
-                "CREATE TABLE held_calls (id TEXT PRIMARY KEY, requester TEXT NOT NULL, upstream TEXT NOT NULL,
-                 tool TEXT NOT NULL, arguments TEXT NOT NULL, digest TEXT NOT NULL, rule TEXT NOT NULL,
-                 standing TEXT NOT NULL CHECK (standing IN ('waiting', 'expired')), held_at INTEGER NOT NULL,
-                 deadline INTEGER NOT NULL);
-                 CREATE UNIQUE INDEX one_waiting_per_call ON held_calls (requester, digest) WHERE standing = 'waiting';",
-            )
-            .unwrap();
-        let far = epoch(SystemTime::now() + Duration::from_secs(3600));
-        earlier
-            .execute(
-                "INSERT INTO held_calls VALUES ('H-00000000000000aa', ?1, 'files', 'write_file', ?2, ?3, 'writes', 'waiting', 0, ?4)",
-                params![alice.to_string(), arguments.to_string(), digest.to_string(), far],
-            )
-            .unwrap();
-        drop(earlier);
-        let held = Store::open(Some(&file), Clock::system()).unwrap();
-        let found = held.hold(&alice, &call(&arguments), &rule).unwrap();
-        assert_eq!(
-            (found.first, found.call.id.as_str(), found.call.standing),
-            (false, "H-00000000000000aa", Standing::Waiting)
-        );
-        held.approve("H-00000000000000aa", Some(&lee()), None, "k", false).unwrap();
-        drop(held);
-        // Opened again, it is not brought up twice.
-        let again = Store::open(Some(&file), Clock::system()).unwrap();
-        assert_eq!(again.hold(&alice, &call(&arguments), &rule).unwrap().call.standing, Standing::Approved);
-    }
-
-    #[test]
-    fn a_call_waiting_past_its_escalation_is_escalated_once_by_any_gate_and_a_decided_one_never() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("gate.held.sqlite");
-        let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-        // A store of version 1 as it was before effects and escalations were kept: brought up
-        // when opened.
-        let one = Store::open(Some(&file), clock.clone()).unwrap();
-        let version_one = |held: &Store| {
-            held.connection().execute_batch(
-                "DROP INDEX by_effect; ALTER TABLE held_calls DROP COLUMN effect;
-                 ALTER TABLE held_calls DROP COLUMN duplicate_of; ALTER TABLE held_calls DROP COLUMN escalated_at;
-                 PRAGMA user_version = 1;",
-            )
+        test(Gates::at(Place::File(dir.path().join("gate.held.sqlite"))).await).await;
+        let Ok(server) = std::env::var("SHOP_TEST_POSTGRES") else {
+            eprintln!("skipped on PostgreSQL: set SHOP_TEST_POSTGRES (such as postgres://postgres@127.0.0.1:5432)");
+            return;
         };
-        version_one(&one).unwrap();
-        drop(one);
-        let (one, other) = (Store::open(Some(&file), clock.clone()).unwrap(), Store::open(Some(&file), clock).unwrap());
-        let (alice, rule) = (Party::host_user("alice"), rule());
-        let early = one.hold(&alice, &call(&json!({"path": "/srv/a"})), &rule).unwrap().call;
-        hand.advance(Duration::from_secs(600));
-        let late = one.hold(&alice, &call(&json!({"path": "/srv/b"})), &rule).unwrap().call;
-        let decided = one.hold(&alice, &call(&json!({"path": "/srv/c"})), &rule).unwrap().call;
-        one.decline(decided.id.as_str(), Some(&lee()), false).unwrap();
-        let after = Duration::from_secs(900);
-        assert!(one.escalate("writes", after).unwrap().is_empty(), "none has waited 15 minutes");
-        hand.advance(Duration::from_secs(300));
-        let ids = |calls: Vec<HeldCall>| calls.into_iter().map(|call| call.id).collect::<Vec<_>>();
-        assert_eq!(ids(other.escalate("writes", after).unwrap()), std::slice::from_ref(&early.id));
-        // Whichever gate looks next, it is not escalated again.
-        assert!(one.escalate("writes", after).unwrap().is_empty());
-        assert!(other.escalate("another rule", Duration::ZERO).unwrap().is_empty());
-        hand.advance(Duration::from_secs(600));
-        assert_eq!(ids(one.escalate("writes", after).unwrap()), [late.id], "the declined call never");
+        let name = format!("gate_test_{}", &HeldId::random().as_str()[2..]);
+        let admin = |server: String| async move {
+            let (client, connection) =
+                tokio_postgres::connect(&format!("{server}/postgres"), tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(connection);
+            client
+        };
+        admin(server.clone()).await.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+        test(Gates::at(Place::Postgres(format!("{server}/{name}"))).await).await;
+        admin(server).await.batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)")).await.unwrap();
     }
 
-    #[test]
-    fn two_calls_with_one_effect_never_both_run_until_their_rule_says_it_may_happen_again() {
+    #[tokio::test]
+    async fn the_same_call_finds_the_one_approval_until_its_deadline_and_any_other_is_held_apart() {
+        each_store(async |gates: Gates| {
+            let Gates { held, hand, .. } = &gates;
+            let (bob, rule) = (Party::host_user("bob"), rule());
+            let arguments = json!({"path": "/srv/a", "content": "x"});
+            let first = held.hold(&alice(), &call(&arguments), &rule).await.unwrap();
+            assert!(first.first);
+            assert_eq!(first.call.deadline, first.call.held_at + Duration::from_secs(3600));
+            // The same arguments, their members in another order: the same call.
+            let again = held.hold(&alice(), &call(&json!({"content": "x", "path": "/srv/a"})), &rule).await.unwrap();
+            assert_eq!((again.first, &again.call), (false, &first.call));
+            // Another requester, other arguments: other approvals.
+            assert_ne!(held.hold(&bob, &call(&arguments), &rule).await.unwrap().call.id, first.call.id);
+            let other = json!({"path": "/srv/b", "content": "x"});
+            assert_ne!(held.hold(&alice(), &call(&other), &rule).await.unwrap().call.id, first.call.id);
+            // Past its deadline undecided, it has expired; asked again, it is held anew.
+            hand.advance(Duration::from_secs(3600));
+            let later = held.hold(&alice(), &call(&arguments), &rule).await.unwrap();
+            assert!(later.first && later.call.id != first.call.id);
+            assert_eq!(held.get(&first.call.id).await.unwrap().unwrap().standing, Standing::Expired);
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn an_approved_call_starts_its_run_once_and_what_it_answered_is_found_by_the_same_call() {
+        each_store(async |gates: Gates| {
+            let Gates { held, hand, .. } = &gates;
+            let call = gates.held_for_alice("/srv/a").await;
+            let lease = Duration::from_secs(60);
+            // Not approved: nothing runs.
+            assert!(matches!(held.start(&call.id, lease, false, None).await.unwrap(), Start::Not(_)));
+            let seen = call.digest.to_string();
+            hand.advance(Duration::from_secs(1800));
+            let approved = held.approve(call.id.as_str(), Some(&lee()), Some(&seen), "k-1", false).await.unwrap();
+            assert_eq!(approved.standing, Standing::Approved);
+            // Found by the same call for as long again as it waited to be decided.
+            assert_eq!(approved.deadline, approved.decision.as_ref().unwrap().at + Duration::from_secs(3600));
+            let Start::Yours(running) = held.start(&call.id, lease, false, None).await.unwrap() else {
+                panic!("the first starts it")
+            };
+            assert!(matches!(running.run, Some(Run::Running { .. })));
+            // Every other call, now: it is running, not started again.
+            let Start::Not(again) = held.start(&call.id, lease, true, None).await.unwrap() else {
+                panic!("started twice")
+            };
+            assert!(matches!(again.run, Some(Run::Running { .. })));
+            let answered = json!({"content": [{"type": "text", "text": "written"}]});
+            held.ran(&call.id, Ended::Answered(answered.clone(), Some("receipt".into()))).await.unwrap();
+            let found = held.hold(&alice(), &self::call(&call.arguments), &rule()).await.unwrap();
+            assert!(!found.first);
+            let Some(Run::Ran { result, digest, receipt, .. }) = found.call.run else { panic!("{found:?}") };
+            assert_eq!(
+                (result, digest, receipt.as_deref()),
+                (Some(answered.clone()), Digest::of(&answered).unwrap(), Some("receipt"))
+            );
+            assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Not(_)));
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_run_whose_answer_was_lost_is_never_started_again_unless_its_tool_is_safe_to_repeat() {
+        each_store(async |gates: Gates| {
+            let Gates { held, hand, .. } = &gates;
+            let lease = Duration::from_secs(60);
+            let call = gates.held_for_alice("/srv/a").await;
+            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).await.unwrap();
+            assert!(matches!(held.start(&call.id, lease, false, None).await.unwrap(), Start::Yours(_)));
+            let lost = held.ran(&call.id, Ended::Lost(None)).await.unwrap();
+            assert!(matches!(lost.run, Some(Run::Unknown { .. })));
+            assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Not(_)));
+            // Safe to repeat: given back, and started again.
+            let call = gates.held_for_alice("/srv/b").await;
+            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).await.unwrap();
+            assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Yours(_)));
+            assert_eq!(held.ran(&call.id, Ended::Again).await.unwrap().run, None);
+            assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Yours(_)));
+            // A run whose gate stopped while it ran: running until its lease ends, then lost.
+            let call = gates.held_for_alice("/srv/c").await;
+            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).await.unwrap();
+            assert!(matches!(held.start(&call.id, lease, false, None).await.unwrap(), Start::Yours(_)));
+            hand.advance(lease - Duration::from_secs(1));
+            let Start::Not(running) = held.start(&call.id, lease, false, None).await.unwrap() else {
+                panic!("started twice")
+            };
+            assert!(matches!(running.run, Some(Run::Running { .. })));
+            hand.advance(Duration::from_secs(1));
+            let Start::Not(stopped) = held.start(&call.id, lease, false, None).await.unwrap() else {
+                panic!("sent again")
+            };
+            assert!(matches!(stopped.run, Some(Run::Unknown { .. })), "{stopped:?}");
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_decision_is_refused_on_another_call_than_shown_by_its_requester_or_once_another_was_made() {
+        each_store(async |gates: Gates| {
+            let held = &gates.held;
+            let call = gates.held_for_alice("/srv/a").await;
+            let refused = |result: Result<HeldCall, HeldError>| result.unwrap_err().to_string();
+            let id = call.id.as_str();
+            assert!(refused(held.approve(id, Some(&lee()), Some("0000"), "k", false).await).contains("not the call"));
+            assert!(
+                refused(held.approve(id, Some(&alice()), None, "k", false).await).contains("asked for by its decider")
+            );
+            assert!(refused(held.decline(id, Some(&alice()), false).await).contains("asked for by its decider"));
+            held.approve(id, Some(&lee()), None, "k", false).await.unwrap();
+            // The same approval again, under its key: the same decision; another, refused.
+            assert_eq!(held.approve(id, Some(&lee()), None, "k", false).await.unwrap().standing, Standing::Approved);
+            assert!(refused(held.approve(id, Some(&lee()), None, "k-2", false).await).contains("is approved"));
+            assert!(refused(held.decline(id, Some(&lee()), false).await).contains("is approved"));
+            // A declined call is found declined by the same call until its deadline; then held anew.
+            let call = gates.held_for_alice("/srv/b").await;
+            held.decline(call.id.as_str(), Some(&lee()), false).await.unwrap();
+            let again = held.hold(&alice(), &self::call(&call.arguments), &rule()).await.unwrap();
+            assert_eq!((again.first, again.call.standing), (false, Standing::Declined));
+            assert!(
+                refused(held.approve(call.id.as_str(), Some(&lee()), None, "k", false).await).contains("is declined")
+            );
+            // No such call.
+            assert!(
+                refused(held.approve("H-0000000000000000", Some(&lee()), None, "k", false).await)
+                    .contains("no held call")
+            );
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_result_larger_than_the_gate_keeps_keeps_its_digest_alone() {
+        each_store(async |gates: Gates| {
+            let held = &gates.held;
+            let call = gates.held_for_alice("/srv/a").await;
+            held.approve(call.id.as_str(), Some(&lee()), None, "k", false).await.unwrap();
+            held.start(&call.id, Duration::from_secs(60), false, None).await.unwrap();
+            let large = json!({"content": [{"type": "text", "text": "x".repeat(KEPT_RESULT_BYTES)}]});
+            let ran = held.ran(&call.id, Ended::Answered(large.clone(), None)).await.unwrap();
+            let Some(Run::Ran { result: None, digest, .. }) = ran.run else { panic!("{:?}", ran.run) };
+            assert_eq!(digest, Digest::of(&large).unwrap());
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_call_waiting_past_its_escalation_is_escalated_once_by_any_gate_and_a_decided_one_never() {
+        each_store(async |gates: Gates| {
+            let Gates { held: one, hand, .. } = &gates;
+            let other = gates.another().await;
+            let early = gates.held_for_alice("/srv/a").await;
+            hand.advance(Duration::from_secs(600));
+            let late = gates.held_for_alice("/srv/b").await;
+            let decided = gates.held_for_alice("/srv/c").await;
+            one.decline(decided.id.as_str(), Some(&lee()), false).await.unwrap();
+            let after = Duration::from_secs(900);
+            assert!(one.escalate("writes", after).await.unwrap().is_empty(), "none has waited 15 minutes");
+            hand.advance(Duration::from_secs(300));
+            let ids = |calls: Vec<HeldCall>| calls.into_iter().map(|call| call.id).collect::<Vec<_>>();
+            assert_eq!(ids(other.escalate("writes", after).await.unwrap()), std::slice::from_ref(&early.id));
+            // Whichever gate looks next, it is not escalated again.
+            assert!(one.escalate("writes", after).await.unwrap().is_empty());
+            assert!(other.escalate("another rule", Duration::ZERO).await.unwrap().is_empty());
+            hand.advance(Duration::from_secs(600));
+            assert_eq!(
+                ids(one.escalate("writes", after).await.unwrap()),
+                std::slice::from_ref(&late.id),
+                "the declined call never"
+            );
+            // The waiting are listed oldest first; past their deadline, none is.
+            assert_eq!(ids(other.waiting(Some("writes")).await.unwrap()), [early.id, late.id]);
+            hand.advance(Duration::from_secs(3600));
+            assert!(one.waiting(None).await.unwrap().is_empty());
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn two_calls_with_one_effect_never_both_run_until_their_rule_says_it_may_happen_again() {
         let rule = |again: &str| {
             let text = format!(
                 "[[rule]]\nname = \"payments\"\ntools = [\"write_file\"]\ndecided_by = {{ scope = \"s\" }}\n\
@@ -1117,54 +895,116 @@ mod tests {
             );
             Policy::parse(Path::new("gate.toml"), &text).unwrap().rules.remove(0)
         };
-        let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-        let held = Store::open(None, clock).unwrap();
-        let lease = Duration::from_secs(60);
-        let approved = |rule: &Rule, arguments: &Value| {
-            let kept = held.hold(&Party::host_user("alice"), &call(arguments), rule).unwrap().call;
-            held.approve(kept.id.as_str(), Some(&lee()), None, "k", false).unwrap()
-        };
-        let never_again = rule("");
-        // Two calls (other arguments, so other approvals) with one effect, both approved.
-        let first = approved(&never_again, &json!({"invoice": "I-7", "note": "first"}));
-        let second = approved(&never_again, &json!({"invoice": "I-7", "note": "second"}));
-        assert_eq!(first.effect.as_deref(), Some("invoice:I-7"));
-        assert!(matches!(held.start(&first.id, lease, false, None).unwrap(), Start::Yours(_)));
-        let Start::Not(kept) = held.start(&second.id, lease, false, None).unwrap() else { panic!("both ran") };
-        assert_eq!(kept.run, Some(Run::Duplicate { of: first.id.clone() }));
-        held.ran(&first.id, Ended::Answered(json!({"content": []}), None)).unwrap();
-        // Ran: the effect never happens again under this rule, however long after.
-        hand.advance(Duration::from_secs(400 * 24 * 3600));
-        let third = approved(&never_again, &json!({"invoice": "I-7", "note": "third"}));
-        assert!(matches!(held.start(&third.id, lease, false, None).unwrap(), Start::Not(_)));
-        // Another effect runs.
-        let other = approved(&never_again, &json!({"invoice": "I-8"}));
-        assert!(matches!(held.start(&other.id, lease, false, None).unwrap(), Start::Yours(_)));
-        // A rule that lets the effect happen again a day after it did.
-        let daily = rule("effect_again_after = \"1d\"\n");
-        let today = approved(&daily, &json!({"invoice": "I-9", "note": "today"}));
-        assert!(matches!(held.start(&today.id, lease, false, daily.effect_again_after).unwrap(), Start::Yours(_)));
-        held.ran(&today.id, Ended::Answered(json!({"content": []}), None)).unwrap();
-        let soon = approved(&daily, &json!({"invoice": "I-9", "note": "soon"}));
-        assert!(matches!(held.start(&soon.id, lease, false, daily.effect_again_after).unwrap(), Start::Not(_)));
-        hand.advance(Duration::from_secs(24 * 3600 + 1));
-        let tomorrow = approved(&daily, &json!({"invoice": "I-9", "note": "tomorrow"}));
-        assert!(matches!(held.start(&tomorrow.id, lease, false, daily.effect_again_after).unwrap(), Start::Yours(_)));
-        // An effect that cannot be evaluated is the rule's own, shared: at most one such runs.
-        let unnamed = approved(&never_again, &json!({"note": "no invoice"}));
-        assert_eq!(unnamed.effect.as_deref(), Some("payments: unevaluated"));
+        each_store(async |gates: Gates| {
+            let Gates { held, hand, .. } = &gates;
+            let lease = Duration::from_secs(60);
+            let approved = async |rule: &Rule, arguments: &Value| {
+                let kept = held.hold(&alice(), &call(arguments), rule).await.unwrap().call;
+                held.approve(kept.id.as_str(), Some(&lee()), None, "k", false).await.unwrap()
+            };
+            let never_again = rule("");
+            // Two calls (other arguments, so other approvals) with one effect, both approved.
+            let first = approved(&never_again, &json!({"invoice": "I-7", "note": "first"})).await;
+            let second = approved(&never_again, &json!({"invoice": "I-7", "note": "second"})).await;
+            assert_eq!(first.effect.as_deref(), Some("invoice:I-7"));
+            assert!(matches!(held.start(&first.id, lease, false, None).await.unwrap(), Start::Yours(_)));
+            let Start::Not(kept) = held.start(&second.id, lease, false, None).await.unwrap() else {
+                panic!("both ran")
+            };
+            assert_eq!(kept.run, Some(Run::Duplicate { of: first.id.clone() }));
+            held.ran(&first.id, Ended::Answered(json!({"content": []}), None)).await.unwrap();
+            // Ran: the effect never happens again under this rule, however long after.
+            hand.advance(Duration::from_secs(400 * 24 * 3600));
+            let third = approved(&never_again, &json!({"invoice": "I-7", "note": "third"})).await;
+            assert!(matches!(held.start(&third.id, lease, false, None).await.unwrap(), Start::Not(_)));
+            // Another effect runs.
+            let other = approved(&never_again, &json!({"invoice": "I-8"})).await;
+            assert!(matches!(held.start(&other.id, lease, false, None).await.unwrap(), Start::Yours(_)));
+            // A rule that lets the effect happen again a day after it did.
+            let daily = rule("effect_again_after = \"1d\"\n");
+            let again = daily.effect_again_after;
+            let today = approved(&daily, &json!({"invoice": "I-9", "note": "today"})).await;
+            assert!(matches!(held.start(&today.id, lease, false, again).await.unwrap(), Start::Yours(_)));
+            held.ran(&today.id, Ended::Answered(json!({"content": []}), None)).await.unwrap();
+            let soon = approved(&daily, &json!({"invoice": "I-9", "note": "soon"})).await;
+            assert!(matches!(held.start(&soon.id, lease, false, again).await.unwrap(), Start::Not(_)));
+            hand.advance(Duration::from_secs(24 * 3600 + 1));
+            let tomorrow = approved(&daily, &json!({"invoice": "I-9", "note": "tomorrow"})).await;
+            assert!(matches!(held.start(&tomorrow.id, lease, false, again).await.unwrap(), Start::Yours(_)));
+            // An effect that cannot be evaluated is the rule's own, shared: at most one such runs.
+            let unnamed = approved(&never_again, &json!({"note": "no invoice"})).await;
+            assert_eq!(unnamed.effect.as_deref(), Some("payments: unevaluated"));
+        })
+        .await;
     }
 
-    #[test]
-    fn a_held_call_outlives_the_gate_that_held_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("gate.held.sqlite");
-        let arguments = json!({"path": "/srv/a"});
-        let (alice, rule) = (Party::host_user("alice"), rule());
-        let first = Store::open(Some(&file), Clock::system()).unwrap().hold(&alice, &call(&arguments), &rule).unwrap();
-        let reopened = Store::open(Some(&file), Clock::system()).unwrap();
-        let again = reopened.hold(&alice, &call(&arguments), &rule).unwrap();
-        assert_eq!((again.first, again.call), (false, first.call));
+    #[tokio::test]
+    async fn gates_over_one_store_racing_hold_one_call_once_start_its_run_once_and_run_one_effect_once() {
+        let rule = Policy::parse(
+            Path::new("gate.toml"),
+            "[[rule]]\nname = \"payments\"\ntools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\n\
+             deadline = \"1h\"\neffect = '\"invoice:\" + args.invoice'\n",
+        )
+        .unwrap()
+        .rules
+        .remove(0);
+        each_store(async |gates: Gates| {
+            let fleet = [gates.held.clone(), gates.another().await, gates.another().await];
+            let lease = Duration::from_secs(60);
+            let on = |n: usize| &fleet[n % fleet.len()];
+            // Twelve holds of one call at once, across three gates: one approval.
+            let (arguments, alice) = (json!({"invoice": "I-1", "note": "one"}), alice());
+            let asked = call(&arguments);
+            let holds = futures::future::join_all((0..12).map(|n| on(n).hold(&alice, &asked, &rule))).await;
+            let holds: Vec<Holding> = holds.into_iter().map(Result::unwrap).collect();
+            assert_eq!(holds.iter().filter(|holding| holding.first).count(), 1, "{holds:?}");
+            assert!(holds.iter().all(|holding| holding.call.id == holds[0].call.id));
+            let id = holds[0].call.id.clone();
+            gates.held.approve(id.as_str(), Some(&lee()), None, "k", false).await.unwrap();
+            // Twelve starts of it at once: one runs it.
+            let starts = futures::future::join_all((0..12).map(|n| on(n).start(&id, lease, false, None))).await;
+            let yours = starts.iter().filter(|start| matches!(start, Ok(Start::Yours(_)))).count();
+            assert_eq!(yours, 1, "{starts:?}");
+            // Two other calls with its effect, approved, started at once on two gates: neither
+            // runs while it runs, nor after.
+            let mut others = Vec::new();
+            for note in ["two", "three"] {
+                let other = json!({"invoice": "I-1", "note": note});
+                let kept = gates.held.hold(&alice, &call(&other), &rule).await.unwrap().call;
+                others.push(gates.held.approve(kept.id.as_str(), Some(&lee()), None, "k", false).await.unwrap().id);
+            }
+            let raced =
+                futures::future::join_all(others.iter().enumerate().map(|(n, id)| on(n).start(id, lease, false, None)))
+                    .await;
+            for start in raced {
+                let Ok(Start::Not(kept)) = start else { panic!("a duplicate ran: {start:?}") };
+                assert_eq!(kept.run, Some(Run::Duplicate { of: id.clone() }));
+            }
+            // Two calls of a new effect, started at once on two gates: exactly one runs.
+            let mut pair = Vec::new();
+            for note in ["a", "b"] {
+                let kept = gates.held.hold(&alice, &call(&json!({"invoice": "I-2", "note": note})), &rule).await;
+                let kept = kept.unwrap().call;
+                pair.push(gates.held.approve(kept.id.as_str(), Some(&lee()), None, "k", false).await.unwrap().id);
+            }
+            let raced =
+                futures::future::join_all(pair.iter().enumerate().map(|(n, id)| on(n).start(id, lease, false, None)))
+                    .await;
+            let ran = raced.iter().filter(|start| matches!(start, Ok(Start::Yours(_)))).count();
+            assert_eq!(ran, 1, "{raced:?}");
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_held_call_outlives_the_gate_that_held_it() {
+        each_store(async |gates: Gates| {
+            let first = gates.held_for_alice("/srv/a").await;
+            let reopened = gates.another().await;
+            let again = reopened.hold(&alice(), &call(&first.arguments), &rule()).await.unwrap();
+            assert_eq!((again.first, again.call), (false, first));
+        })
+        .await;
     }
 
     #[test]
@@ -1177,27 +1017,10 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_write_waiting_on_another_gates_lock_holds_up_the_call_that_asked_and_not_the_gates_thread() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("gate.held.sqlite");
-        let held = HeldCalls::open(Some(&file), Clock::system()).unwrap();
-        // Another gate over the same file is writing.
-        let other = Connection::open(&file).unwrap();
-        other.execute_batch("BEGIN IMMEDIATE").unwrap();
-        let holding = tokio::spawn({
-            let held = held.clone();
-            async move {
-                let arguments = json!({"path": "/srv/a", "content": "x"});
-                held.hold(&Party::host_user("alice"), &call(&arguments), &rule()).await
-            }
-        });
-        // Meanwhile the gate's one thread serves whatever else comes, and the call waits.
-        assert_eq!(tokio::spawn(async { "served" }).await.unwrap(), "served");
-        assert!(!holding.is_finished(), "the call waits for the lock");
-        other.execute_batch("COMMIT").unwrap();
-        let holding = holding.await.unwrap().unwrap();
-        assert!(holding.first);
-        assert_eq!(held.get(&holding.call.id).await.unwrap().unwrap().standing, Standing::Waiting);
+    #[test]
+    fn a_postgres_place_is_told_without_its_password() {
+        let place = Place::parse("postgres://gate:secret@db.internal:6432/approvals");
+        assert_eq!(place.to_string(), "PostgreSQL at db.internal:6432/approvals");
+        assert_eq!(Place::parse("gate.held.sqlite"), Place::File(PathBuf::from("gate.held.sqlite")));
     }
 }

@@ -21,10 +21,11 @@
 //! - [`beside_tools`]: the upstreams' prompts, resources and completions, passed through;
 //! - [`connection`]: the gate's connection to one upstream, of either era, its tools listed
 //!   again when it says they changed;
-//! - [`held`]: each held call, kept (SQLite) with its decision and its run; the same call
-//!   asked again finds the one approval, and once it ran, what came of it; the store is asked
-//!   off the gate's thread (`HeldCalls`), so a write waiting on another gate's lock holds up
-//!   only the call that asked;
+//! - [`held`]: each held call, kept with its decision and its run (SQLite, asked off the gate's
+//!   thread; PostgreSQL for a fleet); the same call asked again finds the one approval, and once
+//!   it ran, what came of it; an approved call starts once, whichever gate asks;
+//! - [`shared`]: what a fleet's gates share beside the held calls (the engines' and the page's
+//!   records, the tasks): in the process, or in Redis;
 //! - [`approval`]: a rule's held calls as the approvals engine decides them (a `Subject`);
 //! - [`person`]: who a person is to the gate, and what they hold (over stdio, the policy's
 //!   `[people]` says);
@@ -67,6 +68,7 @@ pub mod review;
 pub mod rule;
 pub mod scopes;
 pub mod server;
+pub mod shared;
 pub mod tool_name;
 
 pub use call::Call;

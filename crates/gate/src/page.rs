@@ -50,13 +50,14 @@ pub struct ApprovalPage {
 /// The page's visitors, served for the MCP endpoint `endpoint` (at its origin): signed in at
 /// `issuer` as `client` (its ID and secret), asking for `scopes` (space-separated) and a token
 /// for the endpoint, which `resource` checks as it checks the endpoint's; a sign-in under way
-/// sealed into its browser's cookie with `cookies`, a session kept in this process.
+/// sealed into its browser's cookie with `cookies`, a session kept in `sessions` (a fleet's
+/// shared, so a visitor's next page may reach any gate).
 pub fn visitors(
     issuer: &str,
     (client_id, client_secret): (&str, Option<&str>),
     endpoint: &str,
     scopes: &str,
-    cookies: mrtr::seal::KeyRing,
+    (cookies, sessions): (mrtr::seal::KeyRing, Arc<dyn records::Records>),
     resource: &oauth_resource::gate::ResourceServer,
 ) -> Result<Visitors, String> {
     let origin = http::Uri::try_from(endpoint)
@@ -76,7 +77,6 @@ pub fn visitors(
         // keeps and `[people]`: signing in entitles nobody to anything.
         entitled: |_| false,
     };
-    let sessions: Arc<dyn records::Records> = Arc::new(records::InMemory::new());
     let sign_in = SignIn::new(client, endpoint, sessions, cookies, resource.clone())?;
     Ok(Visitors::new(sign_in, &origin, "the approval's link"))
 }

@@ -24,7 +24,7 @@ use std::{
 use approvals::channel::{page::Visitors, webhook::Webhook};
 use mrtr::{
     ask::Asking,
-    tasks::{InMemoryTasks, Resuming, Step, TaskRecord, TaskTimes, TaskWork, Tasking, Tasks},
+    tasks::{Resuming, Step, TaskRecord, TaskStore, TaskTimes, TaskWork, Tasking, Tasks},
 };
 use oauth_resource::gate::Granted;
 use rmcp::{
@@ -52,6 +52,7 @@ use crate::{
     relay::Host,
     review::{REVIEW, Review},
     rule::{Channel, Rule},
+    shared::Shared,
 };
 
 pub use crate::outcome::HELD_META;
@@ -80,6 +81,8 @@ struct Inner {
     page: Arc<OnceLock<String>>,
     /// What it serves: tools, and what its upstreams serve beside them.
     capabilities: ServerCapabilities,
+    /// Where its held calls' tasks are kept.
+    tasks: Arc<dyn TaskStore>,
     /// The escalations' watch, if a rule escalates: it ends with the gate.
     escalations: Option<Watching>,
 }
@@ -104,6 +107,7 @@ impl Gate {
         held: HeldCalls,
         host_user: Person,
         (keys, webhook): (Option<Arc<approvals::ReceiptKeys>>, Option<Webhook>),
+        shared: &Shared,
     ) -> Result<Gate, NotConnected> {
         let host = Host::default();
         let mut connections = Vec::with_capacity(policy.upstreams.len());
@@ -111,7 +115,7 @@ impl Gate {
             connections.push(Connection::open(upstream, host.clone()).await?);
         }
         let (policy, held) = (Arc::new(policy), Arc::new(held));
-        let deciding = Arc::new(Deciding::new(&policy, &held, keys.as_ref(), webhook.as_ref()));
+        let deciding = Arc::new(Deciding::new(&policy, &held, (keys.as_ref(), webhook.as_ref()), &shared.records));
         let review = Review::new(&policy, &held, &deciding);
         let receipts = keys.as_ref().map(|keys| deciding::receipts(&policy, keys));
         let tools = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
@@ -128,6 +132,7 @@ impl Gate {
             webhook,
             page: Arc::default(),
             capabilities,
+            tasks: shared.tasks.clone(),
             escalations: None,
         };
         inner.escalations = watch_escalations(&inner);
@@ -304,11 +309,11 @@ fn watch_escalations(inner: &Inner) -> Option<Watching> {
 }
 
 impl Gate {
-    /// The tasks of this gate's held calls (kept in this process: a host that starts the gate
-    /// anew finds a held call's outcome by calling it again), each taken up by the gate.
+    /// The tasks of this gate's held calls (where its [`Shared`] keeps them: in this process, a
+    /// host that starts the gate anew finds a held call's outcome by calling it again; in
+    /// Redis, any gate of the fleet answers a task's poll), each taken up by the gate.
     pub fn tasks(&self) -> Tasks {
-        Tasks::new(Arc::new(InMemoryTasks::new(Duration::from_secs(3600))), TaskTimes::default())
-            .working(Arc::new(self.clone()))
+        Tasks::new(self.inner.tasks.clone(), TaskTimes::default()).working(Arc::new(self.clone()))
     }
 
     /// `kept`, held by `rule`, as a task that stays `working` until it is decided and has run.

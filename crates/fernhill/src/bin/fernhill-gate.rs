@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Command::Serve {
             policy,
             held_calls,
+            shared,
             host_user,
             keys,
             webhook,
@@ -39,10 +40,12 @@ fn main() -> ExitCode {
             http,
             verbose,
         } => {
-            let held_calls = held_calls.unwrap_or_else(|| policy.with_extension("held.sqlite"));
+            let held_calls =
+                held_calls.unwrap_or_else(|| gate::held::Place::File(policy.with_extension("held.sqlite")));
             let serving = gate_serve::Serving {
                 policy: &policy,
                 held_calls: &held_calls,
+                store: (&shared.store, &shared.store_prefix),
                 host_user: &host_user,
                 keys: keys.as_deref(),
                 webhook: webhook.as_deref().zip(webhook_secret.as_deref()),

@@ -23,11 +23,15 @@ pub enum Command {
         /// The policy: [[upstream]] and [[rule]] tables in TOML.
         #[arg(value_name = "POLICY")]
         policy: PathBuf,
-        /// Where held calls are kept (SQLite): they outlive the session that asked, and a
-        /// gate started later on the same file finds them. Default: beside the policy, its
-        /// name with `.held.sqlite` (gate.toml: gate.held.sqlite).
-        #[arg(long, value_name = "PATH", env = "FERNHILL_GATE_HELD_CALLS")]
-        held_calls: Option<PathBuf>,
+        /// Where held calls are kept: a SQLite file (they outlive the session that asked, and a
+        /// gate started later on the same file finds them), or a postgres:// URL, the database
+        /// a fleet of gates shares. Default: beside the policy, its name with `.held.sqlite`
+        /// (gate.toml: gate.held.sqlite).
+        #[arg(long, value_name = "PATH|URL", env = "FERNHILL_GATE_HELD_CALLS", hide_env_values = true,
+              value_parser = |text: &str| Ok::<_, String>(gate::held::Place::parse(text)))]
+        held_calls: Option<gate::held::Place>,
+        #[command(flatten)]
+        shared: Box<SharedStore>,
         /// Who asks, over stdio: the host's user, as held calls name their requester. The
         /// policy's [people] table says what they hold, and so which held calls they decide
         /// (with the review_approvals tool, served to them alone).
@@ -70,4 +74,17 @@ pub enum Command {
         #[arg(long, default_value_t = 30, value_name = "SECONDS")]
         timeout: u64,
     },
+}
+
+/// Where the gates of one policy keep what they share beside the held calls.
+#[derive(clap::Args)]
+pub struct SharedStore {
+    /// Where the gates of one policy keep what they share beside the held calls (decisions'
+    /// claims, the approval page's sessions, the tasks hosts wait on): memory (this gate
+    /// alone), or a Redis URL (redis://, redis+sentinel://, redis+cluster://) for a fleet.
+    #[arg(long, value_name = "URL", env = "FERNHILL_GATE_STORE", default_value = "memory", hide_env_values = true)]
+    pub store: String,
+    /// The prefix of every key the gate keeps in --store: gates of one policy share it.
+    #[arg(long, value_name = "PREFIX", env = "FERNHILL_GATE_STORE_PREFIX", default_value = "fernhill-gate:")]
+    pub store_prefix: String,
 }

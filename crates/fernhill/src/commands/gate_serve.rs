@@ -13,8 +13,10 @@ const LOG_TARGETS: &[&str] = &["gate", "fernhill"];
 pub struct Serving<'a> {
     /// The policy's file.
     pub policy: &'a Path,
-    /// The held calls' store.
-    pub held_calls: &'a Path,
+    /// Where the held calls are kept.
+    pub held_calls: &'a gate::held::Place,
+    /// Where what the gates of one policy share beside them is kept, and its keys' prefix.
+    pub store: (&'a str, &'a str),
     /// Who asks and decides where no token names a person (over stdio, always).
     pub host_user: &'a str,
     /// The keys' secrets, if given.
@@ -31,7 +33,7 @@ pub struct Serving<'a> {
 /// in the policy, the keys or the address, or a user name that names nobody, 1 for a store or an
 /// upstream that could not be opened, or serving that failed).
 pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
-    let Serving { policy: path, held_calls, host_user, keys, webhook, http, page_client } = serving;
+    let Serving { policy: path, held_calls, store, host_user, keys, webhook, http, page_client } = serving;
     logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
     let policy = match super::gate_check::read_policy(path) {
         Ok(policy) => policy,
@@ -55,13 +57,26 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let held = match gate::held::HeldCalls::open(Some(held_calls), clock::Clock::system()) {
+    let held = match gate::held::HeldCalls::open_at(held_calls, clock::Clock::system()).await {
         Ok(held) => held,
         Err(error) => {
-            eprintln!("fernhill-gate: {}: {error}", held_calls.display());
+            eprintln!("fernhill-gate: {held_calls}: {error}");
             return ExitCode::FAILURE;
         }
     };
+    let shared = match gate::shared::Shared::at(store.0, store.1) {
+        Ok(shared) => shared,
+        Err(error) => {
+            eprintln!("fernhill-gate: --store: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if matches!(held_calls, gate::held::Place::Postgres(_)) && store.0 == "memory" {
+        tracing::warn!(
+            "held calls are in PostgreSQL, which a fleet of gates shares, but their tasks, decisions' claims and \
+             the page's sessions are kept in this gate alone: give every gate of the fleet the same --store redis://…"
+        );
+    }
     let decides = gate::review::reviews(&policy, &person);
     let policy_scopes = gate::scopes::GateScopes::of(&policy);
     if let Some(listen) = http.listen
@@ -83,8 +98,8 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     }
     // The page's sign-in asks for the scopes the rules name their deciders by.
     let page_scopes = oauth_resource::scopes::ScopePolicy::supported(&policy_scopes).join(" ");
-    tracing::info!(held_calls = %held_calls.display(), host_user, decides, keys = keys.configured, "held calls kept");
-    let gate = match gate::Gate::open(policy, held, person, (Some(keys.receipts.clone()), webhook)).await {
+    tracing::info!(%held_calls, host_user, decides, keys = keys.configured, "held calls kept");
+    let gate = match gate::Gate::open(policy, held, person, (Some(keys.receipts.clone()), webhook), &shared).await {
         Ok(gate) => gate,
         Err(error) => {
             eprintln!("fernhill-gate: {error}");
@@ -96,6 +111,7 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         client,
         scopes: page_scopes,
         cookies,
+        sessions: shared.records.clone(),
         receipts: keys.receipts.clone(),
     });
     let sealed = keys.seal(gate.clone(), gate.tasks());
@@ -121,6 +137,8 @@ struct PageSetup<'a> {
     /// The scopes its sign-in asks for.
     scopes: String,
     cookies: mrtr::seal::KeyRing,
+    /// Where its visitors' sessions are kept.
+    sessions: std::sync::Arc<dyn records::Records>,
     receipts: std::sync::Arc<approvals::ReceiptKeys>,
 }
 
@@ -173,7 +191,14 @@ async fn approval_page(
 ) -> Result<(gate::page::ApprovalPage, std::sync::Arc<approvals::ReceiptKeys>), String> {
     let issuer = http.auth_issuer.as_deref().ok_or("--page-client-id needs --auth-issuer")?;
     let endpoint = http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
-    let visitors = gate::page::visitors(issuer, setup.client, &endpoint, &setup.scopes, setup.cookies, resource)?;
+    let visitors = gate::page::visitors(
+        issuer,
+        setup.client,
+        &endpoint,
+        &setup.scopes,
+        (setup.cookies, setup.sessions),
+        resource,
+    )?;
     let origin = visitors.origin().to_owned();
     let page = setup.gate.approval_page(visitors);
     page.check_issuer().await.map_err(|error| format!("the approval page: {error}"))?;

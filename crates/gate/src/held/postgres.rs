@@ -1,0 +1,577 @@
+//! The held calls in PostgreSQL, for a fleet: gates on several machines over one database find
+//! the same held call, whichever the requester reaches, and an approved call is started by one
+//! of them alone.
+//!
+//! - The rules are the SQLite store's (`held`'s: who may decide, when a run starts, what a result
+//!   keeps); the transactions are READ COMMITTED, and a write that decides or starts a call locks
+//!   its row first (`SELECT … FOR UPDATE`), so gates deciding or starting one call take turns and
+//!   each reads what the one before it committed.
+//! - A call past its deadline is closed by the write that meets it (its own row, or the rows a
+//!   listing reads), not by every write over the whole table as SQLite's one writer does: gates
+//!   writing different calls never wait for each other.
+//! - Two gates holding the same call at once: the partial unique index `one_open_per_call`
+//!   decides (`INSERT … ON CONFLICT DO NOTHING`), and the second finds the first's.
+//! - Effects: a run's start takes a transaction-scoped advisory lock on its effect before looking
+//!   for another call that had it, so two calls with one effect started on two gates at once take
+//!   turns, and the second is a duplicate.
+//! - A transaction that meets a concurrent one (a deadlock, 40P01; a serialization failure, 40001)
+//!   runs again from its start, at most [`ATTEMPTS`] times, then is refused as busy.
+//! - Migrations are the shop's API's way: numbered SQL applied in order in one transaction under
+//!   an advisory lock, recorded in a table of their own (`held_calls_migrations`: the gate may
+//!   share a database with the API); a database newer than the build is refused.
+//! - Connections are plain TCP (`NoTls`), as the API's: the database is on a trusted network or
+//!   loopback, and a URL asking for TLS fails at start.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    time::{Duration, SystemTime},
+};
+
+use caller::Party;
+use clock::Clock;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Transaction};
+use tokio_postgres::{NoTls, error::SqlState};
+
+use super::{
+    Ended, HeldCall, HeldError, HeldId, Holding, Row, Standing, Start, Starting, ToHold, decidable, effect_since,
+    epoch, kept_result, starting, to_be_run_by,
+};
+
+/// How many times a write that meets concurrent writes is run in all before it is refused.
+const ATTEMPTS: u32 = 8;
+/// Connections a gate keeps to the database at most.
+const POOL_SIZE: usize = 8;
+/// How long a question waits for a connection, or for one to be made.
+const CONNECTION_WAIT: Duration = Duration::from_secs(5);
+/// The advisory lock the migrations are applied under (`HELD` in ASCII).
+const MIGRATION_LOCK: i64 = 0x4845_4c44;
+/// The first key of the advisory locks taken on an effect (its second: the effect's hash).
+const EFFECT_LOCKS: i32 = 0x4546_4654;
+
+/// The schema, version by version.
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "CREATE TABLE held_calls (
+        id TEXT PRIMARY KEY,
+        requester TEXT NOT NULL,
+        upstream TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        rule TEXT NOT NULL,
+        standing TEXT NOT NULL CHECK (standing IN ('waiting', 'approved', 'declined', 'expired')),
+        -- Found by the same call while true: until its deadline.
+        open BOOLEAN NOT NULL DEFAULT TRUE,
+        held_at BIGINT NOT NULL,
+        deadline BIGINT NOT NULL,
+        decided_by TEXT,
+        decided_at BIGINT,
+        decision_key TEXT,
+        decision_channel TEXT,
+        decision_receipt TEXT,
+        run TEXT CHECK (run IN ('running', 'ran', 'unknown', 'duplicate')),
+        run_at BIGINT,
+        result TEXT,
+        result_digest TEXT,
+        run_receipt TEXT,
+        -- The call's effect in the world, by its rule: two calls with one effect never both run.
+        effect TEXT,
+        -- The call that had this one's effect first, for a call kept from running as a duplicate.
+        duplicate_of TEXT,
+        -- When it was escalated, having waited past its rule's escalate_after (once, by any gate).
+        escalated_at BIGINT
+    );
+    CREATE UNIQUE INDEX one_open_per_call ON held_calls (requester, digest) WHERE open;
+    CREATE INDEX open_by_rule ON held_calls (rule, held_at) WHERE open;
+    CREATE INDEX by_effect ON held_calls (effect, run_at) WHERE effect IS NOT NULL;",
+)];
+
+/// The columns [`row`] reads, in its order.
+const COLUMNS: &str = "id, requester, upstream, tool, arguments, digest, rule, standing, held_at, deadline, \
+                       decided_by, decided_at, decision_key, decision_channel, decision_receipt, run, run_at, result, \
+                       result_digest, run_receipt, effect, duplicate_of";
+
+/// One transaction's work, run again from its start when it meets a concurrent one.
+type Work<'t, T> = Pin<Box<dyn Future<Output = Result<T, HeldError>> + Send + 't>>;
+
+/// The held calls in PostgreSQL. Cheap to clone (the pool is shared).
+#[derive(Clone)]
+pub(super) struct Store {
+    pool: Pool,
+    clock: Clock,
+}
+
+impl Store {
+    /// The held calls in the database at `url`, its schema brought up to this build's, read by
+    /// `clock`.
+    pub(super) async fn connect(url: &str, clock: Clock) -> Result<Store, HeldError> {
+        let config: tokio_postgres::Config =
+            url.parse().map_err(|error| HeldError::Unreachable(format!("not a PostgreSQL URL: {error}")))?;
+        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(CONNECTION_WAIT))
+            .create_timeout(Some(CONNECTION_WAIT))
+            .build()
+            .map_err(|error| HeldError::Unreachable(error.to_string()))?;
+        let store = Store { pool, clock };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Client, HeldError> {
+        self.pool.get().await.map_err(|error| {
+            // The pool's words, then its causes' ("error connecting to server: Connection refused").
+            let mut words = error.to_string();
+            let mut cause = std::error::Error::source(&error);
+            while let Some(error) = cause {
+                let said = error.to_string();
+                if !words.ends_with(&said) {
+                    words = format!("{words}: {said}");
+                }
+                cause = error.source();
+            }
+            HeldError::Unreachable(words)
+        })
+    }
+
+    /// Brings the schema up to [`MIGRATIONS`]' last version, once whichever gate starts first.
+    async fn migrate(&self) -> Result<(), HeldError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS held_calls_migrations (
+                version BIGINT PRIMARY KEY,
+                applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+            )",
+        )
+        .await?;
+        let at: i64 =
+            tx.query_one("SELECT COALESCE(MAX(version), 0) FROM held_calls_migrations", &[]).await?.try_get(0)?;
+        let newest = MIGRATIONS.last().map_or(0, |(version, _)| *version);
+        if at > newest {
+            return Err(HeldError::Damaged(format!(
+                "a schema at version {at}, newer than this build's {newest}: run a newer build"
+            )));
+        }
+        for (version, sql) in MIGRATIONS.iter().filter(|(version, _)| *version > at) {
+            tx.batch_execute(sql).await?;
+            tx.execute("INSERT INTO held_calls_migrations (version) VALUES ($1)", &[version]).await?;
+            tracing::info!(version, "the held calls' schema migrated");
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Runs `work` in a transaction at the clock's now and commits it, from its start again (on
+    /// a connection from the pool) while it meets concurrent writes, at most [`ATTEMPTS`] times.
+    async fn transaction<T: Send>(
+        &self,
+        work: impl for<'t> Fn(&'t Transaction<'t>, SystemTime) -> Work<'t, T> + Send + Sync,
+    ) -> Result<T, HeldError> {
+        let mut attempt = 1;
+        loop {
+            let now = self.clock.now();
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            let outcome = match work(&tx, now).await {
+                Ok(value) => tx.commit().await.map(|()| value).map_err(HeldError::from),
+                Err(error) => {
+                    // Rolled back now, not after the pause: its locks are what the other waits on.
+                    drop(tx);
+                    Err(error)
+                }
+            };
+            drop(client);
+            match outcome {
+                Err(error) if met_a_concurrent_write(&error) && attempt < ATTEMPTS => {
+                    tracing::debug!(attempt, %error, "a write to the held calls met a concurrent one; running it again");
+                    // Up to 2 ms after the first meeting, doubling to 64 ms: racers spread out.
+                    let most = 2u64 << attempt.min(5);
+                    tokio::time::sleep(Duration::from_micros(random_below(most * 1000))).await;
+                    attempt += 1;
+                }
+                Err(error) if met_a_concurrent_write(&error) => {
+                    tracing::warn!(attempts = attempt, %error, "a write to the held calls kept meeting concurrent ones");
+                    return Err(HeldError::Busy);
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    /// Hold the call `to_hold` describes: the same call already kept, or a new one.
+    pub(super) async fn keep(&self, to_hold: &ToHold) -> Result<Holding, HeldError> {
+        self.transaction(|tx, now| {
+            let to_hold = to_hold.clone();
+            Box::pin(async move { keep(tx, now, &to_hold).await })
+        })
+        .await
+    }
+
+    /// The held call `id`, if there is one.
+    pub(super) async fn get(&self, id: &HeldId) -> Result<Option<HeldCall>, HeldError> {
+        self.transaction(|tx, now| {
+            let id = id.clone();
+            Box::pin(async move {
+                close_call(tx, id.as_str(), now).await?;
+                read(tx, id.as_str()).await
+            })
+        })
+        .await
+    }
+
+    /// The calls held by `rule` (every rule's for `None`) that wait for a decision, oldest first.
+    pub(super) async fn waiting(&self, rule: Option<&str>) -> Result<Vec<HeldCall>, HeldError> {
+        self.transaction(|tx, now| {
+            let rule = rule.map(str::to_owned);
+            Box::pin(async move {
+                close_rule(tx, rule.as_deref(), now).await?;
+                let rows = tx
+                    .query(
+                        &format!(
+                            "SELECT {COLUMNS} FROM held_calls WHERE open AND standing = 'waiting'
+                             AND ($1::TEXT IS NULL OR rule = $1) ORDER BY held_at, id"
+                        ),
+                        &[&rule],
+                    )
+                    .await?;
+                rows.iter().map(|found| row(found)?.held()).collect()
+            })
+        })
+        .await
+    }
+
+    /// The calls held by `rule` that have waited `after` or longer, undecided, and were not
+    /// escalated before, marked escalated now (a conditional update: each once, by any gate).
+    pub(super) async fn escalate(&self, rule: &str, after: Duration) -> Result<Vec<HeldCall>, HeldError> {
+        self.transaction(|tx, now| {
+            let rule = rule.to_owned();
+            Box::pin(async move {
+                close_rule(tx, Some(&rule), now).await?;
+                let since = epoch(now).saturating_sub(i64::try_from(after.as_secs()).unwrap_or(i64::MAX));
+                let rows = tx
+                    .query(
+                        &format!(
+                            "UPDATE held_calls SET escalated_at = $1
+                             WHERE open AND standing = 'waiting' AND rule = $2 AND escalated_at IS NULL
+                             AND held_at <= $3 RETURNING {COLUMNS}"
+                        ),
+                        &[&epoch(now), &rule, &since],
+                    )
+                    .await?;
+                let mut escalated: Vec<HeldCall> =
+                    rows.iter().map(|found| row(found)?.held()).collect::<Result<_, _>>()?;
+                escalated.sort_by(|a, b| (a.held_at, a.id.as_str()).cmp(&(b.held_at, b.id.as_str())));
+                Ok(escalated)
+            })
+        })
+        .await
+    }
+
+    /// Approve `id`, as [`super::HeldCalls::approve`] says.
+    pub(super) async fn approve(
+        &self,
+        id: &str,
+        decider: Option<&Party>,
+        seen: Option<&str>,
+        key: &str,
+        own_allowed: bool,
+    ) -> Result<HeldCall, HeldError> {
+        self.transaction(|tx, now| {
+            let (id, decider, seen, key) = (id.to_owned(), decider.cloned(), seen.map(str::to_owned), key.to_owned());
+            Box::pin(async move {
+                let held = locked(tx, &id, now).await?;
+                if held.standing == Standing::Approved
+                    && held.decision.as_ref().and_then(|d| d.key.as_deref()) == Some(key.as_str())
+                {
+                    return Ok(held);
+                }
+                decidable(&held, decider.as_ref(), seen.as_deref(), own_allowed)?;
+                tx.execute(
+                    "UPDATE held_calls SET standing = 'approved', decided_by = $2, decided_at = $3, decision_key = $4,
+                     deadline = $5 WHERE id = $1",
+                    &[
+                        &id,
+                        &decider.as_ref().map(Party::to_string),
+                        &epoch(now),
+                        &key,
+                        &epoch(to_be_run_by(&held, now)),
+                    ],
+                )
+                .await?;
+                found(tx, &id, now).await
+            })
+        })
+        .await
+    }
+
+    /// Decline `id`, as [`super::HeldCalls::decline`] says.
+    pub(super) async fn decline(
+        &self,
+        id: &str,
+        decider: Option<&Party>,
+        own_allowed: bool,
+    ) -> Result<HeldCall, HeldError> {
+        self.transaction(|tx, now| {
+            let (id, decider) = (id.to_owned(), decider.cloned());
+            Box::pin(async move {
+                let held = locked(tx, &id, now).await?;
+                if held.standing == Standing::Declined {
+                    return Ok(held);
+                }
+                decidable(&held, decider.as_ref(), None, own_allowed)?;
+                tx.execute(
+                    "UPDATE held_calls SET standing = 'declined', decided_by = $2, decided_at = $3 WHERE id = $1",
+                    &[&id, &decider.as_ref().map(Party::to_string), &epoch(now)],
+                )
+                .await?;
+                found(tx, &id, now).await
+            })
+        })
+        .await
+    }
+
+    /// Keep where `id`'s decision was made, and its receipt.
+    pub(super) async fn keep_decision(
+        &self,
+        id: &HeldId,
+        channel: &str,
+        receipt: Option<&str>,
+    ) -> Result<(), HeldError> {
+        self.client()
+            .await?
+            .execute(
+                "UPDATE held_calls SET decision_channel = $2, decision_receipt = $3 WHERE id = $1",
+                &[&id.as_str(), &channel, &receipt],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Start `id`'s run, as [`super::HeldCalls::start`] says.
+    pub(super) async fn start(
+        &self,
+        id: &HeldId,
+        lease: Duration,
+        repeatable: bool,
+        again_after: Option<Duration>,
+    ) -> Result<Start, HeldError> {
+        self.transaction(|tx, now| {
+            let id = id.clone();
+            Box::pin(async move {
+                let id = id.as_str();
+                let held = locked(tx, id, now).await?;
+                match starting(&held, now, lease, repeatable) {
+                    Starting::Refused => return Ok(Start::Not(held)),
+                    Starting::Lost => {
+                        tx.execute("UPDATE held_calls SET run = 'unknown' WHERE id = $1", &[&id]).await?;
+                        return Ok(Start::Not(found(tx, id, now).await?));
+                    }
+                    Starting::Begins => {}
+                }
+                if let Some(effect) = &held.effect {
+                    // Whoever starts a call with this effect now, on any gate, waits here.
+                    tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&EFFECT_LOCKS, effect]).await?;
+                    let first = tx
+                        .query_opt(
+                            "SELECT id FROM held_calls WHERE effect = $1 AND id != $2
+                             AND run IN ('running', 'ran', 'unknown') AND run_at > $3 ORDER BY run_at LIMIT 1",
+                            &[effect, &id, &effect_since(now, again_after)],
+                        )
+                        .await?;
+                    if let Some(first) = first {
+                        let first: String = first.try_get(0)?;
+                        tx.execute(
+                            "UPDATE held_calls SET run = 'duplicate', duplicate_of = $2, run_at = $3 WHERE id = $1",
+                            &[&id, &first, &epoch(now)],
+                        )
+                        .await?;
+                        return Ok(Start::Not(found(tx, id, now).await?));
+                    }
+                }
+                tx.execute("UPDATE held_calls SET run = 'running', run_at = $2 WHERE id = $1", &[&id, &epoch(now)])
+                    .await?;
+                Ok(Start::Yours(found(tx, id, now).await?))
+            })
+        })
+        .await
+    }
+
+    /// Keep how `id`'s run ended; the call as it then stands.
+    pub(super) async fn ran(&self, id: &HeldId, ended: Ended) -> Result<HeldCall, HeldError> {
+        self.transaction(|tx, now| {
+            let (id, ended) = (id.clone(), ended.clone());
+            Box::pin(async move {
+                let id = id.as_str();
+                match ended {
+                    Ended::Answered(result, receipt) => {
+                        let (kept, digest) = kept_result(&result);
+                        tx.execute(
+                            "UPDATE held_calls SET run = 'ran', run_at = $2, result = $3, result_digest = $4,
+                             run_receipt = $5 WHERE id = $1",
+                            &[&id, &epoch(now), &kept, &digest, &receipt],
+                        )
+                        .await?;
+                    }
+                    Ended::Lost(receipt) => {
+                        tx.execute(
+                            "UPDATE held_calls SET run = 'unknown', run_receipt = $2 WHERE id = $1",
+                            &[&id, &receipt],
+                        )
+                        .await?;
+                    }
+                    Ended::Again => {
+                        tx.execute("UPDATE held_calls SET run = NULL, run_at = NULL WHERE id = $1", &[&id]).await?;
+                    }
+                }
+                found(tx, id, now).await
+            })
+        })
+        .await
+    }
+}
+
+/// Hold `to_hold` in `tx` at `now`: the same call, open, or a new one.
+async fn keep(tx: &Transaction<'_>, now: SystemTime, to_hold: &ToHold) -> Result<Holding, HeldError> {
+    let ToHold { requester, upstream, tool, arguments, digest, rule, deadline, .. } = to_hold;
+    tx.execute(
+        "UPDATE held_calls SET open = FALSE, standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END
+         WHERE requester = $1 AND digest = $2 AND open AND deadline <= $3",
+        &[requester, digest, &epoch(now)],
+    )
+    .await?;
+    let id = HeldId::random();
+    // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock cannot hold is
+    // refused here too rather than panicking.
+    let deadline = now.checked_add(*deadline).ok_or_else(|| HeldError::Deadline(rule.clone()))?;
+    // Another gate holding the same call now waits here for this one, or this one for it.
+    let inserted = tx
+        .execute(
+            "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, held_at,
+             deadline, effect)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'waiting', $8, $9, $10)
+             ON CONFLICT (requester, digest) WHERE open DO NOTHING",
+            &[
+                &id.as_str(),
+                requester,
+                upstream,
+                tool,
+                arguments,
+                digest,
+                rule,
+                &epoch(now),
+                &epoch(deadline),
+                &to_hold.effect(),
+            ],
+        )
+        .await?;
+    if inserted == 1 {
+        to_hold.held_now(&id);
+        return Ok(Holding { call: found(tx, id.as_str(), now).await?, first: true });
+    }
+    let kept = tx
+        .query_opt("SELECT id FROM held_calls WHERE requester = $1 AND digest = $2 AND open", &[requester, digest])
+        .await?;
+    // The one that was there was closed between the two statements (its deadline passed, on
+    // another gate): run again from the start, where it is held anew.
+    let kept: String = kept.ok_or(HeldError::Busy)?.try_get(0)?;
+    Ok(Holding { call: found(tx, &kept, now).await?, first: false })
+}
+
+/// Close `id` if its deadline has passed at `now` (one waiting has expired).
+async fn close_call(tx: &Transaction<'_>, id: &str, now: SystemTime) -> Result<(), HeldError> {
+    tx.execute(
+        "UPDATE held_calls SET open = FALSE, standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END
+         WHERE id = $1 AND open AND deadline <= $2",
+        &[&id, &epoch(now)],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Close the calls `rule` holds (every rule's for `None`) whose deadlines have passed at `now`.
+async fn close_rule(tx: &Transaction<'_>, rule: Option<&str>, now: SystemTime) -> Result<(), HeldError> {
+    tx.execute(
+        "UPDATE held_calls SET open = FALSE, standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END
+         WHERE ($1::TEXT IS NULL OR rule = $1) AND open AND deadline <= $2",
+        &[&rule, &epoch(now)],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The held call `id`, its row locked until `tx` ends and closed if its deadline has passed.
+async fn locked(tx: &Transaction<'_>, id: &str, now: SystemTime) -> Result<HeldCall, HeldError> {
+    if tx.query_opt("SELECT 1 FROM held_calls WHERE id = $1 FOR UPDATE", &[&id]).await?.is_none() {
+        return Err(HeldError::Unknown(id.to_owned()));
+    }
+    found(tx, id, now).await
+}
+
+/// The held call `id`, which must be there, closed if its deadline has passed.
+async fn found(tx: &Transaction<'_>, id: &str, now: SystemTime) -> Result<HeldCall, HeldError> {
+    close_call(tx, id, now).await?;
+    read(tx, id).await?.ok_or_else(|| HeldError::Unknown(id.to_owned()))
+}
+
+async fn read(tx: &Transaction<'_>, id: &str) -> Result<Option<HeldCall>, HeldError> {
+    let found = tx.query_opt(&format!("SELECT {COLUMNS} FROM held_calls WHERE id = $1"), &[&id]).await?;
+    found.as_ref().map(row).transpose()?.map(Row::held).transpose()
+}
+
+/// A row of [`COLUMNS`], to be read as a [`HeldCall`].
+fn row(found: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
+    Ok(Row {
+        text: [
+            found.try_get(0)?,
+            found.try_get(1)?,
+            found.try_get(2)?,
+            found.try_get(3)?,
+            found.try_get(4)?,
+            found.try_get(5)?,
+            found.try_get(6)?,
+            found.try_get(7)?,
+        ],
+        held_at: found.try_get(8)?,
+        deadline: found.try_get(9)?,
+        decided_by: found.try_get(10)?,
+        decided_at: found.try_get(11)?,
+        decision_key: found.try_get(12)?,
+        decision_channel: found.try_get(13)?,
+        decision_receipt: found.try_get(14)?,
+        run: found.try_get(15)?,
+        run_at: found.try_get(16)?,
+        result: found.try_get(17)?,
+        result_digest: found.try_get(18)?,
+        run_receipt: found.try_get(19)?,
+        effect: found.try_get(20)?,
+        duplicate_of: found.try_get(21)?,
+    })
+}
+
+/// Whether `error` is a meeting with another transaction, to be run again: a deadlock, a
+/// serialization failure, or a call closed under this one ([`HeldError::Busy`], from [`keep`]).
+fn met_a_concurrent_write(error: &HeldError) -> bool {
+    match error {
+        HeldError::Busy => true,
+        HeldError::Postgres(error) => {
+            matches!(error.code(), Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE)
+        }
+        _ => false,
+    }
+}
+
+/// A number below `most` (at least 1), from the operating system's random numbers: how long
+/// racers pause apart.
+fn random_below(most: u64) -> u64 {
+    let mut bytes = [0u8; 8];
+    // Without random numbers, no pause spread: the attempts still run again.
+    if getrandom::fill(&mut bytes).is_err() {
+        return 0;
+    }
+    u64::from_le_bytes(bytes) % most.max(1)
+}
