@@ -311,15 +311,21 @@ impl Balancer {
 
     /// As [`Balancer::start`], with more of the configuration's environment (`env`).
     pub fn start_with(self, fleet: &load::fleet::Fleet, env: &[(&str, &str)]) -> tokio::process::Child {
+        self.start_for(&fleet.urls, &fleet.admin_urls, env)
+    }
+
+    /// HAProxy in front of the replicas at `urls` (their MCP endpoints), checked at their admin
+    /// listeners `admin_urls`, with more of the configuration's environment (`env`).
+    pub fn start_for(self, urls: &[String], admin_urls: &[String], env: &[(&str, &str)]) -> tokio::process::Child {
         let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/haproxy.cfg");
         let mut command = Command::new("haproxy");
         command.arg("-db").arg("-f").arg(config).env("FERNHILL_LISTEN", "fd@0");
         command.env("FERNHILL_PROXY_SOURCE", load::fleet::PROXY_SOURCE);
         for index in 0..3 {
-            let replica = fleet.urls.get(index).or(fleet.urls.last()).expect("a fleet of at least one");
+            let replica = urls.get(index).or(urls.last()).expect("a fleet of at least one");
             let address = replica.trim_start_matches("http://").trim_end_matches("/mcp");
             command.env(format!("FERNHILL_REPLICA_{}", index + 1), address);
-            let admin = fleet.admin_urls.get(index).or(fleet.admin_urls.last()).expect("an admin listener");
+            let admin = admin_urls.get(index).or(admin_urls.last()).expect("an admin listener");
             let port = admin.rsplit(':').next().expect("a port");
             command.env(format!("FERNHILL_ADMIN_PORT_{}", index + 1), port);
         }
