@@ -9,27 +9,13 @@
 
 mod support;
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
+use load::held_calls::Payments;
 use mrtr::client::{Client, ScriptedUser, modern, pooled_http_client};
 use rmcp::{
-    ErrorData, RoleServer, ServerHandler,
-    model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
-        ServerCapabilities, ServerConfig, Tool,
-    },
-    service::RequestContext,
-    transport::{
-        StreamableHttpClientTransport,
-        streamable_http_client::StreamableHttpClientTransportConfig,
-        streamable_http_server::{
-            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-        },
-    },
+    model::CallToolResult,
+    transport::{StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig},
 };
 use serde_json::{Value, json};
 use support::{Balancer, fernhill_gate};
@@ -38,48 +24,6 @@ const CALLS: usize = 1_000;
 const AT_ONCE: usize = 16;
 const REPLICAS: usize = 3;
 const SECRET: &str = "the fleet's one secret and the same on every gate of it";
-
-/// An upstream whose one tool, `pay`, counts each invoice it is called for.
-#[derive(Clone, Default)]
-struct Payments(Arc<Mutex<HashMap<String, u32>>>);
-
-impl ServerHandler for Payments {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn list_tools(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {"invoice": {"type": "string"}}, "required": ["invoice"]});
-        let Value::Object(schema) = schema else { unreachable!("an object") };
-        Ok(ListToolsResult::with_all_items(vec![Tool::new("pay", "Pay an invoice.", schema)]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let invoice = request.arguments.as_ref().and_then(|arguments| arguments.get("invoice")).and_then(Value::as_str);
-        let Some(invoice) = invoice else { return Err(ErrorData::invalid_params("no invoice", None)) };
-        *self.0.lock().unwrap().entry(invoice.to_owned()).or_default() += 1;
-        Ok(CallToolResult::success(vec![ContentBlock::text(format!("paid {invoice}"))]).into())
-    }
-}
-
-/// `payments` served over Streamable HTTP on loopback: its MCP endpoint.
-async fn serve(payments: Payments) -> String {
-    let config = StreamableHttpServerConfig::default().with_legacy_session_mode(true).with_json_response(true);
-    let service =
-        StreamableHttpService::new(move || Ok(payments.clone()), Arc::new(LocalSessionManager::default()), config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await });
-    url
-}
 
 /// A free loopback address (bound, then let go): a replica is started again on its own.
 fn free_address() -> String {
@@ -185,6 +129,7 @@ async fn life(agent: &Client<ScriptedUser>, dana: &Client<ScriptedUser>, invoice
         let Some(held) = held_meta(&told) else {
             if told.is_error == Some(true) {
                 books.failed += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
             }
             assert_eq!(mrtr::client::text(&told), format!("paid {invoice}"));
@@ -229,7 +174,7 @@ async fn a_thousand_held_calls_decided_through_a_fleet_whose_every_gate_is_kille
     };
     psql("postgres", &format!("CREATE DATABASE {database}")).await;
     let payments = Payments::default();
-    let upstream = serve(payments.clone()).await;
+    let upstream = payments.clone().serve().await.unwrap();
     let issuer = support::issuer::Issuer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("gate.toml");
@@ -289,7 +234,7 @@ async fn a_thousand_held_calls_decided_through_a_fleet_whose_every_gate_is_kille
     }
 
     // What the upstream ran, against what each requester was told.
-    let ran = payments.0.lock().unwrap().clone();
+    let ran = payments.paid();
     let twice: Vec<_> = ran.iter().filter(|(_, count)| **count > 1).collect();
     assert!(twice.is_empty(), "run twice: {twice:?}");
     let count = |state: &str| books.iter().filter(|(_, told)| told.state == state).count();

@@ -361,13 +361,26 @@ impl HeldCalls {
     /// or run), or a new one.
     pub async fn hold(&self, requester: &Party, call: &Call<'_>, rule: &Rule) -> Result<Holding, HeldError> {
         let to_hold = ToHold::of(requester, call, rule)?;
-        ask!(self, |store| store.keep(&to_hold))
+        let said = to_hold.clone();
+        let holding: Holding = ask!(self, |store| store.keep(&to_hold))?;
+        if holding.first {
+            said.held_now(&holding.call.id);
+        }
+        Ok(holding)
     }
 
     /// The held call `id`, if there is one.
     pub async fn get(&self, id: &HeldId) -> Result<Option<HeldCall>, HeldError> {
         let id = id.clone();
-        ask!(self, |store| store.get(&id))
+        let now = self.clock.now();
+        let found: Option<HeldCall> = ask!(self, |store| store.get(&id))?;
+        // SQLite's read closes nothing: a call still kept waiting past its deadline has expired.
+        Ok(found.map(|mut held| {
+            if held.standing == Standing::Waiting && held.deadline <= now {
+                held.standing = Standing::Expired;
+            }
+            held
+        }))
     }
 
     /// The calls held by `rule` (every rule's for `None`) that wait for a decision, oldest first.
@@ -478,7 +491,8 @@ impl ToHold {
         })
     }
 
-    /// Said once, when the call is first held as `id`: an effect that could not be evaluated.
+    /// Said once, when the call is first held (and kept) as `id`: an effect that could not be
+    /// evaluated.
     fn held_now(&self, id: &HeldId) {
         if let Some(Err(unevaluated)) = &self.effect {
             tracing::warn!(rule = %self.rule, tool = %self.tool, why = %unevaluated.why, approval = %id,
@@ -551,6 +565,9 @@ fn kept_result(result: &serde_json::Value) -> (Option<String>, String) {
     ((text.len() <= KEPT_RESULT_BYTES).then_some(text), digest.to_string())
 }
 
+/// The last second RFC 3339 can tell (9999-12-31T23:59:59Z), in seconds since 1970.
+const LAST_TELLABLE_SECOND: i64 = 253_402_300_799;
+
 fn epoch(at: SystemTime) -> i64 {
     at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX))
 }
@@ -583,6 +600,11 @@ impl Row {
     fn held(self) -> Result<HeldCall, HeldError> {
         let [id, requester, upstream, tool, arguments, digest, rule, standing] = self.text;
         let damaged = |what: &str| HeldError::Damaged(format!("{what} in held call {id}"));
+        // Times are told in RFC 3339, which ends with the year 9999.
+        let times = [Some(self.held_at), Some(self.deadline), self.decided_at, self.run_at];
+        if times.iter().flatten().any(|secs| !(0..=LAST_TELLABLE_SECOND).contains(secs)) {
+            return Err(damaged("a time out of range"));
+        }
         let party = |text: &str| Party::parse(text).map_err(|_| damaged("a bad party"));
         let decision = match self.decided_at {
             None => None,
@@ -724,8 +746,10 @@ pub(crate) mod tests {
             assert_ne!(held.hold(&bob, &call(&arguments), &rule).await.unwrap().call.id, first.call.id);
             let other = json!({"path": "/srv/b", "content": "x"});
             assert_ne!(held.hold(&alice(), &call(&other), &rule).await.unwrap().call.id, first.call.id);
-            // Past its deadline undecided, it has expired; asked again, it is held anew.
+            // Past its deadline undecided, it has expired (read so before any write closes it);
+            // asked again, it is held anew.
             hand.advance(Duration::from_secs(3600));
+            assert_eq!(held.get(&first.call.id).await.unwrap().unwrap().standing, Standing::Expired);
             let later = held.hold(&alice(), &call(&arguments), &rule).await.unwrap();
             assert!(later.first && later.call.id != first.call.id);
             assert_eq!(held.get(&first.call.id).await.unwrap().unwrap().standing, Standing::Expired);
@@ -961,12 +985,12 @@ pub(crate) mod tests {
             assert!(holds.iter().all(|holding| holding.call.id == holds[0].call.id));
             let id = holds[0].call.id.clone();
             gates.held.approve(id.as_str(), Some(&lee()), None, "k", false).await.unwrap();
-            // Twelve starts of it at once: one runs it.
+            // Twelve starts of it at once: one runs it, and every other is told it is running.
             let starts = futures::future::join_all((0..12).map(|n| on(n).start(&id, lease, false, None))).await;
-            let yours = starts.iter().filter(|start| matches!(start, Ok(Start::Yours(_)))).count();
-            assert_eq!(yours, 1, "{starts:?}");
+            let starts: Vec<Start> = starts.into_iter().map(Result::unwrap).collect();
+            assert_eq!(starts.iter().filter(|start| matches!(start, Start::Yours(_))).count(), 1, "{starts:?}");
             // Two other calls with its effect, approved, started at once on two gates: neither
-            // runs while it runs, nor after.
+            // runs while it runs.
             let mut others = Vec::new();
             for note in ["two", "three"] {
                 let other = json!({"invoice": "I-1", "note": note});
@@ -980,18 +1004,27 @@ pub(crate) mod tests {
                 let Ok(Start::Not(kept)) = start else { panic!("a duplicate ran: {start:?}") };
                 assert_eq!(kept.run, Some(Run::Duplicate { of: id.clone() }));
             }
-            // Two calls of a new effect, started at once on two gates: exactly one runs.
-            let mut pair = Vec::new();
-            for note in ["a", "b"] {
-                let kept = gates.held.hold(&alice, &call(&json!({"invoice": "I-2", "note": note})), &rule).await;
-                let kept = kept.unwrap().call;
-                pair.push(gates.held.approve(kept.id.as_str(), Some(&lee()), None, "k", false).await.unwrap().id);
+            // Eight new effects, three calls of each approved, all twenty-four started at once
+            // across the three gates: one of each effect runs.
+            let mut approved = Vec::new();
+            for effect in 0..8 {
+                for note in ["a", "b", "c"] {
+                    let arguments = json!({"invoice": format!("I-{}", 10 + effect), "note": note});
+                    let kept = gates.held.hold(&alice, &call(&arguments), &rule).await.unwrap().call;
+                    approved.push(gates.held.approve(kept.id.as_str(), Some(&lee()), None, "k", false).await.unwrap());
+                }
             }
-            let raced =
-                futures::future::join_all(pair.iter().enumerate().map(|(n, id)| on(n).start(id, lease, false, None)))
-                    .await;
-            let ran = raced.iter().filter(|start| matches!(start, Ok(Start::Yours(_)))).count();
-            assert_eq!(ran, 1, "{raced:?}");
+            let raced = futures::future::join_all(
+                approved.iter().enumerate().map(|(n, held)| on(n).start(&held.id, lease, false, None)),
+            )
+            .await;
+            let mut ran = std::collections::HashMap::<String, usize>::new();
+            for start in raced {
+                if let Start::Yours(held) = start.unwrap() {
+                    *ran.entry(held.effect.unwrap()).or_default() += 1;
+                }
+            }
+            assert_eq!((ran.len(), ran.values().all(|count| *count == 1)), (8, true), "{ran:?}");
         })
         .await;
     }

@@ -146,11 +146,34 @@ async fn run(
             (Ended::Lost(sign((receipts, calls.clock().now()), rule, &kept, outcome)), Err(why))
         }
     };
-    let kept = calls.ran(&kept.id, ended).await.map_err(store_failed)?;
-    match answer {
-        Ok(result) => Ok(result),
-        Err(_) => Ok(ran(&kept)),
+    // What came of it is kept, the store asked again while it fails for a moment (a fleet's
+    // database busy or out of reach); kept or not, an answer the upstream gave is the caller's.
+    let mut kept_as = calls.ran(&kept.id, ended.clone()).await;
+    for _ in 1..KEEP_RAN_ATTEMPTS {
+        match &kept_as {
+            Err(error) if passing(error) => kept_as = calls.ran(&kept.id, ended.clone()).await,
+            _ => break,
+        }
     }
+    match (answer, kept_as) {
+        (Ok(result), Ok(_)) => Ok(result),
+        (Ok(result), Err(error)) => {
+            tracing::error!(approval = %kept.id, %error,
+                "an approved call ran and its result could not be kept: it stays running, then unknown, never sent again");
+            Ok(result)
+        }
+        (Err(_), Ok(kept)) => Ok(ran(&kept)),
+        (Err(_), Err(error)) => Err(store_failed(error)),
+    }
+}
+
+/// How many times a run's end is offered to the store before it is given up.
+const KEEP_RAN_ATTEMPTS: u32 = 3;
+
+/// Whether `error` may pass: the store busy or out of reach, not a refusal.
+fn passing(error: &crate::held::HeldError) -> bool {
+    use crate::held::HeldError;
+    matches!(error, HeldError::Busy | HeldError::Unreachable(_) | HeldError::Postgres(_) | HeldError::Store(_))
 }
 
 /// The receipt of `kept`'s run, which came to `outcome`: the decision as kept, and the run.

@@ -14,6 +14,7 @@ use crate::{
     cold_start, echo,
     faults::{self, Fault, FaultPlan},
     fleet::{Fleet, FleetPlan},
+    held_calls::{self, HeldPlan},
     leads::{self, LoadPlan},
     orders::Orders,
     overload::{self, OverloadPlan},
@@ -51,6 +52,20 @@ pub struct ArrivalOptions {
     /// How many seconds a person waits for a confirmation before giving up on it.
     #[arg(long, default_value = "2", value_name = "SECONDS", value_parser = seconds)]
     pub patience: Duration,
+}
+
+/// How many calls a gate holds, has decided and runs.
+#[derive(Args)]
+pub struct HeldOptions {
+    /// Calls in all.
+    #[arg(long, default_value_t = 3_000)]
+    pub calls: usize,
+    /// Callers at once.
+    #[arg(long, default_value_t = 16)]
+    pub at_once: usize,
+    /// The fernhill-gate binary (by default the one beside this program).
+    #[arg(long, value_name = "PATH")]
+    pub fernhill_gate: Option<PathBuf>,
 }
 
 /// The `fernhill-mcp` binary the started servers run.
@@ -363,6 +378,19 @@ pub async fn task_cost(options: TaskCostOptions) -> anyhow::Result<()> {
     let redis = redis.zip(store_prefix);
     let plan = TaskCostPlan { url, pid, orders, tasks, reads, concurrency, redis };
     print!("{}", task_cost::measure(&plan).await?.render());
+    Ok(())
+}
+
+/// Calls a gate started here holds, has decided and runs, a second; fails unless each ran once.
+pub async fn held(options: HeldOptions) -> anyhow::Result<()> {
+    let HeldOptions { calls, at_once, fernhill_gate } = options;
+    let program = match fernhill_gate {
+        Some(program) => program,
+        None => std::env::current_exe().context("finding this program")?.with_file_name("fernhill-gate"),
+    };
+    let books = held_calls::run(&program, &HeldPlan { calls, at_once }).await?;
+    println!("{}", books.render());
+    anyhow::ensure!(books.hold(), "not every call ran once");
     Ok(())
 }
 

@@ -30,6 +30,8 @@
 //!   while every replica is restarted and Redis fails over or crashes, then decided and read
 //!   through random replicas: the books;
 //! - [`cold_start`]: a stdio server's start to its first answer, and its peak memory;
+//! - [`held_calls`]: calls a gate holds, has decided and runs, a second, in front of an
+//!   upstream of this tool's own that counts what it runs;
 //! - [`usage`]: the CPU time server processes spend during a run, and their memory;
 //! - [`echo`]: the floor, a bare JSON service answering a confirmation's requests with canned
 //!   bytes of the same shape, to read the servers' figures against;
@@ -49,6 +51,7 @@ mod confirmation;
 pub mod echo;
 pub mod faults;
 pub mod fleet;
+pub mod held_calls;
 pub mod leads;
 pub mod orders;
 pub mod overload;

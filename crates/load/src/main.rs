@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use load::commands::{
-    self, ColdStartOptions, ConfirmOptions, EchoOptions, FaultsOptions, FleetOptions, OverloadOptions,
+    self, ColdStartOptions, ConfirmOptions, EchoOptions, FaultsOptions, FleetOptions, HeldOptions, OverloadOptions,
     ServeEchoOptions, TaskCostOptions, TasksOptions,
 };
 
@@ -90,6 +90,14 @@ enum Command {
     ///
     /// Example: fernhill-load task-cost --url http://127.0.0.1:8711/mcp --pid 4242 --tasks 1000
     TaskCost(TaskCostOptions),
+    /// How many calls a second one gate holds, has decided and runs: fernhill-gate serve --http
+    /// (started here, its held calls in SQLite) in front of an upstream of this tool's own that
+    /// counts what it runs; each caller holds a call, approves it with review_approvals, and
+    /// calls it again. Reports calls a second and the gate's CPU per call; fails unless each
+    /// ran once.
+    ///
+    /// Example: fernhill-load held --calls 3000 --at-once 16
+    Held(HeldOptions),
     /// Measure overload: one replica bounded to a few tool calls at once over a slowed API, its
     /// capacity, then arrivals at 2x and 5x that with shedding and with queueing; a table.
     Overload(OverloadOptions),
@@ -108,6 +116,7 @@ async fn main() -> ExitCode {
         Command::Faults(options) => commands::faults(options).await,
         Command::Overload(options) => commands::overload(options).await,
         Command::Tasks(options) => commands::tasks(options).await,
+        Command::Held(options) => commands::held(options).await,
         Command::TaskCost(options) => commands::task_cost(options).await,
         Command::ServeEcho(options) => commands::serve_echo(options).await,
     };

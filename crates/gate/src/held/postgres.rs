@@ -44,6 +44,10 @@ const ATTEMPTS: u32 = 8;
 const POOL_SIZE: usize = 8;
 /// How long a question waits for a connection, or for one to be made.
 const CONNECTION_WAIT: Duration = Duration::from_secs(5);
+/// How long a statement waits for a row's or an effect's lock before the transaction is run again.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+/// How long a transaction may sit idle (its gate frozen or cut off) before the server ends it.
+const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(30);
 /// The advisory lock the migrations are applied under (`HELD` in ASCII).
 const MIGRATION_LOCK: i64 = 0x4845_4c44;
 /// The first key of the advisory locks taken on an effect (its second: the effect's hash).
@@ -106,8 +110,18 @@ impl Store {
     /// The held calls in the database at `url`, its schema brought up to this build's, read by
     /// `clock`.
     pub(super) async fn connect(url: &str, clock: Clock) -> Result<Store, HeldError> {
-        let config: tokio_postgres::Config =
+        let mut config: tokio_postgres::Config =
             url.parse().map_err(|error| HeldError::Unreachable(format!("not a PostgreSQL URL: {error}")))?;
+        // A gate frozen or cut off mid-transaction must not hold a call's row or an effect's
+        // lock until TCP gives up on it (hours): a wait for a lock ends after LOCK_WAIT (and is
+        // run again, then refused as busy), a transaction left idle is ended by the server.
+        let mut options = config.get_options().map(str::to_owned).unwrap_or_default();
+        options.push_str(&format!(
+            " -c lock_timeout={}ms -c idle_in_transaction_session_timeout={}ms",
+            LOCK_WAIT.as_millis(),
+            IDLE_IN_TRANSACTION.as_millis()
+        ));
+        config.options(options.trim());
         let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
@@ -189,7 +203,7 @@ impl Store {
             match outcome {
                 Err(error) if met_a_concurrent_write(&error) && attempt < ATTEMPTS => {
                     tracing::debug!(attempt, %error, "a write to the held calls met a concurrent one; running it again");
-                    // Up to 2 ms after the first meeting, doubling to 64 ms: racers spread out.
+                    // Up to 4 ms after the first meeting, doubling to 64 ms: racers spread out.
                     let most = 2u64 << attempt.min(5);
                     tokio::time::sleep(Duration::from_micros(random_below(most * 1000))).await;
                     attempt += 1;
@@ -470,7 +484,6 @@ async fn keep(tx: &Transaction<'_>, now: SystemTime, to_hold: &ToHold) -> Result
         )
         .await?;
     if inserted == 1 {
-        to_hold.held_now(&id);
         return Ok(Holding { call: found(tx, id.as_str(), now).await?, first: true });
     }
     let kept = tx
@@ -554,12 +567,15 @@ fn row(found: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
 }
 
 /// Whether `error` is a meeting with another transaction, to be run again: a deadlock, a
-/// serialization failure, or a call closed under this one ([`HeldError::Busy`], from [`keep`]).
+/// serialization failure, a lock waited for past [`LOCK_WAIT`], or a call closed under this one
+/// ([`HeldError::Busy`], from [`keep`]).
 fn met_a_concurrent_write(error: &HeldError) -> bool {
     match error {
         HeldError::Busy => true,
         HeldError::Postgres(error) => {
-            matches!(error.code(), Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE)
+            matches!(error.code(), Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED
+                || *code == SqlState::T_R_SERIALIZATION_FAILURE
+                || *code == SqlState::LOCK_NOT_AVAILABLE)
         }
         _ => false,
     }

@@ -147,7 +147,6 @@ impl Store {
                             effect
                         ],
                     )?;
-                    to_hold.held_now(&id);
                     (id.0, true)
                 }
             };
@@ -470,6 +469,17 @@ mod tests {
         let brought_up = Store::open(Some(&file), Clock::system()).unwrap();
         assert_eq!(hold(&brought_up, &json!({"path": "/srv/a"})).call, kept.call);
         assert!(brought_up.escalate("writes", Duration::ZERO).unwrap().iter().any(|call| call.id == kept.call.id));
+    }
+
+    #[test]
+    fn a_row_whose_time_no_date_can_tell_is_read_as_damaged_not_a_panic_later() {
+        let store = Store::open(None, Clock::system()).unwrap();
+        let kept = hold(&store, &json!({"path": "/srv/a"}));
+        store
+            .connection()
+            .execute("UPDATE held_calls SET deadline = 253402300800 WHERE id = ?1", params![kept.call.id.as_str()])
+            .unwrap();
+        assert!(matches!(store.get(&kept.call.id), Err(HeldError::Damaged(_))));
     }
 
     #[tokio::test(flavor = "current_thread")]
