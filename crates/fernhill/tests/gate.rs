@@ -197,6 +197,26 @@ async fn a_host_user_that_names_nobody_is_refused_before_anything_is_served() {
     }
 }
 
+#[tokio::test]
+async fn a_held_calls_url_that_does_not_read_is_refused_without_saying_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("gate.toml");
+    std::fs::write(&policy, "[[rule]]\ntools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n")
+        .unwrap();
+    let refused = tokio::process::Command::new(fernhill_gate())
+        .arg("serve")
+        .arg(&policy)
+        .args(["--held-calls", "postgres://gate:hunter22@db.internal:not-a-port/approvals"])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8(refused.stderr).unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("--held-calls: not a PostgreSQL URL"), "{said}");
+    assert!(!said.contains("hunter22"), "{said}");
+    assert!(refused.stdout.is_empty(), "nothing served");
+}
+
 /// A policy in front of the shop whose refunds wait for a support lead, and lee is one.
 fn refunds_for_a_lead(dir: &Path, api: &shop_api::RunningApi) -> std::path::PathBuf {
     support::policy_before_the_shop(

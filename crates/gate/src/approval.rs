@@ -76,9 +76,11 @@ impl Subject for RuleApprovals {
             | HeldError::Postgres(_)
             | HeldError::Unreachable(_)
             | HeldError::Busy => Failed::Failing,
-            HeldError::Unknown(_) | HeldError::Damaged(_) | HeldError::Arguments(_) | HeldError::Deadline(_) => {
-                Failed::Refused
-            }
+            HeldError::Unknown(_)
+            | HeldError::Damaged(_)
+            | HeldError::Arguments(_)
+            | HeldError::Deadline(_)
+            | HeldError::NotAUrl(_) => Failed::Refused,
         }
     }
 

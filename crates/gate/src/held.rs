@@ -217,9 +217,12 @@ pub enum HeldError {
     /// PostgreSQL failed.
     #[error("the held calls' store (PostgreSQL): {0}")]
     Postgres(#[from] tokio_postgres::Error),
-    /// The PostgreSQL named cannot be reached, or its URL is not one.
+    /// The PostgreSQL named cannot be reached.
     #[error("the held calls' store (PostgreSQL): {0}")]
     Unreachable(String),
+    /// A `postgres://` URL that does not read as one.
+    #[error("not a PostgreSQL URL: {0}")]
+    NotAUrl(String),
     /// A write kept meeting other gates' writes to the same calls, and was given up.
     #[error("the held calls' store is busy: a write kept meeting other gates' writes; try again")]
     Busy,

@@ -30,7 +30,8 @@ pub struct Serving<'a> {
 }
 
 /// Serve as `serving` says, logging at `verbose` on stderr; what to exit with (2 for a mistake
-/// in the policy, the keys or the address, or a user name that names nobody, 1 for a store or an
+/// in the policy, the keys, the held calls' URL or the address, or a user name that names
+/// nobody, 1 for a store or an
 /// upstream that could not be opened, or serving that failed).
 pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     let Serving { policy: path, held_calls, store, host_user, keys, webhook, http, page_client } = serving;
@@ -59,6 +60,10 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     };
     let held = match gate::held::HeldCalls::open_at(held_calls, clock::Clock::system()).await {
         Ok(held) => held,
+        Err(error @ gate::held::HeldError::NotAUrl(_)) => {
+            eprintln!("fernhill-gate: --held-calls: {error}");
+            return ExitCode::from(2);
+        }
         Err(error) => {
             eprintln!("fernhill-gate: {held_calls}: {error}");
             return ExitCode::FAILURE;

@@ -111,7 +111,7 @@ impl Store {
     /// `clock`.
     pub(super) async fn connect(url: &str, clock: Clock) -> Result<Store, HeldError> {
         let mut config: tokio_postgres::Config =
-            url.parse().map_err(|error| HeldError::Unreachable(format!("not a PostgreSQL URL: {error}")))?;
+            url.parse().map_err(|error: tokio_postgres::Error| HeldError::NotAUrl(error.to_string()))?;
         // A gate frozen or cut off mid-transaction must not hold a call's row or an effect's
         // lock until TCP gives up on it (hours): a wait for a lock ends after LOCK_WAIT (and is
         // run again, then refused as busy), a transaction left idle is ended by the server.
@@ -536,8 +536,12 @@ async fn read(tx: &Transaction<'_>, id: &str) -> Result<Option<HeldCall>, HeldEr
     found.as_ref().map(row).transpose()?.map(Row::held).transpose()
 }
 
-/// A row of [`COLUMNS`], to be read as a [`HeldCall`].
-fn row(found: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
+/// A row of [`COLUMNS`], to be read as a [`HeldCall`]; one whose columns do not read is damaged.
+fn row(found: &tokio_postgres::Row) -> Result<Row, HeldError> {
+    columns(found).map_err(|error| HeldError::Damaged(format!("a row that does not read: {error}")))
+}
+
+fn columns(found: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
     Ok(Row {
         text: [
             found.try_get(0)?,
