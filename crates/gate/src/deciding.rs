@@ -290,7 +290,9 @@ fn refusal(id: &HeldId, refused: Refused<HeldError>) -> String {
         Refused::NotDecider(why) => format!("{id} was not decided: {why}."),
         Refused::PageOnly => format!("{id} is decided on the approval page only."),
         Refused::Changed => format!("{id} is not the call you were shown any more; nothing was decided."),
-        Refused::Unreadable(error) | Refused::Subject(error) => format!("{id} could not be decided: {error}."),
+        Refused::Unreadable(error) | Refused::Subject(error) => {
+            format!("{id} could not be decided: {}.", error.words())
+        }
         Refused::Replay(State::Approved) | Refused::AlreadyApproved => format!("{id} was approved already."),
         Refused::Replay(State::Declined) | Refused::DeclineStands { .. } => {
             format!("{id} was declined, and a decline stands.")

@@ -252,6 +252,30 @@ pub enum HeldError {
     Stopped(String),
 }
 
+impl HeldError {
+    /// What a caller is told of this: its own words where they are about the call (its
+    /// arguments, its rule's deadline, a decision refused), and only that the store failed where
+    /// they are the store's own (a database's error, its address, its schema), which the gate's
+    /// log says.
+    pub fn words(&self) -> String {
+        match self {
+            HeldError::Store(_)
+            | HeldError::Postgres(_)
+            | HeldError::Unreachable(_)
+            | HeldError::NotAUrl(_)
+            | HeldError::Busy
+            | HeldError::Damaged(_)
+            | HeldError::Stopped(_) => "the gate's store of held calls failed; its log says why".to_owned(),
+            HeldError::Arguments(_)
+            | HeldError::Deadline(_)
+            | HeldError::Unknown(_)
+            | HeldError::NotWaiting(..)
+            | HeldError::Changed(_)
+            | HeldError::Own(_) => self.to_string(),
+        }
+    }
+}
+
 /// Where held calls are kept: a SQLite file, or a PostgreSQL database a fleet of gates shares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Place {
@@ -1051,6 +1075,15 @@ pub(crate) mod tests {
         {
             assert!(HeldId::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_caller_is_told_the_store_failed_never_the_stores_own_words() {
+        let unreachable = HeldError::Unreachable("error connecting to server db.internal:5432: refused".into());
+        assert_eq!(unreachable.words(), "the gate's store of held calls failed; its log says why");
+        assert!(unreachable.to_string().contains("db.internal"), "the log keeps them");
+        let refused = HeldError::NotWaiting("H-0000000000000001".into(), "approved");
+        assert_eq!(refused.words(), refused.to_string());
     }
 
     #[test]

@@ -214,7 +214,7 @@ fn epoch(at: SystemTime) -> i64 {
 
 fn store_failed(error: crate::held::HeldError) -> ErrorData {
     tracing::error!(%error, "the held calls' store failed");
-    ErrorData::internal_error(format!("the gate's held calls could not be read or kept: {error}"), None)
+    ErrorData::internal_error(format!("the gate's held calls could not be read or kept: {}", error.words()), None)
 }
 
 fn time(at: SystemTime) -> String {

@@ -147,7 +147,7 @@ impl Review {
     async fn waiting_for(&self, person: &Person) -> CallToolResponse {
         let waiting = match waiting_for(&self.policy, &self.held, person, Place::Review).await {
             Ok(calls) => calls,
-            Err(error) => return refused(format!("The held calls could not be read: {error}.")),
+            Err(error) => return refused(format!("The held calls could not be read: {}.", error.words())),
         };
         let waiting: Vec<WaitingCall> = waiting
             .into_iter()
@@ -199,7 +199,7 @@ impl Review {
         let kept = match self.held.get(&id).await {
             Ok(Some(kept)) => kept,
             Ok(None) => return Ok(refused(format!("There is no held call {id}."))),
-            Err(error) => return Ok(refused(format!("The held calls could not be read: {error}."))),
+            Err(error) => return Ok(refused(format!("The held calls could not be read: {}.", error.words()))),
         };
         let rule = match may_decide(&self.policy, &kept, person, Place::Review) {
             Ok(rule) => rule,

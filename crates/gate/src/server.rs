@@ -211,7 +211,7 @@ impl Gate {
         if let Some(held) = self.inner.policy.held(&call) {
             let failed = |error: crate::held::HeldError| {
                 tracing::error!(%error, tool = call.tool, "a held call could not be kept");
-                ErrorData::internal_error(format!("the gate could not keep the held call: {error}"), None)
+                ErrorData::internal_error(format!("the gate could not keep the held call: {}", error.words()), None)
             };
             // Who asks is worked out for a held call alone: a call passed on needs nobody named.
             let person = self.person_of(&context);
