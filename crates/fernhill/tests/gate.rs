@@ -176,45 +176,77 @@ async fn a_call_a_rule_holds_never_reaches_its_upstream_and_asked_again_finds_th
     assert_eq!(support::shop(&api).refunds().await.unwrap(), vec![]);
 }
 
-#[tokio::test]
-async fn a_host_user_that_names_nobody_is_refused_before_anything_is_served() {
+/// `fernhill-gate serve` of a policy with one rule, given `args`, which it must refuse before it
+/// serves or keeps anything: what it said on stderr.
+async fn refused_at_start(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("gate.toml");
     std::fs::write(&policy, "[[rule]]\ntools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n")
         .unwrap();
+    let refused =
+        tokio::process::Command::new(fernhill_gate()).arg("serve").arg(&policy).args(args).output().await.unwrap();
+    let said = String::from_utf8(refused.stderr).unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{args:?}: {said}");
+    assert!(refused.stdout.is_empty() && !dir.path().join("gate.held.sqlite").exists(), "{args:?}: nothing served");
+    said
+}
+
+#[tokio::test]
+async fn a_host_user_that_names_nobody_is_refused_before_anything_is_served() {
     for name in [" ", "lead\n1"] {
-        let refused = tokio::process::Command::new(fernhill_gate())
-            .arg("serve")
-            .arg(&policy)
-            .args(["--host-user", name])
-            .output()
-            .await
-            .unwrap();
-        let said = String::from_utf8(refused.stderr).unwrap();
-        assert_eq!(refused.status.code(), Some(2), "{name:?}: {said}");
+        let said = refused_at_start(&["--host-user", name]).await;
         assert!(said.contains("names nobody: give the host's user's name"), "{name:?}: {said}");
-        assert!(refused.stdout.is_empty() && !dir.path().join("gate.held.sqlite").exists(), "{name:?}");
     }
 }
 
 #[tokio::test]
 async fn a_held_calls_url_that_does_not_read_is_refused_without_saying_its_password() {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("gate.toml");
-    std::fs::write(&policy, "[[rule]]\ntools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n")
-        .unwrap();
-    let refused = tokio::process::Command::new(fernhill_gate())
-        .arg("serve")
-        .arg(&policy)
-        .args(["--held-calls", "postgres://gate:hunter22@db.internal:not-a-port/approvals"])
-        .output()
-        .await
-        .unwrap();
-    let said = String::from_utf8(refused.stderr).unwrap();
-    assert_eq!(refused.status.code(), Some(2), "{said}");
+    let said = refused_at_start(&["--held-calls", "postgres://gate:hunter22@db.internal:not-a-port/approvals"]).await;
     assert!(said.contains("--held-calls: not a PostgreSQL URL"), "{said}");
     assert!(!said.contains("hunter22"), "{said}");
-    assert!(refused.stdout.is_empty(), "nothing served");
+}
+
+#[tokio::test]
+async fn a_page_url_that_names_no_approval_page_is_refused_before_anything_is_served() {
+    let said = refused_at_start(&["--page-url", "https://gate.example/mcp"]).await;
+    assert!(said.contains("--page-url: `https://gate.example/mcp` is not the approval page's URL"), "{said}");
+}
+
+/// A stdio gate whose held calls are decided on the page another gate serves (over the same
+/// store): its requester is given the page's link, and is named as the person the policy says
+/// they sign in as there, so the page tells them apart from the person who must decide.
+#[tokio::test]
+async fn a_gate_over_stdio_links_held_calls_to_the_page_another_gate_serves_naming_its_user_as_they_sign_in_there() {
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = support::policy_before_the_shop(
+        dir.path(),
+        &api,
+        "[people]\nalice = { signs_in_as = \"https://login.example alice\" }\nlee = { roles = [\"support-lead\"] }\n\n\
+         [[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\ndecided_by = { role = \"support-lead\" }\n\
+         deadline = \"1h\"\n",
+    );
+    let token = api.token.as_deref().unwrap_or_default();
+    let env = [
+        ("SHOP_API_TOKEN", token),
+        ("USER", "alice"),
+        ("FERNHILL_GATE_KEYS", support::KEY_A),
+        ("FERNHILL_GATE_PAGE_URL", "https://gate.example/approvals"),
+    ];
+    let alice = support::through_the_gate(&policy, &env, ScriptedUser::unable_to_ask(), legacy()).await;
+    let quote_id = support::quote(&alice, "O-1021").await;
+    let held = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
+    let link = format!("https://gate.example/approvals/{id}");
+    assert_eq!(held_meta(&held)["page"], link, "{held:?}");
+    assert!(mrtr::client::text(&held).contains(&format!("on the approval page at {link}")), "{held:?}");
+    // Lee, at his own host, sees who asked as the page would name her.
+    let lee = gate_for(&policy, &api, "lee", ScriptedUser::unable_to_ask(), modern()).await;
+    let listed = lee.call_tool("review_approvals", json!({})).await.unwrap();
+    let waiting = &listed.structured_content.as_ref().unwrap()["waiting"];
+    assert_eq!(waiting[0]["requested_by"], "https://login.example alice", "{listed:?}");
+    alice.close().await.unwrap();
+    lee.close().await.unwrap();
 }
 
 /// A policy in front of the shop whose refunds wait for a support lead, and lee is one.

@@ -235,3 +235,145 @@ async fn the_everything_server_s_prompts_resources_and_completions_pass_and_a_he
         client.close().await.unwrap();
     }
 }
+
+/// docs/gate.md's "Five minutes", run as written there: its shell blocks, by `sh`, in a home of
+/// the test's own (`$HOME`, `$USER` alice), where only the ports differ (the issuer's and the
+/// page's are ephemeral here) and `npx` is the filesystem server installed for the tests. The
+/// policy is written and checked; one gate serves the approval page; the terminal host launches
+/// another over stdio and calls `write_file` as a task, which stays `working` and writes
+/// nothing; alice, signed in on the page, is told it needs another person; lee lets it run; the
+/// host's task completes with the server's own answer, the file is written once, and the
+/// decision's receipt verifies offline with `fernhill verify`.
+#[tokio::test(flavor = "multi_thread")]
+async fn docs_gate_md_five_minutes_run_as_written_a_write_waits_for_another_person_on_the_page_then_runs_once() {
+    use expectrl::Regex;
+    use support::{
+        sign_in::{decides, page_signs_in},
+        terminal::Terminal,
+    };
+    let doc = include_str!("../../../docs/gate.md");
+    let five = doc.split("## Five minutes").nth(1).and_then(|rest| rest.split("\n## ").next()).unwrap();
+    let blocks: Vec<&str> = five.split("```sh\n").skip(1).map(|block| block.split("\n```").next().unwrap()).collect();
+    let [_build, issuer_block, setup, host, verify] = blocks[..] else { panic!("five shell blocks: {blocks:#?}") };
+    assert!(
+        issuer_block.contains("cd deploy/dev-issuer && npm install && PORT=8700 node issuer.mjs"),
+        "{issuer_block}"
+    );
+    let (_issuer, issuer) = support::oidc_issuer("jwt").await;
+
+    // A home of the test's own, and on its PATH the programs as `cargo install` puts them and an
+    // `npx` that starts the filesystem server the tests installed.
+    let home = tempfile::tempdir().unwrap();
+    let home_path = home.path().canonicalize().unwrap();
+    let node = support::npm("gate-upstreams", &[FILESYSTEM_SERVER], &[]);
+    let bin = home_path.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let npx = bin.join("npx");
+    let server = node.join("node_modules/.bin/mcp-server-filesystem");
+    std::fs::write(
+        &npx,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = -y ] && shift\n[ \"$1\" = @modelcontextprotocol/server-filesystem ] || exit 64\n\
+             shift\nexec {server:?} \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&npx, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let programs = support::fernhill_gate().parent().unwrap().to_owned();
+    assert!(programs.join("fernhill").exists(), "fernhill beside fernhill-gate");
+    let path = format!("{}:{}:{}", bin.display(), programs.display(), std::env::var("PATH").unwrap());
+    let sh = |script: &str| {
+        let mut command = tokio::process::Command::new("sh");
+        command
+            .args(["-e", "-c", script])
+            .env_clear()
+            .env("HOME", &home_path)
+            .env("USER", "alice")
+            .env("PATH", &path)
+            .env("FERNHILL_GATE_KEYS", support::KEY_A)
+            .current_dir(&home_path)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        command
+    };
+    let as_here = |text: &str| text.replace("http://127.0.0.1:8700", &issuer);
+
+    // 3. The folder, the policy (checked), and the gate serving the page. The keys are the test's.
+    let (prepare, serve) = setup.split_once("fernhill-gate serve").unwrap();
+    let prepare = prepare.replace("export FERNHILL_GATE_KEYS=$(openssl rand -hex 32)", "");
+    let checked = sh(&as_here(&prepare)).output().await.unwrap();
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert!(checked.status.success(), "{said}\n{}", String::from_utf8_lossy(&checked.stderr));
+    assert!(said.contains("write_file") && said.contains("held by \"price lists\""), "{said}");
+    assert!(said.contains("read_file") && said.contains("passes"), "{said}");
+    let policy = std::fs::read_to_string(home_path.join("fernhill-try/gate.toml")).unwrap();
+    assert!(policy.contains(&format!("alice = {{ signs_in_as = \"{issuer} alice\" }}")), "{policy}");
+    let serve = as_here(&format!("cd ~/fernhill-try\nexec fernhill-gate serve{serve}"))
+        .replace("127.0.0.1:8720", "127.0.0.1:0");
+    let (_page_gate, url, page_log) = support::spawn_printing_url_with_log(&mut sh(&serve)).await;
+    let origin = url.trim_end_matches("/mcp").to_owned();
+
+    // 4. The host, at a terminal (a pseudo-terminal here), launching the gate over stdio: the
+    // call is a task that waits.
+    let host = format!("cd ~/fernhill-try\nexec {}", host.replace("http://127.0.0.1:8720", &origin));
+    let mut terminal = std::process::Command::new("sh");
+    terminal
+        .args(["-e", "-c", &host])
+        .env_clear()
+        .env("HOME", &home_path)
+        .env("USER", "alice")
+        .env("PATH", &path)
+        .env("FERNHILL_GATE_KEYS", support::KEY_A)
+        .env("TERM", "xterm-256color")
+        .env("NO_COLOR", "1");
+    let (terminal, says) = tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::open(terminal, support::CHILD_DEADLINE);
+        let says = terminal.shows(Regex(r"is working: (Waiting for a decision[^\r\n]*)"), "the task waiting").pop();
+        (terminal, says.unwrap())
+    })
+    .await
+    .unwrap();
+    assert!(
+        says.starts_with(
+            "Waiting for a decision by a person whose token carries the scope approvals:decide: write_file"
+        ),
+        "{says}"
+    );
+    let approval = says.split("(approval ").nth(1).unwrap().get(..18).unwrap().to_owned();
+    let prices = home_path.join("fernhill-try/shop/prices/autumn.csv");
+    assert!(!prices.exists(), "nothing written while it waits");
+
+    // The page: alice, who asked, is told someone else decides; lee lets it run.
+    let link = format!("{origin}/approvals/{approval}");
+    let (_, hers) = page_signs_in(&link, "alice").await;
+    assert!(hers.contains("data-outcome=\"not_yours\"") && hers.contains("needs another person"), "{hers}");
+    let (_, listed) = page_signs_in(&format!("{origin}/approvals"), "lee").await;
+    assert!(listed.contains(&format!("href=\"/approvals/{approval}\"")), "{listed}");
+    let (lee, shown) = page_signs_in(&link, "lee").await;
+    let decided = decides(&lee, &link, &shown, "run").await;
+    assert!(decided.contains("data-outcome=\"approved\""), "{decided}\n{}", page_log.text());
+    let receipt = decided.split("<pre data-receipt>").nth(1).and_then(|rest| rest.split("</pre>").next()).unwrap();
+
+    // The host's task completes with the filesystem server's own answer; the file is written once.
+    let screen = tokio::task::spawn_blocking(move || {
+        let mut terminal = terminal;
+        terminal.shows("is completed", "the task completed");
+        terminal.shows("✔ write_file returned:", "the call's result");
+        terminal.shows("Successfully wrote to", "the server's own answer");
+        terminal.shows("Call another tool?", "the loop's question");
+        terminal.types("n\r");
+        terminal.quits()
+    })
+    .await
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&prices).unwrap(), "KG-1043,12.50");
+
+    // 5. The receipt, checked offline against the keys the page's gate serves.
+    let verify =
+        as_here(&verify.replace("http://127.0.0.1:8720", &origin)).replace("'eyJ...'", &format!("'{receipt}'"));
+    let verified = sh(&format!("cd ~/fernhill-try\n{verify}")).output().await.unwrap();
+    let said = String::from_utf8_lossy(&verified.stdout);
+    assert!(verified.status.success(), "{said}\n{}", String::from_utf8_lossy(&verified.stderr));
+    assert!(said.contains(&format!("{issuer} lee")) && said.contains("\"page\""), "{said}");
+    println!("{screen}\n{said}");
+}

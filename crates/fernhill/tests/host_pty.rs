@@ -6,69 +6,31 @@ mod support;
 
 use std::{process::Command, time::Duration};
 
-use expectrl::{Expect, Needle, Regex, Session, session::OsSession};
+use expectrl::Regex;
 use shop_api::{RefundId, RefundStatus};
 
-use support::{fernhill, fernhill_mcp, shop, start_api};
+use support::{fernhill, fernhill_mcp, shop, start_api, terminal::Terminal};
 
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
 /// How long one step may take before the test fails (a deadline, not a pace).
 const STEP: Duration = Duration::from_secs(30);
 
-/// A person at a terminal running `fernhill host`, with everything the screen has shown.
-struct Terminal {
-    session: OsSession,
-    seen: String,
-}
-
-impl Terminal {
-    /// `fernhill host --call TOOL --args JSON -- fernhill-mcp serve`, in an xterm of 200×50.
-    /// Against the shop's API at `api`, its URL and its credential.
-    fn host(api: (&str, &str), tool: &str, arguments: &str) -> Terminal {
-        let mut command = Command::new(fernhill());
-        command
-            .args(["host", "--call", tool, "--args", arguments, "--"])
-            .arg(fernhill_mcp())
-            .arg("serve")
-            .env("SHOP_API_URL", api.0)
-            .env("SHOP_API_TOKEN", api.1)
-            .env("TERM", "xterm-256color")
-            .env("NO_COLOR", "1")
-            .env_remove("RUST_LOG")
-            .env_remove("SHOP_REQUEST_STATE_KEY");
-        let mut session = Session::spawn(command).expect("fernhill host starts in a pseudo-terminal");
-        session.get_process_mut().set_window_size(200, 50).expect("the window size is set");
-        session.set_expect_timeout(Some(STEP));
-        Terminal { session, seen: String::new() }
-    }
-
-    /// Wait until the screen shows `needle`; what came before it and the match.
-    fn shows<N: Needle>(&mut self, needle: N, what: &str) -> Vec<String> {
-        match self.session.expect(needle) {
-            Ok(found) => {
-                self.seen.push_str(&String::from_utf8_lossy(found.as_bytes()));
-                found.matches().map(|m| String::from_utf8_lossy(m).into_owned()).collect()
-            }
-            Err(error) => panic!("the screen never showed {what} ({error}); it showed:\n{}", self.seen),
-        }
-    }
-
-    fn types(&mut self, keys: &str) {
-        self.session.send(keys).expect("keys reach the terminal");
-    }
-
-    /// The host has quit, with a zero exit status.
-    fn quits(mut self) {
-        self.shows(expectrl::Eof, "the end of the program");
-        let status = self.session.get_process().wait().expect("fernhill host exits");
-        assert_eq!(
-            status,
-            expectrl::process::unix::WaitStatus::Exited(self.session.get_process().pid(), 0),
-            "{}",
-            self.seen
-        );
-    }
+/// `fernhill host --call TOOL --args JSON -- fernhill-mcp serve` at a terminal, an xterm of
+/// 200×50. Against the shop's API at `api`, its URL and its credential.
+fn host(api: (&str, &str), tool: &str, arguments: &str) -> Terminal {
+    let mut command = Command::new(fernhill());
+    command
+        .args(["host", "--call", tool, "--args", arguments, "--"])
+        .arg(fernhill_mcp())
+        .arg("serve")
+        .env("SHOP_API_URL", api.0)
+        .env("SHOP_API_TOKEN", api.1)
+        .env("TERM", "xterm-256color")
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .env_remove("SHOP_REQUEST_STATE_KEY");
+    Terminal::open(command, STEP)
 }
 
 /// Quote the order with `--call`, then call issue_refund from the loop with the printed
@@ -103,7 +65,7 @@ async fn at_terminal(order: &'static str, answer: fn(&mut Terminal), status: Ref
     let api = start_api().await;
     let (url, token) = (api.url.clone(), api.token.clone().unwrap_or_default());
     let transcript = tokio::task::spawn_blocking(move || {
-        let mut terminal = Terminal::host((&url, &token), "quote_refund", &format!(r#"{{"order_id":"{order}"}}"#));
+        let mut terminal = host((&url, &token), "quote_refund", &format!(r#"{{"order_id":"{order}"}}"#));
         quote_then_issue(&mut terminal, order);
         answer(&mut terminal);
         terminal.shows("✔ issue_refund returned:", "the refund");

@@ -81,6 +81,25 @@ pub fn visitors(
     Ok(Visitors::new(sign_in, &origin, "the approval's link"))
 }
 
+/// A URL that names no approval page.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not the approval page's URL: its origin (https://gate.example), or that and {PATH}")]
+pub struct NotThePage(String);
+
+/// The origin of the approval page `url` names (`https://gate.example`, or that and
+/// `/approvals`), as another gate of the policy serves it.
+pub fn served_at(url: &str) -> Result<String, NotThePage> {
+    let not = || NotThePage(url.to_owned());
+    let parsed = url::Url::parse(url).map_err(|_| not())?;
+    let path = parsed.path().trim_end_matches('/');
+    let plain = parsed.query().is_none() && parsed.fragment().is_none() && parsed.username().is_empty();
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() || !plain || !["", PATH].contains(&path)
+    {
+        return Err(not());
+    }
+    Ok(parsed.origin().ascii_serialization())
+}
+
 /// Where held call `id` is decided on the page served at `origin`.
 pub fn link(origin: &str, id: &HeldId) -> String {
     format!("{}{PATH}/{id}", origin.trim_end_matches('/'))
@@ -277,4 +296,21 @@ fn no_such_call() -> Response {
 
 fn time(at: std::time::SystemTime) -> String {
     humantime::format_rfc3339_seconds(at).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_page_served_elsewhere_is_named_by_its_origin_or_that_and_its_path_and_nothing_else() {
+        for (url, origin) in [
+            ("https://gate.example", "https://gate.example"),
+            ("https://gate.example/approvals/", "https://gate.example"),
+            ("http://127.0.0.1:8720/approvals", "http://127.0.0.1:8720"),
+        ] {
+            assert_eq!(super::served_at(url).unwrap(), origin, "{url}");
+        }
+        for url in ["gate.example", "ftp://gate.example", "https://gate.example/mcp", "https://gate.example/?a=b", ""] {
+            assert!(super::served_at(url).is_err(), "{url}");
+        }
+    }
 }

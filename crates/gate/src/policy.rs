@@ -97,6 +97,9 @@ pub struct Policy {
     pub rules: Vec<Rule>,
     /// What each host user named in `[people]` holds: who decides over stdio.
     pub people: BTreeMap<String, Holds>,
+    /// Who a host user named in `[people]` is at the issuer (`signs_in_as`): the one person,
+    /// whether they ask over stdio or sign in on the approval page.
+    pub signs_in_as: BTreeMap<String, caller::Principal>,
     /// The policy's version, as receipts name it: the digest of its text.
     pub version: String,
 }
@@ -137,19 +140,34 @@ impl Policy {
             .enumerate()
             .map(|(index, table)| source.rule(index, table, &upstreams))
             .collect::<Result<Vec<_>, _>>()?;
-        let people = file
-            .people
-            .into_iter()
-            .map(|(name, holds)| source.person(name, holds))
-            .collect::<Result<BTreeMap<_, _>, _>>()?;
+        let (mut people, mut signs_in_as) = (BTreeMap::new(), BTreeMap::new());
+        for (name, table) in file.people {
+            let (holds, principal) = source.person(&name, table)?;
+            if let Some(principal) = principal {
+                signs_in_as.insert(name.clone(), principal);
+            }
+            people.insert(name, holds);
+        }
         let version = approvals::Digest::of_bytes(text.as_bytes()).to_string();
-        Ok(Policy { path: path.to_owned(), upstreams, rules, people, version })
+        Ok(Policy { path: path.to_owned(), upstreams, rules, people, signs_in_as, version })
     }
 
     /// What the host user `name` holds, as `[people]` says (nothing, for a name it does not
     /// list).
     pub fn holds_of(&self, name: &str) -> Holds {
         self.people.get(name).cloned().unwrap_or_default()
+    }
+
+    /// The host's user `name`, over stdio: holding what `[people]` says of them, and named as the
+    /// person they sign in as at the issuer where `[people]` says it (so that the calls they ask
+    /// here are theirs on the approval page too), else as the host user; `None` for a name that
+    /// names nobody.
+    pub fn host_user(&self, name: &str) -> Option<Person> {
+        let person = Person::host_user(name, self.holds_of(name))?;
+        Some(match self.signs_in_as.get(name) {
+            Some(principal) => Person { party: caller::Party::Principal(principal.clone()), holds: person.holds },
+            None => person,
+        })
     }
 
     /// The person a token names, `principal`, holding its `scopes` and what `[people]` says of
@@ -257,22 +275,46 @@ impl Source<'_> {
         Ok(Upstream { name, reached, trust_annotations: table.trust_annotations })
     }
 
-    /// One person of `[people]`: what the host user `name` holds.
-    fn person(&self, name: String, table: Spanned<PersonTable>) -> Result<(String, Holds), PolicyError> {
+    /// One person of `[people]`: what the host user `name` holds, and who they sign in as at
+    /// the issuer, if the policy says.
+    fn person(
+        &self,
+        name: &str,
+        table: Spanned<PersonTable>,
+    ) -> Result<(Holds, Option<caller::Principal>), PolicyError> {
         let at = table.span().start;
         let table = table.into_inner();
         let holds = Holds { scopes: table.scopes, roles: table.roles, groups: table.groups };
-        if crate::person::Person::host_user(&name, Holds::default()).is_none() {
+        if crate::person::Person::host_user(name, Holds::default()).is_none() {
             return Err(self.bad(at, "people", format!("`{name}` is not a host user's name")));
         }
-        if holds.is_empty() {
+        let signs_in_as = match table.signs_in_as {
+            None => None,
+            Some(text) => match caller::Party::parse(text.get_ref()) {
+                Ok(caller::Party::Principal(principal)) if principal.is_person() => Some(principal),
+                _ => {
+                    return Err(self.bad(
+                        text.span().start,
+                        "people.signs_in_as",
+                        format!(
+                            "`{}` names no person at an issuer: \"ISSUER SUBJECT\", as \"https://login.example {name}\"",
+                            text.get_ref()
+                        ),
+                    ));
+                }
+            },
+        };
+        if holds.is_empty() && signs_in_as.is_none() {
             return Err(self.bad(
                 at,
                 "people",
-                format!("{name} holds nothing: {name} = {{ roles = [\"support-lead\"] }}, or scopes, or groups"),
+                format!(
+                    "{name} holds nothing: {name} = {{ roles = [\"support-lead\"] }}, or scopes, or groups, or \
+                     signs_in_as"
+                ),
             ));
         }
-        Ok((name, holds))
+        Ok((holds, signs_in_as))
     }
 
     /// The `index`th `[[rule]]` (from 0), over the `upstreams` already read.
@@ -449,6 +491,7 @@ struct PersonTable {
     roles: Vec<String>,
     #[serde(default)]
     groups: Vec<String>,
+    signs_in_as: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -645,6 +688,14 @@ lost_outcome = "repeat"
             ("[people]\nlee = {}\n", "gate.toml:2: people: lee holds nothing"),
             ("[people]\n\" lee\" = { roles = [\"r\"] }\n", "gate.toml:2: people: ` lee` is not a host user's name"),
             ("[people]\nlee = { role = [\"r\"] }\n", "gate.toml:2: : unknown field `role`"),
+            (
+                "[people]\nlee = { signs_in_as = \"lee\" }\n",
+                "gate.toml:2: people.signs_in_as: `lee` names no person at an issuer",
+            ),
+            (
+                "[people]\nlee = { signs_in_as = \"client https://login.example lee\" }\n",
+                "gate.toml:2: people.signs_in_as: `client https://login.example lee` names no person",
+            ),
         ] {
             let refused = refusal(people);
             assert!(refused.starts_with(expected), "{people}\n=> {refused}\n(expected {expected})");
@@ -657,9 +708,28 @@ lost_outcome = "repeat"
         let policy = policy(text).unwrap();
         assert_eq!(policy.holds_of("lee").roles, ["support-lead"]);
         assert!(policy.holds_of("alice").is_empty());
+        assert_eq!(policy.host_user("lee").unwrap().party, caller::Party::host_user("lee"));
+        assert!(policy.host_user("").is_none());
         // A rule's default channels take decisions at a decider's own host, the page and the webhook.
         let rule = policy_rule("tools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n");
         assert_eq!(rule.channels, [Channel::Review, Channel::Page, Channel::Webhook]);
+    }
+
+    #[test]
+    fn a_host_user_the_policy_says_signs_in_at_the_issuer_is_that_person_over_stdio_too() {
+        let text = "[people]\nalice = { signs_in_as = \"https://login.example alice\" }\n\
+                    lee = { roles = [\"lead\"], signs_in_as = \"https://login.example u-42\" }\n";
+        let policy = policy(text).unwrap();
+        let alice = policy.host_user("alice").unwrap();
+        // The same party the approval page names her by once she signs in there.
+        let signed_in = policy.person_of(caller::Principal::new("https://login.example", "alice"), &[]);
+        assert_eq!(alice.party, signed_in.party);
+        assert!(alice.holds.is_empty(), "she holds nothing: {alice:?}");
+        let lee = policy.host_user("lee").unwrap();
+        assert_eq!(lee.party.to_string(), "https://login.example u-42");
+        assert_eq!(lee.holds.roles, ["lead"]);
+        // Anyone the table does not name is the host user they are.
+        assert_eq!(policy.host_user("sam").unwrap().party, caller::Party::host_user("sam"));
     }
 
     fn policy_rule(body: &str) -> Rule {

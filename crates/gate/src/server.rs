@@ -146,6 +146,13 @@ impl Gate {
         ApprovalPage::new(visitors, &self.inner.policy, &self.inner.held, &self.inner.deciding)
     }
 
+    /// The approval page of this gate's held calls, served by another gate of its policy at
+    /// `origin` (see [`crate::page::served_at`]): from now on a held call's requester and the
+    /// webhook's announcements are given its link.
+    pub fn page_served_at(&self, origin: String) {
+        let _ = self.inner.page.set(origin);
+    }
+
     /// Close every upstream's connection.
     pub async fn close(self) {
         if let Ok(inner) = Arc::try_unwrap(self.inner) {

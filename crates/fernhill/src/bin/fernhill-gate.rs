@@ -35,8 +35,7 @@ fn main() -> ExitCode {
             keys,
             webhook,
             webhook_secret,
-            page_client_id,
-            page_client_secret,
+            page,
             http,
             verbose,
         } => {
@@ -50,7 +49,8 @@ fn main() -> ExitCode {
                 keys: keys.as_deref(),
                 webhook: webhook.as_deref().zip(webhook_secret.as_deref()),
                 http: &http,
-                page_client: page_client_id.as_deref().map(|id| (id, page_client_secret.as_deref())),
+                page_client: page.page_client_id.as_deref().map(|id| (id, page.page_client_secret.as_deref())),
+                page_url: page.page_url.as_deref(),
             };
             runtime.block_on(gate_serve::run(serving, verbose))
         }

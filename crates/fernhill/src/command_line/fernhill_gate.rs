@@ -49,14 +49,8 @@ pub enum Command {
         /// The secret each post to the webhook is signed with (at least 16 characters).
         #[arg(long, value_name = "SECRET", env = "FERNHILL_GATE_WEBHOOK_SECRET", hide_env_values = true)]
         webhook_secret: Option<String>,
-        /// Serve the approval page (over --http, with --auth-issuer): deciders sign in there as
-        /// this client of the issuer, and decide the held calls their rules name them for; the
-        /// webhook's announcements and a held call's requester are given its link.
-        #[arg(long, value_name = "CLIENT_ID", env = "FERNHILL_GATE_PAGE_CLIENT_ID")]
-        page_client_id: Option<String>,
-        /// The approval page's client secret at the issuer.
-        #[arg(long, value_name = "SECRET", env = "FERNHILL_GATE_PAGE_CLIENT_SECRET", hide_env_values = true)]
-        page_client_secret: Option<String>,
+        #[command(flatten)]
+        page: Box<PageFlags>,
         #[command(flatten)]
         http: Box<mcp_serve::HttpConfig>,
         /// Log verbosity: -v for debug, -vv for trace (RUST_LOG overrides).
@@ -87,4 +81,22 @@ pub struct SharedStore {
     /// The prefix of every key the gate keeps in --store: gates of one policy share it.
     #[arg(long, value_name = "PREFIX", env = "FERNHILL_GATE_STORE_PREFIX", default_value = "fernhill-gate:")]
     pub store_prefix: String,
+}
+
+/// Where held calls are decided in a browser: the page this gate serves, or another gate's.
+#[derive(clap::Args)]
+pub struct PageFlags {
+    /// Serve the approval page (over --http, with --auth-issuer): deciders sign in there as
+    /// this client of the issuer, and decide the held calls their rules name them for; the
+    /// webhook's announcements and a held call's requester are given its link.
+    #[arg(long, value_name = "CLIENT_ID", env = "FERNHILL_GATE_PAGE_CLIENT_ID")]
+    pub page_client_id: Option<String>,
+    /// The approval page's client secret at the issuer.
+    #[arg(long, value_name = "SECRET", env = "FERNHILL_GATE_PAGE_CLIENT_SECRET", hide_env_values = true)]
+    pub page_client_secret: Option<String>,
+    /// The approval page another gate of this policy serves, on the same held calls (its
+    /// URL: https://gate.example, or that and /approvals): this gate's requesters and webhook
+    /// announcements are given its links. For a gate over stdio, which serves no page.
+    #[arg(long, value_name = "URL", env = "FERNHILL_GATE_PAGE_URL", conflicts_with = "page_client_id")]
+    pub page_url: Option<String>,
 }

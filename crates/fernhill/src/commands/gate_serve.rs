@@ -27,6 +27,8 @@ pub struct Serving<'a> {
     pub http: &'a mcp_serve::HttpConfig,
     /// The approval page's client at the issuer, and its secret, if the page is served.
     pub page_client: Option<(&'a str, Option<&'a str>)>,
+    /// The approval page another gate serves, if this one links to it.
+    pub page_url: Option<&'a str>,
 }
 
 /// Serve as `serving` says, logging at `verbose` on stderr; what to exit with (2 for a mistake
@@ -34,15 +36,22 @@ pub struct Serving<'a> {
 /// nobody, 1 for a store or an
 /// upstream that could not be opened, or serving that failed).
 pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
-    let Serving { policy: path, held_calls, store, host_user, keys, webhook, http, page_client } = serving;
+    let Serving { policy: path, held_calls, store, host_user, keys, webhook, http, page_client, page_url } = serving;
     logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
     let policy = match super::gate_check::read_policy(path) {
         Ok(policy) => policy,
         Err(code) => return code,
     };
-    let Some(person) = gate::person::Person::host_user(host_user, policy.holds_of(host_user)) else {
+    let Some(person) = policy.host_user(host_user) else {
         eprintln!("fernhill-gate: --host-user {host_user:?} names nobody: give the host's user's name");
         return ExitCode::from(2);
+    };
+    let page_elsewhere = match page_url.map(gate::page::served_at).transpose() {
+        Ok(origin) => origin,
+        Err(error) => {
+            eprintln!("fernhill-gate: --page-url: {error}");
+            return ExitCode::from(2);
+        }
     };
     let webhook = match webhook.map(|(url, secret)| gate::announce::webhook(url, secret)).transpose() {
         Ok(webhook) => webhook,
@@ -83,6 +92,10 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         );
     }
     let decides = gate::review::reviews(&policy, &person);
+    // A host user asking over stdio whose calls are decided on a page where people sign in.
+    let unknown_on_the_page = http.listen.is_none()
+        && matches!(person.party, caller::Party::HostUser(_))
+        && policy.rules.iter().any(|rule| rule.channels.contains(&gate::rule::Channel::Page));
     let policy_scopes = gate::scopes::GateScopes::of(&policy);
     if let Some(listen) = http.listen
         && http.auth_issuer.is_none()
@@ -103,7 +116,7 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     }
     // The page's sign-in asks for the scopes the rules name their deciders by.
     let page_scopes = oauth_resource::scopes::ScopePolicy::supported(&policy_scopes).join(" ");
-    tracing::info!(%held_calls, host_user, decides, keys = keys.configured, "held calls kept");
+    tracing::info!(%held_calls, host_user, person = %person.party, decides, keys = keys.configured, "held calls kept");
     let gate = match gate::Gate::open(policy, held, person, (Some(keys.receipts.clone()), webhook), &shared).await {
         Ok(gate) => gate,
         Err(error) => {
@@ -111,6 +124,18 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(origin) = page_elsewhere {
+        if unknown_on_the_page {
+            tracing::warn!(
+                host_user,
+                "the approval page names people as they sign in at its issuer, and the policy's [people] gives \
+                 {host_user} no signs_in_as: signed in there, {host_user} would be another person to the calls \
+                 {host_user} asks here"
+            );
+        }
+        tracing::info!(page = %format!("{origin}{}", approvals::channel::page::PATH), "held calls are decided on the approval page another gate serves");
+        gate.page_served_at(origin);
+    }
     let page = page_client.zip(keys.page_cookies()).map(|(client, cookies)| PageSetup {
         gate: gate.clone(),
         client,

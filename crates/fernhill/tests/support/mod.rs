@@ -7,8 +7,13 @@
 pub mod issuer;
 pub mod legacy_session;
 pub mod sign_in;
+pub mod terminal;
 
-use std::{path::PathBuf, process::Stdio, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::Duration,
+};
 
 use load::child_log::ChildLog;
 
@@ -245,21 +250,32 @@ pub fn npm(folder: &str, packages: &[&str], scripts: &[&str]) -> PathBuf {
         assert!(status.success(), "npm install {packages:?} failed: is the npm registry reachable?");
     }
     for script in scripts {
-        // Another test may be running this script right now: replace it only when it changed,
-        // and then whole (a rename), never by truncating the file node is reading.
-        let source = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node").join(script)).unwrap();
-        let target = folder.join(script);
-        if std::fs::read(&target).ok().as_deref() != Some(source.as_slice()) {
-            let staged = folder.join(format!("{script}.{}", std::process::id()));
-            std::fs::write(&staged, &source).unwrap();
-            std::fs::rename(&staged, &target).unwrap();
-        }
+        place(&folder, &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node").join(script));
     }
     folder
 }
 
+/// The script at `source` copied into `folder` under its own name. Another test may be running
+/// it right now: it is replaced only when it changed, and then whole (a rename), never by
+/// truncating the file node is reading.
+fn place(folder: &Path, source: &Path) {
+    let name = source.file_name().unwrap().to_str().unwrap();
+    let text = std::fs::read(source).unwrap();
+    let target = folder.join(name);
+    if std::fs::read(&target).ok().as_deref() != Some(text.as_slice()) {
+        let staged = folder.join(format!("{name}.{}", std::process::id()));
+        std::fs::write(&staged, &text).unwrap();
+        std::fs::rename(&staged, &target).unwrap();
+    }
+}
+
+/// The repository's development issuer, `deploy/dev-issuer/issuer.mjs`.
+fn dev_issuer_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/dev-issuer/issuer.mjs")
+}
+
 /// oidc-provider (npm) on an ephemeral loopback port, issuing `tokens` (`jwt` or `opaque`)
-/// access tokens (`tests/node/issuer.mjs` names its clients); the child and its issuer URL.
+/// access tokens (`deploy/dev-issuer/issuer.mjs` names its clients); the child and its issuer URL.
 pub async fn oidc_issuer(tokens: &str) -> (tokio::process::Child, String) {
     oidc_issuer_with(tokens, false).await
 }
@@ -267,7 +283,9 @@ pub async fn oidc_issuer(tokens: &str) -> (tokio::process::Child, String) {
 /// As [`oidc_issuer`], giving the clients people sign in with pairwise subjects when `pairwise`.
 pub async fn oidc_issuer_with(tokens: &str, pairwise: bool) -> (tokio::process::Child, String) {
     use tokio::io::{AsyncBufReadExt, BufReader};
-    let folder = npm("oidc", &["oidc-provider@9.13.3"], &["issuer.mjs"]);
+    // The version deploy/dev-issuer/package.json pins.
+    let folder = npm("oidc", &["oidc-provider@9.13.3"], &[]);
+    place(&folder, &dev_issuer_script());
     let mut child = Command::new("node")
         .arg(folder.join("issuer.mjs"))
         .env("ACCESS_TOKENS", tokens)

@@ -1,7 +1,11 @@
-// A real OAuth authorization server for the tests: oidc-provider (npm), on an ephemeral
-// loopback port, issuing ES256 JWT access tokens (typ at+jwt) whose audience is the MCP
-// endpoint a client names as its resource (RFC 8707). Prints its issuer URL, then serves
-// until killed.
+// A development OAuth authorization server, for the tests and for trying Fernhill and its gate
+// on one machine (docs/gate.md, "Five minutes"): oidc-provider (npm), on a loopback port (PORT,
+// or an ephemeral one), issuing ES256 JWT access tokens (typ at+jwt) whose audience is the MCP
+// endpoint a client names as its resource (RFC 8707). Prints its issuer URL, then serves until
+// killed. Its sign-in page lets anyone in by any name, with any password: never run it where
+// anyone but you can reach it.
+//
+//   npm install && PORT=8700 node issuer.mjs
 //
 // Clients:
 //   lead     confidential (client_secret_basic, secret "lead-secret"): client credentials,
@@ -10,8 +14,9 @@
 //   reader   confidential (secret "reader-secret"): client credentials, orders:read only
 //   agent    confidential (secret "agent-secret"): client credentials, orders:read and
 //            refunds:request (asks for refunds, decides none)
-//   approvals  the approval page's client: confidential (secret "approvals-secret"),
-//            authorization code with PKCE, redirected to /approvals/callback on loopback
+//   approvals  the approval pages' client (the shop's and the gate's): confidential (secret
+//            "approvals-secret"), authorization code with PKCE, redirected to
+//            /approvals/callback on loopback, any port; scopes refunds:write and approvals:decide
 //   host     public (PKCE, no secret): authorization code with a loopback redirect
 //   fernhill-mcp  the MCP server's own client, for introspection (secret "fernhill-mcp-secret")
 // With ACCESS_TOKENS=opaque in the environment it issues opaque tokens instead of JWTs, which a
@@ -27,7 +32,7 @@ import { createHash, generateKeyPairSync, randomUUID } from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
 
 const server = createServer();
-await new Promise(resolve => server.listen(0, '127.0.0.1', resolve));
+await new Promise(resolve => server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', resolve));
 const issuer = `http://127.0.0.1:${server.address().port}`;
 
 const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -48,7 +53,8 @@ const provider = new Provider(issuer, {
           response_types: [], scope: 'orders:read refunds:request' },
         { client_id: 'approvals', client_secret: 'approvals-secret', application_type: 'native',
           grant_types: ['authorization_code'], response_types: ['code'],
-          redirect_uris: ['http://127.0.0.1/approvals/callback'], scope: 'openid refunds:write', ...people },
+          redirect_uris: ['http://127.0.0.1/approvals/callback'], scope: 'openid refunds:write approvals:decide',
+          ...people },
         { client_id: 'fernhill-mcp', client_secret: 'fernhill-mcp-secret', grant_types: [], redirect_uris: [],
           response_types: [] },
         { client_id: 'host', token_endpoint_auth_method: 'none', application_type: 'native',
@@ -57,7 +63,7 @@ const provider = new Provider(issuer, {
     ],
     jwks: { keys: [signing] },
     clientDefaults: { id_token_signed_response_alg: 'ES256' },
-    scopes: ['openid', 'offline_access', 'orders:read', 'refunds:request', 'refunds:write'],
+    scopes: ['openid', 'offline_access', 'orders:read', 'refunds:request', 'refunds:write', 'approvals:decide'],
     pkce: { required: () => true },
     subjectTypes: pairwise ? ['public', 'pairwise'] : ['public'],
     pairwiseIdentifier: async (ctx, accountId, client) =>
@@ -74,7 +80,7 @@ const provider = new Provider(issuer, {
             getResourceServerInfo(ctx, resource) {
                 if (!mcpResource.test(resource)) throw new errors.InvalidTarget();
                 return {
-                    scope: 'orders:read refunds:request refunds:write',
+                    scope: 'orders:read refunds:request refunds:write approvals:decide',
                     audience: resource,
                     accessTokenFormat: process.env.ACCESS_TOKENS === 'opaque' ? 'opaque' : 'jwt',
                     accessTokenTTL: 600,
