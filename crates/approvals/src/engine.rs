@@ -35,7 +35,7 @@ use crate::{
     digest::Digest,
     receipt::{Decided, Outcome, Receipt, ReceiptKeys},
     rules::{self, NotDecider, SelfApproval},
-    subject::{Failed, Standing, State, Subject},
+    subject::{Decision, Failed, Standing, State, Subject},
     trail::Trail,
 };
 
@@ -248,6 +248,25 @@ impl<S: Subject> Approvals<S> {
         &self,
         id: &str,
         standing: &Standing<S::Record>,
+        how: (Verdict, &Answered, &Decider<'_>),
+        decided_at: i64,
+        outcome: Outcome,
+    ) -> Option<String> {
+        let jws = self.signed(id, standing, how, decided_at, outcome)?;
+        self.report_receipt(id, &jws, how.2).await;
+        Some(jws)
+    }
+
+    /// Write `jws`, the receipt of `id`'s decision by `decider`, to the trail.
+    async fn report_receipt(&self, id: &str, jws: &str, decider: &Decider<'_>) {
+        decider.trail.report("receipt", self.line(id, json!({"receipt": jws}))).await;
+    }
+
+    /// The receipt [`Self::receipt`] signs, signed and told to nobody yet.
+    fn signed(
+        &self,
+        id: &str,
+        standing: &Standing<S::Record>,
         (verdict, answered, decider): (Verdict, &Answered, &Decider<'_>),
         decided_at: i64,
         outcome: Outcome,
@@ -276,9 +295,14 @@ impl<S: Subject> Approvals<S> {
             ),
             outcome,
         };
-        let jws = signing.keys.sign(&receipt);
-        decider.trail.report("receipt", self.line(id, json!({"receipt": jws}))).await;
-        Some(jws)
+        Some(signing.keys.sign(&receipt))
+    }
+
+    /// Whether a decision's receipt is signed before it is written, to be kept with it: where
+    /// receipts are signed and the approval does not run as it is approved (a run's outcome
+    /// cannot be signed before it happens).
+    fn signs_ahead(&self) -> bool {
+        self.receipts.is_some() && !S::runs_on_approval()
     }
 
     /// Name an approval's ID `field` in the trail (`refund_id`, say).
@@ -345,7 +369,7 @@ impl<S: Subject> Approvals<S> {
     ) -> Result<Acted<S::Record>, Refused<S::Error>> {
         // The approval as it is now, read once, where the rule needs who asked for it or the
         // answer carries what the decider saw.
-        let now = match self.policy == SelfApproval::Forbidden || answered.seen.is_some() {
+        let now = match self.policy == SelfApproval::Forbidden || answered.seen.is_some() || self.signs_ahead() {
             true => Some(self.subject.look(id).await.map_err(Refused::Unreadable)?),
             false => None,
         };
@@ -371,7 +395,7 @@ impl<S: Subject> Approvals<S> {
         decider.trail.report("answered", answer).await;
         match verdict {
             Verdict::Approve => self.approve(id, answered, decider, now.as_ref()).await,
-            Verdict::Decline => self.decline(id, answered, decider).await,
+            Verdict::Decline => self.decline(id, answered, decider, now.as_ref()).await,
             Verdict::Dismiss => {
                 metrics::counter!(self.counted.dismissals).increment(1);
                 Ok(Acted::Dismissed(self.subject.look(id).await.map_err(Refused::Subject)?.record))
@@ -417,7 +441,14 @@ impl<S: Subject> Approvals<S> {
             self.give_back(id, question).await;
             return Err(Refused::Unrecorded);
         }
-        match self.approve_once(id, decider.name.as_ref(), answered).await {
+        let how = (Verdict::Approve, answered, decider);
+        let ahead = match now {
+            Some(now) if self.signs_ahead() => self.signed(id, now, how, decided_at, Outcome::ToRun),
+            _ => None,
+        };
+        let decision =
+            Decision { decider: decider.name.as_ref(), channel: Some(answered.channel), receipt: ahead.as_deref() };
+        match self.approve_once(id, decision, answered).await {
             Ok(approved) => {
                 metrics::counter!(self.counted.approvals).increment(1);
                 let facts = S::facts(&approved.record);
@@ -429,14 +460,23 @@ impl<S: Subject> Approvals<S> {
                 decider.trail.report("released", record).await;
                 self.tell("released", facts);
                 self.mark_acted_on(id, answered).await;
-                let outcome = if S::runs_on_approval() {
-                    let result = Digest::of(&S::result(&approved.record)).unwrap_or_else(|_| Digest::of_bytes(b""));
-                    Outcome::Executed { at: self.epoch_secs(), result }
-                } else {
-                    Outcome::ToRun
+                let receipt = match ahead {
+                    // Kept with the decision, in its write.
+                    Some(jws) => {
+                        self.report_receipt(id, &jws, decider).await;
+                        Some(jws)
+                    }
+                    None => {
+                        let outcome = if S::runs_on_approval() {
+                            let result =
+                                Digest::of(&S::result(&approved.record)).unwrap_or_else(|_| Digest::of_bytes(b""));
+                            Outcome::Executed { at: self.epoch_secs(), result }
+                        } else {
+                            Outcome::ToRun
+                        };
+                        self.receipt(id, &approved, how, decided_at, outcome).await
+                    }
                 };
-                let how = (Verdict::Approve, answered, decider);
-                let receipt = self.receipt(id, &approved, how, decided_at, outcome).await;
                 Ok(Acted::Approved(Done { record: approved.record, receipt }))
             }
             Err(error) => Err(match S::failed(&error) {
@@ -456,9 +496,7 @@ impl<S: Subject> Approvals<S> {
                     tracing::warn!(id, %error, "the system of record did not answer an approval");
                     self.give_back(id, question).await;
                     if let Some(now) = now {
-                        let (how, outcome) =
-                            ((Verdict::Approve, answered, decider), Outcome::Unknown { at: self.epoch_secs() });
-                        self.receipt(id, now, how, decided_at, outcome).await;
+                        self.receipt(id, now, how, decided_at, Outcome::Unknown { at: self.epoch_secs() }).await;
                     }
                     Refused::Unanswered(error)
                 }
@@ -474,14 +512,14 @@ impl<S: Subject> Approvals<S> {
     async fn approve_once(
         &self,
         id: &str,
-        decider: Option<&Party>,
+        decision: Decision<'_>,
         answered: &Answered,
     ) -> Result<Standing<S::Record>, S::Error> {
         let key = idempotency_key("confirm", id, &answered.question);
         let mut backoff = Duration::from_millis(200);
         let mut tries_left = APPROVE_RETRIES;
         loop {
-            match self.subject.approve(id, decider, answered.seen.as_deref(), &key).await {
+            match self.subject.approve(id, decision, answered.seen.as_deref(), &key).await {
                 Err(error) if S::failed(&error) == Failed::Unanswered && tries_left > 0 => {
                     tries_left -= 1;
                     metrics::counter!(self.counted.write_retries).increment(1);
@@ -499,6 +537,7 @@ impl<S: Subject> Approvals<S> {
         id: &str,
         answered: &Answered,
         decider: &Decider<'_>,
+        now: Option<&Standing<S::Record>>,
     ) -> Result<Acted<S::Record>, Refused<S::Error>> {
         if let Claimed::ActedOnUntold(_) = self.claim(id, answered, decider, false).await? {
             // Approved by this decider under this question, though this answer declines: the
@@ -513,11 +552,22 @@ impl<S: Subject> Approvals<S> {
             tracing::warn!(id, %error, "could not record the decline; carrying it out now is all that keeps it");
         }
         let decided_at = self.epoch_secs();
-        let declined = self.declined(id, &by, decider).await?;
+        let (how, outcome) =
+            ((Verdict::Decline, answered, decider), Outcome::NotExecuted { why: "declined".to_owned() });
+        let ahead = match now {
+            Some(now) if self.signs_ahead() => self.signed(id, now, how, decided_at, outcome.clone()),
+            _ => None,
+        };
+        let declined = self.declined(id, &by, decider, (Some(answered.channel), ahead.as_deref())).await?;
         // A copy of this no, sent again, is a replay at once, not a wait for the lease.
         self.mark_acted_on(id, answered).await;
-        let outcome = Outcome::NotExecuted { why: "declined".to_owned() };
-        let receipt = self.receipt(id, &declined, (Verdict::Decline, answered, decider), decided_at, outcome).await;
+        let receipt = match ahead {
+            Some(jws) => {
+                self.report_receipt(id, &jws, decider).await;
+                Some(jws)
+            }
+            None => self.receipt(id, &declined, how, decided_at, outcome).await,
+        };
         Ok(Acted::Declined(Done { record: declined.record, receipt }))
     }
 
@@ -543,7 +593,7 @@ impl<S: Subject> Approvals<S> {
         by: &str,
         decider: &Decider<'_>,
     ) -> Result<Acted<S::Record>, Refused<S::Error>> {
-        let declined = self.declined(id, by, decider).await?;
+        let declined = self.declined(id, by, decider, (None, None)).await?;
         Ok(Acted::Declined(Done { record: declined.record, receipt: None }))
     }
 
@@ -553,11 +603,12 @@ impl<S: Subject> Approvals<S> {
         id: &str,
         by: &str,
         decider: &Decider<'_>,
+        (channel, receipt): (Option<Channel>, Option<&str>),
     ) -> Result<Standing<S::Record>, Refused<S::Error>> {
         let party = Party::parse(by).ok();
         let (mut pause, until) = (Duration::from_millis(100), tokio::time::Instant::now() + self.ride_through);
         let carried = loop {
-            match self.subject.decline(id, party.as_ref()).await {
+            match self.subject.decline(id, Decision { decider: party.as_ref(), channel, receipt }).await {
                 Err(error) if S::failed(&error).is_outage() && tokio::time::Instant::now() + pause <= until => {
                     tracing::info!(id, %error, "the system of record did not take a decline; sending it again");
                     tokio::time::sleep(pause).await;
@@ -1000,7 +1051,11 @@ mod tests {
         // Carried out by a call that stopped before marking its claim: told, not refused.
         let (approvals, records) = self::approvals(SelfApproval::Allowed);
         records.put("test:R-1:q-1", yes_left, LIFE).await.unwrap();
-        approvals.subject().approve("R-1", Some(&party(ALICE)), None, "earlier-key").await.unwrap();
+        approvals
+            .subject()
+            .approve("R-1", Decision { decider: Some(&party(ALICE)), ..Default::default() }, None, "earlier-key")
+            .await
+            .unwrap();
         let told = approvals.act("R-1", Verdict::Approve, &answer("q-1"), &by(ALICE, &trail)).await;
         assert!(matches!(told, Ok(Acted::ApprovedBefore(_))), "{told:?}");
         let no = approvals.act("R-1", Verdict::Decline, &answer("q-1"), &by(ALICE, &trail)).await;

@@ -36,5 +36,5 @@ pub use digest::Digest;
 pub use engine::{Acted, Approvals, Decider, Done, Receipts, Refused};
 pub use receipt::{Receipt, ReceiptError, ReceiptKeys};
 pub use rules::{NotDecider, SelfApproval};
-pub use subject::{Failed, Standing, State, Subject};
+pub use subject::{Decision, Failed, Standing, State, Subject};
 pub use trail::{Chain, NotRecorded, Trail};

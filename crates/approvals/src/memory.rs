@@ -14,7 +14,7 @@ use serde_json::json;
 
 use caller::Party;
 
-use crate::subject::{Failed, Pending, Standing, State, Subject};
+use crate::subject::{Decision, Failed, Pending, Standing, State, Subject};
 
 /// An approval as [`InMemory`] keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,14 +177,14 @@ impl Subject for InMemory {
     fn approve<'a>(
         &'a self,
         id: &'a str,
-        decider: Option<&'a Party>,
+        decision: Decision<'a>,
         seen: Option<&'a str>,
         key: &'a str,
     ) -> Pending<'a, Standing<Kept>, MemoryError> {
         let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
         let answer = match answers.get(key) {
             Some(first) => Ok(first.clone()),
-            None => self.decide(id, State::Approved, decider, seen).inspect(|approved| {
+            None => self.decide(id, State::Approved, decision.decider, seen).inspect(|approved| {
                 self.carried_out.fetch_add(1, Ordering::SeqCst);
                 answers.insert(key.to_owned(), approved.clone());
             }),
@@ -198,7 +198,7 @@ impl Subject for InMemory {
         Box::pin(std::future::ready(answer))
     }
 
-    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a Party>) -> Pending<'a, Standing<Kept>, MemoryError> {
-        Box::pin(std::future::ready(self.decide(id, State::Declined, decider, None).map(Self::standing)))
+    fn decline<'a>(&'a self, id: &'a str, decision: Decision<'a>) -> Pending<'a, Standing<Kept>, MemoryError> {
+        Box::pin(std::future::ready(self.decide(id, State::Declined, decision.decider, None).map(Self::standing)))
     }
 }

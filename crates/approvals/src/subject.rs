@@ -104,20 +104,31 @@ pub trait Subject: Send + Sync {
     /// Where the approval `id` stands.
     fn look<'a>(&'a self, id: &'a str) -> Pending<'a, Standing<Self::Record>, Self::Error>;
 
-    /// Approve the approval `id` for `decider`, who saw `seen`, and carry it out, under
-    /// `key`: sent again under the same key, the same decision has one effect.
+    /// Approve the approval `id` as `decision` says, for its decider, who saw `seen`, and carry
+    /// it out, under `key`: sent again under the same key, the same decision has one effect.
     fn approve<'a>(
         &'a self,
         id: &'a str,
-        decider: Option<&'a Party>,
+        decision: Decision<'a>,
         seen: Option<&'a str>,
         key: &'a str,
     ) -> Pending<'a, Standing<Self::Record>, Self::Error>;
 
-    /// Decline the approval `id` for `decider`.
-    fn decline<'a>(
-        &'a self,
-        id: &'a str,
-        decider: Option<&'a Party>,
-    ) -> Pending<'a, Standing<Self::Record>, Self::Error>;
+    /// Decline the approval `id` as `decision` says.
+    fn decline<'a>(&'a self, id: &'a str, decision: Decision<'a>) -> Pending<'a, Standing<Self::Record>, Self::Error>;
+}
+
+/// A decision as the engine hands it to the system of record: who made it, where, and its
+/// receipt, signed before it is written where the receipt can be (the decision of a call that
+/// runs later, [`Subject::runs_on_approval`] false; a decline), so that a system keeping
+/// decisions keeps each with its receipt in one write: a process that stopped between writing
+/// the decision and then its receipt would leave a decision no receipt shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Decision<'a> {
+    /// Who decided, where the engine knows.
+    pub decider: Option<&'a Party>,
+    /// Where the answer came from; `None` for a decline carried out later, by another call.
+    pub channel: Option<crate::Channel>,
+    /// The decision's receipt, a compact JWS, where it was signed ahead.
+    pub receipt: Option<&'a str>,
 }

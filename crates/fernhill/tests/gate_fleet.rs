@@ -260,20 +260,18 @@ async fn a_thousand_held_calls_decided_through_a_fleet_whose_every_gate_is_kille
     let rows: Vec<Vec<&str>> = rows.lines().map(|line| line.split('\t').collect()).collect();
     assert_eq!(rows.len(), CALLS, "one held call per call, never a second");
     let jwks = gate::keys::Keys::from_secrets(Some(SECRET)).unwrap().receipts.jwks().to_string();
-    let (mut verified, mut decisions_unsigned) = (0, 0);
+    let mut verified = 0;
     for row in &rows {
         assert_eq!(row[1], "approved", "{row:?}");
+        // A decision is written with its receipt, however its gate died after.
+        assert!(!row[3].is_empty(), "a decision kept without its receipt: {row:?}");
         for receipt in [row[3], row[4]].into_iter().filter(|receipt| !receipt.is_empty()) {
             approvals::receipt::verify(receipt, &jwks).unwrap_or_else(|error| panic!("{row:?}: {error}"));
             verified += 1;
         }
         assert!(row[2] != "ran" || !row[4].is_empty(), "a run kept without its receipt: {row:?}");
-        decisions_unsigned += usize::from(row[3].is_empty());
     }
-    println!(
-        "receipts verified: {verified}; decisions whose gate died before keeping their receipt: {decisions_unsigned}"
-    );
-    assert!(decisions_unsigned <= killed, "a decision's receipt is kept unless its gate died right after it");
+    println!("receipts verified: {verified}");
     for index in 0..REPLICAS {
         fleet.kill(index).await;
     }

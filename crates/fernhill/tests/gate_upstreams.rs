@@ -246,11 +246,14 @@ async fn the_everything_server_s_prompts_resources_and_completions_pass_and_a_he
 /// decision's receipt verifies offline with `fernhill verify`.
 #[tokio::test(flavor = "multi_thread")]
 async fn docs_gate_md_five_minutes_run_as_written_a_write_waits_for_another_person_on_the_page_then_runs_once() {
+    use std::process::Stdio;
+
     use expectrl::Regex;
     use support::{
         sign_in::{decides, page_signs_in},
         terminal::Terminal,
     };
+    use tokio::io::{AsyncBufReadExt, BufReader};
     let doc = include_str!("../../../docs/gate.md");
     let five = doc.split("## Five minutes").nth(1).and_then(|rest| rest.split("\n## ").next()).unwrap();
     let blocks: Vec<&str> = five.split("```sh\n").skip(1).map(|block| block.split("\n```").next().unwrap()).collect();
@@ -282,50 +285,52 @@ async fn docs_gate_md_five_minutes_run_as_written_a_write_waits_for_another_pers
     let programs = support::fernhill_gate().parent().unwrap().to_owned();
     assert!(programs.join("fernhill").exists(), "fernhill beside fernhill-gate");
     let path = format!("{}:{}:{}", bin.display(), programs.display(), std::env::var("PATH").unwrap());
+    // What each block's terminal has: its shell, the home, the user, the PATH; nothing else.
     let sh = |script: &str| {
-        let mut command = tokio::process::Command::new("sh");
+        let mut command = std::process::Command::new("sh");
         command
             .args(["-e", "-c", script])
             .env_clear()
             .env("HOME", &home_path)
             .env("USER", "alice")
             .env("PATH", &path)
-            .env("FERNHILL_GATE_KEYS", support::KEY_A)
-            .current_dir(&home_path)
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true);
+            .env("TERM", "xterm-256color")
+            .env("NO_COLOR", "1")
+            .current_dir(&home_path);
         command
     };
-    let as_here = |text: &str| text.replace("http://127.0.0.1:8700", &issuer);
+    let as_here = |text: &str| text.replace("http://127.0.0.1:8700", &issuer).replace("127.0.0.1:8720", "127.0.0.1:0");
 
-    // 3. The folder, the policy (checked), and the gate serving the page. The keys are the test's.
-    let (prepare, serve) = setup.split_once("fernhill-gate serve").unwrap();
-    let prepare = prepare.replace("export FERNHILL_GATE_KEYS=$(openssl rand -hex 32)", "");
-    let checked = sh(&as_here(&prepare)).output().await.unwrap();
-    let said = String::from_utf8_lossy(&checked.stdout);
-    assert!(checked.status.success(), "{said}\n{}", String::from_utf8_lossy(&checked.stderr));
-    assert!(said.contains("write_file") && said.contains("held by \"price lists\""), "{said}");
-    assert!(said.contains("read_file") && said.contains("passes"), "{said}");
+    // 3. The folder, the keys, the policy (checked), and the gate serving the page, in one
+    // terminal: the check's table, then the gate's URL.
+    // (The gate in place of the shell, as the test stops the terminal by stopping its child.)
+    let setup = as_here(setup).replace("\nfernhill-gate serve", "\nexec fernhill-gate serve");
+    let mut page_gate = tokio::process::Command::from(sh(&setup));
+    page_gate.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    let mut page_gate = page_gate.spawn().unwrap();
+    let page_log = support::Log::default();
+    page_log.follow(page_gate.stderr.take().unwrap());
+    let mut lines = BufReader::new(page_gate.stdout.take().unwrap()).lines();
+    let mut checked = String::new();
+    let url = loop {
+        let line = tokio::time::timeout(support::CHILD_DEADLINE, lines.next_line()).await.unwrap().unwrap();
+        let line = line.unwrap_or_else(|| panic!("no URL after:\n{checked}\n{}", page_log.text()));
+        if line.starts_with("http://127.0.0.1:") && line.ends_with("/mcp") {
+            break line;
+        }
+        checked.push_str(&line);
+        checked.push('\n');
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    assert!(checked.contains("write_file") && checked.contains("held by \"shop files\""), "{checked}");
+    assert!(checked.contains("read_file") && checked.contains("passes"), "{checked}");
     let policy = std::fs::read_to_string(home_path.join("fernhill-try/gate.toml")).unwrap();
-    assert!(policy.contains(&format!("alice = {{ signs_in_as = \"{issuer} alice\" }}")), "{policy}");
-    let serve = as_here(&format!("cd ~/fernhill-try\nexec fernhill-gate serve{serve}"))
-        .replace("127.0.0.1:8720", "127.0.0.1:0");
-    let (_page_gate, url, page_log) = support::spawn_printing_url_with_log(&mut sh(&serve)).await;
+    assert!(policy.contains(&format!("\"alice\" = {{ signs_in_as = \"{issuer} alice\" }}")), "{policy}");
     let origin = url.trim_end_matches("/mcp").to_owned();
 
-    // 4. The host, at a terminal (a pseudo-terminal here), launching the gate over stdio: the
-    // call is a task that waits.
-    let host = format!("cd ~/fernhill-try\nexec {}", host.replace("http://127.0.0.1:8720", &origin));
-    let mut terminal = std::process::Command::new("sh");
-    terminal
-        .args(["-e", "-c", &host])
-        .env_clear()
-        .env("HOME", &home_path)
-        .env("USER", "alice")
-        .env("PATH", &path)
-        .env("FERNHILL_GATE_KEYS", support::KEY_A)
-        .env("TERM", "xterm-256color")
-        .env("NO_COLOR", "1");
+    // 4. The host, at a terminal (a pseudo-terminal here), launching the gate over stdio with
+    // the keys step 3 made: the call is a task that waits.
+    let terminal = sh(&host.replace("http://127.0.0.1:8720", &origin));
     let (terminal, says) = tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::open(terminal, support::CHILD_DEADLINE);
         let says = terminal.shows(Regex(r"is working: (Waiting for a decision[^\r\n]*)"), "the task waiting").pop();
@@ -369,9 +374,8 @@ async fn docs_gate_md_five_minutes_run_as_written_a_write_waits_for_another_pers
     assert_eq!(std::fs::read_to_string(&prices).unwrap(), "KG-1043,12.50");
 
     // 5. The receipt, checked offline against the keys the page's gate serves.
-    let verify =
-        as_here(&verify.replace("http://127.0.0.1:8720", &origin)).replace("'eyJ...'", &format!("'{receipt}'"));
-    let verified = sh(&format!("cd ~/fernhill-try\n{verify}")).output().await.unwrap();
+    let verify = verify.replace("http://127.0.0.1:8720", &origin).replace("'eyJ...'", &format!("'{receipt}'"));
+    let verified = tokio::process::Command::from(sh(&verify)).output().await.unwrap();
     let said = String::from_utf8_lossy(&verified.stdout);
     assert!(verified.status.success(), "{said}\n{}", String::from_utf8_lossy(&verified.stderr));
     assert!(said.contains(&format!("{issuer} lee")) && said.contains("\"page\""), "{said}");

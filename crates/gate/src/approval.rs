@@ -10,10 +10,9 @@
 use std::sync::Arc;
 
 use approvals::{
-    Subject,
+    Decision, Subject,
     subject::{Failed, Pending, Standing, State},
 };
-use caller::Party;
 use serde_json::{Map, Value, json};
 
 use crate::held::{self, HeldCall, HeldCalls, HeldError};
@@ -124,20 +123,22 @@ impl Subject for RuleApprovals {
     fn approve<'a>(
         &'a self,
         id: &'a str,
-        decider: Option<&'a Party>,
+        decision: Decision<'a>,
         seen: Option<&'a str>,
         key: &'a str,
     ) -> Pending<'a, Standing<HeldCall>, HeldError> {
         Box::pin(async move {
             self.this_rules(id).await?;
-            self.calls.approve(id, decider, seen, key, self.own_allowed).await.map(standing)
+            let proof = held::Proof::of(&decision);
+            self.calls.approve(id, decision.decider, seen, key, self.own_allowed, proof).await.map(standing)
         })
     }
 
-    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a Party>) -> Pending<'a, Standing<HeldCall>, HeldError> {
+    fn decline<'a>(&'a self, id: &'a str, decision: Decision<'a>) -> Pending<'a, Standing<HeldCall>, HeldError> {
         Box::pin(async move {
             self.this_rules(id).await?;
-            self.calls.decline(id, decider, self.own_allowed).await.map(standing)
+            let proof = held::Proof::of(&decision);
+            self.calls.decline(id, decision.decider, self.own_allowed, proof).await.map(standing)
         })
     }
 }
@@ -154,6 +155,8 @@ mod tests {
         trail::NoTrail,
     };
     use serde_json::json;
+
+    use caller::Party;
 
     use super::*;
     use crate::{Policy, call::Call, held::Standing};
@@ -200,7 +203,12 @@ mod tests {
         assert_eq!(receipt.outcome, Outcome::ToRun);
         assert_eq!((receipt.approval.as_str(), receipt.tool.as_str()), (kept.id.as_str(), "write_file"));
         assert_eq!(receipt.requested_by.as_deref(), Some("host user alice"));
-        assert_eq!(calls.get(&kept.id).await.unwrap().unwrap().standing, Standing::Approved);
+        // Kept with the decision, in its own write: no later step keeps it, so a gate that stops
+        // once the decision is written has written its receipt too.
+        let stored = calls.get(&kept.id).await.unwrap().unwrap();
+        assert_eq!(stored.standing, Standing::Approved);
+        let decision = stored.decision.unwrap();
+        assert_eq!((decision.receipt, decision.channel.as_deref()), (done.receipt.clone(), Some("review")));
         // The same answer again is a replay; another answer finds it decided.
         let again = engine.act(kept.id.as_str(), Verdict::Approve, &answered, &decider("lee")).await;
         assert!(matches!(again, Err(Refused::Replay(State::Approved))), "{again:?}");
@@ -220,5 +228,22 @@ mod tests {
         let own = engine.act(kept.id.as_str(), Verdict::Decline, &answered, &decider("alice")).await;
         assert!(matches!(own, Ok(Acted::Declined(_))), "{own:?}");
         assert_eq!(calls.get(&kept.id).await.unwrap().unwrap().standing, Standing::Declined);
+    }
+
+    #[tokio::test]
+    async fn a_decline_is_written_with_its_receipt_which_says_the_call_did_not_run() {
+        let (engine, calls, kept, keys) = held(SelfApproval::Forbidden).await;
+        let answered =
+            Answered::to("q-1", Channel::Page, Duration::from_secs(600)).having_seen(kept.digest.to_string());
+        let Ok(Acted::Declined(done)) =
+            engine.act(kept.id.as_str(), Verdict::Decline, &answered, &decider("lee")).await
+        else {
+            panic!("lee declines alice's call")
+        };
+        let decision = calls.get(&kept.id).await.unwrap().unwrap().decision.unwrap();
+        assert_eq!((decision.receipt, decision.channel.as_deref()), (done.receipt.clone(), Some("page")));
+        let receipt = verify(done.receipt.as_deref().unwrap(), &keys.jwks().to_string()).unwrap();
+        assert_eq!(receipt.outcome, Outcome::NotExecuted { why: "declined".into() });
+        assert_eq!(receipt.decision.by.as_deref(), Some("host user lee"));
     }
 }

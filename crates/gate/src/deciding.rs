@@ -43,7 +43,6 @@ pub struct RunForm {
 
 /// Each rule's approvals engine, and the question.
 pub struct Deciding {
-    held: Arc<HeldCalls>,
     engines: BTreeMap<String, Approvals<RuleApprovals>>,
     form: FormSchema<RunForm>,
 }
@@ -88,7 +87,7 @@ impl Deciding {
             })
             .collect();
         let form = FormSchema::of().expect("RunForm is a flat form of one boolean");
-        Deciding { held: held.clone(), engines, form }
+        Deciding { engines, form }
     }
 
     /// The question's form.
@@ -120,16 +119,8 @@ impl Deciding {
             entitled: person.holds.meets(&rule.decided_by),
             trail: &trail,
         };
+        // The decision's receipt is kept with it, in the decision's own write (`RuleApprovals`).
         let acted = engine.act(id.as_str(), verdict, answered, &decider).await.map_err(|why| refusal(id, why))?;
-        let receipt = match &acted {
-            Acted::Approved(done) | Acted::Declined(done) => Some(done.receipt.as_deref()),
-            Acted::ApprovedBefore(_) | Acted::Dismissed(_) => None,
-        };
-        if let Some(receipt) = receipt
-            && let Err(error) = self.held.keep_decision(id, answered.channel.as_str(), receipt).await
-        {
-            tracing::warn!(approval = %id, %error, "the decision's receipt could not be kept");
-        }
         if let Acted::Approved(done) | Acted::Declined(done) = &acted {
             tracing::info!(
                 approval = %id, tool = %done.tool, decided_by = %person.party, channel = %answered.channel,
@@ -319,7 +310,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::{call::Call, person::Holds};
+    use crate::{call::Call, held::Proof, person::Holds};
 
     /// Prices wait for a pricing lead on the page (another person); notes for a writer at their
     /// own host (themselves too).
@@ -380,7 +371,8 @@ mod tests {
         );
 
         // Decided, it is settled: nothing more to decide anywhere.
-        let approved = held.approve(prices.id.as_str(), Some(&lee.party), None, "k", false).await.unwrap();
+        let approved =
+            held.approve(prices.id.as_str(), Some(&lee.party), None, "k", false, Proof::default()).await.unwrap();
         let settled = may_decide(&policy, &approved, &lee, Place::Page).unwrap_err();
         assert_eq!(settled.to_string(), format!("{} is approved; there is nothing to decide.", prices.id));
         assert!(waiting_for(&policy, &held, &lee, Place::Page).await.unwrap().is_empty());

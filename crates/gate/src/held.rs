@@ -338,6 +338,27 @@ enum Kept {
     Postgres(postgres::Store),
 }
 
+/// What proves a decision, written in the decision's own write: where it was made (`review`,
+/// `page`, `host`; none for a decline carried out later) and its signed receipt. Written apart,
+/// a gate that stopped between the two would keep a decision that no receipt shows.
+#[derive(Debug, Clone, Default)]
+pub struct Proof {
+    /// Where the decision was made.
+    pub channel: Option<String>,
+    /// Its receipt, a compact JWS.
+    pub receipt: Option<String>,
+}
+
+impl Proof {
+    /// The proof of `decision`, as the approvals engine hands it to the store.
+    pub fn of(decision: &approvals::Decision<'_>) -> Self {
+        Proof {
+            channel: decision.channel.map(|channel| channel.as_str().to_owned()),
+            receipt: decision.receipt.map(str::to_owned),
+        }
+    }
+}
+
 /// The same question to whichever store keeps the calls: SQLite's on the blocking pool (what
 /// the question names moved there), PostgreSQL's awaited.
 macro_rules! ask {
@@ -428,6 +449,7 @@ impl HeldCalls {
     /// same key again is the same approval, given back as it stands. A requester deciding
     /// their own call is refused unless `own_allowed`. Once approved, the same call finds it
     /// for as long again as it waited to be decided.
+    /// The decision's `proof` (where it was made, its receipt) is written with it.
     pub async fn approve(
         &self,
         id: &str,
@@ -435,21 +457,23 @@ impl HeldCalls {
         seen: Option<&str>,
         key: &str,
         own_allowed: bool,
+        proof: Proof,
     ) -> Result<HeldCall, HeldError> {
         let (id, decider, seen, key) = (id.to_owned(), decider.cloned(), seen.map(str::to_owned), key.to_owned());
-        ask!(self, |store| store.approve(&id, decider.as_ref(), seen.as_deref(), &key, own_allowed))
+        ask!(self, |store| store.approve(&id, decider.as_ref(), seen.as_deref(), &key, own_allowed, &proof))
     }
 
-    /// Decline `id` for `decider`: declined again, it is given back as it stands.
-    pub async fn decline(&self, id: &str, decider: Option<&Party>, own_allowed: bool) -> Result<HeldCall, HeldError> {
+    /// Decline `id` for `decider`, with the decision's `proof`: declined again, it is given
+    /// back as it stands.
+    pub async fn decline(
+        &self,
+        id: &str,
+        decider: Option<&Party>,
+        own_allowed: bool,
+        proof: Proof,
+    ) -> Result<HeldCall, HeldError> {
         let (id, decider) = (id.to_owned(), decider.cloned());
-        ask!(self, |store| store.decline(&id, decider.as_ref(), own_allowed))
-    }
-
-    /// Keep where `id`'s decision was made, and its receipt.
-    pub async fn keep_decision(&self, id: &HeldId, channel: &str, receipt: Option<&str>) -> Result<(), HeldError> {
-        let (id, channel, receipt) = (id.clone(), channel.to_owned(), receipt.map(str::to_owned));
-        ask!(self, |store| store.keep_decision(&id, &channel, receipt.as_deref()))
+        ask!(self, |store| store.decline(&id, decider.as_ref(), own_allowed, &proof))
     }
 
     /// Start `id`'s run: [`Start::Yours`] for one caller alone, however many ask at once (on
@@ -794,7 +818,10 @@ pub(crate) mod tests {
             assert!(matches!(held.start(&call.id, lease, false, None).await.unwrap(), Start::Not(_)));
             let seen = call.digest.to_string();
             hand.advance(Duration::from_secs(1800));
-            let approved = held.approve(call.id.as_str(), Some(&lee()), Some(&seen), "k-1", false).await.unwrap();
+            let approved = held
+                .approve(call.id.as_str(), Some(&lee()), Some(&seen), "k-1", false, Proof::default())
+                .await
+                .unwrap();
             assert_eq!(approved.standing, Standing::Approved);
             // Found by the same call for as long again as it waited to be decided.
             assert_eq!(approved.deadline, approved.decision.as_ref().unwrap().at + Duration::from_secs(3600));
@@ -827,20 +854,20 @@ pub(crate) mod tests {
             let Gates { held, hand, .. } = &gates;
             let lease = Duration::from_secs(60);
             let call = gates.held_for_alice("/srv/a").await;
-            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).await.unwrap();
+            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false, Proof::default()).await.unwrap();
             assert!(matches!(held.start(&call.id, lease, false, None).await.unwrap(), Start::Yours(_)));
             let lost = held.ran(&call.id, Ended::Lost(None)).await.unwrap();
             assert!(matches!(lost.run, Some(Run::Unknown { .. })));
             assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Not(_)));
             // Safe to repeat: given back, and started again.
             let call = gates.held_for_alice("/srv/b").await;
-            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).await.unwrap();
+            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false, Proof::default()).await.unwrap();
             assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Yours(_)));
             assert_eq!(held.ran(&call.id, Ended::Again).await.unwrap().run, None);
             assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Yours(_)));
             // A run whose gate stopped while it ran: running until its lease ends, then lost.
             let call = gates.held_for_alice("/srv/c").await;
-            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false).await.unwrap();
+            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false, Proof::default()).await.unwrap();
             assert!(matches!(held.start(&call.id, lease, false, None).await.unwrap(), Start::Yours(_)));
             hand.advance(lease - Duration::from_secs(1));
             let Start::Not(running) = held.start(&call.id, lease, false, None).await.unwrap() else {
@@ -863,27 +890,41 @@ pub(crate) mod tests {
             let call = gates.held_for_alice("/srv/a").await;
             let refused = |result: Result<HeldCall, HeldError>| result.unwrap_err().to_string();
             let id = call.id.as_str();
-            assert!(refused(held.approve(id, Some(&lee()), Some("0000"), "k", false).await).contains("not the call"));
             assert!(
-                refused(held.approve(id, Some(&alice()), None, "k", false).await).contains("asked for by its decider")
+                refused(held.approve(id, Some(&lee()), Some("0000"), "k", false, Proof::default()).await)
+                    .contains("not the call")
             );
-            assert!(refused(held.decline(id, Some(&alice()), false).await).contains("asked for by its decider"));
-            held.approve(id, Some(&lee()), None, "k", false).await.unwrap();
+            assert!(
+                refused(held.approve(id, Some(&alice()), None, "k", false, Proof::default()).await)
+                    .contains("asked for by its decider")
+            );
+            assert!(
+                refused(held.decline(id, Some(&alice()), false, Proof::default()).await)
+                    .contains("asked for by its decider")
+            );
+            held.approve(id, Some(&lee()), None, "k", false, Proof::default()).await.unwrap();
             // The same approval again, under its key: the same decision; another, refused.
-            assert_eq!(held.approve(id, Some(&lee()), None, "k", false).await.unwrap().standing, Standing::Approved);
-            assert!(refused(held.approve(id, Some(&lee()), None, "k-2", false).await).contains("is approved"));
-            assert!(refused(held.decline(id, Some(&lee()), false).await).contains("is approved"));
+            assert_eq!(
+                held.approve(id, Some(&lee()), None, "k", false, Proof::default()).await.unwrap().standing,
+                Standing::Approved
+            );
+            assert!(
+                refused(held.approve(id, Some(&lee()), None, "k-2", false, Proof::default()).await)
+                    .contains("is approved")
+            );
+            assert!(refused(held.decline(id, Some(&lee()), false, Proof::default()).await).contains("is approved"));
             // A declined call is found declined by the same call until its deadline; then held anew.
             let call = gates.held_for_alice("/srv/b").await;
-            held.decline(call.id.as_str(), Some(&lee()), false).await.unwrap();
+            held.decline(call.id.as_str(), Some(&lee()), false, Proof::default()).await.unwrap();
             let again = held.hold(&alice(), &self::call(&call.arguments), &rule()).await.unwrap();
             assert_eq!((again.first, again.call.standing), (false, Standing::Declined));
             assert!(
-                refused(held.approve(call.id.as_str(), Some(&lee()), None, "k", false).await).contains("is declined")
+                refused(held.approve(call.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await)
+                    .contains("is declined")
             );
             // No such call.
             assert!(
-                refused(held.approve("H-0000000000000000", Some(&lee()), None, "k", false).await)
+                refused(held.approve("H-0000000000000000", Some(&lee()), None, "k", false, Proof::default()).await)
                     .contains("no held call")
             );
         })
@@ -895,7 +936,7 @@ pub(crate) mod tests {
         each_store(async |gates: Gates| {
             let held = &gates.held;
             let call = gates.held_for_alice("/srv/a").await;
-            held.approve(call.id.as_str(), Some(&lee()), None, "k", false).await.unwrap();
+            held.approve(call.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await.unwrap();
             held.start(&call.id, Duration::from_secs(60), false, None).await.unwrap();
             let large = json!({"content": [{"type": "text", "text": "x".repeat(KEPT_RESULT_BYTES)}]});
             let ran = held.ran(&call.id, Ended::Answered(large.clone(), None)).await.unwrap();
@@ -914,7 +955,7 @@ pub(crate) mod tests {
             hand.advance(Duration::from_secs(600));
             let late = gates.held_for_alice("/srv/b").await;
             let decided = gates.held_for_alice("/srv/c").await;
-            one.decline(decided.id.as_str(), Some(&lee()), false).await.unwrap();
+            one.decline(decided.id.as_str(), Some(&lee()), false, Proof::default()).await.unwrap();
             let after = Duration::from_secs(900);
             assert!(one.escalate("writes", after).await.unwrap().is_empty(), "none has waited 15 minutes");
             hand.advance(Duration::from_secs(300));
@@ -951,7 +992,7 @@ pub(crate) mod tests {
             let lease = Duration::from_secs(60);
             let approved = async |rule: &Rule, arguments: &Value| {
                 let kept = held.hold(&alice(), &call(arguments), rule).await.unwrap().call;
-                held.approve(kept.id.as_str(), Some(&lee()), None, "k", false).await.unwrap()
+                held.approve(kept.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await.unwrap()
             };
             let never_again = rule("");
             // Two calls (other arguments, so other approvals) with one effect, both approved.
@@ -1011,7 +1052,7 @@ pub(crate) mod tests {
             assert_eq!(holds.iter().filter(|holding| holding.first).count(), 1, "{holds:?}");
             assert!(holds.iter().all(|holding| holding.call.id == holds[0].call.id));
             let id = holds[0].call.id.clone();
-            gates.held.approve(id.as_str(), Some(&lee()), None, "k", false).await.unwrap();
+            gates.held.approve(id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await.unwrap();
             // Twelve starts of it at once: one runs it, and every other is told it is running.
             let starts = futures::future::join_all((0..12).map(|n| on(n).start(&id, lease, false, None))).await;
             let starts: Vec<Start> = starts.into_iter().map(Result::unwrap).collect();
@@ -1022,7 +1063,14 @@ pub(crate) mod tests {
             for note in ["two", "three"] {
                 let other = json!({"invoice": "I-1", "note": note});
                 let kept = gates.held.hold(&alice, &call(&other), &rule).await.unwrap().call;
-                others.push(gates.held.approve(kept.id.as_str(), Some(&lee()), None, "k", false).await.unwrap().id);
+                others.push(
+                    gates
+                        .held
+                        .approve(kept.id.as_str(), Some(&lee()), None, "k", false, Proof::default())
+                        .await
+                        .unwrap()
+                        .id,
+                );
             }
             let raced =
                 futures::future::join_all(others.iter().enumerate().map(|(n, id)| on(n).start(id, lease, false, None)))
@@ -1038,7 +1086,13 @@ pub(crate) mod tests {
                 for note in ["a", "b", "c"] {
                     let arguments = json!({"invoice": format!("I-{}", 10 + effect), "note": note});
                     let kept = gates.held.hold(&alice, &call(&arguments), &rule).await.unwrap().call;
-                    approved.push(gates.held.approve(kept.id.as_str(), Some(&lee()), None, "k", false).await.unwrap());
+                    approved.push(
+                        gates
+                            .held
+                            .approve(kept.id.as_str(), Some(&lee()), None, "k", false, Proof::default())
+                            .await
+                            .unwrap(),
+                    );
                 }
             }
             let raced = futures::future::join_all(

@@ -92,7 +92,10 @@ pub fn served_at(url: &str) -> Result<String, NotThePage> {
     let not = || NotThePage(url.to_owned());
     let parsed = url::Url::parse(url).map_err(|_| not())?;
     let path = parsed.path().trim_end_matches('/');
-    let plain = parsed.query().is_none() && parsed.fragment().is_none() && parsed.username().is_empty();
+    let plain = parsed.query().is_none()
+        && parsed.fragment().is_none()
+        && parsed.username().is_empty()
+        && parsed.password().is_none();
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() || !plain || !["", PATH].contains(&path)
     {
         return Err(not());
@@ -309,7 +312,14 @@ mod tests {
         ] {
             assert_eq!(super::served_at(url).unwrap(), origin, "{url}");
         }
-        for url in ["gate.example", "ftp://gate.example", "https://gate.example/mcp", "https://gate.example/?a=b", ""] {
+        for url in [
+            "gate.example",
+            "ftp://gate.example",
+            "https://gate.example/mcp",
+            "https://gate.example/?a=b",
+            "https://:secret@gate.example",
+            "",
+        ] {
             assert!(super::served_at(url).is_err(), "{url}");
         }
     }

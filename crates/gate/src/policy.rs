@@ -142,8 +142,16 @@ impl Policy {
             .collect::<Result<Vec<_>, _>>()?;
         let (mut people, mut signs_in_as) = (BTreeMap::new(), BTreeMap::new());
         for (name, table) in file.people {
+            let at = table.span().start;
             let (holds, principal) = source.person(&name, table)?;
             if let Some(principal) = principal {
+                if let Some((other, _)) = signs_in_as.iter().find(|(_, known)| **known == principal) {
+                    return Err(source.bad(
+                        at,
+                        "people.signs_in_as",
+                        format!("{name} and {other} sign in as one person, {principal}: name each person once"),
+                    ));
+                }
                 signs_in_as.insert(name.clone(), principal);
             }
             people.insert(name, holds);
@@ -171,12 +179,19 @@ impl Policy {
     }
 
     /// The person a token names, `principal`, holding its `scopes` and what `[people]` says of
-    /// `"ISSUER SUBJECT"` (for roles and groups a token does not carry).
+    /// `"ISSUER SUBJECT"`, and of the host user who signs in as them (for roles and groups a
+    /// token does not carry).
     pub fn person_of(&self, principal: caller::Principal, scopes: &[String]) -> Person {
-        let party = caller::Party::Principal(principal);
-        let mut holds = self.holds_of(&party.to_string());
+        let mut holds = self.holds_of(&caller::Party::Principal(principal.clone()).to_string());
+        // And what it says of the host user who signs in as them.
+        if let Some((name, _)) = self.signs_in_as.iter().find(|(_, known)| **known == principal) {
+            let theirs = self.holds_of(name);
+            holds.scopes.extend(theirs.scopes);
+            holds.roles.extend(theirs.roles);
+            holds.groups.extend(theirs.groups);
+        }
         holds.scopes.extend(scopes.iter().cloned());
-        Person { party, holds }
+        Person { party: caller::Party::Principal(principal), holds }
     }
 
     /// The upstream named `name`.
@@ -693,6 +708,10 @@ lost_outcome = "repeat"
                 "gate.toml:2: people.signs_in_as: `lee` names no person at an issuer",
             ),
             (
+                "[people]\nlee = { signs_in_as = \"https://x lee\" }\nlea = { signs_in_as = \"https://x lee\" }\n",
+                "gate.toml:2: people.signs_in_as: lee and lea sign in as one person",
+            ),
+            (
                 "[people]\nlee = { signs_in_as = \"client https://login.example lee\" }\n",
                 "gate.toml:2: people.signs_in_as: `client https://login.example lee` names no person",
             ),
@@ -728,6 +747,12 @@ lost_outcome = "repeat"
         let lee = policy.host_user("lee").unwrap();
         assert_eq!(lee.party.to_string(), "https://login.example u-42");
         assert_eq!(lee.holds.roles, ["lead"]);
+        // Signed in on the page, lee holds what the table says of him, and his token's scopes.
+        let on_the_page = policy.person_of(caller::Principal::new("https://login.example", "u-42"), &["s".into()]);
+        assert_eq!(
+            (on_the_page.party, on_the_page.holds.roles, on_the_page.holds.scopes),
+            (lee.party, vec!["lead".to_owned()], vec!["s".to_owned()])
+        );
         // Anyone the table does not name is the host user they are.
         assert_eq!(policy.host_user("sam").unwrap().party, caller::Party::host_user("sam"));
     }

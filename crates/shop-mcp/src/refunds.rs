@@ -3,7 +3,7 @@
 //! decline, each once, and checks the approval rule again with the people this server names.
 //! The approvals engine reads and decides refunds through it, and nothing else.
 
-use approvals::subject::{Failed, Pending, Standing, State, Subject};
+use approvals::subject::{Decision, Failed, Pending, Standing, State, Subject};
 use caller::Party;
 use serde_json::{Map, Value, json};
 use shop_api::{ApiError, Refund, RefundId, RefundStatus, ShopApi};
@@ -85,16 +85,19 @@ impl Subject for Refunds {
     fn approve<'a>(
         &'a self,
         id: &'a str,
-        decider: Option<&'a Party>,
+        decision: Decision<'a>,
         seen: Option<&'a str>,
         key: &'a str,
     ) -> Pending<'a, Standing<Refund>, ApiError> {
+        // The API releases the refund as it is confirmed: its receipt is signed after, with
+        // what came of it, and kept in the trail.
         Box::pin(async move {
+            let decider = decision.decider;
             Ok(standing(self.api.decide_as_seen(&parsed(id)?, "confirm", decider, seen, Some(key)).await?))
         })
     }
 
-    fn decline<'a>(&'a self, id: &'a str, decider: Option<&'a Party>) -> Pending<'a, Standing<Refund>, ApiError> {
-        Box::pin(async move { Ok(standing(self.api.decide(&parsed(id)?, "cancel", decider).await?)) })
+    fn decline<'a>(&'a self, id: &'a str, decision: Decision<'a>) -> Pending<'a, Standing<Refund>, ApiError> {
+        Box::pin(async move { Ok(standing(self.api.decide(&parsed(id)?, "cancel", decision.decider).await?)) })
     }
 }

@@ -42,7 +42,13 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         Ok(policy) => policy,
         Err(code) => return code,
     };
-    let Some(person) = policy.host_user(host_user) else {
+    // Over stdio the host's user is who the policy says they sign in as; over HTTP a caller
+    // without a token (loopback, or --insecure-no-auth) is the host user, named by nothing else.
+    let person = match http.listen {
+        None => policy.host_user(host_user),
+        Some(_) => gate::person::Person::host_user(host_user, policy.holds_of(host_user)),
+    };
+    let Some(person) = person else {
         eprintln!("fernhill-gate: --host-user {host_user:?} names nobody: give the host's user's name");
         return ExitCode::from(2);
     };

@@ -34,8 +34,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, 
 use tokio_postgres::{NoTls, error::SqlState};
 
 use super::{
-    Ended, HeldCall, HeldError, HeldId, Holding, Row, Standing, Start, Starting, ToHold, decidable, effect_since,
-    epoch, kept_result, starting, to_be_run_by,
+    Ended, HeldCall, HeldError, HeldId, Holding, Proof, Row, Standing, Start, Starting, ToHold, decidable,
+    effect_since, epoch, kept_result, starting, to_be_run_by,
 };
 
 /// How many times a write that meets concurrent writes is run in all before it is refused.
@@ -294,9 +294,11 @@ impl Store {
         seen: Option<&str>,
         key: &str,
         own_allowed: bool,
+        proof: &Proof,
     ) -> Result<HeldCall, HeldError> {
         self.transaction(|tx, now| {
             let (id, decider, seen, key) = (id.to_owned(), decider.cloned(), seen.map(str::to_owned), key.to_owned());
+            let proof = proof.clone();
             Box::pin(async move {
                 let held = locked(tx, &id, now).await?;
                 if held.standing == Standing::Approved
@@ -307,13 +309,15 @@ impl Store {
                 decidable(&held, decider.as_ref(), seen.as_deref(), own_allowed)?;
                 tx.execute(
                     "UPDATE held_calls SET standing = 'approved', decided_by = $2, decided_at = $3, decision_key = $4,
-                     deadline = $5 WHERE id = $1",
+                     deadline = $5, decision_channel = $6, decision_receipt = $7 WHERE id = $1",
                     &[
                         &id,
                         &decider.as_ref().map(Party::to_string),
                         &epoch(now),
                         &key,
                         &epoch(to_be_run_by(&held, now)),
+                        &proof.channel,
+                        &proof.receipt,
                     ],
                 )
                 .await?;
@@ -329,9 +333,10 @@ impl Store {
         id: &str,
         decider: Option<&Party>,
         own_allowed: bool,
+        proof: &Proof,
     ) -> Result<HeldCall, HeldError> {
         self.transaction(|tx, now| {
-            let (id, decider) = (id.to_owned(), decider.cloned());
+            let (id, decider, proof) = (id.to_owned(), decider.cloned(), proof.clone());
             Box::pin(async move {
                 let held = locked(tx, &id, now).await?;
                 if held.standing == Standing::Declined {
@@ -339,31 +344,15 @@ impl Store {
                 }
                 decidable(&held, decider.as_ref(), None, own_allowed)?;
                 tx.execute(
-                    "UPDATE held_calls SET standing = 'declined', decided_by = $2, decided_at = $3 WHERE id = $1",
-                    &[&id, &decider.as_ref().map(Party::to_string), &epoch(now)],
+                    "UPDATE held_calls SET standing = 'declined', decided_by = $2, decided_at = $3, decision_channel = $4,
+                     decision_receipt = $5 WHERE id = $1",
+                    &[&id, &decider.as_ref().map(Party::to_string), &epoch(now), &proof.channel, &proof.receipt],
                 )
                 .await?;
                 found(tx, &id, now).await
             })
         })
         .await
-    }
-
-    /// Keep where `id`'s decision was made, and its receipt.
-    pub(super) async fn keep_decision(
-        &self,
-        id: &HeldId,
-        channel: &str,
-        receipt: Option<&str>,
-    ) -> Result<(), HeldError> {
-        self.client()
-            .await?
-            .execute(
-                "UPDATE held_calls SET decision_channel = $2, decision_receipt = $3 WHERE id = $1",
-                &[&id.as_str(), &channel, &receipt],
-            )
-            .await?;
-        Ok(())
     }
 
     /// Start `id`'s run, as [`super::HeldCalls::start`] says.

@@ -14,8 +14,8 @@ use clock::Clock;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    Ended, HeldCall, HeldError, HeldId, Holding, Row, Standing, Start, Starting, ToHold, decidable, effect_since,
-    epoch, kept_result, starting, to_be_run_by,
+    Ended, HeldCall, HeldError, HeldId, Holding, Proof, Row, Standing, Start, Starting, ToHold, decidable,
+    effect_since, epoch, kept_result, starting, to_be_run_by,
 };
 
 /// The schema's version, in SQLite's `user_version`: 0 before decisions and runs were kept, 1
@@ -200,6 +200,7 @@ impl Store {
         seen: Option<&str>,
         key: &str,
         own_allowed: bool,
+        proof: &Proof,
     ) -> Result<HeldCall, HeldError> {
         self.writing(|transaction, now| {
             let held = found(transaction, id)?;
@@ -211,15 +212,30 @@ impl Store {
             let deadline = to_be_run_by(&held, now);
             transaction.execute(
                 "UPDATE held_calls SET standing = 'approved', decided_by = ?2, decided_at = ?3, decision_key = ?4,
-                 deadline = ?5 WHERE id = ?1",
-                params![id, decider.map(Party::to_string), epoch(now), key, epoch(deadline)],
+                 deadline = ?5, decision_channel = ?6, decision_receipt = ?7 WHERE id = ?1",
+                params![
+                    id,
+                    decider.map(Party::to_string),
+                    epoch(now),
+                    key,
+                    epoch(deadline),
+                    proof.channel,
+                    proof.receipt
+                ],
             )?;
             found(transaction, id)
         })
     }
 
-    /// Decline `id` for `decider`: declined again, it is given back as it stands.
-    pub(super) fn decline(&self, id: &str, decider: Option<&Party>, own_allowed: bool) -> Result<HeldCall, HeldError> {
+    /// Decline `id` for `decider`, with the decision's `proof`: declined again, it is given
+    /// back as it stands.
+    pub(super) fn decline(
+        &self,
+        id: &str,
+        decider: Option<&Party>,
+        own_allowed: bool,
+        proof: &Proof,
+    ) -> Result<HeldCall, HeldError> {
         self.writing(|transaction, now| {
             let held = found(transaction, id)?;
             if held.standing == Standing::Declined {
@@ -227,20 +243,12 @@ impl Store {
             }
             decidable(&held, decider, None, own_allowed)?;
             transaction.execute(
-                "UPDATE held_calls SET standing = 'declined', decided_by = ?2, decided_at = ?3 WHERE id = ?1",
-                params![id, decider.map(Party::to_string), epoch(now)],
+                "UPDATE held_calls SET standing = 'declined', decided_by = ?2, decided_at = ?3, decision_channel = ?4,
+                 decision_receipt = ?5 WHERE id = ?1",
+                params![id, decider.map(Party::to_string), epoch(now), proof.channel, proof.receipt],
             )?;
             found(transaction, id)
         })
-    }
-
-    /// Keep where `id`'s decision was made, and its receipt.
-    pub(super) fn keep_decision(&self, id: &HeldId, channel: &str, receipt: Option<&str>) -> Result<(), HeldError> {
-        self.connection().execute(
-            "UPDATE held_calls SET decision_channel = ?2, decision_receipt = ?3 WHERE id = ?1",
-            params![id.as_str(), channel, receipt],
-        )?;
-        Ok(())
     }
 
     /// Start `id`'s run: [`Start::Yours`] for one caller alone, however many ask at once, and
@@ -444,7 +452,8 @@ mod tests {
             (found.first, found.call.id.as_str(), found.call.standing),
             (false, "H-00000000000000aa", Standing::Waiting)
         );
-        held.approve("H-00000000000000aa", Some(&Party::host_user("lee")), None, "k", false).unwrap();
+        held.approve("H-00000000000000aa", Some(&Party::host_user("lee")), None, "k", false, &Proof::default())
+            .unwrap();
         drop(held);
         // Opened again, it is not brought up twice.
         let again = Store::open(Some(&file), Clock::system()).unwrap();
