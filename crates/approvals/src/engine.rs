@@ -257,6 +257,24 @@ impl<S: Subject> Approvals<S> {
         Some(jws)
     }
 
+    /// The receipt `decided` keeps, where `jws` was signed ahead of writing it: `jws` (then
+    /// written to the trail) when the system kept this decision with it; the earlier decision's
+    /// when it gave that back instead (the same key again, another decider's), which its own
+    /// writer reported; none when it kept no decision (a call past its deadline, read declined).
+    async fn kept_with(
+        &self,
+        id: &str,
+        decided: &Standing<S::Record>,
+        jws: &str,
+        decider: &Decider<'_>,
+    ) -> Option<String> {
+        let kept = S::kept_receipt(&decided.record);
+        if kept.as_deref() == Some(jws) {
+            self.report_receipt(id, jws, decider).await;
+        }
+        kept
+    }
+
     /// Write `jws`, the receipt of `id`'s decision by `decider`, to the trail.
     async fn report_receipt(&self, id: &str, jws: &str, decider: &Decider<'_>) {
         decider.trail.report("receipt", self.line(id, json!({"receipt": jws}))).await;
@@ -461,11 +479,7 @@ impl<S: Subject> Approvals<S> {
                 self.tell("released", facts);
                 self.mark_acted_on(id, answered).await;
                 let receipt = match ahead {
-                    // Kept with the decision, in its write.
-                    Some(jws) => {
-                        self.report_receipt(id, &jws, decider).await;
-                        Some(jws)
-                    }
+                    Some(jws) => self.kept_with(id, &approved, &jws, decider).await,
                     None => {
                         let outcome = if S::runs_on_approval() {
                             let result =
@@ -495,6 +509,9 @@ impl<S: Subject> Approvals<S> {
                 Failed::Unanswered => {
                     tracing::warn!(id, %error, "the system of record did not answer an approval");
                     self.give_back(id, question).await;
+                    // (A system that keeps receipts with decisions and signs them ahead says
+                    // whether it wrote one; the gate's reads every store error as failing, never
+                    // unanswered, so no second receipt of one decision is made here.)
                     if let Some(now) = now {
                         self.receipt(id, now, how, decided_at, Outcome::Unknown { at: self.epoch_secs() }).await;
                     }
@@ -562,10 +579,7 @@ impl<S: Subject> Approvals<S> {
         // A copy of this no, sent again, is a replay at once, not a wait for the lease.
         self.mark_acted_on(id, answered).await;
         let receipt = match ahead {
-            Some(jws) => {
-                self.report_receipt(id, &jws, decider).await;
-                Some(jws)
-            }
+            Some(jws) => self.kept_with(id, &declined, &jws, decider).await,
             None => self.receipt(id, &declined, how, decided_at, outcome).await,
         };
         Ok(Acted::Declined(Done { record: declined.record, receipt }))

@@ -98,6 +98,13 @@ pub trait Subject: Send + Sync {
         true
     }
 
+    /// The receipt `record` keeps with its decision, where the system keeps one with it (see
+    /// [`Decision`]): what a decision signed ahead is told by, since the system may give back an
+    /// earlier decision (the same key again, or another decider's) rather than write this one.
+    fn kept_receipt(_record: &Self::Record) -> Option<String> {
+        None
+    }
+
     /// Every approval waiting for a decision.
     fn waiting(&self) -> Pending<'_, Vec<Standing<Self::Record>>, Self::Error>;
 
@@ -119,8 +126,8 @@ pub trait Subject: Send + Sync {
 }
 
 /// A decision as the engine hands it to the system of record: who made it, where, and its
-/// receipt, signed before it is written where the receipt can be (the decision of a call that
-/// runs later, [`Subject::runs_on_approval`] false; a decline), so that a system keeping
+/// receipt, signed before it is written where the system does not carry the call out as it is
+/// approved ([`Subject::runs_on_approval`] false: its approvals and its declines), so that a system keeping
 /// decisions keeps each with its receipt in one write: a process that stopped between writing
 /// the decision and then its receipt would leave a decision no receipt shows.
 #[derive(Debug, Clone, Copy, Default)]

@@ -3,12 +3,15 @@
 //! the policy says, called through `fernhill-gate serve` by hosts of both eras. Writes under the path a rule holds
 //! never happen until another person approves them, at their own host or on the approval page
 //! signed in at a real issuer (oidc-provider); then the write happens once, and every other
-//! call passes and does what the server does.
+//! call passes and does what the server does. And the Python reference shop (mcp 2.3.0), whose
+//! questions pass through the gate, and whose held refund reaches it once approved.
 
 mod support;
 
-use mrtr::client::{Client, ScriptedUser, legacy, modern};
-use serde_json::json;
+use std::path::PathBuf;
+
+use mrtr::client::{Answer, Client, ScriptedUser, legacy, modern};
+use serde_json::{Value, json};
 
 const FILESYSTEM_SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
 const EVERYTHING_SERVER: &str = "@modelcontextprotocol/server-everything@2026.8.31";
@@ -276,7 +279,7 @@ async fn docs_gate_md_five_minutes_run_as_written_a_write_waits_for_another_pers
     std::fs::write(
         &npx,
         format!(
-            "#!/bin/sh\n[ \"$1\" = -y ] && shift\n[ \"$1\" = @modelcontextprotocol/server-filesystem ] || exit 64\n\
+            "#!/bin/sh\n[ \"$1\" = -y ] && shift\n[ \"$1\" = {FILESYSTEM_SERVER} ] || exit 64\n\
              shift\nexec {server:?} \"$@\"\n"
         ),
     )
@@ -380,4 +383,89 @@ async fn docs_gate_md_five_minutes_run_as_written_a_write_waits_for_another_pers
     assert!(verified.status.success(), "{said}\n{}", String::from_utf8_lossy(&verified.stderr));
     assert!(said.contains(&format!("{issuer} lee")) && said.contains("\"page\""), "{said}");
     println!("{screen}\n{said}");
+}
+
+/// The Python reference shop (mcp 2.3.0, `../shared/peers/python-shop/shop.py stdio`) started by
+/// the gate over stdio, with its own API beside it. Under a policy that holds none of the
+/// chapter's calls, its refund above the limit asks its lead through the gate as if the gate
+/// were not there: to a 2026-07-28 host the round passes back unchanged (the reference's own
+/// sealed state) and the retry goes on to it; for a 2025 host the gate runs the round and asks
+/// on the back-channel. Under a policy that holds `issue_refund` for a lead, alice's refund
+/// does not reach the reference until lee approves it, then reaches it once.
+#[tokio::test]
+async fn the_python_reference_shop_behind_the_gate_asks_through_it_in_either_era_and_a_held_refund_runs_once() {
+    let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/python-shop");
+    let Ok(peer) = peer.canonicalize() else {
+        eprintln!("skipped: the Python reference is not beside the project (../shared/peers/python-shop)");
+        return;
+    };
+    let python = support::python();
+    let mut api = tokio::process::Command::new(&python);
+    api.arg("-u")
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/reference_api.py"))
+        .current_dir(&peer)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let (_api, api_url) = support::spawn_printing_url(&mut api).await;
+    let reference = |path: &str| {
+        let url = format!("{api_url}{path}");
+        async move { reqwest::get(url).await.unwrap() }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = format!(
+        "[[upstream]]\nname = \"shop\"\ncommand = [{python:?}, \"-u\", {:?}, \"stdio\"]\n",
+        peer.join("shop.py")
+    );
+    let policy = |name: &str, rule: &str| {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, format!("{upstream}\n[people]\nlee = {{ roles = [\"lead\"] }}\n\n[[rule]]\n{rule}"))
+            .unwrap();
+        path
+    };
+    let env =
+        |user: &'static str| [("USER", user), ("SHOP_API_URL", api_url.as_str()), ("PYTHONDONTWRITEBYTECODE", "1")];
+
+    // Nothing the chapter calls is held: the reference's question reaches the person at either host.
+    let passing = policy("passing", "tools = [\"pay_refund\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n");
+    for (order, lifecycle, amount) in [("O-2289", modern(), "180.00"), ("O-1145", legacy(), "343.49")] {
+        let lead = ScriptedUser::always(support::release());
+        let alice = support::through_the_gate(&passing, &env("alice"), lead.clone(), lifecycle).await;
+        let quote_id = support::quote(&alice, order).await;
+        let released = alice.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+        assert_ne!(released.is_error, Some(true), "{released:?}");
+        let question = mrtr::client::scripted::message_of(&lead.asked()[0]).to_owned();
+        assert!(question.starts_with(&format!("Refund {amount} on order {order}?")), "{question}");
+        assert_eq!(lead.asked().len(), 1, "asked once");
+        let refund = released.structured_content.as_ref().unwrap()["refund_id"].as_str().unwrap().to_owned();
+        let kept: Value = reference(&format!("/refunds/{refund}")).await.json().await.unwrap();
+        assert_eq!(kept["status"], "requested", "released as the lead said: {kept}");
+        alice.close().await.unwrap();
+    }
+
+    // issue_refund held for a lead: nothing reaches the reference until lee approves; then once.
+    let held = policy("held", "tools = [\"issue_refund\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n");
+    let alice = support::through_the_gate(&held, &env("alice"), ScriptedUser::unable_to_ask(), legacy()).await;
+    let quote_id = support::quote(&alice, "O-1021").await;
+    let issue = || alice.call_tool("issue_refund", json!({"quote_id": quote_id}));
+    let waiting = issue().await.unwrap();
+    assert_eq!(waiting.is_error, Some(true), "{waiting:?}");
+    let approval = waiting.meta.as_ref().unwrap()[gate::server::HELD_META]["approval"].as_str().unwrap().to_owned();
+    assert_eq!(reference("/refunds/R-0113").await.status(), 404, "nothing reached the reference");
+    let lee = support::through_the_gate(
+        &held,
+        &env("lee"),
+        ScriptedUser::always(Answer::accept(json!({"run": true}))),
+        modern(),
+    )
+    .await;
+    let decided = lee.call_tool("review_approvals", json!({"approval": approval})).await.unwrap();
+    assert_ne!(decided.is_error, Some(true), "{decided:?}");
+    assert_eq!(reference("/refunds/R-0113").await.status(), 404, "approving ran nothing");
+    let ran = issue().await.unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    assert_eq!(ran.structured_content.as_ref().unwrap()["refund_id"], "R-0113", "{ran:?}");
+    let again = issue().await.unwrap();
+    assert_eq!(again.meta.as_ref().unwrap()[gate::server::HELD_META]["state"], "ran", "{again:?}");
+    assert_eq!(reference("/refunds/R-0114").await.status(), 404, "it reached the reference once");
+    alice.close().await.unwrap();
+    lee.close().await.unwrap();
 }

@@ -104,6 +104,10 @@ impl Subject for RuleApprovals {
         json!({"approval": call.id.as_str(), "standing": format!("{:?}", call.standing).to_lowercase()})
     }
 
+    fn kept_receipt(call: &HeldCall) -> Option<String> {
+        call.decision.as_ref()?.receipt.clone()
+    }
+
     fn id(call: &HeldCall) -> String {
         call.id.to_string()
     }
@@ -228,6 +232,29 @@ mod tests {
         let own = engine.act(kept.id.as_str(), Verdict::Decline, &answered, &decider("alice")).await;
         assert!(matches!(own, Ok(Acted::Declined(_))), "{own:?}");
         assert_eq!(calls.get(&kept.id).await.unwrap().unwrap().standing, Standing::Declined);
+    }
+
+    #[tokio::test]
+    async fn a_second_decline_is_told_the_first_and_its_receipt_not_one_the_store_did_not_keep() {
+        let (engine, calls, kept, keys) = held(SelfApproval::Forbidden).await;
+        let no = |question: &str| {
+            Answered::to(question, Channel::Review, Duration::from_secs(600)).having_seen(kept.digest.to_string())
+        };
+        let Ok(Acted::Declined(lee)) =
+            engine.act(kept.id.as_str(), Verdict::Decline, &no("q-1"), &decider("lee")).await
+        else {
+            panic!("lee declines")
+        };
+        let Ok(Acted::Declined(kim)) =
+            engine.act(kept.id.as_str(), Verdict::Decline, &no("q-2"), &decider("kim")).await
+        else {
+            panic!("kim's no finds it declined")
+        };
+        let stored = calls.get(&kept.id).await.unwrap().unwrap().decision.unwrap();
+        assert_eq!(kim.receipt, stored.receipt, "the receipt kept, lee's");
+        let receipt = verify(kim.receipt.as_deref().unwrap(), &keys.jwks().to_string()).unwrap();
+        assert_eq!(receipt.decision.by.as_deref(), Some("host user lee"));
+        assert_eq!(lee.receipt, kim.receipt);
     }
 
     #[tokio::test]

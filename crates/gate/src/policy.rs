@@ -179,8 +179,8 @@ impl Policy {
     }
 
     /// The person a token names, `principal`, holding its `scopes` and what `[people]` says of
-    /// `"ISSUER SUBJECT"`, and of the host user who signs in as them (for roles and groups a
-    /// token does not carry).
+    /// `"ISSUER SUBJECT"`, and of the host user who signs in as them (for what a token does not
+    /// carry: roles, groups, and scopes the policy grants them).
     pub fn person_of(&self, principal: caller::Principal, scopes: &[String]) -> Person {
         let mut holds = self.holds_of(&caller::Party::Principal(principal.clone()).to_string());
         // And what it says of the host user who signs in as them.
