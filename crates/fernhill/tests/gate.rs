@@ -499,6 +499,39 @@ async fn over_http(url: &str, token: &str, user: ScriptedUser, lifecycle: Client
     Client::connect_with(user, StreamableHttpClientTransport::from_config(config), lifecycle).await.unwrap()
 }
 
+/// Over HTTP without an issuer (loopback), every caller is the host user: `[people]`'s
+/// `signs_in_as` names the host user over stdio alone, never a caller no token names.
+#[tokio::test]
+async fn over_http_without_tokens_a_caller_is_the_host_user_whoever_the_policy_says_they_sign_in_as() {
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = support::policy_before_the_shop(
+        dir.path(),
+        &api,
+        "[people]\nalice = { signs_in_as = \"https://login.example alice\" }\n\n[[rule]]\ntools = [\"issue_refund\"]\n\
+         decided_by = { role = \"lead\" }\ndeadline = \"1h\"\n",
+    );
+    let mut command = tokio::process::Command::new(fernhill_gate());
+    command
+        .arg("serve")
+        .arg(&policy)
+        .args(["--http", "127.0.0.1:0"])
+        .env("USER", "alice")
+        .env("SHOP_API_TOKEN", api.token.as_deref().unwrap_or_default());
+    let (_gate, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
+    let caller = Client::connect_with(ScriptedUser::unable_to_ask(), transport, modern()).await.unwrap();
+    let quote_id = support::quote(&caller, "O-1021").await;
+    let held = caller.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
+    assert!(held_meta(&held)["approval"].is_string(), "{held:?}");
+    let store =
+        gate::held::HeldCalls::open(Some(&dir.path().join("gate.held.sqlite")), clock::Clock::system()).unwrap();
+    let waiting = store.waiting(None).await.unwrap();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].requester, caller::Party::host_user("alice"), "{waiting:?}");
+    caller.close().await.unwrap();
+}
+
 /// `fernhill-gate serve POLICY --http` in front of the shop, `rules` its policy's, tokens
 /// checked at `issuer`: the child, its URL and its log.
 async fn gate_over_http(
