@@ -323,6 +323,19 @@ impl<S: Subject> Approvals<S> {
         self.receipts.is_some() && !S::runs_on_approval()
     }
 
+    /// The receipt of a decision on `now` (`id`, as [`Self::act`] read it), signed ahead of
+    /// writing it where [`Self::signs_ahead`]; `None` elsewhere (signed after, if at all).
+    fn signed_ahead(
+        &self,
+        id: &str,
+        now: Option<&Standing<S::Record>>,
+        how: (Verdict, &Answered, &Decider<'_>),
+        decided_at: i64,
+        outcome: Outcome,
+    ) -> Option<String> {
+        self.signed(id, now.filter(|_| self.signs_ahead())?, how, decided_at, outcome)
+    }
+
     /// Name an approval's ID `field` in the trail (`refund_id`, say).
     pub fn naming_ids(mut self, field: &'static str) -> Self {
         self.id_field = field;
@@ -416,7 +429,12 @@ impl<S: Subject> Approvals<S> {
             Verdict::Decline => self.decline(id, answered, decider, now.as_ref()).await,
             Verdict::Dismiss => {
                 metrics::counter!(self.counted.dismissals).increment(1);
-                Ok(Acted::Dismissed(self.subject.look(id).await.map_err(Refused::Subject)?.record))
+                // As read above where it was; else read now.
+                let now = match now {
+                    Some(now) => now,
+                    None => self.subject.look(id).await.map_err(Refused::Subject)?,
+                };
+                Ok(Acted::Dismissed(now.record))
             }
         }
     }
@@ -460,10 +478,7 @@ impl<S: Subject> Approvals<S> {
             return Err(Refused::Unrecorded);
         }
         let how = (Verdict::Approve, answered, decider);
-        let ahead = match now {
-            Some(now) if self.signs_ahead() => self.signed(id, now, how, decided_at, Outcome::ToRun),
-            _ => None,
-        };
+        let ahead = self.signed_ahead(id, now, how, decided_at, Outcome::ToRun);
         let decision =
             Decision { decider: decider.name.as_ref(), channel: Some(answered.channel), receipt: ahead.as_deref() };
         match self.approve_once(id, decision, answered).await {
@@ -571,10 +586,7 @@ impl<S: Subject> Approvals<S> {
         let decided_at = self.epoch_secs();
         let (how, outcome) =
             ((Verdict::Decline, answered, decider), Outcome::NotExecuted { why: "declined".to_owned() });
-        let ahead = match now {
-            Some(now) if self.signs_ahead() => self.signed(id, now, how, decided_at, outcome.clone()),
-            _ => None,
-        };
+        let ahead = self.signed_ahead(id, now, how, decided_at, outcome.clone());
         let declined = self.declined(id, &by, decider, (Some(answered.channel), ahead.as_deref())).await?;
         // A copy of this no, sent again, is a replay at once, not a wait for the lease.
         self.mark_acted_on(id, answered).await;
