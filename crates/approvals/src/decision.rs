@@ -32,7 +32,8 @@ impl fmt::Display for Verdict {
 }
 
 /// Where a decision came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Channel {
     /// The asker's own host: a round's question, or the 2025 back-channel.
     Host,
@@ -106,5 +107,53 @@ impl Answered {
     pub fn record(&self) -> serde_json::Value {
         serde_json::json!({"question": self.question, "channel": self.channel.as_str(), "seen": self.seen,
                            "auth_time": self.auth_time})
+    }
+}
+
+/// A decline recorded before it is carried out: who declined, where, and its receipt where it
+/// was signed ahead. A decline the system of record did not take stands, and the next call for
+/// the approval carries it out from this record, written as whole as the first try would have
+/// written it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RecordedDecline {
+    /// Who declined: a [`caller::Party`]'s text, or empty (nobody named).
+    pub by: String,
+    /// Where they declined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<Channel>,
+    /// The decline's receipt, signed ahead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<String>,
+}
+
+impl RecordedDecline {
+    /// As the once-only records keep it.
+    pub fn encode(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| self.by.clone())
+    }
+
+    /// Read back from `text`. A record kept before declines kept their channel is the
+    /// decider's name alone (a party's text is never a JSON object).
+    pub fn decode(text: String) -> Self {
+        serde_json::from_str(&text).unwrap_or(RecordedDecline { by: text, channel: None, receipt: None })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_decline_reads_back_whole_and_an_older_record_as_its_decider() {
+        let whole = RecordedDecline {
+            by: "host user lee".into(),
+            channel: Some(Channel::Page),
+            receipt: Some("eyJ.a.b".into()),
+        };
+        assert_eq!(RecordedDecline::decode(whole.encode()), whole);
+        assert!(whole.encode().contains(r#""channel":"page""#), "{}", whole.encode());
+        let older = RecordedDecline::decode("https://login.example lee".into());
+        assert_eq!((older.by.as_str(), older.channel, older.receipt), ("https://login.example lee", None, None));
+        assert_eq!(RecordedDecline::decode(String::new()).by, "");
     }
 }

@@ -31,7 +31,7 @@ use records::{
 use serde_json::{Value, json};
 
 use crate::{
-    decision::{Answered, Channel, Verdict},
+    decision::{Answered, Channel, RecordedDecline, Verdict},
     digest::Digest,
     receipt::{Decided, Outcome, Receipt, ReceiptKeys},
     rules::{self, NotDecider, SelfApproval},
@@ -170,6 +170,8 @@ pub struct Approvals<S> {
     id_field: &'static str,
     policy: SelfApproval,
     page_only: bool,
+    /// The operator's name for the rule these approvals decide under, where it has one.
+    rule_name: Option<String>,
     ride_through: Duration,
     counted: Counted,
     announce: Option<Announce>,
@@ -205,6 +207,7 @@ impl<S: Subject> Approvals<S> {
             id_field: "id",
             policy: SelfApproval::default(),
             page_only: false,
+            rule_name: None,
             ride_through: Duration::ZERO,
             counted,
             announce: None,
@@ -234,11 +237,7 @@ impl<S: Subject> Approvals<S> {
 
     /// The rule decisions are made under, as a receipt names it.
     fn rule(&self) -> String {
-        let rule = match self.policy {
-            SelfApproval::Allowed => "self",
-            SelfApproval::Forbidden => "another-lead",
-        };
-        if self.page_only { format!("{rule}; page-only") } else { rule.to_owned() }
+        self.policy.receipt_rule(self.rule_name.as_deref(), self.page_only)
     }
 
     /// Sign the receipt of `verdict` on `standing` (approval `id`), as `answered` brought it
@@ -346,6 +345,13 @@ impl<S: Subject> Approvals<S> {
     pub fn deciding(mut self, policy: SelfApproval, page_only: bool) -> Self {
         self.policy = policy;
         self.page_only = page_only;
+        self
+    }
+
+    /// Name the rule these approvals decide under as the operator named it (`shop files`):
+    /// receipts then say it before the policy (`shop files; another-lead`).
+    pub fn under_rule(mut self, name: &str) -> Self {
+        self.rule_name = Some(name.to_owned());
         self
     }
 
@@ -458,8 +464,8 @@ impl<S: Subject> Approvals<S> {
         // stands, whatever this question's answer. Unknown is no (fail closed).
         match self.records.get(&self.declined_key(id)).await {
             Ok(None) => {}
-            Ok(Some(by)) => {
-                let _ = self.carry_out_decline(id, &by, decider).await;
+            Ok(Some(recorded)) => {
+                let _ = self.carry_out_decline(id, &RecordedDecline::decode(recorded), decider).await;
                 return Err(Refused::DeclineStands { claimed: false });
             }
             Err(error) => {
@@ -577,17 +583,20 @@ impl<S: Subject> Approvals<S> {
             return Err(Refused::AlreadyApproved);
         }
         metrics::counter!(self.counted.declines).increment(1);
-        // Recorded before it is carried out, with who declined: if the system does not take
-        // it, the decline still stands, and the next call for the approval carries it out.
-        let by = named(decider.name.as_ref());
-        if let Err(error) = self.records.put(&self.declined_key(id), by.clone(), DECLINE_KEPT).await {
-            tracing::warn!(id, %error, "could not record the decline; carrying it out now is all that keeps it");
-        }
         let decided_at = self.epoch_secs();
         let (how, outcome) =
             ((Verdict::Decline, answered, decider), Outcome::NotExecuted { why: "declined".to_owned() });
         let ahead = self.signed_ahead(id, now, how, decided_at, outcome.clone());
-        let declined = self.declined(id, &by, decider, (Some(answered.channel), ahead.as_deref())).await?;
+        // Recorded before it is carried out, with who declined, where, and its receipt: if the
+        // system does not take it, the decline still stands, and the next call for the
+        // approval carries it out as this one would have.
+        let recorded =
+            RecordedDecline { by: named(decider.name.as_ref()), channel: Some(answered.channel), receipt: ahead };
+        if let Err(error) = self.records.put(&self.declined_key(id), recorded.encode(), DECLINE_KEPT).await {
+            tracing::warn!(id, %error, "could not record the decline; carrying it out now is all that keeps it");
+        }
+        let declined = self.declined(id, &recorded, decider).await?;
+        let ahead = recorded.receipt;
         // A copy of this no, sent again, is a replay at once, not a wait for the lease.
         self.mark_acted_on(id, answered).await;
         let receipt = match ahead {
@@ -597,12 +606,12 @@ impl<S: Subject> Approvals<S> {
         Ok(Acted::Declined(Done { record: declined.record, receipt }))
     }
 
-    /// Who declined `id`, if someone did and it has not been carried out yet (the record is
-    /// read; a record that cannot be read says nobody, and the claim before any approval
-    /// still holds).
-    pub async fn decliner(&self, id: &str) -> Option<String> {
+    /// The decline of `id`, if someone declined it and it has not been carried out yet (the
+    /// record is read; a record that cannot be read says nobody, and the claim before any
+    /// approval still holds).
+    pub async fn decliner(&self, id: &str) -> Option<RecordedDecline> {
         match self.records.get(&self.declined_key(id)).await {
-            Ok(found) => found,
+            Ok(found) => found.map(RecordedDecline::decode),
             Err(error) => {
                 tracing::warn!(id, %error, "could not read whether it was declined");
                 None
@@ -610,28 +619,30 @@ impl<S: Subject> Approvals<S> {
         }
     }
 
-    /// Carry out the decline of `id` by `by` (a [`Party`]'s text, or empty: nobody named); `decider` is
-    /// this request's. Sent again while the system does not answer, within the ride-through
-    /// (a decline that went through unanswered is "not waiting" next time, read as declined).
+    /// Carry out `recorded`, the decline of `id` [`Self::decliner`] read; `decider` is this
+    /// request's. Written with who declined, where, and the receipt the record keeps. Sent
+    /// again while the system does not answer, within the ride-through (a decline that went
+    /// through unanswered is "not waiting" next time, read as declined).
     pub async fn carry_out_decline(
         &self,
         id: &str,
-        by: &str,
+        recorded: &RecordedDecline,
         decider: &Decider<'_>,
     ) -> Result<Acted<S::Record>, Refused<S::Error>> {
-        let declined = self.declined(id, by, decider, (None, None)).await?;
-        Ok(Acted::Declined(Done { record: declined.record, receipt: None }))
+        let declined = self.declined(id, recorded, decider).await?;
+        let receipt = S::kept_receipt(&declined.record).or_else(|| recorded.receipt.clone());
+        Ok(Acted::Declined(Done { record: declined.record, receipt }))
     }
 
     /// [`Self::carry_out_decline`], and the approval as the system of record then has it.
     async fn declined(
         &self,
         id: &str,
-        by: &str,
+        recorded: &RecordedDecline,
         decider: &Decider<'_>,
-        (channel, receipt): (Option<Channel>, Option<&str>),
     ) -> Result<Standing<S::Record>, Refused<S::Error>> {
-        let party = Party::parse(by).ok();
+        let party = Party::parse(&recorded.by).ok();
+        let (channel, receipt) = (recorded.channel, recorded.receipt.as_deref());
         let (mut pause, until) = (Duration::from_millis(100), tokio::time::Instant::now() + self.ride_through);
         let carried = loop {
             match self.subject.decline(id, Decision { decider: party.as_ref(), channel, receipt }).await {
@@ -719,9 +730,9 @@ impl<S: Subject> Approvals<S> {
         match claimed {
             Ok(Claim::First) => Ok(Claimed::First),
             Ok(Claim::Taken) => {
-                if let Some(by) = self.decliner(id).await {
+                if let Some(recorded) = self.decliner(id).await {
                     // A decline not carried out yet: carry it out, and refuse.
-                    let _ = self.carry_out_decline(id, &by, decider).await;
+                    let _ = self.carry_out_decline(id, &recorded, decider).await;
                     return Err(Refused::DeclineStands { claimed: true });
                 }
                 let now = self.subject.look(id).await.map(|now| now.state).unwrap_or(State::Waiting);
@@ -1004,7 +1015,8 @@ mod tests {
         // Another question's yes does not overturn it.
         let yes = approvals.act("R-1", Verdict::Approve, &answer("q-2"), &by(ALICE, &trail)).await;
         assert!(matches!(yes, Err(Refused::NotWaiting)), "{yes:?}");
-        let no_again = approvals.carry_out_decline("R-1", ALICE, &by(ALICE, &trail)).await;
+        let recorded = RecordedDecline { by: ALICE.into(), channel: None, receipt: None };
+        let no_again = approvals.carry_out_decline("R-1", &recorded, &by(ALICE, &trail)).await;
         assert!(
             matches!(no_again, Ok(Acted::Declined(_))),
             "a decline carried out again is told as done: {no_again:?}"
@@ -1024,6 +1036,26 @@ mod tests {
         assert!(matches!(yes, Err(Refused::DeclineStands { claimed: false })), "{yes:?}");
         let kept = approvals.subject().get("R-1").unwrap();
         assert_eq!((kept.state, kept.decided_by), (State::Declined, Some(party(BOB))));
+    }
+
+    /// A decline the system did not take is carried out by the next call for the approval as
+    /// it was made: by whom, and where.
+    #[tokio::test]
+    async fn a_decline_carried_out_later_is_written_as_it_was_made() {
+        let (approvals, _) = approvals(SelfApproval::Allowed);
+        let trail = Lines::default();
+        approvals.subject().failing_declines(1);
+        let on_the_page = Answered::to("q-1", Channel::Page, LIFE);
+        let no = approvals.act("R-1", Verdict::Decline, &on_the_page, &by(BOB, &trail)).await;
+        assert!(matches!(no, Err(Refused::DeclineNotCarriedOut)), "{no:?}");
+        assert_eq!(approvals.subject().get("R-1").unwrap().state, State::Waiting);
+        let yes = approvals.act("R-1", Verdict::Approve, &answer("q-2"), &by(ALICE, &trail)).await;
+        assert!(matches!(yes, Err(Refused::DeclineStands { claimed: false })), "{yes:?}");
+        let kept = approvals.subject().get("R-1").unwrap();
+        assert_eq!(
+            (kept.state, kept.decided_by, kept.channel),
+            (State::Declined, Some(party(BOB)), Some(Channel::Page))
+        );
     }
 
     #[tokio::test]

@@ -31,7 +31,7 @@ pub mod rules;
 pub mod subject;
 pub mod trail;
 
-pub use decision::{Answered, Channel, Verdict};
+pub use decision::{Answered, Channel, RecordedDecline, Verdict};
 pub use digest::Digest;
 pub use engine::{Acted, Approvals, Decider, Done, Receipts, Refused};
 pub use receipt::{Receipt, ReceiptError, ReceiptKeys};

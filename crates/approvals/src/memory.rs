@@ -1,6 +1,6 @@
 //! A system of record in memory, for tests: approvals that wait, are approved once (an
 //! idempotency key's decision carried out once, its first answer given again), declined, or
-//! lose their answer on the way back, as a real one's may.
+//! lose their answer on the way back or fail a decline, as a real one's may.
 
 use std::{
     collections::HashMap,
@@ -14,7 +14,10 @@ use serde_json::json;
 
 use caller::Party;
 
-use crate::subject::{Decision, Failed, Pending, Standing, State, Subject};
+use crate::{
+    Channel,
+    subject::{Decision, Failed, Pending, Standing, State, Subject},
+};
 
 /// An approval as [`InMemory`] keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +30,8 @@ pub struct Kept {
     pub requested_by: Option<Party>,
     /// Who decided it.
     pub decided_by: Option<Party>,
+    /// Where it was decided, where the decision said.
+    pub channel: Option<Channel>,
     /// What a decider is shown, digested.
     pub digest: String,
     /// When it was asked for.
@@ -48,6 +53,9 @@ pub enum MemoryError {
     /// The answer was lost on its way back (the decision was carried out).
     #[error("no answer came")]
     Unanswered,
+    /// It failed and did nothing, for a reason that may pass.
+    #[error("the system failed and did nothing")]
+    Failing,
 }
 
 /// Approvals kept in this process's memory.
@@ -58,6 +66,7 @@ pub struct InMemory {
     answers: Mutex<HashMap<String, Kept>>,
     carried_out: AtomicUsize,
     answers_to_lose: AtomicUsize,
+    declines_to_fail: AtomicUsize,
 }
 
 impl InMemory {
@@ -73,6 +82,7 @@ impl InMemory {
             state: State::Waiting,
             requested_by: requested_by.cloned(),
             decided_by: None,
+            channel: None,
             digest: digest.to_owned(),
             since: None,
         };
@@ -96,6 +106,11 @@ impl InMemory {
         self.answers_to_lose.store(n, Ordering::SeqCst);
     }
 
+    /// Fail the next `n` declines, doing nothing (a 5xx).
+    pub fn failing_declines(&self, n: usize) {
+        self.declines_to_fail.store(n, Ordering::SeqCst);
+    }
+
     /// `id` as kept now.
     pub fn get(&self, id: &str) -> Option<Kept> {
         self.kept().get(id).cloned()
@@ -116,7 +131,7 @@ impl InMemory {
         }
     }
 
-    fn decide(&self, id: &str, to: State, decider: Option<&Party>, seen: Option<&str>) -> Result<Kept, MemoryError> {
+    fn decide(&self, id: &str, to: State, decision: &Decision<'_>, seen: Option<&str>) -> Result<Kept, MemoryError> {
         let mut kept = self.kept();
         let approval = kept.get_mut(id).ok_or_else(|| MemoryError::Unknown(id.to_owned()))?;
         if approval.state != State::Waiting {
@@ -126,7 +141,8 @@ impl InMemory {
             return Err(MemoryError::Changed(id.to_owned()));
         }
         approval.state = to;
-        approval.decided_by = decider.cloned();
+        approval.decided_by = decision.decider.cloned();
+        approval.channel = decision.channel;
         Ok(approval.clone())
     }
 }
@@ -141,6 +157,7 @@ impl Subject for InMemory {
             MemoryError::NotWaiting(_) => Failed::NotWaiting,
             MemoryError::Changed(_) => Failed::Changed,
             MemoryError::Unanswered => Failed::Unanswered,
+            MemoryError::Failing => Failed::Failing,
         }
     }
 
@@ -184,7 +201,7 @@ impl Subject for InMemory {
         let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
         let answer = match answers.get(key) {
             Some(first) => Ok(first.clone()),
-            None => self.decide(id, State::Approved, decision.decider, seen).inspect(|approved| {
+            None => self.decide(id, State::Approved, &decision, seen).inspect(|approved| {
                 self.carried_out.fetch_add(1, Ordering::SeqCst);
                 answers.insert(key.to_owned(), approved.clone());
             }),
@@ -199,6 +216,12 @@ impl Subject for InMemory {
     }
 
     fn decline<'a>(&'a self, id: &'a str, decision: Decision<'a>) -> Pending<'a, Standing<Kept>, MemoryError> {
-        Box::pin(std::future::ready(self.decide(id, State::Declined, decision.decider, None).map(Self::standing)))
+        let failing =
+            self.declines_to_fail.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        let answer = match failing {
+            true => Err(MemoryError::Failing),
+            false => self.decide(id, State::Declined, &decision, None).map(Self::standing),
+        };
+        Box::pin(std::future::ready(answer))
     }
 }

@@ -41,7 +41,8 @@ pub struct Receipt {
     /// When it was signed, in seconds since 1970.
     pub iat: i64,
     /// The rule the decision was made under (`self`, `another-lead`; `page-only` when only the
-    /// approval page counts).
+    /// approval page counts; after the operator's name for the rule where it has one:
+    /// `shop files; another-lead`).
     pub rule: String,
     /// The policy's version: a digest of everything that decides who may decide what.
     pub policy_version: String,

@@ -16,6 +16,23 @@ pub enum SelfApproval {
     Forbidden,
 }
 
+impl SelfApproval {
+    /// The rule a receipt says its decision was made under: this policy (`self`,
+    /// `another-lead`), `; page-only` when only the approval page counts, after the name the
+    /// operator gave the rule where it has one (`shop files; another-lead`).
+    pub fn receipt_rule(self, named: Option<&str>, page_only: bool) -> String {
+        let policy = match self {
+            SelfApproval::Allowed => "self",
+            SelfApproval::Forbidden => "another-lead",
+        };
+        let page = if page_only { "; page-only" } else { "" };
+        match named {
+            Some(name) => format!("{name}; {policy}{page}"),
+            None => format!("{policy}{page}"),
+        }
+    }
+}
+
 /// Why a person may not decide a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum NotDecider {
@@ -119,6 +136,13 @@ mod tests {
 
     fn person(subject: &str) -> Party {
         Party::from(Principal::new("https://login.example", subject))
+    }
+
+    #[test]
+    fn a_receipt_names_the_operators_rule_before_the_policy() {
+        assert_eq!(SelfApproval::Forbidden.receipt_rule(None, false), "another-lead");
+        assert_eq!(SelfApproval::Allowed.receipt_rule(None, true), "self; page-only");
+        assert_eq!(SelfApproval::Forbidden.receipt_rule(Some("shop files"), false), "shop files; another-lead");
     }
 
     #[test]

@@ -8,10 +8,13 @@
 
 mod support;
 
-use std::{path::Path, process::Output};
+use std::{path::Path, process::Output, sync::Arc};
 
 use mrtr::client::{Client, ScriptedUser, legacy, modern};
-use rmcp::service::ClientLifecycleMode;
+use rmcp::{
+    RoleClient, RoleServer, model,
+    service::{ClientLifecycleMode, RequestContext},
+};
 use serde_json::json;
 use support::{fernhill_gate, fernhill_mcp, start_api};
 
@@ -135,6 +138,218 @@ async fn a_call_no_rule_holds_passes_through_the_gate_in_either_era_its_question
         assert_eq!(support::status(&api, refund).await, shop_api::RefundStatus::Requested, "{era}");
         client.close().await.unwrap();
     }
+}
+
+/// `upstream` served by this test over Streamable HTTP on loopback: its MCP endpoint.
+async fn served<S: rmcp::ServerHandler + Clone + Send + Sync + 'static>(upstream: S) -> String {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service =
+        StreamableHttpService::new(move || Ok(upstream.clone()), sessions, StreamableHttpServerConfig::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await });
+    url
+}
+
+/// An upstream served by this test. Its tool `slow` tells its progress under the token its
+/// call carries, and answers once the host behind the gate has heard it (`heard`; or after ten
+/// seconds, saying it was not heard). Its tool `pay` asks a round before it pays (its
+/// `confirm`), counts each invoice it pays, and pays only once the test lets it (`go`), saying
+/// when it starts to (`paying`); it keeps no record of the rounds it answered: a retry sent
+/// twice pays twice.
+#[derive(Clone, Default)]
+struct InTest {
+    heard: Arc<tokio::sync::Notify>,
+    paid: Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>>,
+    paying: Arc<tokio::sync::Notify>,
+    go: Arc<tokio::sync::Notify>,
+}
+
+impl InTest {
+    async fn slow(&self, context: RequestContext<RoleServer>) -> Result<model::CallToolResponse, rmcp::ErrorData> {
+        let said = |text: &str| Ok(model::CallToolResult::success(vec![model::ContentBlock::text(text)]).into());
+        // rmcp's client names every request's progress: the gate's own token, or one it made.
+        let Some(token) = context.meta.get_progress_token() else { return said("no progress token") };
+        let halfway = model::ProgressNotificationParam::new(token, 1.0).with_total(2.0).with_message("halfway");
+        context
+            .peer
+            .notify_progress(halfway)
+            .await
+            .map_err(|error| rmcp::ErrorData::internal_error(error.to_string(), None))?;
+        match tokio::time::timeout(std::time::Duration::from_secs(10), self.heard.notified()).await {
+            Ok(()) => said("done"),
+            Err(_) => said("done, its progress unheard"),
+        }
+    }
+
+    async fn pay(&self, request: model::CallToolRequestParams) -> Result<model::CallToolResponse, rmcp::ErrorData> {
+        let invoice =
+            request.arguments.as_ref().and_then(|arguments| arguments.get("invoice")).and_then(|v| v.as_str());
+        let invoice = invoice.unwrap_or_default().to_owned();
+        let state = format!("confirming {invoice}");
+        if request.request_state.as_deref() != Some(state.as_str()) || request.input_responses.is_none() {
+            let schema = json!({"type": "object", "properties": {"pay": {"type": "boolean"}}, "required": ["pay"]});
+            let asks = json!({"method": "elicitation/create",
+                              "params": {"mode": "form", "message": format!("Pay {invoice}?"), "requestedSchema": schema}});
+            let round =
+                json!({"resultType": "input_required", "inputRequests": {"confirm": asks}, "requestState": state});
+            return Ok(model::CallToolResponse::InputRequired(serde_json::from_value(round).unwrap()));
+        }
+        self.paying.notify_one();
+        self.go.notified().await;
+        *self.paid.lock().unwrap().entry(invoice.clone()).or_default() += 1;
+        Ok(model::CallToolResult::success(vec![model::ContentBlock::text(format!("paid {invoice}"))]).into())
+    }
+}
+
+impl rmcp::ServerHandler for InTest {
+    fn get_info(&self) -> model::ServerConfig {
+        model::ServerConfig::new(model::ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<model::PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<model::ListToolsResult, rmcp::ErrorData> {
+        let object = |schema: serde_json::Value| schema.as_object().cloned().unwrap();
+        let invoice = json!({"type": "object", "properties": {"invoice": {"type": "string"}}, "required": ["invoice"]});
+        Ok(model::ListToolsResult::with_all_items(vec![
+            model::Tool::new("slow", "Takes a while.", object(json!({"type": "object"}))),
+            model::Tool::new("pay", "Pay an invoice, once its payer confirms.", object(invoice)),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<model::CallToolResponse, rmcp::ErrorData> {
+        match &*request.name {
+            "slow" => self.slow(context).await,
+            _ => self.pay(request).await,
+        }
+    }
+}
+
+/// A host that keeps the progress it is told of, and says so to `heard`.
+#[derive(Clone)]
+struct Listening {
+    told: Arc<std::sync::Mutex<Vec<model::ProgressNotificationParam>>>,
+    heard: Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ClientHandler for Listening {
+    fn get_info(&self) -> model::ClientConfig {
+        mrtr::client::client_config("a host that shows progress", None)
+    }
+
+    async fn on_progress(
+        &self,
+        params: model::ProgressNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.told.lock().unwrap().push(params);
+        self.heard.notify_one();
+    }
+}
+
+/// A call the gate passes on carries the host's request for progress: the upstream's progress
+/// reaches the host under the host's own token, in either era.
+#[tokio::test]
+async fn an_upstreams_progress_on_a_call_passed_on_reaches_its_host_under_the_hosts_token() {
+    let upstream = InTest::default();
+    let heard = upstream.heard.clone();
+    let upstream = served(upstream).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("gate.toml");
+    let rules =
+        "[[rule]]\nname = \"none of these\"\ntools = [\"fast\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n";
+    std::fs::write(&policy, format!("[[upstream]]\nname = \"slow\"\nurl = \"{upstream}\"\n\n{rules}")).unwrap();
+    for (era, lifecycle) in [("2026-07-28", modern()), ("2025-11-25", legacy())] {
+        let host = Listening { told: Arc::default(), heard: heard.clone() };
+        let mut command = tokio::process::Command::new(fernhill_gate());
+        command.arg("serve").arg(&policy).env("USER", "alice");
+        let (transport, _) = rmcp::transport::TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let client = Client::connect_with(host.clone(), transport, lifecycle).await.unwrap();
+        let mut params = model::CallToolRequestParams::new("slow");
+        let mut meta = model::RequestMetaObject::new();
+        let named = model::ProgressToken(model::NumberOrString::String(format!("host-{era}").into()));
+        meta.set_progress_token(named.clone());
+        params.meta = Some(meta);
+        let done = client.call_tool_rounds(params).await.unwrap();
+        assert_eq!(mrtr::client::text(&done), "done", "{era}: the upstream answered once its progress was heard");
+        let told = host.told.lock().unwrap().clone();
+        assert_eq!(told.len(), 1, "{era}: {told:?}");
+        assert_eq!(
+            (&told[0].progress_token, told[0].progress, told[0].total, told[0].message.as_deref()),
+            (&named, 1.0, Some(2.0), Some("halfway")),
+            "{era}"
+        );
+        client.close().await.unwrap();
+    }
+}
+
+/// An approved call whose upstream asks a round as it runs, for a 2026-07-28 requester (who has
+/// no back-channel): the round is passed back to them as the upstream asked it, the run stays
+/// started, and their answer carries it on once: the same answer sent again while the run goes
+/// on is told it is running, and never reaches the upstream; later calls get the kept result.
+#[tokio::test]
+async fn an_approved_calls_upstream_round_goes_back_to_its_2026_requester_and_their_answer_runs_it_once() {
+    let payer = InTest::default();
+    let upstream = served(payer.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("gate.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[[upstream]]\nname = \"payments\"\nurl = \"{upstream}\"\n\n[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\n\
+             decided_by = {{ role = \"payer\" }}\nself_approval = true\ndeadline = \"1h\"\n\n[people.alice]\nroles = [\"payer\"]\n"
+        ),
+    )
+    .unwrap();
+    let alice = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
+    let client = Arc::new(support::through_the_gate(&policy, &[("USER", "alice")], alice, modern()).await);
+    let pay = || {
+        model::CallToolRequestParams::new("pay").with_arguments(json!({"invoice": "I-1"}).as_object().cloned().unwrap())
+    };
+    let held = client.call_tool("pay", json!({"invoice": "I-1"})).await.unwrap();
+    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
+    let approved = client.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert!(mrtr::client::text(&approved).starts_with("Approved"), "{approved:?}");
+    // The approved call runs, and the upstream asks: the round comes back as it asked it.
+    let model::CallToolResponse::InputRequired(round) = client.call_tool_once(pay()).await.unwrap() else {
+        panic!("the upstream's round was not passed back")
+    };
+    let asked = serde_json::to_value(&round.input_requests).unwrap();
+    assert_eq!(asked["confirm"]["params"]["message"], "Pay I-1?", "{asked}");
+    let state = round.request_state.clone().expect("the round's state");
+    assert!(!state.contains("confirming I-1"), "the upstream's state goes back sealed: {state}");
+    let mut answer = pay();
+    answer.input_responses =
+        Some([("confirm".to_owned(), json!({"action": "accept", "content": {"pay": true}}))].into());
+    answer.request_state = Some(state);
+    let first = tokio::spawn({
+        let (client, answer) = (client.clone(), answer.clone());
+        async move { client.call_tool_once(answer).await }
+    });
+    payer.paying.notified().await;
+    // The same answer again, while the upstream pays: told it runs, not sent on.
+    let again = tokio::time::timeout(std::time::Duration::from_secs(10), client.call_tool_once(answer)).await;
+    let Ok(Ok(model::CallToolResponse::Complete(again))) = again else { panic!("the copy was sent on: {again:?}") };
+    assert_eq!(held_meta(&again)["state"], "running", "{again:?}");
+    payer.go.notify_one();
+    let Ok(model::CallToolResponse::Complete(paid)) = first.await.unwrap() else { panic!("the answer did not run it") };
+    assert_eq!(mrtr::client::text(&paid), "paid I-1");
+    let Ok(model::CallToolResponse::Complete(kept)) = client.call_tool_once(pay()).await else { panic!("not kept") };
+    assert_eq!((mrtr::client::text(&kept), &held_meta(&kept)["state"]), ("paid I-1".to_owned(), &json!("ran")));
+    assert_eq!(payer.paid.lock().unwrap().get("I-1"), Some(&1), "paid once");
 }
 
 #[tokio::test]
@@ -358,12 +573,13 @@ async fn a_held_call_another_person_approves_at_their_own_host_runs_once_at_its_
     let jwks = approvals::ReceiptKeys::from_secrets(&[support::KEY_A]).unwrap().jwks().to_string();
     let decision = approvals::receipt::verify(&decision_receipt, &jwks).unwrap();
     assert_eq!(
-        (decision.outcome, decision.decision.by.as_deref()),
-        (approvals::receipt::Outcome::ToRun, Some("host user lee"))
+        (decision.outcome, decision.decision.by.as_deref(), decision.rule.as_str()),
+        (approvals::receipt::Outcome::ToRun, Some("host user lee"), "refunds; another-lead"),
+        "a receipt names the policy's rule it was decided under"
     );
     let run = approvals::receipt::verify(held_meta(&kept)["receipt"].as_str().unwrap(), &jwks).unwrap();
     assert!(matches!(run.outcome, approvals::receipt::Outcome::Executed { .. }), "{run:?}");
-    assert_eq!((run.approval, run.decision.channel), (id, "review".to_owned()));
+    assert_eq!((run.approval, run.decision.channel, run.rule), (id, "review".to_owned(), decision.rule));
     alice.close().await.unwrap();
     lee.close().await.unwrap();
 }

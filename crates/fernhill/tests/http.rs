@@ -615,7 +615,8 @@ async fn a_question_waiting_at_sigterm_ends_in_words_within_the_drain_timeout() 
 /// whose person may decide, asks in the answer to the call (`input_required`), not in a task
 /// polled for. Under `--approval another-lead` the call is a task that waits, `working`, for a
 /// lead elsewhere (its `Mcp-Name` the task's id, else -32020), first polled at 250 ms; an
-/// answer to no question is ignored; a cancel ends it saying what it left. An unknown task is
+/// answer to no question is ignored; a cancel ends it saying what it left (at once, or as a
+/// look under way lets go). An unknown task is
 /// -32602, and the removed `tasks/result` and `tasks/list` are -32601.
 #[tokio::test]
 async fn a_refund_waits_as_a_task_on_the_wire_only_for_another_lead() {
@@ -667,7 +668,18 @@ async fn a_refund_waits_as_a_task_on_the_wire_only_for_another_lead() {
     assert_eq!(ack["result"], json!({"resultType": "complete"}), "an answer to no question is ignored");
     let (_, _, ack) = server.post(13, "tasks/cancel", declaring(json!({"taskId": id})), Some(id)).await;
     assert_eq!(ack["result"], json!({"resultType": "complete"}));
-    let (_, _, cancelled) = server.post(14, "tasks/get", declaring(json!({"taskId": id})), Some(id)).await;
+    // The extension's cancel is cooperative: a look at the lead's decision under way when it
+    // came (each `tasks/get` starts one) ends the task as it lets go, so the client polls, as
+    // a host does, at the interval the task asks.
+    let mut cancelled = json!(null);
+    for poll in 0..200 {
+        (_, _, cancelled) = server.post(14 + poll, "tasks/get", declaring(json!({"taskId": id})), Some(id)).await;
+        if cancelled["result"]["status"] != "working" {
+            break;
+        }
+        let interval = cancelled["result"]["pollIntervalMs"].as_u64().unwrap_or(250);
+        tokio::time::sleep(std::time::Duration::from_millis(interval)).await;
+    }
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
     let said = cancelled["result"]["statusMessage"].as_str().unwrap();
     assert!(

@@ -172,6 +172,14 @@ mod tests {
     async fn held(
         own: SelfApproval,
     ) -> (Approvals<RuleApprovals>, Arc<HeldCalls>, HeldCall, Arc<approvals::ReceiptKeys>) {
+        held_with(own, Arc::new(records::InMemory::new())).await
+    }
+
+    /// [`held`], its engine's claims and declines kept in `records`.
+    async fn held_with(
+        own: SelfApproval,
+        records: Arc<dyn records::Records>,
+    ) -> (Approvals<RuleApprovals>, Arc<HeldCalls>, HeldCall, Arc<approvals::ReceiptKeys>) {
         let text = "[[rule]]\nname = \"writes\"\ntools = [\"write_file\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n";
         let rule = Policy::parse(Path::new("gate.toml"), text).unwrap().rules.remove(0);
         let calls = Arc::new(HeldCalls::open(None, clock::Clock::system()).unwrap());
@@ -182,9 +190,7 @@ mod tests {
         let receipts =
             approvals::Receipts { keys: keys.clone(), issuer: "fernhill-gate".into(), policy_version: "v".into() };
         let subject = RuleApprovals::new(calls.clone(), "writes", own == SelfApproval::Allowed);
-        let engine = Approvals::new(subject, Arc::new(records::InMemory::new()), "gate", COUNTED)
-            .deciding(own, false)
-            .signing(receipts);
+        let engine = Approvals::new(subject, records, "gate", COUNTED).deciding(own, false).signing(receipts);
         (engine, calls, kept, keys)
     }
 
@@ -272,5 +278,30 @@ mod tests {
         let receipt = verify(done.receipt.as_deref().unwrap(), &keys.jwks().to_string()).unwrap();
         assert_eq!(receipt.outcome, Outcome::NotExecuted { why: "declined".into() });
         assert_eq!(receipt.decision.by.as_deref(), Some("host user lee"));
+    }
+
+    /// A decline recorded and not carried out (its store did not take it) is carried out by the
+    /// next answer as it was made: by whom, where, and with the receipt signed for it.
+    #[tokio::test]
+    async fn a_decline_carried_out_later_is_written_with_its_channel_and_receipt() {
+        let records: Arc<dyn records::Records> = Arc::new(records::InMemory::new());
+        let (engine, calls, kept, _) = held_with(SelfApproval::Forbidden, records.clone()).await;
+        let recorded = approvals::RecordedDecline {
+            by: "host user lee".into(),
+            channel: Some(Channel::Page),
+            receipt: Some("eyJ.lees-no.sig".into()),
+        };
+        let key = format!("gate:declined:{}", kept.id);
+        records.put(&key, recorded.encode(), Duration::from_secs(600)).await.unwrap();
+        let answered = Answered::to("q-2", Channel::Review, Duration::from_secs(600));
+        let yes = engine.act(kept.id.as_str(), Verdict::Approve, &answered, &decider("kim")).await;
+        assert!(matches!(yes, Err(Refused::DeclineStands { .. })), "{yes:?}");
+        let stored = calls.get(&kept.id).await.unwrap().unwrap();
+        let decision = stored.decision.unwrap();
+        assert_eq!(stored.standing, Standing::Declined);
+        assert_eq!(
+            (decision.by.map(|by| by.to_string()), decision.channel.as_deref(), decision.receipt.as_deref()),
+            (Some("host user lee".to_owned()), Some("page"), Some("eyJ.lees-no.sig"))
+        );
     }
 }

@@ -39,6 +39,17 @@ pub enum NotRun {
     Lost(String),
 }
 
+/// Where an approved call's upstream rounds are answered while it runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Rounds<'a> {
+    /// Here, by the gate: each question to this 2025 host on its back-channel, else to the one
+    /// host behind the gate (over stdio).
+    Here(Option<&'a Peer<RoleServer>>),
+    /// By the 2026-07-28 host whose call runs it: the upstream's answer comes back as it came,
+    /// a round (`input_required`) included, for the host to answer and carry on.
+    PassedBack,
+}
+
 /// One upstream, connected.
 pub struct Connection {
     name: String,
@@ -116,17 +127,15 @@ impl Connection {
             .map_err(|error| self.failed(error))
     }
 
-    /// Run an approved call: sent once, its rounds run here, their questions relayed to `host`
-    /// (the 2025 host whose call runs it), else to the one host behind the gate (stdio); a
-    /// refusal told apart from an answer that was lost.
-    pub async fn run(
-        &self,
-        params: CallToolRequestParams,
-        host: Option<&Peer<RoleServer>>,
-    ) -> Result<CallToolResult, NotRun> {
-        let sent = match host {
-            Some(host) => crate::relay::asking(host.clone(), self.client.call_tool_rounds(params)).await,
-            None => self.client.call_tool_rounds(params).await,
+    /// Run an approved call (or carry on its run with a round's answers): sent once, its
+    /// rounds answered where `rounds` says; a refusal told apart from an answer that was lost.
+    pub async fn run(&self, params: CallToolRequestParams, rounds: Rounds<'_>) -> Result<CallToolResponse, NotRun> {
+        let sent = match rounds {
+            Rounds::Here(Some(host)) => {
+                crate::relay::asking(host.clone(), self.client.call_tool_rounds(params)).await.map(Into::into)
+            }
+            Rounds::Here(None) => self.client.call_tool_rounds(params).await.map(Into::into),
+            Rounds::PassedBack => self.client.call_tool_once(params).await,
         };
         match sent {
             Ok(result) => Ok(result),

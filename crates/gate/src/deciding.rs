@@ -6,9 +6,7 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use approvals::channel::webhook::Webhook;
-use approvals::{
-    Acted, Answered, Approvals, Refused, State, Verdict, engine::Counted, rules::SelfApproval, trail::NoTrail,
-};
+use approvals::{Acted, Answered, Approvals, Refused, State, Verdict, engine::Counted, trail::NoTrail};
 use mrtr::{Outcome, form::FormSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -72,10 +70,10 @@ impl Deciding {
             .iter()
             .map(|rule| {
                 let subject = RuleApprovals::new(held.clone(), &rule.name, rule.self_approval);
-                let own = if rule.self_approval { SelfApproval::Allowed } else { SelfApproval::Forbidden };
                 let mut engine = Approvals::new(subject, records.clone(), "gate", COUNTED)
                     .naming_ids("approval")
-                    .deciding(own, false)
+                    .deciding(rule.own_call(), false)
+                    .under_rule(&rule.name)
                     .with_clock(held.clock().clone());
                 if let Some(keys) = keys {
                     engine = engine.signing(receipts(policy, keys));

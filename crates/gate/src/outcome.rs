@@ -6,6 +6,12 @@
 //! the others are told it is running. Its upstream's result is kept and given to every later
 //! call; an answer lost on the way makes the outcome unknown, told as such and never sent again
 //! unless the rule says the tool is safe to repeat. Each run gets a signed receipt.
+//!
+//! An upstream that asks a round as an approved call runs asks the requester: a 2025 one on its
+//! back-channel, within the run; a 2026-07-28 one in a round of the gate's, passed back as the
+//! upstream asked it ([`RunRound`]). The run stays started meanwhile, and the requester's retry
+//! carries it on ([`continued`]): once per round's state, whichever gate it reaches, and never
+//! as a second run.
 
 use std::time::{Duration, SystemTime};
 
@@ -13,16 +19,17 @@ use approvals::{
     Receipts, Verdict,
     receipt::{Decided, Outcome, Receipt},
 };
+use records::{Claim, Records};
 use rmcp::{
-    ErrorData, RoleServer,
-    model::{CallToolRequestParams, CallToolResult, ContentBlock, MetaObject},
-    service::Peer,
+    ErrorData,
+    model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, MetaObject},
 };
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
     call::Call,
-    connection::{Connection, NotRun},
+    connection::{Connection, NotRun, Rounds},
     held::{Ended, HeldCall, HeldCalls, Holding, Run, Standing, Start},
     policy::Held,
     rule::{Channel, LostOutcome, Rule},
@@ -35,56 +42,122 @@ pub const HELD_META: &str = "fernhill/held";
 /// while it ran): longer than any upstream call is waited for.
 pub const RUN_LEASE: Duration = Duration::from_secs(15 * 60);
 
-/// What `call`, held by `held` and kept as `holding`, comes to for its requester: run now
-/// through `connection` when it is approved and nothing ran it yet.
-pub async fn told(
-    calls: &HeldCalls,
-    receipts: Option<&Receipts>,
-    (connection, host): (&Connection, Option<&Peer<RoleServer>>),
-    (call, held, holding): (&Call<'_>, Held<'_>, Holding),
-    (params, page): (CallToolRequestParams, Option<&str>),
-) -> Result<CallToolResult, ErrorData> {
-    let kept = holding.call;
-    if kept.standing == Standing::Waiting {
-        return Ok(waiting(call, held, &kept, (holding.first, page)));
+/// The state of a round an upstream asked as an approved call ran, passed back to its
+/// 2026-07-28 requester: the held call whose run it carries on, and the upstream's own state.
+/// The gate's boundary seals it, as every state the gate gives, so only the gate reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRound {
+    /// The held call's approval.
+    #[serde(rename = "fernhill-gate/run")]
+    pub run: String,
+    /// The upstream's state, as it gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+impl RunRound {
+    /// As the round's `requestState` carries it.
+    pub fn encode(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
     }
-    let id = kept.id.clone();
-    match settled(calls, receipts, (connection, host), held.rule, kept, params).await {
-        Some(told) => told,
-        // Running elsewhere: said as it stands.
-        None => calls
-            .get(&id)
-            .await
-            .map_err(store_failed)?
-            .map(|kept| ran(&kept))
-            .ok_or_else(|| store_failed(crate::held::HeldError::Unknown(id.to_string()))),
+
+    /// The run round `state` is, if it is one.
+    pub fn decode(state: &str) -> Option<RunRound> {
+        serde_json::from_str(state).ok()
     }
 }
 
+/// What `call`, held by `held` and kept as `holding`, comes to for its requester: run now
+/// through `connection` when it is approved and nothing ran it yet, its rounds answered where
+/// `rounds` says.
+pub async fn told(
+    calls: &HeldCalls,
+    receipts: Option<&Receipts>,
+    (connection, rounds): (&Connection, Rounds<'_>),
+    (call, held, holding): (&Call<'_>, Held<'_>, Holding),
+    (params, page): (CallToolRequestParams, Option<&str>),
+) -> Result<CallToolResponse, ErrorData> {
+    let kept = holding.call;
+    if kept.standing == Standing::Waiting {
+        return Ok(waiting(call, held, &kept, (holding.first, page)).into());
+    }
+    let id = kept.id.clone();
+    match settled(calls, receipts, (connection, rounds), held.rule, kept, params).await {
+        Some(told) => told,
+        // Running elsewhere: said as it stands.
+        None => running(calls, &id).await,
+    }
+}
+
+/// The run of `id`, said as it stands: running elsewhere, or ended since.
+async fn running(calls: &HeldCalls, id: &crate::held::HeldId) -> Result<CallToolResponse, ErrorData> {
+    calls
+        .get(id)
+        .await
+        .map_err(store_failed)?
+        .map(|kept| ran(&kept).into())
+        .ok_or_else(|| store_failed(crate::held::HeldError::Unknown(id.to_string())))
+}
+
+/// Carry on `kept`'s run, held by `rule`, with its 2026-07-28 requester's answers to the
+/// upstream's round `round` (in `params`), through `connection`: the upstream's next answer, a
+/// round again or the run's end, kept. Each round's state carries the run on once, whichever
+/// gate it reaches (claimed in `claims`); a copy of it, or a run no longer running, is told the
+/// run as it stands.
+pub async fn continued(
+    (calls, claims): (&HeldCalls, &dyn Records),
+    receipts: Option<&Receipts>,
+    connection: &Connection,
+    rule: &Rule,
+    (kept, round): (HeldCall, RunRound),
+    mut params: CallToolRequestParams,
+) -> Result<CallToolResponse, ErrorData> {
+    if !matches!(kept.run, Some(Run::Running { .. })) {
+        return Ok(ran(&kept).into());
+    }
+    let state = round.state.unwrap_or_default();
+    let key = format!("gate:run-round:{}:{}", kept.id, approvals::Digest::of_bytes(state.as_bytes()));
+    match claims.claim_as(&key, "carried on", RUN_LEASE).await {
+        Ok(Claim::First) => {}
+        Ok(Claim::Taken) => {
+            tracing::info!(approval = %kept.id, "a round of an approved run answered again; told the run as it stands");
+            return running(calls, &kept.id).await;
+        }
+        Err(error) => {
+            tracing::error!(approval = %kept.id, %error, "could not claim a round of an approved run; not carried on");
+            return Err(ErrorData::internal_error(
+                format!("the gate could not record that this round of {} is carried on once; try again", kept.tool),
+                None,
+            ));
+        }
+    }
+    params.request_state = (!state.is_empty()).then_some(state);
+    run(calls, receipts, (connection, Rounds::PassedBack), rule, kept, params).await
+}
+
 /// What came of `kept`, held by `rule`, once it is no longer waiting: declined, expired, or
-/// approved and run, now (once, through `connection`, with `params`, an upstream's rounds asked
-/// of `host` where one is given) or before. `None` while it waits for a decision or runs
-/// elsewhere.
+/// approved and run, now (once, through `connection`, with `params`, its rounds answered where
+/// `rounds` says) or before. `None` while it waits for a decision or runs elsewhere.
 pub async fn settled(
     calls: &HeldCalls,
     receipts: Option<&Receipts>,
-    (connection, host): (&Connection, Option<&Peer<RoleServer>>),
+    (connection, rounds): (&Connection, Rounds<'_>),
     rule: &Rule,
     kept: HeldCall,
     params: CallToolRequestParams,
-) -> Option<Result<CallToolResult, ErrorData>> {
+) -> Option<Result<CallToolResponse, ErrorData>> {
     match kept.standing {
-        Standing::Waiting if kept.deadline <= calls.clock().now() => Some(Ok(expired(&kept))),
+        Standing::Waiting if kept.deadline <= calls.clock().now() => Some(Ok(expired(&kept).into())),
         Standing::Waiting => None,
-        Standing::Expired => Some(Ok(expired(&kept))),
-        Standing::Declined => Some(Ok(declined(&kept))),
+        Standing::Expired => Some(Ok(expired(&kept).into())),
+        Standing::Declined => Some(Ok(declined(&kept).into())),
         Standing::Approved => {
             let kept = match &kept.run {
                 None | Some(Run::Running { .. }) => {
                     let repeatable = rule.lost_outcome == LostOutcome::Repeat;
                     match calls.start(&kept.id, RUN_LEASE, repeatable, rule.effect_again_after).await {
                         Ok(Start::Yours(kept)) => {
-                            return Some(run(calls, receipts, (connection, host), rule, kept, params).await);
+                            return Some(run(calls, receipts, (connection, rounds), rule, kept, params).await);
                         }
                         Ok(Start::Not(kept)) => kept,
                         Err(error) => return Some(Err(store_failed(error))),
@@ -94,26 +167,44 @@ pub async fn settled(
             };
             match kept.run {
                 Some(Run::Running { .. }) => None,
-                _ => Some(Ok(ran(&kept))),
+                _ => Some(Ok(ran(&kept).into())),
             }
         }
     }
 }
 
-/// Run `kept` (its run started by this call) and keep how it ended.
+/// Run `kept` (its run started by this call, or carried on with a round's answers) and keep
+/// how it ended; a round the upstream asks, passed back, leaves it running.
 async fn run(
     calls: &HeldCalls,
     receipts: Option<&Receipts>,
-    (connection, host): (&Connection, Option<&Peer<RoleServer>>),
+    (connection, rounds): (&Connection, Rounds<'_>),
     rule: &Rule,
     kept: HeldCall,
     mut params: CallToolRequestParams,
-) -> Result<CallToolResult, ErrorData> {
+) -> Result<CallToolResponse, ErrorData> {
     tracing::info!(approval = %kept.id, upstream = connection.name(), tool = %kept.tool, "an approved call runs");
     // Sent as it was approved: the arguments kept, whatever this call's (the same, by digest).
     params.arguments = kept.arguments.as_object().cloned();
     let sent = calls.clock().now();
-    let (ended, answer) = match connection.run(params, host).await {
+    let answered = match connection.run(params, rounds).await {
+        Ok(CallToolResponse::InputRequired(mut round)) => {
+            // The upstream asks its requester something before it goes on: the run stays
+            // started, and the requester's answer carries it on.
+            tracing::info!(approval = %kept.id, "the upstream asked a round of an approved call; passed back to its requester");
+            let state = round.request_state.take();
+            round.request_state = Some(RunRound { run: kept.id.to_string(), state }.encode());
+            return Ok(CallToolResponse::InputRequired(round));
+        }
+        Ok(CallToolResponse::Complete(result)) => Ok(result),
+        // A task, which the gate does not declare it can follow.
+        Ok(_) => Err(NotRun::Refused(ErrorData::internal_error(
+            "it answered with a task, which the gate does not ask for",
+            None,
+        ))),
+        Err(not_run) => Err(not_run),
+    };
+    let (ended, answer) = match answered {
         Ok(result) => {
             let value = serde_json::to_value(&result).unwrap_or(Value::Null);
             let digest = approvals::Digest::of(&value).unwrap_or_else(|_| approvals::Digest::of_bytes(b""));
@@ -156,13 +247,13 @@ async fn run(
         }
     }
     match (answer, kept_as) {
-        (Ok(result), Ok(_)) => Ok(result),
+        (Ok(result), Ok(_)) => Ok(result.into()),
         (Ok(result), Err(error)) => {
             tracing::error!(approval = %kept.id, %error,
                 "an approved call ran and its result could not be kept: it stays running, then unknown, never sent again");
-            Ok(result)
+            Ok(result.into())
         }
-        (Err(_), Ok(kept)) => Ok(ran(&kept)),
+        (Err(_), Ok(kept)) => Ok(ran(&kept).into()),
         (Err(_), Err(error)) => Err(store_failed(error)),
     }
 }
@@ -189,7 +280,7 @@ fn sign(
         jti: format!("run-{}", kept.id),
         iss: receipts.issuer.clone(),
         iat: epoch(at),
-        rule: if rule.self_approval { "self" } else { "another-lead" }.to_owned(),
+        rule: rule.own_call().receipt_rule(Some(&rule.name), false),
         policy_version: receipts.policy_version.clone(),
         tool: kept.tool.clone(),
         approval: kept.id.to_string(),

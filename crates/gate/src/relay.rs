@@ -1,8 +1,10 @@
 //! What an upstream says to the gate, relayed to the host behind it: its questions (a 2025
 //! `elicitation/create` on the back-channel, or a round of its own the gate runs for a 2025 host),
-//! and its lists' changes (tools, prompts, resources). An upstream's progress notifications are
-//! not relayed: rmcp's client gives each request it sends a progress token of its own, which
-//! names no request of the host's.
+//! its lists' changes (tools, prompts, resources), and the progress of a host's call. A call
+//! whose host asked for progress (a `progressToken` in its `_meta`) goes on under a token of the
+//! gate's own ([`Host::relaying_progress`]), unique among every host's calls on the upstream's
+//! one connection; the upstream's progress under it goes to that host under the host's token,
+//! for as long as the call lasts (none after its answer, as the spec asks).
 //!
 //! The gate is an MCP client to each upstream; this is that client's handler. A question goes
 //! to the host behind the gate, which shows it to its person: over stdio, the one host. Over
@@ -11,14 +13,20 @@
 //! upstream's that the gate runs for a 2025 host's call goes to that host ([`asking`]). An upstream that asks a host that cannot show
 //! questions gets an error, never an answer the person did not give.
 
-use std::sync::{
-    Arc, Mutex,
-    atomic::{AtomicBool, Ordering},
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
 };
 
 use rmcp::{
     ClientHandler, ErrorData, RoleClient, RoleServer,
-    model::{ClientConfig, ElicitRequestParams, ElicitResult, ProtocolVersion},
+    model::{
+        ClientConfig, ElicitRequestParams, ElicitResult, NumberOrString, ProgressNotificationParam, ProgressToken,
+        ProtocolVersion,
+    },
     service::{NotificationContext, Peer, RequestContext},
 };
 
@@ -34,13 +42,64 @@ pub async fn asking<F: std::future::Future>(host: Peer<RoleServer>, rounds: F) -
     ASKING.scope(host, rounds).await
 }
 
-/// The host behind the gate, as the relays of every upstream reach it.
+/// The hosts behind the gate, as the relays of every upstream reach them: the one host over
+/// stdio, and each call whose progress is relayed.
 #[derive(Debug, Clone, Default)]
 pub struct Host {
     peer: Arc<Mutex<Option<Peer<RoleServer>>>>,
+    progress: Arc<Progress>,
+}
+
+/// The calls whose progress is relayed: the gate's token for each, and the host it goes to
+/// under the host's own token.
+#[derive(Debug, Default)]
+struct Progress {
+    calls: Mutex<HashMap<ProgressToken, (Peer<RoleServer>, ProgressToken)>>,
+    made: AtomicU64,
+}
+
+impl Progress {
+    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, (Peer<RoleServer>, ProgressToken)>> {
+        self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A call's progress relayed to its host while this lives: dropped with the call, so nothing
+/// of it reaches the host after its answer.
+#[derive(Debug)]
+pub struct RelayingProgress {
+    progress: Arc<Progress>,
+    token: ProgressToken,
+}
+
+impl RelayingProgress {
+    /// The token the call carries to its upstream.
+    pub fn token(&self) -> ProgressToken {
+        self.token.clone()
+    }
+}
+
+impl Drop for RelayingProgress {
+    fn drop(&mut self) {
+        self.progress.calls().remove(&self.token);
+    }
 }
 
 impl Host {
+    /// Relay the progress of a call `host` named by `named`, from whichever upstream the call
+    /// goes to under the token returned, for as long as that lives.
+    pub fn relaying_progress(&self, host: &Peer<RoleServer>, named: ProgressToken) -> RelayingProgress {
+        let made = self.progress.made.fetch_add(1, Ordering::Relaxed);
+        let token = ProgressToken(NumberOrString::String(format!("fernhill-gate-{made}").into()));
+        self.progress.calls().insert(token.clone(), (host.clone(), named));
+        RelayingProgress { progress: self.progress.clone(), token }
+    }
+
+    /// The host a call's progress under `token` goes to, and the host's token for it.
+    fn progress_of(&self, token: &ProgressToken) -> Option<(Peer<RoleServer>, ProgressToken)> {
+        self.progress.calls().get(token).cloned()
+    }
+
     /// The host now behind the gate: the peer of the session whose request is being served.
     pub fn is(&self, peer: &Peer<RoleServer>) {
         *self.peer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(peer.clone());
@@ -123,6 +182,19 @@ impl ClientHandler for Relay {
                 ErrorData::internal_error("the host behind the gate did not answer the question", None)
             }
         })
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        let Some((peer, named)) = self.host.progress_of(&params.progress_token) else {
+            // A call that has ended, or progress under a token the gate never sent.
+            tracing::debug!(upstream = %self.upstream, "progress of no call in flight; not relayed");
+            return;
+        };
+        let mut relayed = params;
+        relayed.progress_token = named;
+        if let Err(error) = peer.notify_progress(relayed).await {
+            tracing::debug!(upstream = %self.upstream, %error, "the host was not told a call's progress");
+        }
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {

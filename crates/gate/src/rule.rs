@@ -148,6 +148,14 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// Whether its requester may decide their own call, as the approvals engine says it.
+    pub fn own_call(&self) -> approvals::SelfApproval {
+        match self.self_approval {
+            true => approvals::SelfApproval::Allowed,
+            false => approvals::SelfApproval::Forbidden,
+        }
+    }
+
     /// Whether this rule names the tool `tool` of `upstream`, whose annotations are `annotations`
     /// and are `trusted` or not: its upstream, one of its names, and, for a trusted upstream,
     /// every hint it asks for. Where the annotations are not trusted, the hints are not read

@@ -42,9 +42,10 @@ use serde_json::Value;
 use crate::{
     beside_tools,
     call::Call,
-    connection::{Connection, NotConnected},
+    connection::{Connection, NotConnected, Rounds},
     deciding::{self, Deciding},
     held::{HeldCall, HeldCalls, HeldId, Standing},
+    outcome::RunRound,
     own_call::{self, Asked},
     page::ApprovalPage,
     person::Person,
@@ -83,6 +84,8 @@ struct Inner {
     capabilities: ServerCapabilities,
     /// Where its held calls' tasks are kept.
     tasks: Arc<dyn TaskStore>,
+    /// The fleet's records: here, that each round of an approved run is carried on once.
+    records: Arc<dyn records::Records>,
     /// The escalations' watch, if a rule escalates: it ends with the gate.
     escalations: Option<Watching>,
 }
@@ -133,6 +136,7 @@ impl Gate {
             page: Arc::default(),
             capabilities,
             tasks: shared.tasks.clone(),
+            records: shared.records.clone(),
             escalations: None,
         };
         inner.escalations = watch_escalations(&inner);
@@ -203,6 +207,13 @@ impl Gate {
         let Some((connection, tool)) = self.route(&params.name) else {
             return Err(ErrorData::invalid_params(format!("no tool named {}", params.name), None));
         };
+        // The upstream's progress goes to this host under its own token while the call lasts,
+        // whether it passes or runs once approved.
+        let _progress = context.meta.get_progress_token().map(|named| {
+            let relaying = self.inner.host.relaying_progress(&context.peer, named);
+            params.meta.get_or_insert_default().set_progress_token(relaying.token());
+            relaying
+        });
         let annotations = crate::call::annotations(&tool);
         let arguments = params.arguments.clone().map_or(Value::Null, Value::Object);
         let name = params.name.clone();
@@ -249,14 +260,20 @@ impl Gate {
                 return self.wait_as_task(tasking, &holding.call, held.rule).await;
             }
             let receipts = self.inner.receipts.as_ref();
+            // A 2026-07-28 requester answering a round its upstream asked as the approved call
+            // ran: the run carries on.
+            let round = modern.then(|| mrtr::boundary::opened_state(&context).and_then(RunRound::decode)).flatten();
+            if let Some(round) = round.filter(|round| round.run == holding.call.id.as_str()) {
+                let stores = (&*self.inner.held, &*self.inner.records);
+                let carried = (holding.call, round);
+                return crate::outcome::continued(stores, receipts, connection, held.rule, carried, params).await;
+            }
             let told = (&call, held, holding);
-            // A 2025 requester is asked an upstream's rounds during the run; a 2026-07-28 one
-            // has no back-channel for them.
-            let upstream = (connection, (!modern).then_some(&context.peer));
+            // A 2025 requester is asked an upstream's rounds within the run, on its back-channel;
+            // a 2026-07-28 one is passed them back, as rounds of the gate's.
+            let rounds = if modern { Rounds::PassedBack } else { Rounds::Here(Some(&context.peer)) };
             let page = self.inner.page.get().map(String::as_str);
-            return crate::outcome::told(&self.inner.held, receipts, upstream, told, (params, page))
-                .await
-                .map(Into::into);
+            return crate::outcome::told(&self.inner.held, receipts, (connection, rounds), told, (params, page)).await;
         }
         if modern {
             // The upstream's own state, opened by the boundary from the gate's seal.
@@ -379,8 +396,16 @@ impl Gate {
         let params = CallToolRequestParams::new(kept.tool.clone())
             .with_arguments(kept.arguments.as_object().cloned().unwrap_or_default());
         let receipts = self.inner.receipts.as_ref();
-        match crate::outcome::settled(&self.inner.held, receipts, (connection, None), rule, kept, params).await {
-            Some(done) => Step::Done(done),
+        // A task's run answers an upstream's rounds here: over stdio, asking the one host behind
+        // the gate (which cannot show them if it is a 2026-07-28 one, and the run is refused).
+        match crate::outcome::settled(&self.inner.held, receipts, (connection, Rounds::Here(None)), rule, kept, params)
+            .await
+        {
+            Some(Ok(CallToolResponse::Complete(result))) => Step::Done(Ok(result)),
+            Some(Ok(_)) => {
+                Step::Done(Err(ErrorData::internal_error("the held call's run asked what a task cannot", None)))
+            }
+            Some(Err(error)) => Step::Done(Err(error)),
             None => Step::Later,
         }
     }

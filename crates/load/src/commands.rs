@@ -66,6 +66,11 @@ pub struct HeldOptions {
     /// The fernhill-gate binary (by default the one beside this program).
     #[arg(long, value_name = "PATH")]
     pub fernhill_gate: Option<PathBuf>,
+    /// Where the gate keeps its held calls, as `fernhill-gate serve --held-calls` takes it (a
+    /// PostgreSQL URL, its database empty: each call's invoice is new to it); by default a
+    /// SQLite file of its own.
+    #[arg(long, value_name = "URL")]
+    pub held_calls: Option<String>,
 }
 
 /// The `fernhill-mcp` binary the started servers run.
@@ -383,12 +388,12 @@ pub async fn task_cost(options: TaskCostOptions) -> anyhow::Result<()> {
 
 /// Calls a gate started here holds, has decided and runs, a second; fails unless each ran once.
 pub async fn held(options: HeldOptions) -> anyhow::Result<()> {
-    let HeldOptions { calls, at_once, fernhill_gate } = options;
+    let HeldOptions { calls, at_once, fernhill_gate, held_calls: store } = options;
     let program = match fernhill_gate {
         Some(program) => program,
         None => std::env::current_exe().context("finding this program")?.with_file_name("fernhill-gate"),
     };
-    let books = held_calls::run(&program, &HeldPlan { calls, at_once }).await?;
+    let books = held_calls::run(&program, &HeldPlan { calls, at_once, held_calls: store }).await?;
     println!("{}", books.render());
     anyhow::ensure!(books.hold(), "not every call ran once");
     Ok(())

@@ -83,11 +83,13 @@ impl ServerHandler for Payments {
     }
 }
 
-/// How much: calls in all, and callers at once.
+/// How much: calls in all, and callers at once; where the gate keeps its held calls (its
+/// `--held-calls`; a SQLite file of its own when `None`).
 #[derive(Debug, Clone)]
 pub struct HeldPlan {
     pub calls: usize,
     pub at_once: usize,
+    pub held_calls: Option<String>,
 }
 
 /// What a run came to.
@@ -141,10 +143,12 @@ pub async fn run(program: &Path, plan: &HeldPlan) -> anyhow::Result<HeldBooks> {
              effect = '\"invoice:\" + args.invoice'\n\n[people.load]\nroles = [\"payer\"]\n"
         ),
     )?;
-    let mut gate = tokio::process::Command::new(program)
-        .arg("serve")
-        .arg(&policy)
-        .args(["--http", "127.0.0.1:0", "--host-user", "load"])
+    let mut gate = tokio::process::Command::new(program);
+    gate.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0", "--host-user", "load"]);
+    if let Some(store) = &plan.held_calls {
+        gate.args(["--held-calls", store]);
+    }
+    let mut gate = gate
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .kill_on_drop(true)

@@ -91,7 +91,7 @@ enum Command {
     /// Example: fernhill-load task-cost --url http://127.0.0.1:8711/mcp --pid 4242 --tasks 1000
     TaskCost(TaskCostOptions),
     /// How many calls a second one gate holds, has decided and runs: fernhill-gate serve --http
-    /// (started here, its held calls in SQLite) in front of an upstream of this tool's own that
+    /// (started here, its held calls in SQLite, or where --held-calls says) in front of an upstream of this tool's own that
     /// counts what it runs; each caller holds a call, approves it with review_approvals, and
     /// calls it again. Reports calls a second and the gate's CPU per call; fails unless each
     /// ran once.

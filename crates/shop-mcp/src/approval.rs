@@ -181,15 +181,16 @@ impl Shop {
     }
 
     /// Who declined `refund_id`, if a lead did and its cancel has not gone through yet.
-    pub(crate) async fn decliner(&self, refund_id: &RefundId) -> Option<String> {
+    pub(crate) async fn decliner(&self, refund_id: &RefundId) -> Option<approvals::RecordedDecline> {
         self.approvals.decliner(refund_id.as_str()).await
     }
 
-    /// Cancel a refund its lead (`by`) declined, and say so; `who` is this request's caller.
+    /// Cancel a refund its lead declined (`by`, as recorded), and say so; `who` is this
+    /// request's caller.
     pub(crate) async fn cancel_declined(
         &self,
         refund_id: &RefundId,
-        by: &str,
+        by: &approvals::RecordedDecline,
         who: &Who,
     ) -> Result<CallToolResult, ToolError> {
         let trail = TrailOf::new(&self.audit, who);

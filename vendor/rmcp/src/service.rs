@@ -939,7 +939,7 @@ impl<R: ServiceRole> Peer<R> {
                 .insert(OriginatingRequestId(originating));
         }
         let id = self.request_id_provider.next_request_id();
-        let progress_token = self.progress_token_provider.next_progress_token();
+        // PATCHED (fernhill, change 8): the progress token is made below, where none was put.
         if let Some(metadata) = self.client_request_metadata.get() {
             let meta = request.get_meta_mut();
             meta.set_protocol_version(metadata.protocol_version.clone());
@@ -949,9 +949,18 @@ impl<R: ServiceRole> Peer<R> {
         if let Some(meta) = options.meta.clone() {
             request.get_meta_mut().extend(meta);
         }
-        request
-            .get_meta_mut()
-            .set_progress_token(progress_token.clone());
+        // PATCHED (fernhill, change 8): a progress token the caller put in the request's
+        // `_meta` (or the options' meta) is kept, and one is made only where none was put: a
+        // proxy passing a call on names its progress by a token it can map back to its own
+        // caller's. Every token was overwritten before.
+        let progress_token = match request.get_meta().get_progress_token() {
+            Some(token) => token,
+            None => {
+                let token = self.progress_token_provider.next_progress_token();
+                request.get_meta_mut().set_progress_token(token.clone());
+                token
+            }
+        };
         let (responder, receiver) = tokio::sync::oneshot::channel();
         let progress_reset_rx = if options.reset_timeout_on_progress && options.timeout.is_some() {
             let (sender, receiver) = mpsc::channel(1);

@@ -1508,13 +1508,19 @@ impl Peer<RoleClient> {
         &self,
         params: CallToolRequestParams,
     ) -> Result<CallToolResponse, ServiceError> {
-        let result = self
-            .send_request_cancel_on_drop(ClientRequest::CallToolRequest(CallToolRequest {
-                method: Default::default(),
-                params,
-                extensions: Default::default(),
-            }))
-            .await?;
+        // PATCHED (fernhill, change 8): a progress token the caller put in the params' `_meta`
+        // is lifted into the request's own meta, which the peer reads (and keeps) when it
+        // sends: the wire's `_meta` is the two merged, the request's own winning.
+        let token = crate::model::RequestParamsMeta::progress_token(&params);
+        let mut request = ClientRequest::CallToolRequest(CallToolRequest {
+            method: Default::default(),
+            params,
+            extensions: Default::default(),
+        });
+        if let Some(token) = token {
+            request.get_meta_mut().set_progress_token(token);
+        }
+        let result = self.send_request_cancel_on_drop(request).await?;
         match result {
             ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
             ServerResult::InputRequiredResult(result) => {
