@@ -156,10 +156,10 @@ async fn served<S: rmcp::ServerHandler + Clone + Send + Sync + 'static>(upstream
 
 /// An upstream served by this test. Its tool `slow` tells its progress under the token its
 /// call carries, and answers once the host behind the gate has heard it (`heard`; or after ten
-/// seconds, saying it was not heard). Its tool `pay` asks a round before it pays (its
-/// `confirm`), counts each invoice it pays, and pays only once the test lets it (`go`), saying
-/// when it starts to (`paying`); it keeps no record of the rounds it answered: a retry sent
-/// twice pays twice.
+/// seconds, saying it was not heard). Its tool `pay` asks two rounds before it pays (`confirm`,
+/// then `again`, under one state), counts each invoice it pays, and pays only once the test lets
+/// it (`go`), saying when it starts to (`paying`); it keeps no record of the rounds it answered:
+/// a retry sent twice pays twice.
 #[derive(Clone, Default)]
 struct InTest {
     heard: Arc<tokio::sync::Notify>,
@@ -190,13 +190,22 @@ impl InTest {
             request.arguments.as_ref().and_then(|arguments| arguments.get("invoice")).and_then(|v| v.as_str());
         let invoice = invoice.unwrap_or_default().to_owned();
         let state = format!("confirming {invoice}");
-        if request.request_state.as_deref() != Some(state.as_str()) || request.input_responses.is_none() {
+        let answered = |key: &str| {
+            request.request_state.as_deref() == Some(state.as_str())
+                && request.input_responses.as_ref().is_some_and(|responses| responses.contains_key(key))
+        };
+        let ask = |key: &str, message: String| {
             let schema = json!({"type": "object", "properties": {"pay": {"type": "boolean"}}, "required": ["pay"]});
             let asks = json!({"method": "elicitation/create",
-                              "params": {"mode": "form", "message": format!("Pay {invoice}?"), "requestedSchema": schema}});
-            let round =
-                json!({"resultType": "input_required", "inputRequests": {"confirm": asks}, "requestState": state});
-            return Ok(model::CallToolResponse::InputRequired(serde_json::from_value(round).unwrap()));
+                              "params": {"mode": "form", "message": message, "requestedSchema": schema}});
+            let round = json!({"resultType": "input_required", "inputRequests": {key: asks}, "requestState": state});
+            Ok(model::CallToolResponse::InputRequired(serde_json::from_value(round).unwrap()))
+        };
+        if !answered("again") {
+            return match answered("confirm") {
+                false => ask("confirm", format!("Pay {invoice}?")),
+                true => ask("again", format!("Really pay {invoice}?")),
+            };
         }
         self.paying.notify_one();
         self.go.notified().await;
@@ -296,10 +305,11 @@ async fn an_upstreams_progress_on_a_call_passed_on_reaches_its_host_under_the_ho
     }
 }
 
-/// An approved call whose upstream asks a round as it runs, for a 2026-07-28 requester (who has
-/// no back-channel): the round is passed back to them as the upstream asked it, the run stays
-/// started, and their answer carries it on once: the same answer sent again while the run goes
-/// on is told it is running, and never reaches the upstream; later calls get the kept result.
+/// An approved call whose upstream asks rounds as it runs, for a 2026-07-28 requester (who has
+/// no back-channel): each round is passed back to them as the upstream asked it, the run stays
+/// started, and each answer carries it on once (two rounds under one upstream state are two
+/// rounds): the same answer sent again while the run goes on is told it is running, and never
+/// reaches the upstream; later calls get the kept result.
 #[tokio::test]
 async fn an_approved_calls_upstream_round_goes_back_to_its_2026_requester_and_their_answer_runs_it_once() {
     let payer = InTest::default();
@@ -331,15 +341,26 @@ async fn an_approved_calls_upstream_round_goes_back_to_its_2026_requester_and_th
     assert_eq!(asked["confirm"]["params"]["message"], "Pay I-1?", "{asked}");
     let state = round.request_state.clone().expect("the round's state");
     assert!(!state.contains("confirming I-1"), "the upstream's state goes back sealed: {state}");
-    let mut answer = pay();
-    answer.input_responses =
-        Some([("confirm".to_owned(), json!({"action": "accept", "content": {"pay": true}}))].into());
-    answer.request_state = Some(state);
+    let answering = |key: &str, state: String| {
+        let mut answer = pay();
+        answer.input_responses = Some([(key.to_owned(), json!({"action": "accept", "content": {"pay": true}}))].into());
+        answer.request_state = Some(state);
+        answer
+    };
+    let model::CallToolResponse::InputRequired(round) =
+        client.call_tool_once(answering("confirm", state)).await.unwrap()
+    else {
+        panic!("the upstream's second round was not passed back")
+    };
+    let asked = serde_json::to_value(&round.input_requests).unwrap();
+    assert_eq!(asked["again"]["params"]["message"], "Really pay I-1?", "{asked}");
+    let answer = answering("again", round.request_state.clone().expect("the second round's state"));
     let first = tokio::spawn({
         let (client, answer) = (client.clone(), answer.clone());
         async move { client.call_tool_once(answer).await }
     });
-    payer.paying.notified().await;
+    let paying = tokio::time::timeout(std::time::Duration::from_secs(10), payer.paying.notified()).await;
+    assert!(paying.is_ok(), "the second round's answer did not reach the upstream");
     // The same answer again, while the upstream pays: told it runs, not sent on.
     let again = tokio::time::timeout(std::time::Duration::from_secs(10), client.call_tool_once(answer)).await;
     let Ok(Ok(model::CallToolResponse::Complete(again))) = again else { panic!("the copy was sent on: {again:?}") };
@@ -794,6 +815,37 @@ async fn over_http_each_token_names_its_person_who_asks_or_decides_by_the_scopes
     let ran = issue().await.unwrap();
     assert_ne!(ran.is_error, Some(true), "{ran:?}");
     assert_eq!(support::shop(&api).refunds().await.unwrap().len(), 1);
+    agent.close().await.unwrap();
+    dana.close().await.unwrap();
+}
+
+/// A rule that names who decides by role is met by a token's `roles` claim: its person may
+/// decide, and a token without it may not, whatever else it carries.
+#[tokio::test]
+async fn over_http_a_tokens_roles_claim_meets_a_rule_that_names_a_role() {
+    let api = start_api().await;
+    let issuer = support::issuer::Issuer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let rules = "[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\ndecided_by = { role = \"support-lead\" }\n\
+                 deadline = \"1h\"\n";
+    let (_gate, url, _log) = gate_over_http(dir.path(), &api, &issuer, rules).await;
+    let token = |who: &str, roles: serde_json::Value| {
+        let mut claims = issuer.claims(who, "tools", &url);
+        claims.extra.insert("roles".to_owned(), roles);
+        issuer.sign(&claims)
+    };
+    let agent = over_http(&url, &token("agent-7", json!(["support"])), ScriptedUser::unable_to_ask(), modern()).await;
+    let lead = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
+    let dana = over_http(&url, &token("dana", json!(["auditor", "support-lead"])), lead, modern()).await;
+    assert!(!tool_names(&agent).await.contains(&"review_approvals".to_owned()), "no role, nothing to decide");
+    assert_eq!(tool_names(&dana).await[0], "review_approvals");
+    let quote_id = support::quote(&agent, "O-1021").await;
+    let issue = || agent.call_tool("issue_refund", json!({"quote_id": quote_id}));
+    let id = held_meta(&issue().await.unwrap())["approval"].as_str().unwrap().to_owned();
+    let approved = dana.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert!(mrtr::client::text(&approved).starts_with("Approved"), "{approved:?}");
+    let ran = issue().await.unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
     agent.close().await.unwrap();
     dana.close().await.unwrap();
 }

@@ -43,19 +43,33 @@ pub const HELD_META: &str = "fernhill/held";
 pub const RUN_LEASE: Duration = Duration::from_secs(15 * 60);
 
 /// The state of a round an upstream asked as an approved call ran, passed back to its
-/// 2026-07-28 requester: the held call whose run it carries on, and the upstream's own state.
-/// The gate's boundary seals it, as every state the gate gives, so only the gate reads it.
+/// 2026-07-28 requester: the held call whose run it carries on, when that run started, the
+/// round (a number the gate made for it, unique to it whatever the upstream's state says), and
+/// the upstream's own state. The gate's boundary seals it, as every state the gate gives (bound
+/// to the requester, the tool and its arguments), so only the gate reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunRound {
     /// The held call's approval.
     #[serde(rename = "fernhill-gate/run")]
     pub run: String,
+    /// When the run it carries on started (seconds since 1970): a run started again since
+    /// (its rule lets a lost one repeat) is another run, which this round does not carry on.
+    pub started: u64,
+    /// The round, as the gate numbered it (random).
+    pub round: String,
     /// The upstream's state, as it gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
 }
 
 impl RunRound {
+    /// The round of `kept`'s run (started `since`) whose upstream state is `state`.
+    fn of(kept: &HeldCall, since: SystemTime, state: Option<String>) -> RunRound {
+        let mut round = [0u8; 16];
+        getrandom::fill(&mut round).expect("the operating system's random numbers");
+        RunRound { run: kept.id.to_string(), started: secs(since), round: hex::encode(round), state }
+    }
+
     /// As the round's `requestState` carries it.
     pub fn encode(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
@@ -101,9 +115,10 @@ async fn running(calls: &HeldCalls, id: &crate::held::HeldId) -> Result<CallTool
 
 /// Carry on `kept`'s run, held by `rule`, with its 2026-07-28 requester's answers to the
 /// upstream's round `round` (in `params`), through `connection`: the upstream's next answer, a
-/// round again or the run's end, kept. Each round's state carries the run on once, whichever
-/// gate it reaches (claimed in `claims`); a copy of it, or a run no longer running, is told the
-/// run as it stands.
+/// round again or the run's end, kept. Each round carries the run on once, whichever gate it
+/// reaches (claimed in `claims`), and only the run it was asked in, within that run's lease
+/// (a run's rounds end within its [`RUN_LEASE`], after which a call for it takes it for lost); a
+/// copy of it, or a run no longer running, is told the run as it stands.
 pub async fn continued(
     (calls, claims): (&HeldCalls, &dyn Records),
     receipts: Option<&Receipts>,
@@ -112,11 +127,28 @@ pub async fn continued(
     (kept, round): (HeldCall, RunRound),
     mut params: CallToolRequestParams,
 ) -> Result<CallToolResponse, ErrorData> {
-    if !matches!(kept.run, Some(Run::Running { .. })) {
+    let Some(Run::Running { since }) = kept.run else { return Ok(ran(&kept).into()) };
+    if secs(since) != round.started {
+        tracing::info!(approval = %kept.id, "an answer to a round of a run started again since; told the run as it stands");
         return Ok(ran(&kept).into());
     }
-    let state = round.state.unwrap_or_default();
-    let key = format!("gate:run-round:{}:{}", kept.id, approvals::Digest::of_bytes(state.as_bytes()));
+    if since + RUN_LEASE <= calls.clock().now() {
+        tracing::info!(approval = %kept.id, "an answer to a round of a run past its lease; not carried on");
+        return Ok(said(
+            format!(
+                "{tool}'s run (approval {id}) was not carried on: the answer came after its {lease} minutes, and a call \
+                 for it now finds its outcome unknown. It is not sent again.",
+                tool = kept.tool,
+                id = kept.id,
+                lease = RUN_LEASE.as_secs() / 60,
+            ),
+            &kept,
+            "running",
+            Value::Null,
+        )
+        .into());
+    }
+    let key = format!("gate:run-round:{}:{}", kept.id, round.round);
     match claims.claim_as(&key, "carried on", RUN_LEASE).await {
         Ok(Claim::First) => {}
         Ok(Claim::Taken) => {
@@ -131,7 +163,7 @@ pub async fn continued(
             ));
         }
     }
-    params.request_state = (!state.is_empty()).then_some(state);
+    params.request_state = round.state;
     run(calls, receipts, (connection, Rounds::PassedBack), rule, kept, params).await
 }
 
@@ -192,16 +224,17 @@ async fn run(
             // The upstream asks its requester something before it goes on: the run stays
             // started, and the requester's answer carries it on.
             tracing::info!(approval = %kept.id, "the upstream asked a round of an approved call; passed back to its requester");
-            let state = round.request_state.take();
-            round.request_state = Some(RunRound { run: kept.id.to_string(), state }.encode());
+            let since = match kept.run {
+                Some(Run::Running { since }) => since,
+                _ => sent,
+            };
+            round.request_state = Some(RunRound::of(&kept, since, round.request_state.take()).encode());
             return Ok(CallToolResponse::InputRequired(round));
         }
         Ok(CallToolResponse::Complete(result)) => Ok(result),
-        // A task, which the gate does not declare it can follow.
-        Ok(_) => Err(NotRun::Refused(ErrorData::internal_error(
-            "it answered with a task, which the gate does not ask for",
-            None,
-        ))),
+        // A task, which the gate does not declare it can follow: the upstream took the call
+        // and may run it, so what came of it is not known.
+        Ok(_) => Err(NotRun::Lost("it answered with a task, which the gate does not ask for".to_owned())),
         Err(not_run) => Err(not_run),
     };
     let (ended, answer) = match answered {
@@ -297,6 +330,10 @@ fn sign(
         outcome,
     };
     Some(receipts.keys.sign(&receipt))
+}
+
+fn secs(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs())
 }
 
 fn epoch(at: SystemTime) -> i64 {

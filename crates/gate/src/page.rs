@@ -142,9 +142,10 @@ impl ApprovalPage {
     }
 
     /// Who the session's person is to the gate: the principal they signed in as, holding their
-    /// token's scopes and what `[people]` says of them.
+    /// token's scopes, roles and groups and what `[people]` says of them.
     fn person(&self, session: &Session) -> Person {
-        self.policy.person_of(Principal::new(&session.issuer, &session.subject), &session.scopes)
+        let principal = Principal::new(&session.issuer, &session.subject);
+        self.policy.person_of(principal, &session.scopes, &session.membership)
     }
 }
 

@@ -178,10 +178,15 @@ impl Policy {
         })
     }
 
-    /// The person a token names, `principal`, holding its `scopes` and what `[people]` says of
-    /// `"ISSUER SUBJECT"`, and of the host user who signs in as them (for what a token does not
-    /// carry: roles, groups, and scopes the policy grants them).
-    pub fn person_of(&self, principal: caller::Principal, scopes: &[String]) -> Person {
+    /// The person a token names, `principal`, holding its `scopes`, the roles and groups its
+    /// `membership` says, and what `[people]` says of `"ISSUER SUBJECT"` and of the host user
+    /// who signs in as them (for what a token does not carry).
+    pub fn person_of(
+        &self,
+        principal: caller::Principal,
+        scopes: &[String],
+        membership: &oauth_resource::token::Membership,
+    ) -> Person {
         let mut holds = self.holds_of(&caller::Party::Principal(principal.clone()).to_string());
         // And what it says of the host user who signs in as them.
         if let Some((name, _)) = self.signs_in_as.iter().find(|(_, known)| **known == principal) {
@@ -191,6 +196,8 @@ impl Policy {
             holds.groups.extend(theirs.groups);
         }
         holds.scopes.extend(scopes.iter().cloned());
+        holds.roles.extend(membership.roles.iter().cloned());
+        holds.groups.extend(membership.groups.iter().cloned());
         Person { party: caller::Party::Principal(principal), holds }
     }
 
@@ -741,14 +748,16 @@ lost_outcome = "repeat"
         let policy = policy(text).unwrap();
         let alice = policy.host_user("alice").unwrap();
         // The same party the approval page names her by once she signs in there.
-        let signed_in = policy.person_of(caller::Principal::new("https://login.example", "alice"), &[]);
+        let none = oauth_resource::token::Membership::default();
+        let signed_in = policy.person_of(caller::Principal::new("https://login.example", "alice"), &[], &none);
         assert_eq!(alice.party, signed_in.party);
         assert!(alice.holds.is_empty(), "she holds nothing: {alice:?}");
         let lee = policy.host_user("lee").unwrap();
         assert_eq!(lee.party.to_string(), "https://login.example u-42");
         assert_eq!(lee.holds.roles, ["lead"]);
         // Signed in on the page, lee holds what the table says of him, and his token's scopes.
-        let on_the_page = policy.person_of(caller::Principal::new("https://login.example", "u-42"), &["s".into()]);
+        let on_the_page =
+            policy.person_of(caller::Principal::new("https://login.example", "u-42"), &["s".into()], &none);
         assert_eq!(
             (on_the_page.party, on_the_page.holds.roles, on_the_page.holds.scopes),
             (lee.party, vec!["lead".to_owned()], vec!["s".to_owned()])

@@ -2,9 +2,11 @@
 //! `elicitation/create` on the back-channel, or a round of its own the gate runs for a 2025 host),
 //! its lists' changes (tools, prompts, resources), and the progress of a host's call. A call
 //! whose host asked for progress (a `progressToken` in its `_meta`) goes on under a token of the
-//! gate's own ([`Host::relaying_progress`]), unique among every host's calls on the upstream's
-//! one connection; the upstream's progress under it goes to that host under the host's token,
-//! for as long as the call lasts (none after its answer, as the spec asks).
+//! gate's own ([`Host::relaying_progress`]: random, so no upstream can name another's), and the
+//! progress its upstream (that one alone) tells under it goes to that host under the host's
+//! token, for as long as the call lasts (none after its answer, as the spec asks; rmcp hands
+//! each notification to the handler in a task of its own, so one told just as the call ends
+//! may be dropped, and two told at once may arrive in either order).
 //!
 //! The gate is an MCP client to each upstream; this is that client's handler. A question goes
 //! to the host behind the gate, which shows it to its person: over stdio, the one host. Over
@@ -17,7 +19,7 @@ use std::{
     collections::HashMap,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, Ordering},
     },
 };
 
@@ -50,16 +52,23 @@ pub struct Host {
     progress: Arc<Progress>,
 }
 
-/// The calls whose progress is relayed: the gate's token for each, and the host it goes to
-/// under the host's own token.
+/// The calls whose progress is relayed: the gate's token for each, the upstream it went to,
+/// and the host it goes to under the host's own token.
 #[derive(Debug, Default)]
 struct Progress {
-    calls: Mutex<HashMap<ProgressToken, (Peer<RoleServer>, ProgressToken)>>,
-    made: AtomicU64,
+    calls: Mutex<HashMap<ProgressToken, Relayed>>,
+}
+
+/// Where one call's progress goes.
+#[derive(Debug, Clone)]
+struct Relayed {
+    upstream: Arc<str>,
+    host: Peer<RoleServer>,
+    named: ProgressToken,
 }
 
 impl Progress {
-    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, (Peer<RoleServer>, ProgressToken)>> {
+    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Relayed>> {
         self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
@@ -86,18 +95,20 @@ impl Drop for RelayingProgress {
 }
 
 impl Host {
-    /// Relay the progress of a call `host` named by `named`, from whichever upstream the call
-    /// goes to under the token returned, for as long as that lives.
-    pub fn relaying_progress(&self, host: &Peer<RoleServer>, named: ProgressToken) -> RelayingProgress {
-        let made = self.progress.made.fetch_add(1, Ordering::Relaxed);
-        let token = ProgressToken(NumberOrString::String(format!("fernhill-gate-{made}").into()));
-        self.progress.calls().insert(token.clone(), (host.clone(), named));
+    /// Relay the progress `upstream` tells of a call `host` named by `named`, under the token
+    /// returned, for as long as that lives.
+    pub fn relaying_progress(&self, upstream: &str, host: &Peer<RoleServer>, named: ProgressToken) -> RelayingProgress {
+        let mut made = [0u8; 16];
+        getrandom::fill(&mut made).expect("the operating system's random numbers");
+        let token = ProgressToken(NumberOrString::String(format!("fernhill-gate-{}", hex::encode(made)).into()));
+        let relayed = Relayed { upstream: upstream.into(), host: host.clone(), named };
+        self.progress.calls().insert(token.clone(), relayed);
         RelayingProgress { progress: self.progress.clone(), token }
     }
 
-    /// The host a call's progress under `token` goes to, and the host's token for it.
-    fn progress_of(&self, token: &ProgressToken) -> Option<(Peer<RoleServer>, ProgressToken)> {
-        self.progress.calls().get(token).cloned()
+    /// Where the progress `upstream` tells under `token` goes.
+    fn progress_of(&self, upstream: &str, token: &ProgressToken) -> Option<Relayed> {
+        self.progress.calls().get(token).filter(|relayed| &*relayed.upstream == upstream).cloned()
     }
 
     /// The host now behind the gate: the peer of the session whose request is being served.
@@ -185,14 +196,14 @@ impl ClientHandler for Relay {
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
-        let Some((peer, named)) = self.host.progress_of(&params.progress_token) else {
-            // A call that has ended, or progress under a token the gate never sent.
+        let Some(to) = self.host.progress_of(&self.upstream, &params.progress_token) else {
+            // A call that has ended, or progress under a token the gate never sent this upstream.
             tracing::debug!(upstream = %self.upstream, "progress of no call in flight; not relayed");
             return;
         };
         let mut relayed = params;
-        relayed.progress_token = named;
-        if let Err(error) = peer.notify_progress(relayed).await {
+        relayed.progress_token = to.named;
+        if let Err(error) = to.host.notify_progress(relayed).await {
             tracing::debug!(upstream = %self.upstream, %error, "the host was not told a call's progress");
         }
     }

@@ -26,7 +26,7 @@ use mrtr::{
     ask::Asking,
     tasks::{Resuming, Step, TaskRecord, TaskStore, TaskTimes, TaskWork, Tasking, Tasks},
 };
-use oauth_resource::gate::Granted;
+use oauth_resource::{gate::Granted, token::Membership};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -167,13 +167,14 @@ impl Gate {
     }
 
     /// Who sent the request `context` carries: over HTTP with authorization, the principal its
-    /// token names, holding the token's scopes and what `[people]` says of that principal;
-    /// otherwise the host's user.
+    /// token names, holding the token's scopes, roles and groups and what `[people]` says of
+    /// that principal; otherwise the host's user.
     fn person_of(&self, context: &RequestContext<RoleServer>) -> Person {
         let Some(principal) = mrtr::boundary::principal(context) else { return self.inner.host_user.clone() };
-        let granted =
-            context.extensions.get::<http::request::Parts>().and_then(|parts| parts.extensions.get::<Granted>());
-        self.inner.policy.person_of(principal, granted.map_or(&[], |granted| granted.0.as_slice()))
+        let parts = context.extensions.get::<http::request::Parts>();
+        let granted = parts.and_then(|parts| parts.extensions.get::<Granted>());
+        let membership = parts.and_then(|parts| parts.extensions.get::<Membership>()).cloned().unwrap_or_default();
+        self.inner.policy.person_of(principal, granted.map_or(&[], |granted| granted.0.as_slice()), &membership)
     }
 
     /// Relay the upstreams' questions and list changes to the host `context` came from, where
@@ -210,7 +211,7 @@ impl Gate {
         // The upstream's progress goes to this host under its own token while the call lasts,
         // whether it passes or runs once approved.
         let _progress = context.meta.get_progress_token().map(|named| {
-            let relaying = self.inner.host.relaying_progress(&context.peer, named);
+            let relaying = self.inner.host.relaying_progress(connection.name(), &context.peer, named);
             params.meta.get_or_insert_default().set_progress_token(relaying.token());
             relaying
         });

@@ -189,6 +189,7 @@ impl ResourceServer {
                 let principal = checked.principal();
                 request.extensions_mut().insert(principal);
                 request.extensions_mut().insert(Granted(checked.scopes));
+                request.extensions_mut().insert(checked.membership);
                 next.run(request).await
             }
             Err((refusal, wait)) => server.refuse(refusal, &[], wait),

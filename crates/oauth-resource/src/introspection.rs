@@ -110,16 +110,17 @@ impl Introspector {
         let scopes = answer.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
         let issuer = answer.iss.unwrap_or_else(|| issuer.to_owned());
         let sub = answer.sub.filter(|sub| !sub.is_empty());
+        let membership = crate::token::Membership::of(&answer.rest);
         let checked = match sub {
             Some(sub) => {
                 let subject = person.person(Some(&sub), &answer.rest).ok_or(GateRefusal::NoPerson)?;
-                Checked { issuer, subject, sub: Some(sub), person: true, scopes }
+                Checked { issuer, subject, sub: Some(sub), person: true, scopes, membership }
             }
             // A program's token (client credentials) names no `sub`: it is its client, acting as
             // itself, and names no person. It may read; it never decides for anyone.
             None => {
                 let client_id = answer.client_id.filter(|id| !id.is_empty()).ok_or(GateRefusal::NoSubject)?;
-                Checked { issuer, subject: client_id, sub: None, person: false, scopes }
+                Checked { issuer, subject: client_id, sub: None, person: false, scopes, membership }
             }
         };
         Ok((checked, lasts))

@@ -47,6 +47,35 @@ pub struct Checked {
     /// without `sub`) does not.
     pub person: bool,
     pub scopes: Vec<String>,
+    /// The roles and groups the token says its person has.
+    pub membership: Membership,
+}
+
+/// The roles and groups a token says its person has: its `roles` and `groups` claims, each an
+/// array of names or one string of space-separated names (issuers write both); anything else
+/// says none. For a policy that names who decides by role or group.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct Membership {
+    /// Its `roles`.
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Its `groups`.
+    #[serde(default)]
+    pub groups: Vec<String>,
+}
+
+impl Membership {
+    /// What `claims` say.
+    pub(crate) fn of(claims: &serde_json::Map<String, serde_json::Value>) -> Membership {
+        let names = |claim: &str| match claims.get(claim) {
+            Some(serde_json::Value::String(names)) => names.split_whitespace().map(str::to_owned).collect(),
+            Some(serde_json::Value::Array(names)) => {
+                names.iter().filter_map(serde_json::Value::as_str).map(str::to_owned).collect()
+            }
+            _ => Vec::new(),
+        };
+        Membership { roles: names("roles"), groups: names("groups") }
+    }
 }
 
 impl Checked {
@@ -141,11 +170,12 @@ pub async fn check(
     };
     let subject = person.person(Some(&sub), &claims.claims.rest).ok_or(GateRefusal::NoPerson)?;
     let scopes = claims.claims.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+    let membership = Membership::of(&claims.claims.rest);
     // The system's clock, as the library's own check of `exp` and `nbf` above reads it (it
     // takes no other): what is left of the token is measured by the same time.
     let now = clock::Clock::system().epoch_secs();
     let lasts = claims.claims.exp.map(|exp| Duration::from_secs(exp.saturating_sub(now)));
-    Ok((Checked { issuer: claims.claims.iss, subject, sub: Some(sub), person: true, scopes }, lasts))
+    Ok((Checked { issuer: claims.claims.iss, subject, sub: Some(sub), person: true, scopes, membership }, lasts))
 }
 
 /// Why a header did not parse: an algorithm the library does not even name (such as `none`) is
@@ -158,4 +188,21 @@ fn unreadable_header(token: &str) -> GateRefusal {
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .is_some_and(|header| header.get("alg").is_some_and(serde_json::Value::is_string));
     if named_alg { GateRefusal::Algorithm } else { GateRefusal::Malformed }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn roles_and_groups_are_read_as_arrays_or_space_separated_and_anything_else_is_none() {
+        let claims = json!({"roles": ["support-lead", 7, "auditor"], "groups": "operators finance"});
+        let membership = Membership::of(claims.as_object().unwrap());
+        assert_eq!(membership.roles, ["support-lead", "auditor"]);
+        assert_eq!(membership.groups, ["operators", "finance"]);
+        let odd = json!({"roles": {"realm": ["lead"]}, "groups": true});
+        assert_eq!(Membership::of(odd.as_object().unwrap()), Membership::default());
+    }
 }

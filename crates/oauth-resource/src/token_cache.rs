@@ -84,6 +84,7 @@ mod tests {
             sub: Some("alice".into()),
             person: true,
             scopes: vec![],
+            membership: Default::default(),
         }
     }
 

@@ -126,6 +126,9 @@ pub struct Session {
     /// The scopes their token holds (a session kept before they were is taken as holding none).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// The roles and groups their token says they have (none, for a session kept before).
+    #[serde(default)]
+    pub membership: oauth_resource::token::Membership,
     /// The token every form of this session carries.
     pub form_token: String,
 }
@@ -345,6 +348,7 @@ impl SignIn {
             auth_time: auth_time.map(|at| at.timestamp()),
             entitled: (self.entitled)(&access.scopes),
             scopes: access.scopes.clone(),
+            membership: access.membership.clone(),
             form_token: random_token(),
         };
         let cookie_value = random_token();
