@@ -274,10 +274,9 @@ async fn an_upstreams_progress_on_a_call_passed_on_reaches_its_host_under_the_ho
     let heard = upstream.heard.clone();
     let upstream = served(upstream).await;
     let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("gate.toml");
     let rules =
         "[[rule]]\nname = \"none of these\"\ntools = [\"fast\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n";
-    std::fs::write(&policy, format!("[[upstream]]\nname = \"slow\"\nurl = \"{upstream}\"\n\n{rules}")).unwrap();
+    let policy = support::policy_before_url(dir.path(), "slow", &upstream, rules);
     for (era, lifecycle) in [("2026-07-28", modern()), ("2025-11-25", legacy())] {
         let host = Listening { told: Arc::default(), heard: heard.clone() };
         let mut command = tokio::process::Command::new(fernhill_gate());
@@ -315,15 +314,9 @@ async fn an_approved_calls_upstream_round_goes_back_to_its_2026_requester_and_th
     let payer = InTest::default();
     let upstream = served(payer.clone()).await;
     let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("gate.toml");
-    std::fs::write(
-        &policy,
-        format!(
-            "[[upstream]]\nname = \"payments\"\nurl = \"{upstream}\"\n\n[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\n\
-             decided_by = {{ role = \"payer\" }}\nself_approval = true\ndeadline = \"1h\"\n\n[people.alice]\nroles = [\"payer\"]\n"
-        ),
-    )
-    .unwrap();
+    let rules = "[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\ndecided_by = { role = \"payer\" }\nself_approval = true\n\
+                 deadline = \"1h\"\n\n[people.alice]\nroles = [\"payer\"]\n";
+    let policy = support::policy_before_url(dir.path(), "payments", &upstream, rules);
     let alice = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
     let client = Arc::new(support::through_the_gate(&policy, &[("USER", "alice")], alice, modern()).await);
     let pay = || {

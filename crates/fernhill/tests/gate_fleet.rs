@@ -177,15 +177,9 @@ async fn a_thousand_held_calls_decided_through_a_fleet_whose_every_gate_is_kille
     let upstream = payments.clone().serve().await.unwrap();
     let issuer = support::issuer::Issuer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("gate.toml");
-    std::fs::write(
-        &policy,
-        format!(
-            "[[upstream]]\nname = \"payments\"\nurl = \"{upstream}\"\n\n[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\n\
-             decided_by = {{ scope = \"approvals:decide\" }}\ndeadline = \"1h\"\neffect = '\"invoice:\" + args.invoice'\n"
-        ),
-    )
-    .unwrap();
+    let rules = "[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\ndecided_by = { scope = \"approvals:decide\" }\n\
+                 deadline = \"1h\"\neffect = '\"invoice:\" + args.invoice'\n";
+    let policy = support::policy_before_url(dir.path(), "payments", &upstream, rules);
     let front = Balancer::bind();
     let mut fleet = Fleet {
         policy,

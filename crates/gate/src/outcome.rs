@@ -54,7 +54,7 @@ pub struct RunRound {
     pub run: String,
     /// When the run it carries on started (seconds since 1970): a run started again since
     /// (its rule lets a lost one repeat) is another run, which this round does not carry on.
-    pub started: u64,
+    pub started: i64,
     /// The round, as the gate numbered it (random).
     pub round: String,
     /// The upstream's state, as it gave it.
@@ -65,9 +65,8 @@ pub struct RunRound {
 impl RunRound {
     /// The round of `kept`'s run (started `since`) whose upstream state is `state`.
     fn of(kept: &HeldCall, since: SystemTime, state: Option<String>) -> RunRound {
-        let mut round = [0u8; 16];
-        getrandom::fill(&mut round).expect("the operating system's random numbers");
-        RunRound { run: kept.id.to_string(), started: secs(since), round: hex::encode(round), state }
+        let round = web_service::credential::generate();
+        RunRound { run: kept.id.to_string(), started: epoch(since), round, state }
     }
 
     /// As the round's `requestState` carries it.
@@ -128,7 +127,7 @@ pub async fn continued(
     mut params: CallToolRequestParams,
 ) -> Result<CallToolResponse, ErrorData> {
     let Some(Run::Running { since }) = kept.run else { return Ok(ran(&kept).into()) };
-    if secs(since) != round.started {
+    if epoch(since) != round.started {
         tracing::info!(approval = %kept.id, "an answer to a round of a run started again since; told the run as it stands");
         return Ok(ran(&kept).into());
     }
@@ -330,10 +329,6 @@ fn sign(
         outcome,
     };
     Some(receipts.keys.sign(&receipt))
-}
-
-fn secs(at: SystemTime) -> u64 {
-    at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs())
 }
 
 fn epoch(at: SystemTime) -> i64 {

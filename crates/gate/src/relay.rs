@@ -98,9 +98,8 @@ impl Host {
     /// Relay the progress `upstream` tells of a call `host` named by `named`, under the token
     /// returned, for as long as that lives.
     pub fn relaying_progress(&self, upstream: &str, host: &Peer<RoleServer>, named: ProgressToken) -> RelayingProgress {
-        let mut made = [0u8; 16];
-        getrandom::fill(&mut made).expect("the operating system's random numbers");
-        let token = ProgressToken(NumberOrString::String(format!("fernhill-gate-{}", hex::encode(made)).into()));
+        let made = web_service::credential::generate();
+        let token = ProgressToken(NumberOrString::String(format!("fernhill-gate-{made}").into()));
         let relayed = Relayed { upstream: upstream.into(), host: host.clone(), named };
         self.progress.calls().insert(token.clone(), relayed);
         RelayingProgress { progress: self.progress.clone(), token }

@@ -160,6 +160,14 @@ pub fn policy_before_the_shop(dir: &std::path::Path, api: &shop_api::RunningApi,
     policy
 }
 
+/// A policy in front of the upstream `name` reached at `url` (Streamable HTTP), with `rules`
+/// after it.
+pub fn policy_before_url(dir: &std::path::Path, name: &str, url: &str, rules: &str) -> PathBuf {
+    let policy = dir.join("gate.toml");
+    std::fs::write(&policy, format!("[[upstream]]\nname = \"{name}\"\nurl = \"{url}\"\n\n{rules}")).unwrap();
+    policy
+}
+
 /// `fernhill-gate serve POLICY` (with `env`), launched over stdio by a client of `lifecycle`
 /// playing `user`, as a desktop host launches it; the gate's log goes to the test's stderr.
 pub async fn through_the_gate(
