@@ -366,6 +366,57 @@ async fn an_approved_calls_upstream_round_goes_back_to_its_2026_requester_and_th
     assert_eq!(payer.paid.lock().unwrap().get("I-1"), Some(&1), "paid once");
 }
 
+/// An approved call its requester waits on as a task, whose upstream asks rounds as it runs:
+/// each round is asked through the task (`input_required`, the upstream's question under a key
+/// of the gate's, new each round), the host's answers carry the run on, and the task completes
+/// with the upstream's own result, paid once.
+#[tokio::test]
+async fn an_approved_task_whose_upstream_asks_rounds_asks_them_through_the_task_and_runs_once() {
+    let payer = InTest::default();
+    let upstream = served(payer.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let rules = "[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\ndecided_by = { role = \"payer\" }\ndeadline = \"1h\"\n\n\
+                 [people.lee]\nroles = [\"payer\"]\n";
+    let policy = support::policy_before_url(dir.path(), "payments", &upstream, rules);
+    // Alice's host can show questions and follows tasks; she may not decide her own call.
+    let alice = ScriptedUser::always(mrtr::client::Answer::accept(json!({"pay": true}))).declaring_tasks();
+    let alice = support::through_the_gate(&policy, &[("USER", "alice")], alice, modern()).await;
+    let lee = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
+    let lee = support::through_the_gate(&policy, &[("USER", "lee")], lee, modern()).await;
+    let pay = mrtr::client::params("pay", json!({"invoice": "I-2"}));
+    let model::CallToolResponse::Task(created) = alice.call_tool_once(pay).await.unwrap() else { panic!("not a task") };
+    let created = serde_json::to_value(&created).unwrap();
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let message = created["statusMessage"].as_str().unwrap();
+    let approval = message.rsplit("(approval ").next().unwrap().trim_end_matches(").").to_owned();
+    let approved = lee.call_tool("review_approvals", json!({"approval": approval})).await.unwrap();
+    assert!(mrtr::client::text(&approved).starts_with("Approved"), "{approved:?}");
+    payer.go.notify_one();
+    let mut keys = Vec::new();
+    for asked in ["Pay I-2?", "Really pay I-2?"] {
+        let task = support::task_ended(&alice, &id).await;
+        assert_eq!(task["status"], "input_required", "{task}");
+        let questions = task["inputRequests"].as_object().unwrap();
+        assert_eq!(questions.len(), 1, "{task}");
+        let (key, question) = questions.iter().next().unwrap();
+        assert_eq!(question["params"]["message"], asked, "{task}");
+        keys.push(key.clone());
+        let answer = [(key.clone(), json!({"action": "accept", "content": {"pay": true}}))].into();
+        alice.peer().update_task(model::UpdateTaskParams::new(id.clone(), answer)).await.unwrap();
+    }
+    // Each question goes out under its round's number (new each round) before the upstream's
+    // key, so no key is asked twice in one task whatever keys the upstream reuses.
+    let (first, second) = (keys[0].split_once('.').unwrap(), keys[1].split_once('.').unwrap());
+    assert_eq!((first.1, second.1), ("confirm", "again"), "{keys:?}");
+    assert_ne!(first.0, second.0, "{keys:?}");
+    let done = support::task_ended(&alice, &id).await;
+    assert_eq!((&done["status"], &done["result"]["content"][0]["text"]), (&json!("completed"), &json!("paid I-2")));
+    assert_eq!(payer.paid.lock().unwrap().get("I-2"), Some(&1), "paid once");
+    for client in [alice, lee] {
+        client.close().await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_call_a_rule_holds_never_reaches_its_upstream_and_asked_again_finds_the_one_approval() {
     let api = start_api().await;

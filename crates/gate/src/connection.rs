@@ -42,11 +42,12 @@ pub enum NotRun {
 /// Where an approved call's upstream rounds are answered while it runs.
 #[derive(Debug, Clone, Copy)]
 pub enum Rounds<'a> {
-    /// Here, by the gate: each question to this 2025 host on its back-channel, else to the one
-    /// host behind the gate (over stdio).
-    Here(Option<&'a Peer<RoleServer>>),
-    /// By the 2026-07-28 host whose call runs it: the upstream's answer comes back as it came,
-    /// a round (`input_required`) included, for the host to answer and carry on.
+    /// Here, by the gate: each question to this 2025 host, on its back-channel.
+    Here(&'a Peer<RoleServer>),
+    /// By the host whose call runs it, in its own rounds (a 2026-07-28 host) or through its
+    /// task: the upstream's answer comes back as it came, a round (`input_required`) included,
+    /// for the host to answer and carry on. A question on a 2025 upstream's back-channel goes
+    /// to the one host behind the gate (over stdio).
     PassedBack,
 }
 
@@ -131,10 +132,9 @@ impl Connection {
     /// rounds answered where `rounds` says; a refusal told apart from an answer that was lost.
     pub async fn run(&self, params: CallToolRequestParams, rounds: Rounds<'_>) -> Result<CallToolResponse, NotRun> {
         let sent = match rounds {
-            Rounds::Here(Some(host)) => {
+            Rounds::Here(host) => {
                 crate::relay::asking(host.clone(), self.client.call_tool_rounds(params)).await.map(Into::into)
             }
-            Rounds::Here(None) => self.client.call_tool_rounds(params).await.map(Into::into),
             Rounds::PassedBack => self.client.call_tool_once(params).await,
         };
         match sent {

@@ -38,6 +38,7 @@
 //! - [`own_call`]: a requester whose rule lets them decide their own call, asked in the call;
 //! - [`outcome`]: what a held call's requester is told, and an approved call run once, its
 //!   result kept and its run's receipt signed;
+//! - [`task_round`]: a round an approved run's upstream asks, asked through the held call's task;
 //! - [`scopes`]: the scopes the gate names over HTTP (a call needs a valid token alone);
 //! - [`keys`]: the operator's secrets, sealing the gate's rounds and signing receipts;
 //! - [`announce`]: what the gate announces to its webhook (a call waiting, a decision made);
@@ -69,6 +70,7 @@ pub mod rule;
 pub mod scopes;
 pub mod server;
 pub mod shared;
+pub mod task_round;
 pub mod tool_name;
 
 pub use call::Call;

@@ -9,9 +9,9 @@
 //!
 //! An upstream that asks a round as an approved call runs asks the requester: a 2025 one on its
 //! back-channel, within the run; a 2026-07-28 one in a round of the gate's, passed back as the
-//! upstream asked it ([`RunRound`]). The run stays started meanwhile, and the requester's retry
-//! carries it on ([`continued`]): each round once, whichever gate it reaches, within the run's
-//! lease, and never a run started again since.
+//! upstream asked it ([`RunRound`]), or through its task ([`crate::task_round`]). The run stays
+//! started meanwhile, and the requester's answer carries it on ([`continued`]): each round
+//! once, whichever gate it reaches, within the run's lease, and never a run started again since.
 
 use std::time::{Duration, SystemTime};
 

@@ -7,7 +7,8 @@
 //! task that stays `working`, saying whose decision it waits for (SEP-2848's requestable
 //! denial); each `tasks/get` looks at the held call, and the task completes with the upstream's
 //! own result once the call is approved and has run (once), or as an error whose words say it
-//! did not run, declined or past its deadline.
+//! did not run, declined or past its deadline. A round the upstream asks as the run goes is
+//! asked through the task ([`crate::task_round`]).
 //!
 //! What the upstreams serve beside tools (prompts, resources, completions) passes through as
 //! they serve it ([`crate::beside_tools`]): a policy holds tool calls alone.
@@ -54,6 +55,7 @@ use crate::{
     review::{REVIEW, Review},
     rule::{Channel, Rule},
     shared::Shared,
+    task_round,
 };
 
 pub use crate::outcome::HELD_META;
@@ -272,7 +274,7 @@ impl Gate {
             let told = (&call, held, holding);
             // A 2025 requester is asked an upstream's rounds within the run, on its back-channel;
             // a 2026-07-28 one is passed them back, as rounds of the gate's.
-            let rounds = if modern { Rounds::PassedBack } else { Rounds::Here(Some(&context.peer)) };
+            let rounds = if modern { Rounds::PassedBack } else { Rounds::Here(&context.peer) };
             let page = self.inner.page.get().map(String::as_str);
             return crate::outcome::told(&self.inner.held, receipts, (connection, rounds), told, (params, page)).await;
         }
@@ -394,22 +396,56 @@ impl Gate {
             let words = format!("held call {} is for a rule or an upstream this gate's policy does not have", kept.id);
             return Step::Done(Err(ErrorData::internal_error(words, None)));
         };
-        let params = CallToolRequestParams::new(kept.tool.clone())
+        let mut params = CallToolRequestParams::new(kept.tool.clone())
             .with_arguments(kept.arguments.as_object().cloned().unwrap_or_default());
         let receipts = self.inner.receipts.as_ref();
-        // A task's run answers an upstream's rounds here: over stdio, asking the one host behind
-        // the gate (which cannot show them if it is a 2026-07-28 one, and the run is refused).
-        match crate::outcome::settled(&self.inner.held, receipts, (connection, Rounds::Here(None)), rule, kept, params)
-            .await
-        {
-            Some(Ok(CallToolResponse::Complete(result))) => Step::Done(Ok(result)),
-            Some(Ok(_)) => {
-                Step::Done(Err(ErrorData::internal_error("the held call's run asked what a task cannot", None)))
+        let records = &*self.inner.records;
+        // A task's run has its upstream's rounds asked through the task (a 2025 upstream's
+        // back-channel question goes to the one host behind the gate, over stdio), and the
+        // answers the task brings carry it on.
+        let told = match task_round::answered(records, task).await {
+            Ok(Some((round, answers))) => {
+                params.input_responses = Some(answers);
+                let stores = (&*self.inner.held, records);
+                Some(crate::outcome::continued(stores, receipts, connection, rule, (kept, round), params).await)
             }
+            Ok(None) => {
+                crate::outcome::settled(
+                    &self.inner.held,
+                    receipts,
+                    (connection, Rounds::PassedBack),
+                    rule,
+                    kept,
+                    params,
+                )
+                .await
+            }
+            Err(error) => {
+                tracing::warn!(task = %task.id, %error, "a task's round could not be read; the task is looked at again");
+                return Step::Later;
+            }
+        };
+        match told {
+            Some(Ok(CallToolResponse::Complete(result))) => Step::Done(Ok(result)),
+            Some(Ok(CallToolResponse::InputRequired(asked))) => match task_round::keep(records, task, asked).await {
+                Ok(Some(questions)) => Step::Ask(questions),
+                Ok(None) => Step::Done(Err(cannot_ask())),
+                Err(error) => {
+                    tracing::error!(task = %task.id, %error, "the upstream's round of an approved run could not be kept");
+                    let words = "the upstream asked a question the gate could not keep: the call's outcome is unknown";
+                    Step::Done(Err(ErrorData::internal_error(words, None)))
+                }
+            },
+            Some(Ok(_)) => Step::Done(Err(cannot_ask())),
             Some(Err(error)) => Step::Done(Err(error)),
             None => Step::Later,
         }
     }
+}
+
+/// A held call's run asked something a task cannot ask (a task of the upstream's own).
+fn cannot_ask() -> ErrorData {
+    ErrorData::internal_error("the held call's run asked what a task cannot", None)
 }
 
 /// What takes up the gate's tasks: each a held call waiting, looked at on each `tasks/get`.
