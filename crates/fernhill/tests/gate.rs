@@ -160,12 +160,18 @@ async fn served<S: rmcp::ServerHandler + Clone + Send + Sync + 'static>(upstream
 /// then `again`, under one state), counts each invoice it pays, and pays only once the test lets
 /// it (`go`), saying when it starts to (`paying`); it keeps no record of the rounds it answered:
 /// a retry sent twice pays twice.
+///
+/// Its tool `grow` adds the tool `grown` to its list and tells every `subscriptions/listen`
+/// stream open to it that its tools changed; `listens` counts the streams opened to it.
 #[derive(Clone, Default)]
 struct InTest {
     heard: Arc<tokio::sync::Notify>,
     paid: Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>>,
     paying: Arc<tokio::sync::Notify>,
     go: Arc<tokio::sync::Notify>,
+    grown: Arc<std::sync::atomic::AtomicBool>,
+    listening: Arc<std::sync::Mutex<Vec<rmcp::service::SubscriptionSink>>>,
+    listens: Arc<tokio::sync::watch::Sender<usize>>,
 }
 
 impl InTest {
@@ -216,7 +222,18 @@ impl InTest {
 
 impl rmcp::ServerHandler for InTest {
     fn get_info(&self) -> model::ServerConfig {
-        model::ServerConfig::new(model::ServerCapabilities::builder().enable_tools().build())
+        model::ServerConfig::new(model::ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+    }
+
+    fn accepted_subscription_filter(&self, requested: &model::SubscriptionFilter) -> Option<model::SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), rmcp::ErrorData> {
+        self.listening.lock().unwrap().push(subscription.sink().clone());
+        self.listens.send_modify(|listens| *listens += 1);
+        subscription.cancelled().await;
+        Ok(())
     }
 
     async fn list_tools(
@@ -226,10 +243,15 @@ impl rmcp::ServerHandler for InTest {
     ) -> Result<model::ListToolsResult, rmcp::ErrorData> {
         let object = |schema: serde_json::Value| schema.as_object().cloned().unwrap();
         let invoice = json!({"type": "object", "properties": {"invoice": {"type": "string"}}, "required": ["invoice"]});
-        Ok(model::ListToolsResult::with_all_items(vec![
+        let mut tools = vec![
             model::Tool::new("slow", "Takes a while.", object(json!({"type": "object"}))),
             model::Tool::new("pay", "Pay an invoice, once its payer confirms.", object(invoice)),
-        ]))
+            model::Tool::new("grow", "Adds a tool.", object(json!({"type": "object"}))),
+        ];
+        if self.grown.load(std::sync::atomic::Ordering::SeqCst) {
+            tools.push(model::Tool::new("grown", "Added.", object(json!({"type": "object"}))));
+        }
+        Ok(model::ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -239,12 +261,21 @@ impl rmcp::ServerHandler for InTest {
     ) -> Result<model::CallToolResponse, rmcp::ErrorData> {
         match &*request.name {
             "slow" => self.slow(context).await,
+            "grow" => {
+                self.grown.store(true, std::sync::atomic::Ordering::SeqCst);
+                let listening = self.listening.lock().unwrap().clone();
+                for sink in listening {
+                    let _ = sink.notify_tool_list_changed().await;
+                }
+                Ok(model::CallToolResult::success(vec![model::ContentBlock::text("grown")]).into())
+            }
             _ => self.pay(request).await,
         }
     }
 }
 
-/// A host that keeps the progress it is told of, and says so to `heard`.
+/// A host that keeps the progress it is told of, and says so to `heard`; told that the tools
+/// changed, it says so to `heard` too.
 #[derive(Clone)]
 struct Listening {
     told: Arc<std::sync::Mutex<Vec<model::ProgressNotificationParam>>>,
@@ -264,6 +295,74 @@ impl rmcp::ClientHandler for Listening {
         self.told.lock().unwrap().push(params);
         self.heard.notify_one();
     }
+
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
+        self.heard.notify_one();
+    }
+}
+
+/// An upstream whose tools change tells the gate on its `subscriptions/listen` stream, and the
+/// gate tells every host listening, over HTTP and over stdio: a 2026-07-28 host on its own
+/// `subscriptions/listen` stream, a 2025 session on its stream; each then lists the new tool.
+#[tokio::test]
+async fn an_upstreams_tool_list_change_reaches_every_listening_host_of_either_era_over_http_and_stdio() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    let grows = InTest::default();
+    let mut listens = grows.listens.subscribe();
+    let upstream = served(grows).await;
+    let dir = tempfile::tempdir().unwrap();
+    let rules =
+        "[[rule]]\nname = \"none of these\"\ntools = [\"fast\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n";
+    let policy = support::policy_before_url(dir.path(), "grows", &upstream, rules);
+    let mut command = tokio::process::Command::new(fernhill_gate());
+    command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0"]).env("USER", "alice");
+    let (_gate, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let transport = StreamableHttpClientTransport::from_uri(url.clone());
+    let modern_host = Client::connect_with(ScriptedUser::unable_to_ask(), transport, modern()).await.unwrap();
+    let tools = model::SubscriptionFilter::builder().tools_list_changed().build();
+    let mut stream = modern_host.peer().listen(tools).await.unwrap();
+    let heard = Arc::new(tokio::sync::Notify::new());
+    let legacy_host = Listening { told: Arc::default(), heard: heard.clone() };
+    let transport = StreamableHttpClientTransport::from_uri(url);
+    let legacy_host = Client::connect_with(legacy_host, transport, legacy()).await.unwrap();
+    let heard_at_stdio = Arc::new(tokio::sync::Notify::new());
+    let stdio_host = Listening { told: Arc::default(), heard: heard_at_stdio.clone() };
+    let mut command = tokio::process::Command::new(fernhill_gate());
+    command.arg("serve").arg(&policy).env("USER", "alice");
+    let (transport, _) =
+        rmcp::transport::TokioChildProcess::builder(command).stderr(std::process::Stdio::inherit()).spawn().unwrap();
+    let stdio_host = Client::connect_with(stdio_host, transport, legacy()).await.unwrap();
+    let lists_grown = |peer: rmcp::service::Peer<RoleClient>| async move {
+        peer.list_all_tools().await.unwrap().iter().any(|tool| tool.name == "grown")
+    };
+    for host in [modern_host.peer(), stdio_host.peer(), legacy_host.peer()] {
+        assert!(!lists_grown(host.clone()).await);
+    }
+    // Both gates listen to the upstream's changes (opened beside their start).
+    let both =
+        tokio::time::timeout(std::time::Duration::from_secs(10), listens.wait_for(|listens| *listens == 2)).await;
+    assert!(both.is_ok(), "the gates did not both listen to the upstream");
+
+    let grown = modern_host.call_tool("grow", json!({})).await.unwrap();
+    assert_eq!(mrtr::client::text(&grown), "grown");
+    let wait = std::time::Duration::from_secs(10);
+    let told = tokio::time::timeout(wait, stream.next()).await;
+    assert!(
+        matches!(told, Ok(Ok(Some(model::ServerNotification::ToolListChangedNotification(_))))),
+        "the 2026-07-28 host's stream: {told:?}"
+    );
+    assert!(tokio::time::timeout(wait, heard.notified()).await.is_ok(), "the 2025 session over HTTP was not told");
+    assert!(
+        tokio::time::timeout(wait, heard_at_stdio.notified()).await.is_ok(),
+        "the 2025 host over stdio was not told"
+    );
+    for host in [modern_host.peer(), stdio_host.peer(), legacy_host.peer()] {
+        assert!(lists_grown(host.clone()).await);
+    }
+    drop(stream);
+    modern_host.close().await.unwrap();
+    stdio_host.close().await.unwrap();
+    legacy_host.close().await.unwrap();
 }
 
 /// A call the gate passes on carries the host's request for progress: the upstream's progress

@@ -8,11 +8,12 @@ use rmcp::{
     ErrorData, RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-        GetPromptRequestParams, GetPromptResponse, Prompt, ReadResourceRequestParams, ReadResourceResponse, Resource,
-        ResourceTemplate, ServerCapabilities, Tool,
+        GetPromptRequestParams, GetPromptResponse, Prompt, ProtocolVersion, ReadResourceRequestParams,
+        ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, SubscriptionFilter, Tool,
     },
     service::Peer,
 };
+use tokio::task::AbortHandle;
 
 use crate::{
     policy::{Reached, Upstream},
@@ -56,6 +57,71 @@ pub struct Connection {
     name: String,
     client: Client<Relay>,
     tools: Mutex<Vec<Tool>>,
+    /// What hears a 2026-07-28 upstream's list changes, stopped with the connection.
+    _listening: Option<Hearing>,
+}
+
+/// The task that hears an upstream's list changes, stopped when this is dropped.
+struct Hearing(AbortHandle);
+
+impl Drop for Hearing {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Hear the list changes a 2026-07-28 upstream tells (on a `subscriptions/listen` stream, the
+/// only way it may), each handed to its relay as a 2025 upstream's notification is; `None` for
+/// a 2025 upstream (its notifications reach the relay as they come) or one that announces no
+/// list changes. A stream that cannot be opened, or ends, is logged: the gate then lists the
+/// upstream's tools as they last were.
+fn listen(upstream: &str, client: &Client<Relay>) -> Option<Hearing> {
+    let modern =
+        client.protocol_version().is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    let announced = client.peer().peer_info().map(|info| info.capabilities.clone()).unwrap_or_default();
+    let (tools, prompts, resources) = (
+        announced.tools.as_ref().is_some_and(|tools| tools.list_changed == Some(true)),
+        announced.prompts.as_ref().is_some_and(|prompts| prompts.list_changed == Some(true)),
+        announced.resources.as_ref().is_some_and(|resources| resources.list_changed == Some(true)),
+    );
+    if !modern || !(tools || prompts || resources) {
+        return None;
+    }
+    let mut filter = SubscriptionFilter::builder();
+    if tools {
+        filter = filter.tools_list_changed();
+    }
+    if prompts {
+        filter = filter.prompts_list_changed();
+    }
+    if resources {
+        filter = filter.resources_list_changed();
+    }
+    let filter = filter.build();
+    let (peer, relay, upstream) = (client.peer().clone(), client.handler().clone(), upstream.to_owned());
+    // Opened beside the gate's start, which does not wait on it.
+    let hearing = tokio::spawn(async move {
+        let mut subscription = match peer.listen(filter).await {
+            Ok(subscription) => subscription,
+            Err(error) => {
+                tracing::warn!(%upstream, %error, "its list changes could not be listened to; its lists stay as first listed");
+                return;
+            }
+        };
+        tracing::info!(%upstream, "listening to its list changes");
+        loop {
+            match subscription.next().await {
+                Ok(Some(notification)) => relay.heard(notification).await,
+                Ok(None) => break,
+                Err(error) => {
+                    tracing::warn!(%upstream, %error, "its list changes' stream failed");
+                    break;
+                }
+            }
+        }
+        tracing::info!(%upstream, "its list changes' stream ended: its lists stay as last listed");
+    });
+    Some(Hearing(hearing.abort_handle()))
 }
 
 impl Connection {
@@ -80,7 +146,8 @@ impl Connection {
         .map_err(|error| not(format!("no connection: {}", error.in_words())))?;
         let tools = client.peer().list_all_tools().await.map_err(|error| not(format!("tools/list: {error}")))?;
         tracing::info!(upstream = %upstream.name, tools = tools.len(), version = ?client.protocol_version().map(|v| v.to_string()), "upstream connected");
-        Ok(Connection { name: upstream.name.clone(), client, tools: Mutex::new(tools) })
+        let listening = listen(&upstream.name, &client);
+        Ok(Connection { name: upstream.name.clone(), client, tools: Mutex::new(tools), _listening: listening })
     }
 
     /// The upstream's name.

@@ -8,6 +8,11 @@
 //! each notification to the handler in a task of its own, so one told just as the call ends
 //! may be dropped, and two told at once may arrive in either order).
 //!
+//! A list's change goes to every host that listens: each 2026-07-28 host's open
+//! `subscriptions/listen` stream (tagged, and only the kinds it asked for), and each 2025
+//! session on its own stream, over stdio or HTTP; never an untagged notification to a
+//! 2026-07-28 host, which the spec forbids.
+//!
 //! The gate is an MCP client to each upstream; this is that client's handler. A question goes
 //! to the host behind the gate, which shows it to its person: over stdio, the one host. Over
 //! HTTP no host is set (many share each upstream's connection, and a back-channel question
@@ -19,7 +24,7 @@ use std::{
     collections::HashMap,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
 };
 
@@ -27,9 +32,9 @@ use rmcp::{
     ClientHandler, ErrorData, RoleClient, RoleServer,
     model::{
         ClientConfig, ElicitRequestParams, ElicitResult, NumberOrString, ProgressNotificationParam, ProgressToken,
-        ProtocolVersion,
+        ProtocolVersion, ServerNotification,
     },
-    service::{NotificationContext, Peer, RequestContext},
+    service::{NotificationContext, Peer, RequestContext, SubscriptionSink},
 };
 
 tokio::task_local! {
@@ -45,11 +50,47 @@ pub async fn asking<F: std::future::Future>(host: Peer<RoleServer>, rounds: F) -
 }
 
 /// The hosts behind the gate, as the relays of every upstream reach them: the one host over
-/// stdio, and each call whose progress is relayed.
+/// stdio, each call whose progress is relayed, and every host told of list changes.
 #[derive(Debug, Clone, Default)]
 pub struct Host {
     peer: Arc<Mutex<Option<Peer<RoleServer>>>>,
     progress: Arc<Progress>,
+    listeners: Arc<Listeners>,
+}
+
+/// The hosts told when an upstream's lists change: each 2026-07-28 host's open
+/// `subscriptions/listen` stream (its sink tags what it sends with the subscription and sends
+/// only what the host asked for), and each 2025 session, on its own stream, over stdio or HTTP.
+#[derive(Debug, Default)]
+struct Listeners {
+    next: AtomicU64,
+    streams: Mutex<Vec<(u64, SubscriptionSink)>>,
+    sessions: Mutex<Vec<Peer<RoleServer>>>,
+}
+
+/// One host's `subscriptions/listen` stream, told of list changes while this lives.
+#[derive(Debug)]
+pub struct Listening {
+    listeners: Arc<Listeners>,
+    id: u64,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        locked(&self.listeners.streams).retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// Which of an upstream's lists changed.
+#[derive(Debug, Clone, Copy)]
+enum Changed {
+    Tools,
+    Prompts,
+    Resources,
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The calls whose progress is relayed: the gate's token for each, the upstream it went to,
@@ -118,6 +159,52 @@ impl Host {
     fn peer(&self) -> Option<Peer<RoleServer>> {
         self.peer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
+
+    /// Tell the host whose `subscriptions/listen` stream `sink` is of list changes, for as long
+    /// as the returned guard lives (the stream is open).
+    pub fn listening(&self, sink: SubscriptionSink) -> Listening {
+        let id = self.listeners.next.fetch_add(1, Ordering::Relaxed);
+        locked(&self.listeners.streams).push((id, sink));
+        Listening { listeners: self.listeners.clone(), id }
+    }
+
+    /// Tell the 2025 session `peer` of list changes on its own stream, until it closes.
+    pub fn session(&self, peer: Peer<RoleServer>) {
+        let mut sessions = locked(&self.listeners.sessions);
+        sessions.retain(|session| !session.is_transport_closed());
+        sessions.push(peer);
+    }
+
+    /// Tell every listening host that an upstream's `changed` list changed.
+    async fn told(&self, upstream: &str, changed: Changed) {
+        let streams: Vec<SubscriptionSink> = locked(&self.listeners.streams).iter().map(|(_, s)| s.clone()).collect();
+        for stream in streams {
+            let sent = match changed {
+                Changed::Tools => stream.notify_tool_list_changed().await,
+                Changed::Prompts => stream.notify_prompt_list_changed().await,
+                Changed::Resources => stream.notify_resource_list_changed().await,
+            };
+            // A host that did not ask for this kind of change is not told it.
+            if let Err(error) = sent {
+                tracing::debug!(%upstream, ?changed, %error, "a listening host was not told a list changed");
+            }
+        }
+        let sessions: Vec<Peer<RoleServer>> = {
+            let mut sessions = locked(&self.listeners.sessions);
+            sessions.retain(|session| !session.is_transport_closed());
+            sessions.clone()
+        };
+        for session in sessions {
+            let sent = match changed {
+                Changed::Tools => session.notify_tool_list_changed().await,
+                Changed::Prompts => session.notify_prompt_list_changed().await,
+                Changed::Resources => session.notify_resource_list_changed().await,
+            };
+            if let Err(error) = sent {
+                tracing::debug!(%upstream, ?changed, %error, "a 2025 session was not told a list changed");
+            }
+        }
+    }
 }
 
 /// The handler of the gate's connection to one upstream.
@@ -137,6 +224,25 @@ impl Relay {
     /// Whether the upstream said its tools changed since this was last asked (and no more).
     pub fn take_tools_changed(&self) -> bool {
         self.tools_changed.swap(false, Ordering::AcqRel)
+    }
+
+    /// The upstream's list `changed`: its tools listed again when next asked, and every
+    /// listening host told.
+    async fn changed(&self, changed: Changed) {
+        if let Changed::Tools = changed {
+            self.tools_changed.store(true, Ordering::Release);
+        }
+        self.host.told(&self.upstream, changed).await;
+    }
+
+    /// What a 2026-07-28 upstream told on its `subscriptions/listen` stream.
+    pub async fn heard(&self, notification: ServerNotification) {
+        match notification {
+            ServerNotification::ToolListChangedNotification(_) => self.changed(Changed::Tools).await,
+            ServerNotification::PromptListChangedNotification(_) => self.changed(Changed::Prompts).await,
+            ServerNotification::ResourceListChangedNotification(_) => self.changed(Changed::Resources).await,
+            _ => tracing::debug!(upstream = %self.upstream, "a notification on its list changes' stream not relayed"),
+        }
     }
 }
 
@@ -208,27 +314,14 @@ impl ClientHandler for Relay {
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        if let Some(peer) = self.host.peer()
-            && let Err(error) = peer.notify_prompt_list_changed().await
-        {
-            tracing::debug!(upstream = %self.upstream, %error, "the host was not told the prompts changed");
-        }
+        self.changed(Changed::Prompts).await;
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        if let Some(peer) = self.host.peer()
-            && let Err(error) = peer.notify_resource_list_changed().await
-        {
-            tracing::debug!(upstream = %self.upstream, %error, "the host was not told the resources changed");
-        }
+        self.changed(Changed::Resources).await;
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.tools_changed.store(true, Ordering::Release);
-        if let Some(peer) = self.host.peer()
-            && let Err(error) = peer.notify_tool_list_changed().await
-        {
-            tracing::debug!(upstream = %self.upstream, %error, "the host was not told the tools changed");
-        }
+        self.changed(Changed::Tools).await;
     }
 }

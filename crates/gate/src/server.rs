@@ -34,9 +34,9 @@ use rmcp::{
         CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
         GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
         ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-        ServerCapabilities, ServerConfig, Tool,
+        ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
     },
-    service::{MaybeSendFuture, RequestContext},
+    service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
 
@@ -462,6 +462,25 @@ impl ServerHandler for Gate {
             .with_title("Fernhill gate")
             .with_description("The tools of the servers behind it; the calls its policy names wait for a person.");
         config
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A 2025 session, over stdio or HTTP: told of the upstreams' list changes on its stream.
+        self.inner.host.session(context.peer);
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        // Every list change the host asks for (the SDK keeps those the gate serves); a
+        // resource's own updates are not relayed.
+        let mut accepted = requested.clone();
+        accepted.resource_subscriptions = None;
+        Some(accepted)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let _listening = self.inner.host.listening(subscription.sink().clone());
+        subscription.cancelled().await;
+        Ok(())
     }
 
     async fn list_tools(
