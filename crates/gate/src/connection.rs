@@ -75,10 +75,9 @@ impl Drop for Hearing {
 /// a 2025 upstream (its notifications reach the relay as they come) or one that announces no
 /// list changes. A stream that cannot be opened, or ends, is logged: the gate then lists the
 /// upstream's tools as they last were.
-fn listen(upstream: &str, client: &Client<Relay>) -> Option<Hearing> {
-    let modern =
-        client.protocol_version().is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-    let announced = client.peer().peer_info().map(|info| info.capabilities.clone()).unwrap_or_default();
+fn listen(connection: &Connection) -> Option<Hearing> {
+    let modern = connection.client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+    let announced = connection.capabilities();
     let (tools, prompts, resources) = (
         announced.tools.as_ref().is_some_and(|tools| tools.list_changed == Some(true)),
         announced.prompts.as_ref().is_some_and(|prompts| prompts.list_changed == Some(true)),
@@ -98,7 +97,8 @@ fn listen(upstream: &str, client: &Client<Relay>) -> Option<Hearing> {
         filter = filter.resources_list_changed();
     }
     let filter = filter.build();
-    let (peer, relay, upstream) = (client.peer().clone(), client.handler().clone(), upstream.to_owned());
+    let (peer, relay) = (connection.client.peer().clone(), connection.client.handler().clone());
+    let upstream = connection.name.clone();
     // Opened beside the gate's start, which does not wait on it.
     let hearing = tokio::spawn(async move {
         let mut subscription = match peer.listen(filter).await {
@@ -146,8 +146,10 @@ impl Connection {
         .map_err(|error| not(format!("no connection: {}", error.in_words())))?;
         let tools = client.peer().list_all_tools().await.map_err(|error| not(format!("tools/list: {error}")))?;
         tracing::info!(upstream = %upstream.name, tools = tools.len(), version = ?client.protocol_version().map(|v| v.to_string()), "upstream connected");
-        let listening = listen(&upstream.name, &client);
-        Ok(Connection { name: upstream.name.clone(), client, tools: Mutex::new(tools), _listening: listening })
+        let mut connection =
+            Connection { name: upstream.name.clone(), client, tools: Mutex::new(tools), _listening: None };
+        connection._listening = listen(&connection);
+        Ok(connection)
     }
 
     /// The upstream's name.

@@ -89,6 +89,17 @@ enum Changed {
     Resources,
 }
 
+impl Changed {
+    /// The notification that tells a host so.
+    fn notification(self) -> ServerNotification {
+        match self {
+            Changed::Tools => ServerNotification::ToolListChangedNotification(Default::default()),
+            Changed::Prompts => ServerNotification::PromptListChangedNotification(Default::default()),
+            Changed::Resources => ServerNotification::ResourceListChangedNotification(Default::default()),
+        }
+    }
+}
+
 fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -179,13 +190,8 @@ impl Host {
     async fn told(&self, upstream: &str, changed: Changed) {
         let streams: Vec<SubscriptionSink> = locked(&self.listeners.streams).iter().map(|(_, s)| s.clone()).collect();
         for stream in streams {
-            let sent = match changed {
-                Changed::Tools => stream.notify_tool_list_changed().await,
-                Changed::Prompts => stream.notify_prompt_list_changed().await,
-                Changed::Resources => stream.notify_resource_list_changed().await,
-            };
             // A host that did not ask for this kind of change is not told it.
-            if let Err(error) = sent {
+            if let Err(error) = stream.send(changed.notification()).await {
                 tracing::debug!(%upstream, ?changed, %error, "a listening host was not told a list changed");
             }
         }
@@ -195,12 +201,7 @@ impl Host {
             sessions.clone()
         };
         for session in sessions {
-            let sent = match changed {
-                Changed::Tools => session.notify_tool_list_changed().await,
-                Changed::Prompts => session.notify_prompt_list_changed().await,
-                Changed::Resources => session.notify_resource_list_changed().await,
-            };
-            if let Err(error) = sent {
+            if let Err(error) = session.send_notification(changed.notification()).await {
                 tracing::debug!(%upstream, ?changed, %error, "a 2025 session was not told a list changed");
             }
         }
@@ -268,8 +269,7 @@ impl ClientHandler for Relay {
         };
         // Only a 2025 session has a back-channel: a 2026-07-28 host is asked in rounds, which
         // an upstream asks by answering `input_required` (passed back as it came), never here.
-        let session =
-            peer.peer_info().filter(|host| host.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str());
+        let session = peer.peer_info().filter(|host| host.protocol_version < ProtocolVersion::V_2026_07_28);
         let Some(session) = session else {
             return Err(ErrorData::invalid_request(
                 format!(

@@ -221,9 +221,7 @@ impl Gate {
         let arguments = params.arguments.clone().map_or(Value::Null, Value::Object);
         let name = params.name.clone();
         let call = Call { upstream: connection.name(), tool: &name, annotations: &annotations, arguments: &arguments };
-        let modern = context
-            .protocol_version()
-            .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let modern = context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
         if !modern {
             // A 2025 host cannot carry rounds: the gate runs them, relaying each question on
             // the host's back-channel.
