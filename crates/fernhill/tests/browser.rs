@@ -11,13 +11,12 @@
 //! so; they are never skipped.
 
 use fernhill::chapter;
-use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::{Client, Locator};
 mod support;
+use support::chromium::Chromedriver;
 
 use std::collections::BTreeMap;
 
@@ -25,113 +24,10 @@ use mrtr::client::{Answer, ScriptedUser, params};
 use payment_provider::{FlowStatus, PaymentProvider, ProviderErrorExt, ProviderState, RunningProvider, spawn_loopback};
 use rmcp::model::{CallToolResponse, ElicitRequestParams, InputRequest};
 use serde_json::json;
-use tempfile::TempDir;
-use tokio::{
-    io::{AsyncBufReadExt, BufReader},
-    process::{Child, Command},
-};
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-const INSTALL_HINT: &str = "install them with `apt-get update && apt-get install -y chromium chromium-driver`";
-
-/// How long a fresh chromedriver may take to say it listens.
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
+use tokio::process::Command;
 
 /// How long the browser may take to show the page after a sign-in.
 const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A chromedriver process on a loopback port, killed when dropped.
-struct Chromedriver {
-    url: String,
-    process: Child,
-}
-
-impl Chromedriver {
-    async fn start() -> Chromedriver {
-        for (binary, package) in [(CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")] {
-            assert!(
-                Path::new(binary).exists(),
-                "{binary} is missing (Debian package {package}); the browser tests need Chromium and \
-                 chromedriver: {INSTALL_HINT}"
-            );
-        }
-        // Port 0: the driver binds a free port itself and says which, so none is picked here
-        // and raced for. A driver that ends before it says (seen once in CI, with three tests
-        // starting theirs at once) is started again, twice at most, and what it said is shown.
-        let mut said = Vec::new();
-        for _ in 0..3 {
-            let mut process = Command::new(CHROMEDRIVER)
-                .arg("--port=0")
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .unwrap_or_else(|e| panic!("could not start {CHROMEDRIVER}: {e}; {INSTALL_HINT}"));
-            let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
-            let started = async {
-                while let Ok(Some(line)) = lines.next_line().await {
-                    // "ChromeDriver was started successfully on port 43715."
-                    if let Some(port) = line.split("started successfully on port ").nth(1) {
-                        return Some(port.trim_end_matches('.').to_owned());
-                    }
-                    said.push(line);
-                }
-                None
-            };
-            match tokio::time::timeout(STARTUP_TIMEOUT, started).await {
-                Ok(Some(port)) => {
-                    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-                    if let Some(stderr) = process.stderr.take() {
-                        let mut errors = BufReader::new(stderr).lines();
-                        tokio::spawn(async move { while let Ok(Some(_)) = errors.next_line().await {} });
-                    }
-                    return Chromedriver { url: format!("http://127.0.0.1:{port}"), process };
-                }
-                Ok(None) => {
-                    let mut stderr = String::new();
-                    if let Some(mut errors) = process.stderr.take() {
-                        use tokio::io::AsyncReadExt as _;
-                        let _ = errors.read_to_string(&mut stderr).await;
-                    }
-                    said.push(format!("(exited without saying its port) {stderr}"));
-                }
-                Err(_) => panic!("{CHROMEDRIVER} did not say its port within {STARTUP_TIMEOUT:?}"),
-            }
-        }
-        panic!("{CHROMEDRIVER} --port=0 exited three times without saying its port: {said:?}; {INSTALL_HINT}")
-    }
-
-    /// A headless Chromium session with a fresh profile in `profile`.
-    async fn browser(&self, profile: &TempDir) -> Client {
-        let args = [
-            "--headless".to_owned(),
-            "--no-sandbox".to_owned(),
-            "--disable-gpu".to_owned(),
-            "--disable-background-networking".to_owned(),
-            "--disable-component-update".to_owned(),
-            "--disable-sync".to_owned(),
-            "--no-first-run".to_owned(),
-            format!("--user-data-dir={}", profile.path().display()),
-        ];
-        let capabilities = json!({
-            "browserName": "chrome",
-            "goog:chromeOptions": { "binary": CHROMIUM, "args": args },
-        });
-        let serde_json::Value::Object(capabilities) = capabilities else { unreachable!() };
-        ClientBuilder::rustls()
-            .expect("TLS roots for the WebDriver client")
-            .capabilities(capabilities)
-            .connect(&self.url)
-            .await
-            .unwrap_or_else(|e| panic!("chromedriver at {} could not start {CHROMIUM}: {e}", self.url))
-    }
-
-    async fn stop(mut self) {
-        let _ = self.process.kill().await;
-    }
-}
 
 /// The whole chain: the shop's API, the payment provider, `fernhill-mcp serve` paying through it,
 /// a released refund R-0111 of 180.00, and pay_refund's first round: the URL the lead is sent to.

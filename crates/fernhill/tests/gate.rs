@@ -162,7 +162,8 @@ async fn served<S: rmcp::ServerHandler + Clone + Send + Sync + 'static>(upstream
 /// a retry sent twice pays twice.
 ///
 /// Its tool `grow` adds the tool `grown` to its list and tells every `subscriptions/listen`
-/// stream open to it that its tools changed; `listens` counts the streams opened to it.
+/// stream open to it that its tools changed; `listens` counts the streams opened to it, and
+/// `hang_up` ends every one open.
 #[derive(Clone, Default)]
 struct InTest {
     heard: Arc<tokio::sync::Notify>,
@@ -172,6 +173,7 @@ struct InTest {
     grown: Arc<std::sync::atomic::AtomicBool>,
     listening: Arc<std::sync::Mutex<Vec<rmcp::service::SubscriptionSink>>>,
     listens: Arc<tokio::sync::watch::Sender<usize>>,
+    hang_up: Arc<tokio::sync::Notify>,
 }
 
 impl InTest {
@@ -231,8 +233,12 @@ impl rmcp::ServerHandler for InTest {
 
     async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), rmcp::ErrorData> {
         self.listening.lock().unwrap().push(subscription.sink().clone());
+        let hung_up = self.hang_up.notified();
         self.listens.send_modify(|listens| *listens += 1);
-        subscription.cancelled().await;
+        tokio::select! {
+            () = subscription.cancelled() => {}
+            () = hung_up => {}
+        }
         Ok(())
     }
 
@@ -301,6 +307,23 @@ impl rmcp::ClientHandler for Listening {
     }
 }
 
+/// A policy whose one rule holds a tool its upstream does not have: every call passes.
+const HOLDS_NONE_OF_ITS_TOOLS: &str =
+    "[[rule]]\nname = \"none of these\"\ntools = [\"fast\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n";
+
+/// Alice's host of `lifecycle`, `handler`, with `fernhill-gate serve POLICY` over stdio.
+async fn alice_over_stdio<H: rmcp::ClientHandler>(
+    policy: &std::path::Path,
+    handler: H,
+    lifecycle: rmcp::service::ClientLifecycleMode,
+) -> Client<H> {
+    let mut command = tokio::process::Command::new(fernhill_gate());
+    command.arg("serve").arg(policy).env("USER", "alice");
+    let (transport, _) =
+        rmcp::transport::TokioChildProcess::builder(command).stderr(std::process::Stdio::inherit()).spawn().unwrap();
+    Client::connect_with(handler, transport, lifecycle).await.unwrap()
+}
+
 /// An upstream whose tools change tells the gate on its `subscriptions/listen` stream, and the
 /// gate tells every host listening, over HTTP and over stdio: a 2026-07-28 host on its own
 /// `subscriptions/listen` stream, a 2025 session on its stream; each then lists the new tool.
@@ -311,9 +334,7 @@ async fn an_upstreams_tool_list_change_reaches_every_listening_host_of_either_er
     let mut listens = grows.listens.subscribe();
     let upstream = served(grows).await;
     let dir = tempfile::tempdir().unwrap();
-    let rules =
-        "[[rule]]\nname = \"none of these\"\ntools = [\"fast\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n";
-    let policy = support::policy_before_url(dir.path(), "grows", &upstream, rules);
+    let policy = support::policy_before_url(dir.path(), "grows", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
     let mut command = tokio::process::Command::new(fernhill_gate());
     command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0"]).env("USER", "alice");
     let (_gate, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
@@ -327,11 +348,7 @@ async fn an_upstreams_tool_list_change_reaches_every_listening_host_of_either_er
     let legacy_host = Client::connect_with(legacy_host, transport, legacy()).await.unwrap();
     let heard_at_stdio = Arc::new(tokio::sync::Notify::new());
     let stdio_host = Listening { told: Arc::default(), heard: heard_at_stdio.clone() };
-    let mut command = tokio::process::Command::new(fernhill_gate());
-    command.arg("serve").arg(&policy).env("USER", "alice");
-    let (transport, _) =
-        rmcp::transport::TokioChildProcess::builder(command).stderr(std::process::Stdio::inherit()).spawn().unwrap();
-    let stdio_host = Client::connect_with(stdio_host, transport, legacy()).await.unwrap();
+    let stdio_host = alice_over_stdio(&policy, stdio_host, legacy()).await;
     let lists_grown = |peer: rmcp::service::Peer<RoleClient>| async move {
         peer.list_all_tools().await.unwrap().iter().any(|tool| tool.name == "grown")
     };
@@ -365,6 +382,40 @@ async fn an_upstreams_tool_list_change_reaches_every_listening_host_of_either_er
     legacy_host.close().await.unwrap();
 }
 
+/// An upstream that ends the gate's `subscriptions/listen` stream (restarting, or rotating its
+/// streams) is listened to again: the gate opens another, tells its host the tools may have
+/// changed meanwhile, and hears the upstream's next change on the new stream.
+#[tokio::test]
+async fn an_upstream_that_ends_its_list_changes_stream_is_listened_to_again() {
+    let grows = InTest::default();
+    let mut listens = grows.listens.subscribe();
+    let hang_up = grows.hang_up.clone();
+    let upstream = served(grows).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = support::policy_before_url(dir.path(), "grows", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
+    let heard = Arc::new(tokio::sync::Notify::new());
+    let host = Listening { told: Arc::default(), heard: heard.clone() };
+    let host = alice_over_stdio(&policy, host, legacy()).await;
+    let wait = std::time::Duration::from_secs(10);
+    assert!(tokio::time::timeout(wait, listens.wait_for(|listens| *listens == 1)).await.is_ok(), "never listened");
+    hang_up.notify_waiters();
+    let again = tokio::time::timeout(wait, listens.wait_for(|listens| *listens == 2)).await;
+    assert!(again.is_ok(), "the gate did not listen again once its stream ended");
+    assert!(tokio::time::timeout(wait, heard.notified()).await.is_ok(), "the host was not told to list again");
+    let lists_grown = async || host.peer().list_all_tools().await.unwrap().iter().any(|tool| tool.name == "grown");
+    // Listed now, the gate keeps the list until the upstream says it changed.
+    assert!(!lists_grown().await);
+    let grown = host.call_tool("grow", json!({})).await.unwrap();
+    assert_eq!(mrtr::client::text(&grown), "grown");
+    let told = tokio::time::timeout(wait, async {
+        while !lists_grown().await {
+            heard.notified().await;
+        }
+    });
+    assert!(told.await.is_ok(), "the change told on the new stream did not reach the host's list");
+    host.close().await.unwrap();
+}
+
 /// A call the gate passes on carries the host's request for progress: the upstream's progress
 /// reaches the host under the host's own token, in either era.
 #[tokio::test]
@@ -373,18 +424,10 @@ async fn an_upstreams_progress_on_a_call_passed_on_reaches_its_host_under_the_ho
     let heard = upstream.heard.clone();
     let upstream = served(upstream).await;
     let dir = tempfile::tempdir().unwrap();
-    let rules =
-        "[[rule]]\nname = \"none of these\"\ntools = [\"fast\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n";
-    let policy = support::policy_before_url(dir.path(), "slow", &upstream, rules);
+    let policy = support::policy_before_url(dir.path(), "slow", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
     for (era, lifecycle) in [("2026-07-28", modern()), ("2025-11-25", legacy())] {
         let host = Listening { told: Arc::default(), heard: heard.clone() };
-        let mut command = tokio::process::Command::new(fernhill_gate());
-        command.arg("serve").arg(&policy).env("USER", "alice");
-        let (transport, _) = rmcp::transport::TokioChildProcess::builder(command)
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let client = Client::connect_with(host.clone(), transport, lifecycle).await.unwrap();
+        let client = alice_over_stdio(&policy, host.clone(), lifecycle).await;
         let mut params = model::CallToolRequestParams::new("slow");
         let mut meta = model::RequestMetaObject::new();
         let named = model::ProgressToken(model::NumberOrString::String(format!("host-{era}").into()));
@@ -499,6 +542,11 @@ async fn an_approved_task_whose_upstream_asks_rounds_asks_them_through_the_task_
         assert_eq!(questions.len(), 1, "{task}");
         let (key, question) = questions.iter().next().unwrap();
         assert_eq!(question["params"]["message"], asked, "{task}");
+        // Decided, it no longer says it waits for a decision.
+        let words = format!(
+            "Approved by host user lee (approval {approval}): pay runs, and its server asks a question of its own."
+        );
+        assert_eq!(task["statusMessage"], words, "{task}");
         keys.push(key.clone());
         let answer = [(key.clone(), json!({"action": "accept", "content": {"pay": true}}))].into();
         alice.peer().update_task(model::UpdateTaskParams::new(id.clone(), answer)).await.unwrap();

@@ -18,6 +18,11 @@
 //! Inspector as a tool error naming its approval (a 2025 call never becomes a task); once
 //! another person approves it, the same call runs once (in the legacy era, asked the shop's own
 //! question on the back-channel as it runs).
+//!
+//! And its web UI, as a person uses it: `mcp-inspector --web` in front of the gate, driven in a
+//! headless Chromium (`support::chromium`): the held call as the page shows it in each era (the
+//! tool's error naming its approval; a task `working` with the gate's words), lee's approval,
+//! the shop's question in the page's form, and the refund released once.
 
 mod support;
 
@@ -194,6 +199,11 @@ async fn the_inspector_shows_the_form_and_the_result_without_a_poll_in_either_er
     }
 }
 
+/// The gate's policy in these tests: a refund waits for a support lead's decision (lee's).
+const LEADS_DECIDE_REFUNDS: &str = "[people]\nlee = { roles = [\"support-lead\"] }\n\n[[rule]]\nname = \"refunds\"\n\
+                                    tools = [\"issue_refund\"]\ndecided_by = { role = \"support-lead\" }\n\
+                                    deadline = \"1h\"\n";
+
 /// A script that starts `fernhill-gate serve POLICY` for the host user alice, announcing to
 /// `hook`, as an Inspector's stdio target.
 fn gate_script(dir: &Path, policy: &Path, api: &shop_api::RunningApi, hook: &str) -> PathBuf {
@@ -239,12 +249,7 @@ async fn the_inspector_is_told_a_held_call_waits_and_once_another_person_approve
     let mcpdo = Mcpdo::start();
     let dir = tempfile::tempdir().unwrap();
     let (hook, mut heard) = support::webhook_receiver(false).await;
-    let policy = support::policy_before_the_shop(
-        dir.path(),
-        &api,
-        "[people]\nlee = { roles = [\"support-lead\"] }\n\n[[rule]]\nname = \"refunds\"\ntools = [\"issue_refund\"]\n\
-         decided_by = { role = \"support-lead\" }\ndeadline = \"1h\"\n",
-    );
+    let policy = support::policy_before_the_shop(dir.path(), &api, LEADS_DECIDE_REFUNDS);
     let script = gate_script(dir.path(), &policy, &api, &hook).display().to_string();
     for (era, order) in [("legacy", "O-2289"), ("modern", "O-1021")] {
         let (connected, _) = mcpdo.run(&["connect", "--era", era, &script]).await;
@@ -288,4 +293,211 @@ async fn the_inspector_is_told_a_held_call_waits_and_once_another_person_approve
         assert_eq!(refunds.iter().filter(|refund| refund.order_id.as_str() == order).count(), 1, "{era}");
         mcpdo.run(&["disconnect", &script]).await;
     }
+}
+
+/// The Inspector's web UI (`mcp-inspector --web`) with `script` as its stdio server, in `era`
+/// (`None`: its default), on loopback ports of its own; stopped when dropped.
+struct InspectorWeb {
+    url: String,
+    _process: tokio::process::Child,
+    _home: tempfile::TempDir,
+}
+
+impl InspectorWeb {
+    async fn start(era: Option<&str>, script: &str) -> Self {
+        use tokio::io::{AsyncBufReadExt as _, BufReader};
+        let folder = support::npm("inspector", &["node@22", INSPECTOR], &[]);
+        let bin = folder.join("node_modules/.bin");
+        let mut said = Vec::new();
+        // The web UI takes fixed ports (its origin allow-list is made from them): two free ones
+        // are asked of the kernel and let go; one taken again meanwhile ends the launcher, which
+        // is started again, twice at most.
+        for _ in 0..3 {
+            let home = tempfile::tempdir().unwrap();
+            let mut command = Command::new(bin.join("mcp-inspector"));
+            command.arg("--web");
+            if let Some(era) = era {
+                command.args(["--protocol-era", era]);
+            }
+            let mut process = command
+                .args(["--transport", "stdio", "--", script])
+                .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+                .env("HOME", home.path())
+                .env("MCP_AUTO_OPEN_ENABLED", "false")
+                .env("MCP_INSPECTOR_SECRET_STORE", "memory")
+                .env("CLIENT_PORT", free_port().to_string())
+                .env("MCP_SANDBOX_PORT", free_port().to_string())
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::inherit())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("the Inspector's launcher runs");
+            let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
+            // "http://127.0.0.1:PORT?MCP_INSPECTOR_API_TOKEN=…", the page with its token.
+            let up = async {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if let Some(at) = line.find("http://").filter(|_| line.contains("MCP_INSPECTOR_API_TOKEN=")) {
+                        return Some(line[at..].trim().to_owned());
+                    }
+                    said.push(line);
+                }
+                None
+            };
+            match tokio::time::timeout(Duration::from_secs(60), up).await {
+                Ok(Some(url)) => {
+                    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+                    return InspectorWeb { url, _process: process, _home: home };
+                }
+                Ok(None) => continue,
+                Err(_) => panic!("the Inspector's web UI did not say where it is within a minute: {said:?}"),
+            }
+        }
+        panic!("the Inspector's web UI ended three times before it was up: {said:?}")
+    }
+}
+
+/// A loopback port nobody listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A person at the Inspector's web page, in a headless Chromium.
+struct AtThePage {
+    browser: fantoccini::Client,
+    /// Where the page is drawn when a step is not seen, for whoever reads the failure.
+    shots: PathBuf,
+}
+
+impl AtThePage {
+    /// What is at `xpath` once it is there; failing, the page's picture is kept and named.
+    async fn find(&self, xpath: &str) -> fantoccini::elements::Element {
+        let found = self.browser.wait().at_most(Duration::from_secs(60)).for_element(fantoccini::Locator::XPath(xpath));
+        match found.await {
+            Ok(element) => element,
+            Err(error) => {
+                let shot = self.shots.join("page.png");
+                if let Ok(png) = self.browser.screenshot().await {
+                    let _ = std::fs::write(&shot, png);
+                }
+                let text = self.text().await;
+                panic!("the page did not show {xpath}: {error}; it showed (drawn in {}):\n{text}", shot.display())
+            }
+        }
+    }
+
+    /// Click what is at `xpath` as the page's own script would see a click (Mantine's switches
+    /// keep their input under a drawn track, which a pointer's click would land on instead).
+    async fn click(&self, xpath: &str) {
+        let element = self.find(xpath).await;
+        self.browser.execute("arguments[0].click()", vec![serde_json::to_value(&element).unwrap()]).await.unwrap();
+    }
+
+    /// Type `text` into the field labelled `label`, emptied first.
+    async fn fill(&self, label: &str, text: &str) {
+        let field = self.find(&format!("//label[normalize-space()='{label} *']/following-sibling::div//input")).await;
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+
+    /// Run the tool `name` from the Tools tab with its field `label` set to `value`.
+    async fn run_tool(&self, name: &str, label: &str, value: &str) {
+        // The last call's results stand where the tool's form was until they are closed.
+        let results = self.browser.find(fantoccini::Locator::Css("button[aria-label='Close results']")).await;
+        if let Ok(close) = results {
+            close.click().await.unwrap();
+        }
+        self.click(&format!("//button[.//*[normalize-space()='{name}']]")).await;
+        self.fill(label, value).await;
+        self.click("//button[normalize-space()='Execute Tool']").await;
+    }
+
+    /// The text of what is at `xpath` once it contains `words` (as its script wrote it: a form
+    /// fading in is not yet visible to WebDriver's own reading).
+    async fn text_once(&self, xpath: &str, words: &str) -> String {
+        let element = self.find(&format!("{xpath}[contains(., '{words}')]")).await;
+        element.prop("innerText").await.unwrap().unwrap_or_default()
+    }
+
+    async fn text(&self) -> String {
+        let body = self.browser.find(fantoccini::Locator::Css("body")).await;
+        match body {
+            Ok(body) => body.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+}
+
+/// The first `H-…` approval ID in `text`.
+fn approval_in(text: &str) -> String {
+    let at = text.find("(approval H-").unwrap_or_else(|| panic!("no approval named in {text}")) + "(approval ".len();
+    text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect()
+}
+
+/// The Inspector's web UI, as a person uses it in a browser, in front of the gate. Its default
+/// (legacy) era: the held call is shown as the tool's error, naming its approval; once lee
+/// approves it, the same call run again runs it, and the shop's own question opens in the
+/// page's form, whose answer releases the refund. The modern era: the call waits as a task the
+/// page shows `working`, with the gate's words of who decides what; once lee approves it, the
+/// page shows the shop's result. Each order is refunded once.
+#[tokio::test]
+async fn the_inspector_s_web_ui_shows_a_held_call_waiting_and_once_another_person_approves_it_it_runs_once() {
+    let api = start_api().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (hook, _heard) = support::webhook_receiver(false).await;
+    let policy = support::policy_before_the_shop(dir.path(), &api, LEADS_DECIDE_REFUNDS);
+    let script = gate_script(dir.path(), &policy, &api, &hook).display().to_string();
+    let driver = support::chromium::Chromedriver::start().await;
+    let first_load_order = format!("O-{}", shop_api::seed::FIRST_LOAD_ORDER);
+    for (era, order) in [(None, "O-2289"), (Some("modern"), first_load_order.as_str())] {
+        let inspector = InspectorWeb::start(era, &script).await;
+        let profile = tempfile::tempdir().unwrap();
+        let browser = driver.browser(&profile).await;
+        browser.set_window_size(1400, 1000).await.unwrap();
+        let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("inspector-web");
+        std::fs::create_dir_all(&shots).unwrap();
+        let page = AtThePage { browser, shots };
+        let era = era.unwrap_or("legacy (the default)");
+        page.browser.goto(&inspector.url).await.unwrap();
+        page.click("//input[starts-with(@aria-label, 'Connect or disconnect')]").await;
+        page.find("//*[normalize-space(text())='Connected']").await;
+        page.click("//label[normalize-space()='Tools']").await;
+
+        page.run_tool("quote_refund", "Order", order).await;
+        let quoted = page.text_once("//main", "\"quote_id\"").await;
+        let quote_id = quoted
+            .split("\"quote_id\": \"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("{era}: no quote in {quoted}"))
+            .to_owned();
+        page.run_tool("issue_refund", "Quote", &quote_id).await;
+        if era.starts_with("legacy") {
+            let held = page.text_once("//main", "has not run").await;
+            assert!(held.contains("Tool Error") && held.contains("support-lead"), "{era}: {held}");
+            lee_approves(&policy, &api, &hook, &approval_in(&held)).await;
+            // Called again, it runs, and the shop asks its own question on the back-channel.
+            page.run_tool("issue_refund", "Quote", &quote_id).await;
+        } else {
+            let waiting =
+                page.text_once("//body", "Waiting for a decision by a person with the role support-lead").await;
+            assert!(waiting.contains("WORKING") && waiting.contains(&quote_id), "{era}: {waiting}");
+            // Approved, it runs, and the shop's question reaches the page through the task.
+            lee_approves(&policy, &api, &hook, &approval_in(&waiting)).await;
+        }
+        let asked = page.text_once("//section[@role='dialog']", "Refund 180.00 on order").await;
+        assert!(asked.contains(order), "{era}: {asked}");
+        if !era.starts_with("legacy") {
+            // The task the page shows says the call was decided, and by whom.
+            page.text_once("//body", "Approved by host user lee").await;
+        }
+        page.click("//section[@role='dialog']//label[normalize-space()='Release this refund']").await;
+        page.click("//section[@role='dialog']//button[normalize-space()='Submit']").await;
+        let ran = page.text_once("//main", "\"requested\"").await;
+        assert!(ran.contains(&quote_id) || ran.contains(order), "{era}: {ran}");
+        let refunds = support::shop(&api).refunds().await.unwrap();
+        assert_eq!(refunds.iter().filter(|refund| refund.order_id.as_str() == order).count(), 1, "{era}");
+        page.browser.close().await.unwrap();
+    }
+    driver.stop().await;
 }

@@ -1,7 +1,13 @@
 //! The gate's connection to one upstream: started as a command or reached at its URL, of either
 //! era; its tools as it lists them, listed again when it says they changed; calls sent on.
 
-use std::{process::Stdio, sync::Mutex};
+use std::{
+    process::Stdio,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use backon::{BackoffBuilder as _, ExponentialBuilder};
 
 use mrtr::client::{Client, ClientError, modern_or_legacy};
 use rmcp::{
@@ -9,9 +15,10 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
         GetPromptRequestParams, GetPromptResponse, Prompt, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, SubscriptionFilter, Tool,
+        ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, ServerNotification, SubscriptionFilter,
+        Tool,
     },
-    service::Peer,
+    service::{Peer, ServiceError},
 };
 use tokio::task::AbortHandle;
 
@@ -73,8 +80,11 @@ impl Drop for Hearing {
 /// Hear the list changes a 2026-07-28 upstream tells (on a `subscriptions/listen` stream, the
 /// only way it may), each handed to its relay as a 2025 upstream's notification is; `None` for
 /// a 2025 upstream (its notifications reach the relay as they come) or one that announces no
-/// list changes. A stream that cannot be opened, or ends, is logged: the gate then lists the
-/// upstream's tools as they last were.
+/// list changes. A stream that cannot be opened, or ends, is opened again, after a quarter of a
+/// second, then longer each time (to a minute) while none lasts a minute, until the upstream's
+/// connection closes or it refuses one; the gate lists the upstream's tools as they last were meanwhile, and once
+/// a stream is open again every listening host is told each list may have changed (what changed
+/// while none was open is not known).
 fn listen(connection: &Connection) -> Option<Hearing> {
     let modern = connection.client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
     let announced = connection.capabilities();
@@ -87,39 +97,73 @@ fn listen(connection: &Connection) -> Option<Hearing> {
         return None;
     }
     let mut filter = SubscriptionFilter::builder();
+    let mut missed = Vec::new();
     if tools {
         filter = filter.tools_list_changed();
+        missed.push(ServerNotification::ToolListChangedNotification(Default::default()));
     }
     if prompts {
         filter = filter.prompts_list_changed();
+        missed.push(ServerNotification::PromptListChangedNotification(Default::default()));
     }
     if resources {
         filter = filter.resources_list_changed();
+        missed.push(ServerNotification::ResourceListChangedNotification(Default::default()));
     }
     let filter = filter.build();
     let (peer, relay) = (connection.client.peer().clone(), connection.client.handler().clone());
     let upstream = connection.name.clone();
     // Opened beside the gate's start, which does not wait on it.
     let hearing = tokio::spawn(async move {
-        let mut subscription = match peer.listen(filter).await {
-            Ok(subscription) => subscription,
-            Err(error) => {
-                tracing::warn!(%upstream, %error, "its list changes could not be listened to; its lists stay as first listed");
-                return;
-            }
-        };
-        tracing::info!(%upstream, "listening to its list changes");
+        let waits = ExponentialBuilder::new()
+            .with_min_delay(Duration::from_millis(250))
+            .with_max_delay(Duration::from_secs(60))
+            .with_jitter()
+            .without_max_times();
+        let mut wait = waits.build();
+        let mut opened_before = false;
         loop {
-            match subscription.next().await {
-                Ok(Some(notification)) => relay.heard(notification).await,
-                Ok(None) => break,
+            match peer.listen(filter.clone()).await {
+                Ok(mut subscription) => {
+                    let opened = Instant::now();
+                    tracing::info!(%upstream, "listening to its list changes");
+                    if opened_before {
+                        for notification in &missed {
+                            relay.heard(notification.clone()).await;
+                        }
+                    }
+                    opened_before = true;
+                    loop {
+                        match subscription.next().await {
+                            Ok(Some(notification)) => relay.heard(notification).await,
+                            Ok(None) => break,
+                            Err(error) => {
+                                tracing::warn!(%upstream, %error, "its list changes' stream failed");
+                                break;
+                            }
+                        }
+                    }
+                    if opened.elapsed() >= Duration::from_secs(60) {
+                        wait = waits.build();
+                    }
+                }
+                Err(ServiceError::McpError(error)) => {
+                    // Refused, not unreachable: asking again would be refused again.
+                    tracing::warn!(%upstream, %error, "it refused to tell its list changes; its lists stay as last listed");
+                    return;
+                }
                 Err(error) => {
-                    tracing::warn!(%upstream, %error, "its list changes' stream failed");
-                    break;
+                    tracing::warn!(%upstream, %error, "its list changes could not be listened to; its lists stay as last listed");
                 }
             }
+            if peer.is_transport_closed() {
+                tracing::info!(%upstream, "its connection closed: its list changes are no longer heard");
+                return;
+            }
+            let after = wait.next().unwrap_or(Duration::from_secs(60));
+            tracing::info!(%upstream, after = ?after, "its list changes' stream is opened again");
+            tokio::time::sleep(after).await;
         }
-        tracing::info!(%upstream, "its list changes' stream ended: its lists stay as last listed");
     });
     Some(Hearing(hearing.abort_handle()))
 }

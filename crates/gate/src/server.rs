@@ -398,6 +398,14 @@ impl Gate {
             .with_arguments(kept.arguments.as_object().cloned().unwrap_or_default());
         let receipts = self.inner.receipts.as_ref();
         let records = &*self.inner.records;
+        // What the task says once its run asks: no longer waiting for a decision.
+        let by = kept.decision.as_ref().and_then(|decision| decision.by.as_ref());
+        let running = format!(
+            "Approved{} (approval {}): {} runs, and its server asks a question of its own.",
+            by.map(|by| format!(" by {by}")).unwrap_or_default(),
+            kept.id,
+            kept.tool
+        );
         // A task's run has its upstream's rounds asked through the task (a 2025 upstream's
         // back-channel question goes to the one host behind the gate, over stdio), and the
         // answers the task brings carry it on.
@@ -426,7 +434,7 @@ impl Gate {
         match told {
             Some(Ok(CallToolResponse::Complete(result))) => Step::Done(Ok(result)),
             Some(Ok(CallToolResponse::InputRequired(asked))) => match task_round::keep(records, task, asked).await {
-                Ok(Some(questions)) => Step::Ask(questions),
+                Ok(Some(questions)) => Step::Ask { questions, saying: Some(running) },
                 Ok(None) => Step::Done(Err(cannot_ask())),
                 Err(error) => {
                     tracing::error!(task = %task.id, %error, "the upstream's round of an approved run could not be kept");

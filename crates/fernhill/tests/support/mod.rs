@@ -3,6 +3,7 @@
 //! line by line so a test can wait for a log line without sleeping.
 #![allow(dead_code)]
 
+pub mod chromium;
 #[path = "../../../oauth-resource/tests/support/issuer.rs"]
 pub mod issuer;
 pub mod legacy_session;

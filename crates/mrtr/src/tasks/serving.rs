@@ -37,8 +37,15 @@ pub enum Step {
     /// It is done: with the tool's result (a tool error included), or failed with a JSON-RPC
     /// error.
     Done(Result<CallToolResult, ErrorData>),
-    /// It asks again, under keys it has never used.
-    Ask(Vec<(String, InputRequest)>),
+    /// It asks again, under keys it has never used; with `saying`, the task's words on where
+    /// it is ([`TaskRecord::status_message`]) are now those (what it said while it waited for
+    /// something else would no longer be so), else they stay.
+    Ask {
+        /// The questions, each under its key.
+        questions: Vec<(String, InputRequest)>,
+        /// The task's words from now on, where they change.
+        saying: Option<String>,
+    },
     /// Nothing was done, for a reason that passes (a store that did not answer): the task
     /// keeps its answers, and the next `tasks/get` takes it up again.
     Later,
@@ -311,12 +318,16 @@ impl Tasks {
                         kept.status_message = None;
                     }
                 }
-                Step::Ask(questions) => {
+                Step::Ask { questions, saying } => {
+                    if let Some(words) = saying {
+                        kept.status_message = Some(words.clone());
+                    }
                     for (key, question) in questions {
                         let request = serde_json::to_value(question).unwrap_or(Value::Null);
                         if let Err(reused) = kept.ask(key, request, now) {
                             tracing::warn!(target: "tasks", task = %id, "a task's work asked again: {reused}");
                             kept.settle(ending(Err(ErrorData::internal_error(reused.to_string(), None))), now);
+                            kept.status_message = None;
                             break;
                         }
                     }

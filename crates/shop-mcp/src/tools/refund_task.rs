@@ -64,6 +64,6 @@ impl Shop {
         let key =
             (2..).map(|n| format!("{CONFIRM}-{n}")).find(|key| !task.asked_keys.contains(key)).unwrap_or_default();
         let message = format!("That answer didn't fit: {problem}. {}", question(&refund));
-        Step::Ask(vec![(key, form_question(&self.forms.release, &message))])
+        Step::Ask { questions: vec![(key, form_question(&self.forms.release, &message))], saying: None }
     }
 }
