@@ -25,7 +25,10 @@
 // the client and the account: stricter than a sector's, as an issuer may be), so the host's
 // token and the approval page's name one person as two. Every person's access token carries
 // `staff_id` (`staff-` and the account), the same to every client: the claim an operator names
-// with --auth-person-claim.
+// with --auth-person-claim. PEOPLE, a JSON object in the environment, gives some accounts the
+// `roles` and `groups` claims an approval rule may name (`decided_by = { role = ... }`):
+//   PEOPLE='{"pat": {"roles": ["pricing"]}, "sam": {"groups": ["pricing-team"]}}'
+// (anyone else's token carries neither).
 // The dev login form (`/interaction/:uid`) signs anyone in by name.
 import { createServer } from 'node:http';
 import { createHash, generateKeyPairSync, randomUUID } from 'node:crypto';
@@ -40,6 +43,12 @@ const signing = { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), al
 const mcpResource = /^http:\/\/(127\.0\.0\.1|localhost):\d+\/mcp$/;
 const pairwise = process.env.PAIRWISE === '1';
 const people = pairwise ? { subject_type: 'pairwise' } : {};
+const holdings = JSON.parse(process.env.PEOPLE ?? '{}');
+// What an account's token says it holds: its staff ID, and its roles and groups where PEOPLE names them.
+const claimsOf = accountId => {
+    const { roles, groups } = holdings[accountId] ?? {};
+    return { staff_id: `staff-${accountId}`, ...(roles && { roles }), ...(groups && { groups }) };
+};
 
 const provider = new Provider(issuer, {
     clients: [
@@ -68,7 +77,7 @@ const provider = new Provider(issuer, {
     subjectTypes: pairwise ? ['public', 'pairwise'] : ['public'],
     pairwiseIdentifier: async (ctx, accountId, client) =>
         createHash('sha256').update(`${client.clientId}\n${accountId}`).digest('hex'),
-    extraTokenClaims: async (ctx, token) => (token.accountId ? { staff_id: `staff-${token.accountId}` } : undefined),
+    extraTokenClaims: async (ctx, token) => (token.accountId ? claimsOf(token.accountId) : undefined),
     features: {
         devInteractions: { enabled: true },
         clientCredentials: { enabled: true },

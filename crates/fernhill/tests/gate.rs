@@ -525,12 +525,18 @@ async fn an_approved_task_whose_upstream_asks_rounds_asks_them_through_the_task_
     let alice = support::through_the_gate(&policy, &[("USER", "alice")], alice, modern()).await;
     let lee = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
     let lee = support::through_the_gate(&policy, &[("USER", "lee")], lee, modern()).await;
-    let pay = mrtr::client::params("pay", json!({"invoice": "I-2"}));
-    let model::CallToolResponse::Task(created) = alice.call_tool_once(pay).await.unwrap() else { panic!("not a task") };
-    let created = serde_json::to_value(&created).unwrap();
-    let id = created["taskId"].as_str().unwrap().to_owned();
-    let message = created["statusMessage"].as_str().unwrap();
-    let approval = message.rsplit("(approval ").next().unwrap().trim_end_matches(").").to_owned();
+    // Alice's call of `pay` for an invoice, a task: its ID, and the approval its words name.
+    let pays = async |invoice: &str| {
+        let pay = mrtr::client::params("pay", json!({"invoice": invoice}));
+        let model::CallToolResponse::Task(created) = alice.call_tool_once(pay).await.unwrap() else {
+            panic!("not a task")
+        };
+        let created = serde_json::to_value(&created).unwrap();
+        let message = created["statusMessage"].as_str().unwrap();
+        let approval = message.rsplit("(approval ").next().unwrap().trim_end_matches(").").to_owned();
+        (created["taskId"].as_str().unwrap().to_owned(), approval)
+    };
+    let (id, approval) = pays("I-2").await;
     let approved = lee.call_tool("review_approvals", json!({"approval": approval})).await.unwrap();
     assert!(mrtr::client::text(&approved).starts_with("Approved"), "{approved:?}");
     payer.go.notify_one();
@@ -559,6 +565,20 @@ async fn an_approved_task_whose_upstream_asks_rounds_asks_them_through_the_task_
     let done = support::task_ended(&alice, &id).await;
     assert_eq!((&done["status"], &done["result"]["content"][0]["text"]), (&json!("completed"), &json!("paid I-2")));
     assert_eq!(payer.paid.lock().unwrap().get("I-2"), Some(&1), "paid once");
+
+    // Cancelled while its run asks, a task says so, and that the run is not carried on.
+    let (id, approval) = pays("I-3").await;
+    lee.call_tool("review_approvals", json!({"approval": approval})).await.unwrap();
+    assert_eq!(support::task_ended(&alice, &id).await["status"], "input_required");
+    alice.peer().cancel_task(model::CancelTaskParams::new(id.clone())).await.unwrap();
+    let cancelled = serde_json::to_value(alice.peer().get_task(model::GetTaskParams::new(&id)).await.unwrap()).unwrap();
+    let words = format!(
+        "Cancelled while pay ran (approval {approval}, approved by host user lee): its server's question went \
+         unanswered, so the run is not carried on. Calling pay again with the same arguments tells the run as it \
+         stands; once its 15 minutes pass, it finds its outcome unknown, and it is not sent again."
+    );
+    assert_eq!((&cancelled["status"], &cancelled["statusMessage"]), (&json!("cancelled"), &json!(words)));
+    assert_eq!(payer.paid.lock().unwrap().get("I-3"), None, "not paid");
     for client in [alice, lee] {
         client.close().await.unwrap();
     }

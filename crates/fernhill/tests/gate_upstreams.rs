@@ -37,6 +37,16 @@ fn price_lists(rule: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path:
     (dir, root, policy)
 }
 
+/// Alice's 2026-07-28 host at the gate at `url`, with a token from `issuer` that lets her read
+/// orders alone (she can answer no question).
+async fn alice_over_http(issuer: &str, url: &str) -> Client<ScriptedUser> {
+    let token = support::sign_in::person_token(issuer, "alice", url, "orders:read").await;
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+    Client::connect_with(ScriptedUser::unable_to_ask(), transport, modern()).await.unwrap()
+}
+
 #[tokio::test]
 async fn a_held_write_happens_only_once_another_person_approved_it_and_then_once_and_every_other_call_passes() {
     let (_dir, root, policy) = price_lists(
@@ -98,7 +108,7 @@ async fn a_held_write_happens_only_once_another_person_approved_it_and_then_once
 /// verifies offline against the keys the gate publishes.
 #[tokio::test]
 async fn a_held_write_another_person_lets_run_on_the_approval_page_is_written_once() {
-    use support::sign_in::{decides, page_signs_in, person_token};
+    use support::sign_in::{decides, page_signs_in};
     const SECRET: &str = support::WEBHOOK_SECRET;
     let (_dir, root, policy) = price_lists(
         "tools = [\"write_file\"]\ndecided_by = { scope = \"refunds:write\" }\nchannels = [\"page\", \"webhook\"]\n",
@@ -116,11 +126,7 @@ async fn a_held_write_another_person_lets_run_on_the_approval_page_is_written_on
     let origin = url.trim_end_matches("/mcp").to_owned();
 
     // Alice asks, from her host, with a token that lets her read orders alone.
-    let token = person_token(&issuer, "alice", &url, "orders:read").await;
-    let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.clone())
-        .auth_header(token);
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-    let alice = Client::connect_with(ScriptedUser::unable_to_ask(), transport, modern()).await.unwrap();
+    let alice = alice_over_http(&issuer, &url).await;
     let prices = root.join("prices").join("autumn.csv");
     let write = || alice.call_tool("write_file", json!({"path": prices, "content": "KG-1043,0.01"}));
     let held = write().await.unwrap();
@@ -165,6 +171,63 @@ async fn a_held_write_another_person_lets_run_on_the_approval_page_is_written_on
     // The page's form posted again, declining now, decides nothing more.
     let again = decides(&lee, &link, &shown, "decline").await;
     assert!(again.contains("data-outcome=\"settled\"") && again.contains("is approved"), "{again}");
+    alice.close().await.unwrap();
+}
+
+/// Deciders named by what their sign-in's token says, with no `[people]` in the policy: a price
+/// list's write waits for the role `pricing`, a move for the group `pricing-team`. On the
+/// approval page pat (whose token says the role) sees and lets run the write alone, sam (the
+/// group) the move alone, and someone whose token says neither sees nothing to decide; each
+/// call then runs once.
+#[tokio::test]
+async fn the_page_lets_a_person_decide_by_the_role_or_group_their_token_says_and_no_one_else() {
+    use support::sign_in::{decides, page_signs_in};
+    let (_dir, root, policy) = price_lists(
+        "tools = [\"write_file\"]\ndecided_by = { role = \"pricing\" }\nchannels = [\"page\"]\n\n\
+         [[rule]]\nname = \"moves\"\nupstream = \"files\"\ntools = [\"move_file\"]\n\
+         decided_by = { group = \"pricing-team\" }\nchannels = [\"page\"]\ndeadline = \"1h\"\n",
+    );
+    let people = r#"{"pat": {"roles": ["pricing"]}, "sam": {"groups": ["pricing-team"]}}"#;
+    let (_issuer, issuer) = support::oidc_issuer_where(people).await;
+    let mut command = tokio::process::Command::new(support::fernhill_gate());
+    command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0", "--auth-issuer", &issuer]).args([
+        "--page-client-id",
+        "approvals",
+        "--page-client-secret",
+        "approvals-secret",
+    ]);
+    let (_gate, url, log) = support::spawn_printing_url_with_log(&mut command).await;
+    let origin = url.trim_end_matches("/mcp").to_owned();
+    let alice = alice_over_http(&issuer, &url).await;
+    let prices = root.join("prices").join("winter.csv");
+    std::fs::write(root.join("notes").join("draft.csv"), "KG-1043,9.00").unwrap();
+    let moved = root.join("notes").join("moved.csv");
+    let write = || alice.call_tool("write_file", json!({"path": prices, "content": "KG-1043,9.50"}));
+    let source = root.join("notes").join("draft.csv");
+    let mv = || alice.call_tool("move_file", json!({"source": source, "destination": moved}));
+    let approval = |held: &rmcp::model::CallToolResult| {
+        held.meta.as_ref().unwrap()[gate::server::HELD_META]["approval"].as_str().unwrap().to_owned()
+    };
+    let (write_held, move_held) = (approval(&write().await.unwrap()), approval(&mv().await.unwrap()));
+
+    let listed = async |login: &str| page_signs_in(&format!("{origin}/approvals"), login).await.1;
+    let (by_role, by_group, by_neither) = (listed("pat").await, listed("sam").await, listed("nobody").await);
+    assert!(by_role.contains(&write_held) && !by_role.contains(&move_held), "pat: {by_role}");
+    assert!(by_group.contains(&move_held) && !by_group.contains(&write_held), "sam: {by_group}");
+    assert!(by_neither.contains("data-outcome=\"none\""), "nobody: {by_neither}\n{}", log.text());
+    let (_, not_sams) = page_signs_in(&format!("{origin}/approvals/{write_held}"), "sam").await;
+    assert!(not_sams.contains("data-outcome=\"not_yours\""), "{not_sams}");
+
+    for (login, held) in [("pat", &write_held), ("sam", &move_held)] {
+        let link = format!("{origin}/approvals/{held}");
+        let (person, shown) = page_signs_in(&link, login).await;
+        let decided = decides(&person, &link, &shown, "run").await;
+        assert!(decided.contains("data-outcome=\"approved\""), "{login}: {decided}");
+    }
+    assert_ne!(write().await.unwrap().is_error, Some(true));
+    assert_ne!(mv().await.unwrap().is_error, Some(true));
+    assert_eq!(std::fs::read_to_string(&prices).unwrap(), "KG-1043,9.50");
+    assert_eq!(std::fs::read_to_string(&moved).unwrap(), "KG-1043,9.00");
     alice.close().await.unwrap();
 }
 

@@ -53,7 +53,7 @@ use crate::{
     policy::Policy,
     relay::Host,
     review::{REVIEW, Review},
-    rule::{Channel, Rule},
+    rule::{Channel, LostOutcome, Rule},
     shared::Shared,
     task_round,
 };
@@ -398,13 +398,25 @@ impl Gate {
             .with_arguments(kept.arguments.as_object().cloned().unwrap_or_default());
         let receipts = self.inner.receipts.as_ref();
         let records = &*self.inner.records;
-        // What the task says once its run asks: no longer waiting for a decision.
+        // What the task says once its run asks: no longer waiting for a decision; and, should
+        // it be cancelled then, that the run's question went unanswered.
         let by = kept.decision.as_ref().and_then(|decision| decision.by.as_ref());
+        let by = by.map(|by| format!(" by {by}")).unwrap_or_default();
         let running = format!(
-            "Approved{} (approval {}): {} runs, and its server asks a question of its own.",
-            by.map(|by| format!(" by {by}")).unwrap_or_default(),
-            kept.id,
-            kept.tool
+            "Approved{by} (approval {}): {} runs, and its server asks a question of its own.",
+            kept.id, kept.tool
+        );
+        let approved = format!("approval {}, approved{by}", kept.id);
+        let after_lease = match rule.lost_outcome {
+            LostOutcome::Repeat => "runs it again",
+            LostOutcome::Unknown => "finds its outcome unknown, and it is not sent again",
+        };
+        let cancelled = format!(
+            "Cancelled while {tool} ran ({approved}): its server's question went unanswered, so the run is not \
+             carried on. Calling {tool} again with the same arguments tells the run as it stands; once its {lease} \
+             minutes pass, it {after_lease}.",
+            tool = kept.tool,
+            lease = crate::outcome::RUN_LEASE.as_secs() / 60,
         );
         // A task's run has its upstream's rounds asked through the task (a 2025 upstream's
         // back-channel question goes to the one host behind the gate, over stdio), and the
@@ -434,7 +446,9 @@ impl Gate {
         match told {
             Some(Ok(CallToolResponse::Complete(result))) => Step::Done(Ok(result)),
             Some(Ok(CallToolResponse::InputRequired(asked))) => match task_round::keep(records, task, asked).await {
-                Ok(Some(questions)) => Step::Ask { questions, saying: Some(running) },
+                Ok(Some(questions)) => {
+                    Step::Ask { questions, saying: Some(running), saying_if_cancelled: Some(cancelled) }
+                }
                 Ok(None) => Step::Done(Err(cannot_ask())),
                 Err(error) => {
                     tracing::error!(task = %task.id, %error, "the upstream's round of an approved run could not be kept");

@@ -291,6 +291,16 @@ pub async fn oidc_issuer(tokens: &str) -> (tokio::process::Child, String) {
 
 /// As [`oidc_issuer`], giving the clients people sign in with pairwise subjects when `pairwise`.
 pub async fn oidc_issuer_with(tokens: &str, pairwise: bool) -> (tokio::process::Child, String) {
+    oidc_issuer_of(tokens, pairwise, "{}").await
+}
+
+/// oidc-provider issuing JWTs whose `roles` and `groups` claims are what `people` (a JSON object
+/// of account to `{"roles": [...], "groups": [...]}`) says of each account.
+pub async fn oidc_issuer_where(people: &str) -> (tokio::process::Child, String) {
+    oidc_issuer_of("jwt", false, people).await
+}
+
+async fn oidc_issuer_of(tokens: &str, pairwise: bool, people: &str) -> (tokio::process::Child, String) {
     use tokio::io::{AsyncBufReadExt, BufReader};
     // The version deploy/dev-issuer/package.json pins.
     let folder = npm("oidc", &["oidc-provider@9.13.3"], &[]);
@@ -299,6 +309,7 @@ pub async fn oidc_issuer_with(tokens: &str, pairwise: bool) -> (tokio::process::
         .arg(folder.join("issuer.mjs"))
         .env("ACCESS_TOKENS", tokens)
         .env("PAIRWISE", if pairwise { "1" } else { "0" })
+        .env("PEOPLE", people)
         .current_dir(&folder)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -38,13 +38,16 @@ pub enum Step {
     /// error.
     Done(Result<CallToolResult, ErrorData>),
     /// It asks again, under keys it has never used; with `saying`, the task's words on where
-    /// it is ([`TaskRecord::status_message`]) are now those (what it said while it waited for
-    /// something else would no longer be so), else they stay.
+    /// it is ([`TaskRecord::status_message`]) are now those, and with `saying_if_cancelled` its
+    /// words should it be cancelled ([`TaskRecord::cancel_message`]): what it said while it
+    /// waited for something else would no longer be so. Else they stay.
     Ask {
         /// The questions, each under its key.
         questions: Vec<(String, InputRequest)>,
         /// The task's words from now on, where they change.
         saying: Option<String>,
+        /// Its words if cancelled from now on, where they change.
+        saying_if_cancelled: Option<String>,
     },
     /// Nothing was done, for a reason that passes (a store that did not answer): the task
     /// keeps its answers, and the next `tasks/get` takes it up again.
@@ -318,9 +321,12 @@ impl Tasks {
                         kept.status_message = None;
                     }
                 }
-                Step::Ask { questions, saying } => {
+                Step::Ask { questions, saying, saying_if_cancelled } => {
                     if let Some(words) = saying {
                         kept.status_message = Some(words.clone());
+                    }
+                    if let Some(words) = saying_if_cancelled {
+                        kept.cancel_message = Some(words.clone());
                     }
                     for (key, question) in questions {
                         let request = serde_json::to_value(question).unwrap_or(Value::Null);

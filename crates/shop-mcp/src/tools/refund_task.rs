@@ -64,6 +64,10 @@ impl Shop {
         let key =
             (2..).map(|n| format!("{CONFIRM}-{n}")).find(|key| !task.asked_keys.contains(key)).unwrap_or_default();
         let message = format!("That answer didn't fit: {problem}. {}", question(&refund));
-        Step::Ask { questions: vec![(key, form_question(&self.forms.release, &message))], saying: None }
+        Step::Ask {
+            questions: vec![(key, form_question(&self.forms.release, &message))],
+            saying: None,
+            saying_if_cancelled: None,
+        }
     }
 }
