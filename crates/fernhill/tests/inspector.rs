@@ -309,9 +309,9 @@ impl InspectorWeb {
         let folder = support::npm("inspector", &["node@22", INSPECTOR], &[]);
         let bin = folder.join("node_modules/.bin");
         let mut said = Vec::new();
-        // The web UI takes fixed ports (its origin allow-list is made from them): two free ones
-        // are asked of the kernel and let go; one taken again meanwhile ends the launcher, which
-        // is started again, twice at most.
+        // The web UI takes a fixed port (its origin allow-list is made from it): a free one is
+        // asked of the kernel and let go; taken again meanwhile, the launcher ends, and is
+        // started again, twice at most. Its sandbox and app-origin ports it picks itself (0).
         for _ in 0..3 {
             let home = tempfile::tempdir().unwrap();
             let mut command = Command::new(bin.join("mcp-inspector"));
@@ -326,7 +326,8 @@ impl InspectorWeb {
                 .env("MCP_AUTO_OPEN_ENABLED", "false")
                 .env("MCP_INSPECTOR_SECRET_STORE", "memory")
                 .env("CLIENT_PORT", free_port().to_string())
-                .env("MCP_SANDBOX_PORT", free_port().to_string())
+                .env("MCP_SANDBOX_PORT", "0")
+                .env("MCP_APP_ORIGIN_PORT", "0")
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::inherit())

@@ -13,7 +13,7 @@ use mrtr::client::{Client, ClientError, modern_or_legacy};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, ErrorCode,
         GetPromptRequestParams, GetPromptResponse, Prompt, ProtocolVersion, ReadResourceRequestParams,
         ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, ServerNotification, SubscriptionFilter,
         Tool,
@@ -86,6 +86,7 @@ impl Drop for Hearing {
 /// a stream is open again every listening host is told each list may have changed (what changed
 /// while none was open is not known).
 fn listen(connection: &Connection) -> Option<Hearing> {
+    const MAX_WAIT: Duration = Duration::from_secs(60);
     let modern = connection.client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
     let announced = connection.capabilities();
     let (tools, prompts, resources) = (
@@ -117,22 +118,22 @@ fn listen(connection: &Connection) -> Option<Hearing> {
     let hearing = tokio::spawn(async move {
         let waits = ExponentialBuilder::new()
             .with_min_delay(Duration::from_millis(250))
-            .with_max_delay(Duration::from_secs(60))
+            .with_max_delay(MAX_WAIT)
             .with_jitter()
             .without_max_times();
         let mut wait = waits.build();
-        let mut opened_before = false;
+        // Whether a stream was asked for before: a change told while none was open is missed.
+        let mut asked_before = false;
         loop {
             match peer.listen(filter.clone()).await {
                 Ok(mut subscription) => {
                     let opened = Instant::now();
                     tracing::info!(%upstream, "listening to its list changes");
-                    if opened_before {
+                    if asked_before {
                         for notification in &missed {
                             relay.heard(notification.clone()).await;
                         }
                     }
-                    opened_before = true;
                     loop {
                         match subscription.next().await {
                             Ok(Some(notification)) => relay.heard(notification).await,
@@ -147,8 +148,11 @@ fn listen(connection: &Connection) -> Option<Hearing> {
                         wait = waits.build();
                     }
                 }
-                Err(ServiceError::McpError(error)) => {
-                    // Refused, not unreachable: asking again would be refused again.
+                // Refused as a request it does not take: asking again would be refused again.
+                Err(ServiceError::McpError(error))
+                    if [ErrorCode::METHOD_NOT_FOUND, ErrorCode::INVALID_PARAMS, ErrorCode::INVALID_REQUEST]
+                        .contains(&error.code) =>
+                {
                     tracing::warn!(%upstream, %error, "it refused to tell its list changes; its lists stay as last listed");
                     return;
                 }
@@ -156,11 +160,13 @@ fn listen(connection: &Connection) -> Option<Hearing> {
                     tracing::warn!(%upstream, %error, "its list changes could not be listened to; its lists stay as last listed");
                 }
             }
+            asked_before = true;
             if peer.is_transport_closed() {
                 tracing::info!(%upstream, "its connection closed: its list changes are no longer heard");
                 return;
             }
-            let after = wait.next().unwrap_or(Duration::from_secs(60));
+            // Jitter may double a wait: a minute stays the longest.
+            let after = wait.next().unwrap_or(MAX_WAIT).min(MAX_WAIT);
             tracing::info!(%upstream, after = ?after, "its list changes' stream is opened again");
             tokio::time::sleep(after).await;
         }

@@ -112,6 +112,20 @@ async fn running(calls: &HeldCalls, id: &crate::held::HeldId) -> Result<CallTool
         .ok_or_else(|| store_failed(crate::held::HeldError::Unknown(id.to_string())))
 }
 
+/// [`RUN_LEASE`] in minutes, as the words a person reads give it.
+pub fn lease_minutes() -> u64 {
+    RUN_LEASE.as_secs() / 60
+}
+
+/// What a call for an approved call held by `rule` does once its run's lease has passed with
+/// no outcome: take its outcome for unknown, or, for a tool safe to repeat, run it again.
+pub fn after_lease(rule: &Rule) -> &'static str {
+    match rule.lost_outcome {
+        LostOutcome::Repeat => "runs it again",
+        LostOutcome::Unknown => "finds its outcome unknown, and it is not sent again",
+    }
+}
+
 /// Carry on `kept`'s run, held by `rule`, with its 2026-07-28 requester's answers to the
 /// upstream's round `round` (in `params`), through `connection`: the upstream's next answer, a
 /// round again or the run's end, kept. Each round carries the run on once, whichever gate it
@@ -136,10 +150,11 @@ pub async fn continued(
         return Ok(said(
             format!(
                 "{tool}'s run (approval {id}) was not carried on: the answer came after its {lease} minutes, and a call \
-                 for it now finds its outcome unknown. It is not sent again.",
+                 for it now {after}.",
                 tool = kept.tool,
                 id = kept.id,
-                lease = RUN_LEASE.as_secs() / 60,
+                lease = lease_minutes(),
+                after = after_lease(rule),
             ),
             &kept,
             "running",

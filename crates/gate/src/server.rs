@@ -53,7 +53,7 @@ use crate::{
     policy::Policy,
     relay::Host,
     review::{REVIEW, Review},
-    rule::{Channel, LostOutcome, Rule},
+    rule::{Channel, Rule},
     shared::Shared,
     task_round,
 };
@@ -399,24 +399,24 @@ impl Gate {
         let receipts = self.inner.receipts.as_ref();
         let records = &*self.inner.records;
         // What the task says once its run asks: no longer waiting for a decision; and, should
-        // it be cancelled then, that the run's question went unanswered.
+        // it be cancelled then, that the run is not carried on, and what a call for it finds.
         let by = kept.decision.as_ref().and_then(|decision| decision.by.as_ref());
         let by = by.map(|by| format!(" by {by}")).unwrap_or_default();
         let running = format!(
             "Approved{by} (approval {}): {} runs, and its server asks a question of its own.",
             kept.id, kept.tool
         );
-        let approved = format!("approval {}, approved{by}", kept.id);
-        let after_lease = match rule.lost_outcome {
-            LostOutcome::Repeat => "runs it again",
-            LostOutcome::Unknown => "finds its outcome unknown, and it is not sent again",
-        };
         let cancelled = format!(
-            "Cancelled while {tool} ran ({approved}): its server's question went unanswered, so the run is not \
-             carried on. Calling {tool} again with the same arguments tells the run as it stands; once its {lease} \
-             minutes pass, it {after_lease}.",
+            "Cancelled while {tool} ran (approval {id}, approved{by}): its server's question went unanswered, so the \
+             run is not carried on, and what it did before it asked is not known here. Until the approval's deadline \
+             ({deadline}) a call with the same arguments is told the run as it stands: running, for up to {lease} \
+             minutes from the run's start; after that it {after}. Past the deadline the same call is held for a \
+             decision again.",
             tool = kept.tool,
-            lease = crate::outcome::RUN_LEASE.as_secs() / 60,
+            id = kept.id,
+            deadline = humantime::format_rfc3339_seconds(kept.deadline),
+            lease = crate::outcome::lease_minutes(),
+            after = crate::outcome::after_lease(rule),
         );
         // A task's run has its upstream's rounds asked through the task (a 2025 upstream's
         // back-channel question goes to the one host behind the gate, over stdio), and the

@@ -322,11 +322,21 @@ impl Tasks {
                     }
                 }
                 Step::Ask { questions, saying, saying_if_cancelled } => {
+                    if kept.phase.is_terminal() {
+                        // Ended while the work looked (it expired, say): it asks nothing more.
+                        return true;
+                    }
                     if let Some(words) = saying {
                         kept.status_message = Some(words.clone());
                     }
                     if let Some(words) = saying_if_cancelled {
                         kept.cancel_message = Some(words.clone());
+                    }
+                    if kept.cancel_requested {
+                        // Its client cancelled it while the work looked: it ends here, its new
+                        // questions unasked, with its words for that.
+                        kept.end_cancelled(now);
+                        return true;
                     }
                     for (key, question) in questions {
                         let request = serde_json::to_value(question).unwrap_or(Value::Null);
@@ -776,6 +786,55 @@ mod tests {
         // No time passes: the next look takes it up at once.
         assert_eq!(settled(&fixture.tasks, &id).await["result"]["content"][0]["text"], "released");
         assert_eq!(work.0.load(Ordering::SeqCst), 2);
+    }
+
+    /// Looks until the test lets it (saying when it starts to), then asks again, with new
+    /// words for the task and for its cancelling.
+    #[derive(Default)]
+    struct AsksWhenLet {
+        looking: tokio::sync::Notify,
+        go: tokio::sync::Notify,
+    }
+
+    impl TaskWork for AsksWhenLet {
+        fn resume<'a>(&'a self, _: &'a TaskRecord, _: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a> {
+            Box::pin(async move {
+                self.looking.notify_one();
+                self.go.notified().await;
+                Step::Ask {
+                    questions: vec![("again".into(), question("again"))],
+                    saying: Some("Approved: it runs, and asks.".into()),
+                    saying_if_cancelled: Some("Cancelled while it ran: not carried on.".into()),
+                }
+            })
+        }
+    }
+
+    /// A task its client cancels while its work looks at the answers ends cancelled once the
+    /// work is done looking, with the words the work gave for that, and asks nothing more.
+    #[tokio::test]
+    async fn a_task_cancelled_while_its_work_looks_asks_nothing_more_and_says_what_its_work_said() {
+        let fixture = fixture();
+        let work = Arc::new(AsksWhenLet::default());
+        let tasks = fixture.tasks.clone().working(work.clone());
+        let fixture = Fixture { tasks, ..fixture };
+        let id = asked(&fixture, &["confirm"]).await;
+        let answering = {
+            let (tasks, id) = (fixture.tasks.clone(), id.clone());
+            tokio::spawn(async move {
+                tasks.update(&id, lead(), [("confirm".into(), json!({"action": "accept"}))].into(), None).await
+            })
+        };
+        work.looking.notified().await;
+        fixture.tasks.cancel(&id, lead()).await.unwrap();
+        work.go.notify_one();
+        answering.await.unwrap().unwrap();
+        let task = wire(&fixture.tasks.get(&id, lead(), None).await.unwrap());
+        assert_eq!(
+            (&task["status"], &task["statusMessage"]),
+            (&json!("cancelled"), &json!("Cancelled while it ran: not carried on."))
+        );
+        assert!(task.get("inputRequests").is_none(), "{task}");
     }
 
     /// A store whose next calls fail, as a Redis failing over fails the calls in flight: either
