@@ -15,8 +15,7 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, ErrorCode,
         GetPromptRequestParams, GetPromptResponse, Prompt, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, ServerNotification, SubscriptionFilter,
-        Tool,
+        ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, SubscriptionFilter, Tool,
     },
     service::{Peer, ServiceError},
 };
@@ -24,7 +23,7 @@ use tokio::task::AbortHandle;
 
 use crate::{
     policy::{Reached, Upstream},
-    relay::{Host, Relay},
+    relay::{Changed, Host, Relay},
 };
 
 /// A connection that could not be opened.
@@ -101,15 +100,15 @@ fn listen(connection: &Connection) -> Option<Hearing> {
     let mut missed = Vec::new();
     if tools {
         filter = filter.tools_list_changed();
-        missed.push(ServerNotification::ToolListChangedNotification(Default::default()));
+        missed.push(Changed::Tools);
     }
     if prompts {
         filter = filter.prompts_list_changed();
-        missed.push(ServerNotification::PromptListChangedNotification(Default::default()));
+        missed.push(Changed::Prompts);
     }
     if resources {
         filter = filter.resources_list_changed();
-        missed.push(ServerNotification::ResourceListChangedNotification(Default::default()));
+        missed.push(Changed::Resources);
     }
     let filter = filter.build();
     let (peer, relay) = (connection.client.peer().clone(), connection.client.handler().clone());
@@ -130,8 +129,8 @@ fn listen(connection: &Connection) -> Option<Hearing> {
                     let opened = Instant::now();
                     tracing::info!(%upstream, "listening to its list changes");
                     if asked_before {
-                        for notification in &missed {
-                            relay.heard(notification.clone()).await;
+                        for changed in &missed {
+                            relay.changed(*changed).await;
                         }
                     }
                     loop {

@@ -83,9 +83,12 @@ impl Drop for Listening {
 
 /// Which of an upstream's lists changed.
 #[derive(Debug, Clone, Copy)]
-enum Changed {
+pub enum Changed {
+    /// Its tools.
     Tools,
+    /// Its prompts.
     Prompts,
+    /// Its resources.
     Resources,
 }
 
@@ -229,7 +232,7 @@ impl Relay {
 
     /// The upstream's list `changed`: its tools listed again when next asked, and every
     /// listening host told.
-    async fn changed(&self, changed: Changed) {
+    pub async fn changed(&self, changed: Changed) {
         if let Changed::Tools = changed {
             self.tools_changed.store(true, Ordering::Release);
         }

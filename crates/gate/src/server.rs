@@ -398,26 +398,29 @@ impl Gate {
             .with_arguments(kept.arguments.as_object().cloned().unwrap_or_default());
         let receipts = self.inner.receipts.as_ref();
         let records = &*self.inner.records;
-        // What the task says once its run asks: no longer waiting for a decision; and, should
-        // it be cancelled then, that the run is not carried on, and what a call for it finds.
-        let by = kept.decision.as_ref().and_then(|decision| decision.by.as_ref());
-        let by = by.map(|by| format!(" by {by}")).unwrap_or_default();
-        let running = format!(
-            "Approved{by} (approval {}): {} runs, and its server asks a question of its own.",
-            kept.id, kept.tool
-        );
-        let cancelled = format!(
-            "Cancelled while {tool} ran (approval {id}, approved{by}): its server's question went unanswered, so the \
-             run is not carried on, and what it did before it asked is not known here. Until the approval's deadline \
-             ({deadline}) a call with the same arguments is told the run as it stands: running, for up to {lease} \
-             minutes from the run's start; after that it {after}. Past the deadline the same call is held for a \
-             decision again.",
-            tool = kept.tool,
-            id = kept.id,
-            deadline = humantime::format_rfc3339_seconds(kept.deadline),
-            lease = crate::outcome::lease_minutes(),
-            after = crate::outcome::after_lease(rule),
-        );
+        // What the task says should its run ask (made only then, not on every look): no longer
+        // waiting for a decision; and, cancelled then, that the run is not carried on, and what
+        // a call for it finds.
+        let words = {
+            let (id, tool, deadline) = (kept.id.clone(), kept.tool.clone(), kept.deadline);
+            let by = kept.decision.as_ref().and_then(|decision| decision.by.clone());
+            move || {
+                let by = by.map(|by| format!(" by {by}")).unwrap_or_default();
+                let running =
+                    format!("Approved{by} (approval {id}): {tool} runs, and its server asks a question of its own.");
+                let cancelled = format!(
+                    "Cancelled while {tool} ran (approval {id}, approved{by}): its server's question went unanswered, \
+                     so the run is not carried on, and what it did before it asked is not known here. Until the \
+                     approval's deadline ({deadline}) a call with the same arguments is told the run as it stands: \
+                     running, for up to {lease} minutes from the run's start; after that it {after}. Past the \
+                     deadline the same call is held for a decision again.",
+                    deadline = humantime::format_rfc3339_seconds(deadline),
+                    lease = crate::outcome::lease_minutes(),
+                    after = crate::outcome::after_lease(rule),
+                );
+                (running, cancelled)
+            }
+        };
         // A task's run has its upstream's rounds asked through the task (a 2025 upstream's
         // back-channel question goes to the one host behind the gate, over stdio), and the
         // answers the task brings carry it on.
@@ -447,6 +450,7 @@ impl Gate {
             Some(Ok(CallToolResponse::Complete(result))) => Step::Done(Ok(result)),
             Some(Ok(CallToolResponse::InputRequired(asked))) => match task_round::keep(records, task, asked).await {
                 Ok(Some(questions)) => {
+                    let (running, cancelled) = words();
                     Step::Ask { questions, saying: Some(running), saying_if_cancelled: Some(cancelled) }
                 }
                 Ok(None) => Step::Done(Err(cannot_ask())),
