@@ -200,8 +200,8 @@ impl RedisCluster {
     }
 
     /// Wait until every running node says the cluster is ok, they agree on who serves which
-    /// slot (`redis-cli --cluster check`, which a reshard runs first), the cluster knows each
-    /// replica as one, and every replica is in step.
+    /// slot (`redis-cli --cluster check`, which a reshard runs first), every primary in the
+    /// cluster's view serves slots, and every replica is in step.
     async fn settled(&self) -> anyhow::Result<()> {
         self.until_ok().await?;
         let any = self.nodes.iter().flatten().next().context("no node runs")?.address();
@@ -209,12 +209,12 @@ impl RedisCluster {
             Ok(Command::new("redis-cli").args(["--cluster", "check", &any]).output().await?.status.success())
         })
         .await?;
-        // A node `redis-cli` has yet to make a replica says it is a primary (of no slots) and
-        // passes the check above: the cluster's view must show every replica as one first.
-        until("a replica was not yet known as one", || async {
-            let nodes = self.nodes().await?;
-            let primaries = nodes.iter().filter(|node| node.primary && !node.failing).count();
-            Ok(primaries == PRIMARIES && nodes.iter().filter(|node| node.replica_of.is_some()).count() == PRIMARIES)
+        // A node `redis-cli` has yet to make a replica says it is a primary of no slots and passes
+        // the check above, and so does a primary a reshard emptied until it becomes a replica of
+        // the primary that took its last slot (Redis's replica migration): settled, every
+        // primary the cluster's view shows serves slots.
+        until("a primary served no slots", || async {
+            Ok(self.nodes().await?.iter().filter(|node| node.primary && !node.failing).all(|node| node.slots > 0))
         })
         .await?;
         self.until_every_node(redis::cmd("INFO").arg("replication"), "a replica did not synchronise", |info| {
