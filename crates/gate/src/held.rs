@@ -884,7 +884,8 @@ pub(crate) mod tests {
     }
 
     #[tokio::test]
-    async fn a_decision_is_refused_on_another_call_than_shown_by_its_requester_or_once_another_was_made() {
+    async fn a_decision_is_refused_on_another_call_than_shown_by_its_requester_once_another_was_made_or_past_its_deadline()
+     {
         each_store(async |gates: Gates| {
             let held = &gates.held;
             let call = gates.held_for_alice("/srv/a").await;
@@ -927,6 +928,15 @@ pub(crate) mod tests {
                 refused(held.approve("H-0000000000000000", Some(&lee()), None, "k", false, Proof::default()).await)
                     .contains("no held call")
             );
+            // Past its deadline undecided, it has expired: neither approved nor declined.
+            let late = gates.held_for_alice("/srv/c").await;
+            gates.hand.advance(Duration::from_secs(3600));
+            let late = late.id.as_str();
+            assert!(
+                refused(held.approve(late, Some(&lee()), None, "k", false, Proof::default()).await)
+                    .contains("is expired")
+            );
+            assert!(refused(held.decline(late, Some(&lee()), false, Proof::default()).await).contains("is expired"));
         })
         .await;
     }

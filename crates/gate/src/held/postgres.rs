@@ -16,6 +16,10 @@
 //!   turns, and the second is a duplicate.
 //! - A transaction that meets a concurrent one (a deadlock, 40P01; a serialization failure, 40001)
 //!   runs again from its start, at most [`ATTEMPTS`] times, then is refused as busy.
+//! - Each statement is prepared once a connection and kept (the pool's statement cache), and a
+//!   write returns the row it wrote (`RETURNING`): a held call's hold, approval, start and end
+//!   are a statement or two each, one round trip apiece, and a deadline is closed by a statement
+//!   of its own only when a read finds it passed.
 //! - Migrations are the shop's API's way: numbered SQL applied in order in one transaction under
 //!   an advisory lock, recorded in a table of their own (`held_calls_migrations`: the gate may
 //!   share a database with the API); a database newer than the build is refused.
@@ -30,8 +34,8 @@ use std::{
 
 use caller::Party;
 use clock::Clock;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Transaction};
-use tokio_postgres::{NoTls, error::SqlState};
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Transaction};
+use tokio_postgres::{NoTls, Statement, error::SqlState};
 
 use super::{
     Ended, HeldCall, HeldError, HeldId, Holding, Proof, Row, Standing, Start, Starting, ToHold, decidable,
@@ -91,10 +95,28 @@ const MIGRATIONS: &[(i64, &str)] = &[(
     CREATE INDEX by_effect ON held_calls (effect, run_at) WHERE effect IS NOT NULL;",
 )];
 
-/// The columns [`row`] reads, in its order.
-const COLUMNS: &str = "id, requester, upstream, tool, arguments, digest, rule, standing, held_at, deadline, \
-                       decided_by, decided_at, decision_key, decision_channel, decision_receipt, run, run_at, result, \
-                       result_digest, run_receipt, effect, duplicate_of";
+/// The columns [`row`] reads, in its order, then whether the call is open (at [`OPEN`]): a
+/// macro, so that each statement naming them is one literal (`concat!`), prepared once.
+macro_rules! columns {
+    () => {
+        "id, requester, upstream, tool, arguments, digest, rule, standing, held_at, deadline, decided_by, \
+         decided_at, decision_key, decision_channel, decision_receipt, run, run_at, result, result_digest, \
+         run_receipt, effect, duplicate_of, open"
+    };
+}
+/// Where [`columns!`] says whether the call is open.
+const OPEN: usize = 22;
+/// The call `$1`.
+const READ: &str = concat!("SELECT ", columns!(), " FROM held_calls WHERE id = $1");
+/// The call `$1`, its row locked until the transaction ends.
+const LOCK: &str = concat!("SELECT ", columns!(), " FROM held_calls WHERE id = $1 FOR UPDATE");
+/// The call `$1` closed if it is open and its deadline has passed at `$2` (one waiting has
+/// expired).
+const CLOSE: &str = concat!(
+    "UPDATE held_calls SET open = FALSE, standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END \
+     WHERE id = $1 AND open AND deadline <= $2 RETURNING ",
+    columns!()
+);
 
 /// One transaction's work, run again from its start when it meets a concurrent one.
 type Work<'t, T> = Pin<Box<dyn Future<Output = Result<T, HeldError>> + Send + 't>>;
@@ -226,16 +248,15 @@ impl Store {
         .await
     }
 
-    /// The held call `id`, if there is one.
+    /// The held call `id`, if there is one: outside a transaction, its read and (if its
+    /// deadline has passed) its close each a statement atomic alone, two round trips saved on
+    /// the look every held call's requester and decider takes. A close that waited past
+    /// [`LOCK_WAIT`] for another gate's write of the call is refused as busy.
     pub(super) async fn get(&self, id: &HeldId) -> Result<Option<HeldCall>, HeldError> {
-        self.transaction(|tx, now| {
-            let id = id.clone();
-            Box::pin(async move {
-                close_call(tx, id.as_str(), now).await?;
-                read(tx, id.as_str()).await
-            })
-        })
-        .await
+        let client = self.client().await?;
+        let now = self.clock.now();
+        let refused = |error| if met_a_concurrent_write(&error) { HeldError::Busy } else { error };
+        read(&client, id.as_str(), now).await.map_err(refused)
     }
 
     /// The calls held by `rule` (every rule's for `None`) that wait for a decision, oldest first.
@@ -244,15 +265,13 @@ impl Store {
             let rule = rule.map(str::to_owned);
             Box::pin(async move {
                 close_rule(tx, rule.as_deref(), now).await?;
-                let rows = tx
-                    .query(
-                        &format!(
-                            "SELECT {COLUMNS} FROM held_calls WHERE open AND standing = 'waiting'
-                             AND ($1::TEXT IS NULL OR rule = $1) ORDER BY held_at, id"
-                        ),
-                        &[&rule],
-                    )
-                    .await?;
+                let waiting = concat!(
+                    "SELECT ",
+                    columns!(),
+                    " FROM held_calls WHERE open AND standing = 'waiting' \
+                     AND ($1::TEXT IS NULL OR rule = $1) ORDER BY held_at, id"
+                );
+                let rows = tx.query(&prepared(tx, waiting).await?, &[&rule]).await?;
                 rows.iter().map(|found| row(found)?.held()).collect()
             })
         })
@@ -267,16 +286,13 @@ impl Store {
             Box::pin(async move {
                 close_rule(tx, Some(&rule), now).await?;
                 let since = epoch(now).saturating_sub(i64::try_from(after.as_secs()).unwrap_or(i64::MAX));
-                let rows = tx
-                    .query(
-                        &format!(
-                            "UPDATE held_calls SET escalated_at = $1
-                             WHERE open AND standing = 'waiting' AND rule = $2 AND escalated_at IS NULL
-                             AND held_at <= $3 RETURNING {COLUMNS}"
-                        ),
-                        &[&epoch(now), &rule, &since],
-                    )
-                    .await?;
+                let escalating = concat!(
+                    "UPDATE held_calls SET escalated_at = $1 \
+                     WHERE open AND standing = 'waiting' AND rule = $2 AND escalated_at IS NULL \
+                     AND held_at <= $3 RETURNING ",
+                    columns!()
+                );
+                let rows = tx.query(&prepared(tx, escalating).await?, &[&epoch(now), &rule, &since]).await?;
                 let mut escalated: Vec<HeldCall> =
                     rows.iter().map(|found| row(found)?.held()).collect::<Result<_, _>>()?;
                 escalated.sort_by(|a, b| (a.held_at, a.id.as_str()).cmp(&(b.held_at, b.id.as_str())));
@@ -307,21 +323,27 @@ impl Store {
                     return Ok(held);
                 }
                 decidable(&held, decider.as_ref(), seen.as_deref(), own_allowed)?;
-                tx.execute(
-                    "UPDATE held_calls SET standing = 'approved', decided_by = $2, decided_at = $3, decision_key = $4,
-                     deadline = $5, decision_channel = $6, decision_receipt = $7 WHERE id = $1",
-                    &[
-                        &id,
-                        &decider.as_ref().map(Party::to_string),
-                        &epoch(now),
-                        &key,
-                        &epoch(to_be_run_by(&held, now)),
-                        &proof.channel,
-                        &proof.receipt,
-                    ],
-                )
-                .await?;
-                found(tx, &id, now).await
+                let approving = concat!(
+                    "UPDATE held_calls SET standing = 'approved', decided_by = $2, decided_at = $3, \
+                     decision_key = $4, deadline = $5, decision_channel = $6, decision_receipt = $7 \
+                     WHERE id = $1 RETURNING ",
+                    columns!()
+                );
+                let approved = tx
+                    .query_opt(
+                        &prepared(tx, approving).await?,
+                        &[
+                            &id,
+                            &decider.as_ref().map(Party::to_string),
+                            &epoch(now),
+                            &key,
+                            &epoch(to_be_run_by(&held, now)),
+                            &proof.channel,
+                            &proof.receipt,
+                        ],
+                    )
+                    .await?;
+                found(tx, &id, approved, now).await
             })
         })
         .await
@@ -343,13 +365,18 @@ impl Store {
                     return Ok(held);
                 }
                 decidable(&held, decider.as_ref(), None, own_allowed)?;
-                tx.execute(
-                    "UPDATE held_calls SET standing = 'declined', decided_by = $2, decided_at = $3, decision_channel = $4,
-                     decision_receipt = $5 WHERE id = $1",
-                    &[&id, &decider.as_ref().map(Party::to_string), &epoch(now), &proof.channel, &proof.receipt],
-                )
-                .await?;
-                found(tx, &id, now).await
+                let declining = concat!(
+                    "UPDATE held_calls SET standing = 'declined', decided_by = $2, decided_at = $3, \
+                     decision_channel = $4, decision_receipt = $5 WHERE id = $1 RETURNING ",
+                    columns!()
+                );
+                let declined = tx
+                    .query_opt(
+                        &prepared(tx, declining).await?,
+                        &[&id, &decider.as_ref().map(Party::to_string), &epoch(now), &proof.channel, &proof.receipt],
+                    )
+                    .await?;
+                found(tx, &id, declined, now).await
             })
         })
         .await
@@ -371,34 +398,38 @@ impl Store {
                 match starting(&held, now, lease, repeatable) {
                     Starting::Refused => return Ok(Start::Not(held)),
                     Starting::Lost => {
-                        tx.execute("UPDATE held_calls SET run = 'unknown' WHERE id = $1", &[&id]).await?;
-                        return Ok(Start::Not(found(tx, id, now).await?));
+                        let lost =
+                            concat!("UPDATE held_calls SET run = 'unknown' WHERE id = $1 RETURNING ", columns!());
+                        let lost = tx.query_opt(&prepared(tx, lost).await?, &[&id]).await?;
+                        return Ok(Start::Not(found(tx, id, lost, now).await?));
                     }
                     Starting::Begins => {}
                 }
                 if let Some(effect) = &held.effect {
                     // Whoever starts a call with this effect now, on any gate, waits here.
-                    tx.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", &[&EFFECT_LOCKS, effect]).await?;
+                    let lock = "SELECT pg_advisory_xact_lock($1, hashtext($2))";
+                    tx.execute(&prepared(tx, lock).await?, &[&EFFECT_LOCKS, effect]).await?;
+                    let earlier = "SELECT id FROM held_calls WHERE effect = $1 AND id != $2 \
+                                   AND run IN ('running', 'ran', 'unknown') AND run_at > $3 ORDER BY run_at LIMIT 1";
                     let first = tx
-                        .query_opt(
-                            "SELECT id FROM held_calls WHERE effect = $1 AND id != $2
-                             AND run IN ('running', 'ran', 'unknown') AND run_at > $3 ORDER BY run_at LIMIT 1",
-                            &[effect, &id, &effect_since(now, again_after)],
-                        )
+                        .query_opt(&prepared(tx, earlier).await?, &[effect, &id, &effect_since(now, again_after)])
                         .await?;
                     if let Some(first) = first {
                         let first: String = first.try_get(0)?;
-                        tx.execute(
-                            "UPDATE held_calls SET run = 'duplicate', duplicate_of = $2, run_at = $3 WHERE id = $1",
-                            &[&id, &first, &epoch(now)],
-                        )
-                        .await?;
-                        return Ok(Start::Not(found(tx, id, now).await?));
+                        let duplicate = concat!(
+                            "UPDATE held_calls SET run = 'duplicate', duplicate_of = $2, run_at = $3 WHERE id = $1 \
+                             RETURNING ",
+                            columns!()
+                        );
+                        let duplicate =
+                            tx.query_opt(&prepared(tx, duplicate).await?, &[&id, &first, &epoch(now)]).await?;
+                        return Ok(Start::Not(found(tx, id, duplicate, now).await?));
                     }
                 }
-                tx.execute("UPDATE held_calls SET run = 'running', run_at = $2 WHERE id = $1", &[&id, &epoch(now)])
-                    .await?;
-                Ok(Start::Yours(found(tx, id, now).await?))
+                let running =
+                    concat!("UPDATE held_calls SET run = 'running', run_at = $2 WHERE id = $1 RETURNING ", columns!());
+                let running = tx.query_opt(&prepared(tx, running).await?, &[&id, &epoch(now)]).await?;
+                Ok(Start::Yours(found(tx, id, running, now).await?))
             })
         })
         .await
@@ -410,54 +441,67 @@ impl Store {
             let (id, ended) = (id.clone(), ended.clone());
             Box::pin(async move {
                 let id = id.as_str();
-                match ended {
+                let kept = match ended {
                     Ended::Answered(result, receipt) => {
                         let (kept, digest) = kept_result(&result);
-                        tx.execute(
-                            "UPDATE held_calls SET run = 'ran', run_at = $2, result = $3, result_digest = $4,
-                             run_receipt = $5 WHERE id = $1",
-                            &[&id, &epoch(now), &kept, &digest, &receipt],
-                        )
-                        .await?;
+                        let answered = concat!(
+                            "UPDATE held_calls SET run = 'ran', run_at = $2, result = $3, result_digest = $4, \
+                             run_receipt = $5 WHERE id = $1 RETURNING ",
+                            columns!()
+                        );
+                        tx.query_opt(&prepared(tx, answered).await?, &[&id, &epoch(now), &kept, &digest, &receipt])
+                            .await?
                     }
                     Ended::Lost(receipt) => {
-                        tx.execute(
-                            "UPDATE held_calls SET run = 'unknown', run_receipt = $2 WHERE id = $1",
-                            &[&id, &receipt],
-                        )
-                        .await?;
+                        let lost = concat!(
+                            "UPDATE held_calls SET run = 'unknown', run_receipt = $2 WHERE id = $1 RETURNING ",
+                            columns!()
+                        );
+                        tx.query_opt(&prepared(tx, lost).await?, &[&id, &receipt]).await?
                     }
                     Ended::Again => {
-                        tx.execute("UPDATE held_calls SET run = NULL, run_at = NULL WHERE id = $1", &[&id]).await?;
+                        let again = concat!(
+                            "UPDATE held_calls SET run = NULL, run_at = NULL WHERE id = $1 RETURNING ",
+                            columns!()
+                        );
+                        tx.query_opt(&prepared(tx, again).await?, &[&id]).await?
                     }
-                }
-                found(tx, id, now).await
+                };
+                found(tx, id, kept, now).await
             })
         })
         .await
     }
 }
 
+/// `sql`, prepared on `tx`'s connection the first time and kept there (the pool's statement
+/// cache): the server parses and plans each statement once a connection, and running it is one
+/// round trip, not two (a statement given as text is prepared anew on every run).
+async fn prepared(tx: &impl GenericClient, sql: &str) -> Result<Statement, HeldError> {
+    Ok(tx.prepare_cached(sql).await?)
+}
+
 /// Hold `to_hold` in `tx` at `now`: the same call, open, or a new one.
 async fn keep(tx: &Transaction<'_>, now: SystemTime, to_hold: &ToHold) -> Result<Holding, HeldError> {
     let ToHold { requester, upstream, tool, arguments, digest, rule, deadline, .. } = to_hold;
-    tx.execute(
-        "UPDATE held_calls SET open = FALSE, standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END
-         WHERE requester = $1 AND digest = $2 AND open AND deadline <= $3",
-        &[requester, digest, &epoch(now)],
-    )
-    .await?;
+    let close_past = "UPDATE held_calls SET open = FALSE, \
+                      standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END \
+                      WHERE requester = $1 AND digest = $2 AND open AND deadline <= $3";
+    tx.execute(&prepared(tx, close_past).await?, &[requester, digest, &epoch(now)]).await?;
     let id = HeldId::random();
     // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock cannot hold is
     // refused here too rather than panicking.
     let deadline = now.checked_add(*deadline).ok_or_else(|| HeldError::Deadline(rule.clone()))?;
     // Another gate holding the same call now waits here for this one, or this one for it.
+    let insert = concat!(
+        "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, held_at, \
+         deadline, effect) VALUES ($1, $2, $3, $4, $5, $6, $7, 'waiting', $8, $9, $10) \
+         ON CONFLICT (requester, digest) WHERE open DO NOTHING RETURNING ",
+        columns!()
+    );
     let inserted = tx
-        .execute(
-            "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, held_at,
-             deadline, effect)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'waiting', $8, $9, $10)
-             ON CONFLICT (requester, digest) WHERE open DO NOTHING",
+        .query_opt(
+            &prepared(tx, insert).await?,
             &[
                 &id.as_str(),
                 requester,
@@ -472,60 +516,75 @@ async fn keep(tx: &Transaction<'_>, now: SystemTime, to_hold: &ToHold) -> Result
             ],
         )
         .await?;
-    if inserted == 1 {
-        return Ok(Holding { call: found(tx, id.as_str(), now).await?, first: true });
+    if inserted.is_some() {
+        return Ok(Holding { call: found(tx, id.as_str(), inserted, now).await?, first: true });
     }
-    let kept = tx
-        .query_opt("SELECT id FROM held_calls WHERE requester = $1 AND digest = $2 AND open", &[requester, digest])
-        .await?;
+    let open = concat!("SELECT ", columns!(), " FROM held_calls WHERE requester = $1 AND digest = $2 AND open");
+    let kept = tx.query_opt(&prepared(tx, open).await?, &[requester, digest]).await?;
     // The one that was there was closed between the two statements (its deadline passed, on
     // another gate): run again from the start, where it is held anew.
-    let kept: String = kept.ok_or(HeldError::Busy)?.try_get(0)?;
-    Ok(Holding { call: found(tx, &kept, now).await?, first: false })
-}
-
-/// Close `id` if its deadline has passed at `now` (one waiting has expired).
-async fn close_call(tx: &Transaction<'_>, id: &str, now: SystemTime) -> Result<(), HeldError> {
-    tx.execute(
-        "UPDATE held_calls SET open = FALSE, standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END
-         WHERE id = $1 AND open AND deadline <= $2",
-        &[&id, &epoch(now)],
-    )
-    .await?;
-    Ok(())
+    let call = closed_if_due(tx, kept, now).await?.ok_or(HeldError::Busy)?;
+    Ok(Holding { call, first: false })
 }
 
 /// Close the calls `rule` holds (every rule's for `None`) whose deadlines have passed at `now`.
 async fn close_rule(tx: &Transaction<'_>, rule: Option<&str>, now: SystemTime) -> Result<(), HeldError> {
-    tx.execute(
-        "UPDATE held_calls SET open = FALSE, standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END
-         WHERE ($1::TEXT IS NULL OR rule = $1) AND open AND deadline <= $2",
-        &[&rule, &epoch(now)],
-    )
-    .await?;
+    let close = "UPDATE held_calls SET open = FALSE, \
+                 standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END \
+                 WHERE ($1::TEXT IS NULL OR rule = $1) AND open AND deadline <= $2";
+    tx.execute(&prepared(tx, close).await?, &[&rule, &epoch(now)]).await?;
     Ok(())
 }
 
 /// The held call `id`, its row locked until `tx` ends and closed if its deadline has passed.
 async fn locked(tx: &Transaction<'_>, id: &str, now: SystemTime) -> Result<HeldCall, HeldError> {
-    if tx.query_opt("SELECT 1 FROM held_calls WHERE id = $1 FOR UPDATE", &[&id]).await?.is_none() {
-        return Err(HeldError::Unknown(id.to_owned()));
+    let row = tx.query_opt(&prepared(tx, LOCK).await?, &[&id]).await?;
+    closed_if_due(tx, row, now).await?.ok_or_else(|| HeldError::Unknown(id.to_owned()))
+}
+
+/// The held call `id`, closed if its deadline has passed at `now`.
+async fn read(tx: &impl GenericClient, id: &str, now: SystemTime) -> Result<Option<HeldCall>, HeldError> {
+    let row = tx.query_opt(&prepared(tx, READ).await?, &[&id]).await?;
+    closed_if_due(tx, row, now).await
+}
+
+/// The held call `id` a write returned, which must be there, closed if its deadline has passed.
+async fn found(
+    tx: &Transaction<'_>,
+    id: &str,
+    written: Option<tokio_postgres::Row>,
+    now: SystemTime,
+) -> Result<HeldCall, HeldError> {
+    closed_if_due(tx, written, now).await?.ok_or_else(|| HeldError::Unknown(id.to_owned()))
+}
+
+/// The held call in `found` (a row of [`columns!`]), closed first if it is open and its deadline
+/// has passed at `now` (one waiting has expired). Nearly every call read is not yet due: it
+/// costs no statement more than its read.
+async fn closed_if_due(
+    tx: &impl GenericClient,
+    found: Option<tokio_postgres::Row>,
+    now: SystemTime,
+) -> Result<Option<HeldCall>, HeldError> {
+    let Some(found) = found else { return Ok(None) };
+    let open: bool =
+        found.try_get(OPEN).map_err(|error| HeldError::Damaged(format!("a row that does not read: {error}")))?;
+    let read = row(&found)?;
+    if !open || read.deadline > epoch(now) {
+        return read.held().map(Some);
     }
-    found(tx, id, now).await
+    let id = read.text[0].clone();
+    match tx.query_opt(&prepared(tx, CLOSE).await?, &[&id, &epoch(now)]).await? {
+        Some(closed) => row(&closed)?.held().map(Some),
+        // Closed meanwhile by another transaction, which this one waited for: as that one left it.
+        None => {
+            let again = tx.query_opt(&prepared(tx, READ).await?, &[&id]).await?;
+            again.as_ref().map(row).transpose()?.map(Row::held).transpose()
+        }
+    }
 }
 
-/// The held call `id`, which must be there, closed if its deadline has passed.
-async fn found(tx: &Transaction<'_>, id: &str, now: SystemTime) -> Result<HeldCall, HeldError> {
-    close_call(tx, id, now).await?;
-    read(tx, id).await?.ok_or_else(|| HeldError::Unknown(id.to_owned()))
-}
-
-async fn read(tx: &Transaction<'_>, id: &str) -> Result<Option<HeldCall>, HeldError> {
-    let found = tx.query_opt(&format!("SELECT {COLUMNS} FROM held_calls WHERE id = $1"), &[&id]).await?;
-    found.as_ref().map(row).transpose()?.map(Row::held).transpose()
-}
-
-/// A row of [`COLUMNS`], to be read as a [`HeldCall`]; one whose columns do not read is damaged.
+/// A row of [`columns!`], to be read as a [`HeldCall`]; one whose columns do not read is damaged.
 fn row(found: &tokio_postgres::Row) -> Result<Row, HeldError> {
     columns(found).map_err(|error| HeldError::Damaged(format!("a row that does not read: {error}")))
 }
