@@ -163,7 +163,9 @@ async fn served<S: rmcp::ServerHandler + Clone + Send + Sync + 'static>(upstream
 ///
 /// Its tool `grow` adds the tool `grown` to its list and tells every `subscriptions/listen`
 /// stream open to it that its tools changed; `listens` counts the streams opened to it, and
-/// `hang_up` ends every one open.
+/// `hang_up` ends every one open. Its resources ([`PRICES`], [`STOCK`]) tell their updates:
+/// its tool `touch` tells every stream open to it that names the resource `uri` (rmcp's sink
+/// sends a stream only what it named).
 #[derive(Clone, Default)]
 struct InTest {
     heard: Arc<tokio::sync::Notify>,
@@ -222,9 +224,28 @@ impl InTest {
     }
 }
 
+/// The resources of [`InTest`].
+const PRICES: &str = "file:///srv/prices.csv";
+const STOCK: &str = "file:///srv/stock.csv";
+
 impl rmcp::ServerHandler for InTest {
     fn get_info(&self) -> model::ServerConfig {
-        model::ServerConfig::new(model::ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        let capabilities = model::ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .build();
+        model::ServerConfig::new(capabilities)
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<model::PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<model::ListResourcesResult, rmcp::ErrorData> {
+        let resource = |uri: &str, name: &str| model::Resource::new(uri, name);
+        Ok(model::ListResourcesResult::with_all_items(vec![resource(PRICES, "prices"), resource(STOCK, "stock")]))
     }
 
     fn accepted_subscription_filter(&self, requested: &model::SubscriptionFilter) -> Option<model::SubscriptionFilter> {
@@ -253,6 +274,7 @@ impl rmcp::ServerHandler for InTest {
             model::Tool::new("slow", "Takes a while.", object(json!({"type": "object"}))),
             model::Tool::new("pay", "Pay an invoice, once its payer confirms.", object(invoice)),
             model::Tool::new("grow", "Adds a tool.", object(json!({"type": "object"}))),
+            model::Tool::new("touch", "Tells that a resource changed.", object(json!({"type": "object"}))),
         ];
         if self.grown.load(std::sync::atomic::Ordering::SeqCst) {
             tools.push(model::Tool::new("grown", "Added.", object(json!({"type": "object"}))));
@@ -267,6 +289,16 @@ impl rmcp::ServerHandler for InTest {
     ) -> Result<model::CallToolResponse, rmcp::ErrorData> {
         match &*request.name {
             "slow" => self.slow(context).await,
+            "touch" => {
+                let uri =
+                    request.arguments.as_ref().and_then(|arguments| arguments.get("uri")).and_then(|v| v.as_str());
+                let uri = uri.unwrap_or_default();
+                let listening = self.listening.lock().unwrap().clone();
+                for sink in listening {
+                    let _ = sink.notify_resource_updated(uri).await;
+                }
+                Ok(model::CallToolResult::success(vec![model::ContentBlock::text("touched")]).into())
+            }
             "grow" => {
                 self.grown.store(true, std::sync::atomic::Ordering::SeqCst);
                 let listening = self.listening.lock().unwrap().clone();
@@ -303,6 +335,29 @@ impl rmcp::ClientHandler for Listening {
     }
 
     async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
+        self.heard.notify_one();
+    }
+}
+
+/// A 2025 host that keeps the URIs of the resources' updates it is told, in order, and says so
+/// to `heard`.
+#[derive(Clone, Default)]
+struct Watching {
+    updated: Arc<std::sync::Mutex<Vec<String>>>,
+    heard: Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ClientHandler for Watching {
+    fn get_info(&self) -> model::ClientConfig {
+        mrtr::client::client_config("a host that watches resources", None)
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: model::ResourceUpdatedNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.updated.lock().unwrap().push(params.uri);
         self.heard.notify_one();
     }
 }
@@ -380,6 +435,92 @@ async fn an_upstreams_tool_list_change_reaches_every_listening_host_of_either_er
     modern_host.close().await.unwrap();
     stdio_host.close().await.unwrap();
     legacy_host.close().await.unwrap();
+}
+
+/// A resource's update an upstream tells goes to the hosts that asked for it, and no other: a
+/// 2026-07-28 host whose `subscriptions/listen` stream names it, a 2025 session that subscribed
+/// to it, until it unsubscribes. The gate asks the upstream once for each resource, on a new
+/// stream of its own that names it.
+#[tokio::test]
+async fn an_upstreams_resource_update_reaches_the_hosts_that_asked_for_it_and_no_other() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    let watched = InTest::default();
+    let mut listens = watched.listens.subscribe();
+    let upstream = served(watched).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = support::policy_before_url(dir.path(), "watched", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
+    let mut command = tokio::process::Command::new(fernhill_gate());
+    command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0"]).env("USER", "alice");
+    let (_gate, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let wait = std::time::Duration::from_secs(10);
+    let mut streams_open = async |count: usize| {
+        let opened = tokio::time::timeout(wait, listens.wait_for(|listens| *listens == count)).await;
+        assert!(opened.is_ok(), "the gate did not open its stream {count} to the upstream");
+    };
+    streams_open(1).await;
+    let connected = async |host: Watching, lifecycle| {
+        let transport = StreamableHttpClientTransport::from_uri(url.clone());
+        Client::connect_with(host, transport, lifecycle).await.unwrap()
+    };
+    let modern_host = connected(Watching::default(), modern()).await;
+    let prices = model::SubscriptionFilter::builder().resource_subscription(PRICES).build();
+    let mut stream = modern_host.peer().listen(prices).await.unwrap();
+    streams_open(2).await;
+    let (prices_watcher, stock_watcher) = (Watching::default(), Watching::default());
+    let prices_host = connected(prices_watcher.clone(), legacy()).await;
+    #[allow(deprecated)] // resources/subscribe: 2025's, what this host speaks
+    prices_host.peer().subscribe(model::SubscribeRequestParams::new(PRICES)).await.unwrap();
+    let stock_host = connected(stock_watcher.clone(), legacy()).await;
+    #[allow(deprecated)]
+    stock_host.peer().subscribe(model::SubscribeRequestParams::new(STOCK)).await.unwrap();
+    // Prices were asked of the upstream already; stock on a new stream.
+    streams_open(3).await;
+
+    let touch = async |uri: &str| {
+        let touched = modern_host.call_tool("touch", json!({"uri": uri})).await.unwrap();
+        assert_eq!(mrtr::client::text(&touched), "touched");
+    };
+    // What a host was told, once it was told of `uri` past the first `after` it had been told.
+    let told_of = async |host: &Watching, uri: &str, after: usize| {
+        let told = tokio::time::timeout(wait, async {
+            loop {
+                let heard = host.heard.notified();
+                let updated = host.updated.lock().unwrap().clone();
+                if updated.iter().skip(after).any(|told| told == uri) {
+                    return updated;
+                }
+                heard.await;
+            }
+        });
+        told.await.unwrap_or_else(|_| panic!("not told of {uri}: {:?}", host.updated.lock().unwrap()))
+    };
+    touch(PRICES).await;
+    let told = tokio::time::timeout(wait, stream.next()).await;
+    assert!(
+        matches!(&told, Ok(Ok(Some(model::ServerNotification::ResourceUpdatedNotification(update)))) if update.params.uri == PRICES),
+        "the 2026-07-28 host's stream: {told:?}"
+    );
+    told_of(&prices_watcher, PRICES, 0).await;
+    touch(STOCK).await;
+    let stock_told = told_of(&stock_watcher, STOCK, 0).await;
+    // (While the gate's stream that names stock replaces the one before it, both may tell an
+    // update: told twice, never of another resource.)
+    assert!(stock_told.iter().all(|uri| uri == STOCK), "told of what it did not ask for: {stock_told:?}");
+
+    // Unsubscribed from prices, a host is told of them no more (here: of stock, which it asks for now).
+    #[allow(deprecated)]
+    prices_host.peer().unsubscribe(model::UnsubscribeRequestParams::new(PRICES)).await.unwrap();
+    #[allow(deprecated)]
+    prices_host.peer().subscribe(model::SubscribeRequestParams::new(STOCK)).await.unwrap();
+    let before = prices_watcher.updated.lock().unwrap().len();
+    touch(PRICES).await;
+    touch(STOCK).await;
+    let prices_told = told_of(&prices_watcher, STOCK, before).await;
+    assert!(prices_told[before..].iter().all(|uri| uri == STOCK), "told of prices once unsubscribed: {prices_told:?}");
+    drop(stream);
+    for host in [modern_host, prices_host, stock_host] {
+        host.close().await.unwrap();
+    }
 }
 
 /// An upstream that ends the gate's `subscriptions/listen` stream (restarting, or rotating its

@@ -232,9 +232,10 @@ async fn the_page_lets_a_person_decide_by_the_role_or_group_their_token_says_and
 }
 
 /// The everything server behind the gate, for hosts of both eras: its prompts, resources,
-/// resource templates and completions pass through as it serves them, its question on the
-/// back-channel reaches a 2025 host, and the one tool the policy holds (`get-env`, which shows
-/// the server's environment) waits.
+/// resource templates and completions pass through as it serves them, a resource's update
+/// reaches a 2026-07-28 host whose stream names it, its question on the back-channel reaches a
+/// 2025 host, and the one tool the policy holds (`get-env`, which shows the server's
+/// environment) waits.
 #[tokio::test]
 async fn the_everything_server_s_prompts_resources_and_completions_pass_and_a_held_tool_waits() {
     use rmcp::model::{CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams, Reference};
@@ -286,6 +287,23 @@ async fn the_everything_server_s_prompts_resources_and_completions_pass_and_a_he
         );
         let completed = peer.complete(department).await.unwrap();
         assert_eq!(completed.completion.values, ["Engineering"], "{era}");
+
+        // A resource's updates, asked for on a 2026-07-28 host's stream: the gate subscribes to
+        // it at the server (a 2025 upstream, `resources/subscribe`), which tells its update at
+        // once when its updates are switched on, and the gate tells the host's stream.
+        if era == "2026-07-28" {
+            let watched =
+                rmcp::model::SubscriptionFilter::builder().resource_subscription(document.uri.clone()).build();
+            let mut stream = peer.listen(watched).await.unwrap();
+            let switched = client.call_tool("toggle-subscriber-updates", json!({})).await.unwrap();
+            assert_ne!(switched.is_error, Some(true), "{era}: {switched:?}");
+            let told = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next()).await;
+            assert!(
+                matches!(&told, Ok(Ok(Some(rmcp::model::ServerNotification::ResourceUpdatedNotification(update))))
+                    if update.params.uri == document.uri),
+                "{era}: {told:?}"
+            );
+        }
 
         // The server's own question on its (2025) back-channel: relayed to a 2025 host, which has
         // one; a 2026-07-28 host has none, and is not asked.

@@ -4,6 +4,10 @@
 //! tool calls alone: a prompt or a resource changes nothing in the world, and a host shows
 //! them to its person rather than acting on them.
 //!
+//! A host may ask for a resource's updates (a 2025 `resources/subscribe`, or a 2026-07-28
+//! `subscriptions/listen` that names it) where the upstream serving it tells them: the gate
+//! asks that upstream once, and relays each update to the hosts that asked.
+//!
 //! A name or URI two upstreams serve is served from the first, in the policy's order (as a
 //! tool's is). A resource the lists do not name (one a template makes, or one a tool's result
 //! linked to) is read at the first upstream with a template it fits, else at the first that
@@ -26,9 +30,12 @@ pub fn capabilities(connections: &[Connection], mut capabilities: ServerCapabili
             let prompts = capabilities.prompts.get_or_insert_with(Default::default);
             prompts.list_changed = Some(true);
         }
-        if served.resources.is_some() {
+        if let Some(served) = &served.resources {
             let resources = capabilities.resources.get_or_insert_with(Default::default);
             resources.list_changed = Some(true);
+            if served.subscribe == Some(true) {
+                resources.subscribe = Some(true);
+            }
         }
         if served.completions.is_some() {
             capabilities.completions.get_or_insert_with(Default::default);
@@ -89,6 +96,15 @@ pub async fn read_resource(
     match serving_resource(connections, &params.uri).await {
         Some(connection) => connection.read_resource(params).await,
         None => Err(ErrorData::resource_not_found(format!("no resource {}", params.uri), None)),
+    }
+}
+
+/// Ask the upstream that serves the resource `uri` ([`serving_resource`]) for its updates,
+/// which go to the hosts that asked for them ([`crate::relay`]).
+pub async fn watch(connections: &[Connection], uri: &str) -> Result<(), ErrorData> {
+    match serving_resource(connections, uri).await {
+        Some(connection) => connection.watch(uri).await,
+        None => Err(ErrorData::resource_not_found(format!("no resource {uri}"), None)),
     }
 }
 

@@ -2,6 +2,7 @@
 //! era; its tools as it lists them, listed again when it says they changed; calls sent on.
 
 use std::{
+    collections::BTreeSet,
     process::Stdio,
     sync::Mutex,
     time::{Duration, Instant},
@@ -15,11 +16,12 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, ErrorCode,
         GetPromptRequestParams, GetPromptResponse, Prompt, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, SubscriptionFilter, Tool,
+        ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, SubscribeRequestParams,
+        SubscriptionFilter, Tool,
     },
     service::{Peer, ServiceError},
 };
-use tokio::task::AbortHandle;
+use tokio::{sync::watch, task::AbortHandle};
 
 use crate::{
     policy::{Reached, Upstream},
@@ -63,6 +65,10 @@ pub struct Connection {
     name: String,
     client: Client<Relay>,
     tools: Mutex<Vec<Tool>>,
+    /// The resources whose updates the gate's hosts asked of this upstream (at most
+    /// [`WATCHED_AT_MOST`]), each asked for once and kept while the gate runs: subscribed to at
+    /// a 2025 upstream, named in the `subscriptions/listen` filter of a 2026-07-28 one.
+    watched: watch::Sender<BTreeSet<String>>,
     /// What hears a 2026-07-28 upstream's list changes, stopped with the connection.
     _listening: Option<Hearing>,
 }
@@ -76,14 +82,21 @@ impl Drop for Hearing {
     }
 }
 
-/// Hear the list changes a 2026-07-28 upstream tells (on a `subscriptions/listen` stream, the
-/// only way it may), each handed to its relay as a 2025 upstream's notification is; `None` for
-/// a 2025 upstream (its notifications reach the relay as they come) or one that announces no
-/// list changes. A stream that cannot be opened, or ends, is opened again, after a quarter of a
-/// second, then longer each time (to a minute) while none lasts a minute, until the upstream's
-/// connection closes or it refuses one; the gate lists the upstream's tools as they last were meanwhile, and once
-/// a stream is open again every listening host is told each list may have changed (what changed
-/// while none was open is not known).
+/// At most this many resources' updates are asked of one upstream for the gate's hosts; a
+/// host asking for more is refused (each stays asked for while the gate runs, below).
+pub const WATCHED_AT_MOST: usize = 1_000;
+
+/// Hear what a 2026-07-28 upstream tells on a `subscriptions/listen` stream (the only way it
+/// may): its list changes and the updates of the resources its connection watches, each handed
+/// to its relay as a 2025 upstream's notification is; `None` for a 2025 upstream (its
+/// notifications reach the relay as they come) or one that announces neither list changes nor
+/// resource subscriptions. A resource watched anew opens a stream that names it, and the one
+/// before is closed only once that is open. A stream that cannot be opened, or ends, is opened
+/// again, after a quarter of a second, then longer each time (to a minute) while none lasts a
+/// minute, until the upstream's connection closes or it refuses one; the gate lists the
+/// upstream's tools as they last were meanwhile, and once a stream is open again every
+/// listening host is told each list may have changed (what changed while none was open is not
+/// known).
 fn listen(connection: &Connection) -> Option<Hearing> {
     const MAX_WAIT: Duration = Duration::from_secs(60);
     let modern = connection.client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
@@ -93,25 +106,36 @@ fn listen(connection: &Connection) -> Option<Hearing> {
         announced.prompts.as_ref().is_some_and(|prompts| prompts.list_changed == Some(true)),
         announced.resources.as_ref().is_some_and(|resources| resources.list_changed == Some(true)),
     );
-    if !modern || !(tools || prompts || resources) {
+    let updates = announced.resources.as_ref().is_some_and(|resources| resources.subscribe == Some(true));
+    if !modern || !(tools || prompts || resources || updates) {
         return None;
     }
-    let mut filter = SubscriptionFilter::builder();
     let mut missed = Vec::new();
     if tools {
-        filter = filter.tools_list_changed();
         missed.push(Changed::Tools);
     }
     if prompts {
-        filter = filter.prompts_list_changed();
         missed.push(Changed::Prompts);
     }
     if resources {
-        filter = filter.resources_list_changed();
         missed.push(Changed::Resources);
     }
-    let filter = filter.build();
+    let filter_of = move |watched: &BTreeSet<String>| {
+        let mut filter = SubscriptionFilter::builder();
+        for changed in &missed {
+            filter = match changed {
+                Changed::Tools => filter.tools_list_changed(),
+                Changed::Prompts => filter.prompts_list_changed(),
+                Changed::Resources => filter.resources_list_changed(),
+            };
+        }
+        if !watched.is_empty() {
+            filter = filter.resource_subscriptions(watched.iter().cloned());
+        }
+        (filter.build(), missed.clone())
+    };
     let (peer, relay) = (connection.client.peer().clone(), connection.client.handler().clone());
+    let mut watched = connection.watched.subscribe();
     let upstream = connection.name.clone();
     // Opened beside the gate's start, which does not wait on it.
     let hearing = tokio::spawn(async move {
@@ -123,25 +147,47 @@ fn listen(connection: &Connection) -> Option<Hearing> {
         let mut wait = waits.build();
         // Whether a stream was asked for before: a change told while none was open is missed.
         let mut asked_before = false;
+        // The stream open now, replaced by one naming a resource watched anew.
+        let mut open: Option<rmcp::service::Subscription> = None;
         loop {
-            match peer.listen(filter.clone()).await {
+            let (filter, missed) = filter_of(&watched.borrow_and_update());
+            if filter == SubscriptionFilter::default() {
+                // Nothing to hear yet: an upstream that tells only resources' updates, none watched.
+                if watched.changed().await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            match peer.listen(filter).await {
                 Ok(mut subscription) => {
                     let opened = Instant::now();
-                    tracing::info!(%upstream, "listening to its list changes");
-                    if asked_before {
+                    let replaced = open.take().is_some();
+                    tracing::info!(%upstream, "listening to its list changes and watched resources");
+                    if asked_before && !replaced {
                         for changed in &missed {
                             relay.changed(*changed).await;
                         }
                     }
-                    loop {
-                        match subscription.next().await {
-                            Ok(Some(notification)) => relay.heard(notification).await,
-                            Ok(None) => break,
-                            Err(error) => {
-                                tracing::warn!(%upstream, %error, "its list changes' stream failed");
-                                break;
-                            }
+                    let watched_anew = loop {
+                        tokio::select! {
+                            next = subscription.next() => match next {
+                                Ok(Some(notification)) => relay.heard(notification).await,
+                                Ok(None) => break false,
+                                Err(error) => {
+                                    tracing::warn!(%upstream, %error, "its list changes' stream failed");
+                                    break false;
+                                }
+                            },
+                            changed = watched.changed() => match changed {
+                                Ok(()) => break true,
+                                Err(_) => return,
+                            },
                         }
+                    };
+                    if watched_anew {
+                        // Kept open until the stream naming the new resource is.
+                        open = Some(subscription);
+                        continue;
                     }
                     if opened.elapsed() >= Duration::from_secs(60) {
                         wait = waits.build();
@@ -159,6 +205,7 @@ fn listen(connection: &Connection) -> Option<Hearing> {
                     tracing::warn!(%upstream, %error, "its list changes could not be listened to; its lists stay as last listed");
                 }
             }
+            open = None;
             asked_before = true;
             if peer.is_transport_closed() {
                 tracing::info!(%upstream, "its connection closed: its list changes are no longer heard");
@@ -195,8 +242,13 @@ impl Connection {
         .map_err(|error| not(format!("no connection: {}", error.in_words())))?;
         let tools = client.peer().list_all_tools().await.map_err(|error| not(format!("tools/list: {error}")))?;
         tracing::info!(upstream = %upstream.name, tools = tools.len(), version = ?client.protocol_version().map(|v| v.to_string()), "upstream connected");
-        let mut connection =
-            Connection { name: upstream.name.clone(), client, tools: Mutex::new(tools), _listening: None };
+        let mut connection = Connection {
+            name: upstream.name.clone(),
+            client,
+            tools: Mutex::new(tools),
+            watched: watch::Sender::new(BTreeSet::new()),
+            _listening: None,
+        };
         connection._listening = listen(&connection);
         Ok(connection)
     }
@@ -313,6 +365,45 @@ impl Connection {
     /// Read a resource: its answer as it came.
     pub async fn read_resource(&self, params: ReadResourceRequestParams) -> Result<ReadResourceResponse, ErrorData> {
         self.client.peer().read_resource_once(params).await.map_err(|error| self.failed(ClientError::Service(error)))
+    }
+
+    /// Ask the upstream for the updates of the resource `uri` (once: a resource asked for before
+    /// is asked for still): subscribed to at a 2025 upstream, or named by the next stream a
+    /// 2026-07-28 one is listened to on. Refused where the upstream tells no updates, or past
+    /// [`WATCHED_AT_MOST`] resources.
+    pub async fn watch(&self, uri: &str) -> Result<(), ErrorData> {
+        let tells = self.capabilities().resources.is_some_and(|resources| resources.subscribe == Some(true));
+        if !tells {
+            return Err(ErrorData::invalid_params(
+                format!("upstream {} does not tell updates of its resources ({uri})", self.name),
+                None,
+            ));
+        }
+        let mut full = false;
+        let added = self.watched.send_if_modified(|watched| {
+            full = watched.len() >= WATCHED_AT_MOST && !watched.contains(uri);
+            !full && watched.insert(uri.to_owned())
+        });
+        if full {
+            return Err(ErrorData::invalid_params(
+                format!("the gate watches {WATCHED_AT_MOST} resources of upstream {} already", self.name),
+                None,
+            ));
+        }
+        let modern = self.client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        if !added || modern {
+            return Ok(());
+        }
+        // rmcp marks `resources/subscribe` deprecated as 2025's alone: this is a 2025 upstream.
+        #[allow(deprecated)]
+        let subscribed = self.client.peer().subscribe(SubscribeRequestParams::new(uri)).await;
+        subscribed.map_err(|error| {
+            // Not kept as watched: a later host's subscription asks again.
+            self.watched.send_modify(|watched| {
+                watched.remove(uri);
+            });
+            self.failed(ClientError::Service(error))
+        })
     }
 
     /// Complete a prompt's or a resource template's argument.

@@ -8,6 +8,9 @@
 //! each notification to the handler in a task of its own, so one told just as the call ends
 //! may be dropped, and two told at once may arrive in either order).
 //!
+//! A resource's update goes to the hosts that asked for it: a 2026-07-28 stream that names its
+//! URI, a 2025 session that subscribed to it (`resources/subscribe`).
+//!
 //! A list's change goes to every host that listens: each 2026-07-28 host's open
 //! `subscriptions/listen` stream (tagged, and only the kinds it asked for), and each 2025
 //! session on its own stream, over stdio or HTTP; never an untagged notification to a
@@ -32,7 +35,7 @@ use rmcp::{
     ClientHandler, ErrorData, RoleClient, RoleServer,
     model::{
         ClientConfig, ElicitRequestParams, ElicitResult, NumberOrString, ProgressNotificationParam, ProgressToken,
-        ProtocolVersion, ServerNotification,
+        ProtocolVersion, ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerNotification,
     },
     service::{NotificationContext, Peer, RequestContext, SubscriptionSink},
 };
@@ -66,6 +69,15 @@ struct Listeners {
     next: AtomicU64,
     streams: Mutex<Vec<(u64, SubscriptionSink)>>,
     sessions: Mutex<Vec<Peer<RoleServer>>>,
+    /// The resources each 2025 session subscribed to (`resources/subscribe`), told their
+    /// updates on its stream (a 2026-07-28 host's stream names its own, and its sink keeps to them).
+    subscribed: Mutex<Vec<(Peer<RoleServer>, String)>>,
+}
+
+/// Whether `a` and `b` are one session: the initialize info rmcp keeps once a session is made,
+/// shared by every handle of its peer (rmcp's `Peer` has no equality of its own).
+fn same_session(a: &Peer<RoleServer>, b: &Peer<RoleServer>) -> bool {
+    a.peer_info().zip(b.peer_info()).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b))
 }
 
 /// One host's `subscriptions/listen` stream, told of list changes while this lives.
@@ -189,6 +201,57 @@ impl Host {
         sessions.push(peer);
     }
 
+    /// Tell the 2025 session `peer` of the updates of the resource `uri`, until it unsubscribes
+    /// or closes.
+    pub fn subscribed(&self, peer: Peer<RoleServer>, uri: &str) {
+        let mut subscribed = locked(&self.listeners.subscribed);
+        subscribed.retain(|(session, _)| !session.is_transport_closed());
+        if !subscribed.iter().any(|(session, watched)| watched == uri && same_session(session, &peer)) {
+            subscribed.push((peer, uri.to_owned()));
+        }
+    }
+
+    /// Tell the 2025 session `peer` no more of the resource `uri`.
+    pub fn unsubscribed(&self, peer: &Peer<RoleServer>, uri: &str) {
+        locked(&self.listeners.subscribed)
+            .retain(|(session, watched)| !(watched == uri && same_session(session, peer)));
+    }
+
+    /// Tell every host that asked for them the updates of the resource `uri` `upstream` told:
+    /// each 2026-07-28 stream that names it, each 2025 session subscribed to it.
+    async fn updated(&self, upstream: &str, uri: &str) {
+        let update = || {
+            ServerNotification::ResourceUpdatedNotification(ResourceUpdatedNotification::new(
+                ResourceUpdatedNotificationParam::new(uri),
+            ))
+        };
+        let streams: Vec<SubscriptionSink> = locked(&self.listeners.streams)
+            .iter()
+            .filter(|(_, sink)| {
+                sink.accepted()
+                    .resource_subscriptions
+                    .as_ref()
+                    .is_some_and(|uris| uris.iter().any(|named| named == uri))
+            })
+            .map(|(_, sink)| sink.clone())
+            .collect();
+        for stream in streams {
+            if let Err(error) = stream.send(update()).await {
+                tracing::debug!(%upstream, %uri, %error, "a listening host was not told a resource's update");
+            }
+        }
+        let sessions: Vec<Peer<RoleServer>> = {
+            let mut subscribed = locked(&self.listeners.subscribed);
+            subscribed.retain(|(session, _)| !session.is_transport_closed());
+            subscribed.iter().filter(|(_, watched)| watched == uri).map(|(session, _)| session.clone()).collect()
+        };
+        for session in sessions {
+            if let Err(error) = session.send_notification(update()).await {
+                tracing::debug!(%upstream, %uri, %error, "a 2025 session was not told a resource's update");
+            }
+        }
+    }
+
     /// Tell every listening host that an upstream's `changed` list changed.
     async fn told(&self, upstream: &str, changed: Changed) {
         let streams: Vec<SubscriptionSink> = locked(&self.listeners.streams).iter().map(|(_, s)| s.clone()).collect();
@@ -245,6 +308,9 @@ impl Relay {
             ServerNotification::ToolListChangedNotification(_) => self.changed(Changed::Tools).await,
             ServerNotification::PromptListChangedNotification(_) => self.changed(Changed::Prompts).await,
             ServerNotification::ResourceListChangedNotification(_) => self.changed(Changed::Resources).await,
+            ServerNotification::ResourceUpdatedNotification(update) => {
+                self.host.updated(&self.upstream, &update.params.uri).await;
+            }
             _ => tracing::debug!(upstream = %self.upstream, "a notification on its list changes' stream not relayed"),
         }
     }
@@ -326,5 +392,13 @@ impl ClientHandler for Relay {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.changed(Changed::Tools).await;
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.host.updated(&self.upstream, &params.uri).await;
     }
 }

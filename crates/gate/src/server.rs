@@ -34,7 +34,7 @@ use rmcp::{
         CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
         GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
         ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-        ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+        ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
     service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -494,16 +494,42 @@ impl ServerHandler for Gate {
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        // Every list change the host asks for (the SDK keeps those the gate serves); a
-        // resource's own updates are not relayed.
-        let mut accepted = requested.clone();
-        accepted.resource_subscriptions = None;
-        Some(accepted)
+        // Every list change and resource the host asks for (the SDK keeps those the gate's
+        // capabilities serve); a resource whose upstream will not tell its updates is logged
+        // as the stream opens, and its updates never come.
+        Some(requested.clone())
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let _listening = self.inner.host.listening(subscription.sink().clone());
+        let watched = subscription.sink().accepted().resource_subscriptions.clone().unwrap_or_default();
+        for uri in watched {
+            if let Err(error) = beside_tools::watch(&self.inner.connections, &uri).await {
+                tracing::warn!(%uri, error = %error.message, "a listening host asked for a resource's updates, which no upstream will tell");
+            }
+        }
         subscription.cancelled().await;
+        Ok(())
+    }
+
+    // A 2025 host's `resources/subscribe` (a 2026-07-28 host names resources on its stream, above).
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        beside_tools::watch(&self.inner.connections, &request.uri).await?;
+        self.inner.host.subscribed(context.peer, &request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // The upstream goes on telling the gate (another host may ask again); this host is told no more.
+        self.inner.host.unsubscribed(&context.peer, &request.uri);
         Ok(())
     }
 
