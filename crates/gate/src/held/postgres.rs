@@ -239,24 +239,25 @@ impl Store {
         }
     }
 
-    /// Hold the call `to_hold` describes: the same call already kept, or a new one.
+    /// Hold the call `to_hold` describes: the same call already kept, or a new one (outside a
+    /// transaction: [`keep`]).
     pub(super) async fn keep(&self, to_hold: &ToHold) -> Result<Holding, HeldError> {
-        self.transaction(|tx, now| {
+        self.alone(|client, now| {
             let to_hold = to_hold.clone();
-            Box::pin(async move { keep(tx, now, &to_hold).await })
+            Box::pin(async move { keep(client, now, &to_hold).await })
         })
         .await
     }
 
     /// The held call `id`, if there is one: outside a transaction, its read and (if its
     /// deadline has passed) its close each a statement atomic alone, two round trips saved on
-    /// the look every held call's requester and decider takes. A close that waited past
-    /// [`LOCK_WAIT`] for another gate's write of the call is refused as busy.
+    /// the look every held call's requester and decider takes.
     pub(super) async fn get(&self, id: &HeldId) -> Result<Option<HeldCall>, HeldError> {
-        let client = self.client().await?;
-        let now = self.clock.now();
-        let refused = |error| if met_a_concurrent_write(&error) { HeldError::Busy } else { error };
-        read(&client, id.as_str(), now).await.map_err(refused)
+        self.alone(|client, now| {
+            let id = id.clone();
+            Box::pin(async move { read(client, id.as_str(), now).await.map(Some) })
+        })
+        .await
     }
 
     /// The calls held by `rule` (every rule's for `None`) that wait for a decision, oldest first.
@@ -435,9 +436,10 @@ impl Store {
         .await
     }
 
-    /// Keep how `id`'s run ended; the call as it then stands.
+    /// Keep how `id`'s run ended; the call as it then stands. One write, atomic alone: outside
+    /// a transaction.
     pub(super) async fn ran(&self, id: &HeldId, ended: Ended) -> Result<HeldCall, HeldError> {
-        self.transaction(|tx, now| {
+        self.alone(|tx, now| {
             let (id, ended) = (id.clone(), ended.clone());
             Box::pin(async move {
                 let id = id.as_str();
@@ -467,10 +469,33 @@ impl Store {
                         tx.query_opt(&prepared(tx, again).await?, &[&id]).await?
                     }
                 };
-                found(tx, id, kept, now).await
+                found(tx, id, kept, now).await.map(Some)
             })
         })
         .await
+    }
+
+    /// Runs `work` on a connection from the pool outside a transaction (each of its statements
+    /// atomic alone) at the clock's now; again, at a new now, while it meets a concurrent write
+    /// or answers `None` (what it read changed under it), at most [`ATTEMPTS`] times, then
+    /// refused as busy. A transaction's `BEGIN` and `COMMIT` are two round trips more, for work
+    /// that needs none.
+    async fn alone<T: Send>(
+        &self,
+        work: impl for<'c> Fn(&'c deadpool_postgres::Client, SystemTime) -> Work<'c, Option<T>> + Send + Sync,
+    ) -> Result<T, HeldError> {
+        let client = self.client().await?;
+        for _ in 0..ATTEMPTS {
+            match work(&client, self.clock.now()).await {
+                Ok(Some(value)) => return Ok(value),
+                Ok(None) => {}
+                Err(error) if met_a_concurrent_write(&error) => {
+                    tracing::debug!(%error, "a write to the held calls met a concurrent one; running it again");
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(HeldError::Busy)
     }
 }
 
@@ -481,13 +506,13 @@ async fn prepared(tx: &impl GenericClient, sql: &str) -> Result<Statement, HeldE
     Ok(tx.prepare_cached(sql).await?)
 }
 
-/// Hold `to_hold` in `tx` at `now`: the same call, open, or a new one.
-async fn keep(tx: &Transaction<'_>, now: SystemTime, to_hold: &ToHold) -> Result<Holding, HeldError> {
+/// Hold `to_hold` at `now` on `client`, outside a transaction: the same call, open, or a new
+/// one. Each statement is atomic alone, and the partial unique index `one_open_per_call` keeps
+/// one open call per requester and arguments whatever another gate does between them; `None`
+/// where the call found was past its deadline (closed now, by this statement or another gate's)
+/// or closed before it was read: to be held again.
+async fn keep(client: &impl GenericClient, now: SystemTime, to_hold: &ToHold) -> Result<Option<Holding>, HeldError> {
     let ToHold { requester, upstream, tool, arguments, digest, rule, deadline, .. } = to_hold;
-    let close_past = "UPDATE held_calls SET open = FALSE, \
-                      standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END \
-                      WHERE requester = $1 AND digest = $2 AND open AND deadline <= $3";
-    tx.execute(&prepared(tx, close_past).await?, &[requester, digest, &epoch(now)]).await?;
     let id = HeldId::random();
     // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock cannot hold is
     // refused here too rather than panicking.
@@ -499,9 +524,9 @@ async fn keep(tx: &Transaction<'_>, now: SystemTime, to_hold: &ToHold) -> Result
          ON CONFLICT (requester, digest) WHERE open DO NOTHING RETURNING ",
         columns!()
     );
-    let inserted = tx
+    let inserted = client
         .query_opt(
-            &prepared(tx, insert).await?,
+            &prepared(client, insert).await?,
             &[
                 &id.as_str(),
                 requester,
@@ -517,14 +542,18 @@ async fn keep(tx: &Transaction<'_>, now: SystemTime, to_hold: &ToHold) -> Result
         )
         .await?;
     if inserted.is_some() {
-        return Ok(Holding { call: found(tx, id.as_str(), inserted, now).await?, first: true });
+        return Ok(Some(Holding { call: found(client, id.as_str(), inserted, now).await?, first: true }));
     }
     let open = concat!("SELECT ", columns!(), " FROM held_calls WHERE requester = $1 AND digest = $2 AND open");
-    let kept = tx.query_opt(&prepared(tx, open).await?, &[requester, digest]).await?;
-    // The one that was there was closed between the two statements (its deadline passed, on
-    // another gate): run again from the start, where it is held anew.
-    let call = closed_if_due(tx, kept, now).await?.ok_or(HeldError::Busy)?;
-    Ok(Holding { call, first: false })
+    let Some(kept) = client.query_opt(&prepared(client, open).await?, &[requester, digest]).await? else {
+        return Ok(None);
+    };
+    let kept = row(&kept)?;
+    if kept.deadline <= epoch(now) {
+        client.query_opt(&prepared(client, CLOSE).await?, &[&kept.text[0], &epoch(now)]).await?;
+        return Ok(None);
+    }
+    Ok(Some(Holding { call: kept.held()?, first: false }))
 }
 
 /// Close the calls `rule` holds (every rule's for `None`) whose deadlines have passed at `now`.
@@ -550,7 +579,7 @@ async fn read(tx: &impl GenericClient, id: &str, now: SystemTime) -> Result<Opti
 
 /// The held call `id` a write returned, which must be there, closed if its deadline has passed.
 async fn found(
-    tx: &Transaction<'_>,
+    tx: &impl GenericClient,
     id: &str,
     written: Option<tokio_postgres::Row>,
     now: SystemTime,
