@@ -162,8 +162,8 @@ async fn served<S: rmcp::ServerHandler + Clone + Send + Sync + 'static>(upstream
 /// a retry sent twice pays twice.
 ///
 /// Its tool `grow` adds the tool `grown` to its list and tells every `subscriptions/listen`
-/// stream open to it that its tools changed; `listens` counts the streams opened to it, and
-/// `hang_up` ends every one open. Its resources ([`PRICES`], [`STOCK`]) tell their updates:
+/// stream open to it that its tools changed; `listens` counts the streams opened to it,
+/// `streams_open` those open now, and `hang_up` ends every one open. Its resources ([`PRICES`], [`STOCK`]) tell their updates:
 /// its tool `touch` tells every stream open to it that names the resource `uri` (rmcp's sink
 /// sends a stream only what it named).
 #[derive(Clone, Default)]
@@ -175,6 +175,7 @@ struct InTest {
     grown: Arc<std::sync::atomic::AtomicBool>,
     listening: Arc<std::sync::Mutex<Vec<rmcp::service::SubscriptionSink>>>,
     listens: Arc<tokio::sync::watch::Sender<usize>>,
+    streams_open: Arc<tokio::sync::watch::Sender<usize>>,
     hang_up: Arc<tokio::sync::Notify>,
 }
 
@@ -255,11 +256,13 @@ impl rmcp::ServerHandler for InTest {
     async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), rmcp::ErrorData> {
         self.listening.lock().unwrap().push(subscription.sink().clone());
         let hung_up = self.hang_up.notified();
+        self.streams_open.send_modify(|open| *open += 1);
         self.listens.send_modify(|listens| *listens += 1);
         tokio::select! {
             () = subscription.cancelled() => {}
             () = hung_up => {}
         }
+        self.streams_open.send_modify(|open| *open -= 1);
         Ok(())
     }
 
@@ -446,6 +449,7 @@ async fn an_upstreams_resource_update_reaches_the_hosts_that_asked_for_it_and_no
     use rmcp::transport::StreamableHttpClientTransport;
     let watched = InTest::default();
     let mut listens = watched.listens.subscribe();
+    let mut streams_open = watched.streams_open.subscribe();
     let upstream = served(watched).await;
     let dir = tempfile::tempdir().unwrap();
     let policy = support::policy_before_url(dir.path(), "watched", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
@@ -453,11 +457,11 @@ async fn an_upstreams_resource_update_reaches_the_hosts_that_asked_for_it_and_no
     command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0"]).env("USER", "alice");
     let (_gate, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
     let wait = std::time::Duration::from_secs(10);
-    let mut streams_open = async |count: usize| {
+    let mut streams_opened = async |count: usize| {
         let opened = tokio::time::timeout(wait, listens.wait_for(|listens| *listens == count)).await;
         assert!(opened.is_ok(), "the gate did not open its stream {count} to the upstream");
     };
-    streams_open(1).await;
+    streams_opened(1).await;
     let connected = async |host: Watching, lifecycle| {
         let transport = StreamableHttpClientTransport::from_uri(url.clone());
         Client::connect_with(host, transport, lifecycle).await.unwrap()
@@ -465,7 +469,7 @@ async fn an_upstreams_resource_update_reaches_the_hosts_that_asked_for_it_and_no
     let modern_host = connected(Watching::default(), modern()).await;
     let prices = model::SubscriptionFilter::builder().resource_subscription(PRICES).build();
     let mut stream = modern_host.peer().listen(prices).await.unwrap();
-    streams_open(2).await;
+    streams_opened(2).await;
     let (prices_watcher, stock_watcher) = (Watching::default(), Watching::default());
     let prices_host = connected(prices_watcher.clone(), legacy()).await;
     #[allow(deprecated)] // resources/subscribe: 2025's, what this host speaks
@@ -473,8 +477,11 @@ async fn an_upstreams_resource_update_reaches_the_hosts_that_asked_for_it_and_no
     let stock_host = connected(stock_watcher.clone(), legacy()).await;
     #[allow(deprecated)]
     stock_host.peer().subscribe(model::SubscribeRequestParams::new(STOCK)).await.unwrap();
-    // Prices were asked of the upstream already; stock on a new stream.
-    streams_open(3).await;
+    // Prices were asked of the upstream already; stock on a new stream, the one before then
+    // closed (while both are open, an update is told on each).
+    streams_opened(3).await;
+    let before_closed = tokio::time::timeout(wait, streams_open.wait_for(|open| *open == 1)).await;
+    assert!(before_closed.is_ok(), "the gate's stream before the one naming stock was not closed");
 
     let touch = async |uri: &str| {
         let touched = modern_host.call_tool("touch", json!({"uri": uri})).await.unwrap();
@@ -502,21 +509,21 @@ async fn an_upstreams_resource_update_reaches_the_hosts_that_asked_for_it_and_no
     );
     told_of(&prices_watcher, PRICES, 0).await;
     touch(STOCK).await;
-    let stock_told = told_of(&stock_watcher, STOCK, 0).await;
-    // (While the gate's stream that names stock replaces the one before it, both may tell an
-    // update: told twice, never of another resource.)
-    assert!(stock_told.iter().all(|uri| uri == STOCK), "told of what it did not ask for: {stock_told:?}");
+    assert_eq!(told_of(&stock_watcher, STOCK, 0).await, [STOCK], "told of what it did not ask for");
+    assert_eq!(*prices_watcher.updated.lock().unwrap(), [PRICES]);
 
-    // Unsubscribed from prices, a host is told of them no more (here: of stock, which it asks for now).
+    // Unsubscribed from prices, a host is told of them no more (here: of stock, which it asks
+    // for now); another host subscribed to prices still is.
+    #[allow(deprecated)]
+    stock_host.peer().subscribe(model::SubscribeRequestParams::new(PRICES)).await.unwrap();
     #[allow(deprecated)]
     prices_host.peer().unsubscribe(model::UnsubscribeRequestParams::new(PRICES)).await.unwrap();
     #[allow(deprecated)]
     prices_host.peer().subscribe(model::SubscribeRequestParams::new(STOCK)).await.unwrap();
-    let before = prices_watcher.updated.lock().unwrap().len();
     touch(PRICES).await;
     touch(STOCK).await;
-    let prices_told = told_of(&prices_watcher, STOCK, before).await;
-    assert!(prices_told[before..].iter().all(|uri| uri == STOCK), "told of prices once unsubscribed: {prices_told:?}");
+    assert_eq!(told_of(&prices_watcher, STOCK, 1).await, [PRICES, STOCK], "told of prices once unsubscribed");
+    told_of(&stock_watcher, PRICES, 1).await;
     drop(stream);
     for host in [modern_host, prices_host, stock_host] {
         host.close().await.unwrap();

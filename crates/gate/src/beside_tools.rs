@@ -99,10 +99,12 @@ pub async fn read_resource(
     }
 }
 
-/// Ask the upstream that serves the resource `uri` ([`serving_resource`]) for its updates,
-/// which go to the hosts that asked for them ([`crate::relay`]).
+/// Ask the upstream that lists the resource `uri`, or has a template it fits, for its updates,
+/// which go to the hosts that asked for them ([`crate::relay`]). A resource neither names is
+/// refused, never asked of an upstream at a guess: a made-up one would fill its watched set, or
+/// have it refuse the stream that names it.
 pub async fn watch(connections: &[Connection], uri: &str) -> Result<(), ErrorData> {
-    match serving_resource(connections, uri).await {
+    match named_resource(connections, uri).await {
         Some(connection) => connection.watch(uri).await,
         None => Err(ErrorData::resource_not_found(format!("no resource {uri}"), None)),
     }
@@ -143,8 +145,16 @@ async fn serving_template<'c>(connections: &'c [Connection], uri_template: &str)
 }
 
 /// Where `uri` is read: the first upstream that lists it, else the first with a template it
-/// fits, else the first that serves resources at all.
+/// fits ([`named_resource`]), else the first that serves resources at all.
 async fn serving_resource<'c>(connections: &'c [Connection], uri: &str) -> Option<&'c Connection> {
+    match named_resource(connections, uri).await {
+        Some(connection) => Some(connection),
+        None => connections.iter().find(|connection| connection.capabilities().resources.is_some()),
+    }
+}
+
+/// The first upstream that lists `uri`, else the first with a template it fits.
+async fn named_resource<'c>(connections: &'c [Connection], uri: &str) -> Option<&'c Connection> {
     for connection in connections {
         if connection.resources().await.iter().any(|resource| resource.uri == uri) {
             return Some(connection);
@@ -155,7 +165,7 @@ async fn serving_resource<'c>(connections: &'c [Connection], uri: &str) -> Optio
             return Some(connection);
         }
     }
-    connections.iter().find(|connection| connection.capabilities().resources.is_some())
+    None
 }
 
 /// Whether `uri` could have been made by `template` (RFC 6570): its literal parts, in order,

@@ -9,17 +9,18 @@ use std::{
 };
 
 use backon::{BackoffBuilder as _, ExponentialBuilder};
+use futures::FutureExt as _;
 
 use mrtr::client::{Client, ClientError, modern_or_legacy};
 use rmcp::{
-    ErrorData, RoleServer,
+    ErrorData, RoleClient, RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, ErrorCode,
         GetPromptRequestParams, GetPromptResponse, Prompt, ProtocolVersion, ReadResourceRequestParams,
         ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, SubscribeRequestParams,
         SubscriptionFilter, Tool,
     },
-    service::{Peer, ServiceError},
+    service::{Peer, ServiceError, Subscription},
 };
 use tokio::{sync::watch, task::AbortHandle};
 
@@ -69,6 +70,9 @@ pub struct Connection {
     /// [`WATCHED_AT_MOST`]), each asked for once and kept while the gate runs: subscribed to at
     /// a 2025 upstream, named in the `subscriptions/listen` filter of a 2026-07-28 one.
     watched: watch::Sender<BTreeSet<String>>,
+    /// Held while a resource is asked for: a host asking for one another host's request is
+    /// still asking for waits for its answer (and asks again if it failed).
+    subscribing: tokio::sync::Mutex<()>,
     /// What hears a 2026-07-28 upstream's list changes, stopped with the connection.
     _listening: Option<Hearing>,
 }
@@ -82,6 +86,9 @@ impl Drop for Hearing {
     }
 }
 
+/// The longest wait before a stream to an upstream is opened again.
+const MAX_WAIT: Duration = Duration::from_secs(60);
+
 /// At most this many resources' updates are asked of one upstream for the gate's hosts; a
 /// host asking for more is refused (each stays asked for while the gate runs, below).
 pub const WATCHED_AT_MOST: usize = 1_000;
@@ -90,15 +97,15 @@ pub const WATCHED_AT_MOST: usize = 1_000;
 /// may): its list changes and the updates of the resources its connection watches, each handed
 /// to its relay as a 2025 upstream's notification is; `None` for a 2025 upstream (its
 /// notifications reach the relay as they come) or one that announces neither list changes nor
-/// resource subscriptions. A resource watched anew opens a stream that names it, and the one
-/// before is closed only once that is open. A stream that cannot be opened, or ends, is opened
-/// again, after a quarter of a second, then longer each time (to a minute) while none lasts a
-/// minute, until the upstream's connection closes or it refuses one; the gate lists the
-/// upstream's tools as they last were meanwhile, and once a stream is open again every
-/// listening host is told each list may have changed (what changed while none was open is not
-/// known).
+/// resource subscriptions. A resource watched anew opens a stream that names it; the one
+/// before goes on until that is open (for good, if it cannot be), is then read of what it told
+/// and closed, and the hosts are told each list may have changed. A stream that cannot be
+/// opened, or ends, is opened again, after a quarter of a second, then longer each time (to a
+/// minute) while none lasts a minute, until the upstream's connection closes or it refuses one;
+/// the gate lists the upstream's tools as they last were meanwhile, and once a stream is open
+/// again every listening host is told each list may have changed (what changed while none was
+/// open is not known).
 fn listen(connection: &Connection) -> Option<Hearing> {
-    const MAX_WAIT: Duration = Duration::from_secs(60);
     let modern = connection.client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
     let announced = connection.capabilities();
     let (tools, prompts, resources) = (
@@ -147,8 +154,8 @@ fn listen(connection: &Connection) -> Option<Hearing> {
         let mut wait = waits.build();
         // Whether a stream was asked for before: a change told while none was open is missed.
         let mut asked_before = false;
-        // The stream open now, replaced by one naming a resource watched anew.
-        let mut open: Option<rmcp::service::Subscription> = None;
+        // A stream that works, kept while one naming a resource watched anew opens.
+        let mut open: Option<Subscription> = None;
         loop {
             let (filter, missed) = filter_of(&watched.borrow_and_update());
             if filter == SubscriptionFilter::default() {
@@ -158,72 +165,125 @@ fn listen(connection: &Connection) -> Option<Hearing> {
                 }
                 continue;
             }
-            match peer.listen(filter).await {
-                Ok(mut subscription) => {
-                    let opened = Instant::now();
-                    let replaced = open.take().is_some();
+            let mut subscription = match (peer.listen(filter).await, open.take()) {
+                (Ok(subscription), before) => {
                     tracing::info!(%upstream, "listening to its list changes and watched resources");
-                    if asked_before && !replaced {
+                    if let Some(before) = before {
+                        // What the stream before told and was not yet read is heard now; a change
+                        // told on it as it closes could be missed, so the lists are told again.
+                        heard_so_far(before, &relay).await;
+                    }
+                    if asked_before {
                         for changed in &missed {
                             relay.changed(*changed).await;
                         }
                     }
-                    let watched_anew = loop {
-                        tokio::select! {
-                            next = subscription.next() => match next {
-                                Ok(Some(notification)) => relay.heard(notification).await,
-                                Ok(None) => break false,
-                                Err(error) => {
-                                    tracing::warn!(%upstream, %error, "its list changes' stream failed");
-                                    break false;
-                                }
-                            },
-                            changed = watched.changed() => match changed {
-                                Ok(()) => break true,
-                                Err(_) => return,
-                            },
-                        }
-                    };
-                    if watched_anew {
-                        // Kept open until the stream naming the new resource is.
-                        open = Some(subscription);
-                        continue;
-                    }
-                    if opened.elapsed() >= Duration::from_secs(60) {
-                        wait = waits.build();
-                    }
+                    subscription
+                }
+                (Err(error), Some(before)) => {
+                    // The stream before goes on; the resources watched anew are asked for again
+                    // when another is.
+                    tracing::warn!(%upstream, %error, "a stream naming the resources watched anew could not be opened; the one before goes on");
+                    before
                 }
                 // Refused as a request it does not take: asking again would be refused again.
-                Err(ServiceError::McpError(error))
+                (Err(ServiceError::McpError(error)), None)
                     if [ErrorCode::METHOD_NOT_FOUND, ErrorCode::INVALID_PARAMS, ErrorCode::INVALID_REQUEST]
                         .contains(&error.code) =>
                 {
                     tracing::warn!(%upstream, %error, "it refused to tell its list changes; its lists stay as last listed");
                     return;
                 }
-                Err(error) => {
+                (Err(error), None) => {
                     tracing::warn!(%upstream, %error, "its list changes could not be listened to; its lists stay as last listed");
+                    asked_before = true;
+                    if !waited(&peer, &upstream, wait.next()).await {
+                        return;
+                    }
+                    continue;
                 }
-            }
-            open = None;
+            };
             asked_before = true;
-            if peer.is_transport_closed() {
-                tracing::info!(%upstream, "its connection closed: its list changes are no longer heard");
+            let opened = Instant::now();
+            match hear(&mut subscription, &relay, &mut watched, &upstream).await {
+                Heard::WatchedAnew => {
+                    open = Some(subscription);
+                    continue;
+                }
+                Heard::GateGone => return,
+                Heard::Ended => {}
+            }
+            if opened.elapsed() >= Duration::from_secs(60) {
+                wait = waits.build();
+            }
+            if !waited(&peer, &upstream, wait.next()).await {
                 return;
             }
-            // Jitter may double a wait: a minute stays the longest.
-            let after = wait.next().unwrap_or(MAX_WAIT).min(MAX_WAIT);
-            tracing::info!(%upstream, after = ?after, "its list changes' stream is opened again");
-            tokio::time::sleep(after).await;
         }
     });
     Some(Hearing(hearing.abort_handle()))
 }
 
+/// How a stream the gate listens on stopped being read.
+enum Heard {
+    /// It ended, or failed: to be opened again.
+    Ended,
+    /// A resource was watched anew: a stream naming it is to be opened.
+    WatchedAnew,
+    /// The connection is gone.
+    GateGone,
+}
+
+/// Hand what `subscription` tells to `relay` until it ends, or a resource is watched anew.
+async fn hear(
+    subscription: &mut Subscription,
+    relay: &Relay,
+    watched: &mut watch::Receiver<BTreeSet<String>>,
+    upstream: &str,
+) -> Heard {
+    loop {
+        tokio::select! {
+            next = subscription.next() => match next {
+                Ok(Some(notification)) => relay.heard(notification).await,
+                Ok(None) => return Heard::Ended,
+                Err(error) => {
+                    tracing::warn!(%upstream, %error, "its list changes' stream failed");
+                    return Heard::Ended;
+                }
+            },
+            changed = watched.changed() => return match changed {
+                Ok(()) => Heard::WatchedAnew,
+                Err(_) => Heard::GateGone,
+            },
+        }
+    }
+}
+
+/// Hand `relay` what `before` told and is not yet read, and close it.
+async fn heard_so_far(mut before: Subscription, relay: &Relay) {
+    while let Some(Ok(Some(notification))) = before.next().now_or_never() {
+        relay.heard(notification).await;
+    }
+}
+
+/// Wait `after` (at most a minute: jitter may double a wait) before a stream is opened again;
+/// `false` if the upstream's connection has closed, when none will be.
+async fn waited(peer: &Peer<RoleClient>, upstream: &str, after: Option<Duration>) -> bool {
+    if peer.is_transport_closed() {
+        tracing::info!(%upstream, "its connection closed: its list changes are no longer heard");
+        return false;
+    }
+    let after = after.unwrap_or(MAX_WAIT).min(MAX_WAIT);
+    tracing::info!(%upstream, after = ?after, "its list changes' stream is opened again");
+    tokio::time::sleep(after).await;
+    true
+}
+
 impl Connection {
     /// Open a connection to `upstream`, whose questions go to `host`, and list its tools.
     pub async fn open(upstream: &Upstream, host: Host) -> Result<Connection, NotConnected> {
-        let relay = Relay::new(&upstream.name, host);
+        let watched = watch::Sender::new(BTreeSet::new());
+        let relay = Relay::new(&upstream.name, host, watched.subscribe());
         let not = |why: String| NotConnected { upstream: upstream.name.clone(), why };
         let client = match &upstream.reached {
             Reached::Command(argv) => {
@@ -246,7 +306,8 @@ impl Connection {
             name: upstream.name.clone(),
             client,
             tools: Mutex::new(tools),
-            watched: watch::Sender::new(BTreeSet::new()),
+            watched,
+            subscribing: tokio::sync::Mutex::new(()),
             _listening: None,
         };
         connection._listening = listen(&connection);
@@ -379,6 +440,7 @@ impl Connection {
                 None,
             ));
         }
+        let _one_at_a_time = self.subscribing.lock().await;
         let mut full = false;
         let added = self.watched.send_if_modified(|watched| {
             full = watched.len() >= WATCHED_AT_MOST && !watched.contains(uri);

@@ -804,6 +804,11 @@ pub(crate) mod tests {
             let later = held.hold(&alice(), &call(&arguments), &rule).await.unwrap();
             assert!(later.first && later.call.id != first.call.id);
             assert_eq!(held.get(&first.call.id).await.unwrap().unwrap().standing, Standing::Expired);
+            // Asked again past its deadline with no look at it before: closed, and held anew.
+            hand.advance(Duration::from_secs(3600));
+            let anew = held.hold(&alice(), &call(&arguments), &rule).await.unwrap();
+            assert!(anew.first && anew.call.id != later.call.id);
+            assert_eq!(held.get(&later.call.id).await.unwrap().unwrap().standing, Standing::Expired);
         })
         .await;
     }

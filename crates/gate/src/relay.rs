@@ -24,7 +24,7 @@
 //! questions gets an error, never an answer the person did not give.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeSet, HashMap},
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -39,6 +39,7 @@ use rmcp::{
     },
     service::{NotificationContext, Peer, RequestContext, SubscriptionSink},
 };
+use tokio::sync::watch;
 
 tokio::task_local! {
     /// The host whose call's rounds the gate is running: each round's question goes to it.
@@ -75,7 +76,8 @@ struct Listeners {
 }
 
 /// Whether `a` and `b` are one session: the initialize info rmcp keeps once a session is made,
-/// shared by every handle of its peer (rmcp's `Peer` has no equality of its own).
+/// shared by every handle of its peer (rmcp's `Peer` has no equality of its own). A 2025
+/// session has it from its `initialize` on, before it can subscribe to anything.
 fn same_session(a: &Peer<RoleServer>, b: &Peer<RoleServer>) -> bool {
     a.peer_info().zip(b.peer_info()).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b))
 }
@@ -280,12 +282,25 @@ pub struct Relay {
     upstream: Arc<str>,
     host: Host,
     tools_changed: Arc<AtomicBool>,
+    /// The resources the gate asked this upstream for: an update of another is not relayed
+    /// (hosts watching it asked the upstream that serves it).
+    watched: watch::Receiver<BTreeSet<String>>,
 }
 
 impl Relay {
-    /// The relay of `upstream`'s connection to `host`.
-    pub fn new(upstream: &str, host: Host) -> Relay {
-        Relay { upstream: upstream.into(), host, tools_changed: Arc::new(AtomicBool::new(false)) }
+    /// The relay of `upstream`'s connection to `host`, which relays the updates of the
+    /// resources `watched` says the gate asked it for.
+    pub fn new(upstream: &str, host: Host, watched: watch::Receiver<BTreeSet<String>>) -> Relay {
+        Relay { upstream: upstream.into(), host, tools_changed: Arc::new(AtomicBool::new(false)), watched }
+    }
+
+    /// The upstream told that the resource `uri` changed: relayed if the gate asked it for them.
+    async fn updated(&self, uri: &str) {
+        if !self.watched.borrow().contains(uri) {
+            tracing::debug!(upstream = %self.upstream, %uri, "an update of a resource not asked of it; not relayed");
+            return;
+        }
+        self.host.updated(&self.upstream, uri).await;
     }
 
     /// Whether the upstream said its tools changed since this was last asked (and no more).
@@ -308,9 +323,7 @@ impl Relay {
             ServerNotification::ToolListChangedNotification(_) => self.changed(Changed::Tools).await,
             ServerNotification::PromptListChangedNotification(_) => self.changed(Changed::Prompts).await,
             ServerNotification::ResourceListChangedNotification(_) => self.changed(Changed::Resources).await,
-            ServerNotification::ResourceUpdatedNotification(update) => {
-                self.host.updated(&self.upstream, &update.params.uri).await;
-            }
+            ServerNotification::ResourceUpdatedNotification(update) => self.updated(&update.params.uri).await,
             _ => tracing::debug!(upstream = %self.upstream, "a notification on its list changes' stream not relayed"),
         }
     }
@@ -399,6 +412,6 @@ impl ClientHandler for Relay {
         params: ResourceUpdatedNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.host.updated(&self.upstream, &params.uri).await;
+        self.updated(&params.uri).await;
     }
 }

@@ -472,7 +472,11 @@ impl Store {
                         tx.query_opt(&prepared(tx, again).await?, &[&id]).await?
                     }
                 };
-                found(tx, id, kept, now).await.map(Some)
+                // As written: a passed deadline is closed by the next read that meets it. Closed
+                // here, a failure of the close would have `alone` write the run's end again, over
+                // whatever another gate made of the call meanwhile.
+                let written = kept.ok_or_else(|| HeldError::Unknown(id.to_owned()))?;
+                row(&written)?.held().map(Some)
             })
         })
         .await
@@ -651,11 +655,9 @@ fn columns(found: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
 }
 
 /// Whether `error` is a meeting with another transaction, to be run again: a deadlock, a
-/// serialization failure, a lock waited for past [`LOCK_WAIT`], or a call closed under this one
-/// ([`HeldError::Busy`], from [`keep`]).
+/// serialization failure, or a lock waited for past [`LOCK_WAIT`].
 fn met_a_concurrent_write(error: &HeldError) -> bool {
     match error {
-        HeldError::Busy => true,
         HeldError::Postgres(error) => {
             matches!(error.code(), Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED
                 || *code == SqlState::T_R_SERIALIZATION_FAILURE
