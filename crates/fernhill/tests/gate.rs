@@ -176,6 +176,7 @@ struct InTest {
     listening: Arc<std::sync::Mutex<Vec<rmcp::service::SubscriptionSink>>>,
     listens: Arc<tokio::sync::watch::Sender<usize>>,
     streams_open: Arc<tokio::sync::watch::Sender<usize>>,
+    refusals: Arc<tokio::sync::watch::Sender<usize>>,
     hang_up: Arc<tokio::sync::Notify>,
 }
 
@@ -228,6 +229,9 @@ impl InTest {
 /// The resources of [`InTest`].
 const PRICES: &str = "file:///srv/prices.csv";
 const STOCK: &str = "file:///srv/stock.csv";
+/// A resource of [`InTest`]'s whose updates it refuses to tell: a stream that names it is
+/// refused (`refusals` counts them).
+const SEALED: &str = "file:///srv/sealed.csv";
 
 impl rmcp::ServerHandler for InTest {
     fn get_info(&self) -> model::ServerConfig {
@@ -246,10 +250,17 @@ impl rmcp::ServerHandler for InTest {
         _: RequestContext<RoleServer>,
     ) -> Result<model::ListResourcesResult, rmcp::ErrorData> {
         let resource = |uri: &str, name: &str| model::Resource::new(uri, name);
-        Ok(model::ListResourcesResult::with_all_items(vec![resource(PRICES, "prices"), resource(STOCK, "stock")]))
+        let listed = vec![resource(PRICES, "prices"), resource(STOCK, "stock"), resource(SEALED, "sealed")];
+        Ok(model::ListResourcesResult::with_all_items(listed))
     }
 
     fn accepted_subscription_filter(&self, requested: &model::SubscriptionFilter) -> Option<model::SubscriptionFilter> {
+        let sealed = requested.resource_subscriptions.as_ref().is_some_and(|uris| uris.iter().any(|uri| uri == SEALED));
+        if sealed {
+            // rmcp refuses the stream as a method not found.
+            self.refusals.send_modify(|refusals| *refusals += 1);
+            return None;
+        }
         Some(requested.clone())
     }
 
@@ -561,6 +572,36 @@ async fn an_upstream_that_ends_its_list_changes_stream_is_listened_to_again() {
         }
     });
     assert!(told.await.is_ok(), "the change told on the new stream did not reach the host's list");
+    host.close().await.unwrap();
+}
+
+/// A stream the upstream refuses, asked for a resource a host watches anew, leaves the gate
+/// listening on the stream before: the upstream's tool list change still reaches the host.
+#[tokio::test]
+async fn an_upstream_that_refuses_a_stream_naming_a_new_resource_is_still_listened_to_on_the_one_before() {
+    let sealing = InTest::default();
+    let (mut listens, mut refusals) = (sealing.listens.subscribe(), sealing.refusals.subscribe());
+    let upstream = served(sealing).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = support::policy_before_url(dir.path(), "sealing", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
+    let heard = Arc::new(tokio::sync::Notify::new());
+    let host = Listening { told: Arc::default(), heard: heard.clone() };
+    let host = alice_over_stdio(&policy, host, legacy()).await;
+    let wait = std::time::Duration::from_secs(10);
+    assert!(tokio::time::timeout(wait, listens.wait_for(|listens| *listens == 1)).await.is_ok(), "never listened");
+    #[allow(deprecated)] // resources/subscribe: 2025's, what this host speaks
+    host.peer().subscribe(model::SubscribeRequestParams::new(SEALED)).await.unwrap();
+    let refused = tokio::time::timeout(wait, refusals.wait_for(|refusals| *refusals == 1)).await;
+    assert!(refused.is_ok(), "the gate did not ask for a stream naming the new resource");
+    let grown = host.call_tool("grow", json!({})).await.unwrap();
+    assert_eq!(mrtr::client::text(&grown), "grown");
+    let lists_grown = async || host.peer().list_all_tools().await.unwrap().iter().any(|tool| tool.name == "grown");
+    let told = tokio::time::timeout(wait, async {
+        while !lists_grown().await {
+            heard.notified().await;
+        }
+    });
+    assert!(told.await.is_ok(), "the change told on the stream before did not reach the host");
     host.close().await.unwrap();
 }
 
