@@ -326,17 +326,18 @@ impl rmcp::ServerHandler for InTest {
     }
 }
 
-/// A host that keeps the progress it is told of, and says so to `heard`; told that the tools
-/// changed, it says so to `heard` too.
-#[derive(Clone)]
+/// A host that keeps the progress it is told of, and the URIs of the resources' updates, in
+/// order, and says so to `heard`; told that the tools changed, it says so to `heard` too.
+#[derive(Clone, Default)]
 struct Listening {
     told: Arc<std::sync::Mutex<Vec<model::ProgressNotificationParam>>>,
+    updated: Arc<std::sync::Mutex<Vec<String>>>,
     heard: Arc<tokio::sync::Notify>,
 }
 
 impl rmcp::ClientHandler for Listening {
     fn get_info(&self) -> model::ClientConfig {
-        mrtr::client::client_config("a host that shows progress", None)
+        mrtr::client::client_config("a host that listens", None)
     }
 
     async fn on_progress(
@@ -351,20 +352,6 @@ impl rmcp::ClientHandler for Listening {
     async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<RoleClient>) {
         self.heard.notify_one();
     }
-}
-
-/// A 2025 host that keeps the URIs of the resources' updates it is told, in order, and says so
-/// to `heard`.
-#[derive(Clone, Default)]
-struct Watching {
-    updated: Arc<std::sync::Mutex<Vec<String>>>,
-    heard: Arc<tokio::sync::Notify>,
-}
-
-impl rmcp::ClientHandler for Watching {
-    fn get_info(&self) -> model::ClientConfig {
-        mrtr::client::client_config("a host that watches resources", None)
-    }
 
     async fn on_resource_updated(
         &self,
@@ -374,6 +361,42 @@ impl rmcp::ClientHandler for Watching {
         self.updated.lock().unwrap().push(params.uri);
         self.heard.notify_one();
     }
+}
+
+/// Whether the host behind the gate at `peer` lists the tool [`InTest`]'s `grow` adds.
+async fn lists_grown(peer: &rmcp::service::Peer<RoleClient>) -> bool {
+    peer.list_all_tools().await.unwrap().iter().any(|tool| tool.name == "grown")
+}
+
+/// Whether `host` lists the grown tool within ten seconds, listing again each time it is told
+/// something (its tools changed).
+async fn told_it_grew(host: &Client<Listening>) -> bool {
+    let told = async {
+        loop {
+            let heard = host.handler().heard.notified();
+            if lists_grown(host.peer()).await {
+                return;
+            }
+            heard.await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), told).await.is_ok()
+}
+
+/// Alice's 2025 host, a [`Listening`] one, over stdio through a gate before `upstream` (served
+/// here), once the gate has opened its first stream to it (`listens`, the upstream's count);
+/// with the directory of the gate's policy.
+async fn alice_listening_before(
+    upstream: InTest,
+    listens: &mut tokio::sync::watch::Receiver<usize>,
+) -> (Client<Listening>, tempfile::TempDir) {
+    let upstream = served(upstream).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = support::policy_before_url(dir.path(), "in-test", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
+    let host = alice_over_stdio(&policy, Listening::default(), legacy()).await;
+    let listened = tokio::time::timeout(std::time::Duration::from_secs(10), listens.wait_for(|listens| *listens == 1));
+    assert!(listened.await.is_ok(), "the gate never listened to its upstream");
+    (host, dir)
 }
 
 /// A policy whose one rule holds a tool its upstream does not have: every call passes.
@@ -411,18 +434,13 @@ async fn an_upstreams_tool_list_change_reaches_every_listening_host_of_either_er
     let modern_host = Client::connect_with(ScriptedUser::unable_to_ask(), transport, modern()).await.unwrap();
     let tools = model::SubscriptionFilter::builder().tools_list_changed().build();
     let mut stream = modern_host.peer().listen(tools).await.unwrap();
-    let heard = Arc::new(tokio::sync::Notify::new());
-    let legacy_host = Listening { told: Arc::default(), heard: heard.clone() };
     let transport = StreamableHttpClientTransport::from_uri(url);
-    let legacy_host = Client::connect_with(legacy_host, transport, legacy()).await.unwrap();
-    let heard_at_stdio = Arc::new(tokio::sync::Notify::new());
-    let stdio_host = Listening { told: Arc::default(), heard: heard_at_stdio.clone() };
-    let stdio_host = alice_over_stdio(&policy, stdio_host, legacy()).await;
-    let lists_grown = |peer: rmcp::service::Peer<RoleClient>| async move {
-        peer.list_all_tools().await.unwrap().iter().any(|tool| tool.name == "grown")
-    };
+    let legacy_host = Client::connect_with(Listening::default(), transport, legacy()).await.unwrap();
+    let heard = legacy_host.handler().heard.clone();
+    let stdio_host = alice_over_stdio(&policy, Listening::default(), legacy()).await;
+    let heard_at_stdio = stdio_host.handler().heard.clone();
     for host in [modern_host.peer(), stdio_host.peer(), legacy_host.peer()] {
-        assert!(!lists_grown(host.clone()).await);
+        assert!(!lists_grown(host).await);
     }
     // Both gates listen to the upstream's changes (opened beside their start).
     let both =
@@ -443,7 +461,7 @@ async fn an_upstreams_tool_list_change_reaches_every_listening_host_of_either_er
         "the 2025 host over stdio was not told"
     );
     for host in [modern_host.peer(), stdio_host.peer(), legacy_host.peer()] {
-        assert!(lists_grown(host.clone()).await);
+        assert!(lists_grown(host).await);
     }
     drop(stream);
     modern_host.close().await.unwrap();
@@ -473,15 +491,15 @@ async fn an_upstreams_resource_update_reaches_the_hosts_that_asked_for_it_and_no
         assert!(opened.is_ok(), "the gate did not open its stream {count} to the upstream");
     };
     streams_opened(1).await;
-    let connected = async |host: Watching, lifecycle| {
+    let connected = async |host: Listening, lifecycle| {
         let transport = StreamableHttpClientTransport::from_uri(url.clone());
         Client::connect_with(host, transport, lifecycle).await.unwrap()
     };
-    let modern_host = connected(Watching::default(), modern()).await;
+    let modern_host = connected(Listening::default(), modern()).await;
     let prices = model::SubscriptionFilter::builder().resource_subscription(PRICES).build();
     let mut stream = modern_host.peer().listen(prices).await.unwrap();
     streams_opened(2).await;
-    let (prices_watcher, stock_watcher) = (Watching::default(), Watching::default());
+    let (prices_watcher, stock_watcher) = (Listening::default(), Listening::default());
     let prices_host = connected(prices_watcher.clone(), legacy()).await;
     #[allow(deprecated)] // resources/subscribe: 2025's, what this host speaks
     prices_host.peer().subscribe(model::SubscribeRequestParams::new(PRICES)).await.unwrap();
@@ -499,7 +517,7 @@ async fn an_upstreams_resource_update_reaches_the_hosts_that_asked_for_it_and_no
         assert_eq!(mrtr::client::text(&touched), "touched");
     };
     // What a host was told, once it was told of `uri` past the first `after` it had been told.
-    let told_of = async |host: &Watching, uri: &str, after: usize| {
+    let told_of = async |host: &Listening, uri: &str, after: usize| {
         let told = tokio::time::timeout(wait, async {
             loop {
                 let heard = host.heard.notified();
@@ -549,29 +567,18 @@ async fn an_upstream_that_ends_its_list_changes_stream_is_listened_to_again() {
     let grows = InTest::default();
     let mut listens = grows.listens.subscribe();
     let hang_up = grows.hang_up.clone();
-    let upstream = served(grows).await;
-    let dir = tempfile::tempdir().unwrap();
-    let policy = support::policy_before_url(dir.path(), "grows", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
-    let heard = Arc::new(tokio::sync::Notify::new());
-    let host = Listening { told: Arc::default(), heard: heard.clone() };
-    let host = alice_over_stdio(&policy, host, legacy()).await;
+    let (host, _dir) = alice_listening_before(grows, &mut listens).await;
     let wait = std::time::Duration::from_secs(10);
-    assert!(tokio::time::timeout(wait, listens.wait_for(|listens| *listens == 1)).await.is_ok(), "never listened");
     hang_up.notify_waiters();
     let again = tokio::time::timeout(wait, listens.wait_for(|listens| *listens == 2)).await;
     assert!(again.is_ok(), "the gate did not listen again once its stream ended");
+    let heard = &host.handler().heard;
     assert!(tokio::time::timeout(wait, heard.notified()).await.is_ok(), "the host was not told to list again");
-    let lists_grown = async || host.peer().list_all_tools().await.unwrap().iter().any(|tool| tool.name == "grown");
     // Listed now, the gate keeps the list until the upstream says it changed.
-    assert!(!lists_grown().await);
+    assert!(!lists_grown(host.peer()).await);
     let grown = host.call_tool("grow", json!({})).await.unwrap();
     assert_eq!(mrtr::client::text(&grown), "grown");
-    let told = tokio::time::timeout(wait, async {
-        while !lists_grown().await {
-            heard.notified().await;
-        }
-    });
-    assert!(told.await.is_ok(), "the change told on the new stream did not reach the host's list");
+    assert!(told_it_grew(&host).await, "the change told on the new stream did not reach the host's list");
     host.close().await.unwrap();
 }
 
@@ -581,27 +588,15 @@ async fn an_upstream_that_ends_its_list_changes_stream_is_listened_to_again() {
 async fn an_upstream_that_refuses_a_stream_naming_a_new_resource_is_still_listened_to_on_the_one_before() {
     let sealing = InTest::default();
     let (mut listens, mut refusals) = (sealing.listens.subscribe(), sealing.refusals.subscribe());
-    let upstream = served(sealing).await;
-    let dir = tempfile::tempdir().unwrap();
-    let policy = support::policy_before_url(dir.path(), "sealing", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
-    let heard = Arc::new(tokio::sync::Notify::new());
-    let host = Listening { told: Arc::default(), heard: heard.clone() };
-    let host = alice_over_stdio(&policy, host, legacy()).await;
-    let wait = std::time::Duration::from_secs(10);
-    assert!(tokio::time::timeout(wait, listens.wait_for(|listens| *listens == 1)).await.is_ok(), "never listened");
+    let (host, _dir) = alice_listening_before(sealing, &mut listens).await;
     #[allow(deprecated)] // resources/subscribe: 2025's, what this host speaks
     host.peer().subscribe(model::SubscribeRequestParams::new(SEALED)).await.unwrap();
+    let wait = std::time::Duration::from_secs(10);
     let refused = tokio::time::timeout(wait, refusals.wait_for(|refusals| *refusals == 1)).await;
     assert!(refused.is_ok(), "the gate did not ask for a stream naming the new resource");
     let grown = host.call_tool("grow", json!({})).await.unwrap();
     assert_eq!(mrtr::client::text(&grown), "grown");
-    let lists_grown = async || host.peer().list_all_tools().await.unwrap().iter().any(|tool| tool.name == "grown");
-    let told = tokio::time::timeout(wait, async {
-        while !lists_grown().await {
-            heard.notified().await;
-        }
-    });
-    assert!(told.await.is_ok(), "the change told on the stream before did not reach the host");
+    assert!(told_it_grew(&host).await, "the change told on the stream before did not reach the host");
     host.close().await.unwrap();
 }
 
@@ -615,7 +610,7 @@ async fn an_upstreams_progress_on_a_call_passed_on_reaches_its_host_under_the_ho
     let dir = tempfile::tempdir().unwrap();
     let policy = support::policy_before_url(dir.path(), "slow", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
     for (era, lifecycle) in [("2026-07-28", modern()), ("2025-11-25", legacy())] {
-        let host = Listening { told: Arc::default(), heard: heard.clone() };
+        let host = Listening { heard: heard.clone(), ..Default::default() };
         let client = alice_over_stdio(&policy, host.clone(), lifecycle).await;
         let mut params = model::CallToolRequestParams::new("slow");
         let mut meta = model::RequestMetaObject::new();

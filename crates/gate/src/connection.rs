@@ -106,7 +106,6 @@ pub const WATCHED_AT_MOST: usize = 1_000;
 /// again every listening host is told each list may have changed (what changed while none was
 /// open is not known).
 fn listen(connection: &Connection) -> Option<Hearing> {
-    let modern = connection.client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
     let announced = connection.capabilities();
     let (tools, prompts, resources) = (
         announced.tools.as_ref().is_some_and(|tools| tools.list_changed == Some(true)),
@@ -114,7 +113,7 @@ fn listen(connection: &Connection) -> Option<Hearing> {
         announced.resources.as_ref().is_some_and(|resources| resources.list_changed == Some(true)),
     );
     let updates = announced.resources.as_ref().is_some_and(|resources| resources.subscribe == Some(true));
-    if !modern || !(tools || prompts || resources || updates) {
+    if !connection.modern() || !(tools || prompts || resources || updates) {
         return None;
     }
     let mut missed = Vec::new();
@@ -127,20 +126,6 @@ fn listen(connection: &Connection) -> Option<Hearing> {
     if resources {
         missed.push(Changed::Resources);
     }
-    let filter_of = move |watched: &BTreeSet<String>| {
-        let mut filter = SubscriptionFilter::builder();
-        for changed in &missed {
-            filter = match changed {
-                Changed::Tools => filter.tools_list_changed(),
-                Changed::Prompts => filter.prompts_list_changed(),
-                Changed::Resources => filter.resources_list_changed(),
-            };
-        }
-        if !watched.is_empty() {
-            filter = filter.resource_subscriptions(watched.iter().cloned());
-        }
-        (filter.build(), missed.clone())
-    };
     let (peer, relay) = (connection.client.peer().clone(), connection.client.handler().clone());
     let mut watched = connection.watched.subscribe();
     let upstream = connection.name.clone();
@@ -157,7 +142,7 @@ fn listen(connection: &Connection) -> Option<Hearing> {
         // A stream that works, kept while one naming a resource watched anew opens.
         let mut open: Option<Subscription> = None;
         loop {
-            let (filter, missed) = filter_of(&watched.borrow_and_update());
+            let filter = filter_for(&missed, &watched.borrow_and_update());
             if filter == SubscriptionFilter::default() {
                 // Nothing to hear yet: an upstream that tells only resources' updates, none watched.
                 if watched.changed().await.is_err() {
@@ -222,6 +207,22 @@ fn listen(connection: &Connection) -> Option<Hearing> {
         }
     });
     Some(Hearing(hearing.abort_handle()))
+}
+
+/// What a stream asks an upstream to tell: the changes of `lists`, the updates of `watched`.
+fn filter_for(lists: &[Changed], watched: &BTreeSet<String>) -> SubscriptionFilter {
+    let mut filter = SubscriptionFilter::builder();
+    for changed in lists {
+        filter = match changed {
+            Changed::Tools => filter.tools_list_changed(),
+            Changed::Prompts => filter.prompts_list_changed(),
+            Changed::Resources => filter.resources_list_changed(),
+        };
+    }
+    if !watched.is_empty() {
+        filter = filter.resource_subscriptions(watched.iter().cloned());
+    }
+    filter.build()
 }
 
 /// How a stream the gate listens on stopped being read.
@@ -317,6 +318,11 @@ impl Connection {
     /// The upstream's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether the upstream speaks 2026-07-28 (or later) to the gate.
+    fn modern(&self) -> bool {
+        self.client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
     }
 
     /// Its tools: as last listed, or listed again if it said they changed.
@@ -452,8 +458,7 @@ impl Connection {
                 None,
             ));
         }
-        let modern = self.client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
-        if !added || modern {
+        if !added || self.modern() {
             return Ok(());
         }
         // rmcp marks `resources/subscribe` deprecated as 2025's alone: this is a 2025 upstream.

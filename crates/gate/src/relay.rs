@@ -222,55 +222,44 @@ impl Host {
     /// Tell every host that asked for them the updates of the resource `uri` `upstream` told:
     /// each 2026-07-28 stream that names it, each 2025 session subscribed to it.
     async fn updated(&self, upstream: &str, uri: &str) {
-        let update = || {
-            ServerNotification::ResourceUpdatedNotification(ResourceUpdatedNotification::new(
-                ResourceUpdatedNotificationParam::new(uri),
-            ))
-        };
-        let streams: Vec<SubscriptionSink> = locked(&self.listeners.streams)
-            .iter()
-            .filter(|(_, sink)| {
-                sink.accepted()
-                    .resource_subscriptions
-                    .as_ref()
-                    .is_some_and(|uris| uris.iter().any(|named| named == uri))
-            })
-            .map(|(_, sink)| sink.clone())
-            .collect();
-        for stream in streams {
-            if let Err(error) = stream.send(update()).await {
-                tracing::debug!(%upstream, %uri, %error, "a listening host was not told a resource's update");
-            }
-        }
         let sessions: Vec<Peer<RoleServer>> = {
             let mut subscribed = locked(&self.listeners.subscribed);
             subscribed.retain(|(session, _)| !session.is_transport_closed());
             subscribed.iter().filter(|(_, watched)| watched == uri).map(|(session, _)| session.clone()).collect()
         };
-        for session in sessions {
-            if let Err(error) = session.send_notification(update()).await {
-                tracing::debug!(%upstream, %uri, %error, "a 2025 session was not told a resource's update");
-            }
-        }
+        let update = ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri));
+        let update = ServerNotification::ResourceUpdatedNotification(update);
+        self.tell((upstream, "a resource's update"), update, sessions).await;
     }
 
     /// Tell every listening host that an upstream's `changed` list changed.
     async fn told(&self, upstream: &str, changed: Changed) {
-        let streams: Vec<SubscriptionSink> = locked(&self.listeners.streams).iter().map(|(_, s)| s.clone()).collect();
-        for stream in streams {
-            // A host that did not ask for this kind of change is not told it.
-            if let Err(error) = stream.send(changed.notification()).await {
-                tracing::debug!(%upstream, ?changed, %error, "a listening host was not told a list changed");
-            }
-        }
         let sessions: Vec<Peer<RoleServer>> = {
             let mut sessions = locked(&self.listeners.sessions);
             sessions.retain(|session| !session.is_transport_closed());
             sessions.clone()
         };
+        self.tell((upstream, "a list changed"), changed.notification(), sessions).await;
+    }
+
+    /// Send `notification` (`what` `upstream` told) on every 2026-07-28 host's open stream (its
+    /// sink sends only what the host asked for: the kinds of list, the resources it named) and
+    /// to the 2025 `sessions`.
+    async fn tell(
+        &self,
+        (upstream, what): (&str, &str),
+        notification: ServerNotification,
+        sessions: Vec<Peer<RoleServer>>,
+    ) {
+        let streams: Vec<SubscriptionSink> = locked(&self.listeners.streams).iter().map(|(_, s)| s.clone()).collect();
+        for stream in streams {
+            if let Err(error) = stream.send(notification.clone()).await {
+                tracing::debug!(%upstream, %error, "a listening host was not told {what}");
+            }
+        }
         for session in sessions {
-            if let Err(error) = session.send_notification(changed.notification()).await {
-                tracing::debug!(%upstream, ?changed, %error, "a 2025 session was not told a list changed");
+            if let Err(error) = session.send_notification(notification.clone()).await {
+                tracing::debug!(%upstream, %error, "a 2025 session was not told {what}");
             }
         }
     }

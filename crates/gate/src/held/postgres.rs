@@ -575,7 +575,7 @@ async fn close_rule(tx: &Transaction<'_>, rule: Option<&str>, now: SystemTime) -
 /// The held call `id`, its row locked until `tx` ends and closed if its deadline has passed.
 async fn locked(tx: &Transaction<'_>, id: &str, now: SystemTime) -> Result<HeldCall, HeldError> {
     let row = tx.query_opt(&prepared(tx, LOCK).await?, &[&id]).await?;
-    closed_if_due(tx, row, now).await?.ok_or_else(|| HeldError::Unknown(id.to_owned()))
+    found(tx, id, row, now).await
 }
 
 /// The held call `id`, closed if its deadline has passed at `now`.
@@ -603,8 +603,7 @@ async fn closed_if_due(
     now: SystemTime,
 ) -> Result<Option<HeldCall>, HeldError> {
     let Some(found) = found else { return Ok(None) };
-    let open: bool =
-        found.try_get(OPEN).map_err(|error| HeldError::Damaged(format!("a row that does not read: {error}")))?;
+    let open: bool = found.try_get(OPEN).map_err(unreadable)?;
     let read = row(&found)?;
     if !open || read.deadline > epoch(now) {
         return read.held().map(Some);
@@ -622,7 +621,12 @@ async fn closed_if_due(
 
 /// A row of [`columns!`], to be read as a [`HeldCall`]; one whose columns do not read is damaged.
 fn row(found: &tokio_postgres::Row) -> Result<Row, HeldError> {
-    columns(found).map_err(|error| HeldError::Damaged(format!("a row that does not read: {error}")))
+    columns(found).map_err(unreadable)
+}
+
+/// A row whose columns do not read, as the damage it is.
+fn unreadable(error: tokio_postgres::Error) -> HeldError {
+    HeldError::Damaged(format!("a row that does not read: {error}"))
 }
 
 fn columns(found: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
