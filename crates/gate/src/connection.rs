@@ -336,6 +336,11 @@ impl Connection {
         self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
+    /// Whether the upstream lists the tool `name` (as last listed).
+    pub fn serves(&self, name: &str) -> bool {
+        self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().any(|tool| tool.name == name)
+    }
+
     /// Its tool `name`, as last listed.
     pub fn tool(&self, name: &str) -> Option<Tool> {
         self.tools

@@ -217,6 +217,12 @@ impl Policy {
         })
     }
 
+    /// Whether some rule names the tool `tool` of `upstream` by its name (whatever its hints and
+    /// condition): a call to any other tool passes without being judged further.
+    pub fn names_tool(&self, upstream: &str, tool: &str) -> bool {
+        self.rules.iter().any(|rule| rule.names_tool(upstream, tool))
+    }
+
     /// The rules that name the tool `tool` of `upstream` (whatever their conditions), in order:
     /// what `check` shows.
     pub fn naming(&self, upstream: &str, tool: &str, annotations: &serde_json::Value) -> Vec<&Rule> {
@@ -645,6 +651,30 @@ lost_outcome = "repeat"
         assert_eq!((policy.rules[0].line, policy.rules[2].lost_outcome), (11, LostOutcome::Repeat));
         let names: Vec<_> = policy.naming("files", "move_file", &none).iter().map(|rule| rule.name.clone()).collect();
         assert_eq!(names, ["price lists", "anything destructive"]);
+    }
+
+    #[test]
+    fn a_tool_no_rule_names_is_one_no_rule_can_hold() {
+        // SHOP without its catch-all: only the named tools of each upstream can be held.
+        let named = &SHOP[..SHOP.find("[[rule]]\nname = \"anything destructive\"").unwrap()];
+        let only_named = policy(named).unwrap();
+        let destructive = json!({"destructiveHint": true});
+        let large = json!({"path": "/srv/shop/prices.csv", "amount": 900, "invoice": "I-7"});
+        for (upstream, tool, named) in [
+            ("files", "write_file", true),
+            ("files", "move_file", true),
+            ("files", "read_file", false),
+            ("payments", "pay_invoice", true),
+            ("payments", "write_file", false),
+            ("files", "pay_invoice", false),
+            ("payments", "get_invoice", false),
+        ] {
+            assert_eq!(only_named.names_tool(upstream, tool), named, "{upstream} {tool}");
+            let held = [&Value::Null, &destructive].map(|hints| only_named.held(&call(upstream, tool, hints, &large)));
+            assert_eq!(held.iter().any(Option::is_some), named, "{upstream} {tool}");
+        }
+        // With the catch-all, every tool of every upstream is named.
+        assert!(policy(SHOP).unwrap().names_tool("files", "read_file"));
     }
 
     #[test]

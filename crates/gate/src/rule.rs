@@ -161,9 +161,14 @@ impl Rule {
     /// every hint it asks for. Where the annotations are not trusted, the hints are not read
     /// and the rule names every tool its names match (a gate fails closed).
     pub fn names(&self, upstream: &str, tool: &str, annotations: &serde_json::Value, trusted: bool) -> bool {
+        self.names_tool(upstream, tool) && (!trusted || self.hints.iter().all(|hint| hint.said_by(annotations)))
+    }
+
+    /// Whether this rule names the tool `tool` of `upstream` by its upstream and one of its
+    /// names, before any hint is read.
+    pub fn names_tool(&self, upstream: &str, tool: &str) -> bool {
         self.upstream.as_deref().is_none_or(|named| named == upstream)
             && self.tools.iter().any(|name| name.matches(tool))
-            && (!trusted || self.hints.iter().all(|hint| hint.said_by(annotations)))
     }
 
     /// The effect `call` has in the world, by this rule's `effect`; `None` for a rule that names

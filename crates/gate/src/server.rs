@@ -50,7 +50,7 @@ use crate::{
     own_call::{self, Asked},
     page::ApprovalPage,
     person::Person,
-    policy::Policy,
+    policy::{Held, Policy},
     relay::Host,
     review::{REVIEW, Review},
     rule::{Channel, Rule},
@@ -190,10 +190,10 @@ impl Gate {
         }
     }
 
-    /// The connection that serves the tool `name`, and the tool: the first upstream, in the
-    /// policy's order, that lists it.
-    fn route(&self, name: &str) -> Option<(&Connection, Tool)> {
-        self.inner.connections.iter().find_map(|connection| connection.tool(name).map(|tool| (connection, tool)))
+    /// The connection that serves the tool `name`: the first upstream, in the policy's order,
+    /// that lists it.
+    fn route(&self, name: &str) -> Option<&Connection> {
+        self.inner.connections.iter().find(|connection| connection.serves(name))
     }
 
     async fn call(
@@ -201,13 +201,15 @@ impl Gate {
         mut params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // Each wait is boxed where it starts (why: above `impl ServerHandler for Gate`): a call
+        // passed on carries none of review_approvals' or a held call's state.
         if params.name == REVIEW
             && let Some(reviewed) =
-                self.inner.review.call(self.person_of(&context), params.clone(), context.clone()).await
+                Box::pin(self.inner.review.call(self.person_of(&context), params.clone(), context.clone())).await
         {
             return reviewed;
         }
-        let Some((connection, tool)) = self.route(&params.name) else {
+        let Some(connection) = self.route(&params.name) else {
             return Err(ErrorData::invalid_params(format!("no tool named {}", params.name), None));
         };
         // The upstream's progress goes to this host under its own token while the call lasts,
@@ -217,73 +219,113 @@ impl Gate {
             params.meta.get_or_insert_default().set_progress_token(relaying.token());
             relaying
         });
-        let annotations = crate::call::annotations(&tool);
-        let arguments = params.arguments.clone().map_or(Value::Null, Value::Object);
-        let name = params.name.clone();
-        let call = Call { upstream: connection.name(), tool: &name, annotations: &annotations, arguments: &arguments };
         let modern = context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
         if !modern {
             // A 2025 host cannot carry rounds: the gate runs them, relaying each question on
             // the host's back-channel.
             self.relay_to(&context);
         }
-        if let Some(held) = self.inner.policy.held(&call) {
-            let failed = |error: crate::held::HeldError| {
-                tracing::error!(%error, tool = call.tool, "a held call could not be kept");
-                ErrorData::internal_error(format!("the gate could not keep the held call: {}", error.words()), None)
+        // Only a tool some rule names can be held: any other passes without its annotations
+        // or arguments being copied out for the rules.
+        if self.inner.policy.names_tool(connection.name(), &params.name) {
+            params = match Box::pin(self.judged(params, &context, connection, modern)).await {
+                Judged::Passed(params) => params,
+                Judged::Answered(answer) => return answer,
             };
-            // Who asks is worked out for a held call alone: a call passed on needs nobody named.
-            let person = self.person_of(&context);
-            let mut holding = self.inner.held.hold(&person.party, &call, held.rule).await.map_err(failed)?;
-            if holding.first
-                && held.rule.channels.contains(&Channel::Webhook)
-                && let Some(webhook) = &self.inner.webhook
-            {
-                let link = self.inner.page.get().map(|origin| crate::page::link(origin, &holding.call.id));
-                webhook.announce(crate::announce::waiting(&holding.call, held.rule, link.as_deref()));
-            }
-            let person = &person;
-            if own_call::may_ask(held.rule, person, &holding.call)
-                && let Some(asking) = Asking::of_call(&context, params.input_responses.clone())
-            {
-                match own_call::ask(&self.inner.deciding, &holding.call, held.rule, person, asking).await? {
-                    Asked::Round(round) => return Ok(round.into()),
-                    Asked::Decided => {
-                        holding.call =
-                            self.inner.held.get(&holding.call.id).await.map_err(failed)?.unwrap_or(holding.call);
-                    }
-                    Asked::Undecided => {}
-                }
-            }
-            if holding.call.standing == Standing::Waiting
-                && let Some(tasking) = mrtr::tasks::tasking(&context).filter(|tasking| tasking.declared())
-            {
-                return self.wait_as_task(tasking, &holding.call, held.rule).await;
-            }
-            let receipts = self.inner.receipts.as_ref();
-            // A 2026-07-28 requester answering a round its upstream asked as the approved call
-            // ran: the run carries on.
-            let round = modern.then(|| mrtr::boundary::opened_state(&context).and_then(RunRound::decode)).flatten();
-            if let Some(round) = round.filter(|round| round.run == holding.call.id.as_str()) {
-                let stores = (&*self.inner.held, &*self.inner.records);
-                let carried = (holding.call, round);
-                return crate::outcome::continued(stores, receipts, connection, held.rule, carried, params).await;
-            }
-            let told = (&call, held, holding);
-            // A 2025 requester is asked an upstream's rounds within the run, on its back-channel;
-            // a 2026-07-28 one is passed them back, as rounds of the gate's.
-            let rounds = if modern { Rounds::PassedBack } else { Rounds::Here(&context.peer) };
-            let page = self.inner.page.get().map(String::as_str);
-            return crate::outcome::told(&self.inner.held, receipts, (connection, rounds), told, (params, page)).await;
         }
         if modern {
             // The upstream's own state, opened by the boundary from the gate's seal.
             params.request_state = mrtr::boundary::opened_state(&context).map(str::to_owned);
-            connection.call_once(params).await
+            Box::pin(connection.call_once(params)).await
         } else {
-            connection.call_with_rounds(params, &context.peer).await.map(CallToolResponse::Complete)
+            Box::pin(connection.call_with_rounds(params, &context.peer)).await.map(CallToolResponse::Complete)
         }
     }
+
+    /// A call to a tool a rule names, judged by the rules: passed on (its params given back), or
+    /// held and answered as its standing says.
+    async fn judged(
+        &self,
+        params: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        connection: &Connection,
+        modern: bool,
+    ) -> Judged {
+        // A tool gone from the list since it was routed is judged with no annotations (as an
+        // untrusted upstream's are), never passed unjudged.
+        let annotations = connection.tool(&params.name).map(|tool| crate::call::annotations(&tool)).unwrap_or_default();
+        let arguments = params.arguments.clone().map_or(Value::Null, Value::Object);
+        let name = params.name.clone();
+        let call = Call { upstream: connection.name(), tool: &name, annotations: &annotations, arguments: &arguments };
+        let Some(held) = self.inner.policy.held(&call) else { return Judged::Passed(params) };
+        Judged::Answered(self.held(params, context, connection, modern, (&call, held)).await)
+    }
+
+    /// A call `held` by its rule: held until decided, asked of its requester where they may
+    /// decide it, waited for as a task, or run once approved.
+    async fn held(
+        &self,
+        params: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        connection: &Connection,
+        modern: bool,
+        (call, held): (&Call<'_>, Held<'_>),
+    ) -> Result<CallToolResponse, ErrorData> {
+        let failed = |error: crate::held::HeldError| {
+            tracing::error!(%error, tool = call.tool, "a held call could not be kept");
+            ErrorData::internal_error(format!("the gate could not keep the held call: {}", error.words()), None)
+        };
+        // Who asks is worked out for a held call alone: a call passed on needs nobody named.
+        let person = self.person_of(context);
+        let mut holding = self.inner.held.hold(&person.party, call, held.rule).await.map_err(failed)?;
+        if holding.first
+            && held.rule.channels.contains(&Channel::Webhook)
+            && let Some(webhook) = &self.inner.webhook
+        {
+            let link = self.inner.page.get().map(|origin| crate::page::link(origin, &holding.call.id));
+            webhook.announce(crate::announce::waiting(&holding.call, held.rule, link.as_deref()));
+        }
+        let person = &person;
+        if own_call::may_ask(held.rule, person, &holding.call)
+            && let Some(asking) = Asking::of_call(context, params.input_responses.clone())
+        {
+            match own_call::ask(&self.inner.deciding, &holding.call, held.rule, person, asking).await? {
+                Asked::Round(round) => return Ok(round.into()),
+                Asked::Decided => {
+                    holding.call = self.inner.held.get(&holding.call.id).await.map_err(failed)?.unwrap_or(holding.call);
+                }
+                Asked::Undecided => {}
+            }
+        }
+        if holding.call.standing == Standing::Waiting
+            && let Some(tasking) = mrtr::tasks::tasking(context).filter(|tasking| tasking.declared())
+        {
+            return self.wait_as_task(tasking, &holding.call, held.rule).await;
+        }
+        let receipts = self.inner.receipts.as_ref();
+        // A 2026-07-28 requester answering a round its upstream asked as the approved call
+        // ran: the run carries on.
+        let round = modern.then(|| mrtr::boundary::opened_state(context).and_then(RunRound::decode)).flatten();
+        if let Some(round) = round.filter(|round| round.run == holding.call.id.as_str()) {
+            let stores = (&*self.inner.held, &*self.inner.records);
+            let carried = (holding.call, round);
+            return crate::outcome::continued(stores, receipts, connection, held.rule, carried, params).await;
+        }
+        let told = (call, held, holding);
+        // A 2025 requester is asked an upstream's rounds within the run, on its back-channel;
+        // a 2026-07-28 one is passed them back, as rounds of the gate's.
+        let rounds = if modern { Rounds::PassedBack } else { Rounds::Here(&context.peer) };
+        let page = self.inner.page.get().map(String::as_str);
+        crate::outcome::told(&self.inner.held, receipts, (connection, rounds), told, (params, page)).await
+    }
+}
+
+/// What the rules make of a call to a tool one of them names.
+enum Judged {
+    /// No rule holds it: its params, to pass on.
+    Passed(CallToolRequestParams),
+    /// A rule holds it: the answer its requester gets.
+    Answered(Result<CallToolResponse, ErrorData>),
 }
 
 /// Escalate, for as long as the gate serves, each held call that waited past its rule's
@@ -479,6 +521,10 @@ impl TaskWork for Gate {
     }
 }
 
+// Each request's future is as large as the largest method's (rmcp's `handle_request` matches on
+// the method and awaits it in place), and is moved whole as it is wrapped and boxed: so every
+// method's wait on its upstreams is boxed where it starts, and a tool call passed on, the most
+// common request, carries and moves a future of a few hundred bytes, not tens of kilobytes.
 impl ServerHandler for Gate {
     fn get_info(&self) -> ServerConfig {
         let mut config = ServerConfig::new(self.inner.capabilities.clone());
@@ -504,7 +550,7 @@ impl ServerHandler for Gate {
         let _listening = self.inner.host.listening(subscription.sink().clone());
         let watched = subscription.sink().accepted().resource_subscriptions.clone().unwrap_or_default();
         for uri in watched {
-            if let Err(error) = beside_tools::watch(&self.inner.connections, &uri).await {
+            if let Err(error) = Box::pin(beside_tools::watch(&self.inner.connections, &uri)).await {
                 tracing::warn!(%uri, error = %error.message, "a listening host asked for a resource's updates, which no upstream will tell");
             }
         }
@@ -518,7 +564,7 @@ impl ServerHandler for Gate {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        beside_tools::watch(&self.inner.connections, &request.uri).await?;
+        Box::pin(beside_tools::watch(&self.inner.connections, &request.uri)).await?;
         self.inner.host.subscribed(context.peer, &request.uri);
         Ok(())
     }
@@ -541,7 +587,7 @@ impl ServerHandler for Gate {
         self.relay_to(&context);
         let mut tools: Vec<Tool> = self.inner.review.tools(&self.person_of(&context));
         for connection in &self.inner.connections {
-            for tool in connection.tools().await {
+            for tool in Box::pin(connection.tools()).await {
                 if tools.iter().any(|listed| listed.name == tool.name) {
                     tracing::warn!(upstream = connection.name(), tool = %tool.name, "an earlier upstream serves a tool of this name; this one's is not served");
                 } else {
@@ -566,7 +612,7 @@ impl ServerHandler for Gate {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         self.relay_to(&context);
-        Ok(ListPromptsResult::with_all_items(beside_tools::prompts(&self.inner.connections).await))
+        Ok(ListPromptsResult::with_all_items(Box::pin(beside_tools::prompts(&self.inner.connections)).await))
     }
 
     async fn get_prompt(
@@ -576,7 +622,7 @@ impl ServerHandler for Gate {
     ) -> Result<GetPromptResponse, ErrorData> {
         // The upstream's own state of a round it asked, opened by the boundary from the gate's seal.
         request.request_state = mrtr::boundary::opened_state(&context).map(str::to_owned);
-        beside_tools::get_prompt(&self.inner.connections, request).await
+        Box::pin(beside_tools::get_prompt(&self.inner.connections, request)).await
     }
 
     async fn list_resources(
@@ -585,7 +631,7 @@ impl ServerHandler for Gate {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.relay_to(&context);
-        Ok(ListResourcesResult::with_all_items(beside_tools::resources(&self.inner.connections).await))
+        Ok(ListResourcesResult::with_all_items(Box::pin(beside_tools::resources(&self.inner.connections)).await))
     }
 
     async fn list_resource_templates(
@@ -593,7 +639,9 @@ impl ServerHandler for Gate {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(beside_tools::resource_templates(&self.inner.connections).await))
+        Ok(ListResourceTemplatesResult::with_all_items(
+            Box::pin(beside_tools::resource_templates(&self.inner.connections)).await,
+        ))
     }
 
     async fn read_resource(
@@ -602,7 +650,7 @@ impl ServerHandler for Gate {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         request.request_state = mrtr::boundary::opened_state(&context).map(str::to_owned);
-        beside_tools::read_resource(&self.inner.connections, request).await
+        Box::pin(beside_tools::read_resource(&self.inner.connections, request)).await
     }
 
     async fn complete(
@@ -610,6 +658,6 @@ impl ServerHandler for Gate {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        beside_tools::complete(&self.inner.connections, request).await
+        Box::pin(beside_tools::complete(&self.inner.connections, request)).await
     }
 }

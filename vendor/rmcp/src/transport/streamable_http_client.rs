@@ -51,8 +51,10 @@ fn build_request_headers(
     use serde_json::Value;
 
     let mut headers = base.clone();
+    // PATCHED (fernhill, see PATCHED.md): a tools/call is read through the view the rules
+    // read (`mcp_headers::header_view`), not serialized whole into a `Value`.
     if *version >= ProtocolVersion::STANDARD_HEADERS
-        && let Ok(value) = serde_json::to_value(message)
+        && let Ok(value) = mcp_headers::header_view(message)
     {
         let schema = value
             .get("method")

@@ -45,6 +45,39 @@ fn extract_name(method: &str, params: Option<&Value>) -> Option<String> {
     params.get(key)?.as_str().map(str::to_owned)
 }
 
+/// PATCHED (fernhill, see PATCHED.md): what the SEP-2243 header rules read of `message`, as
+/// the `Value` `serde_json::to_value` of the whole message would give them. A tools/call, most
+/// of the traffic, is viewed through its method and its params' `name` and `arguments` alone,
+/// instead of serializing all of it (`requestState`, `inputResponses` and `_meta` included);
+/// any other message is serialized whole. Read by the client building the headers and by the
+/// server checking them.
+pub(crate) fn header_view(
+    message: &crate::model::ClientJsonRpcMessage,
+) -> Result<Value, serde_json::Error> {
+    use crate::model::{ClientJsonRpcMessage, ClientRequest, ConstString};
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return serde_json::to_value(message);
+    };
+    let ClientRequest::CallToolRequest(call) = &request.request else {
+        return serde_json::to_value(message);
+    };
+    let mut params = JsonObject::new();
+    params.insert(
+        "name".to_owned(),
+        Value::String(call.params.name.to_string()),
+    );
+    if let Some(arguments) = &call.params.arguments {
+        params.insert("arguments".to_owned(), Value::Object(arguments.clone()));
+    }
+    let mut view = JsonObject::new();
+    view.insert(
+        "method".to_owned(),
+        Value::String(crate::model::CallToolRequestMethod::VALUE.to_owned()),
+    );
+    view.insert("params".to_owned(), Value::Object(params));
+    Ok(Value::Object(view))
+}
+
 /// Converts a JSON primitive to its SEP-2243 string form. Non-primitives yield `None`.
 fn primitive_to_string(value: &Value) -> Option<String> {
     match value {

@@ -1041,16 +1041,9 @@ fn validate_standard_headers(
     };
 
     // PATCHED (fernhill, see PATCHED.md): the rules read only the method, the request's name
-    // (`name`, `uri` or `taskId`) and a tool call's arguments. A tools/call, most of the
-    // traffic, is viewed through just those instead of serializing the whole message
-    // (`requestState`, `inputResponses` and `_meta` included) into a `Value` on every request.
-    let value = match message {
-        ClientJsonRpcMessage::Request(req) => match &req.request {
-            ClientRequest::CallToolRequest(call) => tool_call_header_view(call),
-            _ => serde_json::to_value(message),
-        },
-        _ => serde_json::to_value(message),
-    };
+    // (`name`, `uri` or `taskId`) and a tool call's arguments; a tools/call is viewed through
+    // just those (`mcp_headers::header_view`).
+    let value = mcp_headers::header_view(message);
     let Ok(value) = value else {
         return Ok(());
     };
@@ -1067,34 +1060,6 @@ fn validate_standard_headers(
         return Err(header_mismatch_jsonrpc_response(request_id, reason).into());
     }
     Ok(())
-}
-
-/// PATCHED (fernhill): what the SEP-2243 header rules read of a tools/call, as the `Value`
-/// `serde_json::to_value` of the whole message would give them: its method, and its params'
-/// `name` and `arguments`.
-fn tool_call_header_view(
-    call: &crate::model::CallToolRequest,
-) -> Result<serde_json::Value, serde_json::Error> {
-    let mut params = JsonObject::new();
-    params.insert(
-        "name".to_owned(),
-        serde_json::Value::String(call.params.name.to_string()),
-    );
-    if let Some(arguments) = &call.params.arguments {
-        params.insert(
-            "arguments".to_owned(),
-            serde_json::Value::Object(arguments.clone()),
-        );
-    }
-    let mut view = JsonObject::new();
-    view.insert(
-        "method".to_owned(),
-        serde_json::Value::String(
-            <crate::model::CallToolRequestMethod as crate::model::ConstString>::VALUE.to_owned(),
-        ),
-    );
-    view.insert("params".to_owned(), serde_json::Value::Object(params));
-    Ok(serde_json::Value::Object(view))
 }
 
 fn forbidden_response(message: impl Into<String>) -> BoxResponse {
