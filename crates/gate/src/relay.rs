@@ -123,9 +123,21 @@ fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The calls whose progress is relayed: the gate's token for each, the upstream it went to,
 /// and the host it goes to under the host's own token.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Progress {
     calls: Mutex<HashMap<ProgressToken, Relayed>>,
+    /// Each token is this gate's random prefix and a number of its own: unique among its calls,
+    /// and never one a gate before it gave (an upstream may still tell of a call that gate
+    /// passed on). Neither part need be secret: an upstream knows the tokens of the calls it
+    /// serves, and its progress is relayed only under those (`progress_of`).
+    prefix: String,
+    next: AtomicU64,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress { calls: Mutex::default(), prefix: web_service::credential::generate(), next: AtomicU64::new(0) }
+    }
 }
 
 /// Where one call's progress goes.
@@ -167,8 +179,9 @@ impl Host {
     /// Relay the progress `upstream` tells of a call `host` named by `named`, under the token
     /// returned, for as long as that lives.
     pub fn relaying_progress(&self, upstream: &str, host: &Peer<RoleServer>, named: ProgressToken) -> RelayingProgress {
-        let made = web_service::credential::generate();
-        let token = ProgressToken(NumberOrString::String(format!("fernhill-gate-{made}").into()));
+        let number = self.progress.next.fetch_add(1, Ordering::Relaxed);
+        let token =
+            ProgressToken(NumberOrString::String(format!("fernhill-gate-{}-{number}", self.progress.prefix).into()));
         let relayed = Relayed { upstream: upstream.into(), host: host.clone(), named };
         self.progress.calls().insert(token.clone(), relayed);
         RelayingProgress { progress: self.progress.clone(), token }
