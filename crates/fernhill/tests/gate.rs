@@ -178,6 +178,8 @@ struct InTest {
     streams_open: Arc<tokio::sync::watch::Sender<usize>>,
     refusals: Arc<tokio::sync::watch::Sender<usize>>,
     hang_up: Arc<tokio::sync::Notify>,
+    /// Each resource the streams open now name, and how many name it.
+    asked: Arc<tokio::sync::watch::Sender<std::collections::BTreeMap<String, usize>>>,
 }
 
 impl InTest {
@@ -267,6 +269,8 @@ impl rmcp::ServerHandler for InTest {
     async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), rmcp::ErrorData> {
         self.listening.lock().unwrap().push(subscription.sink().clone());
         let hung_up = self.hang_up.notified();
+        let named = subscription.sink().accepted().resource_subscriptions.clone().unwrap_or_default();
+        self.asked.send_modify(|asked| named.iter().for_each(|uri| *asked.entry(uri.clone()).or_default() += 1));
         self.streams_open.send_modify(|open| *open += 1);
         self.listens.send_modify(|listens| *listens += 1);
         tokio::select! {
@@ -274,6 +278,14 @@ impl rmcp::ServerHandler for InTest {
             () = hung_up => {}
         }
         self.streams_open.send_modify(|open| *open -= 1);
+        self.asked.send_modify(|asked| {
+            for uri in &named {
+                if let Some(streams) = asked.get_mut(uri) {
+                    *streams -= 1;
+                }
+            }
+            asked.retain(|_, streams| *streams > 0);
+        });
         Ok(())
     }
 
@@ -469,32 +481,49 @@ async fn an_upstreams_tool_list_change_reaches_every_listening_host_of_either_er
     legacy_host.close().await.unwrap();
 }
 
+/// A gate over HTTP in front of a test's upstream, holding none of its tools, run as alice.
+struct GateOverHttp {
+    url: String,
+    _gate: tokio::process::Child,
+    _log: support::Log,
+    _dir: tempfile::TempDir,
+}
+
+impl GateOverHttp {
+    async fn in_front_of(upstream: InTest) -> GateOverHttp {
+        let upstream = served(upstream).await;
+        let dir = tempfile::tempdir().unwrap();
+        let policy = support::policy_before_url(dir.path(), "watched", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
+        let mut command = tokio::process::Command::new(fernhill_gate());
+        command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0"]).env("USER", "alice");
+        let (gate, url, log) = support::spawn_printing_url_with_log(&mut command).await;
+        GateOverHttp { url, _gate: gate, _log: log, _dir: dir }
+    }
+
+    /// A host, of the era `lifecycle` opens, connected to the gate.
+    async fn connected(&self, host: Listening, lifecycle: ClientLifecycleMode) -> Client<Listening> {
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(self.url.clone());
+        Client::connect_with(host, transport, lifecycle).await.unwrap()
+    }
+}
+
 /// A resource's update an upstream tells goes to the hosts that asked for it, and no other: a
 /// 2026-07-28 host whose `subscriptions/listen` stream names it, a 2025 session that subscribed
 /// to it, until it unsubscribes. The gate asks the upstream once for each resource, on a new
 /// stream of its own that names it.
 #[tokio::test]
 async fn an_upstreams_resource_update_reaches_the_hosts_that_asked_for_it_and_no_other() {
-    use rmcp::transport::StreamableHttpClientTransport;
     let watched = InTest::default();
     let mut listens = watched.listens.subscribe();
     let mut streams_open = watched.streams_open.subscribe();
-    let upstream = served(watched).await;
-    let dir = tempfile::tempdir().unwrap();
-    let policy = support::policy_before_url(dir.path(), "watched", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
-    let mut command = tokio::process::Command::new(fernhill_gate());
-    command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0"]).env("USER", "alice");
-    let (_gate, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let gate = GateOverHttp::in_front_of(watched).await;
     let wait = std::time::Duration::from_secs(10);
     let mut streams_opened = async |count: usize| {
         let opened = tokio::time::timeout(wait, listens.wait_for(|listens| *listens == count)).await;
         assert!(opened.is_ok(), "the gate did not open its stream {count} to the upstream");
     };
     streams_opened(1).await;
-    let connected = async |host: Listening, lifecycle| {
-        let transport = StreamableHttpClientTransport::from_uri(url.clone());
-        Client::connect_with(host, transport, lifecycle).await.unwrap()
-    };
+    let connected = async |host: Listening, lifecycle| gate.connected(host, lifecycle).await;
     let modern_host = connected(Listening::default(), modern()).await;
     let prices = model::SubscriptionFilter::builder().resource_subscription(PRICES).build();
     let mut stream = modern_host.peer().listen(prices).await.unwrap();
@@ -598,6 +627,56 @@ async fn an_upstream_that_refuses_a_stream_naming_a_new_resource_is_still_listen
     assert_eq!(mrtr::client::text(&grown), "grown");
     assert!(told_it_grew(&host).await, "the change told on the stream before did not reach the host");
     host.close().await.unwrap();
+}
+
+/// A resource's updates are asked of its upstream while a host asks for them, and released
+/// there once the last host that asked lets go (a 2025 session by unsubscribing, a 2026-07-28
+/// host by closing its stream): a host cannot use up the resources an upstream is asked for by
+/// asking and going.
+#[tokio::test]
+async fn a_resource_is_asked_of_its_upstream_while_a_host_asks_for_it_and_released_when_the_last_one_lets_go() {
+    let watched = InTest::default();
+    let (mut listens, mut asked) = (watched.listens.subscribe(), watched.asked.subscribe());
+    let upstream_asked = watched.asked.clone();
+    let gate = GateOverHttp::in_front_of(watched).await;
+    let wait = std::time::Duration::from_secs(10);
+    // (The wait's answer holds the channel's lock: read and dropped here.)
+    let opened = tokio::time::timeout(wait, listens.wait_for(|listens| *listens == 1)).await.is_ok();
+    assert!(opened, "the gate did not open its stream to the upstream");
+    let mut asked_is = async |prices: bool, when: &str| {
+        let seen = tokio::time::timeout(wait, asked.wait_for(|asked| asked.contains_key(PRICES) == prices)).await;
+        let seen = seen.is_ok_and(|seen| seen.is_ok());
+        assert!(seen, "{when}: the upstream's streams name {:?}", *asked.borrow());
+    };
+    let connected = async |host: Listening, lifecycle| gate.connected(host, lifecycle).await;
+    let modern_host = connected(Listening::default(), modern()).await;
+    let prices = model::SubscriptionFilter::builder().resource_subscription(PRICES).build();
+    let mut stream = modern_host.peer().listen(prices).await.unwrap();
+    let legacy_host = connected(Listening::default(), legacy()).await;
+    #[allow(deprecated)] // resources/subscribe: 2025's, what this host speaks
+    legacy_host.peer().subscribe(model::SubscribeRequestParams::new(PRICES)).await.unwrap();
+    asked_is(true, "two hosts asked for prices").await;
+    // One lets go: the other's hold keeps it asked, and it is still told.
+    #[allow(deprecated)]
+    legacy_host.peer().unsubscribe(model::UnsubscribeRequestParams::new(PRICES)).await.unwrap();
+    let touched = modern_host.call_tool("touch", json!({"uri": PRICES})).await.unwrap();
+    assert_eq!(mrtr::client::text(&touched), "touched");
+    let told = tokio::time::timeout(wait, stream.next()).await;
+    assert!(
+        matches!(&told, Ok(Ok(Some(model::ServerNotification::ResourceUpdatedNotification(update)))) if update.params.uri == PRICES),
+        "the host still asking was not told: {told:?}"
+    );
+    assert!(upstream_asked.borrow().contains_key(PRICES), "released while a host still asked");
+    // The last lets go: released at the upstream.
+    drop(stream);
+    asked_is(false, "the last host that asked for prices closed its stream").await;
+    // Asked again by a host that comes later: asked of the upstream again.
+    #[allow(deprecated)]
+    legacy_host.peer().subscribe(model::SubscribeRequestParams::new(PRICES)).await.unwrap();
+    asked_is(true, "a host asked for prices again").await;
+    for host in [modern_host, legacy_host] {
+        host.close().await.unwrap();
+    }
 }
 
 /// A call the gate passes on carries the host's request for progress: the upstream's progress

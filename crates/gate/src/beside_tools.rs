@@ -21,7 +21,7 @@ use rmcp::{
     },
 };
 
-use crate::connection::Connection;
+use crate::{connection::Connection, watched::Watching};
 
 /// What the gate serves beside tools: what any of its upstreams does.
 pub fn capabilities(connections: &[Connection], mut capabilities: ServerCapabilities) -> ServerCapabilities {
@@ -99,11 +99,12 @@ pub async fn read_resource(
     }
 }
 
-/// Ask the upstream that lists the resource `uri`, or has a template it fits, for its updates,
-/// which go to the hosts that asked for them ([`crate::relay`]). A resource neither names is
+/// A hold on the updates of the resource `uri`, asked of the upstream that lists it, or has a
+/// template it fits, until the last hold is let go ([`crate::watched`]); they go to the hosts
+/// that asked for them ([`crate::relay`]). A resource neither names is
 /// refused, never asked of an upstream at a guess: a made-up one would fill its watched set, or
 /// have it refuse the stream that names it.
-pub async fn watch(connections: &[Connection], uri: &str) -> Result<(), ErrorData> {
+pub async fn watch(connections: &[Connection], uri: &str) -> Result<Watching, ErrorData> {
     match named_resource(connections, uri).await {
         Some(connection) => connection.watch(uri).await,
         None => Err(ErrorData::resource_not_found(format!("no resource {uri}"), None)),

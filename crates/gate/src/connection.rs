@@ -2,9 +2,8 @@
 //! era; its tools as it lists them, listed again when it says they changed; calls sent on.
 
 use std::{
-    collections::BTreeSet,
     process::Stdio,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -17,8 +16,7 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, ErrorCode,
         GetPromptRequestParams, GetPromptResponse, Prompt, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, SubscribeRequestParams,
-        SubscriptionFilter, Tool,
+        ReadResourceResponse, Resource, ResourceTemplate, ServerCapabilities, SubscriptionFilter, Tool,
     },
     service::{Peer, ServiceError, Subscription},
 };
@@ -27,6 +25,7 @@ use tokio::{sync::watch, task::AbortHandle};
 use crate::{
     policy::{Reached, Upstream},
     relay::{Changed, Host, Relay},
+    watched::{Holds, Watched, Watching},
 };
 
 /// A connection that could not be opened.
@@ -66,13 +65,10 @@ pub struct Connection {
     name: String,
     client: Client<Relay>,
     tools: Mutex<Vec<Tool>>,
-    /// The resources whose updates the gate's hosts asked of this upstream (at most
-    /// [`WATCHED_AT_MOST`]), each asked for once and kept while the gate runs: subscribed to at
-    /// a 2025 upstream, named in the `subscriptions/listen` filter of a 2026-07-28 one.
-    watched: watch::Sender<BTreeSet<String>>,
-    /// Held while a resource is asked for: a host asking for one another host's request is
-    /// still asking for waits for its answer (and asks again if it failed).
-    subscribing: tokio::sync::Mutex<()>,
+    /// The resources whose updates the gate's hosts asked of this upstream, each asked for
+    /// while a host holds it: subscribed to at a 2025 upstream, named in the
+    /// `subscriptions/listen` filter of a 2026-07-28 one.
+    watched: Arc<Watched>,
     /// What hears a 2026-07-28 upstream's list changes, stopped with the connection.
     _listening: Option<Hearing>,
 }
@@ -89,17 +85,14 @@ impl Drop for Hearing {
 /// The longest wait before a stream to an upstream is opened again.
 const MAX_WAIT: Duration = Duration::from_secs(60);
 
-/// At most this many resources' updates are asked of one upstream for the gate's hosts; a
-/// host asking for more is refused (each stays asked for while the gate runs, below).
-pub const WATCHED_AT_MOST: usize = 1_000;
-
 /// Hear what a 2026-07-28 upstream tells on a `subscriptions/listen` stream (the only way it
 /// may): its list changes and the updates of the resources its connection watches, each handed
 /// to its relay as a 2025 upstream's notification is; `None` for a 2025 upstream (its
 /// notifications reach the relay as they come) or one that announces neither list changes nor
-/// resource subscriptions. A resource watched anew opens a stream that names it; the one
-/// before goes on until that is open (for good, if it cannot be), is then read of what it told
-/// and closed, and the hosts are told each list may have changed. A stream that cannot be
+/// resource subscriptions. A resource watched anew, or released, opens a stream that names
+/// the resources watched now; the one before goes on until that is open (for good, if it
+/// cannot be), is then read of what it told and closed, and the hosts are told each list may
+/// have changed (a stream naming nothing it need hear is closed until something is watched). A stream that cannot be
 /// opened, or ends, is opened again, after a quarter of a second, then longer each time (to a
 /// minute) while none lasts a minute, until the upstream's connection closes or it refuses one;
 /// the gate lists the upstream's tools as they last were meanwhile, and once a stream is open
@@ -139,12 +132,16 @@ fn listen(connection: &Connection) -> Option<Hearing> {
         let mut wait = waits.build();
         // Whether a stream was asked for before: a change told while none was open is missed.
         let mut asked_before = false;
-        // A stream that works, kept while one naming a resource watched anew opens.
+        // A stream that works, kept while one naming the resources watched now opens.
         let mut open: Option<Subscription> = None;
         loop {
             let filter = filter_for(&missed, &watched.borrow_and_update());
             if filter == SubscriptionFilter::default() {
-                // Nothing to hear yet: an upstream that tells only resources' updates, none watched.
+                // Nothing to hear: an upstream that tells only resources' updates, none watched
+                // (yet, or any longer: the stream that named the last one is read and closed).
+                if let Some(before) = open.take() {
+                    heard_so_far(before, &relay).await;
+                }
                 if watched.changed().await.is_err() {
                     return;
                 }
@@ -166,9 +163,9 @@ fn listen(connection: &Connection) -> Option<Hearing> {
                     subscription
                 }
                 (Err(error), Some(before)) => {
-                    // The stream before goes on; the resources watched anew are asked for again
+                    // The stream before goes on; the resources watched now are asked for again
                     // when another is.
-                    tracing::warn!(%upstream, %error, "a stream naming the resources watched anew could not be opened; the one before goes on");
+                    tracing::warn!(%upstream, %error, "a stream naming the resources watched now could not be opened; the one before goes on");
                     before
                 }
                 // Refused as a request it does not take: asking again would be refused again.
@@ -191,7 +188,7 @@ fn listen(connection: &Connection) -> Option<Hearing> {
             asked_before = true;
             let opened = Instant::now();
             match hear(&mut subscription, &relay, &mut watched, &upstream).await {
-                Heard::WatchedAnew => {
+                Heard::WatchedChanged => {
                     open = Some(subscription);
                     continue;
                 }
@@ -210,7 +207,7 @@ fn listen(connection: &Connection) -> Option<Hearing> {
 }
 
 /// What a stream asks an upstream to tell: the changes of `lists`, the updates of `watched`.
-fn filter_for(lists: &[Changed], watched: &BTreeSet<String>) -> SubscriptionFilter {
+fn filter_for(lists: &[Changed], watched: &Holds) -> SubscriptionFilter {
     let mut filter = SubscriptionFilter::builder();
     for changed in lists {
         filter = match changed {
@@ -220,7 +217,7 @@ fn filter_for(lists: &[Changed], watched: &BTreeSet<String>) -> SubscriptionFilt
         };
     }
     if !watched.is_empty() {
-        filter = filter.resource_subscriptions(watched.iter().cloned());
+        filter = filter.resource_subscriptions(watched.keys().cloned());
     }
     filter.build()
 }
@@ -229,17 +226,19 @@ fn filter_for(lists: &[Changed], watched: &BTreeSet<String>) -> SubscriptionFilt
 enum Heard {
     /// It ended, or failed: to be opened again.
     Ended,
-    /// A resource was watched anew: a stream naming it is to be opened.
-    WatchedAnew,
+    /// A resource was watched anew, or released: a stream naming those watched now is to be
+    /// opened.
+    WatchedChanged,
     /// The connection is gone.
     GateGone,
 }
 
-/// Hand what `subscription` tells to `relay` until it ends, or a resource is watched anew.
+/// Hand what `subscription` tells to `relay` until it ends, or a resource is watched anew or
+/// released.
 async fn hear(
     subscription: &mut Subscription,
     relay: &Relay,
-    watched: &mut watch::Receiver<BTreeSet<String>>,
+    watched: &mut watch::Receiver<Holds>,
     upstream: &str,
 ) -> Heard {
     loop {
@@ -253,7 +252,7 @@ async fn hear(
                 }
             },
             changed = watched.changed() => return match changed {
-                Ok(()) => Heard::WatchedAnew,
+                Ok(()) => Heard::WatchedChanged,
                 Err(_) => Heard::GateGone,
             },
         }
@@ -283,8 +282,8 @@ async fn waited(peer: &Peer<RoleClient>, upstream: &str, after: Option<Duration>
 impl Connection {
     /// Open a connection to `upstream`, whose questions go to `host`, and list its tools.
     pub async fn open(upstream: &Upstream, host: Host) -> Result<Connection, NotConnected> {
-        let watched = watch::Sender::new(BTreeSet::new());
-        let relay = Relay::new(&upstream.name, host, watched.subscribe());
+        let holds = watch::Sender::new(Holds::new());
+        let relay = Relay::new(&upstream.name, host, holds.subscribe());
         let not = |why: String| NotConnected { upstream: upstream.name.clone(), why };
         let client = match &upstream.reached {
             Reached::Command(argv) => {
@@ -303,12 +302,13 @@ impl Connection {
         .map_err(|error| not(format!("no connection: {}", error.in_words())))?;
         let tools = client.peer().list_all_tools().await.map_err(|error| not(format!("tools/list: {error}")))?;
         tracing::info!(upstream = %upstream.name, tools = tools.len(), version = ?client.protocol_version().map(|v| v.to_string()), "upstream connected");
+        let modern = client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let subscribed_at = (!modern).then(|| client.peer().clone());
         let mut connection = Connection {
             name: upstream.name.clone(),
             client,
             tools: Mutex::new(tools),
-            watched,
-            subscribing: tokio::sync::Mutex::new(()),
+            watched: Watched::new(&upstream.name, holds, subscribed_at),
             _listening: None,
         };
         connection._listening = listen(&connection);
@@ -439,11 +439,11 @@ impl Connection {
         self.client.peer().read_resource_once(params).await.map_err(|error| self.failed(ClientError::Service(error)))
     }
 
-    /// Ask the upstream for the updates of the resource `uri` (once: a resource asked for before
-    /// is asked for still): subscribed to at a 2025 upstream, or named by the next stream a
-    /// 2026-07-28 one is listened to on. Refused where the upstream tells no updates, or past
-    /// [`WATCHED_AT_MOST`] resources.
-    pub async fn watch(&self, uri: &str) -> Result<(), ErrorData> {
+    /// A hold on the updates of the resource `uri`, asked of the upstream if no host held it
+    /// (subscribed to at a 2025 upstream, named by the next stream a 2026-07-28 one is listened
+    /// to on) and released there when the last hold is let go. Refused where the upstream tells
+    /// no updates, or past [`crate::watched::WATCHED_AT_MOST`] resources.
+    pub async fn watch(&self, uri: &str) -> Result<Watching, ErrorData> {
         let tells = self.capabilities().resources.is_some_and(|resources| resources.subscribe == Some(true));
         if !tells {
             return Err(ErrorData::invalid_params(
@@ -451,31 +451,7 @@ impl Connection {
                 None,
             ));
         }
-        let _one_at_a_time = self.subscribing.lock().await;
-        let mut full = false;
-        let added = self.watched.send_if_modified(|watched| {
-            full = watched.len() >= WATCHED_AT_MOST && !watched.contains(uri);
-            !full && watched.insert(uri.to_owned())
-        });
-        if full {
-            return Err(ErrorData::invalid_params(
-                format!("the gate watches {WATCHED_AT_MOST} resources of upstream {} already", self.name),
-                None,
-            ));
-        }
-        if !added || self.modern() {
-            return Ok(());
-        }
-        // rmcp marks `resources/subscribe` deprecated as 2025's alone: this is a 2025 upstream.
-        #[allow(deprecated)]
-        let subscribed = self.client.peer().subscribe(SubscribeRequestParams::new(uri)).await;
-        subscribed.map_err(|error| {
-            // Not kept as watched: a later host's subscription asks again.
-            self.watched.send_modify(|watched| {
-                watched.remove(uri);
-            });
-            self.failed(ClientError::Service(error))
-        })
+        self.watched.hold(uri).await.map_err(|refused| refused.to_host(&self.name, uri))
     }
 
     /// Complete a prompt's or a resource template's argument.

@@ -43,7 +43,9 @@
 //! - [`keys`]: the operator's secrets, sealing the gate's rounds and signing receipts;
 //! - [`announce`]: what the gate announces to its webhook (a call waiting, a decision made);
 //! - [`relay`]: what an upstream says to the gate (its questions, its list changes), relayed
-//!   to the host behind it.
+//!   to the host behind it;
+//! - [`watched`]: the resources whose updates hosts asked of an upstream, asked for while a
+//!   host holds them.
 //!
 //! Asking, holding, executing once and receipts come from the approvals and records crates.
 
@@ -72,6 +74,7 @@ pub mod server;
 pub mod shared;
 pub mod task_round;
 pub mod tool_name;
+pub mod watched;
 
 pub use call::Call;
 pub use policy::{Policy, PolicyError};

@@ -24,7 +24,7 @@
 //! questions gets an error, never an answer the person did not give.
 
 use std::{
-    collections::{BTreeSet, HashMap},
+    collections::HashMap,
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -40,6 +40,8 @@ use rmcp::{
     service::{NotificationContext, Peer, RequestContext, SubscriptionSink},
 };
 use tokio::sync::watch;
+
+use crate::watched::{Holds, Watching};
 
 tokio::task_local! {
     /// The host whose call's rounds the gate is running: each round's question goes to it.
@@ -71,8 +73,9 @@ struct Listeners {
     streams: Mutex<Vec<(u64, SubscriptionSink)>>,
     sessions: Mutex<Vec<Peer<RoleServer>>>,
     /// The resources each 2025 session subscribed to (`resources/subscribe`), told their
-    /// updates on its stream (a 2026-07-28 host's stream names its own, and its sink keeps to them).
-    subscribed: Mutex<Vec<(Peer<RoleServer>, String)>>,
+    /// updates on its stream (a 2026-07-28 host's stream names its own, and its sink keeps to
+    /// them), each held of its upstream until the session unsubscribes or ends.
+    subscribed: Mutex<Vec<(Peer<RoleServer>, Watching)>>,
 }
 
 /// Whether `a` and `b` are one session: the initialize info rmcp keeps once a session is made,
@@ -115,6 +118,14 @@ impl Changed {
             Changed::Resources => ServerNotification::ResourceListChangedNotification(Default::default()),
         }
     }
+}
+
+/// The subscriptions of the 2025 sessions that have ended, taken out of `subscribed`: their
+/// holds are let go when dropped (by the caller, once its lock is released).
+fn forget_closed(subscribed: &mut Vec<(Peer<RoleServer>, Watching)>) -> Vec<(Peer<RoleServer>, Watching)> {
+    let (gone, open) = std::mem::take(subscribed).into_iter().partition(|(session, _)| session.is_transport_closed());
+    *subscribed = open;
+    gone
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -216,29 +227,53 @@ impl Host {
         sessions.push(peer);
     }
 
-    /// Tell the 2025 session `peer` of the updates of the resource `uri`, until it unsubscribes
-    /// or closes.
-    pub fn subscribed(&self, peer: Peer<RoleServer>, uri: &str) {
-        let mut subscribed = locked(&self.listeners.subscribed);
-        subscribed.retain(|(session, _)| !session.is_transport_closed());
-        if !subscribed.iter().any(|(session, watched)| watched == uri && same_session(session, &peer)) {
-            subscribed.push((peer, uri.to_owned()));
-        }
+    /// Tell the 2025 session `peer` of the updates of the resource `watching` holds, until it
+    /// unsubscribes or closes, when the hold is let go (a session subscribed to it already
+    /// keeps the one hold it has).
+    pub fn subscribed(&self, peer: Peer<RoleServer>, watching: Watching) {
+        let released = {
+            let mut subscribed = locked(&self.listeners.subscribed);
+            let gone = forget_closed(&mut subscribed);
+            let uri = watching.uri();
+            if subscribed.iter().any(|(session, held)| held.uri() == uri && same_session(session, &peer)) {
+                (gone, Some(watching))
+            } else {
+                subscribed.push((peer, watching));
+                (gone, None)
+            }
+        };
+        // Let go outside the lock.
+        drop(released);
     }
 
-    /// Tell the 2025 session `peer` no more of the resource `uri`.
+    /// Let go the holds of the 2025 sessions that ended without unsubscribing (before a host
+    /// asks for a resource: their holds could leave no room for it).
+    pub fn forget_ended_sessions(&self) {
+        let gone = forget_closed(&mut locked(&self.listeners.subscribed));
+        drop(gone);
+    }
+
+    /// Tell the 2025 session `peer` no more of the resource `uri`, and let go its hold.
     pub fn unsubscribed(&self, peer: &Peer<RoleServer>, uri: &str) {
-        locked(&self.listeners.subscribed)
-            .retain(|(session, watched)| !(watched == uri && same_session(session, peer)));
+        let released: Vec<(Peer<RoleServer>, Watching)> = {
+            let mut subscribed = locked(&self.listeners.subscribed);
+            let (gone, kept) = std::mem::take(&mut *subscribed)
+                .into_iter()
+                .partition(|(session, held)| held.uri() == uri && same_session(session, peer));
+            *subscribed = kept;
+            gone
+        };
+        drop(released);
     }
 
     /// Tell every host that asked for them the updates of the resource `uri` `upstream` told:
     /// each 2026-07-28 stream that names it, each 2025 session subscribed to it.
     async fn updated(&self, upstream: &str, uri: &str) {
-        let sessions: Vec<Peer<RoleServer>> = {
+        let (sessions, _gone): (Vec<Peer<RoleServer>>, _) = {
             let mut subscribed = locked(&self.listeners.subscribed);
-            subscribed.retain(|(session, _)| !session.is_transport_closed());
-            subscribed.iter().filter(|(_, watched)| watched == uri).map(|(session, _)| session.clone()).collect()
+            let gone = forget_closed(&mut subscribed);
+            let told = subscribed.iter().filter(|(_, held)| held.uri() == uri).map(|(session, _)| session.clone());
+            (told.collect(), gone)
         };
         let update = ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri));
         let update = ServerNotification::ResourceUpdatedNotification(update);
@@ -286,19 +321,19 @@ pub struct Relay {
     tools_changed: Arc<AtomicBool>,
     /// The resources the gate asked this upstream for: an update of another is not relayed
     /// (hosts watching it asked the upstream that serves it).
-    watched: watch::Receiver<BTreeSet<String>>,
+    watched: watch::Receiver<Holds>,
 }
 
 impl Relay {
     /// The relay of `upstream`'s connection to `host`, which relays the updates of the
     /// resources `watched` says the gate asked it for.
-    pub fn new(upstream: &str, host: Host, watched: watch::Receiver<BTreeSet<String>>) -> Relay {
+    pub fn new(upstream: &str, host: Host, watched: watch::Receiver<Holds>) -> Relay {
         Relay { upstream: upstream.into(), host, tools_changed: Arc::new(AtomicBool::new(false)), watched }
     }
 
     /// The upstream told that the resource `uri` changed: relayed if the gate asked it for them.
     async fn updated(&self, uri: &str) {
-        if !self.watched.borrow().contains(uri) {
+        if !self.watched.borrow().contains_key(uri) {
             tracing::debug!(upstream = %self.upstream, %uri, "an update of a resource not asked of it; not relayed");
             return;
         }

@@ -549,9 +549,15 @@ impl ServerHandler for Gate {
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let _listening = self.inner.host.listening(subscription.sink().clone());
         let watched = subscription.sink().accepted().resource_subscriptions.clone().unwrap_or_default();
+        // The stream's holds on its resources, let go as it closes (or this is dropped).
+        self.inner.host.forget_ended_sessions();
+        let mut _holding = Vec::with_capacity(watched.len());
         for uri in watched {
-            if let Err(error) = Box::pin(beside_tools::watch(&self.inner.connections, &uri)).await {
-                tracing::warn!(%uri, error = %error.message, "a listening host asked for a resource's updates, which no upstream will tell");
+            match Box::pin(beside_tools::watch(&self.inner.connections, &uri)).await {
+                Ok(watching) => _holding.push(watching),
+                Err(error) => {
+                    tracing::warn!(%uri, error = %error.message, "a listening host asked for a resource's updates, which no upstream will tell");
+                }
             }
         }
         subscription.cancelled().await;
@@ -564,8 +570,9 @@ impl ServerHandler for Gate {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Box::pin(beside_tools::watch(&self.inner.connections, &request.uri)).await?;
-        self.inner.host.subscribed(context.peer, &request.uri);
+        self.inner.host.forget_ended_sessions();
+        let watching = Box::pin(beside_tools::watch(&self.inner.connections, &request.uri)).await?;
+        self.inner.host.subscribed(context.peer, watching);
         Ok(())
     }
 
@@ -574,7 +581,8 @@ impl ServerHandler for Gate {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // The upstream goes on telling the gate (another host may ask again); this host is told no more.
+        // This host is told no more, and its hold is let go: the upstream is asked no more once
+        // no host holds the resource.
         self.inner.host.unsubscribed(&context.peer, &request.uri);
         Ok(())
     }
