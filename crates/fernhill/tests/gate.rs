@@ -178,8 +178,11 @@ struct InTest {
     streams_open: Arc<tokio::sync::watch::Sender<usize>>,
     refusals: Arc<tokio::sync::watch::Sender<usize>>,
     hang_up: Arc<tokio::sync::Notify>,
-    /// Each resource the streams open now name, and how many name it.
+    /// Each resource the streams open now name, and how many name it; or, at 2025, each
+    /// resource subscribed to (`resources/subscribe`, until `resources/unsubscribe`).
     asked: Arc<tokio::sync::watch::Sender<std::collections::BTreeMap<String, usize>>>,
+    /// Speaks 2025-11-25 alone (no `server/discover`, no streams: `resources/subscribe`).
+    of_2025: bool,
 }
 
 impl InTest {
@@ -231,6 +234,7 @@ impl InTest {
 /// The resources of [`InTest`].
 const PRICES: &str = "file:///srv/prices.csv";
 const STOCK: &str = "file:///srv/stock.csv";
+const ORDERS: &str = "file:///srv/orders.csv";
 /// A resource of [`InTest`]'s whose updates it refuses to tell: a stream that names it is
 /// refused (`refusals` counts them).
 const SEALED: &str = "file:///srv/sealed.csv";
@@ -252,8 +256,40 @@ impl rmcp::ServerHandler for InTest {
         _: RequestContext<RoleServer>,
     ) -> Result<model::ListResourcesResult, rmcp::ErrorData> {
         let resource = |uri: &str, name: &str| model::Resource::new(uri, name);
-        let listed = vec![resource(PRICES, "prices"), resource(STOCK, "stock"), resource(SEALED, "sealed")];
+        let listed = [(PRICES, "prices"), (STOCK, "stock"), (ORDERS, "orders"), (SEALED, "sealed")];
+        let listed = listed.into_iter().map(|(uri, name)| resource(uri, name)).collect();
         Ok(model::ListResourcesResult::with_all_items(listed))
+    }
+
+    async fn discover(&self, _: RequestContext<RoleServer>) -> Result<model::DiscoverResult, rmcp::ErrorData> {
+        if self.of_2025 {
+            // As a 2025 server answers a method it does not know: the gate then opens with `initialize`.
+            return Err(rmcp::ErrorData::method_not_found::<model::DiscoverRequestMethod>());
+        }
+        Ok(model::DiscoverResult::from_server_info(
+            rmcp::ServerHandler::supported_protocol_versions(self).into_owned(),
+            rmcp::ServerHandler::get_info(self),
+        ))
+    }
+
+    async fn subscribe(
+        &self,
+        request: model::SubscribeRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.asked.send_modify(|asked| *asked.entry(request.uri).or_default() += 1);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: model::UnsubscribeRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.asked.send_modify(|asked| {
+            asked.remove(&request.uri);
+        });
+        Ok(())
     }
 
     fn accepted_subscription_filter(&self, requested: &model::SubscriptionFilter) -> Option<model::SubscriptionFilter> {
@@ -630,51 +666,79 @@ async fn an_upstream_that_refuses_a_stream_naming_a_new_resource_is_still_listen
 }
 
 /// A resource's updates are asked of its upstream while a host asks for them, and released
-/// there once the last host that asked lets go (a 2025 session by unsubscribing, a 2026-07-28
-/// host by closing its stream): a host cannot use up the resources an upstream is asked for by
-/// asking and going.
+/// there once the last host that asked lets go: a 2026-07-28 upstream's next stream leaves it
+/// out (a release alone opens none, since each new stream tells every host its lists may have
+/// changed), and its updates are relayed no more meanwhile. A host cannot use up the resources
+/// an upstream is asked for by asking and going.
 #[tokio::test]
 async fn a_resource_is_asked_of_its_upstream_while_a_host_asks_for_it_and_released_when_the_last_one_lets_go() {
     let watched = InTest::default();
     let (mut listens, mut asked) = (watched.listens.subscribe(), watched.asked.subscribe());
-    let upstream_asked = watched.asked.clone();
     let gate = GateOverHttp::in_front_of(watched).await;
     let wait = std::time::Duration::from_secs(10);
     // (The wait's answer holds the channel's lock: read and dropped here.)
     let opened = tokio::time::timeout(wait, listens.wait_for(|listens| *listens == 1)).await.is_ok();
     assert!(opened, "the gate did not open its stream to the upstream");
-    let mut asked_is = async |prices: bool, when: &str| {
-        let seen = tokio::time::timeout(wait, asked.wait_for(|asked| asked.contains_key(PRICES) == prices)).await;
-        let seen = seen.is_ok_and(|seen| seen.is_ok());
+    let mut asked_are = async |uris: &[&str], when: &str| {
+        let named = |asked: &std::collections::BTreeMap<String, usize>| asked.keys().eq(uris.iter());
+        let seen = tokio::time::timeout(wait, asked.wait_for(named)).await.is_ok_and(|seen| seen.is_ok());
         assert!(seen, "{when}: the upstream's streams name {:?}", *asked.borrow());
     };
-    let connected = async |host: Listening, lifecycle| gate.connected(host, lifecycle).await;
-    let modern_host = connected(Listening::default(), modern()).await;
-    let prices = model::SubscriptionFilter::builder().resource_subscription(PRICES).build();
-    let mut stream = modern_host.peer().listen(prices).await.unwrap();
-    let legacy_host = connected(Listening::default(), legacy()).await;
-    #[allow(deprecated)] // resources/subscribe: 2025's, what this host speaks
-    legacy_host.peer().subscribe(model::SubscribeRequestParams::new(PRICES)).await.unwrap();
-    asked_is(true, "two hosts asked for prices").await;
-    // One lets go: the other's hold keeps it asked, and it is still told.
+    let (first, second) =
+        (gate.connected(Listening::default(), legacy()).await, gate.connected(Listening::default(), legacy()).await);
+    let (subscribe, unsubscribe) = (model::SubscribeRequestParams::new, model::UnsubscribeRequestParams::new);
+    #[allow(deprecated)] // resources/subscribe and unsubscribe: 2025's, what these hosts speak
+    for host in [&first, &second] {
+        host.peer().subscribe(subscribe(PRICES)).await.unwrap();
+    }
+    asked_are(&[PRICES], "two hosts asked for prices").await;
+    // One lets go, and asks for stock: the next stream names prices still, for the other.
     #[allow(deprecated)]
-    legacy_host.peer().unsubscribe(model::UnsubscribeRequestParams::new(PRICES)).await.unwrap();
-    let touched = modern_host.call_tool("touch", json!({"uri": PRICES})).await.unwrap();
-    assert_eq!(mrtr::client::text(&touched), "touched");
-    let told = tokio::time::timeout(wait, stream.next()).await;
-    assert!(
-        matches!(&told, Ok(Ok(Some(model::ServerNotification::ResourceUpdatedNotification(update)))) if update.params.uri == PRICES),
-        "the host still asking was not told: {told:?}"
-    );
-    assert!(upstream_asked.borrow().contains_key(PRICES), "released while a host still asked");
-    // The last lets go: released at the upstream.
-    drop(stream);
-    asked_is(false, "the last host that asked for prices closed its stream").await;
-    // Asked again by a host that comes later: asked of the upstream again.
+    first.peer().unsubscribe(unsubscribe(PRICES)).await.unwrap();
     #[allow(deprecated)]
-    legacy_host.peer().subscribe(model::SubscribeRequestParams::new(PRICES)).await.unwrap();
-    asked_is(true, "a host asked for prices again").await;
-    for host in [modern_host, legacy_host] {
+    first.peer().subscribe(subscribe(STOCK)).await.unwrap();
+    asked_are(&[PRICES, STOCK], "one of two let go of prices").await;
+    // The last lets go: the next stream leaves prices out.
+    #[allow(deprecated)]
+    second.peer().unsubscribe(unsubscribe(PRICES)).await.unwrap();
+    #[allow(deprecated)]
+    second.peer().subscribe(subscribe(ORDERS)).await.unwrap();
+    asked_are(&[ORDERS, STOCK], "the last host that asked for prices let go").await;
+    for host in [first, second] {
+        host.close().await.unwrap();
+    }
+}
+
+/// A 2025 upstream is sent `resources/subscribe` for a resource once a host asks for it through
+/// the gate, `resources/unsubscribe` once the last host lets go, and `resources/subscribe`
+/// again when a host asks anew.
+#[tokio::test]
+async fn a_2025_upstream_is_unsubscribed_from_a_resource_once_its_last_host_lets_go() {
+    let watched = InTest { of_2025: true, ..Default::default() };
+    let (mut asked, upstream_asked) = (watched.asked.subscribe(), watched.asked.clone());
+    let gate = GateOverHttp::in_front_of(watched).await;
+    let wait = std::time::Duration::from_secs(10);
+    let mut asked_is = async |prices: Option<usize>, when: &str| {
+        let seen = tokio::time::timeout(wait, asked.wait_for(|asked| asked.get(PRICES).copied() == prices)).await;
+        let seen = seen.is_ok_and(|seen| seen.is_ok());
+        assert!(seen, "{when}: the upstream is subscribed to {:?}", *asked.borrow());
+    };
+    let (first, second) =
+        (gate.connected(Listening::default(), legacy()).await, gate.connected(Listening::default(), legacy()).await);
+    #[allow(deprecated)] // resources/subscribe: 2025's, what these hosts speak
+    for host in [&first, &second] {
+        host.peer().subscribe(model::SubscribeRequestParams::new(PRICES)).await.unwrap();
+    }
+    asked_is(Some(1), "two hosts subscribed to prices: the upstream once").await;
+    #[allow(deprecated)]
+    first.peer().unsubscribe(model::UnsubscribeRequestParams::new(PRICES)).await.unwrap();
+    #[allow(deprecated)]
+    second.peer().unsubscribe(model::UnsubscribeRequestParams::new(PRICES)).await.unwrap();
+    asked_is(None, "both let go").await;
+    #[allow(deprecated)]
+    first.peer().subscribe(model::SubscribeRequestParams::new(PRICES)).await.unwrap();
+    assert_eq!(upstream_asked.borrow().get(PRICES), Some(&1), "asked anew: subscribed again");
+    for host in [first, second] {
         host.close().await.unwrap();
     }
 }

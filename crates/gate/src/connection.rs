@@ -89,10 +89,11 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 /// may): its list changes and the updates of the resources its connection watches, each handed
 /// to its relay as a 2025 upstream's notification is; `None` for a 2025 upstream (its
 /// notifications reach the relay as they come) or one that announces neither list changes nor
-/// resource subscriptions. A resource watched anew, or released, opens a stream that names
-/// the resources watched now; the one before goes on until that is open (for good, if it
-/// cannot be), is then read of what it told and closed, and the hosts are told each list may
-/// have changed (a stream naming nothing it need hear is closed until something is watched). A stream that cannot be
+/// resource subscriptions. A resource watched anew opens a stream that names the resources
+/// watched now (a released one is left out then, and its updates meanwhile not relayed); the
+/// one before goes on until that is open (for good, if it cannot be), is then read of what it
+/// told and closed, and the hosts are told each list may have changed (a stream left with
+/// nothing to hear is closed until something is watched). A stream that cannot be
 /// opened, or ends, is opened again, after a quarter of a second, then longer each time (to a
 /// minute) while none lasts a minute, until the upstream's connection closes or it refuses one;
 /// the gate lists the upstream's tools as they last were meanwhile, and once a stream is open
@@ -132,14 +133,18 @@ fn listen(connection: &Connection) -> Option<Hearing> {
         let mut wait = waits.build();
         // Whether a stream was asked for before: a change told while none was open is missed.
         let mut asked_before = false;
-        // A stream that works, kept while one naming the resources watched now opens.
-        let mut open: Option<Subscription> = None;
+        // A stream that works, and the resources it names, kept while one naming the resources
+        // watched now opens.
+        let mut open: Option<(Subscription, Named)> = None;
         loop {
-            let filter = filter_for(&missed, &watched.borrow_and_update());
+            let (filter, names) = {
+                let holds = watched.borrow_and_update();
+                (filter_for(&missed, &holds), holds.keys().cloned().collect::<Named>())
+            };
             if filter == SubscriptionFilter::default() {
                 // Nothing to hear: an upstream that tells only resources' updates, none watched
                 // (yet, or any longer: the stream that named the last one is read and closed).
-                if let Some(before) = open.take() {
+                if let Some((before, _)) = open.take() {
                     heard_so_far(before, &relay).await;
                 }
                 if watched.changed().await.is_err() {
@@ -147,10 +152,10 @@ fn listen(connection: &Connection) -> Option<Hearing> {
                 }
                 continue;
             }
-            let mut subscription = match (peer.listen(filter).await, open.take()) {
+            let (mut subscription, named) = match (peer.listen(filter).await, open.take()) {
                 (Ok(subscription), before) => {
                     tracing::info!(%upstream, "listening to its list changes and watched resources");
-                    if let Some(before) = before {
+                    if let Some((before, _)) = before {
                         // What the stream before told and was not yet read is heard now; a change
                         // told on it as it closes could be missed, so the lists are told again.
                         heard_so_far(before, &relay).await;
@@ -160,7 +165,7 @@ fn listen(connection: &Connection) -> Option<Hearing> {
                             relay.changed(*changed).await;
                         }
                     }
-                    subscription
+                    (subscription, names)
                 }
                 (Err(error), Some(before)) => {
                     // The stream before goes on; the resources watched now are asked for again
@@ -187,9 +192,10 @@ fn listen(connection: &Connection) -> Option<Hearing> {
             };
             asked_before = true;
             let opened = Instant::now();
-            match hear(&mut subscription, &relay, &mut watched, &upstream).await {
+            let heeded = Heeded { lists: &missed, named: &named, upstream: &upstream };
+            match hear(&mut subscription, &relay, &mut watched, heeded).await {
                 Heard::WatchedChanged => {
-                    open = Some(subscription);
+                    open = Some((subscription, named));
                     continue;
                 }
                 Heard::GateGone => return,
@@ -222,24 +228,38 @@ fn filter_for(lists: &[Changed], watched: &Holds) -> SubscriptionFilter {
     filter.build()
 }
 
+/// The resources a stream the gate listens on names.
+type Named = std::collections::BTreeSet<String>;
+
+/// What the stream being heard is for: the lists it tells the changes of, the resources it
+/// names, whose upstream.
+struct Heeded<'a> {
+    lists: &'a [Changed],
+    named: &'a Named,
+    upstream: &'a str,
+}
+
 /// How a stream the gate listens on stopped being read.
 enum Heard {
     /// It ended, or failed: to be opened again.
     Ended,
-    /// A resource was watched anew, or released: a stream naming those watched now is to be
-    /// opened.
+    /// A resource was watched anew: a stream naming those watched now is to be opened (or, with
+    /// nothing left to hear, none).
     WatchedChanged,
     /// The connection is gone.
     GateGone,
 }
 
-/// Hand what `subscription` tells to `relay` until it ends, or a resource is watched anew or
-/// released.
+/// Hand what `subscription` tells to `relay` until it ends, a resource is watched anew, or
+/// nothing is left to hear on it. A resource released alone keeps the stream (its updates are
+/// no longer relayed, `Relay::updated`): a stream opened anew tells every host each list may
+/// have changed, which a host opening and closing its own stream must not set off at will. The
+/// upstream is asked for it no more from the next stream, opened when a resource is watched anew.
 async fn hear(
     subscription: &mut Subscription,
     relay: &Relay,
     watched: &mut watch::Receiver<Holds>,
-    upstream: &str,
+    Heeded { lists, named, upstream }: Heeded<'_>,
 ) -> Heard {
     loop {
         tokio::select! {
@@ -251,10 +271,16 @@ async fn hear(
                     return Heard::Ended;
                 }
             },
-            changed = watched.changed() => return match changed {
-                Ok(()) => Heard::WatchedChanged,
-                Err(_) => Heard::GateGone,
-            },
+            changed = watched.changed() => {
+                if changed.is_err() {
+                    return Heard::GateGone;
+                }
+                let holds = watched.borrow_and_update();
+                let grown = holds.keys().any(|uri| !named.contains(uri));
+                if grown || filter_for(lists, &holds) == SubscriptionFilter::default() {
+                    return Heard::WatchedChanged;
+                }
+            }
         }
     }
 }

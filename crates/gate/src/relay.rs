@@ -2,8 +2,9 @@
 //! `elicitation/create` on the back-channel, or a round of its own the gate runs for a 2025 host),
 //! its lists' changes (tools, prompts, resources), and the progress of a host's call. A call
 //! whose host asked for progress (a `progressToken` in its `_meta`) goes on under a token of the
-//! gate's own ([`Host::relaying_progress`]: random, so no upstream can name another's), and the
-//! progress its upstream (that one alone) tells under it goes to that host under the host's
+//! gate's own ([`Host::relaying_progress`]: the gate's random prefix and a number), and the
+//! progress its upstream (that one alone: another upstream's under it is not relayed) tells
+//! under it goes to that host under the host's
 //! token, for as long as the call lasts (none after its answer, as the spec asks; rmcp hands
 //! each notification to the handler in a task of its own, so one told just as the call ends
 //! may be dropped, and two told at once may arrive in either order).

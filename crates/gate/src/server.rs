@@ -251,9 +251,12 @@ impl Gate {
         connection: &Connection,
         modern: bool,
     ) -> Judged {
-        // A tool gone from the list since it was routed is judged with no annotations (as an
-        // untrusted upstream's are), never passed unjudged.
-        let annotations = connection.tool(&params.name).map(|tool| crate::call::annotations(&tool)).unwrap_or_default();
+        // A tool gone from the list since it was routed is refused, as one never listed is.
+        let Some(tool) = connection.tool(&params.name) else {
+            let gone = ErrorData::invalid_params(format!("no tool named {}", params.name), None);
+            return Judged::Answered(Err(gone));
+        };
+        let annotations = crate::call::annotations(&tool);
         let arguments = params.arguments.clone().map_or(Value::Null, Value::Object);
         let name = params.name.clone();
         let call = Call { upstream: connection.name(), tool: &name, annotations: &annotations, arguments: &arguments };
@@ -523,8 +526,9 @@ impl TaskWork for Gate {
 
 // Each request's future is as large as the largest method's (rmcp's `handle_request` matches on
 // the method and awaits it in place), and is moved whole as it is wrapped and boxed: so every
-// method's wait on its upstreams is boxed where it starts, and a tool call passed on, the most
-// common request, carries and moves a future of a few hundred bytes, not tens of kilobytes.
+// method's wait on its upstreams is boxed where it starts. Measured in a debug build: a
+// request's future 18.5 KB before, 7.5 KB after (the rest is the boundary's and rmcp's own);
+// the gate's part of a tool call passed on 13 KB before, under 1 KB after.
 impl ServerHandler for Gate {
     fn get_info(&self) -> ServerConfig {
         let mut config = ServerConfig::new(self.inner.capabilities.clone());

@@ -3,11 +3,14 @@
 //!
 //! A host holds a resource through a [`Watching`]: a 2026-07-28 host while its
 //! `subscriptions/listen` stream naming it is open, a 2025 session from its
-//! `resources/subscribe` until its `resources/unsubscribe` or its end. The first hold asks the
-//! upstream (a 2025 upstream's `resources/subscribe`; a 2026-07-28 one's is the filter of the
-//! stream the gate listens on, which the connection opens again naming it); the last one let go
-//! releases it there (`resources/unsubscribe`, or a stream that no longer names it), so a host
-//! cannot use up an upstream's [`WATCHED_AT_MOST`] by asking and leaving.
+//! `resources/subscribe` until its `resources/unsubscribe` or its end (an ended session's are
+//! let go when the gate next sees it ended: before any hold is taken, or at an update). The
+//! first hold asks the upstream (a 2025 upstream's `resources/subscribe`; a 2026-07-28 one's is
+//! the filter of the stream the gate listens on, which the connection opens again naming it);
+//! the last one let go releases it: its updates are relayed no more, it no longer counts toward
+//! an upstream's [`WATCHED_AT_MOST`] (so a host cannot use them up by asking and leaving), a
+//! 2025 upstream is sent `resources/unsubscribe`, and a 2026-07-28 one's next stream leaves it
+//! out.
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -71,22 +74,26 @@ impl Watched {
         if full {
             return Err(Refused::Full);
         }
+        // Made before the upstream is asked, so that a hold whose asking is dropped half-way
+        // is let go, not left counted; until the upstream says yes, letting it go asks nothing.
+        let mut watching = Watching { watched: self.clone(), uri: uri.to_owned(), asked: true };
         if let Some(peer) = self.subscribed_at.as_ref().filter(|_| added) {
+            watching.asked = false;
             // rmcp marks `resources/subscribe` deprecated as 2025's alone: this is a 2025 upstream.
             #[allow(deprecated)]
             if let Err(error) = peer.subscribe(SubscribeRequestParams::new(uri)).await {
                 // Not kept: the hold just made is the only one (others wait for their turn).
-                self.holds.send_modify(|holds| {
-                    holds.remove(uri);
-                });
+                drop(watching);
                 return Err(Refused::Upstream(error));
             }
+            watching.asked = true;
         }
-        Ok(Watching { watched: self.clone(), uri: uri.to_owned() })
+        Ok(watching)
     }
 
-    /// One hold on `uri` let go: the resource released once none is left.
-    fn let_go(self: &Arc<Self>, uri: &str) {
+    /// One hold on `uri` let go: the resource released once none is left (and unsubscribed
+    /// from, where it was `asked` of a 2025 upstream).
+    fn let_go(self: &Arc<Self>, uri: &str, asked: bool) {
         let released = self.holds.send_if_modified(|holds| match holds.get_mut(uri) {
             Some(held) if *held > 1 => {
                 *held -= 1;
@@ -99,7 +106,9 @@ impl Watched {
             return;
         }
         tracing::debug!(upstream = %self.upstream, %uri, "no host asks for a resource's updates now: released");
-        let (Some(peer), Ok(runtime)) = (self.subscribed_at.clone(), tokio::runtime::Handle::try_current()) else {
+        let (Some(peer), true, Ok(runtime)) =
+            (self.subscribed_at.clone(), asked, tokio::runtime::Handle::try_current())
+        else {
             return;
         };
         let (watched, uri) = (self.clone(), uri.to_owned());
@@ -122,6 +131,8 @@ impl Watched {
 pub struct Watching {
     watched: Arc<Watched>,
     uri: String,
+    /// Whether the upstream was asked for it and said yes (or needed no asking).
+    asked: bool,
 }
 
 impl Watching {
@@ -133,7 +144,7 @@ impl Watching {
 
 impl Drop for Watching {
     fn drop(&mut self) {
-        self.watched.let_go(&self.uri);
+        self.watched.let_go(&self.uri, self.asked);
     }
 }
 
