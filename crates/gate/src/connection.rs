@@ -212,6 +212,11 @@ fn listen(connection: &Connection) -> Option<Hearing> {
     Some(Hearing(hearing.abort_handle()))
 }
 
+/// Whether the upstream `client` reaches speaks 2026-07-28 (or later) to the gate.
+fn modern(client: &Client<Relay>) -> bool {
+    client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+}
+
 /// What a stream asks an upstream to tell: the changes of `lists`, the updates of `watched`.
 fn filter_for(lists: &[Changed], watched: &Holds) -> SubscriptionFilter {
     let mut filter = SubscriptionFilter::builder();
@@ -328,8 +333,7 @@ impl Connection {
         .map_err(|error| not(format!("no connection: {}", error.in_words())))?;
         let tools = client.peer().list_all_tools().await.map_err(|error| not(format!("tools/list: {error}")))?;
         tracing::info!(upstream = %upstream.name, tools = tools.len(), version = ?client.protocol_version().map(|v| v.to_string()), "upstream connected");
-        let modern = client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
-        let subscribed_at = (!modern).then(|| client.peer().clone());
+        let subscribed_at = (!modern(&client)).then(|| client.peer().clone());
         let mut connection = Connection {
             name: upstream.name.clone(),
             client,
@@ -348,7 +352,7 @@ impl Connection {
 
     /// Whether the upstream speaks 2026-07-28 (or later) to the gate.
     fn modern(&self) -> bool {
-        self.client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+        modern(&self.client)
     }
 
     /// Its tools: as last listed, or listed again if it said they changed.
