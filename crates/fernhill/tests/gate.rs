@@ -665,6 +665,18 @@ async fn an_upstream_that_refuses_a_stream_naming_a_new_resource_is_still_listen
     host.close().await.unwrap();
 }
 
+/// Wait until what the test's upstream is asked for (`InTest::asked`) is as `wanted` says.
+async fn upstream_asks(
+    asked: &mut tokio::sync::watch::Receiver<std::collections::BTreeMap<String, usize>>,
+    wanted: impl Fn(&std::collections::BTreeMap<String, usize>) -> bool,
+    when: &str,
+) {
+    let wait = std::time::Duration::from_secs(10);
+    // (The wait's answer holds the channel's lock: read and dropped here.)
+    let seen = tokio::time::timeout(wait, asked.wait_for(wanted)).await.is_ok_and(|seen| seen.is_ok());
+    assert!(seen, "{when}: the upstream is asked for {:?}", *asked.borrow());
+}
+
 /// A resource's updates are asked of its upstream while a host asks for them, and released
 /// there once the last host that asked lets go: a 2026-07-28 upstream's next stream leaves it
 /// out (a release alone opens none, since each new stream tells every host its lists may have
@@ -680,9 +692,7 @@ async fn a_resource_is_asked_of_its_upstream_while_a_host_asks_for_it_and_releas
     let opened = tokio::time::timeout(wait, listens.wait_for(|listens| *listens == 1)).await.is_ok();
     assert!(opened, "the gate did not open its stream to the upstream");
     let mut asked_are = async |uris: &[&str], when: &str| {
-        let named = |asked: &std::collections::BTreeMap<String, usize>| asked.keys().eq(uris.iter());
-        let seen = tokio::time::timeout(wait, asked.wait_for(named)).await.is_ok_and(|seen| seen.is_ok());
-        assert!(seen, "{when}: the upstream's streams name {:?}", *asked.borrow());
+        upstream_asks(&mut asked, |asked| asked.keys().eq(uris.iter()), when).await;
     };
     let (first, second) =
         (gate.connected(Listening::default(), legacy()).await, gate.connected(Listening::default(), legacy()).await);
@@ -717,11 +727,8 @@ async fn a_2025_upstream_is_unsubscribed_from_a_resource_once_its_last_host_lets
     let watched = InTest { of_2025: true, ..Default::default() };
     let (mut asked, upstream_asked) = (watched.asked.subscribe(), watched.asked.clone());
     let gate = GateOverHttp::in_front_of(watched).await;
-    let wait = std::time::Duration::from_secs(10);
     let mut asked_is = async |prices: Option<usize>, when: &str| {
-        let seen = tokio::time::timeout(wait, asked.wait_for(|asked| asked.get(PRICES).copied() == prices)).await;
-        let seen = seen.is_ok_and(|seen| seen.is_ok());
-        assert!(seen, "{when}: the upstream is subscribed to {:?}", *asked.borrow());
+        upstream_asks(&mut asked, |asked| asked.get(PRICES).copied() == prices, when).await;
     };
     let (first, second) =
         (gate.connected(Listening::default(), legacy()).await, gate.connected(Listening::default(), legacy()).await);

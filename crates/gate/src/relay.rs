@@ -121,14 +121,6 @@ impl Changed {
     }
 }
 
-/// The subscriptions of the 2025 sessions that have ended, taken out of `subscribed`: their
-/// holds are let go when dropped (by the caller, once its lock is released).
-fn forget_closed(subscribed: &mut Vec<(Peer<RoleServer>, Watching)>) -> Vec<(Peer<RoleServer>, Watching)> {
-    let (gone, open) = std::mem::take(subscribed).into_iter().partition(|(session, _)| session.is_transport_closed());
-    *subscribed = open;
-    gone
-}
-
 fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -230,52 +222,53 @@ impl Host {
 
     /// Tell the 2025 session `peer` of the updates of the resource `watching` holds, until it
     /// unsubscribes or closes, when the hold is let go (a session subscribed to it already
-    /// keeps the one hold it has).
+    /// keeps the one hold it has; ended sessions' are let go before a hold is taken,
+    /// [`Host::forget_ended_sessions`]).
     pub fn subscribed(&self, peer: Peer<RoleServer>, watching: Watching) {
-        let released = {
+        let again = {
             let mut subscribed = locked(&self.listeners.subscribed);
-            let gone = forget_closed(&mut subscribed);
             let uri = watching.uri();
             if subscribed.iter().any(|(session, held)| held.uri() == uri && same_session(session, &peer)) {
-                (gone, Some(watching))
+                Some(watching)
             } else {
                 subscribed.push((peer, watching));
-                (gone, None)
+                None
             }
         };
         // Let go outside the lock.
-        drop(released);
+        drop(again);
     }
 
     /// Let go the holds of the 2025 sessions that ended without unsubscribing (before a host
     /// asks for a resource: their holds could leave no room for it).
     pub fn forget_ended_sessions(&self) {
-        let gone = forget_closed(&mut locked(&self.listeners.subscribed));
-        drop(gone);
+        drop(self.taken_out(|session, _| session.is_transport_closed()));
     }
 
     /// Tell the 2025 session `peer` no more of the resource `uri`, and let go its hold.
     pub fn unsubscribed(&self, peer: &Peer<RoleServer>, uri: &str) {
-        let released: Vec<(Peer<RoleServer>, Watching)> = {
-            let mut subscribed = locked(&self.listeners.subscribed);
-            let (gone, kept) = std::mem::take(&mut *subscribed)
-                .into_iter()
-                .partition(|(session, held)| held.uri() == uri && same_session(session, peer));
-            *subscribed = kept;
-            gone
-        };
-        drop(released);
+        drop(self.taken_out(|session, held| held.uri() == uri && same_session(session, peer)));
+    }
+
+    /// The 2025 sessions' subscriptions `which` picks, taken out: their holds are let go when
+    /// the caller drops them, once the lock is released.
+    fn taken_out(&self, which: impl Fn(&Peer<RoleServer>, &Watching) -> bool) -> Vec<(Peer<RoleServer>, Watching)> {
+        let mut subscribed = locked(&self.listeners.subscribed);
+        let (gone, kept) =
+            std::mem::take(&mut *subscribed).into_iter().partition(|(session, held)| which(session, held));
+        *subscribed = kept;
+        gone
     }
 
     /// Tell every host that asked for them the updates of the resource `uri` `upstream` told:
     /// each 2026-07-28 stream that names it, each 2025 session subscribed to it.
     async fn updated(&self, upstream: &str, uri: &str) {
-        let (sessions, _gone): (Vec<Peer<RoleServer>>, _) = {
-            let mut subscribed = locked(&self.listeners.subscribed);
-            let gone = forget_closed(&mut subscribed);
-            let told = subscribed.iter().filter(|(_, held)| held.uri() == uri).map(|(session, _)| session.clone());
-            (told.collect(), gone)
-        };
+        self.forget_ended_sessions();
+        let sessions: Vec<Peer<RoleServer>> = locked(&self.listeners.subscribed)
+            .iter()
+            .filter(|(_, held)| held.uri() == uri)
+            .map(|(session, _)| session.clone())
+            .collect();
         let update = ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri));
         let update = ServerNotification::ResourceUpdatedNotification(update);
         self.tell((upstream, "a resource's update"), update, sessions).await;
