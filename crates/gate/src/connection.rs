@@ -25,7 +25,7 @@ use tokio::{sync::watch, task::AbortHandle};
 use crate::{
     policy::{Reached, Upstream},
     relay::{Changed, Host, Relay},
-    watched::{Holds, Watched, Watching},
+    watched::{Holds, Refused, WATCHED_AT_MOST, Watched, Watching},
 };
 
 /// A connection that could not be opened.
@@ -472,7 +472,8 @@ impl Connection {
     /// A hold on the updates of the resource `uri`, asked of the upstream if no host held it
     /// (subscribed to at a 2025 upstream, named by the next stream a 2026-07-28 one is listened
     /// to on) and released there when the last hold is let go. Refused where the upstream tells
-    /// no updates, or past [`crate::watched::WATCHED_AT_MOST`] resources.
+    /// no updates, or past [`WATCHED_AT_MOST`] resources; a 2025 upstream's refusal is worded as
+    /// any failed call to it is.
     pub async fn watch(&self, uri: &str) -> Result<Watching, ErrorData> {
         let tells = self.capabilities().resources.is_some_and(|resources| resources.subscribe == Some(true));
         if !tells {
@@ -481,7 +482,13 @@ impl Connection {
                 None,
             ));
         }
-        self.watched.hold(uri).await.map_err(|refused| refused.to_host(&self.name, uri))
+        self.watched.hold(uri).await.map_err(|refused| match refused {
+            Refused::Full => ErrorData::invalid_params(
+                format!("the gate watches {WATCHED_AT_MOST} resources of upstream {} already ({uri})", self.name),
+                None,
+            ),
+            Refused::Upstream(error) => self.failed(ClientError::Service(error)),
+        })
     }
 
     /// Complete a prompt's or a resource template's argument.

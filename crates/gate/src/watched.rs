@@ -15,7 +15,7 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use rmcp::{
-    ErrorData, RoleClient,
+    RoleClient,
     model::{SubscribeRequestParams, UnsubscribeRequestParams},
     service::Peer,
 };
@@ -155,23 +155,6 @@ pub enum Refused {
     Full,
     /// A 2025 upstream refused `resources/subscribe`, or did not answer it.
     Upstream(rmcp::ServiceError),
-}
-
-impl Refused {
-    /// The refusal a host is given, for a resource `uri` of `upstream`.
-    pub fn to_host(&self, upstream: &str, uri: &str) -> ErrorData {
-        match self {
-            Refused::Full => ErrorData::invalid_params(
-                format!("the gate watches {WATCHED_AT_MOST} resources of upstream {upstream} already ({uri})"),
-                None,
-            ),
-            Refused::Upstream(rmcp::ServiceError::McpError(error)) => error.clone(),
-            Refused::Upstream(other) => {
-                tracing::warn!(%upstream, %uri, error = %other, "a resource's updates could not be asked for");
-                ErrorData::internal_error(format!("upstream {upstream} did not answer: {other}"), None)
-            }
-        }
-    }
 }
 
 #[cfg(test)]
