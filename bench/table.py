@@ -47,6 +47,14 @@ def ratio(theirs, ours, inverse=False):
     return f"{worst:.1f}x" if abs(worst - best) < 1e-9 else f"{worst:.1f}-{best:.1f}x"
 
 
+def multiple(larger, smaller):
+    """How many times `larger` is `smaller`, worst and best over the rounds ("-" where a figure is not above zero)."""
+    if not larger or not smaller or min(smaller) <= 0:
+        return "-"
+    low, high = min(larger) / max(smaller), max(larger) / min(smaller)
+    return f"{low:.1f}x" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}-{high:.1f}x"
+
+
 def at_least(theirs, ours, times):
     """ours is `times` better than theirs (a cost: theirs / ours); the range, the target, met."""
     if not theirs or not ours:
@@ -229,6 +237,23 @@ if direct and through:
               f"| {span(p50s(through_alone))} | {span(added_alone)} | <= 0.3 | {'met' if max(added_alone) <= 0.3 else 'missed'} |")
     print(f"| a call's p50, all leads at once (queueing on a saturated machine), ms | {span(p50s(direct))} "
           f"| {span(p50s(through))} | {span(added_p50)} | - | - |")
+    # The same call through HAProxy on one thread: what any process in between adds.
+    haproxy, haproxy_alone = text("gate-haproxy.txt"), text("gate-haproxy-alone.txt")
+    if haproxy and haproxy_alone:
+        cpu_haproxy = load("gate-haproxy")["cpu"]
+        haproxy_own = numbers("gate-haproxy.txt", r"server CPU: [\d.]+ ms per confirmation, user \+ system \(pid \d+ ([\d.]+) ms")
+        added_haproxy = [(t - d) / len(calls) for d, t in zip(cpu_direct, cpu_haproxy)]
+        alone_haproxy = [t - d for d, t in zip(p50s(direct_alone), p50s(haproxy_alone))]
+        print()
+        print("| the floor: the same call through HAProxy on one thread (HTTP read, MCP not) | direct | through HAProxy "
+              "| added | the gate's added, as a multiple |")
+        print("|---|---|---|---|---|")
+        print(f"| server CPU per call, ms | {span([c / 3 for c in cpu_direct], 3)} | {span([c / 3 for c in cpu_haproxy], 3)} "
+              f"| {span(added_haproxy, 3)} | {multiple(added_cpu, added_haproxy)} |")
+        print(f"| of it, the proxy's own, ms | - | {span([c / 3 for c in haproxy_own], 3)} | - "
+              f"| {multiple(gate_cpu, haproxy_own)} |")
+        print(f"| a call's p50, one lead alone, ms | {span(p50s(direct_alone))} | {span(p50s(haproxy_alone))} "
+              f"| {span(alone_haproxy)} | {multiple(added_alone, alone_haproxy)} |")
 
 held = numbers("gate-held.txt", r"calls in [\d.]+ s, ([\d.]+) a second")
 held_cpu = numbers("gate-held.txt", r"the gate's CPU ([\d.]+) ms a call")

@@ -536,6 +536,23 @@ impl GateOverHttp {
         GateOverHttp { url, _gate: gate, _log: log, _dir: dir }
     }
 
+    /// Wait until the gate says it asks its upstream for `resources` resources' updates now
+    /// (its gauge, on `/metrics`).
+    async fn watching(&self, resources: usize) {
+        let metrics = self.url.replace("/mcp", "/metrics");
+        let series = "fernhill_gate_resources_watched{upstream=\"watched\"} ";
+        let mut said = String::new();
+        for _ in 0..500 {
+            said = reqwest::get(&metrics).await.unwrap().text().await.unwrap();
+            let now = said.lines().find_map(|line| line.strip_prefix(series)).and_then(|n| n.parse::<f64>().ok());
+            if now == Some(resources as f64) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("the gate never said it watches {resources} resources:\n{said}");
+    }
+
     /// A host, of the era `lifecycle` opens, connected to the gate.
     async fn connected(&self, host: Listening, lifecycle: ClientLifecycleMode) -> Client<Listening> {
         let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(self.url.clone());
@@ -715,6 +732,31 @@ async fn a_resource_is_asked_of_its_upstream_while_a_host_asks_for_it_and_releas
     second.peer().subscribe(subscribe(ORDERS)).await.unwrap();
     asked_are(&[ORDERS, STOCK], "the last host that asked for prices let go").await;
     for host in [first, second] {
+        host.close().await.unwrap();
+    }
+}
+
+/// A 2026-07-28 host holds the resources its `subscriptions/listen` stream names while the
+/// stream is open, and lets them go as it closes: the gate counts them no more, and its next
+/// stream to the upstream leaves them out.
+#[tokio::test]
+async fn a_2026_hosts_stream_holds_the_resources_it_names_until_it_closes() {
+    let watched = InTest::default();
+    let mut asked = watched.asked.subscribe();
+    let gate = GateOverHttp::in_front_of(watched).await;
+    gate.watching(0).await;
+    let modern_host = gate.connected(Listening::default(), modern()).await;
+    let prices = model::SubscriptionFilter::builder().resource_subscription(PRICES).build();
+    let stream = modern_host.peer().listen(prices).await.unwrap();
+    upstream_asks(&mut asked, |asked| asked.keys().eq([PRICES].iter()), "a host's stream named prices").await;
+    gate.watching(1).await;
+    drop(stream);
+    gate.watching(0).await;
+    let legacy_host = gate.connected(Listening::default(), legacy()).await;
+    #[allow(deprecated)] // resources/subscribe: 2025's, what this host speaks
+    legacy_host.peer().subscribe(model::SubscribeRequestParams::new(STOCK)).await.unwrap();
+    upstream_asks(&mut asked, |asked| asked.keys().eq([STOCK].iter()), "the stream that named prices closed").await;
+    for host in [modern_host, legacy_host] {
         host.close().await.unwrap();
     }
 }

@@ -25,6 +25,10 @@ use tokio::sync::watch;
 /// hosts; a host asking for another is refused until one is let go.
 pub const WATCHED_AT_MOST: usize = 1_000;
 
+/// The gauge of how many resources each upstream is asked for now (of its [`WATCHED_AT_MOST`]),
+/// by `upstream`.
+const WATCHED_NOW: &str = "fernhill_gate_resources_watched";
+
 /// Each resource asked of the upstream, and how many holds the gate's hosts have on it.
 pub type Holds = BTreeMap<String, usize>;
 
@@ -48,7 +52,16 @@ impl Watched {
     /// The resources `upstream` is asked for, told through `holds`; a 2025 upstream's peer is
     /// `subscribed_at`.
     pub fn new(upstream: &str, holds: watch::Sender<Holds>, subscribed_at: Option<Peer<RoleClient>>) -> Arc<Watched> {
-        Arc::new(Watched { upstream: upstream.to_owned(), holds, asking: tokio::sync::Mutex::new(()), subscribed_at })
+        let watched =
+            Watched { upstream: upstream.to_owned(), holds, asking: tokio::sync::Mutex::new(()), subscribed_at };
+        watched.counted();
+        Arc::new(watched)
+    }
+
+    /// The gauge set to the resources asked for now.
+    fn counted(&self) {
+        let now = self.holds.borrow().len();
+        metrics::gauge!(WATCHED_NOW, "upstream" => self.upstream.clone()).set(now as f64);
     }
 
     /// What the connection's stream and relay read: each resource asked for, changed when one
@@ -73,6 +86,9 @@ impl Watched {
         });
         if full {
             return Err(Refused::Full);
+        }
+        if added {
+            self.counted();
         }
         // Made before the upstream is asked, so that a hold whose asking is dropped half-way
         // is let go, not left counted; until the upstream says yes, letting it go asks nothing.
@@ -105,6 +121,7 @@ impl Watched {
         if !released {
             return;
         }
+        self.counted();
         tracing::debug!(upstream = %self.upstream, %uri, "no host asks for a resource's updates now: released");
         let (Some(peer), true, Ok(runtime)) =
             (self.subscribed_at.clone(), asked, tokio::runtime::Handle::try_current())

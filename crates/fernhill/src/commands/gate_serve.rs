@@ -123,6 +123,10 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     // The page's sign-in asks for the scopes the rules name their deciders by.
     let page_scopes = oauth_resource::scopes::ScopePolicy::supported(&policy_scopes).join(" ");
     tracing::info!(%held_calls, host_user, person = %person.party, decides, keys = keys.configured, "held calls kept");
+    if http.listen.is_some() {
+        // Before the upstreams are opened, so that each one's gauges are there from zero.
+        mcp_serve::prometheus::install(&[]);
+    }
     let gate = match gate::Gate::open(policy, held, person, (Some(keys.receipts.clone()), webhook), &shared).await {
         Ok(gate) => gate,
         Err(error) => {
