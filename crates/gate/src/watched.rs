@@ -54,14 +54,14 @@ impl Watched {
     pub fn new(upstream: &str, holds: watch::Sender<Holds>, subscribed_at: Option<Peer<RoleClient>>) -> Arc<Watched> {
         let watched =
             Watched { upstream: upstream.to_owned(), holds, asking: tokio::sync::Mutex::new(()), subscribed_at };
-        watched.counted();
+        watched.counted(&watched.holds.borrow());
         Arc::new(watched)
     }
 
-    /// The gauge set to the resources asked for now.
-    fn counted(&self) {
-        let now = self.holds.borrow().len();
-        metrics::gauge!(WATCHED_NOW, "upstream" => self.upstream.clone()).set(now as f64);
+    /// The gauge set to the resources asked for in `holds` (told from inside each change, so
+    /// that two changes at once cannot leave it at the earlier one's count).
+    fn counted(&self, holds: &Holds) {
+        metrics::gauge!(WATCHED_NOW, "upstream" => self.upstream.clone()).set(holds.len() as f64);
     }
 
     /// What the connection's stream and relay read: each resource asked for, changed when one
@@ -82,13 +82,14 @@ impl Watched {
                 return false;
             }
             full = holds.len() >= WATCHED_AT_MOST;
-            !full && holds.insert(uri.to_owned(), 1).is_none()
+            let added = !full && holds.insert(uri.to_owned(), 1).is_none();
+            if added {
+                self.counted(holds);
+            }
+            added
         });
         if full {
             return Err(Refused::Full);
-        }
-        if added {
-            self.counted();
         }
         // Made before the upstream is asked, so that a hold whose asking is dropped half-way
         // is let go, not left counted; until the upstream says yes, letting it go asks nothing.
@@ -115,13 +116,16 @@ impl Watched {
                 *held -= 1;
                 false
             }
-            Some(_) => holds.remove(uri).is_some(),
+            Some(_) => {
+                holds.remove(uri);
+                self.counted(holds);
+                true
+            }
             None => false,
         });
         if !released {
             return;
         }
-        self.counted();
         tracing::debug!(upstream = %self.upstream, %uri, "no host asks for a resource's updates now: released");
         let (Some(peer), true, Ok(runtime)) =
             (self.subscribed_at.clone(), asked, tokio::runtime::Handle::try_current())
