@@ -1,6 +1,7 @@
-//! What reading one message costs as rmcp decodes it, beside the same bytes read as a
-//! `serde_json::Value` and as the one type they hold: a `tools/call` request as a server reads
-//! it (`ClientJsonRpcMessage`), and a tool's complete result as a client reads it
+//! What reading one message costs as rmcp's derived decoding reads it, beside the same bytes
+//! read as a `serde_json::Value` and as the one type they hold: a `tools/call` request
+//! (`ClientJsonRpcMessage`: a stdio server's reading; over HTTP the fork's change 7 reads a plain
+//! request by its method), and a tool's complete result as a client reads it
 //! (`ServerJsonRpcMessage`). The difference is rmcp's untagged layers: a message's shape, then
 //! its request or result tried variant by variant, each over serde's buffer of the whole.
 
