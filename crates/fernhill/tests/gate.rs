@@ -469,23 +469,15 @@ async fn alice_over_stdio<H: rmcp::ClientHandler>(
 /// `subscriptions/listen` stream, a 2025 session on its stream; each then lists the new tool.
 #[tokio::test]
 async fn an_upstreams_tool_list_change_reaches_every_listening_host_of_either_era_over_http_and_stdio() {
-    use rmcp::transport::StreamableHttpClientTransport;
     let grows = InTest::default();
     let mut listens = grows.listens.subscribe();
-    let upstream = served(grows).await;
-    let dir = tempfile::tempdir().unwrap();
-    let policy = support::policy_before_url(dir.path(), "grows", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
-    let mut command = tokio::process::Command::new(fernhill_gate());
-    command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0"]).env("USER", "alice");
-    let (_gate, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
-    let transport = StreamableHttpClientTransport::from_uri(url.clone());
-    let modern_host = Client::connect_with(ScriptedUser::unable_to_ask(), transport, modern()).await.unwrap();
+    let gate = GateOverHttp::in_front_of(grows, "grows").await;
+    let modern_host = gate.connected(ScriptedUser::unable_to_ask(), modern()).await;
     let tools = model::SubscriptionFilter::builder().tools_list_changed().build();
     let mut stream = modern_host.peer().listen(tools).await.unwrap();
-    let transport = StreamableHttpClientTransport::from_uri(url);
-    let legacy_host = Client::connect_with(Listening::default(), transport, legacy()).await.unwrap();
+    let legacy_host = gate.connected(Listening::default(), legacy()).await;
     let heard = legacy_host.handler().heard.clone();
-    let stdio_host = alice_over_stdio(&policy, Listening::default(), legacy()).await;
+    let stdio_host = alice_over_stdio(&gate.policy, Listening::default(), legacy()).await;
     let heard_at_stdio = stdio_host.handler().heard.clone();
     for host in [modern_host.peer(), stdio_host.peer(), legacy_host.peer()] {
         assert!(!lists_grown(host).await);
@@ -520,31 +512,37 @@ async fn an_upstreams_tool_list_change_reaches_every_listening_host_of_either_er
 /// A gate over HTTP in front of a test's upstream, holding none of its tools, run as alice.
 struct GateOverHttp {
     url: String,
+    /// Its policy, which another gate (over stdio, say) may serve too.
+    policy: std::path::PathBuf,
+    /// What the policy names the upstream.
+    upstream: &'static str,
     _gate: tokio::process::Child,
     _log: support::Log,
     _dir: tempfile::TempDir,
 }
 
 impl GateOverHttp {
-    async fn in_front_of(upstream: InTest) -> GateOverHttp {
-        let upstream = served(upstream).await;
+    /// The gate in front of `upstream`, served, which its policy names `name`.
+    async fn in_front_of(upstream: InTest, name: &'static str) -> GateOverHttp {
+        let served = served(upstream).await;
         let dir = tempfile::tempdir().unwrap();
-        let policy = support::policy_before_url(dir.path(), "watched", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
+        let policy = support::policy_before_url(dir.path(), name, &served, HOLDS_NONE_OF_ITS_TOOLS);
         let mut command = tokio::process::Command::new(fernhill_gate());
         command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0"]).env("USER", "alice");
         let (gate, url, log) = support::spawn_printing_url_with_log(&mut command).await;
-        GateOverHttp { url, _gate: gate, _log: log, _dir: dir }
+        GateOverHttp { url, policy, upstream: name, _gate: gate, _log: log, _dir: dir }
     }
 
     /// Wait until the gate says it asks its upstream for `resources` resources' updates now
     /// (its gauge, on `/metrics`).
     async fn watching(&self, resources: usize) {
         let metrics = self.url.replace("/mcp", "/metrics");
-        let series = "fernhill_gate_resources_watched{upstream=\"watched\"} ";
+        let series = format!("fernhill_gate_resources_watched{{upstream=\"{}\"}} ", self.upstream);
         let mut said = String::new();
         for _ in 0..500 {
             said = reqwest::get(&metrics).await.unwrap().text().await.unwrap();
-            let now = said.lines().find_map(|line| line.strip_prefix(series)).and_then(|n| n.parse::<f64>().ok());
+            let now =
+                said.lines().find_map(|line| line.strip_prefix(series.as_str())).and_then(|n| n.parse::<f64>().ok());
             if now == Some(resources as f64) {
                 return;
             }
@@ -554,7 +552,7 @@ impl GateOverHttp {
     }
 
     /// A host, of the era `lifecycle` opens, connected to the gate.
-    async fn connected(&self, host: Listening, lifecycle: ClientLifecycleMode) -> Client<Listening> {
+    async fn connected<H: rmcp::ClientHandler>(&self, host: H, lifecycle: ClientLifecycleMode) -> Client<H> {
         let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(self.url.clone());
         Client::connect_with(host, transport, lifecycle).await.unwrap()
     }
@@ -569,7 +567,7 @@ async fn an_upstreams_resource_update_reaches_the_hosts_that_asked_for_it_and_no
     let watched = InTest::default();
     let mut listens = watched.listens.subscribe();
     let mut streams_open = watched.streams_open.subscribe();
-    let gate = GateOverHttp::in_front_of(watched).await;
+    let gate = GateOverHttp::in_front_of(watched, "watched").await;
     let wait = std::time::Duration::from_secs(10);
     let mut streams_opened = async |count: usize| {
         let opened = tokio::time::timeout(wait, listens.wait_for(|listens| *listens == count)).await;
@@ -703,7 +701,7 @@ async fn upstream_asks(
 async fn a_resource_is_asked_of_its_upstream_while_a_host_asks_for_it_and_released_when_the_last_one_lets_go() {
     let watched = InTest::default();
     let (mut listens, mut asked) = (watched.listens.subscribe(), watched.asked.subscribe());
-    let gate = GateOverHttp::in_front_of(watched).await;
+    let gate = GateOverHttp::in_front_of(watched, "watched").await;
     let wait = std::time::Duration::from_secs(10);
     // (The wait's answer holds the channel's lock: read and dropped here.)
     let opened = tokio::time::timeout(wait, listens.wait_for(|listens| *listens == 1)).await.is_ok();
@@ -743,7 +741,7 @@ async fn a_resource_is_asked_of_its_upstream_while_a_host_asks_for_it_and_releas
 async fn a_2026_hosts_stream_holds_the_resources_it_names_until_it_closes() {
     let watched = InTest::default();
     let mut asked = watched.asked.subscribe();
-    let gate = GateOverHttp::in_front_of(watched).await;
+    let gate = GateOverHttp::in_front_of(watched, "watched").await;
     gate.watching(0).await;
     let modern_host = gate.connected(Listening::default(), modern()).await;
     let prices = model::SubscriptionFilter::builder().resource_subscription(PRICES).build();
@@ -768,7 +766,7 @@ async fn a_2026_hosts_stream_holds_the_resources_it_names_until_it_closes() {
 async fn a_2025_upstream_is_unsubscribed_from_a_resource_once_its_last_host_lets_go() {
     let watched = InTest { of_2025: true, ..Default::default() };
     let (mut asked, upstream_asked) = (watched.asked.subscribe(), watched.asked.clone());
-    let gate = GateOverHttp::in_front_of(watched).await;
+    let gate = GateOverHttp::in_front_of(watched, "watched").await;
     let mut asked_is = async |prices: Option<usize>, when: &str| {
         upstream_asks(&mut asked, |asked| asked.get(PRICES).copied() == prices, when).await;
     };

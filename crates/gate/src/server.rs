@@ -210,7 +210,7 @@ impl Gate {
             return reviewed;
         }
         let Some(connection) = self.route(&params.name) else {
-            return Err(ErrorData::invalid_params(format!("no tool named {}", params.name), None));
+            return Err(no_tool_named(&params.name));
         };
         // The upstream's progress goes to this host under its own token while the call lasts,
         // whether it passes or runs once approved.
@@ -253,8 +253,7 @@ impl Gate {
     ) -> Judged {
         // A tool gone from the list since it was routed is refused, as one never listed is.
         let Some(tool) = connection.tool(&params.name) else {
-            let gone = ErrorData::invalid_params(format!("no tool named {}", params.name), None);
-            return Judged::Answered(Err(gone));
+            return Judged::Answered(Err(no_tool_named(&params.name)));
         };
         let annotations = crate::call::annotations(&tool);
         let arguments = params.arguments.clone().map_or(Value::Null, Value::Object);
@@ -522,6 +521,11 @@ impl TaskWork for Gate {
     fn resume<'a>(&'a self, task: &'a TaskRecord, _: Option<&'a RequestContext<RoleServer>>) -> Resuming<'a> {
         Box::pin(self.look(task))
     }
+}
+
+/// What a call of a tool no upstream lists (or lists no longer) is answered.
+fn no_tool_named(name: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("no tool named {name}"), None)
 }
 
 // Each request's future is as large as the largest method's (rmcp's `handle_request` matches on

@@ -82,11 +82,12 @@ impl Watched {
                 return false;
             }
             full = holds.len() >= WATCHED_AT_MOST;
-            let added = !full && holds.insert(uri.to_owned(), 1).is_none();
-            if added {
-                self.counted(holds);
+            if full {
+                return false;
             }
-            added
+            holds.insert(uri.to_owned(), 1);
+            self.counted(holds);
+            true
         });
         if full {
             return Err(Refused::Full);
