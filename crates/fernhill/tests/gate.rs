@@ -140,14 +140,20 @@ async fn a_call_no_rule_holds_passes_through_the_gate_in_either_era_its_question
     }
 }
 
-/// `upstream` served by this test over Streamable HTTP on loopback: its MCP endpoint.
+/// `upstream` served by this test over Streamable HTTP on loopback, answering a call as a
+/// stream of events (rmcp's default): its MCP endpoint.
 async fn served<S: rmcp::ServerHandler + Clone + Send + Sync + 'static>(upstream: S) -> String {
+    served_answering(upstream, false).await
+}
+
+/// `upstream` served as [`served`] says, answering a call with one JSON body where `json`.
+async fn served_answering<S: rmcp::ServerHandler + Clone + Send + Sync + 'static>(upstream: S, json: bool) -> String {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
     let sessions = Arc::new(LocalSessionManager::default());
-    let service =
-        StreamableHttpService::new(move || Ok(upstream.clone()), sessions, StreamableHttpServerConfig::default());
+    let config = StreamableHttpServerConfig::default().with_json_response(json);
+    let service = StreamableHttpService::new(move || Ok(upstream.clone()), sessions, config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await });
@@ -169,6 +175,8 @@ async fn served<S: rmcp::ServerHandler + Clone + Send + Sync + 'static>(upstream
 #[derive(Clone, Default)]
 struct InTest {
     heard: Arc<tokio::sync::Notify>,
+    /// The progress tokens `slow`'s calls carried, in order.
+    tokens: Arc<std::sync::Mutex<Vec<model::ProgressToken>>>,
     paid: Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>>,
     paying: Arc<tokio::sync::Notify>,
     go: Arc<tokio::sync::Notify>,
@@ -190,6 +198,7 @@ impl InTest {
         let said = |text: &str| Ok(model::CallToolResult::success(vec![model::ContentBlock::text(text)]).into());
         // rmcp's client names every request's progress: the gate's own token, or one it made.
         let Some(token) = context.meta.get_progress_token() else { return said("no progress token") };
+        self.tokens.lock().unwrap().push(token.clone());
         let halfway = model::ProgressNotificationParam::new(token, 1.0).with_total(2.0).with_message("halfway");
         context
             .peer
@@ -524,9 +533,13 @@ struct GateOverHttp {
 impl GateOverHttp {
     /// The gate in front of `upstream`, served, which its policy names `name`.
     async fn in_front_of(upstream: InTest, name: &'static str) -> GateOverHttp {
-        let served = served(upstream).await;
+        GateOverHttp::in_front_of_url(&served(upstream).await, name).await
+    }
+
+    /// The gate in front of the upstream `served` at its URL, which its policy names `name`.
+    async fn in_front_of_url(served: &str, name: &'static str) -> GateOverHttp {
         let dir = tempfile::tempdir().unwrap();
-        let policy = support::policy_before_url(dir.path(), name, &served, HOLDS_NONE_OF_ITS_TOOLS);
+        let policy = support::policy_before_url(dir.path(), name, served, HOLDS_NONE_OF_ITS_TOOLS);
         let mut command = tokio::process::Command::new(fernhill_gate());
         command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0"]).env("USER", "alice");
         let (gate, url, log) = support::spawn_printing_url_with_log(&mut command).await;
@@ -817,6 +830,98 @@ async fn an_upstreams_progress_on_a_call_passed_on_reaches_its_host_under_the_ho
             "{era}"
         );
         client.close().await.unwrap();
+    }
+}
+
+/// Over HTTP, a 2026-07-28 host's call no rule names reaches a 2026-07-28 upstream as the host
+/// sent it: the gate passes its bytes on (the upstream sees the host's own progress token, where
+/// a call read and sent again by the gate's client carries one of the gate's), and the
+/// upstream's progress, told on the call's stream, reaches the host as it comes.
+#[tokio::test]
+async fn over_http_a_call_no_rule_names_reaches_its_upstream_as_sent_and_its_progress_comes_back_as_told() {
+    let upstream = InTest::default();
+    let (heard, tokens) = (upstream.heard.clone(), upstream.tokens.clone());
+    let gate = GateOverHttp::in_front_of(upstream, "slow").await;
+    let host = Listening { heard, ..Default::default() };
+    let client = gate.connected(host.clone(), modern()).await;
+    let mut params = model::CallToolRequestParams::new("slow");
+    let mut meta = model::RequestMetaObject::new();
+    let named = model::ProgressToken(model::NumberOrString::String("host-passed".into()));
+    meta.set_progress_token(named.clone());
+    params.meta = Some(meta);
+    let done = client.call_tool_rounds(params).await.unwrap();
+    assert_eq!(mrtr::client::text(&done), "done", "the upstream answered once its progress was heard");
+    assert_eq!(*tokens.lock().unwrap(), std::slice::from_ref(&named), "the upstream saw the host's own token");
+    let told = host.told.lock().unwrap().clone();
+    assert_eq!(told.iter().map(|told| (&told.progress_token, told.progress)).collect::<Vec<_>>(), [(&named, 1.0)]);
+    client.close().await.unwrap();
+}
+
+/// `pay`'s call of `invoice`, as a 2026-07-28 host's params: carrying `state` and `answers`
+/// where given.
+fn pay(invoice: &str, state: Option<&str>, answers: Option<serde_json::Value>) -> serde_json::Value {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}});
+    let mut params = json!({"name": "pay", "arguments": {"invoice": invoice}, "_meta": meta});
+    if let Some(state) = state {
+        params["requestState"] = json!(state);
+    }
+    if let Some(answers) = answers {
+        params["inputResponses"] = answers;
+    }
+    params
+}
+
+/// `params` POSTed to the MCP endpoint at `url` as a 2026-07-28 host's `tools/call`, with the
+/// headers the spec asks for: the response (from the last event that holds one, when the answer
+/// streams).
+async fn posted(url: &str, params: serde_json::Value) -> serde_json::Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let answer = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", params["name"].as_str().unwrap())
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let text = answer.text().await.unwrap();
+    let events = text.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim);
+    let mut responses = events.filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok());
+    responses.rfind(|message| message.get("id").is_some()).unwrap_or_else(|| serde_json::from_str(&text).unwrap())
+}
+
+/// Over HTTP, a round an upstream asks in a call passed on as its bytes reaches the host with
+/// the gate's seal on the upstream's state, whether the upstream answers with one JSON body or a
+/// stream: the upstream's own state never reaches the host, and the gate's opens for that call's
+/// retry alone (not for another invoice; the upstream's bare state is refused), and the retry
+/// hands the upstream its own state back, round after round, until it pays once.
+#[tokio::test]
+async fn over_http_a_round_of_a_call_passed_on_carries_the_gates_seal_and_opens_for_its_own_retry_alone() {
+    let accept = |key: &str| json!({key: {"action": "accept", "content": {"pay": true}}});
+    for json_answers in [false, true] {
+        let upstream = InTest::default();
+        let (paid, go) = (upstream.paid.clone(), upstream.go.clone());
+        let gate = GateOverHttp::in_front_of_url(&served_answering(upstream, json_answers).await, "payer").await;
+        let asked = posted(&gate.url, pay("INV-1", None, None)).await;
+        assert_eq!(asked["result"]["resultType"], "input_required", "json {json_answers}: {asked}");
+        let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+        assert!(!state.contains("confirming"), "json {json_answers}: the upstream's own state reached the host");
+        for (invoice, carried) in [("INV-2", state.as_str()), ("INV-1", "confirming INV-1")] {
+            let refused = posted(&gate.url, pay(invoice, Some(carried), Some(accept("confirm")))).await;
+            assert_eq!(refused["error"]["code"], -32602, "json {json_answers}: {invoice} with {carried}: {refused}");
+        }
+        let again = posted(&gate.url, pay("INV-1", Some(&state), Some(accept("confirm")))).await;
+        assert!(again["result"]["inputRequests"].get("again").is_some(), "json {json_answers}: {again}");
+        let state_again = again["result"]["requestState"].as_str().unwrap().to_owned();
+        assert!(!state_again.contains("confirming") && state_again != state, "json {json_answers}: {state_again}");
+        go.notify_one();
+        let done = posted(&gate.url, pay("INV-1", Some(&state_again), Some(accept("again")))).await;
+        assert_eq!(done["result"]["content"][0]["text"], "paid INV-1", "json {json_answers}: {done}");
+        assert_eq!(*paid.lock().unwrap(), [("INV-1".to_owned(), 1)].into(), "json {json_answers}");
     }
 }
 

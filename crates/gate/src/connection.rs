@@ -64,6 +64,9 @@ pub enum Rounds<'a> {
 pub struct Connection {
     name: String,
     client: Client<Relay>,
+    /// Its URL, where it is reached over HTTP (read once: a call passed as its bytes is sent
+    /// to it as it is).
+    url: Option<url::Url>,
     tools: Mutex<Vec<Tool>>,
     /// The resources whose updates the gate's hosts asked of this upstream, each asked for
     /// while a host holds it: subscribed to at a 2025 upstream, named in the
@@ -217,6 +220,23 @@ fn modern(client: &Client<Relay>) -> bool {
     client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }
 
+/// Whether `schema` puts an argument in a header anywhere (`x-mcp-header`, on a property at any
+/// depth or misplaced): a superset of what rmcp's client reads, which it keeps private; a tool
+/// this says yes to is called the typed way, its headers written by rmcp.
+fn names_a_header(schema: &serde_json::Map<String, serde_json::Value>) -> bool {
+    use serde_json::Value;
+    schema.iter().any(|(key, value)| {
+        key == "x-mcp-header"
+            || match value {
+                Value::Object(inner) => names_a_header(inner),
+                Value::Array(items) => {
+                    items.iter().any(|item| matches!(item, Value::Object(inner) if names_a_header(inner)))
+                }
+                _ => false,
+            }
+    })
+}
+
 /// What a stream asks an upstream to tell: the changes of `lists`, the updates of `watched`.
 fn filter_for(lists: &[Changed], watched: &Holds) -> SubscriptionFilter {
     let mut filter = SubscriptionFilter::builder();
@@ -337,6 +357,10 @@ impl Connection {
         let mut connection = Connection {
             name: upstream.name.clone(),
             client,
+            url: match &upstream.reached {
+                Reached::Url(url) => url::Url::parse(url).ok(),
+                Reached::Command(_) => None,
+            },
             tools: Mutex::new(tools),
             watched: Watched::new(&upstream.name, holds, subscribed_at),
             _listening: None,
@@ -369,6 +393,21 @@ impl Connection {
     /// Whether the upstream lists the tool `name` (as last listed).
     pub fn serves(&self, name: &str) -> bool {
         self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().any(|tool| tool.name == name)
+    }
+
+    /// Where a call to its tool `name` may be passed on as its bytes ([`crate::passing`]): its
+    /// URL, where it speaks 2026-07-28 over HTTP and lists the tool (as last listed) taking
+    /// none of its arguments in headers (`x-mcp-header`, which the gate's client writes).
+    pub fn passes_at(&self, name: &str) -> Option<&url::Url> {
+        let url = self.url.as_ref().filter(|_| self.modern())?;
+        let tools = self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let tool = tools.iter().find(|tool| tool.name == name)?;
+        (!names_a_header(&tool.input_schema)).then_some(url)
+    }
+
+    /// Whether any call to it may be passed on as its bytes: it speaks 2026-07-28 over HTTP.
+    pub fn passes_calls(&self) -> bool {
+        self.url.is_some() && self.modern()
     }
 
     /// Its tool `name`, as last listed.

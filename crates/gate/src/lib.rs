@@ -18,6 +18,8 @@
 //! - [`server`]: the gate as an MCP server ([`Gate`]): the upstreams' tools served as its own,
 //!   a call no rule holds passed on unchanged, a held call kept from its upstream until it is
 //!   approved;
+//! - [`passing`]: a call no rule names, from a 2026-07-28 host to a 2026-07-28 upstream over
+//!   HTTP, passed on as its bytes in front of rmcp, its rounds still sealed;
 //! - [`beside_tools`]: the upstreams' prompts, resources and completions, passed through;
 //! - [`connection`]: the gate's connection to one upstream, of either era, its tools listed
 //!   again when it says they changed;
@@ -64,6 +66,7 @@ pub mod keys;
 pub mod outcome;
 pub mod own_call;
 pub mod page;
+pub mod passing;
 pub mod person;
 pub mod policy;
 pub mod relay;

@@ -196,6 +196,25 @@ impl Gate {
         self.inner.connections.iter().find(|connection| connection.serves(name))
     }
 
+    /// Where a call to the tool `name` may be passed on as its bytes ([`crate::passing`]): the
+    /// upstream's name and URL, where the tool is not `review_approvals`, no rule names it, and
+    /// its upstream takes it so ([`Connection::passes_at`]).
+    pub(crate) fn passes_at(&self, name: &str) -> Option<(&str, &url::Url)> {
+        if name == REVIEW {
+            return None;
+        }
+        let connection = self.route(name)?;
+        if self.inner.policy.names_tool(connection.name(), name) {
+            return None;
+        }
+        connection.passes_at(name).map(|url| (connection.name(), url))
+    }
+
+    /// Whether any upstream's calls may be passed on as their bytes.
+    pub(crate) fn passes_calls(&self) -> bool {
+        self.inner.connections.iter().any(Connection::passes_calls)
+    }
+
     async fn call(
         &self,
         mut params: CallToolRequestParams,

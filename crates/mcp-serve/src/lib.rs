@@ -15,6 +15,7 @@
 //!   each watching where its waiting questions' sessions went ([`shared_sessions`]); `/livez`,
 //!   `/readyz`, `/healthz`
 //!   ([`readiness`]) and `/metrics` ([`prometheus`]) outside the gate, on an admin listener too;
+//!   a proxy's pass-through of what it only routes, in front of rmcp ([`shortcut`]);
 //! - [`drain`]: ready, draining, stopping: one typed state every part reads;
 //! - [`logging`] (one-line logs on stderr) and [`telemetry`] (OpenTelemetry traces over OTLP).
 //!
@@ -38,6 +39,7 @@ pub mod router;
 pub mod serve;
 pub mod sessions;
 pub mod shared_sessions;
+pub mod shortcut;
 pub mod stdio;
 pub mod stdio_pipes;
 pub mod telemetry;

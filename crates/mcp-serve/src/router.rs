@@ -28,7 +28,7 @@ use axum::{
     extract::Request,
     http::StatusCode,
     middleware::{self, Next},
-    response::Response,
+    response::{IntoResponse, Response},
     routing::{any, get},
 };
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -53,6 +53,7 @@ use crate::{
     readiness::Readiness,
     sessions::{Caps, Sessions},
     shared_sessions::SharedSessions,
+    shortcut::{Admitted, Shortcut},
 };
 
 /// What a server is told of its handler's life beyond the handler.
@@ -68,6 +69,8 @@ pub struct Lifecycle {
     /// Where 2025 sessions are shared with the other replicas, if they are
     /// ([`crate::shared_sessions`]).
     pub shared_sessions: Option<Arc<SharedSessions>>,
+    /// What answers some requests before rmcp reads them ([`crate::shortcut`]), if anything.
+    pub shortcut: Option<Arc<dyn Shortcut>>,
 }
 
 /// What [`crate::serve`] serves, and how: the public router (`/mcp` and the health routes), the
@@ -173,10 +176,22 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     // One service shared by every request, served through its `handle`: routed as a tower
     // service, it would be cloned for each request, and each clone copies its configuration
     // (the allowed host and origin lists).
+    let admitted = Admitted::new(&transport.allowed_hosts);
     let mcp = Arc::new(StreamableHttpService::new(move || Ok(handler.clone()), manager, transport));
+    let shortcut = lifecycle.shortcut.clone();
     let mcp = any(move |request: Request| {
-        let mcp = mcp.clone();
-        async move { mcp.handle(request).await }
+        let (mcp, shortcut) = (mcp.clone(), shortcut.clone());
+        let offered = shortcut.filter(|_| admitted.admits(request.headers()));
+        async move {
+            let request = match offered {
+                Some(shortcut) => match shortcut.answer(request).await {
+                    Ok(answered) => return answered.into_response(),
+                    Err(handed_back) => handed_back,
+                },
+                None => request,
+            };
+            mcp.handle(request).await.into_response()
+        }
     });
     // Layers run from the last added inwards.
     let mut endpoint =

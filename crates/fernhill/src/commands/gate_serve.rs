@@ -157,7 +157,11 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     let sealed = keys.seal(gate.clone(), gate.tasks());
     let served = match http.listen {
         None => mcp_serve::stdio::serve(sealed).await.map_err(|error| error.to_string()),
-        Some(_) => over_http(http, &policy_scopes, sealed, page).await,
+        Some(_) => {
+            let passing = gate::passing::Passing::new(&gate, sealed.passage());
+            let shortcut = passing.map(|passing| std::sync::Arc::new(Lane(passing)) as _);
+            over_http(http, &policy_scopes, (sealed, shortcut), page).await
+        }
     };
     gate.close().await;
     match served {
@@ -182,12 +186,24 @@ struct PageSetup<'a> {
     receipts: std::sync::Arc<approvals::ReceiptKeys>,
 }
 
-/// Serve `sealed` over Streamable HTTP as `http` says, with `scopes`, and the approval page
-/// where `page` says, until SIGINT or SIGTERM; where it listens goes on stdout first.
+/// The gate's calls passed on as their bytes ([`gate::passing`]), as the serving shell's
+/// shortcut in front of rmcp.
+struct Lane(gate::passing::Passing);
+
+impl mcp_serve::shortcut::Shortcut for Lane {
+    fn answer(&self, request: axum::extract::Request) -> mcp_serve::shortcut::Answering {
+        let passing = self.0.clone();
+        Box::pin(async move { passing.answer(request).await })
+    }
+}
+
+/// Serve `sealed` over Streamable HTTP as `http` says, with `scopes`, `shortcut` in front of
+/// rmcp, and the approval page where `page` says, until SIGINT or SIGTERM; where it listens
+/// goes on stdout first.
 async fn over_http<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     http: &mcp_serve::HttpConfig,
     scopes: &gate::scopes::GateScopes,
-    sealed: H,
+    (sealed, shortcut): (H, Option<std::sync::Arc<dyn mcp_serve::shortcut::Shortcut>>),
     page: Option<PageSetup<'_>>,
 ) -> Result<(), String> {
     let metrics = mcp_serve::prometheus::install(&[]);
@@ -210,6 +226,7 @@ async fn over_http<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         questions: None,
         longest_wait: mrtr::request_state::DEFAULT_TTL,
         shared_sessions: None,
+        shortcut,
     };
     let mut service = mcp_serve::router(http, bound.address(), sealed, gate, lifecycle, metrics);
     if let Some((page, receipts)) = page {

@@ -9,14 +9,18 @@
 //!
 //! rmcp has an opt-in HMAC codec (`rs2.`) but no boundary, no encryption, no uniform error and
 //! no binding to the request; this wrapper supplies them without touching rmcp's dispatch.
+//! A proxy that passes a call on as its bytes, outside rmcp's dispatch, seals and opens that
+//! call's states through the boundary's [`Passage`].
 
 mod extracting;
 mod forwarding;
 mod observing;
+mod passage;
 mod tasks;
 
 pub use extracting::{OpenedState, Principal, opened_state, principal};
 pub use observing::{CallTracing, ErrorCode, Observer, Seen, SeenOutcome};
+pub use passage::{Carried, Passage};
 
 use std::{borrow::Cow, future::Future, sync::Arc, time::Instant};
 

@@ -194,6 +194,7 @@ pub async fn run(
                 config.http.session_idle_timeout.max(std::time::Duration::from_secs_f64(config.state_ttl.max(0.0)));
             mcp_serve::shared_sessions::SharedSessions::new(sealed.inner().records.clone(), keep)
         }),
+        shortcut: None,
     };
     let bound = Listening::bind(&config.http).await?;
     let gate = mcp_serve::gate(

@@ -1,0 +1,654 @@
+//! A call no rule names, passed on to its upstream as its bytes: the gate's shortcut in front of
+//! rmcp, for hosts over Streamable HTTP ([`Passing`]).
+//!
+//! Such a call's answer is its upstream's, unchanged both ways; the gate routes it and seals its
+//! rounds' states, nothing more. Read and written as typed MCP on both sides (rmcp's server and
+//! client, each with its service), it cost the gate three to five times what HAProxy costs
+//! standing in the same place (docs/speed.md). So a 2026-07-28 host's `tools/call` of a tool no
+//! rule names, served by an upstream that speaks 2026-07-28 over HTTP, is read for what routes
+//! it alone (the method, the tool's name, `_meta`'s keys, `requestState`), sent on as it came
+//! in one POST through the gate's own HTTP client, and its answer read for a round alone
+//! (`input_required`), whose state the boundary's passage seals ([`mrtr::boundary::Passage`])
+//! as the boundary seals the typed path's; a retry's state is opened the same way and the
+//! upstream's own put in its place.
+//!
+//! Everything else is handed back to rmcp, untouched, before anything is sent: a request that
+//! asks for more than passing (the Tasks extension, which the gate serves itself, or any key
+//! this does not read), a state the passage does not open (rmcp's boundary refuses it in its
+//! words), headers that do not match the body (rmcp answers -32020), a tool a rule names or
+//! `review_approvals`, a tool whose arguments travel in headers, a 2025 host or upstream, a
+//! body that is not one such request read whole (a name or state with escapes included). A
+//! progress token and a log level pass as they came: at 2026-07-28 the upstream tells a call's
+//! notifications on its answer's stream, which is this host's alone, and a streamed answer
+//! (SSE) is relayed event by event. An answer that is no JSON-RPC response, an upstream that
+//! cannot be reached, and a question on the call's stream (which 2026-07-28 forbids) give the
+//! host the internal error the typed path gives.
+
+use std::sync::Arc;
+
+use axum::{
+    Json,
+    body::{Body, Bytes, to_bytes},
+    extract::Request,
+    http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts},
+    response::{IntoResponse, Response},
+};
+use caller::Principal;
+use futures::StreamExt as _;
+use mrtr::{
+    boundary::{Carried, Passage},
+    request_state::Binding,
+};
+use serde::{
+    Deserialize,
+    de::{self, IgnoredAny},
+};
+use serde_json::Value;
+use sse_stream::Sse;
+
+use crate::server::Gate;
+
+/// The protocol revision whose calls pass as their bytes.
+const MODERN: &str = "2026-07-28";
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+/// What a client of 2026-07-28 must accept.
+const ACCEPTED: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+
+/// The gate's calls no rule names, passed on as their bytes.
+#[derive(Clone)]
+pub struct Passing {
+    inner: Arc<Lane>,
+}
+
+struct Lane {
+    gate: Gate,
+    passage: Passage,
+    client: reqwest::Client,
+}
+
+impl Passing {
+    /// The lane of `gate`'s calls through `passage` (its boundary's); `None` where the boundary
+    /// offers no passage or no upstream speaks 2026-07-28 over HTTP.
+    pub fn new(gate: &Gate, passage: Option<Passage>) -> Option<Passing> {
+        let passage = passage.filter(|_| gate.passes_calls())?;
+        // Its connections kept, an idle one let go before the upstream's idle cut, a redirect
+        // an answer like any other (not a second POST of the call): as the gate's client's.
+        let client = mrtr::client::pooled_http_client();
+        Some(Passing { inner: Arc::new(Lane { gate: gate.clone(), passage, client }) })
+    }
+
+    /// Answer `request` by passing it on, or hand it back untouched for rmcp to serve.
+    pub async fn answer(&self, request: Request) -> Result<Response, Request> {
+        if !offered(request.headers()) {
+            return Err(request);
+        }
+        let (parts, body) = request.into_parts();
+        // The serving shell read the body whole already: this takes the bytes it holds.
+        let Ok(body) = to_bytes(body, usize::MAX).await else {
+            return Ok((StatusCode::BAD_REQUEST, "the body could not be read").into_response());
+        };
+        match self.inner.sending(&parts, &body) {
+            Some(sending) => Ok(self.inner.send(sending).await),
+            None => Err(Request::from_parts(parts, Body::from(body))),
+        }
+    }
+}
+
+/// Whether a request's headers say it may be a 2026-07-28 `tools/call` to pass: the body is
+/// still read, and must say the same.
+fn offered(headers: &HeaderMap) -> bool {
+    let says = |name: &str, value: &str| headers.get(name).is_some_and(|given| given.as_bytes() == value.as_bytes());
+    says("mcp-method", "tools/call")
+        && says("mcp-protocol-version", MODERN)
+        && headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("application/json"))
+        && !headers.keys().any(|name| name.as_str().starts_with("mcp-param-"))
+}
+
+/// A `tools/call` as the lane reads it: what routes it, and no key it does not know.
+#[derive(Deserialize)]
+struct Message<'a> {
+    jsonrpc: &'a str,
+    id: Id,
+    method: &'a str,
+    #[serde(borrow)]
+    params: Params<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params<'a> {
+    name: &'a str,
+    #[serde(rename = "arguments", default)]
+    _arguments: Option<Object>,
+    #[serde(rename = "_meta", borrow)]
+    meta: Meta<'a>,
+    #[serde(rename = "requestState", default)]
+    request_state: Option<&'a str>,
+    #[serde(rename = "inputResponses", default)]
+    input_responses: Option<Object>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Meta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    version: &'a str,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    capabilities: Capabilities,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
+    _info: Option<IgnoredAny>,
+    /// Passed on as they came: the upstream's notifications of the call come on its answer's
+    /// stream, which is the host's alone, and are relayed as they come.
+    #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
+    _log_level: Option<IgnoredAny>,
+    #[serde(rename = "progressToken", default)]
+    _progress: Option<IgnoredAny>,
+}
+
+/// A host's capabilities, read for the one that changes what its call is: an extension (Tasks
+/// among them), which the gate serves itself.
+#[derive(Deserialize)]
+struct Capabilities {
+    #[serde(default)]
+    extensions: Option<IgnoredAny>,
+}
+
+/// A request's id: an integer or a string, as rmcp reads one (not null).
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum Id {
+    Number(i64),
+    Text(String),
+}
+
+/// A JSON object, skipped.
+struct Object;
+
+impl<'de> Deserialize<'de> for Object {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Object, D::Error> {
+        struct Skipping;
+        impl<'de> de::Visitor<'de> for Skipping {
+            type Value = Object;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Object, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Object)
+            }
+        }
+        deserializer.deserialize_map(Skipping)
+    }
+}
+
+/// What the lane reads of a request it may pass.
+struct Read<'a> {
+    /// The tool's name, as the body gives it (and `Mcp-Name` said).
+    name: &'a str,
+    id: Id,
+    /// The state it carries, sealed.
+    request_state: Option<&'a str>,
+}
+
+/// What the lane reads of the request `headers` and `body` make, where it may pass it (one
+/// 2026-07-28 `tools/call`, every key known, its headers saying what its body says); `None`
+/// hands it back.
+fn read<'a>(headers: &HeaderMap, body: &'a [u8]) -> Option<Read<'a>> {
+    let message: Message = serde_json::from_slice(body).ok()?;
+    let Params { name, meta, request_state, input_responses, .. } = message.params;
+    let passes = message.jsonrpc == "2.0"
+        && message.method == "tools/call"
+        && meta.version == MODERN
+        && meta.capabilities.extensions.is_none()
+        && (input_responses.is_none() || request_state.is_some())
+        && headers.get("mcp-name").is_some_and(|given| given.as_bytes() == name.as_bytes());
+    passes.then_some(Read { name, id: message.id, request_state })
+}
+
+/// A call the lane passes: where, what, and what its state opened to.
+struct Sending<'a> {
+    upstream: &'a str,
+    url: &'a url::Url,
+    /// The tool's name, as the host's `Mcp-Name` gave it (and the body said).
+    name: HeaderValue,
+    id: Id,
+    body: Bytes,
+    /// What a state of this call is bound to: worked out where the call carries one, else
+    /// when the answer asks a round.
+    binding: Bound,
+    /// The retry's state, opened: the upstream's own is in `body` in its place.
+    carried: Option<Carried>,
+}
+
+/// What a call's states are bound to, or what it is worked out from.
+enum Bound {
+    Known(Binding),
+    /// The host's body, and the principal its token names.
+    From(Bytes, Option<String>),
+}
+
+impl Bound {
+    fn binding(self) -> Option<Binding> {
+        match self {
+            Bound::Known(binding) => Some(binding),
+            Bound::From(body, principal) => binding(&body, principal),
+        }
+    }
+}
+
+/// What the states of the call `body` carries are bound to, as the boundary binds them: the
+/// method, the tool, the arguments (their digest) and the principal.
+fn binding(body: &[u8], principal: Option<String>) -> Option<Binding> {
+    #[derive(Deserialize)]
+    struct Call<'a> {
+        #[serde(borrow)]
+        params: Named<'a>,
+    }
+    #[derive(Deserialize)]
+    struct Named<'a> {
+        name: &'a str,
+        #[serde(default)]
+        arguments: Option<Value>,
+    }
+    let call: Call = serde_json::from_slice(body).ok()?;
+    Some(Binding::new("tools/call", call.params.name, call.params.arguments.as_ref(), principal))
+}
+
+impl Lane {
+    /// The call `parts` and `body` carry, where the lane passes it: `None` hands it back.
+    fn sending<'a>(&'a self, parts: &Parts, body: &Bytes) -> Option<Sending<'a>> {
+        let Read { name, id, request_state } = read(&parts.headers, body)?;
+        let name_header = parts.headers.get("mcp-name")?.clone();
+        let (upstream, url) = self.gate.passes_at(name)?;
+        let principal = Principal::of(&parts.extensions).map(Principal::to_string);
+        let (body, binding, carried) = match request_state {
+            None => (body.clone(), Bound::From(body.clone(), principal), None),
+            Some(token) => {
+                let binding = binding(body, principal)?;
+                let carried = self.passage.open(token, &binding)?;
+                let state = serde_json::to_string(&carried.state).ok()?;
+                (spliced(body, token, &state)?, Bound::Known(binding), Some(carried))
+            }
+        };
+        Some(Sending { upstream, url, name: name_header, id, body, binding, carried })
+    }
+
+    /// Send `sending` on, once, and give its answer as the host is to get it.
+    async fn send(&self, sending: Sending<'_>) -> Response {
+        let Sending { upstream, url, name, id, body, binding, carried } = sending;
+        let failed = |words: String| failed(upstream, &id, words);
+        let sent = self
+            .client
+            .post(url.clone())
+            .header(header::CONTENT_TYPE, JSON)
+            .header(header::ACCEPT, ACCEPTED)
+            .header("mcp-protocol-version", HeaderValue::from_static(MODERN))
+            .header("mcp-method", HeaderValue::from_static("tools/call"))
+            .header("mcp-name", name.clone())
+            .body(body)
+            .send()
+            .await;
+        let answered = match sent {
+            Ok(answered) => answered,
+            Err(error) => return failed(error.without_url().to_string()),
+        };
+        let status = answered.status();
+        let kind = answered.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
+        let kind = kind.trim_start().to_ascii_lowercase();
+        let reading = Reading { passage: self.passage.clone(), binding, carried };
+        if kind.starts_with("text/event-stream") && status.is_success() {
+            tracing::debug!(upstream, tool = ?name, "a call no rule names passed on as its bytes, its answer streamed");
+            return streamed(answered, reading, (upstream.to_owned(), id));
+        }
+        if !kind.starts_with("application/json") {
+            return failed(format!("HTTP {status}"));
+        }
+        let message = match answered.bytes().await {
+            Ok(message) => message,
+            Err(error) => return failed(error.without_url().to_string()),
+        };
+        match reading.response(message, status) {
+            Ok(message) => {
+                tracing::debug!(upstream, tool = ?name, "a call no rule names passed on as its bytes");
+                let status = if status.is_success() { StatusCode::OK } else { status };
+                (status, [(header::CONTENT_TYPE, "application/json")], message).into_response()
+            }
+            Err(words) => failed(words),
+        }
+    }
+}
+
+/// What a passed call's answer is read with: what seals the state of a round it asks.
+struct Reading {
+    passage: Passage,
+    binding: Bound,
+    carried: Option<Carried>,
+}
+
+impl Reading {
+    /// The upstream's response `message`, given with `status`, as the host is to get it (a
+    /// round's state sealed), or why it cannot be given.
+    fn response(self, message: Bytes, status: StatusCode) -> Result<Bytes, String> {
+        let Some(shape) = Shape::of(&message) else { return Err("its answer is no JSON-RPC response".into()) };
+        // A refusal passes as it came, with its status; only a result is a success.
+        let answers = shape.error || (shape.result && status.is_success());
+        if !answers {
+            return Err(format!("HTTP {status}"));
+        }
+        Ok(sealed_round(&self.passage, &message, self.binding, self.carried.as_ref())?.unwrap_or(message))
+    }
+}
+
+/// An answer streamed as server-sent events, relayed as it comes: its notifications (the
+/// progress and log messages the host asked for) as they came, then its response as
+/// [`Reading::response`] gives it, which ends the stream. A question (which 2026-07-28 forbids
+/// there), a broken stream, or one that ends without a response ends it with an error.
+fn streamed(answered: reqwest::Response, reading: Reading, (upstream, id): (String, Id)) -> Response {
+    let events = sse_stream::SseStream::from_bytes_stream(answered.bytes_stream());
+    let relayed = futures::stream::unfold(Some((events, reading, upstream, id)), |state| async move {
+        let (mut events, reading, upstream, id) = state?;
+        let ended = |words: String| {
+            tracing::warn!(upstream, error = %words, "a call to the upstream failed");
+            Some((
+                Ok::<_, std::convert::Infallible>(Sse::default().data(error(&upstream, &id, words).to_string())),
+                None,
+            ))
+        };
+        let event = match events.next().await {
+            None => return ended("its stream ended without an answer".into()),
+            Some(Err(broke)) => return ended(format!("its stream broke: {broke}")),
+            Some(Ok(event)) => event,
+        };
+        let shape = event.data.as_deref().and_then(|data| serde_json::from_str::<Shape>(data).ok());
+        match shape.map(|shape| (shape.id.is_some(), shape.method.is_some())) {
+            Some((true, false)) => {
+                let message = Bytes::from(event.data.unwrap_or_default());
+                match reading.response(message, StatusCode::OK).map(|bytes| String::from_utf8(bytes.to_vec())) {
+                    Ok(Ok(response)) => Some((Ok(Sse::default().data(response)), None)),
+                    Ok(Err(_)) => ended("its answer is not UTF-8".into()),
+                    Err(words) => ended(words),
+                }
+            }
+            Some((true, true)) => ended("it asked a question on the call's stream, which 2026-07-28 forbids".into()),
+            _ => Some((Ok(event), Some((events, reading, upstream, id)))),
+        }
+    });
+    let headers = [
+        (header::CONTENT_TYPE, "text/event-stream"),
+        (header::CACHE_CONTROL, "no-cache"),
+        (header::HeaderName::from_static("x-accel-buffering"), "no"),
+    ];
+    (headers, Body::new(sse_stream::SseBody::new(relayed))).into_response()
+}
+
+/// What a JSON-RPC message from the upstream is: whether it answers (a result or an error), or
+/// asks (a method).
+#[derive(Deserialize)]
+struct Shape {
+    #[serde(default)]
+    id: Option<IgnoredAny>,
+    #[serde(default)]
+    method: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "present")]
+    result: bool,
+    #[serde(default, deserialize_with = "present")]
+    error: bool,
+}
+
+fn present<'de, D: de::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    IgnoredAny::deserialize(deserializer).map(|_| true)
+}
+
+impl Shape {
+    /// `message`'s shape, where it is a response (an id, no method); `None` otherwise.
+    fn of(message: &[u8]) -> Option<Shape> {
+        let shape: Shape = serde_json::from_slice(message).ok()?;
+        (shape.id.is_some() && shape.method.is_none()).then_some(shape)
+    }
+}
+
+/// A round's answer as it is read for its state.
+#[derive(Deserialize)]
+struct Answer<'a> {
+    #[serde(default, borrow)]
+    result: Option<Round<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Round<'a> {
+    #[serde(rename = "resultType", default)]
+    result_type: Option<&'a str>,
+    #[serde(rename = "requestState", default)]
+    request_state: Option<&'a str>,
+}
+
+/// `message` with the state of the round it asks (`input_required`) sealed through `passage`,
+/// bound as `binding` says, in the round after `carried`'s; `None` where it asks none.
+fn sealed_round(
+    passage: &Passage,
+    message: &Bytes,
+    binding: Bound,
+    carried: Option<&Carried>,
+) -> Result<Option<Bytes>, String> {
+    // A result type is spelt out, or escaped (`\u`): a message with neither asks no round.
+    let finder = |needle: &[u8]| memchr::memmem::find(message, needle).is_some();
+    if !finder(b"input_required") && !finder(b"\\u") {
+        return Ok(None);
+    }
+    let seal = |state: &str| {
+        let binding = binding.binding().ok_or("the call's arguments could not be read again")?;
+        Ok::<_, String>(passage.seal(state, &binding, carried))
+    };
+    if let Ok(Answer { result: Some(round) }) = serde_json::from_slice::<Answer>(message) {
+        return match (round.result_type, round.request_state) {
+            (Some("input_required"), Some(state)) => {
+                let sealed = serde_json::to_string(&seal(state)?).map_err(|error| error.to_string())?;
+                spliced(message, state, &sealed).map(Some).ok_or_else(|| "its round could not be sealed".to_owned())
+            }
+            _ => Ok(None),
+        };
+    }
+    // Escapes in the state, or a key twice: read whole, as a host's JSON reader would.
+    let mut whole: Value = serde_json::from_slice(message).map_err(|_| "its answer is not JSON".to_owned())?;
+    let Some(result) = whole.get_mut("result").and_then(Value::as_object_mut) else { return Ok(None) };
+    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return Ok(None);
+    }
+    let Some(state) = result.get("requestState").and_then(Value::as_str) else { return Ok(None) };
+    let sealed = seal(state)?;
+    result.insert("requestState".into(), Value::String(sealed));
+    serde_json::to_vec(&whole).map(|bytes| Some(Bytes::from(bytes))).map_err(|error| error.to_string())
+}
+
+/// `message` with the JSON string whose text is `inner` (borrowed from `message`, so it holds
+/// no escapes) replaced by `string` (a JSON string, quotes included).
+fn spliced(message: &Bytes, inner: &str, string: &str) -> Option<Bytes> {
+    let start = (inner.as_ptr() as usize).checked_sub(message.as_ptr() as usize)?;
+    let end = start + inner.len();
+    let quoted = start >= 1 && message.get(start - 1) == Some(&b'"') && message.get(end) == Some(&b'"');
+    if !quoted {
+        return None;
+    }
+    let mut out = Vec::with_capacity(message.len() + string.len());
+    out.extend_from_slice(&message[..start - 1]);
+    out.extend_from_slice(string.as_bytes());
+    out.extend_from_slice(&message[end + 1..]);
+    Some(Bytes::from(out))
+}
+
+/// The error the host gets for a passed call whose upstream gave no answer it could read: the
+/// typed path's words, logged as it logs them.
+fn failed(upstream: &str, id: &Id, words: String) -> Response {
+    tracing::warn!(upstream, error = %words, "a call to the upstream failed");
+    Json(error(upstream, id, words)).into_response()
+}
+
+/// The JSON-RPC error answering the request `id` when its upstream gave no answer to pass.
+fn error(upstream: &str, id: &Id, words: String) -> Value {
+    let id = match id {
+        Id::Number(number) => Value::from(*number),
+        Id::Text(text) => Value::String(text.clone()),
+    };
+    let message = format!("upstream {upstream} did not answer: {words}");
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": message}})
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use mrtr::{boundary::Sealed, request_state::StateSecurity, seal::KeyRing};
+    use serde_json::json;
+
+    use super::*;
+
+    fn headers(name: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("mcp-method", HeaderValue::from_static("tools/call"));
+        headers.insert("mcp-protocol-version", HeaderValue::from_static(MODERN));
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert("mcp-name", HeaderValue::from_str(name).unwrap());
+        headers
+    }
+
+    fn meta() -> Value {
+        json!({"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}})
+    }
+
+    fn call(params: Value) -> String {
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}).to_string()
+    }
+
+    #[test]
+    fn only_a_2026_tools_call_whose_headers_say_so_is_offered_to_the_lane() {
+        assert!(offered(&headers("pay")));
+        let mut without_method = headers("pay");
+        without_method.remove("mcp-method");
+        let mut of_2025 = headers("pay");
+        of_2025.insert("mcp-protocol-version", HeaderValue::from_static("2025-11-25"));
+        let mut not_json = headers("pay");
+        not_json.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        // An argument in a header: rmcp checks it against the body, and writes it upstream.
+        let mut with_a_parameter = headers("pay");
+        with_a_parameter.insert("mcp-param-invoice", HeaderValue::from_static("I-1"));
+        for refused in [without_method, of_2025, not_json, with_a_parameter] {
+            assert!(!offered(&refused), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn a_call_passes_only_with_every_key_known_and_its_name_the_one_its_header_says() {
+        let plain = call(json!({"name": "pay", "arguments": {"invoice": "I-1"}, "_meta": meta()}));
+        let read_plain = read(&headers("pay"), plain.as_bytes()).expect("a plain call passes");
+        assert_eq!((read_plain.name, read_plain.request_state), ("pay", None));
+        let mut told = meta();
+        told["progressToken"] = json!("host-1");
+        told["io.modelcontextprotocol/logLevel"] = json!("info");
+        let retry = call(json!({"name": "pay", "_meta": told, "requestState": "sealed", "inputResponses": {}}));
+        assert_eq!(read(&headers("pay"), retry.as_bytes()).map(|read| read.request_state), Some(Some("sealed")));
+
+        let mut with_tasks = meta();
+        with_tasks["io.modelcontextprotocol/clientCapabilities"] =
+            json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        let mut unknown_meta = meta();
+        unknown_meta["io.modelcontextprotocol/other"] = json!(1);
+        let mut of_2025 = meta();
+        of_2025["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+        let handed_back = [
+            ("another tool named in the header", call(json!({"name": "pay", "_meta": meta()})), "touch"),
+            (
+                "the name twice",
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"touch","name":"pay","_meta":{}}}}}"#,
+                    meta()
+                ),
+                "pay",
+            ),
+            ("a key it does not read", call(json!({"name": "pay", "task": {}, "_meta": meta()})), "pay"),
+            ("a _meta key it does not read", call(json!({"name": "pay", "_meta": unknown_meta})), "pay"),
+            ("the Tasks extension", call(json!({"name": "pay", "_meta": with_tasks})), "pay"),
+            ("another era in _meta", call(json!({"name": "pay", "_meta": of_2025})), "pay"),
+            ("answers without a state", call(json!({"name": "pay", "inputResponses": {}, "_meta": meta()})), "pay"),
+            ("arguments not an object", call(json!({"name": "pay", "arguments": [1], "_meta": meta()})), "pay"),
+            ("no _meta", call(json!({"name": "pay"})), "pay"),
+            (
+                "a name with an escape",
+                call(json!({"name": "pay", "_meta": meta()})).replace(r#""name":"pay""#, r#""name":"pa\u0079""#),
+                "pay",
+            ),
+            (
+                "a fractional id",
+                call(json!({"name": "pay", "_meta": meta()})).replace(r#""id":3"#, r#""id":3.5"#),
+                "pay",
+            ),
+            ("a null id", call(json!({"name": "pay", "_meta": meta()})).replace(r#""id":3"#, r#""id":null"#), "pay"),
+            (
+                "another method",
+                call(json!({"name": "pay", "_meta": meta()})).replace("tools/call", "prompts/get"),
+                "pay",
+            ),
+            ("not JSON-RPC 2.0", call(json!({"name": "pay", "_meta": meta()})).replace(r#""2.0""#, r#""1.0""#), "pay"),
+        ];
+        for (why, body, header) in handed_back {
+            assert!(read(&headers(header), body.as_bytes()).is_none(), "passed with {why}: {body}");
+        }
+    }
+
+    fn passage() -> Passage {
+        let security = StateSecurity::new(KeyRing::ephemeral(), Duration::from_secs(600), None);
+        Sealed::new((), Arc::new(security)).passage().unwrap()
+    }
+
+    fn bound() -> Binding {
+        Binding::new("tools/call", "pay", Some(&json!({"invoice": "I-1"})), None)
+    }
+
+    /// `answer`, as the lane gives it to the host.
+    fn given(passage: &Passage, answer: &str) -> Option<Value> {
+        let sealed = sealed_round(passage, &Bytes::from(answer.to_owned()), Bound::Known(bound()), None).unwrap();
+        sealed.map(|bytes| serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[test]
+    fn a_round_the_upstream_asks_is_given_with_its_state_sealed_in_place_and_any_other_answer_as_it_came() {
+        let passage = passage();
+        let asks = json!({"confirm": {"method": "elicitation/create", "params": {"message": "Pay I-1?"}}});
+        let round = json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": "input_required", "inputRequests": asks, "requestState": "confirming I-1"}});
+        let sealed = given(&passage, &round.to_string()).expect("a round's state is sealed");
+        let state = sealed["result"]["requestState"].as_str().unwrap();
+        assert!(!state.contains("confirming"), "{state}");
+        assert_eq!(passage.open(state, &bound()).map(|carried| carried.state), Some("confirming I-1".into()));
+        let mut unsealed = sealed.clone();
+        unsealed["result"]["requestState"] = json!("confirming I-1");
+        assert_eq!(unsealed, round, "the rest of the round passes as it came");
+        // A state with escapes, and a result type spelt with one, are read whole and sealed too.
+        let escaped = round
+            .to_string()
+            .replace("confirming I-1", r#"say \"yes\""#)
+            .replace("input_required", r"input\u005frequired");
+        let sealed = given(&passage, &escaped).expect("an escaped round's state is sealed");
+        let state = sealed["result"]["requestState"].as_str().unwrap();
+        assert_eq!(passage.open(state, &bound()).map(|carried| carried.state), Some(r#"say "yes""#.into()));
+        // A complete result that only mentions a round, and an error, pass as they came.
+        let complete = json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete", "content": [{"type": "text", "text": "no input_required here, \u{e9}"}]}});
+        assert_eq!(given(&passage, &complete.to_string()), None);
+        assert_eq!(given(&passage, &serde_json::to_string(&complete).unwrap().replace('\u{e9}', r"\u00e9")), None);
+        assert_eq!(
+            given(&passage, r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"input_required"}}"#),
+            None
+        );
+    }
+
+    #[test]
+    fn only_a_response_is_given_to_the_host_as_its_answer() {
+        let shape = |message: &str| Shape::of(message.as_bytes()).map(|shape| (shape.result, shape.error));
+        assert_eq!(shape(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#), Some((true, false)));
+        assert_eq!(shape(r#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"no"}}"#), Some((false, true)));
+        assert_eq!(shape(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#), None);
+        assert_eq!(shape(r#"{"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{}}"#), None);
+        assert_eq!(shape("<html>"), None);
+    }
+}
