@@ -533,13 +533,14 @@ struct GateOverHttp {
 impl GateOverHttp {
     /// The gate in front of `upstream`, served, which its policy names `name`.
     async fn in_front_of(upstream: InTest, name: &'static str) -> GateOverHttp {
-        GateOverHttp::in_front_of_url(&served(upstream).await, name).await
+        GateOverHttp::in_front_of_url(&served(upstream).await, name, HOLDS_NONE_OF_ITS_TOOLS).await
     }
 
-    /// The gate in front of the upstream `served` at its URL, which its policy names `name`.
-    async fn in_front_of_url(served: &str, name: &'static str) -> GateOverHttp {
+    /// The gate in front of the upstream `served` at its URL, which its policy names `name`,
+    /// its rules `rules`.
+    async fn in_front_of_url(served: &str, name: &'static str, rules: &str) -> GateOverHttp {
         let dir = tempfile::tempdir().unwrap();
-        let policy = support::policy_before_url(dir.path(), name, served, HOLDS_NONE_OF_ITS_TOOLS);
+        let policy = support::policy_before_url(dir.path(), name, served, rules);
         let mut command = tokio::process::Command::new(fernhill_gate());
         command.arg("serve").arg(&policy).args(["--http", "127.0.0.1:0"]).env("USER", "alice");
         let (gate, url, log) = support::spawn_printing_url_with_log(&mut command).await;
@@ -876,9 +877,18 @@ fn pay(invoice: &str, state: Option<&str>, answers: Option<serde_json::Value>) -
 /// headers the spec asks for: the response (from the last event that holds one, when the answer
 /// streams).
 async fn posted(url: &str, params: serde_json::Value) -> serde_json::Value {
+    let (_, text) = sent(reqwest::Method::POST, url, params).await;
+    let events = text.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim);
+    let mut responses = events.filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok());
+    responses.rfind(|message| message.get("id").is_some()).unwrap_or_else(|| serde_json::from_str(&text).unwrap())
+}
+
+/// `params` sent to `url` with `method` as a 2026-07-28 host's `tools/call` is POSTed: the
+/// answer's status and text.
+async fn sent(method: reqwest::Method, url: &str, params: serde_json::Value) -> (reqwest::StatusCode, String) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
     let answer = reqwest::Client::new()
-        .post(url)
+        .request(method, url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
@@ -888,24 +898,23 @@ async fn posted(url: &str, params: serde_json::Value) -> serde_json::Value {
         .send()
         .await
         .unwrap();
-    let text = answer.text().await.unwrap();
-    let events = text.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim);
-    let mut responses = events.filter_map(|data| serde_json::from_str::<serde_json::Value>(data).ok());
-    responses.rfind(|message| message.get("id").is_some()).unwrap_or_else(|| serde_json::from_str(&text).unwrap())
+    (answer.status(), answer.text().await.unwrap())
 }
 
 /// Over HTTP, a round an upstream asks in a call passed on as its bytes reaches the host with
 /// the gate's seal on the upstream's state, whether the upstream answers with one JSON body or a
 /// stream: the upstream's own state never reaches the host, and the gate's opens for that call's
 /// retry alone (not for another invoice; the upstream's bare state is refused), and the retry
-/// hands the upstream its own state back, round after round, until it pays once.
+/// hands the upstream its own state back, round after round, until it pays once, whether a round
+/// goes as bytes or the typed way (a state either seals opens in the other).
 #[tokio::test]
 async fn over_http_a_round_of_a_call_passed_on_carries_the_gates_seal_and_opens_for_its_own_retry_alone() {
     let accept = |key: &str| json!({key: {"action": "accept", "content": {"pay": true}}});
     for json_answers in [false, true] {
         let upstream = InTest::default();
         let (paid, go) = (upstream.paid.clone(), upstream.go.clone());
-        let gate = GateOverHttp::in_front_of_url(&served_answering(upstream, json_answers).await, "payer").await;
+        let served = served_answering(upstream, json_answers).await;
+        let gate = GateOverHttp::in_front_of_url(&served, "payer", HOLDS_NONE_OF_ITS_TOOLS).await;
         let asked = posted(&gate.url, pay("INV-1", None, None)).await;
         assert_eq!(asked["result"]["resultType"], "input_required", "json {json_answers}: {asked}");
         let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
@@ -914,7 +923,11 @@ async fn over_http_a_round_of_a_call_passed_on_carries_the_gates_seal_and_opens_
             let refused = posted(&gate.url, pay(invoice, Some(carried), Some(accept("confirm")))).await;
             assert_eq!(refused["error"]["code"], -32602, "json {json_answers}: {invoice} with {carried}: {refused}");
         }
-        let again = posted(&gate.url, pay("INV-1", Some(&state), Some(accept("confirm")))).await;
+        // This round goes the typed way (a `_meta` key the lane does not read), the next as bytes
+        // again: each opens the other's seal.
+        let mut typed = pay("INV-1", Some(&state), Some(accept("confirm")));
+        typed["_meta"]["io.example/typed"] = json!(true);
+        let again = posted(&gate.url, typed).await;
         assert!(again["result"]["inputRequests"].get("again").is_some(), "json {json_answers}: {again}");
         let state_again = again["result"]["requestState"].as_str().unwrap().to_owned();
         assert!(!state_again.contains("confirming") && state_again != state, "json {json_answers}: {state_again}");
@@ -923,6 +936,28 @@ async fn over_http_a_round_of_a_call_passed_on_carries_the_gates_seal_and_opens_
         assert_eq!(done["result"]["content"][0]["text"], "paid INV-1", "json {json_answers}: {done}");
         assert_eq!(*paid.lock().unwrap(), [("INV-1".to_owned(), 1)].into(), "json {json_answers}");
     }
+}
+
+/// Over HTTP, neither a call of a tool a rule holds, sent with the very headers a passed call
+/// has, nor a call's body sent with another method than POST, reaches the upstream as bytes:
+/// the held call is held, and the other is refused before any upstream sees it.
+#[tokio::test]
+async fn over_http_a_held_tools_call_and_a_body_not_posted_never_pass_as_bytes() {
+    let upstream = InTest::default();
+    let tokens = upstream.tokens.clone();
+    let holds_pay =
+        "[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n";
+    let gate = GateOverHttp::in_front_of_url(&served(upstream).await, "payer", holds_pay).await;
+    let held = posted(&gate.url, pay("INV-1", None, None)).await;
+    assert_eq!(held["result"]["isError"], true, "{held}");
+    assert!(held["result"]["content"][0]["text"].as_str().unwrap().contains("has not run"), "{held}");
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}, "progressToken": "not-posted"});
+    for method in [reqwest::Method::GET, reqwest::Method::PUT, reqwest::Method::DELETE] {
+        let (status, text) = sent(method.clone(), &gate.url, json!({"name": "slow", "_meta": meta})).await;
+        assert!(!status.is_success() || !text.contains("done"), "{method}: {status} {text}");
+    }
+    assert!(tokens.lock().unwrap().is_empty(), "a body not posted reached the upstream");
 }
 
 /// An approved call whose upstream asks rounds as it runs, for a 2026-07-28 requester (who has

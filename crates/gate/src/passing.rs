@@ -17,31 +17,35 @@
 //! this does not read), a state the passage does not open (rmcp's boundary refuses it in its
 //! words), headers that do not match the body (rmcp answers -32020), a tool a rule names or
 //! `review_approvals`, a tool whose arguments travel in headers, a 2025 host or upstream, a
-//! body that is not one such request read whole (a name or state with escapes included). A
-//! progress token and a log level pass as they came: at 2026-07-28 the upstream tells a call's
-//! notifications on its answer's stream, which is this host's alone, and a streamed answer
-//! (SSE) is relayed event by event. An answer that is no JSON-RPC response, an upstream that
-//! cannot be reached, and a question on the call's stream (which 2026-07-28 forbids) give the
-//! host the internal error the typed path gives.
+//! body that is not one such request read whole and strictly (an object at each level, no key
+//! twice in its arguments or answers, every string valid; a name or state with escapes), a
+//! request not POSTed, or whose `Accept`, `Content-Type` or MCP headers are not exactly what
+//! the spec asks. A progress token and a log level pass as they came: at 2026-07-28 the upstream
+//! tells a call's notifications on its answer's stream, which is this host's alone, and a
+//! streamed answer (SSE) is relayed notification by notification, each written on one `data`
+//! line. An answer that is no JSON-RPC response to this request, an upstream that cannot be
+//! reached, and a question on the call's stream (which 2026-07-28 forbids) give the host the
+//! internal error the typed path gives; an upstream's JSON-RPC error reaches the host as it
+//! came, with the HTTP status the serving shell gives that code.
 
-use std::sync::Arc;
+use std::{marker::PhantomData, sync::Arc};
 
 use axum::{
     Json,
     body::{Body, Bytes, to_bytes},
     extract::Request,
-    http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts},
     response::{IntoResponse, Response},
 };
 use caller::Principal;
 use futures::StreamExt as _;
 use mrtr::{
-    boundary::{Carried, Passage},
+    boundary::{Carried, ErrorCode, Passage},
     request_state::Binding,
 };
 use serde::{
     Deserialize,
-    de::{self, IgnoredAny},
+    de::{self, IgnoredAny, value::MapAccessDeserializer},
 };
 use serde_json::Value;
 use sse_stream::Sse;
@@ -77,13 +81,14 @@ impl Passing {
         Some(Passing { inner: Arc::new(Lane { gate: gate.clone(), passage, client }) })
     }
 
-    /// Answer `request` by passing it on, or hand it back untouched for rmcp to serve.
+    /// Answer `request` by passing it on, or hand it back untouched for rmcp to serve. Only a
+    /// POST is taken, whose body the serving shell has read whole within its size limit and
+    /// read timeout already.
     pub async fn answer(&self, request: Request) -> Result<Response, Request> {
-        if !offered(request.headers()) {
+        if !offered(request.method(), request.headers()) {
             return Err(request);
         }
         let (parts, body) = request.into_parts();
-        // The serving shell read the body whole already: this takes the bytes it holds.
         let Ok(body) = to_bytes(body, usize::MAX).await else {
             return Ok((StatusCode::BAD_REQUEST, "the body could not be read").into_response());
         };
@@ -94,27 +99,44 @@ impl Passing {
     }
 }
 
-/// Whether a request's headers say it may be a 2026-07-28 `tools/call` to pass: the body is
-/// still read, and must say the same.
-fn offered(headers: &HeaderMap) -> bool {
-    let says = |name: &str, value: &str| headers.get(name).is_some_and(|given| given.as_bytes() == value.as_bytes());
-    says("mcp-method", "tools/call")
+/// Whether a request's method and headers say it may be a 2026-07-28 `tools/call` to pass: a
+/// POST with one `Mcp-Method`, `MCP-Protocol-Version` and `Mcp-Name` each, `Content-Type`
+/// `application/json`, an `Accept` naming both JSON and event streams, and no argument in a
+/// header. The body is still read, and must say the same.
+fn offered(method: &Method, headers: &HeaderMap) -> bool {
+    let one = |name: &str| {
+        let mut given = headers.get_all(name).iter();
+        given.next().filter(|_| given.next().is_none())
+    };
+    let says = |name: &str, value: &str| one(name).is_some_and(|given| given.as_bytes() == value.as_bytes());
+    let accepts = |kind: &str| {
+        headers.get_all(header::ACCEPT).iter().filter_map(|value| value.to_str().ok()).any(|value| {
+            value.split(',').any(|listed| listed.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case(kind)))
+        })
+    };
+    let json = one(header::CONTENT_TYPE.as_str())
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"));
+    method == Method::POST
+        && says("mcp-method", "tools/call")
         && says("mcp-protocol-version", MODERN)
-        && headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| value.trim_start().to_ascii_lowercase().starts_with("application/json"))
+        && one("mcp-name").is_some()
+        && json
+        && accepts("application/json")
+        && accepts("text/event-stream")
         && !headers.keys().any(|name| name.as_str().starts_with("mcp-param-"))
 }
 
 /// A `tools/call` as the lane reads it: what routes it, and no key it does not know.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Message<'a> {
     jsonrpc: &'a str,
     id: Id,
     method: &'a str,
     #[serde(borrow)]
-    params: Params<'a>,
+    params: Object<Params<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -122,65 +144,136 @@ struct Message<'a> {
 struct Params<'a> {
     name: &'a str,
     #[serde(rename = "arguments", default)]
-    _arguments: Option<Object>,
+    _arguments: Option<Object<Strict>>,
     #[serde(rename = "_meta", borrow)]
-    meta: Meta<'a>,
+    meta: Object<Meta<'a>>,
     #[serde(rename = "requestState", default)]
     request_state: Option<&'a str>,
     #[serde(rename = "inputResponses", default)]
-    input_responses: Option<Object>,
+    input_responses: Option<Object<Strict>>,
 }
 
+/// `_meta` as rmcp reads its keys; any other key hands the call back.
+// The log level's type is deprecated with logging (SEP-2577); hosts still send it.
+#[allow(deprecated)]
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Meta<'a> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
     version: &'a str,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
-    capabilities: Capabilities,
+    capabilities: rmcp::model::ClientCapabilities,
     #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
-    _info: Option<IgnoredAny>,
+    _info: Option<rmcp::model::Implementation>,
     /// Passed on as they came: the upstream's notifications of the call come on its answer's
     /// stream, which is the host's alone, and are relayed as they come.
     #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
-    _log_level: Option<IgnoredAny>,
+    _log_level: Option<rmcp::model::LoggingLevel>,
     #[serde(rename = "progressToken", default)]
-    _progress: Option<IgnoredAny>,
-}
-
-/// A host's capabilities, read for the one that changes what its call is: an extension (Tasks
-/// among them), which the gate serves itself.
-#[derive(Deserialize)]
-struct Capabilities {
-    #[serde(default)]
-    extensions: Option<IgnoredAny>,
+    _progress: Option<rmcp::model::ProgressToken>,
 }
 
 /// A request's id: an integer or a string, as rmcp reads one (not null).
-#[derive(Deserialize, Clone)]
+#[derive(Deserialize, Clone, PartialEq)]
 #[serde(untagged)]
 enum Id {
     Number(i64),
     Text(String),
 }
 
-/// A JSON object, skipped.
-struct Object;
+/// `T` read from a JSON object alone: serde's derived readers take an array too, field by
+/// field, which no JSON-RPC peer means.
+struct Object<T>(T);
 
-impl<'de> Deserialize<'de> for Object {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Object, D::Error> {
-        struct Skipping;
-        impl<'de> de::Visitor<'de> for Skipping {
-            type Value = Object;
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Object<T>, D::Error> {
+        struct Fields<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> de::Visitor<'de> for Fields<T> {
+            type Value = T;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("an object")
             }
-            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Object, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Object)
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
             }
         }
-        deserializer.deserialize_map(Skipping)
+        deserializer.deserialize_map(Fields(PhantomData)).map(Object)
+    }
+}
+
+/// A JSON value read whole and strictly, and skipped: no key twice in any object (a reader that
+/// keeps the first would see another value than one that keeps the last, as the seal's binding
+/// does), every string valid UTF-8 without a lone surrogate (serde_json checks a string it
+/// hands over, not one it skips).
+struct Strict;
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Strict, D::Error> {
+        deserializer.deserialize_any(Strictly)
+    }
+}
+
+struct Strictly;
+
+impl<'de> de::Visitor<'de> for Strictly {
+    type Value = Strict;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_unit<E>(self) -> Result<Strict, E> {
+        Ok(Strict)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut items: A) -> Result<Strict, A::Error> {
+        while items.next_element::<Strict>()?.is_some() {}
+        Ok(Strict)
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut entries: A) -> Result<Strict, A::Error> {
+        let mut keys: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+        while let Some(Key(key)) = entries.next_key::<Key>()? {
+            if keys.contains(&key) {
+                return Err(de::Error::custom(format_args!("the key {key:?} twice")));
+            }
+            entries.next_value::<Strict>()?;
+            keys.push(key);
+        }
+        Ok(Strict)
+    }
+}
+
+/// An object's key, borrowed where it holds no escape.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Key<'de>, D::Error> {
+        struct Text;
+        impl<'de> de::Visitor<'de> for Text {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(key.into()))
+            }
+            fn visit_str<E>(self, key: &str) -> Result<Key<'de>, E> {
+                Ok(Key(key.to_owned().into()))
+            }
+        }
+        deserializer.deserialize_str(Text)
     }
 }
 
@@ -197,8 +290,8 @@ struct Read<'a> {
 /// 2026-07-28 `tools/call`, every key known, its headers saying what its body says); `None`
 /// hands it back.
 fn read<'a>(headers: &HeaderMap, body: &'a [u8]) -> Option<Read<'a>> {
-    let message: Message = serde_json::from_slice(body).ok()?;
-    let Params { name, meta, request_state, input_responses, .. } = message.params;
+    let Object(message): Object<Message> = serde_json::from_slice(body).ok()?;
+    let Object(Params { name, meta: Object(meta), request_state, input_responses, .. }) = message.params;
     let passes = message.jsonrpc == "2.0"
         && message.method == "tools/call"
         && meta.version == MODERN
@@ -221,6 +314,8 @@ struct Sending<'a> {
     binding: Bound,
     /// The retry's state, opened: the upstream's own is in `body` in its place.
     carried: Option<Carried>,
+    /// Where the serving shell is told the JSON-RPC error a call ended in.
+    error_code: Option<ErrorCode>,
 }
 
 /// What a call's states are bound to, or what it is worked out from.
@@ -273,12 +368,13 @@ impl Lane {
                 (spliced(body, token, &state)?, Bound::Known(binding), Some(carried))
             }
         };
-        Some(Sending { upstream, url, name: name_header, id, body, binding, carried })
+        let error_code = parts.extensions.get::<ErrorCode>().cloned();
+        Some(Sending { upstream, url, name: name_header, id, body, binding, carried, error_code })
     }
 
     /// Send `sending` on, once, and give its answer as the host is to get it.
     async fn send(&self, sending: Sending<'_>) -> Response {
-        let Sending { upstream, url, name, id, body, binding, carried } = sending;
+        let Sending { upstream, url, name, id, body, binding, carried, error_code } = sending;
         let failed = |words: String| failed(upstream, &id, words);
         let sent = self
             .client
@@ -298,10 +394,10 @@ impl Lane {
         let status = answered.status();
         let kind = answered.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
         let kind = kind.trim_start().to_ascii_lowercase();
-        let reading = Reading { passage: self.passage.clone(), binding, carried };
+        let reading = Reading { passage: self.passage.clone(), binding, carried, id: id.clone() };
         if kind.starts_with("text/event-stream") && status.is_success() {
             tracing::debug!(upstream, tool = ?name, "a call no rule names passed on as its bytes, its answer streamed");
-            return streamed(answered, reading, (upstream.to_owned(), id));
+            return streamed(answered, reading, upstream.to_owned());
         }
         if !kind.starts_with("application/json") {
             return failed(format!("HTTP {status}"));
@@ -311,69 +407,87 @@ impl Lane {
             Err(error) => return failed(error.without_url().to_string()),
         };
         match reading.response(message, status) {
-            Ok(message) => {
+            Ok((message, refused)) => {
                 tracing::debug!(upstream, tool = ?name, "a call no rule names passed on as its bytes");
-                let status = if status.is_success() { StatusCode::OK } else { status };
-                (status, [(header::CONTENT_TYPE, "application/json")], message).into_response()
+                // A refusal gets the status the serving shell gives its code, as the typed path's.
+                if let (Some(code), Some(slot)) = (refused, &error_code) {
+                    slot.set(code);
+                }
+                (StatusCode::OK, [(header::CONTENT_TYPE, JSON)], message).into_response()
             }
             Err(words) => failed(words),
         }
     }
 }
 
-/// What a passed call's answer is read with: what seals the state of a round it asks.
+/// What a passed call's answer is read with: what seals the state of a round it asks, and the
+/// request it answers.
 struct Reading {
     passage: Passage,
     binding: Bound,
     carried: Option<Carried>,
+    id: Id,
 }
 
 impl Reading {
     /// The upstream's response `message`, given with `status`, as the host is to get it (a
-    /// round's state sealed), or why it cannot be given.
-    fn response(self, message: Bytes, status: StatusCode) -> Result<Bytes, String> {
+    /// round's state sealed), and the code of the JSON-RPC error it is, if one; or why it
+    /// cannot be given.
+    fn response(self, message: Bytes, status: StatusCode) -> Result<(Bytes, Option<i32>), String> {
         let Some(shape) = Shape::of(&message) else { return Err("its answer is no JSON-RPC response".into()) };
-        // A refusal passes as it came, with its status; only a result is a success.
-        let answers = shape.error || (shape.result && status.is_success());
-        if !answers {
+        if shape.id.as_ref() != Some(&self.id) {
+            return Err("its answer is to another request".into());
+        }
+        if let Some(Coded { code }) = shape.error {
+            return Ok((message, Some(code)));
+        }
+        if !(shape.result && status.is_success()) {
             return Err(format!("HTTP {status}"));
         }
-        Ok(sealed_round(&self.passage, &message, self.binding, self.carried.as_ref())?.unwrap_or(message))
+        let sealed = sealed_round(&self.passage, &message, self.binding, self.carried.as_ref())?;
+        Ok((sealed.unwrap_or(message), None))
     }
 }
 
 /// An answer streamed as server-sent events, relayed as it comes: its notifications (the
-/// progress and log messages the host asked for) as they came, then its response as
-/// [`Reading::response`] gives it, which ends the stream. A question (which 2026-07-28 forbids
-/// there), a broken stream, or one that ends without a response ends it with an error.
-fn streamed(answered: reqwest::Response, reading: Reading, (upstream, id): (String, Id)) -> Response {
+/// progress and log messages the host asked for), each on one `data` line, then its response
+/// as [`Reading::response`] gives it, which ends the stream. An event that is no JSON-RPC
+/// message (or a comment) is not relayed. A question (which 2026-07-28 forbids there), a broken
+/// stream, or one that ends without a response ends it with an error.
+fn streamed(answered: reqwest::Response, reading: Reading, upstream: String) -> Response {
     let events = sse_stream::SseStream::from_bytes_stream(answered.bytes_stream());
-    let relayed = futures::stream::unfold(Some((events, reading, upstream, id)), |state| async move {
-        let (mut events, reading, upstream, id) = state?;
-        let ended = |words: String| {
+    let relayed = futures::stream::unfold(Some((events, reading, upstream)), |state| async move {
+        let (mut events, reading, upstream) = state?;
+        let ended = |words: String, reading: Reading| {
             tracing::warn!(upstream, error = %words, "a call to the upstream failed");
-            Some((
-                Ok::<_, std::convert::Infallible>(Sse::default().data(error(&upstream, &id, words).to_string())),
-                None,
-            ))
+            let said = Sse::default().data(error(&upstream, &reading.id, words).to_string());
+            Some((Ok::<_, std::convert::Infallible>(said), None))
         };
-        let event = match events.next().await {
-            None => return ended("its stream ended without an answer".into()),
-            Some(Err(broke)) => return ended(format!("its stream broke: {broke}")),
-            Some(Ok(event)) => event,
-        };
-        let shape = event.data.as_deref().and_then(|data| serde_json::from_str::<Shape>(data).ok());
-        match shape.map(|shape| (shape.id.is_some(), shape.method.is_some())) {
-            Some((true, false)) => {
-                let message = Bytes::from(event.data.unwrap_or_default());
-                match reading.response(message, StatusCode::OK).map(|bytes| String::from_utf8(bytes.to_vec())) {
-                    Ok(Ok(response)) => Some((Ok(Sse::default().data(response)), None)),
-                    Ok(Err(_)) => ended("its answer is not UTF-8".into()),
-                    Err(words) => ended(words),
+        loop {
+            let event = match events.next().await {
+                None => return ended("its stream ended without an answer".into(), reading),
+                Some(Err(broke)) => return ended(format!("its stream broke: {broke}"), reading),
+                Some(Ok(event)) => event,
+            };
+            let Some(data) = event.data else { continue };
+            match Relayed::of(&data) {
+                Relayed::Nothing => continue,
+                Relayed::Told(told) => return Some((Ok(Sse::default().data(told)), Some((events, reading, upstream)))),
+                Relayed::Asked => {
+                    return ended("it asked a question on the call's stream, which 2026-07-28 forbids".into(), reading);
+                }
+                Relayed::Answered => {
+                    let id = reading.id.clone();
+                    let answer = reading.response(Bytes::from(data), StatusCode::OK);
+                    let line =
+                        answer.and_then(|(message, _)| one_line(&message).ok_or("its answer is not JSON".into()));
+                    let said = line.unwrap_or_else(|words| {
+                        tracing::warn!(upstream, error = %words, "a call to the upstream failed");
+                        error(&upstream, &id, words).to_string()
+                    });
+                    return Some((Ok(Sse::default().data(said)), None));
                 }
             }
-            Some((true, true)) => ended("it asked a question on the call's stream, which 2026-07-28 forbids".into()),
-            _ => Some((Ok(event), Some((events, reading, upstream, id)))),
         }
     });
     let headers = [
@@ -384,18 +498,58 @@ fn streamed(answered: reqwest::Response, reading: Reading, (upstream, id): (Stri
     (headers, Body::new(sse_stream::SseBody::new(relayed))).into_response()
 }
 
-/// What a JSON-RPC message from the upstream is: whether it answers (a result or an error), or
-/// asks (a method).
+/// What an event's data on a streamed answer is to the host.
+#[derive(Debug, PartialEq)]
+enum Relayed {
+    /// A notification, relayed: its JSON on one line.
+    Told(String),
+    /// The response.
+    Answered,
+    /// A question, which 2026-07-28 forbids on a call's stream.
+    Asked,
+    /// No JSON-RPC message: not relayed.
+    Nothing,
+}
+
+impl Relayed {
+    fn of(data: &str) -> Relayed {
+        let Ok(Object(shape)) = serde_json::from_str::<Object<Shape>>(data) else { return Relayed::Nothing };
+        match (shape.id.is_some(), shape.method.is_some()) {
+            (true, false) => Relayed::Answered,
+            (true, true) => Relayed::Asked,
+            (false, true) => one_line(data.as_bytes()).map_or(Relayed::Nothing, Relayed::Told),
+            (false, false) => Relayed::Nothing,
+        }
+    }
+}
+
+/// `json` as the text of one SSE `data` line: as it came where it holds no line break, else
+/// written again compactly (JSON's line breaks are whitespace, or escaped within strings).
+fn one_line(json: &[u8]) -> Option<String> {
+    if !json.iter().any(|byte| matches!(byte, b'\n' | b'\r')) {
+        return String::from_utf8(json.to_vec()).ok();
+    }
+    serde_json::from_slice::<Value>(json).ok().map(|value| value.to_string())
+}
+
+/// What a JSON-RPC message from the upstream is: whether it answers (a result or an error) and
+/// which request, or asks (a method).
 #[derive(Deserialize)]
 struct Shape {
     #[serde(default)]
-    id: Option<IgnoredAny>,
+    id: Option<Id>,
     #[serde(default)]
     method: Option<IgnoredAny>,
     #[serde(default, deserialize_with = "present")]
     result: bool,
-    #[serde(default, deserialize_with = "present")]
-    error: bool,
+    #[serde(default)]
+    error: Option<Coded>,
+}
+
+/// A JSON-RPC error, read for its code.
+#[derive(Deserialize)]
+struct Coded {
+    code: i32,
 }
 
 fn present<'de, D: de::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
@@ -403,10 +557,12 @@ fn present<'de, D: de::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Er
 }
 
 impl Shape {
-    /// `message`'s shape, where it is a response (an id, no method); `None` otherwise.
+    /// `message`'s shape, where it is a response (an id, no method, a result or an error);
+    /// `None` otherwise.
     fn of(message: &[u8]) -> Option<Shape> {
-        let shape: Shape = serde_json::from_slice(message).ok()?;
-        (shape.id.is_some() && shape.method.is_none()).then_some(shape)
+        let Object(shape): Object<Shape> = serde_json::from_slice(message).ok()?;
+        let answers = shape.id.is_some() && shape.method.is_none() && (shape.result != shape.error.is_some());
+        answers.then_some(shape)
     }
 }
 
@@ -438,6 +594,8 @@ fn sealed_round(
     if !finder(b"input_required") && !finder(b"\\u") {
         return Ok(None);
     }
+    // Read strictly first: a key twice would be read one way here and maybe another at the host.
+    serde_json::from_slice::<Strict>(message).map_err(|_| "its answer is not JSON read whole".to_owned())?;
     let seal = |state: &str| {
         let binding = binding.binding().ok_or("the call's arguments could not be read again")?;
         Ok::<_, String>(passage.seal(state, &binding, carried))
@@ -451,13 +609,17 @@ fn sealed_round(
             _ => Ok(None),
         };
     }
-    // Escapes in the state, or a key twice: read whole, as a host's JSON reader would.
+    // Escapes in the state, or a state that is no string: read whole, as a host's reader would.
     let mut whole: Value = serde_json::from_slice(message).map_err(|_| "its answer is not JSON".to_owned())?;
     let Some(result) = whole.get_mut("result").and_then(Value::as_object_mut) else { return Ok(None) };
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return Ok(None);
     }
-    let Some(state) = result.get("requestState").and_then(Value::as_str) else { return Ok(None) };
+    let state = match result.get("requestState") {
+        None => return Ok(None),
+        Some(Value::String(state)) => state,
+        Some(_) => return Err("its round's state is not a string".into()),
+    };
     let sealed = seal(state)?;
     result.insert("requestState".into(), Value::String(sealed));
     serde_json::to_vec(&whole).map(|bytes| Some(Bytes::from(bytes))).map_err(|error| error.to_string())
@@ -511,6 +673,7 @@ mod tests {
         headers.insert("mcp-protocol-version", HeaderValue::from_static(MODERN));
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert("mcp-name", HeaderValue::from_str(name).unwrap());
+        headers.insert(header::ACCEPT, ACCEPTED);
         headers
     }
 
@@ -523,8 +686,10 @@ mod tests {
     }
 
     #[test]
-    fn only_a_2026_tools_call_whose_headers_say_so_is_offered_to_the_lane() {
-        assert!(offered(&headers("pay")));
+    fn only_a_2026_tools_call_posted_with_the_headers_the_spec_asks_is_offered_to_the_lane() {
+        assert!(offered(&Method::POST, &headers("pay")));
+        // A body sent with another method never passes: the serving shell bounds a POST's alone.
+        assert!(!offered(&Method::GET, &headers("pay")));
         let mut without_method = headers("pay");
         without_method.remove("mcp-method");
         let mut of_2025 = headers("pay");
@@ -534,8 +699,17 @@ mod tests {
         // An argument in a header: rmcp checks it against the body, and writes it upstream.
         let mut with_a_parameter = headers("pay");
         with_a_parameter.insert("mcp-param-invoice", HeaderValue::from_static("I-1"));
-        for refused in [without_method, of_2025, not_json, with_a_parameter] {
-            assert!(!offered(&refused), "{refused:?}");
+        let mut two_names = headers("pay");
+        two_names.append("mcp-name", HeaderValue::from_static("touch"));
+        let mut json_lines = headers("pay");
+        json_lines.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/jsonl"));
+        let mut json_alone = headers("pay");
+        json_alone.insert(header::ACCEPT, JSON);
+        let mut charset = headers("pay");
+        charset.insert(header::CONTENT_TYPE, HeaderValue::from_static("Application/JSON; charset=utf-8"));
+        assert!(offered(&Method::POST, &charset));
+        for refused in [without_method, of_2025, not_json, with_a_parameter, two_names, json_lines, json_alone] {
+            assert!(!offered(&Method::POST, &refused), "{refused:?}");
         }
     }
 
@@ -591,6 +765,35 @@ mod tests {
                 "pay",
             ),
             ("not JSON-RPC 2.0", call(json!({"name": "pay", "_meta": meta()})).replace(r#""2.0""#, r#""1.0""#), "pay"),
+            (
+                "an array for a body",
+                format!(r#"["2.0",3,"tools/call",{}]"#, json!({"name": "pay", "_meta": meta()})),
+                "pay",
+            ),
+            ("an array for params", call(json!(["pay", null, meta()])), "pay"),
+            (
+                "a key it does not read beside params",
+                call(json!({"name": "pay", "_meta": meta()})).replace(r#""id":3"#, r#""id":3,"x":1"#),
+                "pay",
+            ),
+            (
+                "an argument twice",
+                call(json!({"name": "pay", "arguments": {"invoice": "I-1"}, "_meta": meta()}))
+                    .replace(r#""invoice":"I-1""#, r#""invoice":"I-1","invoice":"I-2""#),
+                "pay",
+            ),
+            (
+                "a lone surrogate in an argument",
+                call(json!({"name": "pay", "arguments": {"invoice": "I-1"}, "_meta": meta()}))
+                    .replace("I-1", r"I-\ud800"),
+                "pay",
+            ),
+            (
+                "capabilities of the wrong shape",
+                call(json!({"name": "pay", "_meta": meta()}))
+                    .replace(r#"clientCapabilities":{}"#, r#"clientCapabilities":{"elicitation":5}"#),
+                "pay",
+            ),
         ];
         for (why, body, header) in handed_back {
             assert!(read(&headers(header), body.as_bytes()).is_none(), "passed with {why}: {body}");
@@ -643,10 +846,45 @@ mod tests {
     }
 
     #[test]
+    fn a_round_read_two_ways_or_whose_state_is_no_string_is_not_given() {
+        let passage = passage();
+        let twice = r#"{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required","requestState":"bare","resultType":"complete"}}"#;
+        let given = |answer: &str| sealed_round(&passage, &Bytes::from(answer.to_owned()), Bound::Known(bound()), None);
+        assert!(given(twice).is_err(), "a result type twice passed");
+        let numbered = r#"{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required","requestState":7}}"#;
+        assert!(given(numbered).is_err(), "a state that is no string passed");
+    }
+
+    #[test]
+    fn a_streamed_answers_notifications_are_relayed_on_one_line_and_nothing_else_is() {
+        let told =
+            "{\n  \"jsonrpc\": \"2.0\",\n  \"method\": \"notifications/progress\",\n  \"params\": {\"progress\": 1}\n}";
+        assert_eq!(
+            Relayed::of(told),
+            Relayed::Told(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#.into())
+        );
+        let plain = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#;
+        assert_eq!(Relayed::of(plain), Relayed::Told(plain.into()));
+        assert_eq!(Relayed::of("junk\n\n{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}"), Relayed::Nothing);
+        assert_eq!(Relayed::of(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#), Relayed::Answered);
+        assert_eq!(
+            Relayed::of(r#"{"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{}}"#),
+            Relayed::Asked
+        );
+    }
+
+    #[test]
     fn only_a_response_is_given_to_the_host_as_its_answer() {
-        let shape = |message: &str| Shape::of(message.as_bytes()).map(|shape| (shape.result, shape.error));
-        assert_eq!(shape(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#), Some((true, false)));
-        assert_eq!(shape(r#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"no"}}"#), Some((false, true)));
+        let shape =
+            |message: &str| Shape::of(message.as_bytes()).map(|shape| (shape.result, shape.error.map(|e| e.code)));
+        assert_eq!(shape(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#), Some((true, None)));
+        assert_eq!(
+            shape(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"no"}}"#),
+            Some((false, Some(-32602)))
+        );
+        assert_eq!(shape(r#"{"jsonrpc":"2.0","id":3,"result":{},"error":{"code":1,"message":"both"}}"#), None);
+        assert_eq!(shape(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"whose?"}}"#), None);
+        assert_eq!(shape(r#"["2.0",3,null,true]"#), None);
         assert_eq!(shape(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#), None);
         assert_eq!(shape(r#"{"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{}}"#), None);
         assert_eq!(shape("<html>"), None);

@@ -5,8 +5,8 @@
 //! A shortcut is offered a request past every layer in front of rmcp (the token, the caller's
 //! share, the body read and judged, the scopes, the 2025 session's owner) and past rmcp's own
 //! `Host` and `Origin` checks, which rmcp keeps private: [`Admitted`] offers only requests that
-//! carry no `Origin` (no browser's page) and whose `Host` is one rmcp allows, judged as rmcp
-//! judges it (the host without brackets and in lower case, a port only where the allowed entry
+//! carry no `Origin` (no browser's page) and whose `Host` is there, well formed and one rmcp
+//! allows, judged as rmcp judges it (the host without brackets and in lower case, a port only where the allowed entry
 //! names one). Anything it cannot judge goes to rmcp, which refuses it in its own words.
 
 use std::{future::Future, pin::Pin};
@@ -53,11 +53,12 @@ impl Admitted {
         if headers.contains_key(header::ORIGIN) {
             return false;
         }
+        // A missing or malformed Host rmcp refuses whatever it allows.
+        let Some(host) = headers.get(header::HOST).and_then(|host| host.to_str().ok()) else { return false };
+        let Ok(authority) = Authority::try_from(host) else { return false };
         if self.hosts.is_empty() {
             return true;
         }
-        let Some(host) = headers.get(header::HOST).and_then(|host| host.to_str().ok()) else { return false };
-        let Ok(authority) = Authority::try_from(host) else { return false };
         let (host, port) = (normalized(authority.host()), authority.port_u16());
         self.hosts
             .iter()
@@ -101,6 +102,8 @@ mod tests {
         assert!(!loopback.admits(&headers(Some("127.0.0.1:4000"), Some("http://127.0.0.1:4000"))));
         let any = Admitted::new(&[]);
         assert!(any.admits(&headers(Some("anything.example"), None)));
+        assert!(!any.admits(&headers(None, None)));
+        assert!(!any.admits(&headers(Some("no host at all/"), None)));
         assert!(!any.admits(&headers(Some("anything.example"), Some("https://page.example"))));
     }
 }

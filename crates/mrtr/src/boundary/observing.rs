@@ -88,6 +88,12 @@ impl ErrorCode {
     pub fn get(&self) -> Option<i32> {
         Some(self.0.load(Ordering::Relaxed)).filter(|code| *code != 0)
     }
+
+    /// Say the call ended in the error `code`: for a call answered outside the boundary (one a
+    /// proxy passed on, [`super::Passage`]).
+    pub fn set(&self, code: i32) {
+        self.0.store(code, Ordering::Relaxed);
+    }
 }
 
 /// Tell the transport's [`ErrorCode`], if it gave one, what `answer` ended in.
