@@ -66,7 +66,7 @@ pub struct Connection {
     client: Client<Relay>,
     /// Its URL, where it is reached over HTTP (read once: a call passed as its bytes is sent
     /// to it as it is).
-    url: Option<url::Url>,
+    url: Option<http::Uri>,
     tools: Mutex<Vec<Tool>>,
     /// The resources whose updates the gate's hosts asked of this upstream, each asked for
     /// while a host holds it: subscribed to at a 2025 upstream, named in the
@@ -358,7 +358,7 @@ impl Connection {
             name: upstream.name.clone(),
             client,
             url: match &upstream.reached {
-                Reached::Url(url) => url::Url::parse(url).ok(),
+                Reached::Url(url) => url.parse().ok(),
                 Reached::Command(_) => None,
             },
             tools: Mutex::new(tools),
@@ -398,7 +398,7 @@ impl Connection {
     /// Where a call to its tool `name` may be passed on as its bytes ([`crate::passing`]): its
     /// URL, where it speaks 2026-07-28 over HTTP and lists the tool (as last listed) taking
     /// none of its arguments in headers (`x-mcp-header`, which the gate's client writes).
-    pub fn passes_at(&self, name: &str) -> Option<&url::Url> {
+    pub fn passes_at(&self, name: &str) -> Option<&http::Uri> {
         let url = self.url.as_ref().filter(|_| self.modern())?;
         let tools = self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let tool = tools.iter().find(|tool| tool.name == name)?;

@@ -20,6 +20,7 @@
 //!   approved;
 //! - [`passing`]: a call no rule names, from a 2026-07-28 host to a 2026-07-28 upstream over
 //!   HTTP, passed on as its bytes in front of rmcp, its rounds still sealed;
+//! - [`upstream_http`]: the HTTP client that lane posts with;
 //! - [`beside_tools`]: the upstreams' prompts, resources and completions, passed through;
 //! - [`connection`]: the gate's connection to one upstream, of either era, its tools listed
 //!   again when it says they changed;
@@ -77,6 +78,7 @@ pub mod server;
 pub mod shared;
 pub mod task_round;
 pub mod tool_name;
+pub mod upstream_http;
 pub mod watched;
 
 pub use call::Call;

@@ -39,6 +39,8 @@ use axum::{
 };
 use caller::Principal;
 use futures::StreamExt as _;
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
 use mrtr::{
     boundary::{Carried, ErrorCode, Passage},
     request_state::Binding,
@@ -50,7 +52,7 @@ use serde::{
 use serde_json::Value;
 use sse_stream::Sse;
 
-use crate::server::Gate;
+use crate::{server::Gate, upstream_http::UpstreamHttp};
 
 /// The protocol revision whose calls pass as their bytes.
 const MODERN: &str = "2026-07-28";
@@ -67,7 +69,7 @@ pub struct Passing {
 struct Lane {
     gate: Gate,
     passage: Passage,
-    client: reqwest::Client,
+    client: UpstreamHttp,
 }
 
 impl Passing {
@@ -75,9 +77,7 @@ impl Passing {
     /// offers no passage or no upstream speaks 2026-07-28 over HTTP.
     pub fn new(gate: &Gate, passage: Option<Passage>) -> Option<Passing> {
         let passage = passage.filter(|_| gate.passes_calls())?;
-        // Its connections kept, an idle one let go before the upstream's idle cut, a redirect
-        // an answer like any other (not a second POST of the call): as the gate's client's.
-        let client = mrtr::client::pooled_http_client();
+        let client = UpstreamHttp::new()?;
         Some(Passing { inner: Arc::new(Lane { gate: gate.clone(), passage, client }) })
     }
 
@@ -243,11 +243,23 @@ impl<'de> de::Visitor<'de> for Strictly {
         Ok(Strict)
     }
     fn visit_map<A: de::MapAccess<'de>>(self, mut entries: A) -> Result<Strict, A::Error> {
-        // A set, not a list searched: an object of many keys costs in proportion to them.
-        let mut keys = std::collections::HashSet::new();
+        // The first keys in a list searched (most objects have a few, and hashing each cost
+        // more than the search), the rest in a set: an object of many keys costs in proportion
+        // to them, not their square.
+        const LISTED: usize = 16;
+        let mut listed = Vec::new();
+        let mut set = std::collections::HashSet::new();
         while let Some(Key(key)) = entries.next_key::<Key>()? {
             entries.next_value::<Strict>()?;
-            if !keys.insert(key) {
+            let twice = match listed.len() < LISTED {
+                true if listed.contains(&key) => true,
+                true => {
+                    listed.push(key);
+                    false
+                }
+                false => listed.contains(&key) || !set.insert(key),
+            };
+            if twice {
                 return Err(de::Error::custom("a key twice"));
             }
         }
@@ -304,7 +316,7 @@ fn read<'a>(headers: &HeaderMap, body: &'a [u8]) -> Option<Read<'a>> {
 /// A call the lane passes: where, what, and what its state opened to.
 struct Sending<'a> {
     upstream: &'a str,
-    url: &'a url::Url,
+    url: &'a http::Uri,
     /// The tool's name, as the host's `Mcp-Name` gave it (and the body said).
     name: HeaderValue,
     id: Id,
@@ -376,20 +388,15 @@ impl Lane {
     async fn send(&self, sending: Sending<'_>) -> Response {
         let Sending { upstream, url, name, id, body, binding, carried, error_code } = sending;
         let failed = |words: String| failed(upstream, &id, words);
-        let sent = self
-            .client
-            .post(url.clone())
-            .header(header::CONTENT_TYPE, JSON)
-            .header(header::ACCEPT, ACCEPTED)
-            .header("mcp-protocol-version", HeaderValue::from_static(MODERN))
-            .header("mcp-method", HeaderValue::from_static("tools/call"))
-            .header("mcp-name", name.clone())
-            .body(body)
-            .send()
-            .await;
-        let answered = match sent {
+        let mut headers = HeaderMap::with_capacity(5);
+        headers.insert(header::CONTENT_TYPE, JSON);
+        headers.insert(header::ACCEPT, ACCEPTED);
+        headers.insert("mcp-protocol-version", HeaderValue::from_static(MODERN));
+        headers.insert("mcp-method", HeaderValue::from_static("tools/call"));
+        headers.insert("mcp-name", name.clone());
+        let answered = match self.client.post(url, headers, body).await {
             Ok(answered) => answered,
-            Err(error) => return failed(error.without_url().to_string()),
+            Err(error) => return failed(error.to_string()),
         };
         let status = answered.status();
         let kind = answered.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
@@ -402,9 +409,9 @@ impl Lane {
         if !kind.starts_with("application/json") {
             return failed(format!("HTTP {status}"));
         }
-        let message = match answered.bytes().await {
-            Ok(message) => message,
-            Err(error) => return failed(error.without_url().to_string()),
+        let message = match answered.into_body().collect().await {
+            Ok(message) => message.to_bytes(),
+            Err(error) => return failed(error.to_string()),
         };
         match reading.response(message, status) {
             Ok((message, refused)) => {
@@ -454,8 +461,8 @@ impl Reading {
 /// as [`Reading::response`] gives it, which ends the stream. An event that is no JSON-RPC
 /// message (or a comment) is not relayed. A question (which 2026-07-28 forbids there), a broken
 /// stream, or one that ends without a response ends it with an error.
-fn streamed(answered: reqwest::Response, reading: Reading, upstream: String) -> Response {
-    let events = sse_stream::SseStream::from_bytes_stream(answered.bytes_stream());
+fn streamed(answered: http::Response<Incoming>, reading: Reading, upstream: String) -> Response {
+    let events = sse_stream::SseStream::new(answered.into_body());
     let relayed = futures::stream::unfold(Some((events, reading, upstream)), |state| async move {
         let (mut events, reading, upstream) = state?;
         let ended = |words: String, reading: Reading| {
@@ -797,6 +804,23 @@ mod tests {
         ];
         for (why, body, header) in handed_back {
             assert!(read(&headers(header), body.as_bytes()).is_none(), "passed with {why}: {body}");
+        }
+    }
+
+    #[test]
+    fn a_key_twice_is_found_among_few_keys_and_among_many() {
+        let object = |keys: &[usize]| {
+            let entries: Vec<String> = keys.iter().map(|key| format!(r#""k{key}":{key}"#)).collect();
+            format!("{{{}}}", entries.join(","))
+        };
+        let strict = |text: &str| serde_json::from_str::<Strict>(text).is_ok();
+        let many: Vec<usize> = (0..40).collect();
+        assert!(strict(&object(&many)), "forty keys, each once");
+        for (first, again) in [(0, 3), (2, 15), (5, 16), (15, 39), (17, 20), (30, 39)] {
+            let mut keys = many[..=again].to_vec();
+            keys[again] = first;
+            assert!(!strict(&object(&keys)), "key {first} again at {again}");
+            assert!(!strict(&format!("[{{}}, {{\"deep\": {}}}]", object(&keys))), "nested, key {first} at {again}");
         }
     }
 

@@ -199,7 +199,7 @@ impl Gate {
     /// Where a call to the tool `name` may be passed on as its bytes ([`crate::passing`]): the
     /// upstream's name and URL, where the tool is not `review_approvals`, no rule names it, and
     /// its upstream takes it so ([`Connection::passes_at`]).
-    pub(crate) fn passes_at(&self, name: &str) -> Option<(&str, &url::Url)> {
+    pub(crate) fn passes_at(&self, name: &str) -> Option<(&str, &http::Uri)> {
         if name == REVIEW {
             return None;
         }

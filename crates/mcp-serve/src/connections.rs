@@ -270,6 +270,11 @@ pub async fn serve(
     for reason in TurnedAway::ALL {
         metrics::counter!(crate::prometheus::CONNECTIONS_REFUSED, "reason" => reason.label()).increment(0);
     }
+    // A route whose handler is a closure stays boxed as a handler until the router is given its
+    // state, and is made a service anew for every request until then (`axum::serve` does this
+    // once, as here): with the shortcut's state cloned per request, 6 % of the gate's
+    // instructions per passed call (bench/gate-instructions).
+    let app: Router = app.with_state(());
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(bounds.read_timeout);
     let graceful = GracefulShutdown::new();

@@ -69,6 +69,19 @@ pub fn method_label(method: Option<&str>) -> &'static str {
     METHODS.iter().find(|known| **known == method).copied().unwrap_or("other")
 }
 
+/// A response's status as a label: a fixed string for the statuses this server answers with,
+/// so the common ones cost no allocation.
+pub fn status_label(status: http::StatusCode) -> std::borrow::Cow<'static, str> {
+    const STATUSES: [&str; 16] = [
+        "200", "202", "204", "400", "401", "403", "404", "405", "406", "408", "413", "415", "429", "500", "502", "503",
+    ];
+    let code = status.as_str();
+    match STATUSES.iter().find(|known| **known == code) {
+        Some(known) => std::borrow::Cow::Borrowed(known),
+        None => std::borrow::Cow::Owned(code.to_owned()),
+    }
+}
+
 /// The most distinct client names the metrics keep; later names count as `other`.
 pub const MAX_CLIENT_LABELS: usize = 32;
 

@@ -11,11 +11,12 @@
 //! limit. A fresh handler serves each request; every replica is interchangeable when they share
 //! what the handler keeps.
 //!
-//! A request to `/mcp` passes, in order: the timing and status fix-up ([`status_for_errors`]);
+//! A request to `/mcp` passes, in order: the timing and status fix-up ([`timed_with_status`]);
 //! with a gate, the token, before anything of the body is read (a new token within the client's
 //! and the server's budget of checks); the caller's share of requests
 //! ([`crate::rate_limit`]); the body, read within the read timeout and the size limit
-//! ([`crate::json_rpc_check`]); the scopes the body's request needs; the 2025 session's owner,
+//! ([`crate::json_rpc_check`]); the scopes the body's request needs; a shortcut, if one is
+//! given ([`crate::shortcut`]), for a request naming no session; the 2025 session's owner,
 //! caps and idle time ([`crate::sessions`]); rmcp. `/livez`, `/readyz` and `/healthz`
 //! ([`crate::readiness`]) answer beside it, outside the gate, and `/metrics` too unless there
 //! is an admin listener or the server faces the world with a gate; the admin listener serves
@@ -25,7 +26,7 @@ use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::{
     Router,
-    extract::Request,
+    extract::{Request, State},
     http::StatusCode,
     middleware::{self, Next},
     response::{IntoResponse, Response},
@@ -178,24 +179,19 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     // (the allowed host and origin lists).
     let admitted = Admitted::new(&transport.allowed_hosts);
     let mcp = Arc::new(StreamableHttpService::new(move || Ok(handler.clone()), manager, transport));
-    let shortcut = lifecycle.shortcut.clone();
     let mcp = any(move |request: Request| {
-        let (mcp, shortcut) = (mcp.clone(), shortcut.clone());
-        let offered = shortcut.filter(|_| admitted.admits(request.headers()));
-        async move {
-            let request = match offered {
-                Some(shortcut) => match shortcut.answer(request).await {
-                    Ok(answered) => return answered.into_response(),
-                    Err(handed_back) => handed_back,
-                },
-                None => request,
-            };
-            mcp.handle(request).await.into_response()
-        }
+        let mcp = mcp.clone();
+        async move { mcp.handle(request).await.into_response() }
     });
     // Layers run from the last added inwards.
     let mut endpoint =
         Router::new().route("/mcp", mcp).layer(middleware::from_fn_with_state(sessions, Sessions::guard));
+    // A shortcut is offered what has passed every layer in front of rmcp but the 2025 session's
+    // guard, a request naming no session (which the guard only counts, for an `initialize`).
+    if let Some(shortcut) = lifecycle.shortcut.clone() {
+        endpoint =
+            endpoint.layer(middleware::from_fn_with_state(Arc::new(Offered { shortcut, admitted }), Offered::offer));
+    }
     if let Some(gate) = &gate {
         endpoint = endpoint.layer(middleware::from_fn_with_state(gate.clone(), ResourceServer::authorize));
     }
@@ -230,7 +226,7 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         ),
         None => public = public.merge(metrics_route.clone()),
     }
-    let public = public.layer(middleware::from_fn(status_for_errors)).layer(middleware::from_fn(time_requests));
+    let public = public.layer(middleware::from_fn(timed_with_status));
     let admin = metrics_route.merge(readiness.clone().routes(true));
     let addresses =
         ClientAddresses { trusted: config.trusted_proxies.clone(), forwarded_header: config.forwarded_header.clone() };
@@ -257,18 +253,29 @@ pub fn router<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     }
 }
 
-/// Time every HTTP request by its MCP method (the `Mcp-Method` header), from a closed set.
-pub async fn time_requests(request: Request, next: Next) -> Response {
-    let method = prometheus::method_label(request.headers().get("mcp-method").and_then(|v| v.to_str().ok()));
-    let started = std::time::Instant::now();
-    let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
-    metrics::histogram!(crate::prometheus::HTTP_REQUEST_DURATION, "method" => method, "status" => status)
-        .record(started.elapsed().as_secs_f64());
-    response
+/// What a shortcut is offered: requests naming no 2025 session, which rmcp's `Host` and
+/// `Origin` checks would admit. (Shared: a layer's state is cloned for every request.)
+struct Offered {
+    shortcut: Arc<dyn Shortcut>,
+    admitted: Admitted,
 }
 
-/// Give a JSON-RPC error the HTTP status its code calls for.
+impl Offered {
+    async fn offer(State(offered): State<Arc<Offered>>, request: Request, next: Next) -> Response {
+        let session = request.headers().contains_key(crate::sessions::SESSION_HEADER);
+        if session || !offered.admitted.admits(request.headers()) {
+            return next.run(request).await;
+        }
+        match offered.shortcut.answer(request).await {
+            Ok(answered) => answered,
+            Err(handed_back) => next.run(handed_back).await,
+        }
+    }
+}
+
+/// Every HTTP request timed by its MCP method (the `Mcp-Method` header, from a closed set), and
+/// a JSON-RPC error given the HTTP status its code calls for: one layer for the two, as every
+/// request passes both.
 ///
 /// rmcp answers 400 for -32020/-32021/-32022 and a malformed `_meta`, 404 for -32601, and 200
 /// for every other error. A refused `requestState` (-32602), invalid params, an invalid
@@ -277,12 +284,17 @@ pub async fn time_requests(request: Request, next: Next) -> Response {
 /// boundary says which code a call ended in, through the [`ErrorCode`] put in the request's
 /// extensions here: no response is read back. (The body check answers its own -32700 and
 /// -32600 with 400 already.)
-pub async fn status_for_errors(mut request: Request, next: Next) -> Response {
+pub async fn timed_with_status(mut request: Request, next: Next) -> Response {
+    let method = prometheus::method_label(request.headers().get("mcp-method").and_then(|v| v.to_str().ok()));
+    let started = std::time::Instant::now();
     let code = ErrorCode::default();
     request.extensions_mut().insert(code.clone());
     let mut response = next.run(request).await;
     if response.status() == StatusCode::OK && matches!(code.get(), Some(-32602 | -32600 | -32700)) {
         *response.status_mut() = StatusCode::BAD_REQUEST;
     }
+    let status = prometheus::status_label(response.status());
+    metrics::histogram!(crate::prometheus::HTTP_REQUEST_DURATION, "method" => method, "status" => status)
+        .record(started.elapsed().as_secs_f64());
     response
 }

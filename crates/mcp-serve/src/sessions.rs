@@ -65,7 +65,7 @@ use crate::{
     shared_sessions::{Opener, SharedSessions},
 };
 
-const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 
 /// How many sessions a replica keeps, and how long an idle one lives.
 #[derive(Debug, Clone, Copy)]

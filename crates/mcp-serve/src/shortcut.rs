@@ -3,11 +3,13 @@
 //! does not answer itself for rmcp to serve.
 //!
 //! A shortcut is offered a request past every layer in front of rmcp (the token, the caller's
-//! share, the body read and judged, the scopes, the 2025 session's owner) and past rmcp's own
-//! `Host` and `Origin` checks, which rmcp keeps private: [`Admitted`] offers only requests that
-//! carry no `Origin` (no browser's page) and whose `Host` is there, well formed and one rmcp
-//! allows, judged as rmcp judges it (the host without brackets and in lower case, a port only where the allowed entry
-//! names one). Anything it cannot judge goes to rmcp, which refuses it in its own words.
+//! share, the body read and judged, the scopes) that names no 2025 session (`Mcp-Session-Id`:
+//! such a request goes on to the session's guard and rmcp), and past rmcp's own `Host` and
+//! `Origin` checks, which rmcp keeps private: [`Admitted`] offers only requests that carry no
+//! `Origin` (no browser's page) and whose `Host` is there, well formed and one rmcp allows,
+//! judged as rmcp judges it (the host without brackets and in lower case, a port only where
+//! the allowed entry names one). Anything it cannot judge goes to rmcp, which refuses it in its
+//! own words.
 
 use std::{future::Future, pin::Pin};
 
@@ -59,10 +61,10 @@ impl Admitted {
         if self.hosts.is_empty() {
             return true;
         }
-        let (host, port) = (normalized(authority.host()), authority.port_u16());
-        self.hosts
-            .iter()
-            .any(|(allowed, allowed_port)| *allowed == host && allowed_port.is_none_or(|p| Some(p) == port))
+        let (host, port) = (authority.host().trim_matches(['[', ']']), authority.port_u16());
+        self.hosts.iter().any(|(allowed, allowed_port)| {
+            allowed.eq_ignore_ascii_case(host) && allowed_port.is_none_or(|p| Some(p) == port)
+        })
     }
 }
 

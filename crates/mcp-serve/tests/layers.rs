@@ -125,3 +125,66 @@ async fn the_admin_listener_serves_health_and_metrics_and_says_why() {
     assert!(said.contains("did not answer"), "the admin listener says why: {said}");
     assert_eq!(answer(&served.admin, post("{}")).await.0, StatusCode::NOT_FOUND, "no MCP on the admin listener");
 }
+
+/// A shortcut that answers what asks for it (`"take"` in the body), once it has read the body,
+/// as a proxy's lane does; an answer it marks as a refusal says -32602.
+struct Taking;
+
+impl mcp_serve::shortcut::Shortcut for Taking {
+    fn answer(&self, request: Request<Body>) -> mcp_serve::shortcut::Answering {
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let body = to_bytes(body, 1 << 20).await.unwrap();
+            let said = String::from_utf8_lossy(&body).into_owned();
+            if !said.contains("take") {
+                return Err(Request::from_parts(parts, Body::from(body)));
+            }
+            if said.contains("refuse")
+                && let Some(code) = parts.extensions.get::<mrtr::boundary::ErrorCode>()
+            {
+                code.set(-32602);
+            }
+            Ok(axum::response::IntoResponse::into_response("taken"))
+        })
+    }
+}
+
+fn taking(config: HttpConfig, gated: bool) -> Router {
+    let bound = SocketAddr::from(BOUND);
+    let config = HttpConfig { auth_issuer: gated.then(|| "http://127.0.0.1:9".to_owned()), ..config };
+    let gate = mcp_serve::gate(&config, bound, "Test", Box::new(AnyToken)).unwrap();
+    let lifecycle = Lifecycle { shortcut: Some(Arc::new(Taking)), ..Lifecycle::default() };
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder().handle();
+    router(&config, bound, Nothing, gate, lifecycle, metrics).public
+}
+
+#[tokio::test]
+async fn a_shortcut_is_offered_what_passed_every_layer_and_names_no_session() {
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"take":true}}"#;
+    // Behind the gate: no token, never offered.
+    assert_eq!(answer(&taking(loopback(), true), post(ping)).await.0, StatusCode::UNAUTHORIZED);
+    // Past the rates: the caller's second request is refused before it is offered.
+    let limited = taking(HttpConfig { rate_limit: 1, rate_burst: Some(1), ..loopback() }, false);
+    assert_eq!(answer(&limited, post(ping)).await, (StatusCode::OK, "taken".to_owned()));
+    assert_eq!(answer(&limited, post(ping)).await.0, StatusCode::TOO_MANY_REQUESTS);
+    let open = taking(loopback(), false);
+    // Inside the status fix-up: a refusal it marks gets the status its code calls for.
+    let refused = r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"take":"refuse"}}"#;
+    assert_eq!(answer(&open, post(refused)).await.0, StatusCode::BAD_REQUEST);
+    // A 2025 session's request goes on to the session's guard, which knows no such session.
+    let mut in_session = post(ping);
+    in_session.headers_mut().insert("mcp-session-id", "no-such-session".parse().unwrap());
+    let (status, said) = answer(&open, in_session).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{said}");
+    // A browser page's request, and a Host rmcp would refuse, are rmcp's to judge.
+    let mut from_a_page = post(ping);
+    from_a_page.headers_mut().insert(header::ORIGIN, "http://127.0.0.1:8711".parse().unwrap());
+    assert_ne!(answer(&open, from_a_page).await.1, "taken");
+    let mut rebound = post(ping);
+    rebound.headers_mut().insert(header::HOST, "evil.example".parse().unwrap());
+    assert_ne!(answer(&open, rebound).await.1, "taken");
+    // Handed back, rmcp serves it (refusing a 2025 request outside a session).
+    let (status, said) = answer(&open, post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{said}");
+    assert!(said.contains("Session ID is required"), "{said}");
+}
