@@ -220,6 +220,17 @@ fn modern(client: &Client<Relay>) -> bool {
     client.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }
 
+/// Where a call passed as its bytes is POSTed for an upstream at `url`: none for a URL that
+/// carries credentials (`user:password@`), which rmcp's client (reqwest) sends as basic
+/// authentication and the lane's own does not: such an upstream's calls go the typed way.
+fn passed_to(url: &str) -> Option<http::Uri> {
+    let parsed = url::Url::parse(url).ok()?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return None;
+    }
+    url.parse().ok()
+}
+
 /// Whether `schema` puts an argument in a header anywhere (`x-mcp-header`, on a property at any
 /// depth or misplaced): a superset of what rmcp's client reads, which it keeps private; a tool
 /// this says yes to is called the typed way, its headers written by rmcp.
@@ -358,7 +369,7 @@ impl Connection {
             name: upstream.name.clone(),
             client,
             url: match &upstream.reached {
-                Reached::Url(url) => url.parse().ok(),
+                Reached::Url(url) => passed_to(url),
                 Reached::Command(_) => None,
             },
             tools: Mutex::new(tools),
@@ -550,5 +561,25 @@ impl Connection {
                 ErrorData::internal_error(format!("upstream {} did not answer: {}", self.name, other.in_words()), None)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::passed_to;
+
+    #[test]
+    fn a_url_that_carries_credentials_takes_no_call_as_its_bytes() {
+        let plain = passed_to("http://127.0.0.1:8080/mcp").expect("a plain URL takes them");
+        assert_eq!(plain.to_string(), "http://127.0.0.1:8080/mcp");
+        assert!(passed_to("https://shop.example/mcp?tenant=7").is_some());
+        for with_credentials in [
+            "http://lee:secret@127.0.0.1:8080/mcp",
+            "http://lee@127.0.0.1:8080/mcp",
+            "https://:secret@shop.example/mcp",
+        ] {
+            assert!(passed_to(with_credentials).is_none(), "{with_credentials}");
+        }
+        assert!(passed_to("not a url").is_none());
     }
 }

@@ -16,7 +16,8 @@
 //! asks for more than passing (the Tasks extension, which the gate serves itself, or any key
 //! this does not read), a state the passage does not open (rmcp's boundary refuses it in its
 //! words), headers that do not match the body (rmcp answers -32020), a tool a rule names or
-//! `review_approvals`, a tool whose arguments travel in headers, a 2025 host or upstream, a
+//! `review_approvals`, a tool whose arguments travel in headers, a 2025 host or upstream, an
+//! upstream whose URL carries credentials (which rmcp's client sends as basic authentication), a
 //! body that is not one such request read whole and strictly (an object at each level, no key
 //! twice in its arguments or answers, every string valid; a name or state with escapes), a
 //! request not POSTed, or whose `Accept`, `Content-Type` or MCP headers are not exactly what
