@@ -64,8 +64,8 @@ pub enum Rounds<'a> {
 pub struct Connection {
     name: String,
     client: Client<Relay>,
-    /// Its URL, where it is reached over HTTP (read once: a call passed as its bytes is sent
-    /// to it as it is).
+    /// Where a call passed as its bytes is sent, read once from its URL: none over stdio, or
+    /// for a URL that carries credentials (`passed_to`).
     url: Option<http::Uri>,
     tools: Mutex<Vec<Tool>>,
     /// The resources whose updates the gate's hosts asked of this upstream, each asked for
