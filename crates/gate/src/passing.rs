@@ -401,13 +401,14 @@ impl Lane {
         };
         let status = answered.status();
         let kind = answered.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
-        let kind = kind.trim_start().to_ascii_lowercase();
+        let kind = kind.trim_start();
+        let starts_with = |prefix: &str| kind.get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix));
         let reading = Reading { passage: self.passage.clone(), binding, carried, id: id.clone() };
-        if kind.starts_with("text/event-stream") && status.is_success() {
+        if starts_with("text/event-stream") && status.is_success() {
             tracing::debug!(upstream, tool = ?name, "a call no rule names passed on as its bytes, its answer streamed");
             return streamed(answered, reading, upstream.to_owned());
         }
-        if !kind.starts_with("application/json") {
+        if !starts_with("application/json") {
             return failed(format!("HTTP {status}"));
         }
         let message = match answered.into_body().collect().await {

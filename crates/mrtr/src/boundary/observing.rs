@@ -102,8 +102,8 @@ pub(super) fn note_error<R>(
 ) -> impl FnOnce(Result<R, ErrorData>) -> Result<R, ErrorData> + use<R> {
     let slot = from_transport::<ErrorCode>(context).cloned();
     move |answer| {
-        if let (Err(error), Some(ErrorCode(code))) = (&answer, &slot) {
-            code.store(error.code.0, Ordering::Relaxed);
+        if let (Err(error), Some(slot)) = (&answer, &slot) {
+            slot.set(error.code.0);
         }
         answer
     }
