@@ -70,10 +70,13 @@ pub struct AsyncRwTransport<Role: ServiceRole, R: AsyncRead, W: AsyncWrite> {
     _role: PhantomData<fn() -> Role>,
 }
 
+// PATCHED (fernhill) begin: change 10, a request answered under its id where one can be read.
 enum PendingErrorResponse {
-    Queue,
+    /// An error to answer, under the request's id where it could be read.
+    Queue(Option<crate::model::RequestId>, ErrorData),
     Flush,
 }
+// PATCHED (fernhill) end
 
 /// Outcome of a single bounded line read.
 enum LineRead {
@@ -254,11 +257,10 @@ where
             if let Some(state) = self.pending_error_response.as_mut() {
                 let mut write = self.write.lock().await;
                 let framed = write.as_mut()?;
-                if matches!(state, PendingErrorResponse::Queue) {
-                    let response = TxJsonRpcMessage::<Role>::error(
-                        ErrorData::invalid_request("Invalid request", None),
-                        None,
-                    );
+                // PATCHED (fernhill) begin: change 10, the queued error and its id.
+                if let PendingErrorResponse::Queue(id, error) = state {
+                    let response = TxJsonRpcMessage::<Role>::error(error.clone(), id.clone());
+                    // PATCHED (fernhill) end
                     if framed.feed(response).await.is_err() {
                         return None;
                     }
@@ -298,7 +300,8 @@ where
             // A returned `read_until` means a full line is buffered. Parse it
             // (borrowing `line_buf`), then clear the buffer — retaining its
             // capacity for the next read — before handling the parse result.
-            let parsed = {
+            // PATCHED (fernhill): change 10, the parse and a request's id where it is unreadable.
+            let (parsed, unreadable) = {
                 let line = without_carriage_return(
                     self.line_buf.strip_suffix(b"\n").unwrap_or(&self.line_buf),
                 );
@@ -306,7 +309,22 @@ where
                     self.line_buf.clear();
                     continue;
                 }
-                try_parse_with_compatibility::<RxJsonRpcMessage<Role>>(line, "receive")
+                let parsed =
+                    try_parse_with_compatibility::<RxJsonRpcMessage<Role>>(line, "receive");
+                // PATCHED (fernhill) begin: change 10. serde_json calls a number it cannot hold
+                // (`1e400`) a syntax error, so a well-formed request holding one was dropped
+                // unanswered and its client waited for ever; its id is read with every value
+                // skipped unconverted, and it is answered.
+                let unreadable = match &parsed {
+                    Err(JsonRpcMessageCodecError::Serde(e))
+                        if e.classify() == serde_json::error::Category::Syntax =>
+                    {
+                        unreadable_request(line)
+                    }
+                    _ => None,
+                };
+                // PATCHED (fernhill) end
+                (parsed, unreadable)
             };
             self.line_buf.clear();
             match parsed {
@@ -314,6 +332,17 @@ where
                 Ok(None) => continue,
                 Err(JsonRpcMessageCodecError::Serde(e)) => {
                     match e.classify() {
+                        // PATCHED (fernhill) begin: change 10, a request whose id reads is answered.
+                        serde_json::error::Category::Syntax if unreadable.is_some() => {
+                            tracing::debug!("A request holds a value that cannot be read: {e}");
+                            let error = ErrorData::invalid_params(
+                                format!("the request's params cannot be read: {e}"),
+                                None,
+                            );
+                            self.pending_error_response =
+                                Some(PendingErrorResponse::Queue(unreadable, error));
+                        }
+                        // PATCHED (fernhill) end
                         serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
                             // The input isn't valid JSON, so there's no message id to correlate a
                             // response to, and replying to invalid data can trigger an error storm
@@ -327,7 +356,11 @@ where
                             // real protocol error rather than unparsable input, so surface it with
                             // an Invalid Request response instead of silently dropping it.
                             tracing::debug!("Protocol error on incoming message: {e}");
-                            self.pending_error_response = Some(PendingErrorResponse::Queue);
+                            // PATCHED (fernhill): change 10, the error queued.
+                            self.pending_error_response = Some(PendingErrorResponse::Queue(
+                                None,
+                                ErrorData::invalid_request("Invalid request", None),
+                            ));
                         }
                     }
                 }
@@ -455,6 +488,25 @@ fn should_ignore_notification(json_value: &serde_json::Value, method: &str) -> b
         (true, false)
     )
 }
+
+// PATCHED (fernhill) begin: change 10.
+/// The id of `line` where it is a JSON-RPC request that serde_json cannot read as a message
+/// for a value it cannot hold (a number out of range): read with every other value skipped,
+/// which serde_json does without converting numbers. `None` for anything else, which stays
+/// unanswered (replying to unparsable input can start an error storm: #938).
+fn unreadable_request(line: &[u8]) -> Option<crate::model::RequestId> {
+    #[derive(serde::Deserialize)]
+    struct Shape {
+        jsonrpc: String,
+        id: crate::model::RequestId,
+        #[allow(dead_code)]
+        method: String,
+    }
+    let line = line.strip_prefix(UTF8_BOM.as_slice()).unwrap_or(line);
+    let shape: Shape = serde_json::from_slice(line).ok()?;
+    (shape.jsonrpc == "2.0").then_some(shape.id)
+}
+// PATCHED (fernhill) end
 
 /// Try to parse a message with compatibility handling for non-standard notifications
 fn try_parse_with_compatibility<T: serde::de::DeserializeOwned>(
