@@ -172,6 +172,8 @@ pub struct Approvals<S> {
     page_only: bool,
     /// The operator's name for the rule these approvals decide under, where it has one.
     rule_name: Option<String>,
+    /// The digest of the rule as written, receipts carry, where decisions are bound to it.
+    rule_digest: Option<String>,
     ride_through: Duration,
     counted: Counted,
     announce: Option<Announce>,
@@ -208,6 +210,7 @@ impl<S: Subject> Approvals<S> {
             policy: SelfApproval::default(),
             page_only: false,
             rule_name: None,
+            rule_digest: None,
             ride_through: Duration::ZERO,
             counted,
             announce: None,
@@ -297,6 +300,7 @@ impl<S: Subject> Approvals<S> {
             iss: signing.issuer.clone(),
             iat: self.epoch_secs(),
             rule: self.rule(),
+            rule_digest: self.rule_digest.clone(),
             policy_version: signing.policy_version.clone(),
             tool,
             approval: id.to_owned(),
@@ -352,6 +356,12 @@ impl<S: Subject> Approvals<S> {
     /// receipts then say it before the policy (`shop files; another-lead`).
     pub fn under_rule(mut self, name: &str) -> Self {
         self.rule_name = Some(name.to_owned());
+        self
+    }
+
+    /// Bind each decision to the rule as written, by its `digest`: receipts carry it.
+    pub fn bound_to_rule(mut self, digest: &str) -> Self {
+        self.rule_digest = Some(digest.to_owned());
         self
     }
 

@@ -44,6 +44,10 @@ pub struct Receipt {
     /// approval page counts; after the operator's name for the rule where it has one:
     /// `shop files; another-lead`).
     pub rule: String,
+    /// The digest of the rule as the policy wrote it (its name and every key), where the
+    /// policy binds its approvals to it: a decision is bound to the rule as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_digest: Option<String>,
     /// The policy's version: a digest of everything that decides who may decide what.
     pub policy_version: String,
     /// The tool whose call was decided.
@@ -288,6 +292,7 @@ mod tests {
             iss: "fernhill-mcp".into(),
             iat: 1_800_000_000,
             rule: "another-lead".into(),
+            rule_digest: None,
             policy_version: "v-1".into(),
             tool: "issue_refund".into(),
             approval: "R-0111".into(),

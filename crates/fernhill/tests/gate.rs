@@ -80,7 +80,7 @@ deadline = "1h"
 async fn a_policy_with_a_mistake_is_refused_by_file_line_and_key_and_an_upstream_that_does_not_start_fails() {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("gate.toml");
-    std::fs::write(&policy, "[[rule]]\ntools = [\"write_file\"]\nwhen = \"args.path ==\"\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n").unwrap();
+    std::fs::write(&policy, "[[rule]]\nname = \"r\"\nwhen = \"args.path ==\"\ntools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n").unwrap();
     let refused = check(&policy, "").await;
     let said = String::from_utf8(refused.stderr).unwrap();
     assert_eq!(refused.status.code(), Some(2), "{said}");
@@ -1148,8 +1148,8 @@ async fn a_call_a_rule_holds_never_reaches_its_upstream_and_asked_again_finds_th
 async fn refused_at_start(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("gate.toml");
-    std::fs::write(&policy, "[[rule]]\ntools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n")
-        .unwrap();
+    let rule = "[[rule]]\nname = \"r\"\ntools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n";
+    std::fs::write(&policy, rule).unwrap();
     let refused =
         tokio::process::Command::new(fernhill_gate()).arg("serve").arg(&policy).args(args).output().await.unwrap();
     let said = String::from_utf8(refused.stderr).unwrap();
@@ -1476,8 +1476,8 @@ async fn over_http_without_tokens_a_caller_is_the_host_user_whoever_the_policy_s
     let policy = support::policy_before_the_shop(
         dir.path(),
         &api,
-        "[people]\nalice = { signs_in_as = \"https://login.example alice\" }\n\n[[rule]]\ntools = [\"issue_refund\"]\n\
-         decided_by = { role = \"lead\" }\ndeadline = \"1h\"\n",
+        "[people]\nalice = { signs_in_as = \"https://login.example alice\" }\n\n[[rule]]\nname = \"refunds\"\n\
+         tools = [\"issue_refund\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n",
     );
     let mut command = tokio::process::Command::new(fernhill_gate());
     command

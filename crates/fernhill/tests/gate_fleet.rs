@@ -178,7 +178,9 @@ async fn a_thousand_held_calls_decided_through_a_fleet_whose_every_gate_is_kille
     let issuer = support::issuer::Issuer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let rules = "[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\ndecided_by = { scope = \"approvals:decide\" }\n\
-                 deadline = \"1h\"\neffect = '\"invoice:\" + args.invoice'\n";
+                 deadline = \"1h\"\neffect = '\"invoice:\" + args.invoice'\n\n\
+                 # One agent asks every call: a call its killed replica left waiting counts.\n\
+                 [limits]\nwaiting_per_requester = 2000\n";
     let policy = support::policy_before_url(dir.path(), "payments", &upstream, rules);
     let front = Balancer::bind();
     let mut fleet = Fleet {

@@ -498,8 +498,11 @@ async fn the_python_reference_shop_behind_the_gate_asks_through_it_in_either_era
     );
     let policy = |name: &str, rule: &str| {
         let path = dir.path().join(format!("{name}.toml"));
-        std::fs::write(&path, format!("{upstream}\n[people]\nlee = {{ roles = [\"lead\"] }}\n\n[[rule]]\n{rule}"))
-            .unwrap();
+        std::fs::write(
+            &path,
+            format!("{upstream}\n[people]\nlee = {{ roles = [\"lead\"] }}\n\n[[rule]]\nname = \"{name}\"\n{rule}"),
+        )
+        .unwrap();
         path
     };
     let env =

@@ -42,12 +42,12 @@ pub fn waiting(kept: &HeldCall, rule: &Rule, link: Option<&str>) -> Announcement
     let text = format!(
         "{tool} on {upstream}, asked by {requester}, waits for a decision by {decider} by {deadline} (approval {id}, \
          the gate's rule \"{rule}\"). {decide}.",
-        tool = kept.tool,
-        upstream = kept.upstream,
-        requester = kept.requester,
-        decider = rule.decided_by,
+        tool = chat(&kept.tool),
+        upstream = chat(&kept.upstream),
+        requester = chat(&kept.requester.to_string()),
+        decider = chat(&rule.decided_by.to_string()),
         id = kept.id,
-        rule = rule.name,
+        rule = chat(&rule.name),
     );
     let event = json!({
         "event": "waiting",
@@ -75,13 +75,13 @@ pub fn escalated(kept: &HeldCall, rule: &Rule, link: Option<&str>) -> Announceme
     let text = format!(
         "{tool} on {upstream}, asked by {requester}, has waited since {held_at} for a decision by {decider} \
          (approval {id}, the gate's rule \"{rule}\"); undecided by {deadline}, it does not run. {decide}.",
-        tool = kept.tool,
-        upstream = kept.upstream,
-        requester = kept.requester,
+        tool = chat(&kept.tool),
+        upstream = chat(&kept.upstream),
+        requester = chat(&kept.requester.to_string()),
         held_at = time(kept.held_at),
-        decider = rule.decided_by,
+        decider = chat(&rule.decided_by.to_string()),
         id = kept.id,
-        rule = rule.name,
+        rule = chat(&rule.name),
         deadline = time(kept.deadline),
     );
     let event = json!({
@@ -98,16 +98,34 @@ pub fn escalated(kept: &HeldCall, rule: &Rule, link: Option<&str>) -> Announceme
     Announcement { text, event, about: kept.id.to_string() }
 }
 
+/// `text`, from a caller or an upstream, as a chat's text shows it and nothing more: the three
+/// characters Slack's and Mattermost's markup read as links, mentions and entities (`<`, `>`,
+/// `&`) escaped as Slack's message formatting says, control characters (a line break that would
+/// start a line of the poster's own) as the Unicode replacement character.
+pub fn chat(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            c if c.is_control() => escaped.push(char::REPLACEMENT_CHARACTER),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
 /// What the approvals engine tells of each decision it carried out (`released`: approved;
 /// `declined`), announced to `webhook`.
-pub fn announcer(webhook: Webhook) -> approvals::engine::Announce {
+pub fn announcer(webhook: crate::announcing::Announcing) -> approvals::engine::Announce {
     Arc::new(move |event, facts: &Value| {
-        let said = |key: &str| facts[key].as_str().unwrap_or_default().to_owned();
+        let said = |key: &str| chat(facts[key].as_str().unwrap_or_default());
         let (word, what) = match event {
             "released" => ("approved", "it runs once, at its requester's next call"),
             _ => ("declined", "it will not run"),
         };
-        let by = facts["decided_by"].as_str().unwrap_or("a person");
+        let by = chat(facts["decided_by"].as_str().unwrap_or("a person"));
         let text = format!(
             "{tool} on {upstream}, asked by {requester} (approval {id}), was {word} by {by}: {what}.",
             tool = said("tool"),
@@ -117,7 +135,8 @@ pub fn announcer(webhook: Webhook) -> approvals::engine::Announce {
         );
         let mut data = facts.clone();
         data["event"] = json!(word);
-        webhook.announce(Announcement { text, event: data, about: said("approval") });
+        let requester = facts["requested_by"].as_str().unwrap_or_default();
+        webhook.announce(Announcement { text, event: data, about: said("approval") }, requester);
     })
 }
 
@@ -132,5 +151,40 @@ mod tests {
         assert_eq!(short, "the webhook's signing secret must be at least 16 characters");
         let not_http = webhook("ftp://chat.example/hook", "sixteen-chars-ok").err().unwrap();
         assert_eq!(not_http, "the webhook ftp://chat.example/hook is not an http(s) URL");
+    }
+
+    #[test]
+    fn a_requesters_chat_markup_is_posted_as_text() {
+        let text = "[[rule]]\nname = \"writes\"\ntools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n";
+        let rule = crate::Policy::parse(std::path::Path::new("gate.toml"), text).unwrap().rules.remove(0);
+        let subject = "x> <https://evil.example/approve|Decide it at https://gate.example> <!channel>\n*urgent*";
+        let kept = HeldCall {
+            id: crate::held::HeldId::parse("H-0123456789abcdef").unwrap(),
+            requester: caller::Party::Principal(caller::Principal::new("https://login.example", subject)),
+            upstream: "files".into(),
+            tool: "write_file".into(),
+            arguments: json!({}),
+            digest: approvals::Digest::of_bytes(b"call"),
+            rule: rule.name.clone(),
+            rule_digest: Some(rule.digest),
+            policy_version: None,
+            standing: crate::held::Standing::Waiting,
+            held_at: std::time::SystemTime::UNIX_EPOCH,
+            deadline: std::time::SystemTime::UNIX_EPOCH,
+            decision: None,
+            run: None,
+            effect: None,
+        };
+        let posted = waiting(&kept, &rule, Some("https://gate.example/approvals/H-0123456789abcdef"));
+        // The gate's own link is the post's one link; the requester's markup is text.
+        assert_eq!(posted.text.matches('<').count(), 0, "{}", posted.text);
+        assert!(
+            posted.text.contains("&lt;https://evil.example/approve|Decide it at https://gate.example&gt;"),
+            "{}",
+            posted.text
+        );
+        assert!(posted.text.contains("&lt;!channel&gt;") && !posted.text.contains('\n'), "{}", posted.text);
+        // The event keeps the requester as they are: a machine reads it, not a chat.
+        assert_eq!(posted.event["requested_by"], format!("https://login.example {subject}"));
     }
 }

@@ -21,22 +21,23 @@ use crate::held::{self, HeldCall, HeldCalls, HeldError};
 #[derive(Clone)]
 pub struct RuleApprovals {
     calls: Arc<HeldCalls>,
-    rule: String,
+    /// The digest of the rule: a call is this rule's when it was held by the rule as it is.
+    rule: approvals::Digest,
     own_allowed: bool,
 }
 
 impl RuleApprovals {
-    /// The calls in `calls` held by the rule `rule`, whose requester may decide their own
-    /// where `own_allowed`.
-    pub fn new(calls: Arc<HeldCalls>, rule: &str, own_allowed: bool) -> Self {
-        Self { calls, rule: rule.to_owned(), own_allowed }
+    /// The calls in `calls` held by the rule of digest `rule`, whose requester may decide their
+    /// own where `own_allowed`.
+    pub fn new(calls: Arc<HeldCalls>, rule: approvals::Digest, own_allowed: bool) -> Self {
+        Self { calls, rule, own_allowed }
     }
 
-    /// The held call `id`, if this rule holds it.
+    /// The held call `id`, if this rule, as it is, holds it.
     async fn this_rules(&self, id: &str) -> Result<HeldCall, HeldError> {
         let parsed = held::HeldId::parse(id).map_err(|_| HeldError::Unknown(id.to_owned()))?;
         match self.calls.get(&parsed).await? {
-            Some(call) if call.rule == self.rule => Ok(call),
+            Some(call) if call.rule_digest == Some(self.rule) => Ok(call),
             _ => Err(HeldError::Unknown(id.to_owned())),
         }
     }
@@ -47,7 +48,7 @@ pub fn standing(call: HeldCall) -> Standing<HeldCall> {
     let state = match call.standing {
         held::Standing::Waiting => State::Waiting,
         held::Standing::Approved => State::Approved,
-        held::Standing::Declined | held::Standing::Expired => State::Declined,
+        held::Standing::Declined | held::Standing::Expired | held::Standing::Superseded => State::Declined,
     };
     Standing {
         state,
@@ -79,6 +80,8 @@ impl Subject for RuleApprovals {
             | HeldError::Damaged(_)
             | HeldError::Arguments(_)
             | HeldError::Deadline(_)
+            | HeldError::TooManyOfYours(_)
+            | HeldError::TooMany(_)
             | HeldError::NotAUrl(_) => Failed::Refused,
         }
     }
@@ -89,6 +92,9 @@ impl Subject for RuleApprovals {
         facts.insert("upstream".into(), json!(call.upstream));
         facts.insert("tool".into(), json!(call.tool));
         facts.insert("rule".into(), json!(call.rule));
+        if let Some(digest) = &call.rule_digest {
+            facts.insert("rule_digest".into(), json!(digest.to_string()));
+        }
         facts.insert("requested_by".into(), json!(call.requester.to_string()));
         if let Some(by) = call.decision.as_ref().and_then(|decision| decision.by.as_ref()) {
             facts.insert("decided_by".into(), json!(by.to_string()));
@@ -185,11 +191,11 @@ mod tests {
         let calls = Arc::new(HeldCalls::open(None, clock::Clock::system()).unwrap());
         let arguments = json!({"path": "/srv/prices.csv"});
         let call = Call { upstream: "files", tool: "write_file", annotations: &Value::Null, arguments: &arguments };
-        let kept = calls.hold(&Party::host_user("alice"), &call, &rule).await.unwrap().call;
+        let kept = calls.hold_by(&Party::host_user("alice"), &call, &rule).await.unwrap().call;
         let keys = Arc::new(approvals::ReceiptKeys::ephemeral());
         let receipts =
             approvals::Receipts { keys: keys.clone(), issuer: "fernhill-gate".into(), policy_version: "v".into() };
-        let subject = RuleApprovals::new(calls.clone(), "writes", own == SelfApproval::Allowed);
+        let subject = RuleApprovals::new(calls.clone(), rule.digest, own == SelfApproval::Allowed);
         let engine = Approvals::new(subject, records, "gate", COUNTED).deciding(own, false).signing(receipts);
         (engine, calls, kept, keys)
     }

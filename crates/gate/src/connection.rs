@@ -401,6 +401,11 @@ impl Connection {
         self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
+    /// Its tools as last listed, not listed again.
+    pub fn tools_as_listed(&self) -> Vec<Tool> {
+        self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
     /// Whether the upstream lists the tool `name` (as last listed).
     pub fn serves(&self, name: &str) -> bool {
         self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().any(|tool| tool.name == name)

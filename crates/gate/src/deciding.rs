@@ -3,9 +3,8 @@
 //! rule's approvals engine over the held calls' store, the one question every decider is
 //! asked, and what came of an answer.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{collections::HashMap, sync::Arc};
 
-use approvals::channel::webhook::Webhook;
 use approvals::{Acted, Answered, Approvals, Refused, State, Verdict, engine::Counted, trail::NoTrail};
 use mrtr::{Outcome, form::FormSchema};
 use schemars::JsonSchema;
@@ -39,9 +38,9 @@ pub struct RunForm {
     pub run: bool,
 }
 
-/// Each rule's approvals engine, and the question.
+/// Each rule's approvals engine (by the rule's digest), and the question.
 pub struct Deciding {
-    engines: BTreeMap<String, Approvals<RuleApprovals>>,
+    engines: HashMap<approvals::Digest, Approvals<RuleApprovals>>,
     form: FormSchema<RunForm>,
 }
 
@@ -62,18 +61,19 @@ impl Deciding {
     pub fn new(
         policy: &Policy,
         held: &Arc<HeldCalls>,
-        (keys, webhook): (Option<&Arc<approvals::ReceiptKeys>>, Option<&Webhook>),
+        (keys, webhook): (Option<&Arc<approvals::ReceiptKeys>>, Option<&crate::announcing::Announcing>),
         records: &Arc<dyn records::Records>,
     ) -> Deciding {
         let engines = policy
             .rules
             .iter()
             .map(|rule| {
-                let subject = RuleApprovals::new(held.clone(), &rule.name, rule.self_approval);
+                let subject = RuleApprovals::new(held.clone(), rule.digest, rule.self_approval);
                 let mut engine = Approvals::new(subject, records.clone(), "gate", COUNTED)
                     .naming_ids("approval")
                     .deciding(rule.own_call(), false)
                     .under_rule(&rule.name)
+                    .bound_to_rule(&rule.digest.to_string())
                     .with_clock(held.clock().clone());
                 if let Some(keys) = keys {
                     engine = engine.signing(receipts(policy, keys));
@@ -81,7 +81,7 @@ impl Deciding {
                 if let Some(webhook) = webhook.filter(|_| rule.channels.contains(&Channel::Webhook)) {
                     engine = engine.announcing(crate::announce::announcer(webhook.clone()));
                 }
-                (rule.name.clone(), engine)
+                (rule.digest, engine)
             })
             .collect();
         let form = FormSchema::of().expect("RunForm is a flat form of one boolean");
@@ -103,7 +103,7 @@ impl Deciding {
         answered: &Answered,
         person: &Person,
     ) -> Result<Acted<HeldCall>, String> {
-        let Some(engine) = self.engines.get(&rule.name) else {
+        let Some(engine) = self.engines.get(&rule.digest) else {
             return Err(format!("The rule \"{}\" has no approvals here.", rule.name));
         };
         let verdict = match said {
@@ -152,9 +152,12 @@ impl Place {
 /// Why a person may not decide a held call where they are, said before they are asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotHere {
-    /// Its rule is not in this gate's policy.
+    /// The rule that held it is not in this gate's policy as it was (changed, removed, or the
+    /// call was held before calls were bound to their rules).
     #[error(
-        "{id} is held by the rule \"{rule}\", which this gate's policy does not have: decide it where that policy is served."
+        "{id} was held by the rule \"{rule}\" as it was then, which this gate's policy no longer has: nobody decides \
+         it under another rule. Nothing was decided; when its requester asks again, it is held under the rule that \
+         holds it now."
     )]
     NoRule {
         /// The call's approval.
@@ -204,7 +207,7 @@ pub enum NotHere {
 /// the store check again when they answer).
 pub fn may_decide<'p>(policy: &'p Policy, kept: &HeldCall, person: &Person, place: Place) -> Result<&'p Rule, NotHere> {
     let id = kept.id.clone();
-    let Some(rule) = policy.rules.iter().find(|rule| rule.name == kept.rule) else {
+    let Some(rule) = policy.rule_of(kept.rule_digest.as_ref()) else {
         return Err(NotHere::NoRule { id, rule: kept.rule.clone() });
     };
     if !place.serves(rule) {
@@ -236,7 +239,7 @@ pub async fn waiting_for(
 ) -> Result<Vec<HeldCall>, HeldError> {
     let mut waiting = Vec::new();
     for rule in policy.rules.iter().filter(|rule| place.serves(rule) && person.holds.meets(&rule.decided_by)) {
-        let calls = held.waiting(Some(&rule.name)).await?;
+        let calls = held.waiting(Some(&rule.digest)).await?;
         waiting.extend(calls.into_iter().filter(|call| rule.self_approval || call.requester != person.party));
     }
     waiting.sort_by(|a, b| (a.held_at, a.id.as_str()).cmp(&(b.held_at, b.id.as_str())));
@@ -325,7 +328,7 @@ mod tests {
         let arguments = json!({"path": path});
         let call = Call { upstream: "files", tool: "write_file", annotations: &Value::Null, arguments: &arguments };
         let rule = policy.held(&call).unwrap().rule;
-        held.hold(&who.party, &call, rule).await.unwrap().call
+        held.hold_by(&who.party, &call, rule).await.unwrap().call
     }
 
     #[tokio::test]
@@ -374,5 +377,98 @@ mod tests {
         let settled = may_decide(&policy, &approved, &lee, Place::Page).unwrap_err();
         assert_eq!(settled.to_string(), format!("{} is approved; there is nothing to decide.", prices.id));
         assert!(waiting_for(&policy, &held, &lee, Place::Page).await.unwrap().is_empty());
+    }
+
+    /// Payments wait for a finance lead; `above`, written before that rule, is put first.
+    fn payments(above: &str, finance: &str) -> Policy {
+        let text = format!(
+            "{above}[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\ndecided_by = {{ role = \"{finance}\" }}\n\
+             deadline = \"1h\"\n"
+        );
+        Policy::parse(Path::new("gate.toml"), &text).unwrap()
+    }
+
+    const STAFF_ABOVE: &str =
+        "[[rule]]\nname = \"staff\"\ntools = [\"pay\"]\ndecided_by = { role = \"staff\" }\ndeadline = \"1h\"\n\n";
+
+    async fn pay(policy: &Policy, held: &HeldCalls, who: &Person) -> crate::held::Holding {
+        let arguments = json!({"amount": 5000, "invoice": "I-7"});
+        let call = Call { upstream: "ledger", tool: "pay", annotations: &Value::Null, arguments: &arguments };
+        let rule = policy.held(&call).unwrap().rule;
+        held.hold(&who.party, &call, (rule, &policy.version), crate::held::Limits::default()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_rule_put_above_after_a_restart_never_lets_its_deciders_decide_a_call_held_before() {
+        let held = HeldCalls::open(None, Clock::system()).unwrap();
+        let staff = person("sam", Holds { roles: vec!["staff".into()], ..Holds::default() });
+        let lead = person("lee", Holds { roles: vec!["finance-lead".into()], ..Holds::default() });
+        let alice = person("alice", Holds::default());
+        let before = payments("", "finance-lead");
+        let waiting = pay(&before, &held, &alice).await.call;
+        // The operator puts a rule for staff above it and restarts the gates on the same store.
+        let after = payments(STAFF_ABOVE, "finance-lead");
+        let not_staff = may_decide(&after, &waiting, &staff, Place::Review).unwrap_err();
+        assert!(matches!(not_staff, NotHere::NotDecider { .. }), "{not_staff}");
+        assert!(waiting_for(&after, &held, &staff, Place::Review).await.unwrap().is_empty());
+        // Through the engine too: staff's rule's approvals do not know the call.
+        let deciding = Deciding::new(&after, &Arc::new(held.clone()), (None, None), &records());
+        let answered = Answered::to("q-1", approvals::Channel::Review, std::time::Duration::from_secs(600));
+        let staff_rule = &after.rules[0];
+        let acted = deciding.act(&waiting.id, staff_rule, Outcome::Accepted(RunForm { run: true }), &answered, &staff);
+        assert!(acted.await.is_err(), "staff approved a payment held for a finance lead");
+        assert_eq!(held.get(&waiting.id).await.unwrap().unwrap().standing, Standing::Waiting);
+        // The finance lead still may, under the rule that held it, unchanged.
+        assert_eq!(may_decide(&after, &waiting, &lead, Place::Review).unwrap().name, "payments");
+        // Asked again, the call is held anew under the rule that holds it now, told so; the
+        // approval before is superseded, and nobody decides it.
+        let anew = pay(&after, &held, &alice).await;
+        assert_eq!((anew.first, anew.call.rule.as_str()), (true, "staff"));
+        assert_eq!(anew.superseded.map(|before| before.id), Some(waiting.id.clone()));
+        let superseded = held.get(&waiting.id).await.unwrap().unwrap();
+        assert_eq!(superseded.standing, Standing::Superseded);
+        assert!(matches!(may_decide(&after, &superseded, &lead, Place::Review), Err(NotHere::Settled { .. })));
+    }
+
+    #[tokio::test]
+    async fn a_rule_changed_under_its_name_decides_no_call_held_by_it_as_it_was() {
+        let held = HeldCalls::open(None, Clock::system()).unwrap();
+        let staff = person("sam", Holds { roles: vec!["staff".into()], ..Holds::default() });
+        let waiting = pay(&payments("", "finance-lead"), &held, &person("alice", Holds::default())).await.call;
+        // The same name, now decided by staff.
+        let changed = payments("", "staff");
+        let refused = may_decide(&changed, &waiting, &staff, Place::Review).unwrap_err();
+        assert!(matches!(refused, NotHere::NoRule { .. }), "{refused}");
+        assert!(refused.to_string().contains("no longer has"), "{refused}");
+        assert!(waiting_for(&changed, &held, &staff, Place::Review).await.unwrap().is_empty());
+        let deciding = Deciding::new(&changed, &Arc::new(held.clone()), (None, None), &records());
+        let answered = Answered::to("q-1", approvals::Channel::Review, std::time::Duration::from_secs(600));
+        let acted =
+            deciding.act(&waiting.id, &changed.rules[0], Outcome::Accepted(RunForm { run: true }), &answered, &staff);
+        assert!(acted.await.is_err(), "decided under the rule as changed");
+        assert_eq!(held.get(&waiting.id).await.unwrap().unwrap().standing, Standing::Waiting);
+    }
+
+    #[test]
+    fn rules_need_names_each_their_own() {
+        let twice = STAFF_ABOVE.repeat(2);
+        let refused = Policy::parse(Path::new("gate.toml"), &twice).unwrap_err().to_string();
+        assert!(
+            refused.starts_with("gate.toml:7: rule.name: a second rule named `staff` (the first is on line 1)"),
+            "{refused}"
+        );
+        let unnamed = STAFF_ABOVE.replace("name = \"staff\"\n", "");
+        let refused = Policy::parse(Path::new("gate.toml"), &unnamed).unwrap_err().to_string();
+        assert!(refused.starts_with("gate.toml:1: rule.name: a rule has no name"), "{refused}");
+        // A rule's digest is its content: the same rule written in another layout is the same.
+        let spaced = STAFF_ABOVE.replace(" = ", "   =   ").replace("\n", "\n# a comment\n");
+        let (one, other) = (payments(STAFF_ABOVE, "f"), payments(&spaced, "f"));
+        assert_eq!(one.rules[0].digest, other.rules[0].digest);
+        assert_ne!(one.rules[0].digest, one.rules[1].digest);
+        assert_ne!(payments("", "f").rules[0].digest, payments("", "g").rules[0].digest);
+    }
+
+    fn records() -> Arc<dyn records::Records> {
+        Arc::new(records::InMemory::new())
     }
 }

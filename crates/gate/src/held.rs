@@ -74,6 +74,10 @@ pub enum Standing {
     Declined,
     /// Past its deadline, undecided: it did not run.
     Expired,
+    /// The rule that held it is not the rule that holds the same call now (changed, removed, or
+    /// another put before it): it was never decided under another rule, did not run, and the
+    /// same call was held anew under the rule that holds it now.
+    Superseded,
 }
 
 impl Standing {
@@ -84,11 +88,12 @@ impl Standing {
             Standing::Approved => "approved",
             Standing::Declined => "declined",
             Standing::Expired => "expired",
+            Standing::Superseded => "superseded",
         }
     }
 
     fn parse(text: &str) -> Option<Standing> {
-        [Standing::Waiting, Standing::Approved, Standing::Declined, Standing::Expired]
+        [Standing::Waiting, Standing::Approved, Standing::Declined, Standing::Expired, Standing::Superseded]
             .into_iter()
             .find(|standing| standing.as_str() == text)
     }
@@ -162,8 +167,13 @@ pub struct HeldCall {
     pub arguments: serde_json::Value,
     /// The digest of the call (upstream, tool, arguments) a decision is bound to.
     pub digest: Digest,
-    /// The rule that holds it.
+    /// The name of the rule that holds it.
     pub rule: String,
+    /// The digest of the rule that holds it ([`Rule::digest`]), which alone binds it: `None` for a
+    /// call kept before calls were bound so, which no rule decides.
+    pub rule_digest: Option<Digest>,
+    /// The version of the policy it was held under (the digest of its text).
+    pub policy_version: Option<String>,
     /// Where it stands.
     pub standing: Standing,
     /// When it was held.
@@ -186,6 +196,8 @@ pub struct Holding {
     pub call: HeldCall,
     /// Whether it was held now (else the same call was already kept).
     pub first: bool,
+    /// The same call kept before under a rule that no longer holds it, superseded now.
+    pub superseded: Option<HeldCall>,
 }
 
 /// What starting an approved call's run came to.
@@ -238,6 +250,18 @@ pub enum HeldError {
     /// There is no held call of this ID.
     #[error("there is no held call {0}")]
     Unknown(String),
+    /// Its requester has as many calls waiting as a requester may.
+    #[error(
+        "you have {0} held calls waiting for a decision, as many as the gate's policy lets one requester have \
+         (limits.waiting_per_requester): wait for one to be decided or to pass its deadline"
+    )]
+    TooManyOfYours(usize),
+    /// As many calls wait as the gate keeps waiting.
+    #[error(
+        "{0} held calls wait for a decision, as many as the gate's policy keeps waiting (limits.waiting_in_all): \
+         try again once some are decided"
+    )]
+    TooMany(usize),
     /// It is not waiting for a decision any more.
     #[error("held call {0} is {1}, not waiting for a decision")]
     NotWaiting(String, &'static str),
@@ -271,6 +295,8 @@ impl HeldError {
             | HeldError::Unknown(_)
             | HeldError::NotWaiting(..)
             | HeldError::Changed(_)
+            | HeldError::TooManyOfYours(_)
+            | HeldError::TooMany(_)
             | HeldError::Own(_) => self.to_string(),
         }
     }
@@ -405,16 +431,32 @@ impl HeldCalls {
         &self.clock
     }
 
-    /// Hold `call` for `requester` by `rule`: the same call already kept (waiting, decided,
-    /// or run), or a new one.
-    pub async fn hold(&self, requester: &Party, call: &Call<'_>, rule: &Rule) -> Result<Holding, HeldError> {
-        let to_hold = ToHold::of(requester, call, rule)?;
+    /// Hold `call` for `requester` by `rule`, under `limits`: the same call already kept under
+    /// this rule (waiting, decided, or run), or a new one. The same call kept under another rule
+    /// (or before calls were bound to their rules), waiting or approved and not yet run, is
+    /// superseded and the call held anew: a decision is made under the rule that holds a call
+    /// now, never another's. One that ran, runs or was declined is the call as it stands.
+    pub async fn hold(
+        &self,
+        requester: &Party,
+        call: &Call<'_>,
+        (rule, policy_version): (&Rule, &str),
+        limits: Limits,
+    ) -> Result<Holding, HeldError> {
+        let to_hold = ToHold::of(requester, call, rule, policy_version, limits)?;
         let said = to_hold.clone();
         let holding: Holding = ask!(self, |store| store.keep(&to_hold))?;
         if holding.first {
             said.held_now(&holding.call.id);
         }
         Ok(holding)
+    }
+
+    /// Hold `call` for `requester` by `rule`, under the default limits and a policy version of
+    /// tests.
+    #[cfg(test)]
+    pub(crate) async fn hold_by(&self, requester: &Party, call: &Call<'_>, rule: &Rule) -> Result<Holding, HeldError> {
+        self.hold(requester, call, (rule, "test policy"), Limits::default()).await
     }
 
     /// The held call `id`, if there is one.
@@ -431,17 +473,18 @@ impl HeldCalls {
         }))
     }
 
-    /// The calls held by `rule` (every rule's for `None`) that wait for a decision, oldest first.
-    pub async fn waiting(&self, rule: Option<&str>) -> Result<Vec<HeldCall>, HeldError> {
-        let rule = rule.map(str::to_owned);
+    /// The calls held by the rule of digest `rule` (every rule's for `None`) that wait for a
+    /// decision, oldest first.
+    pub async fn waiting(&self, rule: Option<&Digest>) -> Result<Vec<HeldCall>, HeldError> {
+        let rule = rule.map(Digest::to_string);
         ask!(self, |store| store.waiting(rule.as_deref()))
     }
 
-    /// The calls held by `rule` that have waited `after` or longer, undecided, and were not
-    /// escalated before, marked escalated now: each is returned once, whichever of the gates
-    /// over this store looks (a conditional update).
-    pub async fn escalate(&self, rule: &str, after: Duration) -> Result<Vec<HeldCall>, HeldError> {
-        let rule = rule.to_owned();
+    /// The calls held by the rule of digest `rule` that have waited `after` or longer,
+    /// undecided, and were not escalated before, marked escalated now: each is returned once,
+    /// whichever of the gates over this store looks (a conditional update).
+    pub async fn escalate(&self, rule: &Digest, after: Duration) -> Result<Vec<HeldCall>, HeldError> {
+        let rule = rule.to_string();
         ask!(self, |store| store.escalate(&rule, after))
     }
 
@@ -500,6 +543,38 @@ impl HeldCalls {
     }
 }
 
+/// How many held calls may wait for a decision at once: what a flood of calls from one
+/// requester, or from many, cannot pass (the policy's `[limits]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Calls one requester may have waiting.
+    pub per_requester: usize,
+    /// Calls waiting, whoever asked.
+    pub in_all: usize,
+    /// Announcements posted to the webhook in a minute ([`crate::announcing`]).
+    pub announcements_per_minute: usize,
+}
+
+impl Limits {
+    /// Whether a call may be held where its requester has `theirs` calls waiting and `all` wait:
+    /// the limit it would pass, as the refusal it is.
+    fn admit(self, theirs: usize, all: usize) -> Result<(), HeldError> {
+        if theirs >= self.per_requester {
+            return Err(HeldError::TooManyOfYours(theirs));
+        }
+        if all >= self.in_all {
+            return Err(HeldError::TooMany(all));
+        }
+        Ok(())
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { per_requester: 20, in_all: 1000, announcements_per_minute: 20 }
+    }
+}
+
 /// A call to hold, as the store keeps it: worked out from the call and its rule before the
 /// store is asked (its digest, its effect), so the rule stays with the gate.
 #[derive(Clone)]
@@ -510,13 +585,22 @@ struct ToHold {
     arguments: String,
     digest: String,
     rule: String,
+    rule_digest: String,
+    policy_version: String,
+    limits: Limits,
     deadline: Duration,
     /// Its effect, or why it could not be evaluated (said when the call is first held).
     effect: Option<Result<String, Unevaluated>>,
 }
 
 impl ToHold {
-    fn of(requester: &Party, call: &Call<'_>, rule: &Rule) -> Result<ToHold, HeldError> {
+    fn of(
+        requester: &Party,
+        call: &Call<'_>,
+        rule: &Rule,
+        policy_version: &str,
+        limits: Limits,
+    ) -> Result<ToHold, HeldError> {
         let digest = Digest::of(&serde_json::json!({
             "upstream": call.upstream,
             "tool": call.tool,
@@ -529,6 +613,9 @@ impl ToHold {
             arguments: call.arguments.to_string(),
             digest: digest.to_string(),
             rule: rule.name.clone(),
+            rule_digest: rule.digest.to_string(),
+            policy_version: policy_version.to_owned(),
+            limits,
             deadline: rule.deadline,
             effect: rule.effect_of(call),
         })
@@ -542,6 +629,14 @@ impl ToHold {
         })
     }
 
+    /// Whether `kept`, the same call kept open, gives way to this one: held under another rule
+    /// (or under none known) and not yet run or declined. A decision is made under the rule that
+    /// holds a call now; what ran, or was declined, stands.
+    fn supersedes(&self, kept: &HeldCall) -> bool {
+        let bound_here = kept.rule_digest.as_ref().is_some_and(|digest| digest.to_string() == self.rule_digest);
+        !bound_here && kept.run.is_none() && matches!(kept.standing, Standing::Waiting | Standing::Approved)
+    }
+
     /// Said once, when the call is first held (and kept) as `id`: an effect that could not be
     /// evaluated.
     fn held_now(&self, id: &HeldId) {
@@ -552,7 +647,8 @@ impl ToHold {
     }
 }
 
-/// Whether `held` may be decided now by `decider`, who was shown `seen`.
+/// Whether `held` may be decided now by `decider`, who was shown `seen`. (That the decider
+/// decides under the rule the call is bound to is the engine's to check: `RuleApprovals`.)
 fn decidable(held: &HeldCall, decider: Option<&Party>, seen: Option<&str>, own_allowed: bool) -> Result<(), HeldError> {
     let id = held.id.to_string();
     if held.standing != Standing::Waiting {
@@ -631,6 +727,8 @@ fn at(secs: i64) -> SystemTime {
 /// it is read as a [`HeldCall`].
 struct Row {
     text: [String; 8],
+    rule_digest: Option<String>,
+    policy_version: Option<String>,
     held_at: i64,
     deadline: i64,
     decided_by: Option<String>,
@@ -701,6 +799,13 @@ impl Row {
             upstream,
             tool,
             rule,
+            rule_digest: self
+                .rule_digest
+                .as_deref()
+                .map(Digest::parse)
+                .transpose()
+                .map_err(|_| damaged("a bad rule digest"))?,
+            policy_version: self.policy_version,
             decision,
             run,
             effect: self.effect,
@@ -756,7 +861,7 @@ pub(crate) mod tests {
 
         /// A call held for alice, writing `path`.
         async fn held_for_alice(&self, path: &str) -> HeldCall {
-            self.held.hold(&alice(), &call(&json!({"path": path, "content": "x"})), &rule()).await.unwrap().call
+            self.held.hold_by(&alice(), &call(&json!({"path": path, "content": "x"})), &rule()).await.unwrap().call
         }
     }
 
@@ -787,26 +892,26 @@ pub(crate) mod tests {
             let Gates { held, hand, .. } = &gates;
             let (bob, rule) = (Party::host_user("bob"), rule());
             let arguments = json!({"path": "/srv/a", "content": "x"});
-            let first = held.hold(&alice(), &call(&arguments), &rule).await.unwrap();
+            let first = held.hold_by(&alice(), &call(&arguments), &rule).await.unwrap();
             assert!(first.first);
             assert_eq!(first.call.deadline, first.call.held_at + Duration::from_secs(3600));
             // The same arguments, their members in another order: the same call.
-            let again = held.hold(&alice(), &call(&json!({"content": "x", "path": "/srv/a"})), &rule).await.unwrap();
+            let again = held.hold_by(&alice(), &call(&json!({"content": "x", "path": "/srv/a"})), &rule).await.unwrap();
             assert_eq!((again.first, &again.call), (false, &first.call));
             // Another requester, other arguments: other approvals.
-            assert_ne!(held.hold(&bob, &call(&arguments), &rule).await.unwrap().call.id, first.call.id);
+            assert_ne!(held.hold_by(&bob, &call(&arguments), &rule).await.unwrap().call.id, first.call.id);
             let other = json!({"path": "/srv/b", "content": "x"});
-            assert_ne!(held.hold(&alice(), &call(&other), &rule).await.unwrap().call.id, first.call.id);
+            assert_ne!(held.hold_by(&alice(), &call(&other), &rule).await.unwrap().call.id, first.call.id);
             // Past its deadline undecided, it has expired (read so before any write closes it);
             // asked again, it is held anew.
             hand.advance(Duration::from_secs(3600));
             assert_eq!(held.get(&first.call.id).await.unwrap().unwrap().standing, Standing::Expired);
-            let later = held.hold(&alice(), &call(&arguments), &rule).await.unwrap();
+            let later = held.hold_by(&alice(), &call(&arguments), &rule).await.unwrap();
             assert!(later.first && later.call.id != first.call.id);
             assert_eq!(held.get(&first.call.id).await.unwrap().unwrap().standing, Standing::Expired);
             // Asked again past its deadline with no look at it before: closed, and held anew.
             hand.advance(Duration::from_secs(3600));
-            let anew = held.hold(&alice(), &call(&arguments), &rule).await.unwrap();
+            let anew = held.hold_by(&alice(), &call(&arguments), &rule).await.unwrap();
             assert!(anew.first && anew.call.id != later.call.id);
             assert_eq!(held.get(&later.call.id).await.unwrap().unwrap().standing, Standing::Expired);
         })
@@ -841,7 +946,7 @@ pub(crate) mod tests {
             assert!(matches!(again.run, Some(Run::Running { .. })));
             let answered = json!({"content": [{"type": "text", "text": "written"}]});
             held.ran(&call.id, Ended::Answered(answered.clone(), Some("receipt".into()))).await.unwrap();
-            let found = held.hold(&alice(), &self::call(&call.arguments), &rule()).await.unwrap();
+            let found = held.hold_by(&alice(), &self::call(&call.arguments), &rule()).await.unwrap();
             assert!(!found.first);
             let Some(Run::Ran { result, digest, receipt, .. }) = found.call.run else { panic!("{found:?}") };
             assert_eq!(
@@ -922,7 +1027,7 @@ pub(crate) mod tests {
             // A declined call is found declined by the same call until its deadline; then held anew.
             let call = gates.held_for_alice("/srv/b").await;
             held.decline(call.id.as_str(), Some(&lee()), false, Proof::default()).await.unwrap();
-            let again = held.hold(&alice(), &self::call(&call.arguments), &rule()).await.unwrap();
+            let again = held.hold_by(&alice(), &self::call(&call.arguments), &rule()).await.unwrap();
             assert_eq!((again.first, again.call.standing), (false, Standing::Declined));
             assert!(
                 refused(held.approve(call.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await)
@@ -972,21 +1077,24 @@ pub(crate) mod tests {
             let decided = gates.held_for_alice("/srv/c").await;
             one.decline(decided.id.as_str(), Some(&lee()), false, Proof::default()).await.unwrap();
             let after = Duration::from_secs(900);
-            assert!(one.escalate("writes", after).await.unwrap().is_empty(), "none has waited 15 minutes");
+            let writes = rule().digest;
+            assert!(one.escalate(&writes, after).await.unwrap().is_empty(), "none has waited 15 minutes");
             hand.advance(Duration::from_secs(300));
             let ids = |calls: Vec<HeldCall>| calls.into_iter().map(|call| call.id).collect::<Vec<_>>();
-            assert_eq!(ids(other.escalate("writes", after).await.unwrap()), std::slice::from_ref(&early.id));
+            assert_eq!(ids(other.escalate(&writes, after).await.unwrap()), std::slice::from_ref(&early.id));
             // Whichever gate looks next, it is not escalated again.
-            assert!(one.escalate("writes", after).await.unwrap().is_empty());
-            assert!(other.escalate("another rule", Duration::ZERO).await.unwrap().is_empty());
+            assert!(one.escalate(&writes, after).await.unwrap().is_empty());
+            assert!(
+                other.escalate(&approvals::Digest::of_bytes(b"another rule"), Duration::ZERO).await.unwrap().is_empty()
+            );
             hand.advance(Duration::from_secs(600));
             assert_eq!(
-                ids(one.escalate("writes", after).await.unwrap()),
+                ids(one.escalate(&writes, after).await.unwrap()),
                 std::slice::from_ref(&late.id),
                 "the declined call never"
             );
             // The waiting are listed oldest first; past their deadline, none is.
-            assert_eq!(ids(other.waiting(Some("writes")).await.unwrap()), [early.id, late.id]);
+            assert_eq!(ids(other.waiting(Some(&writes)).await.unwrap()), [early.id, late.id]);
             hand.advance(Duration::from_secs(3600));
             assert!(one.waiting(None).await.unwrap().is_empty());
         })
@@ -1006,7 +1114,7 @@ pub(crate) mod tests {
             let Gates { held, hand, .. } = &gates;
             let lease = Duration::from_secs(60);
             let approved = async |rule: &Rule, arguments: &Value| {
-                let kept = held.hold(&alice(), &call(arguments), rule).await.unwrap().call;
+                let kept = held.hold_by(&alice(), &call(arguments), rule).await.unwrap().call;
                 held.approve(kept.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await.unwrap()
             };
             let never_again = rule("");
@@ -1062,7 +1170,7 @@ pub(crate) mod tests {
             // Twelve holds of one call at once, across three gates: one approval.
             let (arguments, alice) = (json!({"invoice": "I-1", "note": "one"}), alice());
             let asked = call(&arguments);
-            let holds = futures::future::join_all((0..12).map(|n| on(n).hold(&alice, &asked, &rule))).await;
+            let holds = futures::future::join_all((0..12).map(|n| on(n).hold_by(&alice, &asked, &rule))).await;
             let holds: Vec<Holding> = holds.into_iter().map(Result::unwrap).collect();
             assert_eq!(holds.iter().filter(|holding| holding.first).count(), 1, "{holds:?}");
             assert!(holds.iter().all(|holding| holding.call.id == holds[0].call.id));
@@ -1077,7 +1185,7 @@ pub(crate) mod tests {
             let mut others = Vec::new();
             for note in ["two", "three"] {
                 let other = json!({"invoice": "I-1", "note": note});
-                let kept = gates.held.hold(&alice, &call(&other), &rule).await.unwrap().call;
+                let kept = gates.held.hold_by(&alice, &call(&other), &rule).await.unwrap().call;
                 others.push(
                     gates
                         .held
@@ -1100,7 +1208,7 @@ pub(crate) mod tests {
             for effect in 0..8 {
                 for note in ["a", "b", "c"] {
                     let arguments = json!({"invoice": format!("I-{}", 10 + effect), "note": note});
-                    let kept = gates.held.hold(&alice, &call(&arguments), &rule).await.unwrap().call;
+                    let kept = gates.held.hold_by(&alice, &call(&arguments), &rule).await.unwrap().call;
                     approved.push(
                         gates
                             .held
@@ -1130,8 +1238,37 @@ pub(crate) mod tests {
         each_store(async |gates: Gates| {
             let first = gates.held_for_alice("/srv/a").await;
             let reopened = gates.another().await;
-            let again = reopened.hold(&alice(), &call(&first.arguments), &rule()).await.unwrap();
+            let again = reopened.hold_by(&alice(), &call(&first.arguments), &rule()).await.unwrap();
             assert_eq!((again.first, again.call), (false, first));
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_flood_of_held_calls_stops_at_the_requesters_limit_and_the_stores() {
+        each_store(async |gates: Gates| {
+            let held = &gates.held;
+            let limits = Limits { per_requester: 3, in_all: 5, ..Limits::default() };
+            let hold = async |who: &str, n: usize| {
+                let arguments = json!({"path": format!("/srv/{n}")});
+                held.hold(&Party::host_user(who), &call(&arguments), (&rule(), "v"), limits).await
+            };
+            for n in 0..3 {
+                assert!(hold("mallory", n).await.unwrap().first);
+            }
+            let refused = hold("mallory", 3).await.unwrap_err();
+            assert!(matches!(refused, HeldError::TooManyOfYours(3)), "{refused}");
+            assert!(refused.words().contains("limits.waiting_per_requester"), "{}", refused.words());
+            // The same call asked again still finds its approval.
+            assert!(!hold("mallory", 0).await.unwrap().first);
+            // Another requester is held, up to the store's limit in all.
+            assert!(hold("alice", 0).await.unwrap().first);
+            assert!(hold("bob", 0).await.unwrap().first);
+            assert!(matches!(hold("carol", 0).await, Err(HeldError::TooMany(5))));
+            // One decided makes room.
+            let waiting = held.waiting(None).await.unwrap();
+            held.decline(waiting[0].id.as_str(), Some(&lee()), false, Proof::default()).await.unwrap();
+            assert!(hold("carol", 0).await.unwrap().first);
         })
         .await;
     }

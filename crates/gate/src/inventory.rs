@@ -70,6 +70,15 @@ pub fn render(policy: &Policy, listed: &[Listed]) -> String {
         plural(policy.rules.len(), "rule")
     );
     let mut named_somewhere = vec![false; policy.rules.len()];
+    // Each tool's name is served by one upstream, as the gate claims them at start
+    // (`tool_owners::claimant`).
+    let listing = |name: &str| -> Vec<&str> {
+        listed
+            .iter()
+            .filter(|listed| listed.tools.iter().flatten().any(|tool| tool.name == name))
+            .map(|listed| listed.upstream.as_str())
+            .collect()
+    };
     for listed in listed {
         let Some(upstream) = policy.upstream(&listed.upstream) else { continue };
         let trusted = if upstream.trust_annotations { ", annotations trusted" } else { "" };
@@ -89,6 +98,16 @@ pub fn render(policy: &Policy, listed: &[Listed]) -> String {
         );
         let width = tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
         for tool in tools {
+            let claimant = crate::tool_owners::claimant(policy, &tool.name, listing(&tool.name).into_iter());
+            if let Some(other) = claimant.filter(|other| *other != upstream.name) {
+                let _ = writeln!(
+                    out,
+                    "  {:width$}  not served: upstream {other} serves a tool of this name (a tool's name is one \
+                     upstream's)",
+                    tool.name
+                );
+                continue;
+            }
             let annotations = crate::call::annotations(tool);
             let rules = policy.naming(&upstream.name, &tool.name, &annotations);
             let held = match rules.as_slice() {

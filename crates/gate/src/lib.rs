@@ -55,6 +55,7 @@
 #![deny(missing_docs)]
 
 pub mod announce;
+pub mod announcing;
 pub mod approval;
 pub mod beside_tools;
 pub mod call;
@@ -78,6 +79,7 @@ pub mod server;
 pub mod shared;
 pub mod task_round;
 pub mod tool_name;
+mod tool_owners;
 pub mod upstream_http;
 pub mod watched;
 

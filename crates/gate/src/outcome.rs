@@ -92,7 +92,7 @@ pub async fn told(
 ) -> Result<CallToolResponse, ErrorData> {
     let kept = holding.call;
     if kept.standing == Standing::Waiting {
-        return Ok(waiting(call, held, &kept, (holding.first, page)).into());
+        return Ok(waiting(call, held, &kept, (holding.first, holding.superseded.as_ref(), page)).into());
     }
     let id = kept.id.clone();
     match settled(calls, receipts, (connection, rounds), held.rule, kept, params).await {
@@ -196,6 +196,7 @@ pub async fn settled(
         Standing::Waiting if kept.deadline <= calls.clock().now() => Some(Ok(expired(&kept).into())),
         Standing::Waiting => None,
         Standing::Expired => Some(Ok(expired(&kept).into())),
+        Standing::Superseded => Some(Ok(superseded(&kept).into())),
         Standing::Declined => Some(Ok(declined(&kept).into())),
         Standing::Approved => {
             let kept = match &kept.run {
@@ -328,6 +329,7 @@ fn sign(
         iss: receipts.issuer.clone(),
         iat: epoch(at),
         rule: rule.own_call().receipt_rule(Some(&rule.name), false),
+        rule_digest: Some(rule.digest.to_string()),
         policy_version: receipts.policy_version.clone(),
         tool: kept.tool.clone(),
         approval: kept.id.to_string(),
@@ -389,8 +391,14 @@ fn meta(kept: &HeldCall, state: &str, extra: Value) -> MetaObject {
 
 /// A call that waits: it has not run, which approval holds it, who decides it where (on the
 /// approval page served at `page`, its link) and by when, and that the same call asked again
-/// finds it.
-fn waiting(call: &Call<'_>, held: Held<'_>, kept: &HeldCall, (first, page): (bool, Option<&str>)) -> CallToolResult {
+/// finds it; and, where it is held anew because the rule that held it before no longer holds it
+/// (`superseded`), that.
+fn waiting(
+    call: &Call<'_>,
+    held: Held<'_>,
+    kept: &HeldCall,
+    (first, superseded, page): (bool, Option<&HeldCall>, Option<&str>),
+) -> CallToolResult {
     let rule = held.rule;
     let why = match (&rule.when, held.evaluated) {
         (Some(when), true) => format!(", as {when} holds for these arguments"),
@@ -414,8 +422,22 @@ fn waiting(call: &Call<'_>, held: Held<'_>, kept: &HeldCall, (first, page): (boo
         upstream = call.upstream, tool = call.tool, rule = %rule.name, approval = %kept.id, first,
         "a call is held"
     );
+    let anew = match superseded {
+        Some(before) => {
+            tracing::warn!(
+                approval = %before.id, rule = %before.rule, now = %kept.id, now_rule = %rule.name,
+                "a held call's rule no longer holds it as it was: superseded, and the call held anew"
+            );
+            format!(
+                "The rule that held this call before (\"{}\", approval {}) no longer holds it as it was, so that \
+                 approval is superseded and nobody decides it under another rule. ",
+                before.rule, before.id
+            )
+        }
+        None => String::new(),
+    };
     let words = format!(
-        "{tool} has not run: it {state} for a person's decision (approval {id}, by the gate's rule \"{name}\"{why}). \
+        "{anew}{tool} has not run: it {state} for a person's decision (approval {id}, by the gate's rule \"{name}\"{why}). \
          It is decided by {decider}, {channels}, by {deadline}; undecided by then, it does not run. Call {tool} \
          again with the same arguments for its outcome: the same call finds this approval, and is not asked for twice.",
         tool = call.tool,
@@ -425,7 +447,27 @@ fn waiting(call: &Call<'_>, held: Held<'_>, kept: &HeldCall, (first, page): (boo
         channels = channels.join(" or "),
         deadline = time(kept.deadline),
     );
-    said(words, kept, "waiting", link.map_or(Value::Null, |link| json!({"page": link})))
+    let mut extra = serde_json::Map::new();
+    if let Some(link) = link {
+        extra.insert("page".into(), json!(link));
+    }
+    if let Some(before) = superseded {
+        extra.insert("superseded".into(), json!(before.id.as_str()));
+    }
+    said(words, kept, "waiting", Value::Object(extra))
+}
+
+/// A call whose rule no longer holds it as it was: it did not run, and the same call is held
+/// anew when asked again.
+fn superseded(kept: &HeldCall) -> CallToolResult {
+    let words = format!(
+        "{tool} did not run: the rule that held it (\"{rule}\", approval {id}) no longer holds it as it was, and nobody \
+         decides it under another rule. Call it again to have it held under the rule that holds it now.",
+        tool = kept.tool,
+        rule = kept.rule,
+        id = kept.id,
+    );
+    said(words, kept, "superseded", Value::Null)
 }
 
 /// A call nobody decided by its deadline: it did not run.

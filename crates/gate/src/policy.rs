@@ -31,6 +31,7 @@ use toml::Spanned;
 use crate::{
     call::Call,
     condition::Condition,
+    held::Limits,
     person::{Holds, Person},
     rule::{Channel, Decider, Hint, LostOutcome, Rule},
     tool_name::ToolName,
@@ -102,6 +103,8 @@ pub struct Policy {
     pub signs_in_as: BTreeMap<String, caller::Principal>,
     /// The policy's version, as receipts name it: the digest of its text.
     pub version: String,
+    /// How many held calls may wait at once (`[limits]`).
+    pub limits: Limits,
 }
 
 /// Why a call is held.
@@ -134,12 +137,32 @@ impl Policy {
             let upstream = source.upstream(table, &upstreams)?;
             upstreams.push(upstream);
         }
-        let rules = file
-            .rule
-            .into_iter()
-            .enumerate()
-            .map(|(index, table)| source.rule(index, table, &upstreams))
-            .collect::<Result<Vec<_>, _>>()?;
+        // Each rule's identity and content, as its held calls are bound to it: its table as
+        // written, read again as TOML values (so that layout and comments are not part of it).
+        let tables: Vec<toml::Value> = match text.parse::<toml::Table>() {
+            Ok(mut whole) => match whole.remove("rule") {
+                Some(toml::Value::Array(tables)) => tables,
+                _ => Vec::new(),
+            },
+            Err(_) => Vec::new(),
+        };
+        let mut rules: Vec<Rule> = Vec::with_capacity(file.rule.len());
+        for (index, table) in file.rule.into_iter().enumerate() {
+            let at = table.span().start;
+            let rule = source.rule(table, &upstreams, tables.get(index))?;
+            if let Some(first) = rules.iter().find(|known| known.name == rule.name) {
+                return Err(source.bad(
+                    at,
+                    "rule.name",
+                    format!(
+                        "a second rule named `{}` (the first is on line {}): a held call is bound to its rule, and \
+                         each rule's name must say which",
+                        rule.name, first.line
+                    ),
+                ));
+            }
+            rules.push(rule);
+        }
         let (mut people, mut signs_in_as) = (BTreeMap::new(), BTreeMap::new());
         for (name, table) in file.people {
             let at = table.span().start;
@@ -156,8 +179,27 @@ impl Policy {
             }
             people.insert(name, holds);
         }
+        let limits = match file.limits {
+            None => Limits::default(),
+            Some(table) => {
+                let at = table.span().start;
+                let table = table.into_inner();
+                let default = Limits::default();
+                let limits = Limits {
+                    per_requester: table.waiting_per_requester.unwrap_or(default.per_requester),
+                    in_all: table.waiting_in_all.unwrap_or(default.in_all),
+                    announcements_per_minute: table
+                        .announcements_per_minute
+                        .unwrap_or(default.announcements_per_minute),
+                };
+                if limits.per_requester == 0 || limits.in_all == 0 || limits.announcements_per_minute == 0 {
+                    return Err(source.bad(at, "limits", "a limit of 0 would hold no call at all".into()));
+                }
+                limits
+            }
+        };
         let version = approvals::Digest::of_bytes(text.as_bytes()).to_string();
-        Ok(Policy { path: path.to_owned(), upstreams, rules, people, signs_in_as, version })
+        Ok(Policy { path: path.to_owned(), upstreams, rules, people, signs_in_as, version, limits })
     }
 
     /// What the host user `name` holds, as `[people]` says (nothing, for a name it does not
@@ -199,6 +241,21 @@ impl Policy {
         holds.roles.extend(membership.roles.iter().cloned());
         holds.groups.extend(membership.groups.iter().cloned());
         Person { party: caller::Party::Principal(principal), holds }
+    }
+
+    /// The rule a held call bound to `digest` was held by, as this policy has it: `None` where
+    /// the rule was changed or removed since (or the call was bound to none).
+    pub fn rule_of(&self, digest: Option<&approvals::Digest>) -> Option<&Rule> {
+        let digest = digest?;
+        self.rules.iter().find(|rule| rule.digest == *digest)
+    }
+
+    /// The upstreams rules pinned to one name the tool `tool` for, in the rules' order: where
+    /// more than one upstream lists it, the first of these that does serves it.
+    pub fn pinning(&self, tool: &str) -> impl Iterator<Item = &str> {
+        self.rules
+            .iter()
+            .filter_map(|rule| rule.upstream.as_deref().filter(|_| rule.tools.iter().any(|name| name.matches(tool))))
     }
 
     /// The upstream named `name`.
@@ -345,13 +402,33 @@ impl Source<'_> {
         Ok((holds, signs_in_as))
     }
 
-    /// The `index`th `[[rule]]` (from 0), over the `upstreams` already read.
-    fn rule(&self, index: usize, table: Spanned<RuleTable>, upstreams: &[Upstream]) -> Result<Rule, PolicyError> {
+    /// One `[[rule]]`, over the `upstreams` already read; `written` is its table as TOML values,
+    /// whose digest binds its held calls to it.
+    fn rule(
+        &self,
+        table: Spanned<RuleTable>,
+        upstreams: &[Upstream],
+        written: Option<&toml::Value>,
+    ) -> Result<Rule, PolicyError> {
         let bad = |offset: usize, key: &str, message: String| self.bad(offset, key, message);
         let line = |offset: usize| self.line(offset);
         let at = table.span().start;
         let table = table.into_inner();
-        let name = table.name.unwrap_or_else(|| format!("rule {}", index + 1));
+        let Some(name) = table.name else {
+            return Err(bad(
+                at,
+                "rule.name",
+                "a rule has no name: name = \"large payments\" (a held call is bound to its rule by it and its \
+                 content, never by its place in the file)"
+                    .into(),
+            ));
+        };
+        let name = name.get_ref().trim().to_owned();
+        if name.is_empty() || name.chars().any(char::is_control) {
+            return Err(bad(at, "rule.name", "a rule's name is empty or holds control characters".into()));
+        }
+        let digest = approvals::Digest::of(&written)
+            .map_err(|error| bad(at, "rule", format!("{name} cannot be digested: {error}")))?;
         let upstream = match table.upstream {
             None => None,
             Some(named) if upstreams.iter().any(|known| &known.name == named.get_ref()) => Some(named.into_inner()),
@@ -481,6 +558,7 @@ impl Source<'_> {
         };
         Ok(Rule {
             name,
+            digest,
             line: line(at),
             upstream,
             tools,
@@ -508,6 +586,15 @@ struct FileTables {
     rule: Vec<Spanned<RuleTable>>,
     #[serde(default)]
     people: BTreeMap<String, Spanned<PersonTable>>,
+    limits: Option<Spanned<LimitsTable>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsTable {
+    waiting_per_requester: Option<usize>,
+    waiting_in_all: Option<usize>,
+    announcements_per_minute: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -535,7 +622,7 @@ struct UpstreamTable {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RuleTable {
-    name: Option<String>,
+    name: Option<Spanned<String>>,
     upstream: Option<Spanned<String>>,
     tools: Option<Vec<Spanned<String>>>,
     when: Option<Spanned<String>>,
@@ -691,7 +778,9 @@ lost_outcome = "repeat"
 
     #[test]
     fn each_mistake_is_named_by_file_line_and_key() {
-        let rule = |body: &str| format!("[[upstream]]\nname = \"files\"\ncommand = [\"fs\"]\n\n[[rule]]\n{body}");
+        let rule = |body: &str| {
+            format!("[[upstream]]\nname = \"files\"\ncommand = [\"fs\"]\n\n[[rule]]\n{body}name = \"rule 1\"\n")
+        };
         let whole = "tools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n";
         for (body, expected) in [
             (format!("{whole}whne = \"true\"\n"), "gate.toml:9: : unknown field `whne`"),
@@ -797,6 +886,6 @@ lost_outcome = "repeat"
     }
 
     fn policy_rule(body: &str) -> Rule {
-        policy(&format!("[[rule]]\n{body}")).unwrap().rules.remove(0)
+        policy(&format!("[[rule]]\nname = \"r\"\n{body}")).unwrap().rules.remove(0)
     }
 }

@@ -41,7 +41,23 @@ pub struct ReviewApprovals {
     #[schemars(title = "Approval", with = "String", regex(pattern = r"^H-[0-9a-f]{16}$"))]
     #[serde(default)]
     pub approval: Option<String>,
+    /// Without an approval: list only the calls this requester asked for (as the list names
+    /// them).
+    #[schemars(title = "Asked by", with = "String")]
+    #[serde(default)]
+    pub requested_by: Option<String>,
+    /// Without an approval: which page of the list, from 1 (20 calls a page).
+    #[schemars(title = "Page", with = "u32", range(min = 1))]
+    #[serde(default)]
+    pub page: Option<u32>,
 }
+
+/// How many waiting calls one page of the list shows.
+pub const PAGE: usize = 20;
+
+/// The longest a call's arguments are shown in the list's words (the structured list keeps them
+/// whole): a decider sees them whole when they decide it.
+const SHOWN_ARGUMENTS: usize = 300;
 
 /// A held call waiting for this person's decision, as the list shows it.
 #[derive(Debug, Serialize)]
@@ -136,21 +152,34 @@ impl Review {
         asking: Asking,
     ) -> Result<CallToolResponse, ErrorData> {
         match args.approval.as_deref() {
-            None => Ok(self.waiting_for(&person).await),
+            None => Ok(self.waiting_for(&person, args.requested_by.as_deref(), args.page.unwrap_or(1)).await),
             Some(approval) => self.review(approval, &person, asking).await,
         }
     }
 }
 
 impl Review {
-    /// The held calls `person` may decide, oldest first.
-    async fn waiting_for(&self, person: &Person) -> CallToolResponse {
+    /// The held calls `person` may decide, grouped by requester (who waited longest first), each
+    /// one's oldest first: the `page`th page (from 1), of `requested_by`'s alone where named.
+    async fn waiting_for(&self, person: &Person, requested_by: Option<&str>, page: u32) -> CallToolResponse {
         let waiting = match waiting_for(&self.policy, &self.held, person, Place::Review).await {
             Ok(calls) => calls,
             Err(error) => return refused(format!("The held calls could not be read: {}.", error.words())),
         };
+        let requesters = by_requester(&waiting);
+        let mut waiting: Vec<HeldCall> = waiting
+            .into_iter()
+            .filter(|call| requested_by.is_none_or(|named| call.requester.to_string() == named))
+            .collect();
+        let first: std::collections::HashMap<String, usize> =
+            requesters.iter().enumerate().map(|(place, (who, _))| (who.clone(), place)).collect();
+        waiting.sort_by_key(|call| first.get(&call.requester.to_string()).copied().unwrap_or(usize::MAX));
+        let (all, pages) = (waiting.len(), waiting.len().div_ceil(PAGE).max(1));
+        let page = usize::try_from(page).unwrap_or(usize::MAX).clamp(1, pages);
         let waiting: Vec<WaitingCall> = waiting
             .into_iter()
+            .skip((page - 1) * PAGE)
+            .take(PAGE)
             .map(|call| WaitingCall {
                 approval: call.id.to_string(),
                 rule: call.rule,
@@ -162,7 +191,10 @@ impl Review {
                 deadline: time(call.deadline),
             })
             .collect();
-        let words = match waiting.len() {
+        let groups: Vec<Value> =
+            requesters.iter().map(|(who, count)| json!({"requested_by": who, "waiting": count})).collect();
+        let words = match all {
+            0 if requested_by.is_some() => "No held call this requester asked for is waiting for your decision.".into(),
             0 => "No held call is waiting for your decision.".to_owned(),
             n => {
                 let lines: Vec<String> = waiting
@@ -176,19 +208,27 @@ impl Review {
                             call.requested_by,
                             call.rule,
                             call.deadline,
-                            call.arguments
+                            shown(&call.arguments)
                         )
                     })
                     .collect();
+                let counts: Vec<String> = requesters.iter().map(|(who, count)| format!("{who} ({count})")).collect();
+                let more = if page < pages {
+                    format!(" Call review_approvals with page {} for the next.", page + 1)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "{n} held call{} waiting for your decision. Call review_approvals with one's approval to decide \
-                     it.\n{}",
+                    "{n} held call{} waiting for your decision, asked by {}. Page {page} of {pages}, grouped by \
+                     requester, oldest first.{more} Call review_approvals with one's approval to decide it, or with \
+                     requested_by to see one requester's.\n{}",
                     if n == 1 { " is" } else { "s are" },
+                    counts.join(", "),
                     lines.join("\n")
                 )
             }
         };
-        said(words, json!({"waiting": waiting}))
+        said(words, json!({"waiting": waiting, "requesters": groups, "page": page, "pages": pages}))
     }
 
     /// Ask `person` about `approval`, or act on their answer.
@@ -252,7 +292,67 @@ impl Review {
     }
 }
 
+/// Each requester with calls in `waiting` (oldest first) and how many, who waited longest first.
+fn by_requester(waiting: &[HeldCall]) -> Vec<(String, usize)> {
+    let mut requesters: Vec<(String, usize)> = Vec::new();
+    for call in waiting {
+        let who = call.requester.to_string();
+        match requesters.iter_mut().find(|(known, _)| *known == who) {
+            Some((_, count)) => *count += 1,
+            None => requesters.push((who, 1)),
+        }
+    }
+    requesters
+}
+
+/// `arguments` as the list's words show them: up to [`SHOWN_ARGUMENTS`] characters.
+fn shown(arguments: &Value) -> String {
+    let text = arguments.to_string();
+    match text.char_indices().nth(SHOWN_ARGUMENTS) {
+        Some((cut, _)) => format!("{}... (whole when you decide it)", &text[..cut]),
+        None => text,
+    }
+}
+
 fn said_of(kept: &HeldCall, words: String, receipt: Option<&str>) -> CallToolResponse {
     let state = format!("{:?}", kept.standing).to_lowercase();
     said(words, json!({"approval": kept.id.as_str(), "state": state, "tool": kept.tool, "receipt": receipt}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_groups_requesters_by_who_waited_longest_and_cuts_long_arguments() {
+        let text = "[[rule]]\nname = \"writes\"\ntools = [\"w\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n";
+        let rule = Policy::parse(std::path::Path::new("gate.toml"), text).unwrap().rules.remove(0);
+        let call = |n: u64, who: &str| HeldCall {
+            id: HeldId::parse(&format!("H-{n:016x}")).unwrap(),
+            requester: caller::Party::host_user(who),
+            upstream: "files".into(),
+            tool: "w".into(),
+            arguments: json!({}),
+            digest: approvals::Digest::of_bytes(b"call"),
+            rule: rule.name.clone(),
+            rule_digest: Some(rule.digest),
+            policy_version: None,
+            standing: crate::held::Standing::Waiting,
+            held_at: std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(n),
+            deadline: std::time::SystemTime::UNIX_EPOCH,
+            decision: None,
+            run: None,
+            effect: None,
+        };
+        let oldest_first = [call(1, "mallory"), call(2, "alice"), call(3, "mallory"), call(4, "bob")];
+        let groups = by_requester(&oldest_first);
+        assert_eq!(
+            groups,
+            [("host user mallory".to_owned(), 2), ("host user alice".to_owned(), 1), ("host user bob".to_owned(), 1)]
+        );
+        let long = json!({"content": "x".repeat(10_000)});
+        let shown = shown(&long);
+        assert!(shown.len() < 400 && shown.ends_with("... (whole when you decide it)"), "{shown}");
+        assert_eq!(self::shown(&json!({"a": 1})), "{\"a\":1}");
+    }
 }

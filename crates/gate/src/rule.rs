@@ -115,8 +115,11 @@ pub struct Unevaluated {
 /// One `[[rule]]`: the calls it holds and how they are decided.
 #[derive(Debug, Clone)]
 pub struct Rule {
-    /// Its name, or `rule N` (its place in the file, from 1).
+    /// Its name, unique in its policy.
     pub name: String,
+    /// The digest of its table as written (its name and every key): a held call is bound to the
+    /// rule by it, so a rule changed, or another in its place, never decides a call held before.
+    pub digest: approvals::Digest,
     /// The line of the policy file it starts on.
     pub line: usize,
     /// The upstream whose tools it holds; every upstream's when `None`.

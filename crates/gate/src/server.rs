@@ -23,6 +23,8 @@ use std::{
 };
 
 use approvals::channel::{page::Visitors, webhook::Webhook};
+
+use crate::announcing::Announcing;
 use mrtr::{
     ask::Asking,
     tasks::{Resuming, Step, TaskRecord, TaskStore, TaskTimes, TaskWork, Tasking, Tasks},
@@ -56,6 +58,7 @@ use crate::{
     rule::{Channel, Rule},
     shared::Shared,
     task_round,
+    tool_owners::ToolOwners,
 };
 
 pub use crate::outcome::HELD_META;
@@ -79,7 +82,7 @@ struct Inner {
     /// `review_approvals`, for a person who may decide.
     review: Review,
     /// Where calls that wait are announced, for rules whose channels hold the webhook.
-    webhook: Option<Webhook>,
+    webhook: Option<Announcing>,
     /// The origin the approval page is served at, once it is ([`Gate::approval_page`]).
     page: Arc<OnceLock<String>>,
     /// What it serves: tools, and what its upstreams serve beside them.
@@ -90,6 +93,8 @@ struct Inner {
     records: Arc<dyn records::Records>,
     /// The escalations' watch, if a rule escalates: it ends with the gate.
     escalations: Option<Watching>,
+    /// Which upstream serves each tool's name.
+    owners: ToolOwners,
 }
 
 /// A task of the gate's own, aborted when the gate is dropped or closed.
@@ -120,6 +125,7 @@ impl Gate {
             connections.push(Connection::open(upstream, host.clone()).await?);
         }
         let (policy, held) = (Arc::new(policy), Arc::new(held));
+        let webhook = webhook.map(|webhook| Announcing::to_webhook(webhook, policy.limits.announcements_per_minute));
         let deciding = Arc::new(Deciding::new(&policy, &held, (keys.as_ref(), webhook.as_ref()), &shared.records));
         let review = Review::new(&policy, &held, &deciding);
         let receipts = keys.as_ref().map(|keys| deciding::receipts(&policy, keys));
@@ -140,8 +146,15 @@ impl Gate {
             tasks: shared.tasks.clone(),
             records: shared.records.clone(),
             escalations: None,
+            owners: ToolOwners::default(),
         };
         inner.escalations = watch_escalations(&inner);
+        // Each tool's name claimed now, in the policy's order, and every clash told at start.
+        for (place, connection) in inner.connections.iter().enumerate() {
+            for tool in connection.tools_as_listed() {
+                inner.owners.serves(place, &tool.name, &inner.connections, &inner.policy);
+            }
+        }
         Ok(Gate { inner: Arc::new(inner) })
     }
 
@@ -190,10 +203,11 @@ impl Gate {
         }
     }
 
-    /// The connection that serves the tool `name`: the first upstream, in the policy's order,
-    /// that lists it.
+    /// The connection that serves the tool `name`: the one upstream its name is served by
+    /// ([`ToolOwners`]).
     fn route(&self, name: &str) -> Option<&Connection> {
-        self.inner.connections.iter().find(|connection| connection.serves(name))
+        let owner = self.inner.owners.owner(name, &self.inner.connections, &self.inner.policy)?;
+        self.inner.connections.get(owner)
     }
 
     /// Where a call to the tool `name` may be passed on as its bytes ([`crate::passing`]): the
@@ -298,13 +312,24 @@ impl Gate {
         };
         // Who asks is worked out for a held call alone: a call passed on needs nobody named.
         let person = self.person_of(context);
-        let mut holding = self.inner.held.hold(&person.party, call, held.rule).await.map_err(failed)?;
+        let policy = &self.inner.policy;
+        let holding = self.inner.held.hold(&person.party, call, (held.rule, &policy.version), policy.limits).await;
+        let mut holding = match holding {
+            Ok(holding) => holding,
+            Err(error @ (crate::held::HeldError::TooManyOfYours(_) | crate::held::HeldError::TooMany(_))) => {
+                tracing::warn!(requester = ?person.party.to_string(), tool = call.tool, %error, "a call to hold was refused: too many wait");
+                let words = format!("{} has not run and is not held: {error}.", call.tool);
+                return Ok(rmcp::model::CallToolResult::error(vec![rmcp::model::ContentBlock::text(words)]).into());
+            }
+            Err(error) => return Err(failed(error)),
+        };
         if holding.first
             && held.rule.channels.contains(&Channel::Webhook)
             && let Some(webhook) = &self.inner.webhook
         {
             let link = self.inner.page.get().map(|origin| crate::page::link(origin, &holding.call.id));
-            webhook.announce(crate::announce::waiting(&holding.call, held.rule, link.as_deref()));
+            let requester = holding.call.requester.to_string();
+            webhook.announce(crate::announce::waiting(&holding.call, held.rule, link.as_deref()), &requester);
         }
         let person = &person;
         if own_call::may_ask(held.rule, person, &holding.call)
@@ -356,13 +381,13 @@ enum Judged {
 /// quarter second). Holds no part of the gate but what it reads, so closing it is not held up,
 /// and ends with the gate (`Watching`).
 fn watch_escalations(inner: &Inner) -> Option<Watching> {
-    let escalating: Vec<(String, Duration, bool)> = inner
+    let escalating: Vec<(approvals::Digest, Duration, bool)> = inner
         .policy
         .rules
         .iter()
         .filter_map(|rule| {
             let announced = rule.channels.contains(&Channel::Webhook) && inner.webhook.is_some();
-            rule.escalate_after.map(|after| (rule.name.clone(), after, announced))
+            rule.escalate_after.map(|after| (rule.digest, after, announced))
         })
         .collect();
     let shortest = escalating.iter().map(|(_, after, _)| *after).min()?;
@@ -374,20 +399,21 @@ fn watch_escalations(inner: &Inner) -> Option<Watching> {
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
-            for (name, after, announced) in &escalating {
-                let escalated = match held.escalate(name, *after).await {
+            for (digest, after, announced) in &escalating {
+                let Some(rule) = policy.rule_of(Some(digest)) else { continue };
+                let escalated = match held.escalate(digest, *after).await {
                     Ok(escalated) => escalated,
                     Err(error) => {
-                        tracing::warn!(rule = %name, %error, "could not look for calls waiting too long; the next look tries again");
+                        tracing::warn!(rule = %rule.name, %error, "could not look for calls waiting too long; the next look tries again");
                         continue;
                     }
                 };
-                let Some(rule) = policy.rules.iter().find(|rule| &rule.name == name) else { continue };
                 for kept in escalated {
-                    tracing::warn!(approval = %kept.id, tool = %kept.tool, rule = %name, "a held call waited past its rule's escalate_after: escalated");
+                    tracing::warn!(approval = %kept.id, tool = %kept.tool, rule = %rule.name, "a held call waited past its rule's escalate_after: escalated");
                     if let (true, Some(webhook)) = (announced, &webhook) {
                         let link = page.get().map(|origin| crate::page::link(origin, &kept.id));
-                        webhook.announce(crate::announce::escalated(&kept, rule, link.as_deref()));
+                        let requester = kept.requester.to_string();
+                        webhook.announce(crate::announce::escalated(&kept, rule, link.as_deref()), &requester);
                     }
                 }
             }
@@ -451,10 +477,15 @@ impl Gate {
                 return Step::Done(Err(ErrorData::internal_error("this task names no held call", None)));
             }
         };
-        let rule = self.inner.policy.rules.iter().find(|rule| rule.name == kept.rule);
+        let rule = self.inner.policy.rule_of(kept.rule_digest.as_ref());
         let connection = self.inner.connections.iter().find(|connection| connection.name() == kept.upstream);
         let (Some(rule), Some(connection)) = (rule, connection) else {
-            let words = format!("held call {} is for a rule or an upstream this gate's policy does not have", kept.id);
+            let words = format!(
+                "held call {} was held by a rule this gate's policy no longer has as it was, or for an upstream it \
+                 does not have: nobody decides or runs it here; calling the tool again holds it under the rule that \
+                 holds it now",
+                kept.id
+            );
             return Step::Done(Err(ErrorData::internal_error(words, None)));
         };
         let mut params = CallToolRequestParams::new(kept.tool.clone())
@@ -621,11 +652,12 @@ impl ServerHandler for Gate {
     ) -> Result<ListToolsResult, ErrorData> {
         self.relay_to(&context);
         let mut tools: Vec<Tool> = self.inner.review.tools(&self.person_of(&context));
-        for connection in &self.inner.connections {
+        let (connections, policy) = (&self.inner.connections, &self.inner.policy);
+        for (place, connection) in connections.iter().enumerate() {
             for tool in Box::pin(connection.tools()).await {
                 if tools.iter().any(|listed| listed.name == tool.name) {
-                    tracing::warn!(upstream = connection.name(), tool = %tool.name, "an earlier upstream serves a tool of this name; this one's is not served");
-                } else {
+                    tracing::warn!(upstream = connection.name(), tool = %tool.name, "the gate serves a tool of this name of its own; this one's is not served");
+                } else if self.inner.owners.serves(place, &tool.name, connections, policy) {
                     tools.push(tool);
                 }
             }

@@ -140,7 +140,9 @@ pub async fn run(program: &Path, plan: &HeldPlan) -> anyhow::Result<HeldBooks> {
         format!(
             "[[upstream]]\nname = \"payments\"\nurl = \"{upstream}\"\n\n[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\n\
              decided_by = {{ role = \"payer\" }}\nself_approval = true\ndeadline = \"1h\"\n\
-             effect = '\"invoice:\" + args.invoice'\n\n[people.load]\nroles = [\"payer\"]\n"
+             effect = '\"invoice:\" + args.invoice'\n\n[people.load]\nroles = [\"payer\"]\n\n\
+             # One requester, as many leads as the plan asks: the load is not a flood.\n\
+             [limits]\nwaiting_per_requester = 100000\nwaiting_in_all = 100000\n"
         ),
     )?;
     let mut gate = tokio::process::Command::new(program);

@@ -61,9 +61,10 @@ const MIGRATION_LOCK: i64 = 0x4845_4c44;
 const EFFECT_LOCKS: i32 = 0x4546_4654;
 
 /// The schema, version by version.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "CREATE TABLE held_calls (
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "CREATE TABLE held_calls (
         id TEXT PRIMARY KEY,
         requester TEXT NOT NULL,
         upstream TEXT NOT NULL,
@@ -96,7 +97,20 @@ const MIGRATIONS: &[(i64, &str)] = &[(
     CREATE UNIQUE INDEX one_open_per_call ON held_calls (requester, digest) WHERE open;
     CREATE INDEX open_by_rule ON held_calls (rule, held_at) WHERE open;
     CREATE INDEX by_effect ON held_calls (effect, run_at) WHERE effect IS NOT NULL;",
-)];
+    ),
+    (
+        2,
+        // Each call bound to its rule's digest (a call kept before is bound to none, and no rule
+        // decides it), with the policy's version; a call whose rule no longer holds it superseded.
+        "ALTER TABLE held_calls ADD COLUMN rule_digest TEXT, ADD COLUMN policy_version TEXT;
+    ALTER TABLE held_calls DROP CONSTRAINT IF EXISTS held_calls_standing_check;
+    ALTER TABLE held_calls ADD CONSTRAINT held_calls_standing_check
+        CHECK (standing IN ('waiting', 'approved', 'declined', 'expired', 'superseded'));
+    DROP INDEX IF EXISTS open_by_rule;
+    CREATE INDEX open_by_rule ON held_calls (rule_digest, held_at) WHERE open;
+    CREATE INDEX open_by_requester ON held_calls (requester) WHERE open AND standing = 'waiting';",
+    ),
+];
 
 /// The columns [`row`] reads, in its order, then whether the call is open (at [`OPEN`]): a
 /// macro, so that each statement naming them is one literal (`concat!`), prepared once.
@@ -104,11 +118,11 @@ macro_rules! columns {
     () => {
         "id, requester, upstream, tool, arguments, digest, rule, standing, held_at, deadline, decided_by, \
          decided_at, decision_key, decision_channel, decision_receipt, run, run_at, result, result_digest, \
-         run_receipt, effect, duplicate_of, open"
+         run_receipt, effect, duplicate_of, rule_digest, policy_version, open"
     };
 }
 /// Where [`columns!`] says whether the call is open.
-const OPEN: usize = 22;
+const OPEN: usize = 24;
 /// The call `$1`.
 const READ: &str = concat!("SELECT ", columns!(), " FROM held_calls WHERE id = $1");
 /// The call `$1`, its row locked until the transaction ends.
@@ -273,7 +287,7 @@ impl Store {
                     "SELECT ",
                     columns!(),
                     " FROM held_calls WHERE open AND standing = 'waiting' \
-                     AND ($1::TEXT IS NULL OR rule = $1) ORDER BY held_at, id"
+                     AND ($1::TEXT IS NULL OR rule_digest = $1) ORDER BY held_at, id"
                 );
                 let rows = tx.query(&prepared(tx, waiting).await?, &[&rule]).await?;
                 rows.iter().map(|found| row(found)?.held()).collect()
@@ -292,7 +306,7 @@ impl Store {
                 let since = epoch(now).saturating_sub(i64::try_from(after.as_secs()).unwrap_or(i64::MAX));
                 let escalating = concat!(
                     "UPDATE held_calls SET escalated_at = $1 \
-                     WHERE open AND standing = 'waiting' AND rule = $2 AND escalated_at IS NULL \
+                     WHERE open AND standing = 'waiting' AND rule_digest = $2 AND escalated_at IS NULL \
                      AND held_at <= $3 RETURNING ",
                     columns!()
                 );
@@ -513,21 +527,42 @@ async fn prepared(tx: &impl GenericClient, sql: &str) -> Result<Statement, HeldE
     Ok(tx.prepare_cached(sql).await?)
 }
 
-/// Hold `to_hold` at `now` on `client`, outside a transaction: the same call, open, or a new
-/// one. Each statement is atomic alone, and the partial unique index `one_open_per_call` keeps
-/// one open call per requester and arguments whatever another gate does between them; `None`
-/// where the call found was past its deadline (closed now, by this statement or another gate's)
-/// or closed before it was read: to be held again.
+/// Hold `to_hold` at `now` on `client`, outside a transaction: the same call, open under its
+/// rule, or a new one (the same call open under another rule superseded first:
+/// [`ToHold::supersedes`]). Each statement is atomic alone, and the partial unique index
+/// `one_open_per_call` keeps one open call per requester and arguments whatever another gate does
+/// between them; `None` where the call found was past its deadline (closed now, by this
+/// statement or another gate's), closed or superseded before it was read: to be held again.
+///
+/// The limits are counted in the insert itself: exact on one gate, and across a fleet passed by
+/// at most one call for each other gate inserting for the same requester at that instant.
 async fn keep(client: &impl GenericClient, now: SystemTime, to_hold: &ToHold) -> Result<Option<Holding>, HeldError> {
-    let ToHold { requester, upstream, tool, arguments, digest, rule, deadline, .. } = to_hold;
+    let ToHold {
+        requester,
+        upstream,
+        tool,
+        arguments,
+        digest,
+        rule,
+        rule_digest,
+        policy_version,
+        limits,
+        deadline,
+        ..
+    } = to_hold;
     let id = HeldId::random();
     // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock cannot hold is
     // refused here too rather than panicking.
     let deadline = now.checked_add(*deadline).ok_or_else(|| HeldError::Deadline(rule.clone()))?;
+    let (per_requester, in_all) =
+        (i64::try_from(limits.per_requester).unwrap_or(i64::MAX), i64::try_from(limits.in_all).unwrap_or(i64::MAX));
     // Another gate holding the same call now waits here for this one, or this one for it.
     let insert = concat!(
-        "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, held_at, \
-         deadline, effect) VALUES ($1, $2, $3, $4, $5, $6, $7, 'waiting', $8, $9, $10) \
+        "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, rule_digest, policy_version, \
+         standing, held_at, deadline, effect) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 'waiting', $10, $11, $12 \
+         WHERE (SELECT count(*) FROM held_calls WHERE open AND standing = 'waiting' AND requester = $2) < $13 \
+         AND (SELECT count(*) FROM held_calls WHERE open AND standing = 'waiting') < $14 \
          ON CONFLICT (requester, digest) WHERE open DO NOTHING RETURNING ",
         columns!()
     );
@@ -542,32 +577,67 @@ async fn keep(client: &impl GenericClient, now: SystemTime, to_hold: &ToHold) ->
                 arguments,
                 digest,
                 rule,
+                rule_digest,
+                policy_version,
                 &epoch(now),
                 &epoch(deadline),
                 &to_hold.effect(),
+                &per_requester,
+                &in_all,
             ],
         )
         .await?;
     if inserted.is_some() {
-        return Ok(Some(Holding { call: found(client, id.as_str(), inserted, now).await?, first: true }));
+        let call = found(client, id.as_str(), inserted, now).await?;
+        return Ok(Some(Holding { call, first: true, superseded: None }));
     }
     let open = concat!("SELECT ", columns!(), " FROM held_calls WHERE requester = $1 AND digest = $2 AND open");
     let Some(kept) = client.query_opt(&prepared(client, open).await?, &[requester, digest]).await? else {
-        return Ok(None);
+        // Nothing of this call is open: the insert was refused by a limit, or the call found
+        // closed between the two statements (held again).
+        return over_a_limit(client, requester, *limits).await.map(|()| None);
     };
     let kept = row(&kept)?;
     if kept.deadline <= epoch(now) {
         client.query_opt(&prepared(client, CLOSE).await?, &[&kept.text[0], &epoch(now)]).await?;
         return Ok(None);
     }
-    Ok(Some(Holding { call: kept.held()?, first: false }))
+    let kept = kept.held()?;
+    if !to_hold.supersedes(&kept) {
+        return Ok(Some(Holding { call: kept, first: false, superseded: None }));
+    }
+    // Superseded only as it was read (not run, not decided since): else read again.
+    let superseding = concat!(
+        "UPDATE held_calls SET open = FALSE, standing = 'superseded' \
+         WHERE id = $1 AND open AND run IS NULL AND standing = $2 AND rule_digest IS NOT DISTINCT FROM $3 RETURNING ",
+        columns!()
+    );
+    let was = kept.rule_digest.as_ref().map(ToString::to_string);
+    let superseded = client
+        .query_opt(&prepared(client, superseding).await?, &[&kept.id.as_str(), &kept.standing.as_str(), &was])
+        .await?;
+    let Some(superseded) = superseded else { return Ok(None) };
+    let superseded = row(&superseded)?.held()?;
+    // Held anew: whatever another gate did meanwhile, the next attempt finds it.
+    Ok(Box::pin(keep(client, now, to_hold)).await?.map(|holding| Holding { superseded: Some(superseded), ..holding }))
+}
+
+/// `Ok` where neither of `limits` is reached for `requester` (the call was closed meanwhile, and
+/// is held again); else the limit reached, as the refusal it is.
+async fn over_a_limit(client: &impl GenericClient, requester: &str, limits: super::Limits) -> Result<(), HeldError> {
+    let counting = "SELECT count(*) FILTER (WHERE requester = $1), count(*) FROM held_calls \
+                    WHERE open AND standing = 'waiting'";
+    let counted = client.query_one(&prepared(client, counting).await?, &[&requester]).await?;
+    let (theirs, all): (i64, i64) = (counted.try_get(0)?, counted.try_get(1)?);
+    let (theirs, all) = (usize::try_from(theirs).unwrap_or(0), usize::try_from(all).unwrap_or(0));
+    limits.admit(theirs, all)
 }
 
 /// Close the calls `rule` holds (every rule's for `None`) whose deadlines have passed at `now`.
 async fn close_rule(tx: &Transaction<'_>, rule: Option<&str>, now: SystemTime) -> Result<(), HeldError> {
     let close = "UPDATE held_calls SET open = FALSE, \
                  standing = CASE standing WHEN 'waiting' THEN 'expired' ELSE standing END \
-                 WHERE ($1::TEXT IS NULL OR rule = $1) AND open AND deadline <= $2";
+                 WHERE ($1::TEXT IS NULL OR rule_digest = $1) AND open AND deadline <= $2";
     tx.execute(&prepared(tx, close).await?, &[&rule, &epoch(now)]).await?;
     Ok(())
 }
@@ -655,6 +725,8 @@ fn columns(found: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
         run_receipt: found.try_get(19)?,
         effect: found.try_get(20)?,
         duplicate_of: found.try_get(21)?,
+        rule_digest: found.try_get(22)?,
+        policy_version: found.try_get(23)?,
     })
 }
 

@@ -19,8 +19,8 @@ use super::{
 };
 
 /// The schema's version, in SQLite's `user_version`: 0 before decisions and runs were kept, 1
-/// before escalations were.
-const SCHEMA_VERSION: i64 = 2;
+/// before escalations were, 2 before a call was bound to its rule's digest.
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS held_calls (
@@ -31,7 +31,11 @@ CREATE TABLE IF NOT EXISTS held_calls (
     arguments TEXT NOT NULL,
     digest TEXT NOT NULL,
     rule TEXT NOT NULL,
-    standing TEXT NOT NULL CHECK (standing IN ('waiting', 'approved', 'declined', 'expired')),
+    -- The digest of the rule that held it, which alone binds it (NULL: kept before, bound to none).
+    rule_digest TEXT,
+    -- The version of the policy it was held under.
+    policy_version TEXT,
+    standing TEXT NOT NULL CHECK (standing IN ('waiting', 'approved', 'declined', 'expired', 'superseded')),
     -- Found by the same call while 1: until its deadline.
     open INTEGER NOT NULL DEFAULT 1,
     held_at INTEGER NOT NULL,
@@ -58,10 +62,15 @@ CREATE INDEX IF NOT EXISTS waiting_by_deadline ON held_calls (deadline) WHERE op
 CREATE INDEX IF NOT EXISTS by_effect ON held_calls (effect) WHERE effect IS NOT NULL;
 ";
 
+/// The columns version 2 kept, moved whole into version 3's table.
+const COLUMNS_2: &str = "id, requester, upstream, tool, arguments, digest, rule, standing, open, held_at, deadline, \
+                         decided_by, decided_at, decision_key, decision_channel, decision_receipt, run, run_at, result, \
+                         result_digest, run_receipt, effect, duplicate_of, escalated_at";
+
 /// The columns [`row`] reads, in its order.
 const COLUMNS: &str = "id, requester, upstream, tool, arguments, digest, rule, standing, held_at, deadline, \
                        decided_by, decided_at, decision_key, decision_channel, decision_receipt, run, run_at, result, \
-                       result_digest, run_receipt, effect, duplicate_of";
+                       result_digest, run_receipt, effect, duplicate_of, rule_digest, policy_version";
 
 /// The held calls in SQLite: its calls wait on SQLite's lock (held by another gate on the same
 /// file, up to the busy timeout), so the gate asks it through [`HeldCalls`], off its thread.
@@ -111,10 +120,11 @@ impl Store {
         Ok(done)
     }
 
-    /// Hold the call `to_hold` describes: the same call already kept, or a new one.
+    /// Hold the call `to_hold` describes: the same call already kept under its rule, or a new
+    /// one (the same call kept under another rule superseded first: [`ToHold::supersedes`]),
+    /// within its limits.
     pub(super) fn keep(&self, to_hold: &ToHold) -> Result<Holding, HeldError> {
-        let ToHold { requester: requester_text, upstream, tool, arguments, digest, rule, deadline, .. } = to_hold;
-        let effect = to_hold.effect();
+        let ToHold { requester: requester_text, digest, .. } = to_hold;
         self.writing(|transaction, now| {
             let kept = transaction
                 .query_row(
@@ -123,34 +133,22 @@ impl Store {
                     |row| row.get::<_, String>(0),
                 )
                 .optional()?;
-            let (id, first) = match kept {
-                Some(id) => (id, false),
-                None => {
-                    let id = HeldId::random();
-                    // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock
-                    // cannot hold is refused here too rather than panicking.
-                    let deadline = now.checked_add(*deadline).ok_or_else(|| HeldError::Deadline(rule.clone()))?;
+            let superseded = match kept {
+                Some(id) => {
+                    let kept = found(transaction, &id)?;
+                    if !to_hold.supersedes(&kept) {
+                        return Ok(Holding { call: kept, first: false, superseded: None });
+                    }
                     transaction.execute(
-                        "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, standing, held_at,
-                         deadline, effect)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'waiting', ?8, ?9, ?10)",
-                        params![
-                            id.as_str(),
-                            requester_text,
-                            upstream,
-                            tool,
-                            arguments,
-                            digest,
-                            rule,
-                            epoch(now),
-                            epoch(deadline),
-                            effect
-                        ],
+                        "UPDATE held_calls SET open = 0, standing = 'superseded' WHERE id = ?1",
+                        params![id],
                     )?;
-                    (id.0, true)
+                    Some(found(transaction, &id)?)
                 }
+                None => None,
             };
-            Ok(Holding { call: found(transaction, &id)?, first })
+            let id = insert(transaction, now, to_hold)?;
+            Ok(Holding { call: found(transaction, id.as_str())?, first: true, superseded })
         })
     }
 
@@ -163,7 +161,7 @@ impl Store {
     pub(super) fn waiting(&self, rule: Option<&str>) -> Result<Vec<HeldCall>, HeldError> {
         self.writing(|transaction, _| {
             let mut statement = transaction.prepare(&format!(
-                "SELECT {COLUMNS} FROM held_calls WHERE open = 1 AND standing = 'waiting' AND (?1 IS NULL OR rule = ?1)
+                "SELECT {COLUMNS} FROM held_calls WHERE open = 1 AND standing = 'waiting' AND (?1 IS NULL OR rule_digest = ?1)
                  ORDER BY held_at, id"
             ))?;
             let rows = statement.query_map(params![rule], row)?;
@@ -179,7 +177,7 @@ impl Store {
             let since = epoch(now).saturating_sub(i64::try_from(after.as_secs()).unwrap_or(i64::MAX));
             let mut statement = transaction.prepare(&format!(
                 "UPDATE held_calls SET escalated_at = ?1
-                 WHERE open = 1 AND standing = 'waiting' AND rule = ?2 AND escalated_at IS NULL AND held_at <= ?3
+                 WHERE open = 1 AND standing = 'waiting' AND rule_digest = ?2 AND escalated_at IS NULL AND held_at <= ?3
                  RETURNING {COLUMNS}"
             ))?;
             let rows = statement.query_map(params![epoch(now), rule, since], row)?;
@@ -350,7 +348,23 @@ fn migrate(connection: &mut Connection) -> Result<(), HeldError> {
                 tracing::info!(column, "the held calls' store was brought up to keep a column it lacked");
             }
         }
+        // A new standing (`superseded`), which SQLite's CHECK cannot be altered to take: the
+        // rows move to version 3's table, bound to no rule (`rule_digest` NULL), so that no rule
+        // decides a call held before calls were bound to their rules' digests.
+        transaction.execute_batch(
+            "DROP INDEX IF EXISTS one_open_per_call;
+             DROP INDEX IF EXISTS waiting_by_deadline;
+             DROP INDEX IF EXISTS by_effect;
+             ALTER TABLE held_calls RENAME TO held_calls_2;",
+        )?;
         transaction.execute_batch(SCHEMA)?;
+        let moved = transaction
+            .execute(&format!("INSERT INTO held_calls ({COLUMNS_2}) SELECT {COLUMNS_2} FROM held_calls_2"), [])?;
+        transaction.execute_batch("DROP TABLE held_calls_2")?;
+        tracing::info!(
+            held_calls = moved,
+            "the held calls' store was brought up to bind each call to its rule's digest"
+        );
     } else if held_before && !earlier {
         transaction.execute_batch(
             "DROP INDEX IF EXISTS one_waiting_per_call;
@@ -378,6 +392,58 @@ fn found(connection: &Connection, id: &str) -> Result<HeldCall, HeldError> {
     read(connection, id)?.ok_or_else(|| HeldError::Unknown(id.to_owned()))
 }
 
+/// Insert `to_hold` as a new call waiting at `now`, within its limits (counted in the one
+/// writer's transaction: no other gate on the file writes between the count and the insert).
+fn insert(transaction: &rusqlite::Transaction<'_>, now: SystemTime, to_hold: &ToHold) -> Result<HeldId, HeldError> {
+    let ToHold {
+        requester,
+        upstream,
+        tool,
+        arguments,
+        digest,
+        rule,
+        rule_digest,
+        policy_version,
+        limits,
+        deadline,
+        ..
+    } = to_hold;
+    let count = |sql: &str, values: &[&dyn rusqlite::ToSql]| -> Result<usize, HeldError> {
+        let counted: i64 = transaction.query_row(sql, values, |row| row.get(0))?;
+        Ok(usize::try_from(counted).unwrap_or(usize::MAX))
+    };
+    let theirs = count(
+        "SELECT count(*) FROM held_calls WHERE open = 1 AND standing = 'waiting' AND requester = ?1",
+        &[requester],
+    )?;
+    let all = count("SELECT count(*) FROM held_calls WHERE open = 1 AND standing = 'waiting'", &[])?;
+    limits.admit(theirs, all)?;
+    let id = HeldId::random();
+    // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock cannot hold is
+    // refused here too rather than panicking.
+    let deadline = now.checked_add(*deadline).ok_or_else(|| HeldError::Deadline(rule.clone()))?;
+    transaction.execute(
+        "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, rule_digest, policy_version,
+         standing, held_at, deadline, effect)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'waiting', ?10, ?11, ?12)",
+        params![
+            id.as_str(),
+            requester,
+            upstream,
+            tool,
+            arguments,
+            digest,
+            rule,
+            rule_digest,
+            policy_version,
+            epoch(now),
+            epoch(deadline),
+            to_hold.effect()
+        ],
+    )?;
+    Ok(id)
+}
+
 fn read(connection: &Connection, id: &str) -> Result<Option<HeldCall>, HeldError> {
     let row = connection
         .query_row(&format!("SELECT {COLUMNS} FROM held_calls WHERE id = ?1"), params![id], row)
@@ -403,6 +469,8 @@ fn row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         run_receipt: row.get(19)?,
         effect: row.get(20)?,
         duplicate_of: row.get(21)?,
+        rule_digest: row.get(22)?,
+        policy_version: row.get(23)?,
     })
 }
 
@@ -412,13 +480,14 @@ mod tests {
 
     use super::*;
     use crate::held::{
-        HeldCalls,
+        HeldCalls, Limits,
         tests::{call, rule},
     };
     use approvals::Digest;
 
     fn hold(store: &Store, arguments: &serde_json::Value) -> Holding {
-        store.keep(&ToHold::of(&Party::host_user("alice"), &call(arguments), &rule()).unwrap()).unwrap()
+        let to_hold = ToHold::of(&Party::host_user("alice"), &call(arguments), &rule(), "v", Limits::default());
+        store.keep(&to_hold.unwrap()).unwrap()
     }
 
     #[test]
@@ -447,17 +516,18 @@ mod tests {
             .unwrap();
         drop(earlier);
         let held = Store::open(Some(&file), Clock::system()).unwrap();
+        // Kept, and bound to no rule: no rule decides a call held before calls were bound.
+        let kept = held.get(&HeldId::parse("H-00000000000000aa").unwrap()).unwrap().unwrap();
+        assert_eq!((kept.standing, kept.rule_digest), (Standing::Waiting, None));
+        // The same call asked again supersedes it, and is held anew under its rule as it is.
         let found = hold(&held, &arguments);
-        assert_eq!(
-            (found.first, found.call.id.as_str(), found.call.standing),
-            (false, "H-00000000000000aa", Standing::Waiting)
-        );
-        held.approve("H-00000000000000aa", Some(&Party::host_user("lee")), None, "k", false, &Proof::default())
-            .unwrap();
+        assert!(found.first && found.call.rule_digest == Some(rule().digest));
+        let superseded = found.superseded.unwrap();
+        assert_eq!((superseded.id.as_str(), superseded.standing), ("H-00000000000000aa", Standing::Superseded));
         drop(held);
-        // Opened again, it is not brought up twice.
+        // Opened again, it is not brought up twice: the call held anew is found.
         let again = Store::open(Some(&file), Clock::system()).unwrap();
-        assert_eq!(hold(&again, &arguments).call.standing, Standing::Approved);
+        assert_eq!(hold(&again, &arguments).call.id, found.call.id);
     }
 
     #[test]
@@ -471,13 +541,23 @@ mod tests {
             .execute_batch(
                 "DROP INDEX by_effect; ALTER TABLE held_calls DROP COLUMN effect;
                  ALTER TABLE held_calls DROP COLUMN duplicate_of; ALTER TABLE held_calls DROP COLUMN escalated_at;
+                 ALTER TABLE held_calls DROP COLUMN rule_digest; ALTER TABLE held_calls DROP COLUMN policy_version;
                  PRAGMA user_version = 1;",
             )
             .unwrap();
         drop(one);
         let brought_up = Store::open(Some(&file), Clock::system()).unwrap();
-        assert_eq!(hold(&brought_up, &json!({"path": "/srv/a"})).call, kept.call);
-        assert!(brought_up.escalate("writes", Duration::ZERO).unwrap().iter().any(|call| call.id == kept.call.id));
+        let as_kept = brought_up.get(&kept.call.id).unwrap().unwrap();
+        assert_eq!(
+            (as_kept.arguments, as_kept.standing, as_kept.rule_digest),
+            (kept.call.arguments, Standing::Waiting, None)
+        );
+        // Bound to no rule, it is escalated under none; the same call held anew is.
+        let writes = rule().digest.to_string();
+        assert!(brought_up.escalate(&writes, Duration::ZERO).unwrap().is_empty());
+        let anew = hold(&brought_up, &json!({"path": "/srv/a"}));
+        assert_eq!(anew.superseded.map(|call| call.id), Some(kept.call.id));
+        assert!(brought_up.escalate(&writes, Duration::ZERO).unwrap().iter().any(|call| call.id == anew.call.id));
     }
 
     #[test]
@@ -503,7 +583,7 @@ mod tests {
             let held = held.clone();
             async move {
                 let arguments = json!({"path": "/srv/a", "content": "x"});
-                held.hold(&Party::host_user("alice"), &call(&arguments), &rule()).await
+                held.hold_by(&Party::host_user("alice"), &call(&arguments), &rule()).await
             }
         });
         // Meanwhile the gate's one thread serves whatever else comes, and the call waits.
