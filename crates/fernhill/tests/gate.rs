@@ -191,6 +191,8 @@ struct InTest {
     asked: Arc<tokio::sync::watch::Sender<std::collections::BTreeMap<String, usize>>>,
     /// Speaks 2025-11-25 alone (no `server/discover`, no streams: `resources/subscribe`).
     of_2025: bool,
+    /// Lists `pay` only once `grow` has been called (an upstream that starts serving a name).
+    pays_once_grown: bool,
 }
 
 impl InTest {
@@ -341,13 +343,16 @@ impl rmcp::ServerHandler for InTest {
     ) -> Result<model::ListToolsResult, rmcp::ErrorData> {
         let object = |schema: serde_json::Value| schema.as_object().cloned().unwrap();
         let invoice = json!({"type": "object", "properties": {"invoice": {"type": "string"}}, "required": ["invoice"]});
+        let grown = self.grown.load(std::sync::atomic::Ordering::SeqCst);
         let mut tools = vec![
             model::Tool::new("slow", "Takes a while.", object(json!({"type": "object"}))),
-            model::Tool::new("pay", "Pay an invoice, once its payer confirms.", object(invoice)),
             model::Tool::new("grow", "Adds a tool.", object(json!({"type": "object"}))),
             model::Tool::new("touch", "Tells that a resource changed.", object(json!({"type": "object"}))),
         ];
-        if self.grown.load(std::sync::atomic::Ordering::SeqCst) {
+        if !self.pays_once_grown || grown {
+            tools.insert(1, model::Tool::new("pay", "Pay an invoice, once its payer confirms.", object(invoice)));
+        }
+        if grown {
             tools.push(model::Tool::new("grown", "Added.", object(json!({"type": "object"}))));
         }
         Ok(model::ListToolsResult::with_all_items(tools))
@@ -1798,4 +1803,176 @@ async fn two_gates_on_one_postgres_and_one_redis_are_one_gate_to_requesters_deci
     }
     drop((_one, _two));
     psql(format!("DROP DATABASE {database} WITH (FORCE)")).await;
+}
+
+/// An upstream listed first in the policy that starts serving a held tool's name after start
+/// (it lists `pay` once grown, and says its tools changed) never gets that tool's calls: they
+/// go to the upstream the rule pinned to, and are held there.
+#[tokio::test]
+async fn an_upstream_that_starts_serving_a_held_tools_name_after_start_never_gets_its_calls() {
+    let files = InTest { pays_once_grown: true, ..InTest::default() };
+    let ledger = InTest::default();
+    let (files_paid, ledger_paid) = (files.paid.clone(), ledger.paid.clone());
+    let mut listens = files.listens.subscribe();
+    let (files, ledger) = (served(files).await, served(ledger).await);
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("gate.toml");
+    let text = format!(
+        "[[upstream]]\nname = \"files\"\nurl = \"{files}\"\n\n[[upstream]]\nname = \"ledger\"\nurl = \"{ledger}\"\n\n\
+         [[rule]]\nname = \"payments\"\nupstream = \"ledger\"\ntools = [\"pay\"]\n\
+         decided_by = {{ role = \"finance-lead\" }}\ndeadline = \"1h\"\n"
+    );
+    std::fs::write(&policy, text).unwrap();
+    let host = alice_over_stdio(&policy, Listening::default(), legacy()).await;
+    let listened = tokio::time::timeout(std::time::Duration::from_secs(10), listens.wait_for(|listens| *listens == 1));
+    assert!(listened.await.is_ok(), "the gate never listened to files");
+    // `grow` is files' (first in the policy's order; no rule names it): files now lists `pay`.
+    assert_eq!(mrtr::client::text(&host.call_tool("grow", json!({})).await.unwrap()), "grown");
+    assert!(told_it_grew(&host).await, "the gate never listed files' tools again");
+    let paid = host.call_tool("pay", json!({"invoice": "INV-9"})).await.unwrap();
+    assert_eq!(held_meta(&paid)["state"], "waiting", "the payment went unheld: {paid:?}");
+    assert_eq!(held_meta(&paid)["upstream"], "ledger");
+    assert!(files_paid.lock().unwrap().is_empty() && ledger_paid.lock().unwrap().is_empty());
+    host.close().await.unwrap();
+}
+
+/// An upstream of one tool, `charge`, that counts its calls.
+#[derive(Clone, Default)]
+struct Charges {
+    charged: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl rmcp::ServerHandler for Charges {
+    fn get_info(&self) -> model::ServerConfig {
+        model::ServerConfig::new(model::ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<model::PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<model::ListToolsResult, rmcp::ErrorData> {
+        let schema = json!({"type": "object", "properties": {"amount": {"type": "integer"}}});
+        let tool = model::Tool::new("charge", "Charge an amount.", schema.as_object().cloned().unwrap());
+        Ok(model::ListToolsResult::with_all_items(vec![tool]))
+    }
+
+    async fn call_tool(
+        &self,
+        _: model::CallToolRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<model::CallToolResponse, rmcp::ErrorData> {
+        self.charged.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(model::CallToolResult::success(vec![model::ContentBlock::text("charged")]).into())
+    }
+}
+
+/// A rule put above the one that held a call, and every gate started anew over the same store:
+/// the new rule's deciders never decide the call held before; its own rule's still may, but
+/// asked again the call is held under the rule that holds it now, that approval superseded,
+/// and it runs once that rule's decider approves it. Receipts name the rule's digest.
+#[tokio::test]
+async fn a_rule_put_above_and_the_gates_restarted_never_decides_a_call_held_before() {
+    let charges = Charges::default();
+    let charged = charges.charged.clone();
+    let upstream = served(charges).await;
+    let dir = tempfile::tempdir().unwrap();
+    let charges_rule = "[[rule]]\nname = \"charges\"\ntools = [\"charge\"]\ndecided_by = { role = \"finance-lead\" }\n\
+                        deadline = \"1h\"\n";
+    let people = "[people]\nlee = { roles = [\"finance-lead\"] }\nsam = { roles = [\"staff\"] }\n\n";
+    let policy = support::policy_before_url(dir.path(), "ledger", &upstream, &format!("{people}{charges_rule}"));
+    let gate_for = async |user: &str, person: ScriptedUser, lifecycle| {
+        let env = [("USER", user), ("FERNHILL_GATE_KEYS", support::KEY_A)];
+        support::through_the_gate(&policy, &env, person, lifecycle).await
+    };
+    let alice = gate_for("alice", ScriptedUser::unable_to_ask(), legacy()).await;
+    let held = alice.call_tool("charge", json!({"amount": 5000})).await.unwrap();
+    let id = held_meta(&held)["approval"].as_str().unwrap().to_owned();
+    alice.close().await.unwrap();
+    // The operator puts a rule for staff above it; every gate starts anew, on the same store.
+    let staff = "[[rule]]\nname = \"staff charges\"\ntools = [\"charge\"]\ndecided_by = { role = \"staff\" }\n\
+                 deadline = \"1h\"\n\n";
+    let text = std::fs::read_to_string(&policy).unwrap().replace(charges_rule, &format!("{staff}{charges_rule}"));
+    std::fs::write(&policy, text).unwrap();
+    let says_yes = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
+    let sam = gate_for("sam", says_yes.clone(), modern()).await;
+    let listed = sam.call_tool("review_approvals", json!({})).await.unwrap();
+    assert_eq!(listed.structured_content.as_ref().unwrap()["waiting"], json!([]), "{listed:?}");
+    let refused = sam.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(mrtr::client::text(&refused).starts_with("You may not decide"), "{refused:?}");
+    // Lee, the rule's own decider, may; the receipt names the rule as it was.
+    let lee = gate_for("lee", says_yes, modern()).await;
+    let decided = lee.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert_ne!(decided.is_error, Some(true), "{decided:?}");
+    let receipt = decided.structured_content.as_ref().unwrap()["receipt"].as_str().unwrap().to_owned();
+    let jwks = approvals::ReceiptKeys::from_secrets(&[support::KEY_A]).unwrap().jwks().to_string();
+    let receipt = approvals::receipt::verify(&receipt, &jwks).unwrap();
+    let now = gate::Policy::read(&policy).unwrap();
+    assert_eq!(receipt.rule_digest, Some(now.rules[1].digest.to_string()), "charges, as it was and is");
+    // Asked again, the call is held by the rule that holds it now: lee's approval is superseded.
+    let alice = gate_for("alice", ScriptedUser::unable_to_ask(), legacy()).await;
+    let charge = || alice.call_tool("charge", json!({"amount": 5000}));
+    let anew = charge().await.unwrap();
+    let meta = held_meta(&anew);
+    assert_eq!(
+        (&meta["state"], &meta["rule"], &meta["superseded"]),
+        (&json!("waiting"), &json!("staff charges"), &json!(id))
+    );
+    assert!(mrtr::client::text(&anew).contains("superseded"), "told so: {anew:?}");
+    assert_eq!(charged.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing ran");
+    // Sam decides it; it runs once.
+    let new_id = meta["approval"].as_str().unwrap().to_owned();
+    let decided = sam.call_tool("review_approvals", json!({"approval": new_id})).await.unwrap();
+    assert_ne!(decided.is_error, Some(true), "{decided:?}");
+    let ran = charge().await.unwrap();
+    assert_eq!(mrtr::client::text(&ran), "charged", "{ran:?}");
+    assert_eq!(held_meta(&charge().await.unwrap())["state"], "ran");
+    assert_eq!(charged.load(std::sync::atomic::Ordering::SeqCst), 1, "it ran once");
+    for host in [alice, sam, lee] {
+        host.close().await.unwrap();
+    }
+}
+
+/// Over stdio, a call whose arguments hold a number no JSON reader here can hold (`1e400`) is
+/// answered, as invalid params, under its id; the session goes on.
+#[tokio::test]
+async fn over_stdio_a_call_holding_a_number_out_of_range_is_answered_invalid_params() {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let upstream = served(InTest::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let rule =
+        "[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\ndecided_by = { role = \"lead\" }\ndeadline = \"1h\"\n";
+    let policy = support::policy_before_url(dir.path(), "in-test", &upstream, rule);
+    let mut gate = tokio::process::Command::new(fernhill_gate())
+        .arg("serve")
+        .arg(&policy)
+        .env("USER", "alice")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = gate.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(gate.stdout.take().unwrap()).lines();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    for line in [
+        initialize.to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"pay","arguments":{"invoice":"I-1","amount":1e400}}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#.to_owned(),
+    ] {
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    }
+    let mut answers = std::collections::BTreeMap::new();
+    while answers.len() < 3 {
+        let line = lines.next_line().await.unwrap().expect("the gate answers every request");
+        let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if let Some(id) = answer["id"].as_i64() {
+            answers.insert(id, answer);
+        }
+    }
+    assert_eq!(answers[&2]["error"]["code"], -32602, "{:?}", answers[&2]);
+    assert_eq!(answers[&3]["result"], json!({}), "the session goes on");
 }

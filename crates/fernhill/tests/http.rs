@@ -446,7 +446,17 @@ async fn every_row_of_the_bad_input_table() {
             .into_bytes(),
             "application/json",
             400,
-            -32700,
+            -32602,
+        ),
+        (
+            "a number out of range",
+            "tools/list",
+            None,
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"x":1e400,"_meta":{meta_text}}}}}"#)
+                .into_bytes(),
+            "application/json",
+            400,
+            -32602,
         ),
         (
             "duplicate keys",

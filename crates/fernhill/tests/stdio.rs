@@ -1,6 +1,7 @@
 //! `fernhill-mcp serve` over stdio, fed bad lines as a broken or hostile host would: each gets a
 //! JSON-RPC error with `"id": null` (-32700 for what is not JSON, -32600 for what is not one
-//! JSON-RPC message), nothing else reaches stdout, and the server goes on answering. And
+//! JSON-RPC message; a request holding a value that cannot be read, -32602 under its id),
+//! nothing else reaches stdout, and the server goes on answering. And
 //! `fernhill-mcp serve` answers every request however a host connects its stdin and stdout.
 
 mod support;
@@ -53,6 +54,8 @@ async fn bad_lines_get_json_rpc_errors_and_the_server_goes_on() {
         deep.into_bytes(),
         br#"{"jsonrpc": "1.0", "id": 4, "method": "tools/list"}"#.to_vec(),
         Vec::new(),
+        // A request holding a number nothing here can hold: refused under its id.
+        br#"{"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"cursor": 1e400}}"#.to_vec(),
         list(5).to_string().into_bytes(),
     ];
     for line in lines {
@@ -63,16 +66,19 @@ async fn bad_lines_get_json_rpc_errors_and_the_server_goes_on() {
     let mut out = BufReader::new(server.stdout.take().unwrap()).lines();
     let mut refused = Vec::new();
     let mut answered = Vec::new();
-    while answered.len() < 2 || refused.len() < 6 {
+    let mut unreadable = None;
+    while answered.len() < 2 || refused.len() < 6 || unreadable.is_none() {
         let line = tokio::time::timeout(Duration::from_secs(20), out.next_line()).await.expect("an answer").unwrap();
         let message: Value = serde_json::from_str(&line.expect("the server is still there")).expect("stdout is JSON");
         match message["id"].as_u64() {
+            Some(6) => unreadable = message["error"]["code"].as_i64(),
             Some(id) => answered.push(id),
             None => refused.push(message["error"]["code"].as_i64().unwrap()),
         }
     }
     refused.sort_unstable();
     assert_eq!(refused, [-32700, -32700, -32700, -32600, -32600, -32600]);
+    assert_eq!(unreadable, Some(-32602), "answered under its id");
     answered.sort_unstable();
     assert_eq!(answered, [1, 5], "the well-formed requests were answered, before and after");
     drop(stdin);

@@ -246,6 +246,54 @@ pub async fn waiting_for(
     Ok(waiting)
 }
 
+/// How many waiting calls one page of a decider's list shows (`review_approvals`, the page).
+pub const PAGE: usize = 20;
+
+/// One page of the calls waiting for a decider: grouped by requester, the requester who has
+/// waited longest first, each one's calls oldest first, so that a flood from one requester is
+/// one group and not every page.
+#[derive(Debug)]
+pub struct Listing {
+    /// This page's calls.
+    pub calls: Vec<HeldCall>,
+    /// Every requester with calls waiting for this decider, and how many, in the list's order.
+    pub requesters: Vec<(String, usize)>,
+    /// This page, from 1.
+    pub page: usize,
+    /// How many pages the list has (at least 1).
+    pub pages: usize,
+    /// How many calls the list has (of the requester asked for, where one was).
+    pub all: usize,
+}
+
+impl Listing {
+    /// The `page`th page (from 1; past the last, the last) of `waiting` (oldest first), of the
+    /// calls `requested_by` asked for alone where named.
+    pub fn of(waiting: Vec<HeldCall>, requested_by: Option<&str>, page: usize) -> Listing {
+        let mut requesters: Vec<(String, usize)> = Vec::new();
+        for call in &waiting {
+            let who = call.requester.to_string();
+            match requesters.iter_mut().find(|(known, _)| *known == who) {
+                Some((_, count)) => *count += 1,
+                None => requesters.push((who, 1)),
+            }
+        }
+        let place: HashMap<&str, usize> =
+            requesters.iter().enumerate().map(|(place, (who, _))| (who.as_str(), place)).collect();
+        let mut listed: Vec<(usize, HeldCall)> = waiting
+            .into_iter()
+            .map(|call| (place.get(call.requester.to_string().as_str()).copied().unwrap_or(usize::MAX), call))
+            .filter(|(_, call)| requested_by.is_none_or(|named| call.requester.to_string() == named))
+            .collect();
+        // Stable: each requester's calls stay oldest first.
+        listed.sort_by_key(|(place, _)| *place);
+        let (all, pages) = (listed.len(), listed.len().div_ceil(PAGE).max(1));
+        let page = page.clamp(1, pages);
+        let calls = listed.into_iter().skip((page - 1) * PAGE).take(PAGE).map(|(_, call)| call).collect();
+        Listing { calls, requesters, page, pages, all }
+    }
+}
+
 /// What a decider is asked: who asked for what, and why it waits.
 pub fn question(kept: &HeldCall, rule: &Rule) -> String {
     let arguments = serde_json::to_string_pretty(&kept.arguments).unwrap_or_else(|_| kept.arguments.to_string());

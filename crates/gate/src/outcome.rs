@@ -183,7 +183,8 @@ pub async fn continued(
 
 /// What came of `kept`, held by `rule`, once it is no longer waiting: declined, expired, or
 /// approved and run, now (once, through `connection`, with `params`, its rounds answered where
-/// `rounds` says) or before. `None` while it waits for a decision or runs elsewhere.
+/// `rounds` says) or before. `None` while it waits for a decision or runs elsewhere. A call
+/// bound to another rule than `rule` (or to none) never starts here.
 pub async fn settled(
     calls: &HeldCalls,
     receipts: Option<&Receipts>,
@@ -200,7 +201,9 @@ pub async fn settled(
         Standing::Declined => Some(Ok(declined(&kept).into())),
         Standing::Approved => {
             let kept = match &kept.run {
-                None | Some(Run::Running { .. }) => {
+                // Started (or a stalled run taken over) only under the rule that holds it as it
+                // was: a call kept under a rule since changed is told as it stands.
+                None | Some(Run::Running { .. }) if kept.rule_digest == Some(rule.digest) => {
                     let repeatable = rule.lost_outcome == LostOutcome::Repeat;
                     match calls.start(&kept.id, RUN_LEASE, repeatable, rule.effect_again_after).await {
                         Ok(Start::Yours(kept)) => {
@@ -210,7 +213,7 @@ pub async fn settled(
                         Err(error) => return Some(Err(store_failed(error))),
                     }
                 }
-                Some(_) => kept,
+                _ => kept,
             };
             match kept.run {
                 Some(Run::Running { .. }) => None,

@@ -32,7 +32,7 @@ use mrtr::Outcome;
 use web_service::html::escape;
 
 use crate::{
-    deciding::{Deciding, NotHere, Place, RunForm, may_decide, told, waiting_for},
+    deciding::{Deciding, Listing, NotHere, Place, RunForm, may_decide, told, waiting_for},
     held::{HeldCall, HeldCalls, HeldId},
     person::Person,
     policy::Policy,
@@ -149,8 +149,18 @@ impl ApprovalPage {
     }
 }
 
-/// `GET /approvals`: the held calls waiting for this person's decision.
-async fn list(State(page): State<Arc<ApprovalPage>>, headers: HeaderMap) -> Response {
+/// What `GET /approvals` may be asked: a page of the list, one requester's calls.
+#[derive(serde::Deserialize)]
+struct ListQuery {
+    /// The page, from 1.
+    page: Option<usize>,
+    /// The requester whose calls alone are listed, as the list names them.
+    requested_by: Option<String>,
+}
+
+/// `GET /approvals`: the held calls waiting for this person's decision, a page at a time,
+/// grouped by requester (the one who waited longest first), each requester's count at the top.
+async fn list(State(page): State<Arc<ApprovalPage>>, Query(asked): Query<ListQuery>, headers: HeaderMap) -> Response {
     let session = match page.visitors.signed_in(&headers, PATH).await {
         Ok(session) => session,
         Err(response) => return response,
@@ -166,7 +176,10 @@ async fn list(State(page): State<Arc<ApprovalPage>>, headers: HeaderMap) -> Resp
     if waiting.is_empty() {
         return Page::notice(StatusCode::OK, "none", "No held call is waiting for your decision.").into_response();
     }
-    let rows: String = waiting
+    let requested_by = asked.requested_by.as_deref();
+    let listing = Listing::of(waiting, requested_by, asked.page.unwrap_or(1));
+    let rows: String = listing
+        .calls
         .iter()
         .map(|call| {
             format!(
@@ -181,10 +194,50 @@ async fn list(State(page): State<Arc<ApprovalPage>>, headers: HeaderMap) -> Resp
         })
         .collect();
     let body = format!(
-        "<h1>Calls waiting for your decision</h1>\n<table><tr><th>Approval</th><th>Call</th><th>Asked by</th>\
-         <th>Decide by</th></tr>{rows}</table>"
+        "<h1>Calls waiting for your decision</h1>\n{requesters}\n<table><tr><th>Approval</th><th>Call</th>\
+         <th>Asked by</th><th>Decide by</th></tr>{rows}</table>\n{pages}",
+        requesters = requesters(&listing),
+        pages = pages(&listing, requested_by),
     );
     Page::new(StatusCode::OK, "list", body).into_response()
+}
+
+/// Where the list's page `page` is, of `requested_by`'s calls alone where named.
+fn list_link(page: usize, requested_by: Option<&str>) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    query.append_pair("page", &page.to_string());
+    if let Some(requested_by) = requested_by {
+        query.append_pair("requested_by", requested_by);
+    }
+    format!("{PATH}?{}", query.finish())
+}
+
+/// Each requester with calls waiting, how many, and a link to theirs alone.
+fn requesters(listing: &Listing) -> String {
+    let each: String = listing
+        .requesters
+        .iter()
+        .map(|(who, count)| {
+            format!(
+                "<li><a href=\"{link}\">{who}</a>: {count} waiting</li>",
+                link = escape(&list_link(1, Some(who))),
+                who = escape(who)
+            )
+        })
+        .collect();
+    format!("<p>{} waiting, by requester:</p><ul>{each}</ul>", listing.requesters.iter().map(|(_, n)| n).sum::<usize>())
+}
+
+/// The list's page number and its neighbours' links.
+fn pages(listing: &Listing, requested_by: Option<&str>) -> String {
+    let mut links = Vec::new();
+    if listing.page > 1 {
+        links.push(format!("<a href=\"{}\">Newer page</a>", escape(&list_link(listing.page - 1, requested_by))));
+    }
+    if listing.page < listing.pages {
+        links.push(format!("<a href=\"{}\">Next page</a>", escape(&list_link(listing.page + 1, requested_by))));
+    }
+    format!("<p>Page {} of {}. {}</p>", listing.page, listing.pages, links.join(" "))
 }
 
 /// `GET /approvals/{approval}`: sign in first; then the held call, if this person may decide it.

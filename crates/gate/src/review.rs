@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    deciding::{DECIDE, Deciding, NotHere, Place, RunForm, may_decide, question, told, waiting_for},
+    deciding::{DECIDE, Deciding, Listing, NotHere, Place, RunForm, may_decide, question, told, waiting_for},
     held::{HeldCall, HeldCalls, HeldId},
     person::Person,
     policy::Policy,
@@ -51,9 +51,6 @@ pub struct ReviewApprovals {
     #[serde(default)]
     pub page: Option<u32>,
 }
-
-/// How many waiting calls one page of the list shows.
-pub const PAGE: usize = 20;
 
 /// The longest a call's arguments are shown in the list's words (the structured list keeps them
 /// whole): a decider sees them whole when they decide it.
@@ -166,20 +163,10 @@ impl Review {
             Ok(calls) => calls,
             Err(error) => return refused(format!("The held calls could not be read: {}.", error.words())),
         };
-        let requesters = by_requester(&waiting);
-        let mut waiting: Vec<HeldCall> = waiting
+        let page = usize::try_from(page).unwrap_or(usize::MAX);
+        let Listing { calls, requesters, page, pages, all } = Listing::of(waiting, requested_by, page);
+        let waiting: Vec<WaitingCall> = calls
             .into_iter()
-            .filter(|call| requested_by.is_none_or(|named| call.requester.to_string() == named))
-            .collect();
-        let first: std::collections::HashMap<String, usize> =
-            requesters.iter().enumerate().map(|(place, (who, _))| (who.clone(), place)).collect();
-        waiting.sort_by_key(|call| first.get(&call.requester.to_string()).copied().unwrap_or(usize::MAX));
-        let (all, pages) = (waiting.len(), waiting.len().div_ceil(PAGE).max(1));
-        let page = usize::try_from(page).unwrap_or(usize::MAX).clamp(1, pages);
-        let waiting: Vec<WaitingCall> = waiting
-            .into_iter()
-            .skip((page - 1) * PAGE)
-            .take(PAGE)
             .map(|call| WaitingCall {
                 approval: call.id.to_string(),
                 rule: call.rule,
@@ -292,19 +279,6 @@ impl Review {
     }
 }
 
-/// Each requester with calls in `waiting` (oldest first) and how many, who waited longest first.
-fn by_requester(waiting: &[HeldCall]) -> Vec<(String, usize)> {
-    let mut requesters: Vec<(String, usize)> = Vec::new();
-    for call in waiting {
-        let who = call.requester.to_string();
-        match requesters.iter_mut().find(|(known, _)| *known == who) {
-            Some((_, count)) => *count += 1,
-            None => requesters.push((who, 1)),
-        }
-    }
-    requesters
-}
-
 /// `arguments` as the list's words show them: up to [`SHOWN_ARGUMENTS`] characters.
 fn shown(arguments: &Value) -> String {
     let text = arguments.to_string();
@@ -324,7 +298,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_list_groups_requesters_by_who_waited_longest_and_cuts_long_arguments() {
+    fn the_list_groups_by_requester_who_waited_longest_first_pages_and_cuts_long_arguments() {
         let text = "[[rule]]\nname = \"writes\"\ntools = [\"w\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n";
         let rule = Policy::parse(std::path::Path::new("gate.toml"), text).unwrap().rules.remove(0);
         let call = |n: u64, who: &str| HeldCall {
@@ -344,12 +318,25 @@ mod tests {
             run: None,
             effect: None,
         };
-        let oldest_first = [call(1, "mallory"), call(2, "alice"), call(3, "mallory"), call(4, "bob")];
-        let groups = by_requester(&oldest_first);
+        let oldest_first = vec![call(1, "mallory"), call(2, "alice"), call(3, "mallory"), call(4, "bob")];
+        let listed = Listing::of(oldest_first.clone(), None, 1);
+        let who = |calls: &[HeldCall]| {
+            calls.iter().map(|call| u64::from_str_radix(&call.id.as_str()[2..], 16).unwrap()).collect::<Vec<_>>()
+        };
+        assert_eq!(who(&listed.calls), [1, 3, 2, 4], "mallory's two first, then alice, then bob");
         assert_eq!(
-            groups,
+            listed.requesters,
             [("host user mallory".to_owned(), 2), ("host user alice".to_owned(), 1), ("host user bob".to_owned(), 1)]
         );
+        let alice = Listing::of(oldest_first, Some("host user alice"), 1);
+        assert_eq!((who(&alice.calls), alice.all, alice.requesters.len()), (vec![2], 1, 3));
+        // A flood from one requester: twenty a page, the last page past it, the others on page 1.
+        let mut flood: Vec<HeldCall> = (10..60).map(|n| call(n, "mallory")).collect();
+        flood.push(call(70, "alice"));
+        let first = Listing::of(flood.clone(), None, 1);
+        assert_eq!((first.calls.len(), first.pages, first.all), (20, 3, 51));
+        let last = Listing::of(flood, None, 99);
+        assert_eq!((last.page, who(&last.calls)), (3, (50..60).chain([70]).collect::<Vec<_>>()));
         let long = json!({"content": "x".repeat(10_000)});
         let shown = shown(&long);
         assert!(shown.len() < 400 && shown.ends_with("... (whole when you decide it)"), "{shown}");

@@ -71,23 +71,50 @@ pub async fn check(State(read_timeout): State<Duration>, request: Request, next:
 /// Why `body`, which rmcp could not decode, is not one JSON-RPC message, as the response to
 /// give (a message of the right shape whose content rmcp refused is an Invalid Request too).
 fn judge(body: &[u8]) -> Option<Response> {
-    let (code, message) =
-        problem(body).unwrap_or((-32600, "Invalid Request: the message does not match the protocol's schema".into()));
-    Some(refuse(StatusCode::BAD_REQUEST, code, message))
+    let Refusal { code, message, id } = problem(body).unwrap_or(Refusal {
+        code: -32600,
+        message: "Invalid Request: the message does not match the protocol's schema".into(),
+        id: Value::Null,
+    });
+    Some((StatusCode::BAD_REQUEST, Json(answer_to(id, code, message))).into_response())
+}
+
+/// Why a message is refused: its JSON-RPC error, and the id it answers (`null` where none can
+/// be read).
+#[derive(Debug, PartialEq)]
+pub struct Refusal {
+    /// The error's code.
+    pub code: i32,
+    /// Its message.
+    pub message: String,
+    /// The request's id, or `null`.
+    pub id: Value,
 }
 
 /// The JSON-RPC error for a body that is not one JSON-RPC message, or `None` for one that is.
 /// Building a `Value` makes serde_json's recursion limit (128) turn absurd nesting into a parse
 /// error. Shared by both transports: HTTP asks only for bodies rmcp refused, stdio for every line.
-pub fn problem(body: &[u8]) -> Option<(i32, String)> {
-    let invalid = |why: &str| Some((-32600, format!("Invalid Request: {why}")));
+pub fn problem(body: &[u8]) -> Option<Refusal> {
+    let refused = |code: i32, message: String| Some(Refusal { code, message, id: Value::Null });
+    let invalid = |why: &str| refused(-32600, format!("Invalid Request: {why}"));
     let text = match std::str::from_utf8(body) {
         Ok(text) => text,
-        Err(error) => return Some((-32700, format!("Parse error: the message is not UTF-8 ({error})"))),
+        Err(error) => return refused(-32700, format!("Parse error: the message is not UTF-8 ({error})")),
     };
     let value: Value = match serde_json::from_str(text) {
         Ok(value) => value,
-        Err(error) => return Some((-32700, format!("Parse error: {error}"))),
+        // Well-formed JSON holding a value serde_json cannot hold (`1e400`, a lone surrogate)
+        // is a request whose client waits for its answer: answered under its id.
+        Err(error) => match unreadable_request_id(text) {
+            Some(id) => {
+                return Some(Refusal {
+                    code: -32602,
+                    message: format!("Invalid params: the request's params cannot be read: {error}"),
+                    id,
+                });
+            }
+            None => return refused(-32700, format!("Parse error: {error}")),
+        },
     };
     let Value::Object(message) = value else {
         return match value {
@@ -112,5 +139,62 @@ fn refuse(status: StatusCode, code: i32, message: String) -> Response {
 
 /// A JSON-RPC error response for a message whose id cannot be known.
 pub fn error_message(code: i32, message: String) -> Value {
-    json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})
+    answer_to(Value::Null, code, message)
+}
+
+/// A JSON-RPC error response to the request `id` (`null` where it cannot be known).
+pub fn answer_to(id: Value, code: i32, message: String) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// The id of `text` where it is a JSON-RPC 2.0 request serde_json cannot read as a `Value`:
+/// read with every other member skipped, which serde_json does without converting a number or
+/// decoding a string's escapes. `None` for anything else.
+fn unreadable_request_id(text: &str) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        jsonrpc: String,
+        id: RequestId,
+        #[expect(dead_code, reason = "read so that only a request (with a method) is answered")]
+        method: String,
+    }
+    /// A request's id as JSON-RPC allows it: a string or an integer.
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum RequestId {
+        Number(i64),
+        Text(String),
+    }
+    let request: Request = serde_json::from_str(text).ok()?;
+    (request.jsonrpc == "2.0").then(|| match request.id {
+        RequestId::Number(number) => json!(number),
+        RequestId::Text(text) => json!(text),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_whose_params_cannot_be_read_is_refused_under_its_id() {
+        for (body, id) in [
+            (r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"amount":1e400}}}"#, json!(2)),
+            (r#"{"id":"a-7","method":"tools/call","jsonrpc":"2.0","params":{"memo":"\ud800"}}"#, json!("a-7")),
+        ] {
+            let refused = problem(body.as_bytes()).unwrap();
+            assert_eq!((refused.code, refused.id), (-32602, id), "{body}");
+            assert!(refused.message.starts_with("Invalid params: the request's params cannot be read"), "{body}");
+        }
+        // No request whose id reads: a parse error, answered to nobody.
+        for body in [
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1e400}}"#,
+            r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping","params":{"a":1e400}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"#,
+        ] {
+            let refused = problem(body.as_bytes()).unwrap();
+            assert_eq!((refused.code, refused.id), (-32700, Value::Null), "{body}");
+        }
+        assert_eq!(problem(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), None);
+    }
 }

@@ -80,9 +80,9 @@ async fn judge_stdin(mut to_rmcp: impl AsyncWrite + Unpin, lines: mpsc::Unbounde
             continue;
         }
         match json_rpc_check::problem(text) {
-            Some((code, message)) => {
-                tracing::warn!(code, message = %message.escape_debug(), "refused a line from the host");
-                let _ = lines.send(answer(code, message));
+            Some(json_rpc_check::Refusal { code, message, id }) => {
+                tracing::warn!(code, message = %message.escape_debug(), %id, "refused a line from the host");
+                let _ = lines.send(answer_to(id, code, message));
             }
             None => {
                 let mut whole = text.to_vec();
@@ -134,7 +134,12 @@ async fn relay_from_rmcp(from_rmcp: tokio::io::DuplexStream, lines: mpsc::Unboun
 }
 
 fn answer(code: i32, message: String) -> Vec<u8> {
-    let mut line = json_rpc_check::error_message(code, message).to_string().into_bytes();
+    answer_to(serde_json::Value::Null, code, message)
+}
+
+/// The line answering the request `id` (`null` where it cannot be known) with an error.
+fn answer_to(id: serde_json::Value, code: i32, message: String) -> Vec<u8> {
+    let mut line = json_rpc_check::answer_to(id, code, message).to_string().into_bytes();
     line.push(b'\n');
     line
 }
