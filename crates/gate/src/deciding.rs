@@ -191,6 +191,21 @@ pub enum NotHere {
         /// Where it stands, in a word.
         standing: &'static str,
     },
+    /// On the page, a call a host user asked for over stdio, whom the policy names no sign-in
+    /// for: the page cannot tell them from who signs in, and its rule needs another person.
+    #[error(
+        "{id} was asked for by {requester} over stdio, whom the gate's [people] gives no signs_in_as, so the page \
+         cannot tell them from who signs in here, and the rule \"{rule}\" needs another person to decide it: decide \
+         it at a decider's own host (review_approvals). Nothing was decided."
+    )]
+    Untold {
+        /// The call's approval.
+        id: HeldId,
+        /// Who asked, as the call names them.
+        requester: String,
+        /// The rule.
+        rule: String,
+    },
     /// They asked for it, and its rule needs another person.
     #[error(
         "You asked for {id} yourself, and the rule \"{rule}\" needs another person to decide it. Nothing was decided."
@@ -226,7 +241,17 @@ pub fn may_decide<'p>(policy: &'p Policy, kept: &HeldCall, person: &Person, plac
     if !rule.self_approval && kept.requester == person.party {
         return Err(NotHere::Own { id, rule: rule.name.clone() });
     }
+    if !rule.self_approval && place == Place::Page && untold(&kept.requester) {
+        return Err(NotHere::Untold { id, requester: kept.requester.to_string(), rule: rule.name.clone() });
+    }
     Ok(rule)
+}
+
+/// Whether the page cannot tell `requester` from a person who signs in there: a host user
+/// (over stdio), whom the policy gave no `signs_in_as` when they asked (else they are named as
+/// that person, `Policy::host_user`).
+fn untold(requester: &caller::Party) -> bool {
+    matches!(requester, caller::Party::HostUser(_))
 }
 
 /// The held calls waiting for `person`'s decision at `place`, oldest first: of the rules they
@@ -240,7 +265,9 @@ pub async fn waiting_for(
     let mut waiting = Vec::new();
     for rule in policy.rules.iter().filter(|rule| place.serves(rule) && person.holds.meets(&rule.decided_by)) {
         let calls = held.waiting(Some(&rule.digest)).await?;
-        waiting.extend(calls.into_iter().filter(|call| rule.self_approval || call.requester != person.party));
+        waiting.extend(calls.into_iter().filter(|call| {
+            rule.self_approval || (call.requester != person.party && !(place == Place::Page && untold(&call.requester)))
+        }));
     }
     waiting.sort_by(|a, b| (a.held_at, a.id.as_str()).cmp(&(b.held_at, b.id.as_str())));
     Ok(waiting)
@@ -385,7 +412,10 @@ mod tests {
         let held = HeldCalls::open(None, Clock::system()).unwrap();
         let pricing = Holds { roles: vec!["pricing".into()], ..Holds::default() };
         let writer = Holds { scopes: vec!["notes:write".into()], ..Holds::default() };
-        let (alice, lee, sam) = (person("alice", pricing.clone()), person("lee", pricing), person("sam", writer));
+        // Alice asks with a token (over HTTP): the page tells her apart from lee.
+        let alice =
+            Person { party: caller::Principal::new("https://login.example", "alice").into(), holds: pricing.clone() };
+        let (lee, sam) = (person("lee", pricing), person("sam", writer));
         let prices = hold(&policy, &held, &alice, "prices").await;
         let notes = hold(&policy, &held, &sam, "notes").await;
 
@@ -514,6 +544,37 @@ mod tests {
         assert_eq!(one.rules[0].digest, other.rules[0].digest);
         assert_ne!(one.rules[0].digest, one.rules[1].digest);
         assert_ne!(payments("", "f").rules[0].digest, payments("", "g").rules[0].digest);
+    }
+
+    #[tokio::test]
+    async fn a_host_users_call_is_never_decided_on_the_page_where_it_cannot_tell_them_apart() {
+        // Alice asks over stdio with no signs_in_as; signed in on the page she is a principal,
+        // whom the page cannot tell from the host user alice.
+        let text = "[people]\nalice = { roles = [\"pricing\"] }\n\n[[rule]]\nname = \"prices\"\ntools = [\"write_file\"]\n\
+                    decided_by = { role = \"pricing\" }\nchannels = [\"webhook\"]\ndeadline = \"1h\"\n";
+        let policy = Policy::parse(Path::new("gate.toml"), text).unwrap();
+        let held = HeldCalls::open(None, Clock::system()).unwrap();
+        let alice = policy.host_user("alice").unwrap();
+        let kept = hold(&policy, &held, &alice, "prices").await;
+        let none = oauth_resource::token::Membership::default();
+        let pricing = oauth_resource::token::Membership { roles: vec!["pricing".into()], ..Default::default() };
+        let signed_in = policy.person_of(caller::Principal::new("https://login.example", "alice"), &[], &pricing);
+        assert!(signed_in.holds.meets(&policy.rules[0].decided_by), "her token carries the role");
+        let refused = may_decide(&policy, &kept, &signed_in, Place::Page).unwrap_err();
+        assert!(matches!(refused, NotHere::Untold { .. }), "{refused}");
+        assert!(waiting_for(&policy, &held, &signed_in, Place::Page).await.unwrap().is_empty());
+        // Where the policy names her sign-in, the call is hers there too, and the page tells.
+        let named = text.replace(
+            "roles = [\"pricing\"] }",
+            "roles = [\"pricing\"], signs_in_as = \"https://login.example alice\" }",
+        );
+        let policy = Policy::parse(Path::new("gate.toml"), &named).unwrap();
+        let kept = hold(&policy, &held, &policy.host_user("alice").unwrap(), "prices").await;
+        let signed_in = policy.person_of(caller::Principal::new("https://login.example", "alice"), &[], &none);
+        assert!(matches!(may_decide(&policy, &kept, &signed_in, Place::Page), Err(NotHere::Own { .. })));
+        let lee = policy.person_of(caller::Principal::new("https://login.example", "lee"), &[], &none);
+        let lee = Person { holds: Holds { roles: vec!["pricing".into()], ..Holds::default() }, ..lee };
+        assert_eq!(may_decide(&policy, &kept, &lee, Place::Page).unwrap().name, "prices");
     }
 
     fn records() -> Arc<dyn records::Records> {

@@ -536,10 +536,23 @@ impl HeldCalls {
         ask!(self, |store| store.start(&id, lease, repeatable, again_after))
     }
 
-    /// Keep how `id`'s run ended; the call as it then stands.
-    pub async fn ran(&self, id: &HeldId, ended: Ended) -> Result<HeldCall, HeldError> {
-        let id = id.clone();
-        ask!(self, |store| store.ran(&id, ended))
+    /// Keep how `id`'s run, started at `since`, ended; the call as it then stands. Kept only
+    /// while that run is still the call's: a run whose lease passed and that another gate took
+    /// over (lost, or sent again) is not overwritten by the end of the one before, which a slow
+    /// upstream may bring late.
+    pub async fn ran(&self, id: &HeldId, since: SystemTime, ended: Ended) -> Result<HeldCall, HeldError> {
+        let (id, since) = (id.clone(), epoch(since));
+        ask!(self, |store| store.ran(&id, since, ended))
+    }
+
+    /// Keep how `id`'s run, as it runs now, ended (tests, which start runs and end them).
+    #[cfg(test)]
+    pub(crate) async fn ran_now(&self, id: &HeldId, ended: Ended) -> Result<HeldCall, HeldError> {
+        let since = match self.get(id).await?.and_then(|kept| kept.run) {
+            Some(Run::Running { since }) => since,
+            other => panic!("{id} is not running: {other:?}"),
+        };
+        self.ran(id, since, ended).await
     }
 }
 
@@ -945,7 +958,7 @@ pub(crate) mod tests {
             };
             assert!(matches!(again.run, Some(Run::Running { .. })));
             let answered = json!({"content": [{"type": "text", "text": "written"}]});
-            held.ran(&call.id, Ended::Answered(answered.clone(), Some("receipt".into()))).await.unwrap();
+            held.ran_now(&call.id, Ended::Answered(answered.clone(), Some("receipt".into()))).await.unwrap();
             let found = held.hold_by(&alice(), &self::call(&call.arguments), &rule()).await.unwrap();
             assert!(!found.first);
             let Some(Run::Ran { result, digest, receipt, .. }) = found.call.run else { panic!("{found:?}") };
@@ -966,14 +979,14 @@ pub(crate) mod tests {
             let call = gates.held_for_alice("/srv/a").await;
             held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false, Proof::default()).await.unwrap();
             assert!(matches!(held.start(&call.id, lease, false, None).await.unwrap(), Start::Yours(_)));
-            let lost = held.ran(&call.id, Ended::Lost(None)).await.unwrap();
+            let lost = held.ran_now(&call.id, Ended::Lost(None)).await.unwrap();
             assert!(matches!(lost.run, Some(Run::Unknown { .. })));
             assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Not(_)));
             // Safe to repeat: given back, and started again.
             let call = gates.held_for_alice("/srv/b").await;
             held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false, Proof::default()).await.unwrap();
             assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Yours(_)));
-            assert_eq!(held.ran(&call.id, Ended::Again).await.unwrap().run, None);
+            assert_eq!(held.ran_now(&call.id, Ended::Again).await.unwrap().run, None);
             assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Yours(_)));
             // A run whose gate stopped while it ran: running until its lease ends, then lost.
             let call = gates.held_for_alice("/srv/c").await;
@@ -1059,7 +1072,7 @@ pub(crate) mod tests {
             held.approve(call.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await.unwrap();
             held.start(&call.id, Duration::from_secs(60), false, None).await.unwrap();
             let large = json!({"content": [{"type": "text", "text": "x".repeat(KEPT_RESULT_BYTES)}]});
-            let ran = held.ran(&call.id, Ended::Answered(large.clone(), None)).await.unwrap();
+            let ran = held.ran_now(&call.id, Ended::Answered(large.clone(), None)).await.unwrap();
             let Some(Run::Ran { result: None, digest, .. }) = ran.run else { panic!("{:?}", ran.run) };
             assert_eq!(digest, Digest::of(&large).unwrap());
         })
@@ -1127,7 +1140,7 @@ pub(crate) mod tests {
                 panic!("both ran")
             };
             assert_eq!(kept.run, Some(Run::Duplicate { of: first.id.clone() }));
-            held.ran(&first.id, Ended::Answered(json!({"content": []}), None)).await.unwrap();
+            held.ran_now(&first.id, Ended::Answered(json!({"content": []}), None)).await.unwrap();
             // Ran: the effect never happens again under this rule, however long after.
             hand.advance(Duration::from_secs(400 * 24 * 3600));
             let third = approved(&never_again, &json!({"invoice": "I-7", "note": "third"})).await;
@@ -1140,7 +1153,7 @@ pub(crate) mod tests {
             let again = daily.effect_again_after;
             let today = approved(&daily, &json!({"invoice": "I-9", "note": "today"})).await;
             assert!(matches!(held.start(&today.id, lease, false, again).await.unwrap(), Start::Yours(_)));
-            held.ran(&today.id, Ended::Answered(json!({"content": []}), None)).await.unwrap();
+            held.ran_now(&today.id, Ended::Answered(json!({"content": []}), None)).await.unwrap();
             let soon = approved(&daily, &json!({"invoice": "I-9", "note": "soon"})).await;
             assert!(matches!(held.start(&soon.id, lease, false, again).await.unwrap(), Start::Not(_)));
             hand.advance(Duration::from_secs(24 * 3600 + 1));
@@ -1240,6 +1253,30 @@ pub(crate) mod tests {
             let reopened = gates.another().await;
             let again = reopened.hold_by(&alice(), &call(&first.arguments), &rule()).await.unwrap();
             assert_eq!((again.first, again.call), (false, first));
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_late_end_of_a_run_another_took_over_never_overwrites_the_run_that_did() {
+        each_store(async |gates: Gates| {
+            let Gates { held, hand, .. } = &gates;
+            let call = gates.held_for_alice("/srv/a").await;
+            held.approve(call.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await.unwrap();
+            let lease = Duration::from_secs(60);
+            let Start::Yours(first) = held.start(&call.id, lease, true, None).await.unwrap() else { panic!() };
+            let Some(Run::Running { since: first_since }) = first.run else { panic!("{:?}", first.run) };
+            // Its upstream says nothing past the lease: another gate sends it again (repeatable).
+            hand.advance(Duration::from_secs(61));
+            let Start::Yours(second) = held.start(&call.id, lease, true, None).await.unwrap() else { panic!() };
+            let Some(Run::Running { since: second_since }) = second.run else { panic!("{:?}", second.run) };
+            // The first run's end comes late: neither its loss nor its answer is kept over the second.
+            for ended in [Ended::Again, Ended::Lost(None), Ended::Answered(json!({"content": []}), None)] {
+                let kept = held.ran(&call.id, first_since, ended).await.unwrap();
+                assert_eq!(kept.run, Some(Run::Running { since: second_since }));
+            }
+            let kept = held.ran(&call.id, second_since, Ended::Answered(json!({"content": []}), None)).await.unwrap();
+            assert!(matches!(kept.run, Some(Run::Ran { .. })), "{:?}", kept.run);
         })
         .await;
     }

@@ -237,15 +237,17 @@ async fn run(
     // Sent as it was approved: the arguments kept, whatever this call's (the same, by digest).
     params.arguments = kept.arguments.as_object().cloned();
     let sent = calls.clock().now();
+    // The run this call holds (its lease's start): its end is kept only while it is still the
+    // call's run.
+    let since = match kept.run {
+        Some(Run::Running { since }) => since,
+        _ => sent,
+    };
     let answered = match connection.run(params, rounds).await {
         Ok(CallToolResponse::InputRequired(mut round)) => {
             // The upstream asks its requester something before it goes on: the run stays
             // started, and the requester's answer carries it on.
             tracing::info!(approval = %kept.id, "the upstream asked a round of an approved call; passed back to its requester");
-            let since = match kept.run {
-                Some(Run::Running { since }) => since,
-                _ => sent,
-            };
             round.request_state = Some(RunRound::of(&kept, since, round.request_state.take()).encode());
             return Ok(CallToolResponse::InputRequired(round));
         }
@@ -290,10 +292,10 @@ async fn run(
     };
     // What came of it is kept, the store asked again while it fails for a moment (a fleet's
     // database busy or out of reach); kept or not, an answer the upstream gave is the caller's.
-    let mut kept_as = calls.ran(&kept.id, ended.clone()).await;
+    let mut kept_as = calls.ran(&kept.id, since, ended.clone()).await;
     for _ in 1..KEEP_RAN_ATTEMPTS {
         match &kept_as {
-            Err(error) if passing(error) => kept_as = calls.ran(&kept.id, ended.clone()).await,
+            Err(error) if passing(error) => kept_as = calls.ran(&kept.id, since, ended.clone()).await,
             _ => break,
         }
     }

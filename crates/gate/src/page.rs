@@ -341,7 +341,9 @@ fn review(kept: &HeldCall, rule: &Rule, form_token: &str) -> Page {
 fn refusal(not_here: &NotHere) -> Response {
     let (status, outcome) = match not_here {
         NotHere::Settled { .. } => (StatusCode::OK, "settled"),
-        NotHere::NoRule { .. } | NotHere::Elsewhere { .. } => (StatusCode::CONFLICT, "elsewhere"),
+        NotHere::NoRule { .. } | NotHere::Elsewhere { .. } | NotHere::Untold { .. } => {
+            (StatusCode::CONFLICT, "elsewhere")
+        }
         NotHere::NotDecider { .. } | NotHere::Own { .. } => (StatusCode::FORBIDDEN, "not_yours"),
     };
     Page::notice(status, outcome, &not_here.to_string()).into_response()

@@ -101,7 +101,7 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     // A host user asking over stdio whose calls are decided on a page where people sign in.
     let unknown_on_the_page = http.listen.is_none()
         && matches!(person.party, caller::Party::HostUser(_))
-        && policy.rules.iter().any(|rule| rule.channels.contains(&gate::rule::Channel::Page));
+        && policy.rules.iter().any(|rule| gate::deciding::Place::Page.serves(rule) && !rule.self_approval);
     let policy_scopes = gate::scopes::GateScopes::of(&policy);
     if let Some(listen) = http.listen
         && http.auth_issuer.is_none()
@@ -139,8 +139,9 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
             tracing::warn!(
                 host_user,
                 "the approval page names people as they sign in at its issuer, and the policy's [people] gives \
-                 {host_user} no signs_in_as: signed in there, {host_user} would be another person to the calls \
-                 {host_user} asks here"
+                 {host_user} no signs_in_as: the page cannot tell {host_user} from who signs in there, so it decides \
+                 none of the calls {host_user} asks here under a rule that needs another person (they are decided \
+                 with review_approvals); say signs_in_as for {host_user} to have them decided there"
             );
         }
         tracing::info!(page = %format!("{origin}{}", approvals::channel::page::PATH), "held calls are decided on the approval page another gate serves");

@@ -453,9 +453,9 @@ impl Store {
         .await
     }
 
-    /// Keep how `id`'s run ended; the call as it then stands. One write, atomic alone: outside
-    /// a transaction.
-    pub(super) async fn ran(&self, id: &HeldId, ended: Ended) -> Result<HeldCall, HeldError> {
+    /// Keep how `id`'s run, started at `since` (epoch seconds), ended, while it is that run;
+    /// the call as it then stands. One write, atomic alone: outside a transaction.
+    pub(super) async fn ran(&self, id: &HeldId, since: i64, ended: Ended) -> Result<HeldCall, HeldError> {
         self.alone(|tx, now| {
             let (id, ended) = (id.clone(), ended.clone());
             Box::pin(async move {
@@ -464,32 +464,43 @@ impl Store {
                     Ended::Answered(result, receipt) => {
                         let (kept, digest) = kept_result(&result);
                         let answered = concat!(
-                            "UPDATE held_calls SET run = 'ran', run_at = $2, result = $3, result_digest = $4, \
-                             run_receipt = $5 WHERE id = $1 RETURNING ",
+                            "UPDATE held_calls SET run = 'ran', run_at = $3, result = $4, result_digest = $5, \
+                             run_receipt = $6 WHERE id = $1 AND run = 'running' AND run_at = $2 RETURNING ",
                             columns!()
                         );
-                        tx.query_opt(&prepared(tx, answered).await?, &[&id, &epoch(now), &kept, &digest, &receipt])
-                            .await?
+                        let at = epoch(now);
+                        let values: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+                            [&id, &since, &at, &kept, &digest, &receipt];
+                        tx.query_opt(&prepared(tx, answered).await?, &values).await?
                     }
                     Ended::Lost(receipt) => {
                         let lost = concat!(
-                            "UPDATE held_calls SET run = 'unknown', run_receipt = $2 WHERE id = $1 RETURNING ",
+                            "UPDATE held_calls SET run = 'unknown', run_receipt = $3 \
+                             WHERE id = $1 AND run = 'running' AND run_at = $2 RETURNING ",
                             columns!()
                         );
-                        tx.query_opt(&prepared(tx, lost).await?, &[&id, &receipt]).await?
+                        tx.query_opt(&prepared(tx, lost).await?, &[&id, &since, &receipt]).await?
                     }
                     Ended::Again => {
                         let again = concat!(
-                            "UPDATE held_calls SET run = NULL, run_at = NULL WHERE id = $1 RETURNING ",
+                            "UPDATE held_calls SET run = NULL, run_at = NULL \
+                             WHERE id = $1 AND run = 'running' AND run_at = $2 RETURNING ",
                             columns!()
                         );
-                        tx.query_opt(&prepared(tx, again).await?, &[&id]).await?
+                        tx.query_opt(&prepared(tx, again).await?, &[&id, &since]).await?
                     }
                 };
                 // As written: a passed deadline is closed by the next read that meets it. Closed
                 // here, a failure of the close would have `alone` write the run's end again, over
                 // whatever another gate made of the call meanwhile.
-                let written = kept.ok_or_else(|| HeldError::Unknown(id.to_owned()))?;
+                let written = match kept {
+                    Some(written) => written,
+                    None => {
+                        tracing::warn!(approval = id, "a run ended after another took it over: its end is not kept");
+                        let read = tx.query_opt(&prepared(tx, READ).await?, &[&id]).await?;
+                        read.ok_or_else(|| HeldError::Unknown(id.to_owned()))?
+                    }
+                };
                 row(&written)?.held().map(Some)
             })
         })

@@ -298,29 +298,33 @@ impl Store {
         })
     }
 
-    /// Keep how `id`'s run ended; the call as it then stands.
-    pub(super) fn ran(&self, id: &HeldId, ended: Ended) -> Result<HeldCall, HeldError> {
+    /// Keep how `id`'s run, started at `since` (epoch seconds), ended, while it is that run;
+    /// the call as it then stands.
+    pub(super) fn ran(&self, id: &HeldId, since: i64, ended: Ended) -> Result<HeldCall, HeldError> {
         self.writing(|transaction, now| {
-            match ended {
+            let id = id.as_str();
+            let written = match ended {
                 Ended::Answered(result, receipt) => {
                     let (kept, digest) = kept_result(&result);
                     transaction.execute(
-                        "UPDATE held_calls SET run = 'ran', run_at = ?2, result = ?3, result_digest = ?4, run_receipt = ?5
-                         WHERE id = ?1",
-                        params![id.as_str(), epoch(now), kept, digest.to_string(), receipt],
-                    )?;
+                        "UPDATE held_calls SET run = 'ran', run_at = ?3, result = ?4, result_digest = ?5, run_receipt = ?6
+                         WHERE id = ?1 AND run = 'running' AND run_at = ?2",
+                        params![id, since, epoch(now), kept, digest.to_string(), receipt],
+                    )?
                 }
-                Ended::Lost(receipt) => {
-                    transaction.execute(
-                        "UPDATE held_calls SET run = 'unknown', run_receipt = ?2 WHERE id = ?1",
-                        params![id.as_str(), receipt],
-                    )?;
-                }
-                Ended::Again => {
-                    transaction.execute("UPDATE held_calls SET run = NULL, run_at = NULL WHERE id = ?1", params![id.as_str()])?;
-                }
+                Ended::Lost(receipt) => transaction.execute(
+                    "UPDATE held_calls SET run = 'unknown', run_receipt = ?3 WHERE id = ?1 AND run = 'running' AND run_at = ?2",
+                    params![id, since, receipt],
+                )?,
+                Ended::Again => transaction.execute(
+                    "UPDATE held_calls SET run = NULL, run_at = NULL WHERE id = ?1 AND run = 'running' AND run_at = ?2",
+                    params![id, since],
+                )?,
+            };
+            if written == 0 {
+                tracing::warn!(approval = id, "a run ended after another took it over: its end is not kept");
             }
-            found(transaction, id.as_str())
+            found(transaction, id)
         })
     }
 }
