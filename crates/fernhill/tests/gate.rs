@@ -1976,3 +1976,53 @@ async fn over_stdio_a_call_holding_a_number_out_of_range_is_answered_invalid_par
     assert_eq!(answers[&2]["error"]["code"], -32602, "{:?}", answers[&2]);
     assert_eq!(answers[&3]["result"], json!({}), "the session goes on");
 }
+
+/// An upstream of one tool, `hang`, that answers only once its call is cancelled, and says so.
+#[derive(Clone, Default)]
+struct HangsUntilCancelled {
+    cancelled: Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ServerHandler for HangsUntilCancelled {
+    fn get_info(&self) -> model::ServerConfig {
+        model::ServerConfig::new(model::ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<model::PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<model::ListToolsResult, rmcp::ErrorData> {
+        let tool = model::Tool::new("hang", "Answers when cancelled.", Arc::new(serde_json::Map::new()));
+        Ok(model::ListToolsResult::with_all_items(vec![tool]))
+    }
+
+    async fn call_tool(
+        &self,
+        _: model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<model::CallToolResponse, rmcp::ErrorData> {
+        context.ct.cancelled().await;
+        self.cancelled.notify_one();
+        Err(rmcp::ErrorData::internal_error("cancelled", None))
+    }
+}
+
+/// A host that gives up on a call the gate passes on cancels it at the upstream too: an
+/// upstream that never answers holds nothing of the gate's past the host's own wait.
+#[tokio::test]
+async fn a_host_that_gives_up_on_a_passed_call_cancels_it_at_its_upstream() {
+    let upstream = HangsUntilCancelled::default();
+    let cancelled = upstream.cancelled.clone();
+    let url = served(upstream).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = support::policy_before_url(dir.path(), "hangs", &url, HOLDS_NONE_OF_ITS_TOOLS);
+    for lifecycle in [legacy(), modern()] {
+        let host = alice_over_stdio(&policy, Listening::default(), lifecycle).await;
+        let gave_up = tokio::time::timeout(std::time::Duration::from_millis(300), host.call_tool("hang", json!({})));
+        assert!(gave_up.await.is_err(), "the upstream answered");
+        let told = tokio::time::timeout(std::time::Duration::from_secs(10), cancelled.notified());
+        assert!(told.await.is_ok(), "the upstream was never told the call is cancelled");
+        host.close().await.unwrap();
+    }
+}

@@ -341,9 +341,23 @@ async fn waited(peer: &Peer<RoleClient>, upstream: &str, after: Option<Duration>
     true
 }
 
+/// How long an upstream is given to connect and list its tools when the gate starts, and to
+/// list them again when it says they changed: one that does not answer, or pages its list
+/// without end, stops the gate's start rather than holding it for ever.
+pub const LIST_WAIT: Duration = Duration::from_secs(30);
+
 impl Connection {
-    /// Open a connection to `upstream`, whose questions go to `host`, and list its tools.
+    /// Open a connection to `upstream`, whose questions go to `host`, and list its tools, within
+    /// [`LIST_WAIT`].
     pub async fn open(upstream: &Upstream, host: Host) -> Result<Connection, NotConnected> {
+        let waited = || NotConnected {
+            upstream: upstream.name.clone(),
+            why: format!("no connection and list of tools within {} s", LIST_WAIT.as_secs()),
+        };
+        tokio::time::timeout(LIST_WAIT, Connection::opened(upstream, host)).await.map_err(|_| waited())?
+    }
+
+    async fn opened(upstream: &Upstream, host: Host) -> Result<Connection, NotConnected> {
         let holds = watch::Sender::new(Holds::new());
         let relay = Relay::new(&upstream.name, host, holds.subscribe());
         let not = |why: String| NotConnected { upstream: upstream.name.clone(), why };
@@ -390,12 +404,18 @@ impl Connection {
         modern(&self.client)
     }
 
-    /// Its tools: as last listed, or listed again if it said they changed.
+    /// Its tools: as last listed, or listed again if it said they changed (within
+    /// [`LIST_WAIT`]: an upstream that does not finish its list keeps the one before).
     pub async fn tools(&self) -> Vec<Tool> {
         if self.client.handler().take_tools_changed() {
-            match self.client.peer().list_all_tools().await {
-                Ok(tools) => *self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = tools,
-                Err(error) => tracing::warn!(upstream = %self.name, %error, "its changed tools could not be listed"),
+            match tokio::time::timeout(LIST_WAIT, self.client.peer().list_all_tools()).await {
+                Ok(Ok(tools)) => *self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = tools,
+                Ok(Err(error)) => {
+                    tracing::warn!(upstream = %self.name, %error, "its changed tools could not be listed")
+                }
+                Err(_) => {
+                    tracing::warn!(upstream = %self.name, waited = ?LIST_WAIT, "its changed tools were not listed in time; its list stays as last listed")
+                }
             }
         }
         self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
@@ -456,13 +476,26 @@ impl Connection {
     }
 
     /// Run an approved call (or carry on its run with a round's answers): sent once, its
-    /// rounds answered where `rounds` says; a refusal told apart from an answer that was lost.
-    pub async fn run(&self, params: CallToolRequestParams, rounds: Rounds<'_>) -> Result<CallToolResponse, NotRun> {
-        let sent = match rounds {
-            Rounds::Here(host) => {
-                crate::relay::asking(host.clone(), self.client.call_tool_rounds(params)).await.map(Into::into)
+    /// rounds answered where `rounds` says, waited for `within`; a refusal told apart from an
+    /// answer that was lost (or did not come in time: the request is cancelled at the upstream).
+    pub async fn run(
+        &self,
+        params: CallToolRequestParams,
+        rounds: Rounds<'_>,
+        within: Duration,
+    ) -> Result<CallToolResponse, NotRun> {
+        let sent = async {
+            match rounds {
+                Rounds::Here(host) => {
+                    crate::relay::asking(host.clone(), self.client.call_tool_rounds(params)).await.map(Into::into)
+                }
+                Rounds::PassedBack => self.client.call_tool_once(params).await,
             }
-            Rounds::PassedBack => self.client.call_tool_once(params).await,
+        };
+        let Ok(sent) = tokio::time::timeout(within, sent).await else {
+            let waited = humantime::format_duration(within);
+            tracing::warn!(upstream = %self.name, %waited, "an approved call's upstream did not answer in time: its outcome is not known");
+            return Err(NotRun::Lost(format!("{} did not answer within {waited}", self.name)));
         };
         match sent {
             Ok(result) => Ok(result),
@@ -571,7 +604,83 @@ impl Connection {
 
 #[cfg(test)]
 mod tests {
-    use super::passed_to;
+    use std::sync::Arc;
+
+    use rmcp::{
+        RoleServer, ServerHandler,
+        model::{self, CallToolRequestParams},
+        service::RequestContext,
+    };
+
+    use super::{Connection, NotRun, Rounds, passed_to};
+    use crate::{
+        policy::{Reached, Upstream},
+        relay::Host,
+    };
+
+    /// An upstream whose one tool, `hang`, never answers, and says when it is cancelled.
+    #[derive(Clone, Default)]
+    struct Hangs {
+        cancelled: Arc<tokio::sync::Notify>,
+    }
+
+    impl ServerHandler for Hangs {
+        fn get_info(&self) -> model::ServerConfig {
+            model::ServerConfig::new(model::ServerCapabilities::builder().enable_tools().build())
+        }
+
+        async fn list_tools(
+            &self,
+            _: Option<model::PaginatedRequestParams>,
+            _: RequestContext<RoleServer>,
+        ) -> Result<model::ListToolsResult, rmcp::ErrorData> {
+            let tool = model::Tool::new("hang", "Never answers.", Arc::new(serde_json::Map::new()));
+            Ok(model::ListToolsResult::with_all_items(vec![tool]))
+        }
+
+        async fn call_tool(
+            &self,
+            _: CallToolRequestParams,
+            context: RequestContext<RoleServer>,
+        ) -> Result<model::CallToolResponse, rmcp::ErrorData> {
+            context.ct.cancelled().await;
+            self.cancelled.notify_one();
+            Err(rmcp::ErrorData::internal_error("cancelled", None))
+        }
+    }
+
+    /// `upstream` served over Streamable HTTP in this process: its URL.
+    async fn served(upstream: Hangs) -> String {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
+        let service = StreamableHttpService::new(
+            move || Ok(upstream.clone()),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await });
+        url
+    }
+
+    #[tokio::test]
+    async fn an_approved_run_its_upstream_never_answers_is_lost_when_its_wait_ends_and_cancelled_there() {
+        let upstream = Hangs::default();
+        let cancelled = upstream.cancelled.clone();
+        let url = served(upstream).await;
+        let hangs = Upstream { name: "hangs".into(), reached: Reached::Url(url), trust_annotations: false };
+        let connection = Connection::open(&hangs, Host::default()).await.unwrap();
+        let told_cancelled = cancelled.notified();
+        let within = std::time::Duration::from_millis(200);
+        let ran = connection.run(CallToolRequestParams::new("hang"), Rounds::PassedBack, within).await;
+        let Err(NotRun::Lost(why)) = ran else { panic!("{ran:?}") };
+        assert!(why.contains("did not answer within 200ms"), "{why}");
+        let told = tokio::time::timeout(std::time::Duration::from_secs(10), told_cancelled).await;
+        assert!(told.is_ok(), "the upstream was never told the call is cancelled");
+        connection.close().await;
+    }
 
     #[test]
     fn a_url_that_carries_credentials_takes_no_call_as_its_bytes() {

@@ -39,8 +39,13 @@ use crate::{
 pub const HELD_META: &str = "fernhill/held";
 
 /// How long a run may go unanswered before a call for it takes it for lost (its gate stopped
-/// while it ran): longer than any upstream call is waited for.
+/// while it ran): longer than any upstream call is waited for ([`RUN_WAIT`]).
 pub const RUN_LEASE: Duration = Duration::from_secs(15 * 60);
+
+/// How long an approved call's run is waited for, its rounds included, before its answer is
+/// taken for lost (unknown, or sent again where its rule repeats lost outcomes): a minute less
+/// than [`RUN_LEASE`], so that no gate takes a run over while the gate that sent it still waits.
+pub const RUN_WAIT: Duration = Duration::from_secs(14 * 60);
 
 /// The state of a round an upstream asked as an approved call ran, passed back to its
 /// 2026-07-28 requester: the held call whose run it carries on, when that run started, the
@@ -243,7 +248,7 @@ async fn run(
         Some(Run::Running { since }) => since,
         _ => sent,
     };
-    let answered = match connection.run(params, rounds).await {
+    let answered = match connection.run(params, rounds, RUN_WAIT).await {
         Ok(CallToolResponse::InputRequired(mut round)) => {
             // The upstream asks its requester something before it goes on: the run stays
             // started, and the requester's answer carries it on.

@@ -266,12 +266,21 @@ impl Gate {
                 Judged::Answered(answer) => return answer,
             };
         }
-        if modern {
-            // The upstream's own state, opened by the boundary from the gate's seal.
-            params.request_state = mrtr::boundary::opened_state(&context).map(str::to_owned);
-            Box::pin(connection.call_once(params)).await
-        } else {
-            Box::pin(connection.call_with_rounds(params, &context.peer)).await.map(CallToolResponse::Complete)
+        let passed = async {
+            if modern {
+                // The upstream's own state, opened by the boundary from the gate's seal.
+                params.request_state = mrtr::boundary::opened_state(&context).map(str::to_owned);
+                Box::pin(connection.call_once(params)).await
+            } else {
+                Box::pin(connection.call_with_rounds(params, &context.peer)).await.map(CallToolResponse::Complete)
+            }
+        };
+        // A host that cancels its call, or goes away, cancels it at the upstream too (rmcp's
+        // client tells the upstream as the request is dropped): an upstream that never answers
+        // holds nothing of the gate's past the host's own wait.
+        tokio::select! {
+            answered = passed => answered,
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("the host cancelled the call", None)),
         }
     }
 
