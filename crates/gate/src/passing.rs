@@ -100,6 +100,10 @@ impl Passing {
     }
 }
 
+/// The most an upstream's answer to one call is read, whole or streamed, as rmcp's client reads
+/// one message: past it the call fails, and the gate holds no more of it.
+const ANSWER_BYTES: usize = 16 << 20;
+
 /// Whether a request's method and headers say it may be a 2026-07-28 `tools/call` to pass: a
 /// POST with one `Mcp-Method`, `MCP-Protocol-Version` and `Mcp-Name` each, `Content-Type`
 /// `application/json`, an `Accept` naming both JSON and event streams, and no argument in a
@@ -115,6 +119,12 @@ fn offered(method: &Method, headers: &HeaderMap) -> bool {
             value.split(',').any(|listed| listed.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case(kind)))
         })
     };
+    // An `Accept` with a weight (`;q=0` refuses a type) or a quoted parameter is read by rmcp's
+    // own parser, not this plain one.
+    let weighed = headers.get_all(header::ACCEPT).iter().any(|value| {
+        let value = value.as_bytes();
+        value.contains(&b'"') || value.windows(2).any(|pair| pair[0].eq_ignore_ascii_case(&b'q') && pair[1] == b'=')
+    });
     let json = one(header::CONTENT_TYPE.as_str())
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.split(';').next())
@@ -126,6 +136,7 @@ fn offered(method: &Method, headers: &HeaderMap) -> bool {
         && json
         && accepts("application/json")
         && accepts("text/event-stream")
+        && !weighed
         && !headers.keys().any(|name| name.as_str().starts_with("mcp-param-"))
 }
 
@@ -303,7 +314,11 @@ struct Read<'a> {
 /// 2026-07-28 `tools/call`, every key known, its headers saying what its body says); `None`
 /// hands it back.
 fn read<'a>(headers: &HeaderMap, body: &'a [u8]) -> Option<Read<'a>> {
-    let Object(message): Object<Message> = serde_json::from_slice(body).ok()?;
+    // Every byte UTF-8, those of the members read as rmcp's own types too (`_meta`'s client
+    // information), whose unknown members serde_json skips without checking: an upstream whose
+    // reader swallows the byte after a bad one could read another call than the one judged.
+    let body = std::str::from_utf8(body).ok()?;
+    let Object(message): Object<Message> = serde_json::from_str(body).ok()?;
     let Object(Params { name, meta: Object(meta), request_state, input_responses, .. }) = message.params;
     let passes = message.jsonrpc == "2.0"
         && message.method == "tools/call"
@@ -411,7 +426,7 @@ impl Lane {
         if !starts_with("application/json") {
             return failed(format!("HTTP {status}"));
         }
-        let message = match answered.into_body().collect().await {
+        let message = match http_body_util::Limited::new(answered.into_body(), ANSWER_BYTES).collect().await {
             Ok(message) => message.to_bytes(),
             Err(error) => return failed(error.to_string()),
         };
@@ -464,7 +479,8 @@ impl Reading {
 /// message (or a comment) is not relayed. A question (which 2026-07-28 forbids there), a broken
 /// stream, or one that ends without a response ends it with an error.
 fn streamed(answered: http::Response<Incoming>, reading: Reading, upstream: String) -> Response {
-    let events = sse_stream::SseStream::new(answered.into_body());
+    let bounded = http_body_util::Limited::new(answered.into_body(), ANSWER_BYTES).map_err(std::io::Error::other);
+    let events = sse_stream::SseStream::new(bounded);
     let relayed = futures::stream::unfold(Some((events, reading, upstream)), |state| async move {
         let (mut events, reading, upstream) = state?;
         let ended = |words: String, reading: Reading| {
@@ -719,6 +735,61 @@ mod tests {
         assert!(offered(&Method::POST, &charset));
         for refused in [without_method, of_2025, not_json, with_a_parameter, two_names, json_lines, json_alone] {
             assert!(!offered(&Method::POST, &refused), "{refused:?}");
+        }
+        // What else a determined caller tries: each goes to rmcp, whose own checks answer it.
+        let with = |name: &'static str, value: &'static str, append: bool| {
+            let mut tried = headers("pay");
+            match append {
+                true => tried.append(name, HeaderValue::from_static(value)),
+                false => tried.insert(name, HeaderValue::from_static(value)).is_some(),
+            };
+            tried
+        };
+        let mut no_type = headers("pay");
+        no_type.remove(header::CONTENT_TYPE);
+        for refused in [
+            no_type,
+            with("content-type", "application/json", true),
+            with("content-type", "application/json-seq", false),
+            with("content-type", "text/json", false),
+            with("content-type", "application/json, text/plain", false),
+            with("mcp-method", "Tools/Call", false),
+            with("mcp-method", "tools/call", true),
+            with("mcp-protocol-version", MODERN, true),
+            // A weight refusing a type, or a quoted parameter: rmcp's parser reads those.
+            with("accept", "application/json, text/event-stream;q=0", false),
+            with("accept", "application/json, text/event-stream;x=\"a,b\"", false),
+        ] {
+            assert!(!offered(&Method::POST, &refused), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn a_body_that_is_not_one_strict_json_object_in_utf_8_is_handed_back() {
+        let body = call(json!({"name": "pay", "_meta": meta()}));
+        assert!(read(&headers("pay"), body.as_bytes()).is_some());
+        assert!(read(&headers("pay"), format!(" \r\n\t{body}\n").as_bytes()).is_some(), "JSON's own whitespace");
+        for refused in [
+            format!("\u{feff}{body}"),
+            format!("\x0c{body}"),
+            format!("{body}x"),
+            format!("{body}{body}"),
+            format!("{body}\0"),
+            format!("[{body}]"),
+        ] {
+            assert!(read(&headers("pay"), refused.as_bytes()).is_none(), "{refused:?}");
+        }
+        // A byte that is not UTF-8 in a member read as rmcp's type (whose unknown members
+        // serde_json skips unchecked), and in the arguments.
+        let mut meta = meta();
+        meta["io.modelcontextprotocol/clientInfo"] = json!({"name": "h", "version": "1", "x": "__"});
+        let in_client_info = json!({"name": "pay", "_meta": meta});
+        let in_arguments = json!({"name": "pay", "arguments": {"memo": "__"}, "_meta": super::tests::meta()});
+        for params in [in_client_info, in_arguments] {
+            let mut bytes = call(params.clone()).into_bytes();
+            let start = bytes.windows(2).position(|pair| pair == b"__").unwrap();
+            bytes[start] = 0xff;
+            assert!(read(&headers("pay"), &bytes).is_none(), "{params}");
         }
     }
 
