@@ -2,6 +2,7 @@
 //! era; its tools as it lists them, listed again when it says they changed; calls sent on.
 
 use std::{
+    collections::HashMap,
     process::Stdio,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
@@ -67,7 +68,7 @@ pub struct Connection {
     /// Where a call passed as its bytes is sent, read once from its URL: none over stdio, or
     /// for a URL that carries credentials (`passed_to`).
     url: Option<http::Uri>,
-    tools: Mutex<Vec<Tool>>,
+    tools: Mutex<ToolList>,
     /// The resources whose updates the gate's hosts asked of this upstream, each asked for
     /// while a host holds it: subscribed to at a 2025 upstream, named in the
     /// `subscriptions/listen` filter of a 2026-07-28 one.
@@ -341,6 +342,29 @@ async fn waited(peer: &Peer<RoleClient>, upstream: &str, after: Option<Duration>
     true
 }
 
+/// An upstream's tools as last listed, each found by its name without reading the list (an
+/// upstream may list many, and each call looks its tool up).
+#[derive(Default)]
+struct ToolList {
+    tools: Vec<Tool>,
+    by_name: HashMap<String, usize>,
+}
+
+impl ToolList {
+    /// `tools`, found by name: of two of one name, the first.
+    fn of(tools: Vec<Tool>) -> ToolList {
+        let mut by_name = HashMap::with_capacity(tools.len());
+        for (place, tool) in tools.iter().enumerate() {
+            by_name.entry(tool.name.to_string()).or_insert(place);
+        }
+        ToolList { tools, by_name }
+    }
+
+    fn named(&self, name: &str) -> Option<&Tool> {
+        self.by_name.get(name).map(|&place| &self.tools[place])
+    }
+}
+
 /// How long an upstream is given to connect and list its tools when the gate starts, and to
 /// list them again when it says they changed: one that does not answer, or pages its list
 /// without end, stops the gate's start rather than holding it for ever.
@@ -386,7 +410,7 @@ impl Connection {
                 Reached::Url(url) => passed_to(url),
                 Reached::Command(_) => None,
             },
-            tools: Mutex::new(tools),
+            tools: Mutex::new(ToolList::of(tools)),
             watched: Watched::new(&upstream.name, holds, subscribed_at),
             _listening: None,
         };
@@ -409,7 +433,7 @@ impl Connection {
     pub async fn tools(&self) -> Vec<Tool> {
         if self.client.handler().take_tools_changed() {
             match tokio::time::timeout(LIST_WAIT, self.client.peer().list_all_tools()).await {
-                Ok(Ok(tools)) => *self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = tools,
+                Ok(Ok(tools)) => *self.tool_list() = ToolList::of(tools),
                 Ok(Err(error)) => {
                     tracing::warn!(upstream = %self.name, %error, "its changed tools could not be listed")
                 }
@@ -418,17 +442,21 @@ impl Connection {
                 }
             }
         }
-        self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+        self.tool_list().tools.clone()
     }
 
     /// Its tools as last listed, not listed again.
     pub fn tools_as_listed(&self) -> Vec<Tool> {
-        self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+        self.tool_list().tools.clone()
+    }
+
+    fn tool_list(&self) -> std::sync::MutexGuard<'_, ToolList> {
+        self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Whether the upstream lists the tool `name` (as last listed).
     pub fn serves(&self, name: &str) -> bool {
-        self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().any(|tool| tool.name == name)
+        self.tool_list().by_name.contains_key(name)
     }
 
     /// Where a call to its tool `name` may be passed on as its bytes ([`crate::passing`]): its
@@ -436,8 +464,8 @@ impl Connection {
     /// none of its arguments in headers (`x-mcp-header`, which the gate's client writes).
     pub fn passes_at(&self, name: &str) -> Option<&http::Uri> {
         let url = self.url.as_ref().filter(|_| self.modern())?;
-        let tools = self.tools.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let tool = tools.iter().find(|tool| tool.name == name)?;
+        let listed = self.tool_list();
+        let tool = listed.named(name)?;
         (!names_a_header(&tool.input_schema)).then_some(url)
     }
 
@@ -448,12 +476,7 @@ impl Connection {
 
     /// Its tool `name`, as last listed.
     pub fn tool(&self, name: &str) -> Option<Tool> {
-        self.tools
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .iter()
-            .find(|tool| tool.name == name)
-            .cloned()
+        self.tool_list().named(name).cloned()
     }
 
     /// Send `params` on as they came: the upstream's answer as it came, `input_required`

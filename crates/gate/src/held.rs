@@ -1258,6 +1258,43 @@ pub(crate) mod tests {
     }
 
     #[tokio::test]
+    async fn a_decision_and_a_run_raced_on_two_gates_never_run_an_undecided_call_nor_run_twice() {
+        each_store(async |gates: Gates| {
+            let (one, other, lee) = (gates.held.clone(), gates.another().await, lee());
+            let lease = Duration::from_secs(60);
+            for n in 0..20 {
+                let call = gates.held_for_alice(&format!("/srv/race-{n}")).await;
+                // One gate approves while the other, asked by the requester, tries to run it.
+                let approving = one.approve(call.id.as_str(), Some(&lee), None, "k", false, Proof::default());
+                let starts = futures::future::join_all((0..3).map(|_| other.start(&call.id, lease, false, None)));
+                let (approved, starts) = futures::join!(approving, starts);
+                assert_eq!(approved.unwrap().standing, Standing::Approved);
+                let mut ran = 0;
+                for start in starts {
+                    match start.unwrap() {
+                        Start::Yours(kept) => {
+                            assert_eq!(kept.standing, Standing::Approved, "run before its approval");
+                            ran += 1;
+                        }
+                        Start::Not(kept) => assert!(
+                            kept.standing == Standing::Waiting || matches!(kept.run, Some(Run::Running { .. })),
+                            "{kept:?}"
+                        ),
+                    }
+                }
+                // Started by none of them yet (all raced the approval): the next start runs it, once.
+                if ran == 0 {
+                    assert!(matches!(other.start(&call.id, lease, false, None).await.unwrap(), Start::Yours(_)));
+                    ran = 1;
+                }
+                assert_eq!(ran, 1, "{n}: run twice");
+                assert!(matches!(one.start(&call.id, lease, false, None).await.unwrap(), Start::Not(_)));
+            }
+        })
+        .await;
+    }
+
+    #[tokio::test]
     async fn a_late_end_of_a_run_another_took_over_never_overwrites_the_run_that_did() {
         each_store(async |gates: Gates| {
             let Gates { held, hand, .. } = &gates;

@@ -661,10 +661,11 @@ impl ServerHandler for Gate {
     ) -> Result<ListToolsResult, ErrorData> {
         self.relay_to(&context);
         let mut tools: Vec<Tool> = self.inner.review.tools(&self.person_of(&context));
+        let own: std::collections::HashSet<String> = tools.iter().map(|tool| tool.name.to_string()).collect();
         let (connections, policy) = (&self.inner.connections, &self.inner.policy);
         for (place, connection) in connections.iter().enumerate() {
             for tool in Box::pin(connection.tools()).await {
-                if tools.iter().any(|listed| listed.name == tool.name) {
+                if own.contains(tool.name.as_ref()) {
                     tracing::warn!(upstream = connection.name(), tool = %tool.name, "the gate serves a tool of this name of its own; this one's is not served");
                 } else if self.inner.owners.serves(place, &tool.name, connections, policy) {
                     tools.push(tool);
