@@ -200,12 +200,21 @@ impl Visitors {
         HeaderValue::from_str(&cookie.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
     }
 
+    /// The session a cookie of the session's name opens. Every such cookie is tried, not the
+    /// first alone: without the `__Host-` prefix (over plain HTTP) another port of the same host
+    /// may set one of its own for a longer path, which the browser sends first, and would shadow
+    /// the visitor's own (signing them out, or in as whoever planted it, were it tried alone).
     async fn session(&self, headers: &HeaderMap) -> Result<Option<Session>, Response> {
-        let Some(value) = cookie_value(headers, self.session_cookie()) else { return Ok(None) };
-        self.sign_in.session(&value).await.map_err(|error| {
-            tracing::error!(?error, "the approval page could not read a session");
-            unavailable()
-        })
+        for value in cookie_values(headers, self.session_cookie()).take(MOST_COOKIES_TRIED) {
+            let session = self.sign_in.session(&value).await.map_err(|error| {
+                tracing::error!(?error, "the approval page could not read a session");
+                unavailable()
+            })?;
+            if session.is_some() {
+                return Ok(session);
+            }
+        }
+        Ok(None)
     }
 
     /// Send the browser to the issuer, to come back to `return_to`.
@@ -223,15 +232,22 @@ impl Visitors {
     }
 }
 
-fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+/// The most cookies of one name a request has looked up (a browser holds a few at most).
+const MOST_COOKIES_TRIED: usize = 4;
+
+fn cookie_values<'h>(headers: &'h HeaderMap, name: &'h str) -> impl Iterator<Item = String> + 'h {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(Cookie::split_parse)
         .filter_map(Result::ok)
-        .find(|cookie| cookie.name() == name)
+        .filter(move |cookie| cookie.name() == name)
         .map(|cookie| cookie.value().to_owned())
+}
+
+fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    cookie_values(headers, name).next()
 }
 
 fn see_other(location: &str, cookie: Option<HeaderValue>) -> Response {
@@ -254,4 +270,115 @@ pub fn unavailable() -> Response {
         "The approval page can't answer right now; try again shortly.",
     )
     .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use mrtr::seal::KeyRing;
+    use oauth_resource::gate::ResourceServer;
+    use records::Records as _;
+
+    use super::*;
+    use crate::channel::sign_in::{COOKIE_PURPOSE, PageClient};
+
+    /// Nothing listens here: the page's issuer is never reached by these tests.
+    const ORIGIN: &str = "http://127.0.0.1:9";
+
+    struct Deciders;
+
+    impl oauth_resource::scopes::ScopePolicy for Deciders {
+        fn supported(&self) -> Vec<String> {
+            vec!["decide".into()]
+        }
+
+        fn needed(&self, _: &str, _: Option<&str>) -> Vec<String> {
+            vec!["decide".into()]
+        }
+    }
+
+    /// A page's visitors, with lee signed in: his browser's cookie `c-lee`, his forms' token
+    /// `tok-lee`.
+    async fn page_with_lee() -> Visitors {
+        let gate = ResourceServer::new(ORIGIN, &format!("{ORIGIN}/mcp"), "test", Box::new(Deciders), 1024).unwrap();
+        let client = PageClient {
+            issuer: ORIGIN,
+            client_id: "approvals",
+            client_secret: None,
+            redirect: &format!("{ORIGIN}/approvals/callback"),
+            tells_people_apart: true,
+            scope: "decide",
+            entitled: |_| true,
+        };
+        let records = Arc::new(records::InMemory::new());
+        let cookies = KeyRing::for_purpose(&["a secret of at least thirty-two bytes, for tests"], COOKIE_PURPOSE);
+        let sign_in = SignIn::new(client, &format!("{ORIGIN}/mcp"), records.clone(), cookies.unwrap(), gate).unwrap();
+        let lee = Session {
+            issuer: ORIGIN.into(),
+            subject: "lee".into(),
+            auth_time: None,
+            entitled: true,
+            scopes: vec!["decide".into()],
+            membership: Default::default(),
+            form_token: "tok-lee".into(),
+        };
+        let key = format!("approval-session:{}", sign_in::digest("c-lee"));
+        records.put(&key, serde_json::to_string(&lee).unwrap(), SESSION_LIFE).await.unwrap();
+        Visitors::new(sign_in, ORIGIN, "the approval's link")
+    }
+
+    fn headers(origin: Option<&'static str>, cookie: Option<&'static str>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(origin) = origin {
+            headers.insert(header::ORIGIN, HeaderValue::from_static(origin));
+        }
+        if let Some(cookie) = cookie {
+            headers.insert(header::COOKIE, HeaderValue::from_static(cookie));
+        }
+        headers
+    }
+
+    fn form(token: &str) -> Result<Form<Decision>, FormRejection> {
+        Ok(Form(Decision { form_token: token.into(), decision: "run".into(), seen: "digest".into() }))
+    }
+
+    async fn outcome(refused: Response) -> (StatusCode, String) {
+        let status = refused.status();
+        let body = axum::body::to_bytes(refused.into_body(), 1 << 20).await.unwrap();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        let outcome = body.split("data-outcome=\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or("");
+        (status, outcome.to_owned())
+    }
+
+    #[tokio::test]
+    async fn a_decision_posted_from_anywhere_but_the_page_or_its_session_decides_nothing() {
+        let page = page_with_lee().await;
+        let lee = Some("fernhill-approvals=c-lee");
+        for (origin, cookie, token, expected) in [
+            (None, lee, "tok-lee", "cross_site"),
+            (Some("null"), lee, "tok-lee", "cross_site"),
+            (Some("http://evil.example"), lee, "tok-lee", "cross_site"),
+            (Some("http://127.0.0.1:9.evil.example"), lee, "tok-lee", "cross_site"),
+            (Some(ORIGIN), None, "tok-lee", "signed_out"),
+            (Some(ORIGIN), Some("fernhill-approvals=c-mallory"), "tok-lee", "signed_out"),
+            (Some(ORIGIN), lee, "tok-mallory", "bad_form"),
+            (Some(ORIGIN), lee, "", "bad_form"),
+        ] {
+            let refused = page.decision(&headers(origin, cookie), form(token)).await.err();
+            let refused = outcome(refused.expect("decided")).await;
+            assert_eq!(refused, (StatusCode::FORBIDDEN, expected.to_owned()), "{origin:?} {cookie:?} {token}");
+        }
+        let (session, _) = page.decision(&headers(Some(ORIGIN), lee), form("tok-lee")).await.unwrap();
+        assert_eq!(session.subject, "lee");
+    }
+
+    #[tokio::test]
+    async fn a_cookie_planted_for_a_longer_path_does_not_shadow_the_visitors_own() {
+        let page = page_with_lee().await;
+        // What a browser sends when another port of the host set one for /approvals.
+        let shadowed = headers(Some(ORIGIN), Some("fernhill-approvals=planted; fernhill-approvals=c-lee"));
+        let (session, _) = page.decision(&shadowed, form("tok-lee")).await.unwrap();
+        assert_eq!(session.subject, "lee");
+    }
 }
