@@ -2026,3 +2026,42 @@ async fn a_host_that_gives_up_on_a_passed_call_cancels_it_at_its_upstream() {
         host.close().await.unwrap();
     }
 }
+
+/// Over HTTP, the gate's connections are the serving shell's: a peer that opens a connection
+/// and says nothing, trickles a request's head, or stops half-way through its body is cut off
+/// (408 where a request was begun) while the gate goes on serving.
+#[tokio::test]
+async fn over_http_a_silent_trickling_or_half_sent_request_is_cut_off_and_the_gate_goes_on() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let upstream = served(Charges::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = support::policy_before_url(dir.path(), "ledger", &upstream, HOLDS_NONE_OF_ITS_TOOLS);
+    let mut command = tokio::process::Command::new(fernhill_gate());
+    command.arg("serve").arg(&policy).env("USER", "alice");
+    command.args(["--http", "127.0.0.1:0", "--header-timeout", "0.5", "--read-timeout", "0.5"]);
+    let (_gate, url, _log) = support::spawn_printing_url_with_log(&mut command).await;
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let within = std::time::Duration::from_secs(10);
+    let until_closed = async |sent: &[u8]| {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        stream.write_all(sent).await.unwrap();
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(within, stream.read_to_end(&mut answer)).await;
+        assert!(read.is_ok(), "the gate kept a connection open that sent {sent:?}");
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    assert_eq!(until_closed(b"").await, "", "a connection that says nothing");
+    let trickled = until_closed(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await;
+    assert!(trickled.is_empty() || trickled.starts_with("HTTP/1.1 408"), "{trickled}");
+    let half = until_closed(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+          Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+          Mcp-Method: tools/call\r\nMcp-Name: charge\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":",
+    )
+    .await;
+    assert!(half.starts_with("HTTP/1.1 408") && half.contains(r#""code":-32600"#), "{half}");
+    // And the gate serves the next host as before.
+    let host = mrtr::client::Client::connect_http_either(ScriptedUser::unable_to_ask(), &url, 1).await.unwrap();
+    let charged = host.call_tool("charge", json!({"amount": 1})).await.unwrap();
+    assert_eq!(mrtr::client::text(&charged), "charged");
+}
