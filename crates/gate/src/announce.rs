@@ -6,7 +6,7 @@
 //! arguments: a chat channel may be wider than the people who decide, who see them where they
 //! decide.
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
 
 use approvals::channel::webhook::{Announcement, Webhook};
 use serde_json::{Value, json};
@@ -117,8 +117,8 @@ pub fn chat(text: &str) -> String {
 }
 
 /// What the approvals engine tells of each decision it carried out (`released`: approved;
-/// `declined`), announced to `webhook`.
-pub fn announcer(webhook: crate::announcing::Announcing) -> approvals::engine::Announce {
+/// `declined`), each announced through `post` with the requester it is about.
+pub fn announcer(post: impl Fn(Announcement, &str) + Send + Sync + 'static) -> approvals::engine::Announce {
     Arc::new(move |event, facts: &Value| {
         let said = |key: &str| chat(facts[key].as_str().unwrap_or_default());
         let (word, what) = match event {
@@ -136,8 +136,27 @@ pub fn announcer(webhook: crate::announcing::Announcing) -> approvals::engine::A
         let mut data = facts.clone();
         data["event"] = json!(word);
         let requester = facts["requested_by"].as_str().unwrap_or_default();
-        webhook.announce(Announcement { text, event: data, about: said("approval") }, requester);
+        post(Announcement { text, event: data, about: said("approval") }, requester);
     })
+}
+
+/// The one post saying what a minute held back, `held_back` by requester; `None` for nothing.
+pub fn held_back(held_back: &BTreeMap<String, usize>) -> Option<Announcement> {
+    let count: usize = held_back.values().sum();
+    if count == 0 {
+        return None;
+    }
+    let mut most: Vec<(&String, &usize)> = held_back.iter().collect();
+    most.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<String> = most.iter().take(5).map(|(who, n)| format!("{} ({n})", chat(who))).collect();
+    let others = if most.len() > 5 { format!(" and {} more requesters", most.len() - 5) } else { String::new() };
+    let text = format!(
+        "{count} more announcements in the last minute were held back, not posted one by one: calls held for {}{others}. \
+         Each still waits for a decision: review them with review_approvals or on the approval page.",
+        shown.join(", ")
+    );
+    let event = json!({"event": "held_back", "count": count, "requested_by": held_back});
+    Some(Announcement { text, event, about: format!("held-back-{count}") })
 }
 
 #[cfg(test)]
@@ -186,5 +205,12 @@ mod tests {
         assert!(posted.text.contains("&lt;!channel&gt;") && !posted.text.contains('\n'), "{}", posted.text);
         // The event keeps the requester as they are: a machine reads it, not a chat.
         assert_eq!(posted.event["requested_by"], format!("https://login.example {subject}"));
+    }
+
+    #[test]
+    fn a_requesters_markup_is_shown_as_text_in_the_post_that_counts_them() {
+        let held = BTreeMap::from([("<https://evil.example|Decide it>".to_owned(), 7)]);
+        let post = held_back(&held).unwrap();
+        assert!(!post.text.contains('<') && post.text.contains("&lt;https://evil.example|Decide it&gt; (7)"));
     }
 }

@@ -17,9 +17,8 @@ use std::{
 };
 
 use approvals::channel::webhook::{Announcement, Webhook};
-use serde_json::json;
 
-use crate::announce::chat;
+use crate::announce::held_back;
 
 /// How many announcements about one requester's calls go out in a minute.
 pub const PER_REQUESTER: usize = 3;
@@ -95,27 +94,10 @@ impl Announcing {
     }
 }
 
-/// The one post saying what a minute held back, `held_back` by requester; `None` for nothing.
-fn held_back(held_back: &BTreeMap<String, usize>) -> Option<Announcement> {
-    let count: usize = held_back.values().sum();
-    if count == 0 {
-        return None;
-    }
-    let mut most: Vec<(&String, &usize)> = held_back.iter().collect();
-    most.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let shown: Vec<String> = most.iter().take(5).map(|(who, n)| format!("{} ({n})", chat(who))).collect();
-    let others = if most.len() > 5 { format!(" and {} more requesters", most.len() - 5) } else { String::new() };
-    let text = format!(
-        "{count} more announcements in the last minute were held back, not posted one by one: calls held for {}{others}. \
-         Each still waits for a decision: review them with review_approvals or on the approval page.",
-        shown.join(", ")
-    );
-    let event = json!({"event": "held_back", "count": count, "requested_by": held_back});
-    Some(Announcement { text, event, about: format!("held-back-{count}") })
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn recording() -> (Announcing, Arc<Mutex<Vec<Announcement>>>) {
@@ -160,12 +142,5 @@ mod tests {
         assert_eq!(posted.lock().unwrap().len(), 21, "and one post for the thirty held back");
         announcing.announce(about(100), "host user u0");
         assert_eq!(posted.lock().unwrap().len(), 22, "a new minute counts anew");
-    }
-
-    #[test]
-    fn a_requesters_markup_is_shown_as_text_in_the_post_that_counts_them() {
-        let held = BTreeMap::from([("<https://evil.example|Decide it>".to_owned(), 7)]);
-        let post = held_back(&held).unwrap();
-        assert!(!post.text.contains('<') && post.text.contains("&lt;https://evil.example|Decide it&gt; (7)"));
     }
 }

@@ -79,7 +79,9 @@ impl Deciding {
                     engine = engine.signing(receipts(policy, keys));
                 }
                 if let Some(webhook) = webhook.filter(|_| rule.channels.contains(&Channel::Webhook)) {
-                    engine = engine.announcing(crate::announce::announcer(webhook.clone()));
+                    let webhook = webhook.clone();
+                    let post = move |announcement, requester: &str| webhook.announce(announcement, requester);
+                    engine = engine.announcing(crate::announce::announcer(post));
                 }
                 (rule.digest, engine)
             })
