@@ -11,7 +11,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use approvals::channel::webhook::{Announcement, Webhook};
 use serde_json::{Value, json};
 
-use crate::{held::HeldCall, rule::Rule};
+use crate::{held::HeldCall, policy::rule::Rule};
 
 /// The metric the gate's deliveries are counted under, by outcome.
 pub const DELIVERIES: &str = "fernhill_gate_webhook_deliveries_total";

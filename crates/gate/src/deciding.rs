@@ -15,7 +15,7 @@ use crate::{
     held::{HeldCall, HeldCalls, HeldError, HeldId, Standing},
     person::Person,
     policy::Policy,
-    rule::{Channel, Rule},
+    policy::rule::{Channel, Rule},
 };
 
 /// The question's key.
@@ -388,7 +388,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::{call::Call, held::Proof, person::Holds};
+    use crate::{policy::call::Call, held::Proof, person::Holds};
 
     /// Prices wait for a pricing lead on the page (another person); notes for a writer at their
     /// own host (themselves too).

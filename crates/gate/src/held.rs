@@ -23,8 +23,8 @@ use caller::Party;
 use clock::Clock;
 
 use crate::{
-    call::Call,
-    rule::{Rule, Unevaluated},
+    policy::call::Call,
+    policy::rule::{Rule, Unevaluated},
 };
 
 /// A held call's ID: `H-` and 16 lowercase hex digits.

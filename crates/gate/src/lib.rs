@@ -6,14 +6,14 @@
 //!
 //! - [`policy`]: the policy file, `[[upstream]]` and `[[rule]]` tables in TOML, read and checked
 //!   whole at start, each mistake named by file, line and key;
-//! - [`call`]: a call as the rules see it (upstream, tool, annotations, arguments);
-//! - [`rule`]: one rule, what it matches (an upstream, tool names or globs, a condition on the
+//!   - [`policy::call`]: a call as the rules see it (upstream, tool, annotations, arguments);
+//!   - [`policy::rule`]: one rule, what it matches (an upstream, tool names or globs, a condition on the
 //!   arguments, trusted annotations) and what it asks for (who decides, whether the requester
 //!   may, the channels, the deadline, escalation, what a lost outcome becomes, the effect);
-//! - [`condition`]: a rule's expressions in CEL, compiled at start and evaluated over a call's
+//!   - [`policy::condition`]: a rule's expressions in CEL, compiled at start and evaluated over a call's
 //!   arguments (`args`) and its tool (`tool`), failing closed;
-//! - [`tool_name`]: a tool's name or glob;
-//! - [`inventory`]: each upstream's tools, listed as a host lists them, beside the rules that
+//!   - [`policy::tool_name`]: a tool's name or glob;
+//!   - [`policy::inventory`]: each upstream's tools, listed as a host lists them, beside the rules that
 //!   hold each (`fernhill-gate check`);
 //! - [`server`]: the gate as an MCP server ([`Gate`]): the upstreams' tools served as its own,
 //!   a call no rule holds passed on unchanged, a held call kept from its upstream until it is
@@ -58,12 +58,9 @@ pub mod announce;
 pub mod announcing;
 pub mod approval;
 pub mod beside_tools;
-pub mod call;
-pub mod condition;
 pub mod connection;
 pub mod deciding;
 pub mod held;
-pub mod inventory;
 pub mod keys;
 pub mod outcome;
 pub mod own_call;
@@ -73,17 +70,15 @@ pub mod person;
 pub mod policy;
 pub mod relay;
 pub mod review;
-pub mod rule;
 pub mod scopes;
 pub mod server;
 pub mod shared;
 pub mod task_round;
-pub mod tool_name;
 mod tool_owners;
 pub mod upstream_http;
 pub mod watched;
 
-pub use call::Call;
+pub use policy::call::Call;
 pub use policy::{Policy, PolicyError};
-pub use rule::Rule;
+pub use policy::rule::Rule;
 pub use server::Gate;

@@ -28,11 +28,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    call::Call,
+    policy::call::Call,
     connection::{Connection, NotRun, Rounds},
     held::{Ended, HeldCall, HeldCalls, Holding, Run, Standing, Start},
     policy::Held,
-    rule::{Channel, LostOutcome, Rule},
+    policy::rule::{Channel, LostOutcome, Rule},
 };
 
 /// The `_meta` key of a held call's result: the approval, for a host or a program to read.

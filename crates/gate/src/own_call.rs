@@ -15,7 +15,7 @@ use crate::{
     deciding::{DECIDE, Deciding, question},
     held::{HeldCall, Standing},
     person::Person,
-    rule::{Channel, Rule},
+    policy::rule::{Channel, Rule},
 };
 
 /// What asking the requester came to.

@@ -36,7 +36,7 @@ use crate::{
     held::{HeldCall, HeldCalls, HeldId},
     person::Person,
     policy::Policy,
-    rule::Rule,
+    policy::rule::Rule,
 };
 
 /// The gate's approval page.

@@ -5,7 +5,7 @@
 
 use caller::Party;
 
-use crate::rule::Decider;
+use crate::policy::rule::Decider;
 
 /// A person, as the gate names them and knows what they hold.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,7 +27,7 @@ use crate::{
     held::{HeldCall, HeldCalls, HeldId},
     person::Person,
     policy::Policy,
-    rule::Rule,
+    policy::rule::Rule,
 };
 
 /// The tool's name.

@@ -4,7 +4,7 @@
 
 use oauth_resource::scopes::ScopePolicy;
 
-use crate::{policy::Policy, rule::Decider};
+use crate::{policy::Policy, policy::rule::Decider};
 
 /// The gate's scopes, from its policy.
 #[derive(Clone)]

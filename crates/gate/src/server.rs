@@ -44,7 +44,7 @@ use serde_json::Value;
 
 use crate::{
     beside_tools,
-    call::Call,
+    policy::call::Call,
     connection::{Connection, NotConnected, Rounds},
     deciding::{self, Deciding},
     held::{HeldCall, HeldCalls, HeldId, Standing},
@@ -55,7 +55,7 @@ use crate::{
     policy::{Held, Policy},
     relay::Host,
     review::{REVIEW, Review},
-    rule::{Channel, Rule},
+    policy::rule::{Channel, Rule},
     shared::Shared,
     task_round,
     tool_owners::ToolOwners,
@@ -297,7 +297,7 @@ impl Gate {
         let Some(tool) = connection.tool(&params.name) else {
             return Judged::Answered(Err(no_tool_named(&params.name)));
         };
-        let annotations = crate::call::annotations(&tool);
+        let annotations = crate::policy::call::annotations(&tool);
         let arguments = params.arguments.clone().map_or(Value::Null, Value::Object);
         let name = params.name.clone();
         let call = Call { upstream: connection.name(), tool: &name, annotations: &annotations, arguments: &arguments };

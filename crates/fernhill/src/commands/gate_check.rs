@@ -9,8 +9,8 @@ pub async fn run(path: &Path, within: Duration) -> ExitCode {
         Ok(policy) => policy,
         Err(code) => return code,
     };
-    let listed = gate::inventory::list_all(&policy, within).await;
-    print!("{}", gate::inventory::render(&policy, &listed));
+    let listed = gate::policy::inventory::list_all(&policy, within).await;
+    print!("{}", gate::policy::inventory::render(&policy, &listed));
     match listed.iter().all(|listed| listed.tools.is_ok()) {
         true => ExitCode::SUCCESS,
         false => ExitCode::FAILURE,

@@ -108,7 +108,7 @@ pub fn render(policy: &Policy, listed: &[Listed]) -> String {
                 );
                 continue;
             }
-            let annotations = crate::call::annotations(tool);
+            let annotations = crate::policy::call::annotations(tool);
             let rules = policy.naming(&upstream.name, &tool.name, &annotations);
             let held = match rules.as_slice() {
                 [] => "passes".to_owned(),

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{call::Call, condition::Condition, tool_name::ToolName};
+use crate::{policy::call::Call, policy::condition::Condition, policy::tool_name::ToolName};
 
 /// Who may decide a call a rule holds: a person whose token carries this scope, role or group.
 #[derive(Debug, Clone, PartialEq, Eq)]

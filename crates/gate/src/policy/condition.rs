@@ -9,7 +9,7 @@
 
 use std::{fmt, sync::Arc};
 
-use crate::call::Call;
+use crate::policy::call::Call;
 
 /// One expression, compiled.
 #[derive(Clone)]

@@ -19,6 +19,12 @@
 //! The first rule that holds a call decides how it waits; a call no rule holds passes. Every
 //! mistake is refused before anything is served, named by file, line and key.
 
+pub mod call;
+pub mod condition;
+pub mod inventory;
+pub mod rule;
+pub mod tool_name;
+
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -29,12 +35,12 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
-    call::Call,
-    condition::Condition,
+    policy::call::Call,
+    policy::condition::Condition,
     held::Limits,
     person::{Holds, Person},
-    rule::{Channel, Decider, Hint, LostOutcome, Rule},
-    tool_name::ToolName,
+    policy::rule::{Channel, Decider, Hint, LostOutcome, Rule},
+    policy::tool_name::ToolName,
 };
 
 /// A policy that could not be used.
