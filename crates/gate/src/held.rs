@@ -564,7 +564,7 @@ pub struct Limits {
     pub per_requester: usize,
     /// Calls waiting, whoever asked.
     pub in_all: usize,
-    /// Announcements posted to the webhook in a minute ([`crate::announcing`]).
+    /// Announcements posted to the webhook in a minute ([`crate::decide::announcing`]).
     pub announcements_per_minute: usize,
 }
 

@@ -1,17 +1,17 @@
 //! The gate as an MCP server: the upstreams' tools, served to a host as their own; a call no
 //! rule holds passes on unchanged, both ways; a call a rule holds does not reach its upstream
 //! until a person decides it ([`crate::held`]), and then runs once at its requester's next call
-//! ([`crate::outcome`]); those who decide get `review_approvals` ([`crate::review`]).
+//! ([`crate::run`]); those who decide get `review_approvals` ([`crate::decide::review`]).
 //!
 //! To a host that declares the Tasks extension on its call, a held call that waits becomes a
 //! task that stays `working`, saying whose decision it waits for (SEP-2848's requestable
 //! denial); each `tasks/get` looks at the held call, and the task completes with the upstream's
 //! own result once the call is approved and has run (once), or as an error whose words say it
 //! did not run, declined or past its deadline. A round the upstream asks as the run goes is
-//! asked through the task ([`crate::task_round`]).
+//! asked through the task ([`crate::run::task_round`]).
 //!
 //! What the upstreams serve beside tools (prompts, resources, completions) passes through as
-//! they serve it ([`crate::beside_tools`]): a policy holds tool calls alone.
+//! they serve it ([`crate::upstream::beside_tools`]): a policy holds tool calls alone.
 //!
 //! Served behind mrtr's boundary (`mrtr::Sealed`), which seals every `requestState` going out:
 //! the gate's own questions' and, wrapped, an upstream's, which the boundary opens on the retry
@@ -24,7 +24,7 @@ use std::{
 
 use approvals::channel::{page::Visitors, webhook::Webhook};
 
-use crate::announcing::Announcing;
+use crate::decide::announcing::Announcing;
 use mrtr::{
     ask::Asking,
     tasks::{Resuming, Step, TaskRecord, TaskStore, TaskTimes, TaskWork, Tasking, Tasks},
@@ -43,25 +43,25 @@ use rmcp::{
 use serde_json::Value;
 
 use crate::{
-    beside_tools,
-    policy::call::Call,
-    connection::{Connection, NotConnected, Rounds},
-    deciding::{self, Deciding},
+    decide::own_call::{self, Asked},
+    decide::page::ApprovalPage,
+    decide::review::{REVIEW, Review},
+    decide::{self, Deciding},
     held::{HeldCall, HeldCalls, HeldId, Standing},
-    outcome::RunRound,
-    own_call::{self, Asked},
-    page::ApprovalPage,
-    person::Person,
-    policy::{Held, Policy},
-    relay::Host,
-    review::{REVIEW, Review},
+    policy::call::Call,
+    policy::person::Person,
     policy::rule::{Channel, Rule},
+    policy::{Held, Policy},
+    run::RunRound,
+    run::task_round,
     shared::Shared,
-    task_round,
-    tool_owners::ToolOwners,
+    upstream::beside_tools,
+    upstream::connection::{Connection, NotConnected, Rounds},
+    upstream::relay::Host,
+    upstream::tool_owners::ToolOwners,
 };
 
-pub use crate::outcome::HELD_META;
+pub use crate::run::HELD_META;
 
 /// The gate: a policy and a connection to each of its upstreams.
 #[derive(Clone)]
@@ -128,7 +128,7 @@ impl Gate {
         let webhook = webhook.map(|webhook| Announcing::to_webhook(webhook, policy.limits.announcements_per_minute));
         let deciding = Arc::new(Deciding::new(&policy, &held, (keys.as_ref(), webhook.as_ref()), &shared.records));
         let review = Review::new(&policy, &held, &deciding);
-        let receipts = keys.as_ref().map(|keys| deciding::receipts(&policy, keys));
+        let receipts = keys.as_ref().map(|keys| decide::receipts(&policy, keys));
         let tools = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
         let capabilities = beside_tools::capabilities(&connections, tools);
         let mut inner = Inner {
@@ -166,7 +166,7 @@ impl Gate {
     }
 
     /// The approval page of this gate's held calls, served by another gate of its policy at
-    /// `origin` (see [`crate::page::served_at`]): from now on a held call's requester and the
+    /// `origin` (see [`crate::decide::page::served_at`]): from now on a held call's requester and the
     /// webhook's announcements are given its link.
     pub fn page_served_at(&self, origin: String) {
         let _ = self.inner.page.set(origin);
@@ -210,7 +210,7 @@ impl Gate {
         self.inner.connections.get(owner)
     }
 
-    /// Where a call to the tool `name` may be passed on as its bytes ([`crate::passing`]): the
+    /// Where a call to the tool `name` may be passed on as its bytes ([`crate::passthrough`]): the
     /// upstream's name and URL, where the tool is not `review_approvals`, no rule names it, and
     /// its upstream takes it so ([`Connection::passes_at`]).
     pub(crate) fn passes_at(&self, name: &str) -> Option<(&str, &http::Uri)> {
@@ -336,9 +336,9 @@ impl Gate {
             && held.rule.channels.contains(&Channel::Webhook)
             && let Some(webhook) = &self.inner.webhook
         {
-            let link = self.inner.page.get().map(|origin| crate::page::link(origin, &holding.call.id));
+            let link = self.inner.page.get().map(|origin| crate::decide::page::link(origin, &holding.call.id));
             let requester = holding.call.requester.to_string();
-            webhook.announce(crate::announce::waiting(&holding.call, held.rule, link.as_deref()), &requester);
+            webhook.announce(crate::decide::announce::waiting(&holding.call, held.rule, link.as_deref()), &requester);
         }
         let person = &person;
         if own_call::may_ask(held.rule, person, &holding.call)
@@ -364,14 +364,14 @@ impl Gate {
         if let Some(round) = round.filter(|round| round.run == holding.call.id.as_str()) {
             let stores = (&*self.inner.held, &*self.inner.records);
             let carried = (holding.call, round);
-            return crate::outcome::continued(stores, receipts, connection, held.rule, carried, params).await;
+            return crate::run::continued(stores, receipts, connection, held.rule, carried, params).await;
         }
         let told = (call, held, holding);
         // A 2025 requester is asked an upstream's rounds within the run, on its back-channel;
         // a 2026-07-28 one is passed them back, as rounds of the gate's.
         let rounds = if modern { Rounds::PassedBack } else { Rounds::Here(&context.peer) };
         let page = self.inner.page.get().map(String::as_str);
-        crate::outcome::told(&self.inner.held, receipts, (connection, rounds), told, (params, page)).await
+        crate::run::told(&self.inner.held, receipts, (connection, rounds), told, (params, page)).await
     }
 }
 
@@ -420,9 +420,9 @@ fn watch_escalations(inner: &Inner) -> Option<Watching> {
                 for kept in escalated {
                     tracing::warn!(approval = %kept.id, tool = %kept.tool, rule = %rule.name, "a held call waited past its rule's escalate_after: escalated");
                     if let (true, Some(webhook)) = (announced, &webhook) {
-                        let link = page.get().map(|origin| crate::page::link(origin, &kept.id));
+                        let link = page.get().map(|origin| crate::decide::page::link(origin, &kept.id));
                         let requester = kept.requester.to_string();
-                        webhook.announce(crate::announce::escalated(&kept, rule, link.as_deref()), &requester);
+                        webhook.announce(crate::decide::announce::escalated(&kept, rule, link.as_deref()), &requester);
                     }
                 }
             }
@@ -518,8 +518,8 @@ impl Gate {
                      running, for up to {lease} minutes from the run's start; after that it {after}. Past the \
                      deadline the same call is held for a decision again.",
                     deadline = humantime::format_rfc3339_seconds(deadline),
-                    lease = crate::outcome::lease_minutes(),
-                    after = crate::outcome::after_lease(rule),
+                    lease = crate::run::lease_minutes(),
+                    after = crate::run::after_lease(rule),
                 );
                 (running, cancelled)
             }
@@ -531,18 +531,11 @@ impl Gate {
             Ok(Some((round, answers))) => {
                 params.input_responses = Some(answers);
                 let stores = (&*self.inner.held, records);
-                Some(crate::outcome::continued(stores, receipts, connection, rule, (kept, round), params).await)
+                Some(crate::run::continued(stores, receipts, connection, rule, (kept, round), params).await)
             }
             Ok(None) => {
-                crate::outcome::settled(
-                    &self.inner.held,
-                    receipts,
-                    (connection, Rounds::PassedBack),
-                    rule,
-                    kept,
-                    params,
-                )
-                .await
+                crate::run::settled(&self.inner.held, receipts, (connection, Rounds::PassedBack), rule, kept, params)
+                    .await
             }
             Err(error) => {
                 tracing::warn!(task = %task.id, %error, "a task's round could not be read; the task is looked at again");

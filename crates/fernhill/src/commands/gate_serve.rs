@@ -46,20 +46,20 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     // without a token (loopback, or --insecure-no-auth) is the host user, named by nothing else.
     let person = match http.listen {
         None => policy.host_user(host_user),
-        Some(_) => gate::person::Person::host_user(host_user, policy.holds_of(host_user)),
+        Some(_) => gate::policy::person::Person::host_user(host_user, policy.holds_of(host_user)),
     };
     let Some(person) = person else {
         eprintln!("fernhill-gate: --host-user {host_user:?} names nobody: give the host's user's name");
         return ExitCode::from(2);
     };
-    let page_elsewhere = match page_url.map(gate::page::served_at).transpose() {
+    let page_elsewhere = match page_url.map(gate::decide::page::served_at).transpose() {
         Ok(origin) => origin,
         Err(error) => {
             eprintln!("fernhill-gate: --page-url: {error}");
             return ExitCode::from(2);
         }
     };
-    let webhook = match webhook.map(|(url, secret)| gate::announce::webhook(url, secret)).transpose() {
+    let webhook = match webhook.map(|(url, secret)| gate::decide::announce::webhook(url, secret)).transpose() {
         Ok(webhook) => webhook,
         Err(error) => {
             eprintln!("fernhill-gate: --webhook: {error}");
@@ -97,11 +97,11 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
              the page's sessions are kept in this gate alone: give every gate of the fleet the same --store redis://…"
         );
     }
-    let decides = gate::review::reviews(&policy, &person);
+    let decides = gate::decide::review::reviews(&policy, &person);
     // A host user asking over stdio whose calls are decided on a page where people sign in.
     let unknown_on_the_page = http.listen.is_none()
         && matches!(person.party, caller::Party::HostUser(_))
-        && policy.rules.iter().any(|rule| gate::deciding::Place::Page.serves(rule) && !rule.self_approval);
+        && policy.rules.iter().any(|rule| gate::decide::Place::Page.serves(rule) && !rule.self_approval);
     let policy_scopes = gate::scopes::GateScopes::of(&policy);
     if let Some(listen) = http.listen
         && http.auth_issuer.is_none()
@@ -159,7 +159,7 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     let served = match http.listen {
         None => mcp_serve::stdio::serve(sealed).await.map_err(|error| error.to_string()),
         Some(_) => {
-            let passing = gate::passing::Passing::new(&gate, sealed.passage());
+            let passing = gate::passthrough::Passing::new(&gate, sealed.passage());
             let shortcut = passing.map(|passing| std::sync::Arc::new(Lane(passing)) as _);
             over_http(http, &policy_scopes, (sealed, shortcut), page).await
         }
@@ -187,9 +187,9 @@ struct PageSetup<'a> {
     receipts: std::sync::Arc<approvals::ReceiptKeys>,
 }
 
-/// The gate's calls passed on as their bytes ([`gate::passing`]), as the serving shell's
+/// The gate's calls passed on as their bytes ([`gate::passthrough`]), as the serving shell's
 /// shortcut in front of rmcp.
-struct Lane(gate::passing::Passing);
+struct Lane(gate::passthrough::Passing);
 
 impl mcp_serve::shortcut::Shortcut for Lane {
     fn answer(&self, request: axum::extract::Request) -> mcp_serve::shortcut::Answering {
@@ -246,10 +246,10 @@ async fn approval_page(
     bound: std::net::SocketAddr,
     setup: PageSetup<'_>,
     resource: &oauth_resource::gate::ResourceServer,
-) -> Result<(gate::page::ApprovalPage, std::sync::Arc<approvals::ReceiptKeys>), String> {
+) -> Result<(gate::decide::page::ApprovalPage, std::sync::Arc<approvals::ReceiptKeys>), String> {
     let issuer = http.auth_issuer.as_deref().ok_or("--page-client-id needs --auth-issuer")?;
     let endpoint = http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
-    let visitors = gate::page::visitors(
+    let visitors = gate::decide::page::visitors(
         issuer,
         setup.client,
         &endpoint,

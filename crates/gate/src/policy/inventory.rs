@@ -98,7 +98,7 @@ pub fn render(policy: &Policy, listed: &[Listed]) -> String {
         );
         let width = tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
         for tool in tools {
-            let claimant = crate::tool_owners::claimant(policy, &tool.name, listing(&tool.name).into_iter());
+            let claimant = crate::upstream::tool_owners::claimant(policy, &tool.name, listing(&tool.name).into_iter());
             if let Some(other) = claimant.filter(|other| *other != upstream.name) {
                 let _ = writeln!(
                     out,

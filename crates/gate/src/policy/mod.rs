@@ -25,6 +25,8 @@ pub mod inventory;
 pub mod rule;
 pub mod tool_name;
 
+pub mod person;
+
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -35,10 +37,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
+    held::Limits,
     policy::call::Call,
     policy::condition::Condition,
-    held::Limits,
-    person::{Holds, Person},
+    policy::person::{Holds, Person},
     policy::rule::{Channel, Decider, Hint, LostOutcome, Rule},
     policy::tool_name::ToolName,
 };
@@ -376,7 +378,7 @@ impl Source<'_> {
         let at = table.span().start;
         let table = table.into_inner();
         let holds = Holds { scopes: table.scopes, roles: table.roles, groups: table.groups };
-        if crate::person::Person::host_user(name, Holds::default()).is_none() {
+        if crate::policy::person::Person::host_user(name, Holds::default()).is_none() {
             return Err(self.bad(at, "people", format!("`{name}` is not a host user's name")));
         }
         let signs_in_as = match table.signs_in_as {

@@ -42,7 +42,7 @@ use rmcp::{
 };
 use tokio::sync::watch;
 
-use crate::watched::{Holds, Watching};
+use crate::upstream::watched::{Holds, Watching};
 
 tokio::task_local! {
     /// The host whose call's rounds the gate is running: each round's question goes to it.

@@ -25,8 +25,8 @@ use tokio::{sync::watch, task::AbortHandle};
 
 use crate::{
     policy::{Reached, Upstream},
-    relay::{Changed, Host, Relay},
-    watched::{Holds, Refused, WATCHED_AT_MOST, Watched, Watching},
+    upstream::relay::{Changed, Host, Relay},
+    upstream::watched::{Holds, Refused, WATCHED_AT_MOST, Watched, Watching},
 };
 
 /// A connection that could not be opened.
@@ -459,7 +459,7 @@ impl Connection {
         self.tool_list().by_name.contains_key(name)
     }
 
-    /// Where a call to its tool `name` may be passed on as its bytes ([`crate::passing`]): its
+    /// Where a call to its tool `name` may be passed on as its bytes ([`crate::passthrough`]): its
     /// URL, where it speaks 2026-07-28 over HTTP and lists the tool (as last listed) taking
     /// none of its arguments in headers (`x-mcp-header`, which the gate's client writes).
     pub fn passes_at(&self, name: &str) -> Option<&http::Uri> {
@@ -493,7 +493,7 @@ impl Connection {
         params: CallToolRequestParams,
         host: &Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        crate::relay::asking(host.clone(), self.client.call_tool_rounds(params))
+        crate::upstream::relay::asking(host.clone(), self.client.call_tool_rounds(params))
             .await
             .map_err(|error| self.failed(error))
     }
@@ -510,7 +510,9 @@ impl Connection {
         let sent = async {
             match rounds {
                 Rounds::Here(host) => {
-                    crate::relay::asking(host.clone(), self.client.call_tool_rounds(params)).await.map(Into::into)
+                    crate::upstream::relay::asking(host.clone(), self.client.call_tool_rounds(params))
+                        .await
+                        .map(Into::into)
                 }
                 Rounds::PassedBack => self.client.call_tool_once(params).await,
             }
@@ -638,7 +640,7 @@ mod tests {
     use super::{Connection, NotRun, Rounds, passed_to};
     use crate::{
         policy::{Reached, Upstream},
-        relay::Host,
+        upstream::relay::Host,
     };
 
     /// An upstream whose one tool, `hang`, never answers, and says when it is cancelled.

@@ -1,6 +1,6 @@
 //! An approved call's run, waited on as a task, whose upstream asks a round: the round is asked
 //! through the task (`input_required`, with the upstream's questions as it asked them), and the
-//! host's answers, brought by `tasks/update`, carry the run on ([`crate::outcome::continued`]:
+//! host's answers, brought by `tasks/update`, carry the run on ([`crate::run::continued`]:
 //! each round once, within the run's lease).
 //!
 //! A task's keys are never asked twice, and an upstream may ask the same key in two rounds, so
@@ -15,7 +15,7 @@ use mrtr::tasks::TaskRecord;
 use records::{Records, RecordsError};
 use rmcp::model::{InputRequest, InputRequiredResult, InputResponses};
 
-use crate::outcome::{RUN_LEASE, RunRound};
+use crate::run::{RUN_LEASE, RunRound};
 
 /// The record of the round `task` waits on.
 fn key(task: &TaskRecord) -> String {

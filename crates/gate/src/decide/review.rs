@@ -23,10 +23,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    deciding::{DECIDE, Deciding, Listing, NotHere, Place, RunForm, may_decide, question, told, waiting_for},
+    decide::{DECIDE, Deciding, Listing, NotHere, Place, RunForm, may_decide, question, told, waiting_for},
     held::{HeldCall, HeldCalls, HeldId},
-    person::Person,
     policy::Policy,
+    policy::person::Person,
     policy::rule::Rule,
 };
 

@@ -2,7 +2,7 @@
 //! and decides them in a browser, the webhook's announcements linking to each. `/approvals`
 //! lists the calls waiting for them; `/approvals/H-…` shows one (who asked, the upstream, the
 //! tool, its arguments, the rule and by when) with two buttons. A decision goes through the
-//! rule's approvals engine, as one at a decider's own host does (`crate::deciding`): only a
+//! rule's approvals engine, as one at a decider's own host does (`crate::decide`): only a
 //! person the rule names, never the requester unless it allows, on the call the page showed
 //! (its digest), once.
 //!
@@ -32,10 +32,10 @@ use mrtr::Outcome;
 use web_service::html::escape;
 
 use crate::{
-    deciding::{Deciding, Listing, NotHere, Place, RunForm, may_decide, told, waiting_for},
+    decide::{Deciding, Listing, NotHere, Place, RunForm, may_decide, told, waiting_for},
     held::{HeldCall, HeldCalls, HeldId},
-    person::Person,
     policy::Policy,
+    policy::person::Person,
     policy::rule::Rule,
 };
 

@@ -18,7 +18,7 @@ use std::{
 
 use approvals::channel::webhook::{Announcement, Webhook};
 
-use crate::announce::held_back;
+use crate::decide::announce::held_back;
 
 /// How many announcements about one requester's calls go out in a minute.
 pub const PER_REQUESTER: usize = 3;

@@ -3,6 +3,13 @@
 //! rule's approvals engine over the held calls' store, the one question every decider is
 //! asked, and what came of an answer.
 
+pub mod announce;
+pub mod announcing;
+pub mod approval;
+pub mod own_call;
+pub mod page;
+pub mod review;
+
 use std::{collections::HashMap, sync::Arc};
 
 use approvals::{Acted, Answered, Approvals, Refused, State, Verdict, engine::Counted, trail::NoTrail};
@@ -11,10 +18,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    approval::RuleApprovals,
+    decide::approval::RuleApprovals,
     held::{HeldCall, HeldCalls, HeldError, HeldId, Standing},
-    person::Person,
     policy::Policy,
+    policy::person::Person,
     policy::rule::{Channel, Rule},
 };
 
@@ -61,7 +68,7 @@ impl Deciding {
     pub fn new(
         policy: &Policy,
         held: &Arc<HeldCalls>,
-        (keys, webhook): (Option<&Arc<approvals::ReceiptKeys>>, Option<&crate::announcing::Announcing>),
+        (keys, webhook): (Option<&Arc<approvals::ReceiptKeys>>, Option<&crate::decide::announcing::Announcing>),
         records: &Arc<dyn records::Records>,
     ) -> Deciding {
         let engines = policy
@@ -81,7 +88,7 @@ impl Deciding {
                 if let Some(webhook) = webhook.filter(|_| rule.channels.contains(&Channel::Webhook)) {
                     let webhook = webhook.clone();
                     let post = move |announcement, requester: &str| webhook.announce(announcement, requester);
-                    engine = engine.announcing(crate::announce::announcer(post));
+                    engine = engine.announcing(crate::decide::announce::announcer(post));
                 }
                 (rule.digest, engine)
             })
@@ -388,7 +395,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::{policy::call::Call, held::Proof, person::Holds};
+    use crate::{held::Proof, policy::call::Call, policy::person::Holds};
 
     /// Prices wait for a pricing lead on the page (another person); notes for a writer at their
     /// own host (themselves too).

@@ -29,6 +29,8 @@
 //! internal error the typed path gives; an upstream's JSON-RPC error reaches the host as it
 //! came, with the HTTP status the serving shell gives that code.
 
+pub mod upstream_http;
+
 use std::{marker::PhantomData, sync::Arc};
 
 use axum::{
@@ -53,7 +55,7 @@ use serde::{
 use serde_json::Value;
 use sse_stream::Sse;
 
-use crate::{server::Gate, upstream_http::UpstreamHttp};
+use crate::{passthrough::upstream_http::UpstreamHttp, server::Gate};
 
 /// The protocol revision whose calls pass as their bytes.
 const MODERN: &str = "2026-07-28";

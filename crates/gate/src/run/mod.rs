@@ -9,9 +9,11 @@
 //!
 //! An upstream that asks a round as an approved call runs asks the requester: a 2025 one on its
 //! back-channel, within the run; a 2026-07-28 one in a round of the gate's, passed back as the
-//! upstream asked it ([`RunRound`]), or through its task ([`crate::task_round`]). The run stays
+//! upstream asked it ([`RunRound`]), or through its task ([`crate::run::task_round`]). The run stays
 //! started meanwhile, and the requester's answer carries it on ([`continued`]): each round
 //! once, whichever gate it reaches, within the run's lease, and never a run started again since.
+
+pub mod task_round;
 
 use std::time::{Duration, SystemTime};
 
@@ -28,11 +30,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    policy::call::Call,
-    connection::{Connection, NotRun, Rounds},
     held::{Ended, HeldCall, HeldCalls, Holding, Run, Standing, Start},
     policy::Held,
+    policy::call::Call,
     policy::rule::{Channel, LostOutcome, Rule},
+    upstream::connection::{Connection, NotRun, Rounds},
 };
 
 /// The `_meta` key of a held call's result: the approval, for a host or a program to read.
@@ -415,7 +417,7 @@ fn waiting(
         (Some(when), false) => format!(", as {when} could not be evaluated for these arguments"),
         (None, _) => String::new(),
     };
-    let link = page.map(|origin| crate::page::link(origin, &kept.id));
+    let link = page.map(|origin| crate::decide::page::link(origin, &kept.id));
     let channels: Vec<String> = rule
         .channels
         .iter()

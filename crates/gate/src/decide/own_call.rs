@@ -12,9 +12,9 @@ use mrtr::{
 use rmcp::{ErrorData, model::InputRequiredResult};
 
 use crate::{
-    deciding::{DECIDE, Deciding, question},
+    decide::{DECIDE, Deciding, question},
     held::{HeldCall, Standing},
-    person::Person,
+    policy::person::Person,
     policy::rule::{Channel, Rule},
 };
 

@@ -21,7 +21,7 @@ use rmcp::{
     },
 };
 
-use crate::{connection::Connection, watched::Watching};
+use crate::{upstream::connection::Connection, upstream::watched::Watching};
 
 /// What the gate serves beside tools: what any of its upstreams does.
 pub fn capabilities(connections: &[Connection], mut capabilities: ServerCapabilities) -> ServerCapabilities {
@@ -100,8 +100,8 @@ pub async fn read_resource(
 }
 
 /// A hold on the updates of the resource `uri`, asked of the upstream that lists it, or has a
-/// template it fits, until the last hold is let go ([`crate::watched`]); they go to the hosts
-/// that asked for them ([`crate::relay`]). A resource neither names is
+/// template it fits, until the last hold is let go ([`crate::upstream::watched`]); they go to the hosts
+/// that asked for them ([`crate::upstream::relay`]). A resource neither names is
 /// refused, never asked of an upstream at a guess: a made-up one would fill its watched set, or
 /// have it refuse the stream that names it.
 pub async fn watch(connections: &[Connection], uri: &str) -> Result<Watching, ErrorData> {

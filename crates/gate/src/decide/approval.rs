@@ -169,7 +169,7 @@ mod tests {
     use caller::Party;
 
     use super::*;
-    use crate::{Policy, policy::call::Call, held::Standing};
+    use crate::{Policy, held::Standing, policy::call::Call};
 
     const COUNTED: Counted =
         Counted { approvals: "a", declines: "d", dismissals: "x", once_only_failures: "o", write_retries: "w" };

@@ -16,7 +16,7 @@ use std::{
     sync::Mutex,
 };
 
-use crate::{connection::Connection, policy::Policy};
+use crate::{policy::Policy, upstream::connection::Connection};
 
 /// An upstream as [`ToolOwners`] reads it: its name, and whether it lists a tool.
 pub(crate) trait Lister {
