@@ -22,6 +22,7 @@ use approvals::Digest;
 use caller::Party;
 use clock::Clock;
 
+pub use crate::policy::limits::Limits;
 use crate::{
     policy::call::Call,
     policy::rule::{Rule, Unevaluated},
@@ -556,36 +557,16 @@ impl HeldCalls {
     }
 }
 
-/// How many held calls may wait for a decision at once: what a flood of calls from one
-/// requester, or from many, cannot pass (the policy's `[limits]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Calls one requester may have waiting.
-    pub per_requester: usize,
-    /// Calls waiting, whoever asked.
-    pub in_all: usize,
-    /// Announcements posted to the webhook in a minute ([`crate::decide::announcing`]).
-    pub announcements_per_minute: usize,
-}
-
-impl Limits {
-    /// Whether a call may be held where its requester has `theirs` calls waiting and `all` wait:
-    /// the limit it would pass, as the refusal it is.
-    fn admit(self, theirs: usize, all: usize) -> Result<(), HeldError> {
-        if theirs >= self.per_requester {
-            return Err(HeldError::TooManyOfYours(theirs));
-        }
-        if all >= self.in_all {
-            return Err(HeldError::TooMany(all));
-        }
-        Ok(())
+/// Whether a call may be held under `limits` where its requester has `theirs` calls waiting
+/// and `all` wait: the limit it would pass, as the refusal it is.
+fn admitted(limits: Limits, theirs: usize, all: usize) -> Result<(), HeldError> {
+    if theirs >= limits.per_requester {
+        return Err(HeldError::TooManyOfYours(theirs));
     }
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits { per_requester: 20, in_all: 1000, announcements_per_minute: 20 }
+    if all >= limits.in_all {
+        return Err(HeldError::TooMany(all));
     }
+    Ok(())
 }
 
 /// A call to hold, as the store keeps it: worked out from the call and its rule before the

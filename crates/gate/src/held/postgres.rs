@@ -641,7 +641,7 @@ async fn over_a_limit(client: &impl GenericClient, requester: &str, limits: supe
     let counted = client.query_one(&prepared(client, counting).await?, &[&requester]).await?;
     let (theirs, all): (i64, i64) = (counted.try_get(0)?, counted.try_get(1)?);
     let (theirs, all) = (usize::try_from(theirs).unwrap_or(0), usize::try_from(all).unwrap_or(0));
-    limits.admit(theirs, all)
+    super::admitted(limits, theirs, all)
 }
 
 /// Close the calls `rule` holds (every rule's for `None`) whose deadlines have passed at `now`.

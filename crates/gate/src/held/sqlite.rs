@@ -421,7 +421,7 @@ fn insert(transaction: &rusqlite::Transaction<'_>, now: SystemTime, to_hold: &To
         &[requester],
     )?;
     let all = count("SELECT count(*) FROM held_calls WHERE open = 1 AND standing = 'waiting'", &[])?;
-    limits.admit(theirs, all)?;
+    super::admitted(*limits, theirs, all)?;
     let id = HeldId::random();
     // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock cannot hold is
     // refused here too rather than panicking.

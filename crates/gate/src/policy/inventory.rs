@@ -71,7 +71,7 @@ pub fn render(policy: &Policy, listed: &[Listed]) -> String {
     );
     let mut named_somewhere = vec![false; policy.rules.len()];
     // Each tool's name is served by one upstream, as the gate claims them at start
-    // (`tool_owners::claimant`).
+    // (`Policy::claimant`).
     let listing = |name: &str| -> Vec<&str> {
         listed
             .iter()
@@ -98,7 +98,7 @@ pub fn render(policy: &Policy, listed: &[Listed]) -> String {
         );
         let width = tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
         for tool in tools {
-            let claimant = crate::upstream::tool_owners::claimant(policy, &tool.name, listing(&tool.name).into_iter());
+            let claimant = policy.claimant(&tool.name, listing(&tool.name).into_iter());
             if let Some(other) = claimant.filter(|other| *other != upstream.name) {
                 let _ = writeln!(
                     out,

@@ -22,6 +22,7 @@
 pub mod call;
 pub mod condition;
 pub mod inventory;
+pub mod limits;
 pub mod rule;
 pub mod tool_name;
 
@@ -36,8 +37,8 @@ use std::{
 use serde::Deserialize;
 use toml::Spanned;
 
+use self::limits::Limits;
 use crate::{
-    held::Limits,
     policy::call::Call,
     policy::condition::Condition,
     policy::person::{Holds, Person},
@@ -264,6 +265,16 @@ impl Policy {
         self.rules
             .iter()
             .filter_map(|rule| rule.upstream.as_deref().filter(|_| rule.tools.iter().any(|name| name.matches(tool))))
+    }
+
+    /// Which of `listing` (the upstreams that list the tool `name`, in the policy's order)
+    /// claims it, where more than one does: the first a rule pinned to an upstream names it
+    /// for, else the first (the gate's `ToolOwners`, and `check`'s inventory).
+    pub fn claimant<'a>(&self, name: &str, listing: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+        let listing: Vec<&str> = listing.collect();
+        self.pinning(name)
+            .find_map(|pinned| listing.iter().copied().find(|upstream| *upstream == pinned))
+            .or_else(|| listing.first().copied())
     }
 
     /// The upstream named `name`.

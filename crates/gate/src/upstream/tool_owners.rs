@@ -1,7 +1,7 @@
 //! Which upstream serves a tool whose name more than one upstream lists.
 //!
 //! A tool's name is served by one upstream alone, for as long as the gate runs: the one that
-//! claims it first ([`claimant`]). Of the upstreams listing it when it is first claimed (at
+//! claims it first ([`Policy::claimant`]). Of the upstreams listing it when it is first claimed (at
 //! start, in the policy's order; or when a list changes), an upstream a rule pinned to it names
 //! the tool for comes first (the first such rule's), else the first in the policy's order. Another
 //! upstream listing the name, then or later, is not served for it, and the operator is told once;
@@ -53,7 +53,7 @@ impl ToolOwners {
             return connections[owner].lists(name).then_some(owner);
         }
         let listing = connections.iter().filter(|connection| connection.lists(name)).map(Lister::name);
-        let claimant = claimant(policy, name, listing)?;
+        let claimant = policy.claimant(name, listing)?;
         let owner = connections.iter().position(|connection| connection.name() == claimant)?;
         owners.insert(name.to_owned(), owner);
         Some(owner)
@@ -81,16 +81,6 @@ impl ToolOwners {
         }
         false
     }
-}
-
-/// Which of `listing` (the upstreams that list the tool `name`, in the policy's order) claims
-/// it: the first a rule of `policy` pinned to an upstream names it for, else the first.
-pub(crate) fn claimant<'a>(policy: &Policy, name: &str, listing: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let listing: Vec<&str> = listing.collect();
-    policy
-        .pinning(name)
-        .find_map(|pinned| listing.iter().copied().find(|upstream| *upstream == pinned))
-        .or_else(|| listing.first().copied())
 }
 
 #[cfg(test)]
