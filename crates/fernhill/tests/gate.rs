@@ -1321,6 +1321,9 @@ async fn a_held_call_another_person_approves_at_their_own_host_runs_once_at_its_
     // Alice's next call runs it, once; later calls get what it answered, kept.
     let ran = issue().await.unwrap();
     assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    // The run's own answer is marked as every later one is: its approval, and its receipt.
+    assert_eq!(held_meta(&ran)["state"], "ran", "{ran:?}");
+    assert!(held_meta(&ran)["receipt"].is_string(), "{ran:?}");
     let refund = support::field(&ran, "refund_id").to_owned();
     let kept = issue().await.unwrap();
     assert_eq!(support::field(&kept, "refund_id"), refund);

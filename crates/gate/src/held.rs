@@ -709,6 +709,15 @@ fn kept_result(result: &serde_json::Value) -> (Option<String>, String) {
 /// The last second RFC 3339 can tell (9999-12-31T23:59:59Z), in seconds since 1970.
 const LAST_TELLABLE_SECOND: i64 = 253_402_300_799;
 
+/// `at` in whole seconds since 1970, rounded up: a deadline kept so is never passed before it
+/// comes (the stores keep whole seconds, and a deadline rounded down passed up to a second
+/// early: a 3 s deadline was expired 2.6 s after the call was held).
+fn epoch_deadline(at: SystemTime) -> i64 {
+    let since = at.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let whole = since.as_secs() + u64::from(since.subsec_nanos() > 0);
+    i64::try_from(whole).unwrap_or(i64::MAX)
+}
+
 fn epoch(at: SystemTime) -> i64 {
     at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX))
 }
@@ -1271,6 +1280,23 @@ pub(crate) mod tests {
                 assert_eq!(ran, 1, "{n}: run twice");
                 assert!(matches!(one.start(&call.id, lease, false, None).await.unwrap(), Start::Not(_)));
             }
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_deadline_is_never_passed_before_it_comes_though_the_stores_keep_whole_seconds() {
+        each_store(async |gates: Gates| {
+            let Gates { held, hand, .. } = &gates;
+            // Held half a second into a second, under the rule's hour.
+            hand.advance(Duration::from_millis(500));
+            let call = gates.held_for_alice("/srv/a").await;
+            hand.advance(Duration::from_secs(3600) - Duration::from_millis(400));
+            assert_eq!(held.get(&call.id).await.unwrap().unwrap().standing, Standing::Waiting, "expired early");
+            let again = held.hold_by(&alice(), &super::tests::call(&call.arguments), &rule()).await.unwrap();
+            assert_eq!((again.first, again.call.standing), (false, Standing::Waiting));
+            hand.advance(Duration::from_secs(1));
+            assert_eq!(held.get(&call.id).await.unwrap().unwrap().standing, Standing::Expired);
         })
         .await;
     }

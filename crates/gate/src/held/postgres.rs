@@ -42,7 +42,7 @@ use tokio_postgres::{NoTls, Statement, error::SqlState};
 
 use super::{
     Ended, HeldCall, HeldError, HeldId, Holding, Proof, Row, Standing, Start, Starting, ToHold, decidable,
-    effect_since, epoch, kept_result, starting, to_be_run_by,
+    effect_since, epoch, epoch_deadline, kept_result, starting, to_be_run_by,
 };
 
 /// How many times a write that meets concurrent writes is run in all before it is refused.
@@ -355,7 +355,7 @@ impl Store {
                             &decider.as_ref().map(Party::to_string),
                             &epoch(now),
                             &key,
-                            &epoch(to_be_run_by(&held, now)),
+                            &epoch_deadline(to_be_run_by(&held, now)),
                             &proof.channel,
                             &proof.receipt,
                         ],
@@ -591,7 +591,7 @@ async fn keep(client: &impl GenericClient, now: SystemTime, to_hold: &ToHold) ->
                 rule_digest,
                 policy_version,
                 &epoch(now),
-                &epoch(deadline),
+                &epoch_deadline(deadline),
                 &to_hold.effect(),
                 &per_requester,
                 &in_all,

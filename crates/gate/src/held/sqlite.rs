@@ -15,7 +15,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
     Ended, HeldCall, HeldError, HeldId, Holding, Proof, Row, Standing, Start, Starting, ToHold, decidable,
-    effect_since, epoch, kept_result, starting, to_be_run_by,
+    effect_since, epoch, epoch_deadline, kept_result, starting, to_be_run_by,
 };
 
 /// The schema's version, in SQLite's `user_version`: 0 before decisions and runs were kept, 1
@@ -216,7 +216,7 @@ impl Store {
                     decider.map(Party::to_string),
                     epoch(now),
                     key,
-                    epoch(deadline),
+                    epoch_deadline(deadline),
                     proof.channel,
                     proof.receipt
                 ],
@@ -441,7 +441,7 @@ fn insert(transaction: &rusqlite::Transaction<'_>, now: SystemTime, to_hold: &To
             rule_digest,
             policy_version,
             epoch(now),
-            epoch(deadline),
+            epoch_deadline(deadline),
             to_hold.effect()
         ],
     )?;

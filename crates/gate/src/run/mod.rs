@@ -307,7 +307,17 @@ async fn run(
         }
     }
     match (answer, kept_as) {
-        (Ok(result), Ok(_)) => Ok(result.into()),
+        (Ok(mut result), Ok(kept)) => {
+            // Marked as every later call for it is: its approval, and the run's receipt.
+            let receipt = match &kept.run {
+                Some(Run::Ran { receipt, .. }) => receipt.clone(),
+                _ => None,
+            };
+            let mut marks = result.meta.take().unwrap_or_default();
+            marks.extend(meta(&kept, "ran", json!({"receipt": receipt})));
+            result.meta = Some(marks);
+            Ok(result.into())
+        }
         (Ok(result), Err(error)) => {
             tracing::error!(approval = %kept.id, %error,
                 "an approved call ran and its result could not be kept: it stays running, then unknown, never sent again");
