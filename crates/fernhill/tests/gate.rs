@@ -2068,3 +2068,15 @@ async fn over_http_a_silent_trickling_or_half_sent_request_is_cut_off_and_the_ga
     let charged = host.call_tool("charge", json!({"amount": 1})).await.unwrap();
     assert_eq!(mrtr::client::text(&charged), "charged");
 }
+
+/// An HTTP gate serves the public keys its receipts are checked against, with or without the
+/// approval page.
+#[tokio::test]
+async fn over_http_a_gate_without_the_page_serves_its_receipts_keys() {
+    let gate = GateOverHttp::in_front_of(InTest::default(), "in-test").await;
+    let jwks = gate.url.replace("/mcp", "/.well-known/jwks.json");
+    let answer = reqwest::get(&jwks).await.unwrap();
+    assert_eq!(answer.status(), 200, "{jwks}");
+    let keys: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(keys["keys"][0]["kty"], "OKP", "{keys}");
+}

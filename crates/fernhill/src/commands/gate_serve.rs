@@ -153,15 +153,15 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         scopes: page_scopes,
         cookies,
         sessions: shared.records.clone(),
-        receipts: keys.receipts.clone(),
     });
+    let receipts = keys.receipts.clone();
     let sealed = keys.seal(gate.clone(), gate.tasks());
     let served = match http.listen {
         None => mcp_serve::stdio::serve(sealed).await.map_err(|error| error.to_string()),
         Some(_) => {
             let passing = gate::passthrough::Passing::new(&gate, sealed.passage());
             let shortcut = passing.map(|passing| std::sync::Arc::new(Lane(passing)) as _);
-            over_http(http, &policy_scopes, (sealed, shortcut), page).await
+            over_http(http, &policy_scopes, (sealed, shortcut), page, receipts).await
         }
     };
     gate.close().await;
@@ -184,7 +184,6 @@ struct PageSetup<'a> {
     cookies: mrtr::seal::KeyRing,
     /// Where its visitors' sessions are kept.
     sessions: std::sync::Arc<dyn records::Records>,
-    receipts: std::sync::Arc<approvals::ReceiptKeys>,
 }
 
 /// The gate's calls passed on as their bytes ([`gate::passthrough`]), as the serving shell's
@@ -199,13 +198,15 @@ impl mcp_serve::shortcut::Shortcut for Lane {
 }
 
 /// Serve `sealed` over Streamable HTTP as `http` says, with `scopes`, `shortcut` in front of
-/// rmcp, and the approval page where `page` says, until SIGINT or SIGTERM; where it listens
-/// goes on stdout first.
+/// rmcp, the approval page where `page` says, and the public keys of `receipts` (at
+/// `/.well-known/jwks.json`, page or not: a receipt is checked against them), until SIGINT or
+/// SIGTERM; where it listens goes on stdout first.
 async fn over_http<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     http: &mcp_serve::HttpConfig,
     scopes: &gate::scopes::GateScopes,
     (sealed, shortcut): (H, Option<std::sync::Arc<dyn mcp_serve::shortcut::Shortcut>>),
     page: Option<PageSetup<'_>>,
+    receipts: std::sync::Arc<approvals::ReceiptKeys>,
 ) -> Result<(), String> {
     let metrics = mcp_serve::prometheus::install(&[]);
     let bound = mcp_serve::Listening::bind(http).await.map_err(|error| error.to_string())?;
@@ -230,10 +231,10 @@ async fn over_http<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
         shortcut,
     };
     let mut service = mcp_serve::router(http, bound.address(), sealed, gate, lifecycle, metrics);
-    if let Some((page, receipts)) = page {
+    if let Some(page) = page {
         service.serve_beside(page.routes());
-        service.serve_beside(approvals::channel::jwks::routes(&receipts));
     }
+    service.serve_beside(approvals::channel::jwks::routes(&receipts));
     mcp_serve::serve(bound, service, web_service::shutdown::signal()).await.map_err(|error| error.to_string())
 }
 
@@ -246,7 +247,7 @@ async fn approval_page(
     bound: std::net::SocketAddr,
     setup: PageSetup<'_>,
     resource: &oauth_resource::gate::ResourceServer,
-) -> Result<(gate::decide::page::ApprovalPage, std::sync::Arc<approvals::ReceiptKeys>), String> {
+) -> Result<gate::decide::page::ApprovalPage, String> {
     let issuer = http.auth_issuer.as_deref().ok_or("--page-client-id needs --auth-issuer")?;
     let endpoint = http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
     let visitors = gate::decide::page::visitors(
@@ -261,5 +262,5 @@ async fn approval_page(
     let page = setup.gate.approval_page(visitors);
     page.check_issuer().await.map_err(|error| format!("the approval page: {error}"))?;
     tracing::info!(page = %format!("{origin}{}", approvals::channel::page::PATH), "serving the approval page");
-    Ok((page, setup.receipts))
+    Ok(page)
 }

@@ -185,6 +185,12 @@ fn listen(connection: &Connection) -> Option<Hearing> {
                     tracing::warn!(%upstream, %error, "it refused to tell its list changes; its lists stay as last listed");
                     return;
                 }
+                // The connection closed (the gate is closing it, as a stdio session ends): no
+                // fault to warn of.
+                (Err(_), None) if peer.is_transport_closed() => {
+                    tracing::info!(%upstream, "its connection closed: its list changes are no longer heard");
+                    return;
+                }
                 (Err(error), None) => {
                     tracing::warn!(%upstream, %error, "its list changes could not be listened to; its lists stay as last listed");
                     asked_before = true;
