@@ -1350,6 +1350,12 @@ pub(crate) mod tests {
             let waiting = held.waiting(None).await.unwrap();
             held.decline(waiting[0].id.as_str(), Some(&lee()), false, Proof::default()).await.unwrap();
             assert!(hold("carol", 0).await.unwrap().first);
+            // Past their deadline, calls no read has closed yet count for nobody.
+            gates.hand.advance(Duration::from_secs(2 * 3600));
+            for n in 10..13 {
+                assert!(hold("mallory", n).await.unwrap().first, "{n}");
+            }
+            assert!(hold("dave", 0).await.unwrap().first);
         })
         .await;
     }

@@ -572,8 +572,9 @@ async fn keep(client: &impl GenericClient, now: SystemTime, to_hold: &ToHold) ->
         "INSERT INTO held_calls (id, requester, upstream, tool, arguments, digest, rule, rule_digest, policy_version, \
          standing, held_at, deadline, effect) \
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 'waiting', $10, $11, $12 \
-         WHERE (SELECT count(*) FROM held_calls WHERE open AND standing = 'waiting' AND requester = $2) < $13 \
-         AND (SELECT count(*) FROM held_calls WHERE open AND standing = 'waiting') < $14 \
+         WHERE (SELECT count(*) FROM held_calls WHERE open AND standing = 'waiting' AND requester = $2 \
+                AND deadline > $10) < $13 \
+         AND (SELECT count(*) FROM held_calls WHERE open AND standing = 'waiting' AND deadline > $10) < $14 \
          ON CONFLICT (requester, digest) WHERE open DO NOTHING RETURNING ",
         columns!()
     );
@@ -606,7 +607,7 @@ async fn keep(client: &impl GenericClient, now: SystemTime, to_hold: &ToHold) ->
     let Some(kept) = client.query_opt(&prepared(client, open).await?, &[requester, digest]).await? else {
         // Nothing of this call is open: the insert was refused by a limit, or the call found
         // closed between the two statements (held again).
-        return over_a_limit(client, requester, *limits).await.map(|()| None);
+        return over_a_limit(client, requester, *limits, now).await.map(|()| None);
     };
     let kept = row(&kept)?;
     if kept.deadline <= epoch(now) {
@@ -635,10 +636,17 @@ async fn keep(client: &impl GenericClient, now: SystemTime, to_hold: &ToHold) ->
 
 /// `Ok` where neither of `limits` is reached for `requester` (the call was closed meanwhile, and
 /// is held again); else the limit reached, as the refusal it is.
-async fn over_a_limit(client: &impl GenericClient, requester: &str, limits: super::Limits) -> Result<(), HeldError> {
+async fn over_a_limit(
+    client: &impl GenericClient,
+    requester: &str,
+    limits: super::Limits,
+    now: SystemTime,
+) -> Result<(), HeldError> {
+    // A call past its deadline counts for nobody, closed or not yet (this store closes a call
+    // as a read meets it).
     let counting = "SELECT count(*) FILTER (WHERE requester = $1), count(*) FROM held_calls \
-                    WHERE open AND standing = 'waiting'";
-    let counted = client.query_one(&prepared(client, counting).await?, &[&requester]).await?;
+                    WHERE open AND standing = 'waiting' AND deadline > $2";
+    let counted = client.query_one(&prepared(client, counting).await?, &[&requester, &epoch(now)]).await?;
     let (theirs, all): (i64, i64) = (counted.try_get(0)?, counted.try_get(1)?);
     let (theirs, all) = (usize::try_from(theirs).unwrap_or(0), usize::try_from(all).unwrap_or(0));
     super::admitted(limits, theirs, all)

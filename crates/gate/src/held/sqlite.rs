@@ -338,6 +338,12 @@ fn migrate(connection: &mut Connection) -> Result<(), HeldError> {
         return Ok(());
     }
     let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    // Read again under the write lock: another gate opening the same file may have brought it
+    // up meanwhile, and a second rebuild would lose what it keeps since.
+    let version: i64 = transaction.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if version >= SCHEMA_VERSION {
+        return Ok(());
+    }
     let earlier =
         transaction.prepare("SELECT 1 FROM pragma_table_info('held_calls') WHERE name = 'open'")?.exists([])?;
     let held_before = transaction.prepare("SELECT 1 FROM sqlite_master WHERE name = 'held_calls'")?.exists([])?;

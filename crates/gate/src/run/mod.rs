@@ -250,7 +250,10 @@ async fn run(
         Some(Run::Running { since }) => since,
         _ => sent,
     };
-    let answered = match connection.run(params, rounds, RUN_WAIT).await {
+    // Waited for until `RUN_WAIT` after the run's start, a round's answer carrying it on
+    // included: never past the lease another gate would take it over at.
+    let within = (since + RUN_WAIT).duration_since(calls.clock().now()).unwrap_or_default();
+    let answered = match connection.run(params, rounds, within).await {
         Ok(CallToolResponse::InputRequired(mut round)) => {
             // The upstream asks its requester something before it goes on: the run stays
             // started, and the requester's answer carries it on.

@@ -200,21 +200,28 @@ impl Visitors {
         HeaderValue::from_str(&cookie.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
     }
 
-    /// The session a cookie of the session's name opens. Every such cookie is tried, not the
-    /// first alone: without the `__Host-` prefix (over plain HTTP) another port of the same host
-    /// may set one of its own for a longer path, which the browser sends first, and would shadow
-    /// the visitor's own (signing them out, or in as whoever planted it, were it tried alone).
+    /// The session the cookies of the session's name open: every such cookie is tried, not the
+    /// first alone. Without the `__Host-` prefix (over plain HTTP) another port of the same host
+    /// may set one of its own for a longer path, which the browser sends first: a value that
+    /// opens nothing does not shadow the visitor's own, and where two open sessions (one
+    /// planted, whoever's it is) neither is taken, and the visitor signs in anew.
     async fn session(&self, headers: &HeaderMap) -> Result<Option<Session>, Response> {
+        let mut opened = None;
         for value in cookie_values(headers, self.session_cookie()).take(MOST_COOKIES_TRIED) {
             let session = self.sign_in.session(&value).await.map_err(|error| {
                 tracing::error!(?error, "the approval page could not read a session");
                 unavailable()
             })?;
-            if session.is_some() {
-                return Ok(session);
+            match (session, &opened) {
+                (Some(_), Some(_)) => {
+                    tracing::warn!("a request carried two sessions' cookies (one planted): neither is taken");
+                    return Ok(None);
+                }
+                (Some(session), None) => opened = Some(session),
+                (None, _) => {}
             }
         }
-        Ok(None)
+        Ok(opened)
     }
 
     /// Send the browser to the issuer, to come back to `return_to`.
@@ -233,7 +240,7 @@ impl Visitors {
 }
 
 /// The most cookies of one name a request has looked up (a browser holds a few at most).
-const MOST_COOKIES_TRIED: usize = 4;
+const MOST_COOKIES_TRIED: usize = 16;
 
 fn cookie_values<'h>(headers: &'h HeaderMap, name: &'h str) -> impl Iterator<Item = String> + 'h {
     headers
@@ -380,5 +387,10 @@ mod tests {
         let shadowed = headers(Some(ORIGIN), Some("fernhill-approvals=planted; fernhill-approvals=c-lee"));
         let (session, _) = page.decision(&shadowed, form("tok-lee")).await.unwrap();
         assert_eq!(session.subject, "lee");
+        // A planted cookie that opens a session of its own (the planter's): neither is taken.
+        let two = headers(Some(ORIGIN), Some("fernhill-approvals=c-lee; fernhill-approvals=c-lee"));
+        let refused = page.decision(&two, form("tok-lee")).await.err();
+        let refused = outcome(refused.expect("taken")).await;
+        assert_eq!(refused, (StatusCode::FORBIDDEN, "signed_out".to_owned()));
     }
 }
