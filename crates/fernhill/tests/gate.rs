@@ -1129,7 +1129,7 @@ async fn a_call_a_rule_holds_never_reaches_its_upstream_and_asked_again_finds_th
     assert!(said.starts_with("issue_refund has not run: it is held for a person's decision (approval H-"), "{said}");
     assert!(said.contains("by the gate's rule \"every refund\"") && said.contains("the scope refunds:write"), "{said}");
     let approval = |result: &rmcp::model::CallToolResult| {
-        result.meta.as_ref().unwrap()[gate::server::HELD_META]["approval"].as_str().unwrap().to_owned()
+        result.meta.as_ref().unwrap()[gate::HELD_META]["approval"].as_str().unwrap().to_owned()
     };
     let id = approval(&held);
     // Asked again, in this session and in the next (the host starts the gate anew): the same
@@ -1278,7 +1278,7 @@ async fn held_and_announced(
 }
 
 fn held_meta(result: &rmcp::model::CallToolResult) -> &serde_json::Value {
-    &result.meta.as_ref().expect("the held call's _meta")[gate::server::HELD_META]
+    &result.meta.as_ref().expect("the held call's _meta")[gate::HELD_META]
 }
 
 async fn tool_names(client: &Client<ScriptedUser>) -> Vec<String> {
@@ -1500,8 +1500,7 @@ async fn over_http_without_tokens_a_caller_is_the_host_user_whoever_the_policy_s
     let quote_id = support::quote(&caller, "O-1021").await;
     let held = caller.call_tool("issue_refund", json!({"quote_id": quote_id})).await.unwrap();
     assert!(held_meta(&held)["approval"].is_string(), "{held:?}");
-    let store =
-        gate::held::HeldCalls::open(Some(&dir.path().join("gate.held.sqlite")), clock::Clock::system()).unwrap();
+    let store = gate::HeldCalls::open(Some(&dir.path().join("gate.held.sqlite")), clock::Clock::system()).unwrap();
     let waiting = store.waiting(None).await.unwrap();
     assert_eq!(waiting.len(), 1);
     assert_eq!(waiting[0].requester, caller::Party::host_user("alice"), "{waiting:?}");

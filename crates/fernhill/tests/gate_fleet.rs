@@ -258,7 +258,7 @@ async fn a_thousand_held_calls_decided_through_a_fleet_whose_every_gate_is_kille
     .await;
     let rows: Vec<Vec<&str>> = rows.lines().map(|line| line.split('\t').collect()).collect();
     assert_eq!(rows.len(), CALLS, "one held call per call, never a second");
-    let jwks = gate::keys::Keys::from_secrets(Some(SECRET)).unwrap().receipts.jwks().to_string();
+    let jwks = gate::Keys::from_secrets(Some(SECRET)).unwrap().receipts.jwks().to_string();
     let mut verified = 0;
     for row in &rows {
         assert_eq!(row[1], "approved", "{row:?}");

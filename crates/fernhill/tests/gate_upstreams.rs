@@ -81,7 +81,7 @@ async fn a_held_write_happens_only_once_another_person_approved_it_and_then_once
         assert!(!prices.exists(), "{era}: the held write did not happen");
 
         // Lee approves it at their own host; alice's next call writes it, once.
-        let approval = held.meta.as_ref().unwrap()[gate::server::HELD_META]["approval"].as_str().unwrap().to_owned();
+        let approval = held.meta.as_ref().unwrap()[gate::HELD_META]["approval"].as_str().unwrap().to_owned();
         let lead = ScriptedUser::always(mrtr::client::Answer::accept(json!({"run": true})));
         let lee = support::through_the_gate(&policy, &[("USER", "lee")], lead.clone(), legacy()).await;
         let approved = lee.call_tool("review_approvals", json!({"approval": approval})).await.unwrap();
@@ -95,7 +95,7 @@ async fn a_held_write_happens_only_once_another_person_approved_it_and_then_once
         // Changed since, by hand: the same call again gets the kept result and writes nothing.
         std::fs::write(&prices, "KG-1043,12.50").unwrap();
         let kept = write().await.unwrap();
-        assert_eq!(kept.meta.as_ref().unwrap()[gate::server::HELD_META]["state"], "ran", "{era}: {kept:?}");
+        assert_eq!(kept.meta.as_ref().unwrap()[gate::HELD_META]["state"], "ran", "{era}: {kept:?}");
         assert_eq!(std::fs::read_to_string(&prices).unwrap(), "KG-1043,12.50", "{era}: not written twice");
         client.close().await.unwrap();
     }
@@ -130,7 +130,7 @@ async fn a_held_write_another_person_lets_run_on_the_approval_page_is_written_on
     let prices = root.join("prices").join("autumn.csv");
     let write = || alice.call_tool("write_file", json!({"path": prices, "content": "KG-1043,0.01"}));
     let held = write().await.unwrap();
-    let meta = &held.meta.as_ref().unwrap()[gate::server::HELD_META];
+    let meta = &held.meta.as_ref().unwrap()[gate::HELD_META];
     let approval = meta["approval"].as_str().unwrap().to_owned();
     let link = format!("{origin}/approvals/{approval}");
     assert_eq!(meta["page"], link, "{held:?}");
@@ -166,7 +166,7 @@ async fn a_held_write_another_person_lets_run_on_the_approval_page_is_written_on
     assert_eq!(std::fs::read_to_string(&prices).unwrap(), "KG-1043,0.01");
     std::fs::write(&prices, "KG-1043,12.50").unwrap();
     let kept = write().await.unwrap();
-    assert_eq!(kept.meta.as_ref().unwrap()[gate::server::HELD_META]["state"], "ran", "{kept:?}");
+    assert_eq!(kept.meta.as_ref().unwrap()[gate::HELD_META]["state"], "ran", "{kept:?}");
     assert_eq!(std::fs::read_to_string(&prices).unwrap(), "KG-1043,12.50", "not written twice");
     // The page's form posted again, declining now, decides nothing more.
     let again = decides(&lee, &link, &shown, "decline").await;
@@ -206,7 +206,7 @@ async fn the_page_lets_a_person_decide_by_the_role_or_group_their_token_says_and
     let source = root.join("notes").join("draft.csv");
     let mv = || alice.call_tool("move_file", json!({"source": source, "destination": moved}));
     let approval = |held: &rmcp::model::CallToolResult| {
-        held.meta.as_ref().unwrap()[gate::server::HELD_META]["approval"].as_str().unwrap().to_owned()
+        held.meta.as_ref().unwrap()[gate::HELD_META]["approval"].as_str().unwrap().to_owned()
     };
     let (write_held, move_held) = (approval(&write().await.unwrap()), approval(&mv().await.unwrap()));
 
@@ -259,7 +259,7 @@ async fn the_everything_server_s_prompts_resources_and_completions_pass_and_a_he
         assert_eq!(mrtr::client::text(&echoed), "Echo: through the gate", "{era}");
         let held = client.call_tool("get-env", json!({})).await.unwrap();
         assert_eq!(held.is_error, Some(true), "{era}: {held:?}");
-        assert_eq!(held.meta.as_ref().unwrap()[gate::server::HELD_META]["state"], "waiting", "{era}");
+        assert_eq!(held.meta.as_ref().unwrap()[gate::HELD_META]["state"], "waiting", "{era}");
 
         let prompts = peer.list_all_prompts().await.unwrap();
         assert!(prompts.iter().any(|prompt| prompt.name == "args-prompt"), "{era}: {prompts:?}");
@@ -532,7 +532,7 @@ async fn the_python_reference_shop_behind_the_gate_asks_through_it_in_either_era
     let issue = || alice.call_tool("issue_refund", json!({"quote_id": quote_id}));
     let waiting = issue().await.unwrap();
     assert_eq!(waiting.is_error, Some(true), "{waiting:?}");
-    let approval = waiting.meta.as_ref().unwrap()[gate::server::HELD_META]["approval"].as_str().unwrap().to_owned();
+    let approval = waiting.meta.as_ref().unwrap()[gate::HELD_META]["approval"].as_str().unwrap().to_owned();
     assert_eq!(reference("/refunds/R-0113").await.status(), 404, "nothing reached the reference");
     let lee = support::through_the_gate(
         &held,
@@ -548,7 +548,7 @@ async fn the_python_reference_shop_behind_the_gate_asks_through_it_in_either_era
     assert_ne!(ran.is_error, Some(true), "{ran:?}");
     assert_eq!(ran.structured_content.as_ref().unwrap()["refund_id"], "R-0113", "{ran:?}");
     let again = issue().await.unwrap();
-    assert_eq!(again.meta.as_ref().unwrap()[gate::server::HELD_META]["state"], "ran", "{again:?}");
+    assert_eq!(again.meta.as_ref().unwrap()[gate::HELD_META]["state"], "ran", "{again:?}");
     assert_eq!(reference("/refunds/R-0114").await.status(), 404, "it reached the reference once");
     alice.close().await.unwrap();
     lee.close().await.unwrap();

@@ -305,31 +305,31 @@ impl HeldError {
 
 /// Where held calls are kept: a SQLite file, or a PostgreSQL database a fleet of gates shares.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Place {
+pub enum HeldCallsAt {
     /// A SQLite file (made if it is not there).
     File(PathBuf),
     /// A PostgreSQL database, by its URL (`postgres://user@host:port/database`).
     Postgres(String),
 }
 
-impl Place {
+impl HeldCallsAt {
     /// The place `text` names: a `postgres://` or `postgresql://` URL, else a file's path.
-    pub fn parse(text: &str) -> Place {
+    pub fn parse(text: &str) -> HeldCallsAt {
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            Place::Postgres(text.to_owned())
+            HeldCallsAt::Postgres(text.to_owned())
         } else {
-            Place::File(PathBuf::from(text))
+            HeldCallsAt::File(PathBuf::from(text))
         }
     }
 }
 
 /// Where it is, for a log line: a file's path; a database's host, port and name, never its
 /// password.
-impl std::fmt::Display for Place {
+impl std::fmt::Display for HeldCallsAt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Place::File(path) => write!(f, "{}", path.display()),
-            Place::Postgres(url) => match url.parse::<tokio_postgres::Config>() {
+            HeldCallsAt::File(path) => write!(f, "{}", path.display()),
+            HeldCallsAt::Postgres(url) => match url.parse::<tokio_postgres::Config>() {
                 Ok(config) => {
                     let hosts: Vec<String> = config
                         .get_hosts()
@@ -418,10 +418,10 @@ impl HeldCalls {
 
     /// The held calls kept at `place`: a SQLite file, or a PostgreSQL database (its schema
     /// brought up to this version's, under a lock, whichever gate of a fleet starts first).
-    pub async fn open_at(place: &Place, clock: Clock) -> Result<HeldCalls, HeldError> {
+    pub async fn open_at(place: &HeldCallsAt, clock: Clock) -> Result<HeldCalls, HeldError> {
         match place {
-            Place::File(path) => HeldCalls::open(Some(path), clock),
-            Place::Postgres(url) => {
+            HeldCallsAt::File(path) => HeldCalls::open(Some(path), clock),
+            HeldCallsAt::Postgres(url) => {
                 Ok(HeldCalls { store: Kept::Postgres(postgres::Store::connect(url, clock.clone()).await?), clock })
             }
         }
@@ -847,11 +847,11 @@ pub(crate) mod tests {
         held: HeldCalls,
         hand: clock::Hand,
         clock: Clock,
-        place: Place,
+        place: HeldCallsAt,
     }
 
     impl Gates {
-        async fn at(place: Place) -> Gates {
+        async fn at(place: HeldCallsAt) -> Gates {
             let (clock, hand) = Clock::manual(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000));
             let held = HeldCalls::open_at(&place, clock.clone()).await.unwrap();
             Gates { held, hand, clock, place }
@@ -872,7 +872,7 @@ pub(crate) mod tests {
     /// server (a database of the test's own, dropped when it passes).
     async fn each_store(test: impl AsyncFn(Gates)) {
         let dir = tempfile::tempdir().unwrap();
-        test(Gates::at(Place::File(dir.path().join("gate.held.sqlite"))).await).await;
+        test(Gates::at(HeldCallsAt::File(dir.path().join("gate.held.sqlite"))).await).await;
         let Ok(server) = std::env::var("SHOP_TEST_POSTGRES") else {
             eprintln!("skipped on PostgreSQL: set SHOP_TEST_POSTGRES (such as postgres://postgres@127.0.0.1:5432)");
             return;
@@ -885,7 +885,7 @@ pub(crate) mod tests {
             client
         };
         admin(server.clone()).await.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-        test(Gates::at(Place::Postgres(format!("{server}/{name}"))).await).await;
+        test(Gates::at(HeldCallsAt::Postgres(format!("{server}/{name}"))).await).await;
         admin(server).await.batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)")).await.unwrap();
     }
 
@@ -1381,8 +1381,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_postgres_place_is_told_without_its_password() {
-        let place = Place::parse("postgres://gate:secret@db.internal:6432/approvals");
+        let place = HeldCallsAt::parse("postgres://gate:secret@db.internal:6432/approvals");
         assert_eq!(place.to_string(), "PostgreSQL at db.internal:6432/approvals");
-        assert_eq!(Place::parse("gate.held.sqlite"), Place::File(PathBuf::from("gate.held.sqlite")));
+        assert_eq!(HeldCallsAt::parse("gate.held.sqlite"), HeldCallsAt::File(PathBuf::from("gate.held.sqlite")));
     }
 }

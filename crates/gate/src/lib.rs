@@ -24,18 +24,26 @@
 
 #![deny(missing_docs)]
 
-pub mod decide;
-pub mod held;
-pub mod keys;
-pub mod passthrough;
-pub mod policy;
-pub mod run;
-pub mod scopes;
-pub mod server;
-pub mod shared;
-pub mod upstream;
+mod decide;
+mod held;
+mod keys;
+mod passthrough;
+mod policy;
+mod run;
+mod scopes;
+mod server;
+mod shared;
+mod upstream;
 
-pub use policy::call::Call;
-pub use policy::rule::Rule;
-pub use policy::{Policy, PolicyError};
-pub use server::Gate;
+// What the binary (`fernhill-gate`) and the tests outside the crate need; everything else is
+// the crate's own.
+pub use decide::announce::webhook;
+pub use decide::page::{ApprovalPage, PageSignIn};
+pub use held::{HeldCalls, HeldCallsAt, HeldError};
+pub use keys::Keys;
+pub use passthrough::Passthrough;
+pub use policy::{Policy, PolicyError, inventory::Inventory, person::Person};
+pub use run::HELD_META;
+pub use scopes::GateScopes;
+pub use server::{Gate, Opening};
+pub use shared::Shared;

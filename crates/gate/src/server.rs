@@ -22,7 +22,7 @@ use std::{
     time::Duration,
 };
 
-use approvals::channel::{page::Visitors, webhook::Webhook};
+use approvals::channel::webhook::Webhook;
 
 use crate::decide::announcing::Announcing;
 use mrtr::{
@@ -44,7 +44,7 @@ use serde_json::Value;
 
 use crate::{
     decide::own_call::{self, Asked},
-    decide::page::ApprovalPage,
+    decide::page::{ApprovalPage, PageSignIn},
     decide::review::{REVIEW, Review},
     decide::{self, Deciding},
     held::{HeldCall, HeldCalls, HeldId, Standing},
@@ -60,8 +60,6 @@ use crate::{
     upstream::relay::Host,
     upstream::tool_owners::ToolOwners,
 };
-
-pub use crate::run::HELD_META;
 
 /// The gate: a policy and a connection to each of its upstreams.
 #[derive(Clone)]
@@ -97,6 +95,21 @@ struct Inner {
     owners: ToolOwners,
 }
 
+/// What a gate is opened with, beside its policy.
+pub struct Opening<'a> {
+    /// Where its held calls are kept.
+    pub held: HeldCalls,
+    /// Who a request's person is where no token names one: over stdio, every request.
+    pub host_user: Person,
+    /// What signs receipts, where keys are given.
+    pub receipts: Option<Arc<approvals::ReceiptKeys>>,
+    /// Where calls that wait and their decisions are announced, for rules whose channels
+    /// hold the webhook.
+    pub webhook: Option<Webhook>,
+    /// What a fleet's gates share beside the held calls.
+    pub shared: &'a Shared,
+}
+
 /// A task of the gate's own, aborted when the gate is dropped or closed.
 struct Watching(tokio::task::AbortHandle);
 
@@ -107,18 +120,11 @@ impl Drop for Watching {
 }
 
 impl Gate {
-    /// Connect to every upstream of `policy`, in its order; the first that cannot be reached
-    /// stops the gate (a gate that served some of its upstreams' tools would show a host a
-    /// different server than its operator checked). Held calls are kept in `held`; a request
-    /// no token names a person for is `host_user`'s (over stdio, every request); receipts are
-    /// signed with `keys`, and calls and decisions announced to `webhook`, where given.
-    pub async fn open(
-        policy: Policy,
-        held: HeldCalls,
-        host_user: Person,
-        (keys, webhook): (Option<Arc<approvals::ReceiptKeys>>, Option<Webhook>),
-        shared: &Shared,
-    ) -> Result<Gate, NotConnected> {
+    /// Connect to every upstream of `policy`, in its order, and serve them as `opening` says;
+    /// the first upstream that cannot be reached stops the gate (a gate that served some of
+    /// its upstreams' tools would show a host a different server than its operator checked).
+    pub async fn open(policy: Policy, opening: Opening<'_>) -> Result<Gate, NotConnected> {
+        let Opening { held, host_user, receipts: keys, webhook, shared } = opening;
         let host = Host::default();
         let mut connections = Vec::with_capacity(policy.upstreams.len());
         for upstream in &policy.upstreams {
@@ -126,7 +132,7 @@ impl Gate {
         }
         let (policy, held) = (Arc::new(policy), Arc::new(held));
         let webhook = webhook.map(|webhook| Announcing::to_webhook(webhook, policy.limits.announcements_per_minute));
-        let deciding = Arc::new(Deciding::new(&policy, &held, (keys.as_ref(), webhook.as_ref()), &shared.records));
+        let deciding = Arc::new(Deciding::new(&policy, &held, keys.as_ref(), webhook.as_ref(), &shared.records));
         let review = Review::new(&policy, &held, &deciding);
         let receipts = keys.as_ref().map(|keys| decide::receipts(&policy, keys));
         let tools = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
@@ -158,15 +164,17 @@ impl Gate {
         Ok(Gate { inner: Arc::new(inner) })
     }
 
-    /// The approval page of this gate's held calls, served at `visitors`' origin: from now on
-    /// a held call's requester and the webhook's announcements are given its link.
-    pub fn approval_page(&self, visitors: Visitors) -> ApprovalPage {
+    /// The approval page of this gate's held calls, its visitors signed in as `sign_in` says
+    /// and served at its endpoint's origin: from now on a held call's requester and the
+    /// webhook's announcements are given its link.
+    pub fn approval_page(&self, sign_in: PageSignIn<'_>) -> Result<ApprovalPage, String> {
+        let visitors = sign_in.visitors()?;
         let _ = self.inner.page.set(visitors.origin().to_owned());
-        ApprovalPage::new(visitors, &self.inner.policy, &self.inner.held, &self.inner.deciding)
+        Ok(ApprovalPage::new(visitors, &self.inner.policy, &self.inner.held, &self.inner.deciding))
     }
 
     /// The approval page of this gate's held calls, served by another gate of its policy at
-    /// `origin` (see [`crate::decide::page::served_at`]): from now on a held call's requester and the
+    /// `origin` (see [`ApprovalPage::origin_of`]): from now on a held call's requester and the
     /// webhook's announcements are given its link.
     pub fn page_served_at(&self, origin: String) {
         let _ = self.inner.page.set(origin);

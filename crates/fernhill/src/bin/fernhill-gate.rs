@@ -40,7 +40,7 @@ fn main() -> ExitCode {
             verbose,
         } => {
             let held_calls =
-                held_calls.unwrap_or_else(|| gate::held::Place::File(policy.with_extension("held.sqlite")));
+                held_calls.unwrap_or_else(|| gate::HeldCallsAt::File(policy.with_extension("held.sqlite")));
             let serving = gate_serve::Serving {
                 policy: &policy,
                 held_calls: &held_calls,

@@ -28,8 +28,8 @@ pub enum Command {
         /// a fleet of gates shares. Default: beside the policy, its name with `.held.sqlite`
         /// (gate.toml: gate.held.sqlite).
         #[arg(long, value_name = "PATH|URL", env = "FERNHILL_GATE_HELD_CALLS", hide_env_values = true,
-              value_parser = |text: &str| Ok::<_, String>(gate::held::Place::parse(text)))]
-        held_calls: Option<gate::held::Place>,
+              value_parser = |text: &str| Ok::<_, String>(gate::HeldCallsAt::parse(text)))]
+        held_calls: Option<gate::HeldCallsAt>,
         #[command(flatten)]
         shared: Box<SharedStore>,
         /// Who asks, over stdio: the host's user, as held calls name their requester. The

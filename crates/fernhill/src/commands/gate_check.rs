@@ -9,9 +9,9 @@ pub async fn run(path: &Path, within: Duration) -> ExitCode {
         Ok(policy) => policy,
         Err(code) => return code,
     };
-    let listed = gate::policy::inventory::list_all(&policy, within).await;
-    print!("{}", gate::policy::inventory::render(&policy, &listed));
-    match listed.iter().all(|listed| listed.tools.is_ok()) {
+    let inventory = policy.inventory(within).await;
+    print!("{inventory}");
+    match inventory.listed_all() {
         true => ExitCode::SUCCESS,
         false => ExitCode::FAILURE,
     }

@@ -14,7 +14,7 @@ pub struct Serving<'a> {
     /// The policy's file.
     pub policy: &'a Path,
     /// Where the held calls are kept.
-    pub held_calls: &'a gate::held::Place,
+    pub held_calls: &'a gate::HeldCallsAt,
     /// Where what the gates of one policy share beside them is kept, and its keys' prefix.
     pub store: (&'a str, &'a str),
     /// Who asks and decides where no token names a person (over stdio, always).
@@ -46,36 +46,36 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     // without a token (loopback, or --insecure-no-auth) is the host user, named by nothing else.
     let person = match http.listen {
         None => policy.host_user(host_user),
-        Some(_) => gate::policy::person::Person::host_user(host_user, policy.holds_of(host_user)),
+        Some(_) => policy.tokenless_caller(host_user),
     };
     let Some(person) = person else {
         eprintln!("fernhill-gate: --host-user {host_user:?} names nobody: give the host's user's name");
         return ExitCode::from(2);
     };
-    let page_elsewhere = match page_url.map(gate::decide::page::served_at).transpose() {
+    let page_elsewhere = match page_url.map(gate::ApprovalPage::origin_of).transpose() {
         Ok(origin) => origin,
         Err(error) => {
             eprintln!("fernhill-gate: --page-url: {error}");
             return ExitCode::from(2);
         }
     };
-    let webhook = match webhook.map(|(url, secret)| gate::decide::announce::webhook(url, secret)).transpose() {
+    let webhook = match webhook.map(|(url, secret)| gate::webhook(url, secret)).transpose() {
         Ok(webhook) => webhook,
         Err(error) => {
             eprintln!("fernhill-gate: --webhook: {error}");
             return ExitCode::from(2);
         }
     };
-    let mut keys = match gate::keys::Keys::from_secrets(keys) {
+    let mut keys = match gate::Keys::from_secrets(keys) {
         Ok(keys) => keys,
         Err(error) => {
             eprintln!("fernhill-gate: --keys: {error}");
             return ExitCode::from(2);
         }
     };
-    let held = match gate::held::HeldCalls::open_at(held_calls, clock::Clock::system()).await {
+    let held = match gate::HeldCalls::open_at(held_calls, clock::Clock::system()).await {
         Ok(held) => held,
-        Err(error @ gate::held::HeldError::NotAUrl(_)) => {
+        Err(error @ gate::HeldError::NotAUrl(_)) => {
             eprintln!("fernhill-gate: --held-calls: {error}");
             return ExitCode::from(2);
         }
@@ -84,25 +84,23 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let shared = match gate::shared::Shared::at(store.0, store.1) {
+    let shared = match gate::Shared::at(store.0, store.1) {
         Ok(shared) => shared,
         Err(error) => {
             eprintln!("fernhill-gate: --store: {error}");
             return ExitCode::from(2);
         }
     };
-    if matches!(held_calls, gate::held::Place::Postgres(_)) && store.0 == "memory" {
+    if matches!(held_calls, gate::HeldCallsAt::Postgres(_)) && store.0 == "memory" {
         tracing::warn!(
             "held calls are in PostgreSQL, which a fleet of gates shares, but their tasks, decisions' claims and \
              the page's sessions are kept in this gate alone: give every gate of the fleet the same --store redis://…"
         );
     }
-    let decides = gate::decide::review::reviews(&policy, &person);
+    let decides = policy.decides_at_own_host(&person);
     // A host user asking over stdio whose calls are decided on a page where people sign in.
-    let unknown_on_the_page = http.listen.is_none()
-        && matches!(person.party, caller::Party::HostUser(_))
-        && policy.rules.iter().any(|rule| gate::decide::Place::Page.serves(rule) && !rule.self_approval);
-    let policy_scopes = gate::scopes::GateScopes::of(&policy);
+    let unknown_on_the_page = http.listen.is_none() && policy.page_cannot_tell(&person);
+    let policy_scopes = gate::GateScopes::of(&policy);
     if let Some(listen) = http.listen
         && http.auth_issuer.is_none()
         && !listen.ip().is_loopback()
@@ -127,7 +125,9 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         // Before the upstreams are opened, so that each one's gauges are there from zero.
         mcp_serve::prometheus::install(&[]);
     }
-    let gate = match gate::Gate::open(policy, held, person, (Some(keys.receipts.clone()), webhook), &shared).await {
+    let opening =
+        gate::Opening { held, host_user: person, receipts: Some(keys.receipts.clone()), webhook, shared: &shared };
+    let gate = match gate::Gate::open(policy, opening).await {
         Ok(gate) => gate,
         Err(error) => {
             eprintln!("fernhill-gate: {error}");
@@ -159,7 +159,7 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     let served = match http.listen {
         None => mcp_serve::stdio::serve(sealed).await.map_err(|error| error.to_string()),
         Some(_) => {
-            let passing = gate::passthrough::Passing::new(&gate, sealed.passage());
+            let passing = gate::Passthrough::new(&gate, sealed.passage());
             let shortcut = passing.map(|passing| std::sync::Arc::new(Lane(passing)) as _);
             over_http(http, &policy_scopes, (sealed, shortcut), page, receipts).await
         }
@@ -188,7 +188,7 @@ struct PageSetup<'a> {
 
 /// The gate's calls passed on as their bytes ([`gate::passthrough`]), as the serving shell's
 /// shortcut in front of rmcp.
-struct Lane(gate::passthrough::Passing);
+struct Lane(gate::Passthrough);
 
 impl mcp_serve::shortcut::Shortcut for Lane {
     fn answer(&self, request: axum::extract::Request) -> mcp_serve::shortcut::Answering {
@@ -203,7 +203,7 @@ impl mcp_serve::shortcut::Shortcut for Lane {
 /// SIGTERM; where it listens goes on stdout first.
 async fn over_http<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     http: &mcp_serve::HttpConfig,
-    scopes: &gate::scopes::GateScopes,
+    scopes: &gate::GateScopes,
     (sealed, shortcut): (H, Option<std::sync::Arc<dyn mcp_serve::shortcut::Shortcut>>),
     page: Option<PageSetup<'_>>,
     receipts: std::sync::Arc<approvals::ReceiptKeys>,
@@ -247,19 +247,21 @@ async fn approval_page(
     bound: std::net::SocketAddr,
     setup: PageSetup<'_>,
     resource: &oauth_resource::gate::ResourceServer,
-) -> Result<gate::decide::page::ApprovalPage, String> {
+) -> Result<gate::ApprovalPage, String> {
     let issuer = http.auth_issuer.as_deref().ok_or("--page-client-id needs --auth-issuer")?;
     let endpoint = http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
-    let visitors = gate::decide::page::visitors(
+    let sign_in = gate::PageSignIn {
         issuer,
-        setup.client,
-        &endpoint,
-        &setup.scopes,
-        (setup.cookies, setup.sessions),
+        client_id: setup.client.0,
+        client_secret: setup.client.1,
+        endpoint: &endpoint,
+        scopes: &setup.scopes,
+        cookies: setup.cookies,
+        sessions: setup.sessions,
         resource,
-    )?;
-    let origin = visitors.origin().to_owned();
-    let page = setup.gate.approval_page(visitors);
+    };
+    let page = setup.gate.approval_page(sign_in)?;
+    let origin = page.origin().to_owned();
     page.check_issuer().await.map_err(|error| format!("the approval page: {error}"))?;
     tracing::info!(page = %format!("{origin}{}", approvals::channel::page::PATH), "serving the approval page");
     Ok(page)

@@ -68,7 +68,8 @@ impl Deciding {
     pub fn new(
         policy: &Policy,
         held: &Arc<HeldCalls>,
-        (keys, webhook): (Option<&Arc<approvals::ReceiptKeys>>, Option<&crate::decide::announcing::Announcing>),
+        keys: Option<&Arc<approvals::ReceiptKeys>>,
+        webhook: Option<&crate::decide::announcing::Announcing>,
         records: &Arc<dyn records::Records>,
     ) -> Deciding {
         let engines = policy
@@ -499,7 +500,7 @@ mod tests {
         assert!(matches!(not_staff, NotHere::NotDecider { .. }), "{not_staff}");
         assert!(waiting_for(&after, &held, &staff, Place::Review).await.unwrap().is_empty());
         // Through the engine too: staff's rule's approvals do not know the call.
-        let deciding = Deciding::new(&after, &Arc::new(held.clone()), (None, None), &records());
+        let deciding = Deciding::new(&after, &Arc::new(held.clone()), None, None, &records());
         let answered = Answered::to("q-1", approvals::Channel::Review, std::time::Duration::from_secs(600));
         let staff_rule = &after.rules[0];
         let acted = deciding.act(&waiting.id, staff_rule, Outcome::Accepted(RunForm { run: true }), &answered, &staff);
@@ -528,7 +529,7 @@ mod tests {
         assert!(matches!(refused, NotHere::NoRule { .. }), "{refused}");
         assert!(refused.to_string().contains("no longer has"), "{refused}");
         assert!(waiting_for(&changed, &held, &staff, Place::Review).await.unwrap().is_empty());
-        let deciding = Deciding::new(&changed, &Arc::new(held.clone()), (None, None), &records());
+        let deciding = Deciding::new(&changed, &Arc::new(held.clone()), None, None, &records());
         let answered = Answered::to("q-1", approvals::Channel::Review, std::time::Duration::from_secs(600));
         let acted =
             deciding.act(&waiting.id, &changed.rules[0], Outcome::Accepted(RunForm { run: true }), &answered, &staff);

@@ -47,61 +47,56 @@ pub struct ApprovalPage {
     deciding: Arc<Deciding>,
 }
 
-/// The page's visitors, served for the MCP endpoint `endpoint` (at its origin): signed in at
-/// `issuer` as `client` (its ID and secret), asking for `scopes` (space-separated) and a token
-/// for the endpoint, which `resource` checks as it checks the endpoint's; a sign-in under way
-/// sealed into its browser's cookie with `cookies`, a session kept in `sessions` (a fleet's
-/// shared, so a visitor's next page may reach any gate).
-pub fn visitors(
-    issuer: &str,
-    (client_id, client_secret): (&str, Option<&str>),
-    endpoint: &str,
-    scopes: &str,
-    (cookies, sessions): (mrtr::seal::KeyRing, Arc<dyn records::Records>),
-    resource: &oauth_resource::gate::ResourceServer,
-) -> Result<Visitors, String> {
-    let origin = http::Uri::try_from(endpoint)
-        .ok()
-        .and_then(|uri| Some(format!("{}://{}", uri.scheme_str()?, uri.authority()?)))
-        .ok_or_else(|| format!("the endpoint {endpoint} has no origin"))?;
-    let redirect = format!("{origin}{PATH}/callback");
-    let client = PageClient {
-        issuer,
-        client_id,
-        client_secret,
-        redirect: &redirect,
-        // A rule may forbid a requester to decide their own call: the page must tell them apart.
-        tells_people_apart: true,
-        scope: scopes,
-        // Whether a person decides a call is its rule's to say, from the scopes the session
-        // keeps and `[people]`: signing in entitles nobody to anything.
-        entitled: |_| false,
-    };
-    let sign_in = SignIn::new(client, endpoint, sessions, cookies, resource.clone())?;
-    Ok(Visitors::new(sign_in, &origin, "the approval's link"))
+/// How the page's visitors sign in: at the issuer that grants the MCP endpoint's tokens.
+pub struct PageSignIn<'a> {
+    /// The issuer's URL.
+    pub issuer: &'a str,
+    /// The page's client ID at the issuer.
+    pub client_id: &'a str,
+    /// The client's secret, for a confidential client.
+    pub client_secret: Option<&'a str>,
+    /// The MCP endpoint the page is served for, at its origin; its token is asked for.
+    pub endpoint: &'a str,
+    /// The scopes asked for, space-separated.
+    pub scopes: &'a str,
+    /// What seals a sign-in under way into its browser's cookie.
+    pub cookies: mrtr::seal::KeyRing,
+    /// Where sessions are kept (a fleet's shared, so a visitor's next page may reach any gate).
+    pub sessions: Arc<dyn records::Records>,
+    /// What checks the endpoint's tokens: it checks the page's too.
+    pub resource: &'a oauth_resource::gate::ResourceServer,
+}
+
+impl PageSignIn<'_> {
+    /// The page's visitors, signed in as this says.
+    pub(crate) fn visitors(self) -> Result<Visitors, String> {
+        let PageSignIn { issuer, client_id, client_secret, endpoint, scopes, cookies, sessions, resource } = self;
+        let origin = http::Uri::try_from(endpoint)
+            .ok()
+            .and_then(|uri| Some(format!("{}://{}", uri.scheme_str()?, uri.authority()?)))
+            .ok_or_else(|| format!("the endpoint {endpoint} has no origin"))?;
+        let redirect = format!("{origin}{PATH}/callback");
+        let client = PageClient {
+            issuer,
+            client_id,
+            client_secret,
+            redirect: &redirect,
+            // A rule may forbid a requester to decide their own call: the page must tell them apart.
+            tells_people_apart: true,
+            scope: scopes,
+            // Whether a person decides a call is its rule's to say, from the scopes the session
+            // keeps and `[people]`: signing in entitles nobody to anything.
+            entitled: |_| false,
+        };
+        let sign_in = SignIn::new(client, endpoint, sessions, cookies, resource.clone())?;
+        Ok(Visitors::new(sign_in, &origin, "the approval's link"))
+    }
 }
 
 /// A URL that names no approval page.
 #[derive(Debug, thiserror::Error)]
 #[error("`{0}` is not the approval page's URL: its origin (https://gate.example), or that and {PATH}")]
 pub struct NotThePage(String);
-
-/// The origin of the approval page `url` names (`https://gate.example`, or that and
-/// `/approvals`), as another gate of the policy serves it.
-pub fn served_at(url: &str) -> Result<String, NotThePage> {
-    let not = || NotThePage(url.to_owned());
-    let parsed = url::Url::parse(url).map_err(|_| not())?;
-    let path = parsed.path().trim_end_matches('/');
-    let plain = parsed.query().is_none()
-        && parsed.fragment().is_none()
-        && parsed.username().is_empty()
-        && parsed.password().is_none();
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() || !plain || !["", PATH].contains(&path)
-    {
-        return Err(not());
-    }
-    Ok(parsed.origin().ascii_serialization())
-}
 
 /// Where held call `id` is decided on the page served at `origin`.
 pub fn link(origin: &str, id: &HeldId) -> String {
@@ -113,6 +108,31 @@ impl ApprovalPage {
     /// signed in as `visitors` says.
     pub fn new(visitors: Visitors, policy: &Arc<Policy>, held: &Arc<HeldCalls>, deciding: &Arc<Deciding>) -> Self {
         Self { visitors, policy: policy.clone(), held: held.clone(), deciding: deciding.clone() }
+    }
+
+    /// The origin of the approval page `url` names (`https://gate.example`, or that and
+    /// `/approvals`), as another gate of the policy serves it.
+    pub fn origin_of(url: &str) -> Result<String, NotThePage> {
+        let not = || NotThePage(url.to_owned());
+        let parsed = url::Url::parse(url).map_err(|_| not())?;
+        let path = parsed.path().trim_end_matches('/');
+        let plain = parsed.query().is_none()
+            && parsed.fragment().is_none()
+            && parsed.username().is_empty()
+            && parsed.password().is_none();
+        if !matches!(parsed.scheme(), "http" | "https")
+            || parsed.host().is_none()
+            || !plain
+            || !["", PATH].contains(&path)
+        {
+            return Err(not());
+        }
+        Ok(parsed.origin().ascii_serialization())
+    }
+
+    /// The origin the page is served at.
+    pub fn origin(&self) -> &str {
+        self.visitors.origin()
     }
 
     /// Whether the page may sign people in at its issuer, checked at start where it answers.
@@ -366,7 +386,7 @@ mod tests {
             ("https://gate.example/approvals/", "https://gate.example"),
             ("http://127.0.0.1:8720/approvals", "http://127.0.0.1:8720"),
         ] {
-            assert_eq!(super::served_at(url).unwrap(), origin, "{url}");
+            assert_eq!(super::ApprovalPage::origin_of(url).unwrap(), origin, "{url}");
         }
         for url in [
             "gate.example",
@@ -376,7 +396,7 @@ mod tests {
             "https://:secret@gate.example",
             "",
         ] {
-            assert!(super::served_at(url).is_err(), "{url}");
+            assert!(super::ApprovalPage::origin_of(url).is_err(), "{url}");
         }
     }
 }

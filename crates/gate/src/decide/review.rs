@@ -111,8 +111,8 @@ impl Review {
 }
 
 /// Whether `person` may decide any call of `policy` from their own host: who is shown the tool.
-pub fn reviews(policy: &Policy, person: &Person) -> bool {
-    policy.rules.iter().any(|rule| Place::Review.serves(rule) && person.holds.meets(&rule.decided_by))
+fn reviews(policy: &Policy, person: &Person) -> bool {
+    policy.decides_at_own_host(person)
 }
 
 /// A tool error: the words, as an error result.

@@ -1,5 +1,5 @@
 //! A call no rule names, passed on to its upstream as its bytes: the gate's shortcut in front of
-//! rmcp, for hosts over Streamable HTTP ([`Passing`]).
+//! rmcp, for hosts over Streamable HTTP ([`Passthrough`]).
 //!
 //! Such a call's answer is its upstream's, unchanged both ways; the gate routes it and seals its
 //! rounds' states, nothing more. Read and written as typed MCP on both sides (rmcp's server and
@@ -65,7 +65,7 @@ const ACCEPTED: HeaderValue = HeaderValue::from_static("application/json, text/e
 
 /// The gate's calls no rule names, passed on as their bytes.
 #[derive(Clone)]
-pub struct Passing {
+pub struct Passthrough {
     inner: Arc<Lane>,
 }
 
@@ -75,13 +75,13 @@ struct Lane {
     client: UpstreamHttp,
 }
 
-impl Passing {
+impl Passthrough {
     /// The lane of `gate`'s calls through `passage` (its boundary's); `None` where the boundary
     /// offers no passage or no upstream speaks 2026-07-28 over HTTP.
-    pub fn new(gate: &Gate, passage: Option<Passage>) -> Option<Passing> {
+    pub fn new(gate: &Gate, passage: Option<Passage>) -> Option<Passthrough> {
         let passage = passage.filter(|_| gate.passes_calls())?;
         let client = UpstreamHttp::new()?;
-        Some(Passing { inner: Arc::new(Lane { gate: gate.clone(), passage, client }) })
+        Some(Passthrough { inner: Arc::new(Lane { gate: gate.clone(), passage, client }) })
     }
 
     /// Answer `request` by passing it on, or hand it back untouched for rmcp to serve. Only a

@@ -21,8 +21,36 @@ pub struct Listed {
     pub tools: Result<Vec<Tool>, String>,
 }
 
+/// What `check` prints: each upstream's tools, each with the rules that name it.
+pub struct Inventory {
+    shown: String,
+    listed_all: bool,
+}
+
+impl Inventory {
+    /// Whether every upstream listed its tools.
+    pub fn listed_all(&self) -> bool {
+        self.listed_all
+    }
+}
+
+impl std::fmt::Display for Inventory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl Policy {
+    /// What `check` prints: each upstream asked for its tools (each within `within`), each
+    /// tool with the rules that name it.
+    pub async fn inventory(&self, within: Duration) -> Inventory {
+        let listed = list_all(self, within).await;
+        Inventory { shown: render(self, &listed), listed_all: listed.iter().all(|listed| listed.tools.is_ok()) }
+    }
+}
+
 /// Every upstream of `policy`, asked for its tools, each within `within`.
-pub async fn list_all(policy: &Policy, within: Duration) -> Vec<Listed> {
+async fn list_all(policy: &Policy, within: Duration) -> Vec<Listed> {
     let mut listed = Vec::new();
     for upstream in &policy.upstreams {
         let tools = match tokio::time::timeout(within, list(upstream)).await {
@@ -59,7 +87,7 @@ pub async fn list(upstream: &Upstream) -> Result<Vec<Tool>, String> {
 
 /// What `check` prints: each upstream's tools, each with the rules that name it (first the one
 /// that holds its calls, with its condition), and each rule that names no tool listed.
-pub fn render(policy: &Policy, listed: &[Listed]) -> String {
+fn render(policy: &Policy, listed: &[Listed]) -> String {
     let mut out = String::new();
     let plural = |count: usize, one: &str| if count == 1 { format!("1 {one}") } else { format!("{count} {one}s") };
     let _ = writeln!(

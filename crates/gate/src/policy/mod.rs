@@ -217,6 +217,28 @@ impl Policy {
         self.people.get(name).cloned().unwrap_or_default()
     }
 
+    /// The host's user `name` as a caller over HTTP without a token is named (loopback, or
+    /// no issuer): holding what `[people]` says of them, named by nothing else.
+    pub fn tokenless_caller(&self, name: &str) -> Option<Person> {
+        Person::host_user(name, self.holds_of(name))
+    }
+
+    /// Whether `person` decides some rule's calls from their own host (`review_approvals`).
+    pub fn decides_at_own_host(&self, person: &Person) -> bool {
+        self.rules.iter().any(|rule| rule.channels.contains(&Channel::Review) && person.holds.meets(&rule.decided_by))
+    }
+
+    /// Whether the approval page cannot tell `person`'s calls from those of who signs in there
+    /// while a rule deciding on the page forbids self-approval: a host user the policy gives no
+    /// `signs_in_as`.
+    pub fn page_cannot_tell(&self, person: &Person) -> bool {
+        matches!(person.party, caller::Party::HostUser(_))
+            && self.rules.iter().any(|rule| {
+                !rule.self_approval
+                    && rule.channels.iter().any(|channel| matches!(channel, Channel::Page | Channel::Webhook))
+            })
+    }
+
     /// The host's user `name`, over stdio: holding what `[people]` says of them, and named as the
     /// person they sign in as at the issuer where `[people]` says it (so that the calls they ask
     /// here are theirs on the approval page too), else as the host user; `None` for a name that
