@@ -17,6 +17,11 @@ pub enum SelfApproval {
 }
 
 impl SelfApproval {
+    /// Whether the one who asked may decide.
+    pub fn allowed(self) -> bool {
+        self == SelfApproval::Allowed
+    }
+
     /// The rule a receipt says its decision was made under: this policy (`self`,
     /// `another-lead`), `; page-only` when only the approval page counts, after the name the
     /// operator gave the rule where it has one (`shop files; another-lead`).

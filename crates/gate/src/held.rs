@@ -18,7 +18,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use approvals::Digest;
+use approvals::{Digest, SelfApproval};
 use caller::Party;
 use clock::Clock;
 
@@ -204,7 +204,7 @@ pub struct Holding {
 /// What starting an approved call's run came to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Start {
-    /// This caller runs it now: send it, then say how it went ([`HeldCalls::ran`]).
+    /// This caller runs it now: send it, then say how it went ([`HeldCalls::end_run`]).
     Yours(HeldCall),
     /// It cannot run (not approved, or already running, ran or lost): the call as it stands.
     Not(HeldCall),
@@ -441,7 +441,8 @@ impl HeldCalls {
         &self,
         requester: &Party,
         call: &Call<'_>,
-        (rule, policy_version): (&Rule, &str),
+        rule: &Rule,
+        policy_version: &str,
         limits: Limits,
     ) -> Result<Holding, HeldError> {
         let to_hold = ToHold::of(requester, call, rule, policy_version, limits)?;
@@ -457,7 +458,7 @@ impl HeldCalls {
     /// tests.
     #[cfg(test)]
     pub(crate) async fn hold_by(&self, requester: &Party, call: &Call<'_>, rule: &Rule) -> Result<Holding, HeldError> {
-        self.hold(requester, call, (rule, "test policy"), Limits::default()).await
+        self.hold(requester, call, rule, "test policy", Limits::default()).await
     }
 
     /// The held call `id`, if there is one.
@@ -491,7 +492,7 @@ impl HeldCalls {
 
     /// Approve `id` for `decider`, who was shown `seen` (the call's digest), under `key`: the
     /// same key again is the same approval, given back as it stands. A requester deciding
-    /// their own call is refused unless `own_allowed`. Once approved, the same call finds it
+    /// their own call is refused unless `self_approval`. Once approved, the same call finds it
     /// for as long again as it waited to be decided.
     /// The decision's `proof` (where it was made, its receipt) is written with it.
     pub async fn approve(
@@ -500,11 +501,11 @@ impl HeldCalls {
         decider: Option<&Party>,
         seen: Option<&str>,
         key: &str,
-        own_allowed: bool,
+        self_approval: SelfApproval,
         proof: Proof,
     ) -> Result<HeldCall, HeldError> {
         let (id, decider, seen, key) = (id.to_owned(), decider.cloned(), seen.map(str::to_owned), key.to_owned());
-        ask!(self, |store| store.approve(&id, decider.as_ref(), seen.as_deref(), &key, own_allowed, &proof))
+        ask!(self, |store| store.approve(&id, decider.as_ref(), seen.as_deref(), &key, self_approval, &proof))
     }
 
     /// Decline `id` for `decider`, with the decision's `proof`: declined again, it is given
@@ -513,11 +514,11 @@ impl HeldCalls {
         &self,
         id: &str,
         decider: Option<&Party>,
-        own_allowed: bool,
+        self_approval: SelfApproval,
         proof: Proof,
     ) -> Result<HeldCall, HeldError> {
         let (id, decider) = (id.to_owned(), decider.cloned());
-        ask!(self, |store| store.decline(&id, decider.as_ref(), own_allowed, &proof))
+        ask!(self, |store| store.decline(&id, decider.as_ref(), self_approval, &proof))
     }
 
     /// Start `id`'s run: [`Start::Yours`] for one caller alone, however many ask at once (on
@@ -541,9 +542,9 @@ impl HeldCalls {
     /// while that run is still the call's: a run whose lease passed and that another gate took
     /// over (lost, or sent again) is not overwritten by the end of the one before, which a slow
     /// upstream may bring late.
-    pub async fn ran(&self, id: &HeldId, since: SystemTime, ended: Ended) -> Result<HeldCall, HeldError> {
+    pub async fn end_run(&self, id: &HeldId, since: SystemTime, ended: Ended) -> Result<HeldCall, HeldError> {
         let (id, since) = (id.clone(), epoch(since));
-        ask!(self, |store| store.ran(&id, since, ended))
+        ask!(self, |store| store.end_run(&id, since, ended))
     }
 
     /// Keep how `id`'s run, as it runs now, ended (tests, which start runs and end them).
@@ -553,7 +554,7 @@ impl HeldCalls {
             Some(Run::Running { since }) => since,
             other => panic!("{id} is not running: {other:?}"),
         };
-        self.ran(id, since, ended).await
+        self.end_run(id, since, ended).await
     }
 }
 
@@ -643,7 +644,12 @@ impl ToHold {
 
 /// Whether `held` may be decided now by `decider`, who was shown `seen`. (That the decider
 /// decides under the rule the call is bound to is the engine's to check: `RuleApprovals`.)
-fn decidable(held: &HeldCall, decider: Option<&Party>, seen: Option<&str>, own_allowed: bool) -> Result<(), HeldError> {
+fn decidable(
+    held: &HeldCall,
+    decider: Option<&Party>,
+    seen: Option<&str>,
+    self_approval: SelfApproval,
+) -> Result<(), HeldError> {
     let id = held.id.to_string();
     if held.standing != Standing::Waiting {
         return Err(HeldError::NotWaiting(id, held.standing.as_str()));
@@ -652,7 +658,7 @@ fn decidable(held: &HeldCall, decider: Option<&Party>, seen: Option<&str>, own_a
         return Err(HeldError::Changed(id));
     }
     // The approvals engine checks this first; the system of record checks again.
-    if !own_allowed && decider.is_some_and(|decider| *decider == held.requester) {
+    if !self_approval.allowed() && decider.is_some_and(|decider| *decider == held.requester) {
         return Err(HeldError::Own(id));
     }
     Ok(())
@@ -932,7 +938,7 @@ pub(crate) mod tests {
             let seen = call.digest.to_string();
             hand.advance(Duration::from_secs(1800));
             let approved = held
-                .approve(call.id.as_str(), Some(&lee()), Some(&seen), "k-1", false, Proof::default())
+                .approve(call.id.as_str(), Some(&lee()), Some(&seen), "k-1", SelfApproval::Forbidden, Proof::default())
                 .await
                 .unwrap();
             assert_eq!(approved.standing, Standing::Approved);
@@ -967,20 +973,26 @@ pub(crate) mod tests {
             let Gates { held, hand, .. } = &gates;
             let lease = Duration::from_secs(60);
             let call = gates.held_for_alice("/srv/a").await;
-            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false, Proof::default()).await.unwrap();
+            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", SelfApproval::Forbidden, Proof::default())
+                .await
+                .unwrap();
             assert!(matches!(held.start(&call.id, lease, false, None).await.unwrap(), Start::Yours(_)));
             let lost = held.ran_now(&call.id, Ended::Lost(None)).await.unwrap();
             assert!(matches!(lost.run, Some(Run::Unknown { .. })));
             assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Not(_)));
             // Safe to repeat: given back, and started again.
             let call = gates.held_for_alice("/srv/b").await;
-            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false, Proof::default()).await.unwrap();
+            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", SelfApproval::Forbidden, Proof::default())
+                .await
+                .unwrap();
             assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Yours(_)));
             assert_eq!(held.ran_now(&call.id, Ended::Again).await.unwrap().run, None);
             assert!(matches!(held.start(&call.id, lease, true, None).await.unwrap(), Start::Yours(_)));
             // A run whose gate stopped while it ran: running until its lease ends, then lost.
             let call = gates.held_for_alice("/srv/c").await;
-            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", false, Proof::default()).await.unwrap();
+            held.approve(call.id.as_str(), Some(&lee()), None, "k-1", SelfApproval::Forbidden, Proof::default())
+                .await
+                .unwrap();
             assert!(matches!(held.start(&call.id, lease, false, None).await.unwrap(), Start::Yours(_)));
             hand.advance(lease - Duration::from_secs(1));
             let Start::Not(running) = held.start(&call.id, lease, false, None).await.unwrap() else {
@@ -1005,51 +1017,75 @@ pub(crate) mod tests {
             let refused = |result: Result<HeldCall, HeldError>| result.unwrap_err().to_string();
             let id = call.id.as_str();
             assert!(
-                refused(held.approve(id, Some(&lee()), Some("0000"), "k", false, Proof::default()).await)
-                    .contains("not the call")
+                refused(
+                    held.approve(id, Some(&lee()), Some("0000"), "k", SelfApproval::Forbidden, Proof::default()).await
+                )
+                .contains("not the call")
             );
             assert!(
-                refused(held.approve(id, Some(&alice()), None, "k", false, Proof::default()).await)
+                refused(held.approve(id, Some(&alice()), None, "k", SelfApproval::Forbidden, Proof::default()).await)
                     .contains("asked for by its decider")
             );
             assert!(
-                refused(held.decline(id, Some(&alice()), false, Proof::default()).await)
+                refused(held.decline(id, Some(&alice()), SelfApproval::Forbidden, Proof::default()).await)
                     .contains("asked for by its decider")
             );
-            held.approve(id, Some(&lee()), None, "k", false, Proof::default()).await.unwrap();
+            held.approve(id, Some(&lee()), None, "k", SelfApproval::Forbidden, Proof::default()).await.unwrap();
             // The same approval again, under its key: the same decision; another, refused.
             assert_eq!(
-                held.approve(id, Some(&lee()), None, "k", false, Proof::default()).await.unwrap().standing,
+                held.approve(id, Some(&lee()), None, "k", SelfApproval::Forbidden, Proof::default())
+                    .await
+                    .unwrap()
+                    .standing,
                 Standing::Approved
             );
             assert!(
-                refused(held.approve(id, Some(&lee()), None, "k-2", false, Proof::default()).await)
+                refused(held.approve(id, Some(&lee()), None, "k-2", SelfApproval::Forbidden, Proof::default()).await)
                     .contains("is approved")
             );
-            assert!(refused(held.decline(id, Some(&lee()), false, Proof::default()).await).contains("is approved"));
+            assert!(
+                refused(held.decline(id, Some(&lee()), SelfApproval::Forbidden, Proof::default()).await)
+                    .contains("is approved")
+            );
             // A declined call is found declined by the same call until its deadline; then held anew.
             let call = gates.held_for_alice("/srv/b").await;
-            held.decline(call.id.as_str(), Some(&lee()), false, Proof::default()).await.unwrap();
+            held.decline(call.id.as_str(), Some(&lee()), SelfApproval::Forbidden, Proof::default()).await.unwrap();
             let again = held.hold_by(&alice(), &self::call(&call.arguments), &rule()).await.unwrap();
             assert_eq!((again.first, again.call.standing), (false, Standing::Declined));
             assert!(
-                refused(held.approve(call.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await)
-                    .contains("is declined")
+                refused(
+                    held.approve(call.id.as_str(), Some(&lee()), None, "k", SelfApproval::Forbidden, Proof::default())
+                        .await
+                )
+                .contains("is declined")
             );
             // No such call.
             assert!(
-                refused(held.approve("H-0000000000000000", Some(&lee()), None, "k", false, Proof::default()).await)
-                    .contains("no held call")
+                refused(
+                    held.approve(
+                        "H-0000000000000000",
+                        Some(&lee()),
+                        None,
+                        "k",
+                        SelfApproval::Forbidden,
+                        Proof::default()
+                    )
+                    .await
+                )
+                .contains("no held call")
             );
             // Past its deadline undecided, it has expired: neither approved nor declined.
             let late = gates.held_for_alice("/srv/c").await;
             gates.hand.advance(Duration::from_secs(3600));
             let late = late.id.as_str();
             assert!(
-                refused(held.approve(late, Some(&lee()), None, "k", false, Proof::default()).await)
+                refused(held.approve(late, Some(&lee()), None, "k", SelfApproval::Forbidden, Proof::default()).await)
                     .contains("is expired")
             );
-            assert!(refused(held.decline(late, Some(&lee()), false, Proof::default()).await).contains("is expired"));
+            assert!(
+                refused(held.decline(late, Some(&lee()), SelfApproval::Forbidden, Proof::default()).await)
+                    .contains("is expired")
+            );
         })
         .await;
     }
@@ -1059,7 +1095,9 @@ pub(crate) mod tests {
         each_store(async |gates: Gates| {
             let held = &gates.held;
             let call = gates.held_for_alice("/srv/a").await;
-            held.approve(call.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await.unwrap();
+            held.approve(call.id.as_str(), Some(&lee()), None, "k", SelfApproval::Forbidden, Proof::default())
+                .await
+                .unwrap();
             held.start(&call.id, Duration::from_secs(60), false, None).await.unwrap();
             let large = json!({"content": [{"type": "text", "text": "x".repeat(KEPT_RESULT_BYTES)}]});
             let ran = held.ran_now(&call.id, Ended::Answered(large.clone(), None)).await.unwrap();
@@ -1078,7 +1116,7 @@ pub(crate) mod tests {
             hand.advance(Duration::from_secs(600));
             let late = gates.held_for_alice("/srv/b").await;
             let decided = gates.held_for_alice("/srv/c").await;
-            one.decline(decided.id.as_str(), Some(&lee()), false, Proof::default()).await.unwrap();
+            one.decline(decided.id.as_str(), Some(&lee()), SelfApproval::Forbidden, Proof::default()).await.unwrap();
             let after = Duration::from_secs(900);
             let writes = rule().digest;
             assert!(one.escalate(&writes, after).await.unwrap().is_empty(), "none has waited 15 minutes");
@@ -1118,7 +1156,9 @@ pub(crate) mod tests {
             let lease = Duration::from_secs(60);
             let approved = async |rule: &Rule, arguments: &Value| {
                 let kept = held.hold_by(&alice(), &call(arguments), rule).await.unwrap().call;
-                held.approve(kept.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await.unwrap()
+                held.approve(kept.id.as_str(), Some(&lee()), None, "k", SelfApproval::Forbidden, Proof::default())
+                    .await
+                    .unwrap()
             };
             let never_again = rule("");
             // Two calls (other arguments, so other approvals) with one effect, both approved.
@@ -1178,7 +1218,11 @@ pub(crate) mod tests {
             assert_eq!(holds.iter().filter(|holding| holding.first).count(), 1, "{holds:?}");
             assert!(holds.iter().all(|holding| holding.call.id == holds[0].call.id));
             let id = holds[0].call.id.clone();
-            gates.held.approve(id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await.unwrap();
+            gates
+                .held
+                .approve(id.as_str(), Some(&lee()), None, "k", SelfApproval::Forbidden, Proof::default())
+                .await
+                .unwrap();
             // Twelve starts of it at once: one runs it, and every other is told it is running.
             let starts = futures::future::join_all((0..12).map(|n| on(n).start(&id, lease, false, None))).await;
             let starts: Vec<Start> = starts.into_iter().map(Result::unwrap).collect();
@@ -1192,7 +1236,7 @@ pub(crate) mod tests {
                 others.push(
                     gates
                         .held
-                        .approve(kept.id.as_str(), Some(&lee()), None, "k", false, Proof::default())
+                        .approve(kept.id.as_str(), Some(&lee()), None, "k", SelfApproval::Forbidden, Proof::default())
                         .await
                         .unwrap()
                         .id,
@@ -1215,7 +1259,14 @@ pub(crate) mod tests {
                     approved.push(
                         gates
                             .held
-                            .approve(kept.id.as_str(), Some(&lee()), None, "k", false, Proof::default())
+                            .approve(
+                                kept.id.as_str(),
+                                Some(&lee()),
+                                None,
+                                "k",
+                                SelfApproval::Forbidden,
+                                Proof::default(),
+                            )
                             .await
                             .unwrap(),
                     );
@@ -1255,7 +1306,8 @@ pub(crate) mod tests {
             for n in 0..20 {
                 let call = gates.held_for_alice(&format!("/srv/race-{n}")).await;
                 // One gate approves while the other, asked by the requester, tries to run it.
-                let approving = one.approve(call.id.as_str(), Some(&lee), None, "k", false, Proof::default());
+                let approving =
+                    one.approve(call.id.as_str(), Some(&lee), None, "k", SelfApproval::Forbidden, Proof::default());
                 let starts = futures::future::join_all((0..3).map(|_| other.start(&call.id, lease, false, None)));
                 let (approved, starts) = futures::join!(approving, starts);
                 assert_eq!(approved.unwrap().standing, Standing::Approved);
@@ -1306,7 +1358,9 @@ pub(crate) mod tests {
         each_store(async |gates: Gates| {
             let Gates { held, hand, .. } = &gates;
             let call = gates.held_for_alice("/srv/a").await;
-            held.approve(call.id.as_str(), Some(&lee()), None, "k", false, Proof::default()).await.unwrap();
+            held.approve(call.id.as_str(), Some(&lee()), None, "k", SelfApproval::Forbidden, Proof::default())
+                .await
+                .unwrap();
             let lease = Duration::from_secs(60);
             let Start::Yours(first) = held.start(&call.id, lease, true, None).await.unwrap() else { panic!() };
             let Some(Run::Running { since: first_since }) = first.run else { panic!("{:?}", first.run) };
@@ -1316,10 +1370,11 @@ pub(crate) mod tests {
             let Some(Run::Running { since: second_since }) = second.run else { panic!("{:?}", second.run) };
             // The first run's end comes late: neither its loss nor its answer is kept over the second.
             for ended in [Ended::Again, Ended::Lost(None), Ended::Answered(json!({"content": []}), None)] {
-                let kept = held.ran(&call.id, first_since, ended).await.unwrap();
+                let kept = held.end_run(&call.id, first_since, ended).await.unwrap();
                 assert_eq!(kept.run, Some(Run::Running { since: second_since }));
             }
-            let kept = held.ran(&call.id, second_since, Ended::Answered(json!({"content": []}), None)).await.unwrap();
+            let kept =
+                held.end_run(&call.id, second_since, Ended::Answered(json!({"content": []}), None)).await.unwrap();
             assert!(matches!(kept.run, Some(Run::Ran { .. })), "{:?}", kept.run);
         })
         .await;
@@ -1332,7 +1387,7 @@ pub(crate) mod tests {
             let limits = Limits { per_requester: 3, in_all: 5, ..Limits::default() };
             let hold = async |who: &str, n: usize| {
                 let arguments = json!({"path": format!("/srv/{n}")});
-                held.hold(&Party::host_user(who), &call(&arguments), (&rule(), "v"), limits).await
+                held.hold(&Party::host_user(who), &call(&arguments), &rule(), "v", limits).await
             };
             for n in 0..3 {
                 assert!(hold("mallory", n).await.unwrap().first);
@@ -1348,7 +1403,9 @@ pub(crate) mod tests {
             assert!(matches!(hold("carol", 0).await, Err(HeldError::TooMany(5))));
             // One decided makes room.
             let waiting = held.waiting(None).await.unwrap();
-            held.decline(waiting[0].id.as_str(), Some(&lee()), false, Proof::default()).await.unwrap();
+            held.decline(waiting[0].id.as_str(), Some(&lee()), SelfApproval::Forbidden, Proof::default())
+                .await
+                .unwrap();
             assert!(hold("carol", 0).await.unwrap().first);
             // Past their deadline, calls no read has closed yet count for nobody.
             gates.hand.advance(Duration::from_secs(2 * 3600));

@@ -4,22 +4,22 @@
 //! through; a call a rule holds waits until a person the rule names decides it, and then
 //! reaches the upstream once. The crate is laid out as a held call lives:
 //!
-//! - it arrives at [`server`] (the gate as an MCP server, [`Gate`]), or, named by no rule and
-//!   over HTTP, at [`passthrough`] (passed on as its bytes in front of rmcp);
-//! - it is judged by the [`policy`] (its upstreams, rules, conditions and people; `check`'s
-//!   inventory);
-//! - a call a rule holds is kept in [`held`] (SQLite, or PostgreSQL for a fleet), bound to the
+//! - it arrives at `server.rs` (the gate as an MCP server, [`Gate`]), or, named by no rule and
+//!   over HTTP, at `passthrough/` (passed on as its bytes in front of rmcp);
+//! - it is judged by the `policy/` (its upstreams, rules, conditions and people);
+//! - a call a rule holds is kept in `held/` (SQLite, or PostgreSQL for a fleet), bound to the
 //!   rule that held it, once per requester and call;
-//! - it is decided in [`decide`]: each rule's approvals engine, at a decider's own host
+//! - it is decided in `decide/`: each rule's approvals engine, at a decider's own host
 //!   (`review_approvals`), on the approval page, through the webhook's link, or by its requester
 //!   where the rule lets them; announced to the webhook;
-//! - approved, it runs in [`run`]: once, at its requester's next call, its result kept and its
+//! - approved, it runs in `run/`: once, at its requester's next call, its result kept and its
 //!   run's receipt signed;
-//! - and reaches its [`upstream`] (the connection to each server, the relay of what it says back,
-//!   the resources and prompts beside its tools).
+//! - and reaches its `upstream/` (the connection to each server, started as a command or
+//!   reached at its URL, the relay of what it says back, the resources and prompts beside its
+//!   tools, and `check`'s inventory of them).
 //!
-//! Beside them: [`keys`] (the operator's secrets), [`scopes`] (the scopes the gate names over
-//! HTTP) and [`shared`] (what a fleet's gates share beside the held calls). Asking, holding,
+//! Beside them: `keys.rs` (the operator's secrets), `scopes.rs` (the scopes the gate names over
+//! HTTP) and `shared.rs` (what a fleet's gates share beside the held calls). Asking, holding,
 //! executing once and receipts come from the approvals and records crates.
 
 #![deny(missing_docs)]
@@ -42,8 +42,9 @@ pub use decide::page::{ApprovalPage, PageSignIn};
 pub use held::{HeldCalls, HeldCallsAt, HeldError};
 pub use keys::Keys;
 pub use passthrough::Passthrough;
-pub use policy::{Policy, PolicyError, inventory::Inventory, person::Person};
+pub use policy::{Policy, PolicyError, person::Person};
 pub use run::HELD_META;
 pub use scopes::GateScopes;
 pub use server::{Gate, Opening};
 pub use shared::Shared;
+pub use upstream::inventory::Inventory;

@@ -43,14 +43,14 @@ use rmcp::{
 use serde_json::Value;
 
 use crate::{
-    decide::own_call::{self, Asked},
     decide::page::{ApprovalPage, PageSignIn},
     decide::review::{REVIEW, Review},
+    decide::self_approval::{self, Asked},
     decide::{self, Deciding},
     held::{HeldCall, HeldCalls, HeldId, Standing},
     policy::call::Call,
     policy::person::Person,
-    policy::rule::{Channel, Rule},
+    policy::rule::Rule,
     policy::{Held, Policy},
     run::RunRound,
     run::task_round,
@@ -178,6 +178,18 @@ impl Gate {
     /// webhook's announcements are given its link.
     pub fn page_served_at(&self, origin: String) {
         let _ = self.inner.page.set(origin);
+    }
+
+    /// What an approved call runs with at `connection`, its upstream's rounds answered where
+    /// `rounds` says.
+    fn runner<'a>(&'a self, connection: &'a Connection, rounds: Rounds<'a>) -> crate::run::Runner<'a> {
+        crate::run::Runner {
+            calls: &self.inner.held,
+            records: &*self.inner.records,
+            receipts: self.inner.receipts.as_ref(),
+            connection,
+            rounds,
+        }
     }
 
     /// Close every upstream's connection.
@@ -310,7 +322,7 @@ impl Gate {
         let name = params.name.clone();
         let call = Call { upstream: connection.name(), tool: &name, annotations: &annotations, arguments: &arguments };
         let Some(held) = self.inner.policy.held(&call) else { return Judged::Passed(params) };
-        Judged::Answered(self.held(params, context, connection, modern, (&call, held)).await)
+        Judged::Answered(self.held(params, context, connection, modern, &call, held).await)
     }
 
     /// A call `held` by its rule: held until decided, asked of its requester where they may
@@ -321,7 +333,8 @@ impl Gate {
         context: &RequestContext<RoleServer>,
         connection: &Connection,
         modern: bool,
-        (call, held): (&Call<'_>, Held<'_>),
+        call: &Call<'_>,
+        held: Held<'_>,
     ) -> Result<CallToolResponse, ErrorData> {
         let failed = |error: crate::held::HeldError| {
             tracing::error!(%error, tool = call.tool, "a held call could not be kept");
@@ -330,7 +343,7 @@ impl Gate {
         // Who asks is worked out for a held call alone: a call passed on needs nobody named.
         let person = self.person_of(context);
         let policy = &self.inner.policy;
-        let holding = self.inner.held.hold(&person.party, call, (held.rule, &policy.version), policy.limits).await;
+        let holding = self.inner.held.hold(&person.party, call, held.rule, &policy.version, policy.limits).await;
         let mut holding = match holding {
             Ok(holding) => holding,
             Err(error @ (crate::held::HeldError::TooManyOfYours(_) | crate::held::HeldError::TooMany(_))) => {
@@ -341,7 +354,7 @@ impl Gate {
             Err(error) => return Err(failed(error)),
         };
         if holding.first
-            && held.rule.channels.contains(&Channel::Webhook)
+            && held.rule.announced
             && let Some(webhook) = &self.inner.webhook
         {
             let link = self.inner.page.get().map(|origin| crate::decide::page::link(origin, &holding.call.id));
@@ -349,10 +362,10 @@ impl Gate {
             webhook.announce(crate::decide::announce::waiting(&holding.call, held.rule, link.as_deref()), &requester);
         }
         let person = &person;
-        if own_call::may_ask(held.rule, person, &holding.call)
+        if self_approval::may_ask(held.rule, person, &holding.call)
             && let Some(asking) = Asking::of_call(context, params.input_responses.clone())
         {
-            match own_call::ask(&self.inner.deciding, &holding.call, held.rule, person, asking).await? {
+            match self_approval::ask(&self.inner.deciding, &holding.call, held.rule, person, asking).await? {
                 Asked::Round(round) => return Ok(round.into()),
                 Asked::Decided => {
                     holding.call = self.inner.held.get(&holding.call.id).await.map_err(failed)?.unwrap_or(holding.call);
@@ -365,21 +378,18 @@ impl Gate {
         {
             return self.wait_as_task(tasking, &holding.call, held.rule).await;
         }
-        let receipts = self.inner.receipts.as_ref();
+        // A 2025 requester is asked an upstream's rounds within the run, on its back-channel;
+        // a 2026-07-28 one is passed them back, as rounds of the gate's.
+        let rounds = if modern { Rounds::PassedBack } else { Rounds::Here(&context.peer) };
+        let runner = self.runner(connection, rounds);
         // A 2026-07-28 requester answering a round its upstream asked as the approved call
         // ran: the run carries on.
         let round = modern.then(|| mrtr::boundary::opened_state(context).and_then(RunRound::decode)).flatten();
         if let Some(round) = round.filter(|round| round.run == holding.call.id.as_str()) {
-            let stores = (&*self.inner.held, &*self.inner.records);
-            let carried = (holding.call, round);
-            return crate::run::continued(stores, receipts, connection, held.rule, carried, params).await;
+            return crate::run::continue_run(runner, held.rule, holding.call, round, params).await;
         }
-        let told = (call, held, holding);
-        // A 2025 requester is asked an upstream's rounds within the run, on its back-channel;
-        // a 2026-07-28 one is passed them back, as rounds of the gate's.
-        let rounds = if modern { Rounds::PassedBack } else { Rounds::Here(&context.peer) };
         let page = self.inner.page.get().map(String::as_str);
-        crate::run::told(&self.inner.held, receipts, (connection, rounds), told, (params, page)).await
+        crate::run::answer_held(runner, call, held, holding, params, page).await
     }
 }
 
@@ -403,7 +413,7 @@ fn watch_escalations(inner: &Inner) -> Option<Watching> {
         .rules
         .iter()
         .filter_map(|rule| {
-            let announced = rule.channels.contains(&Channel::Webhook) && inner.webhook.is_some();
+            let announced = rule.announced && inner.webhook.is_some();
             rule.escalate_after.map(|after| (rule.digest, after, announced))
         })
         .collect();
@@ -507,8 +517,8 @@ impl Gate {
         };
         let mut params = CallToolRequestParams::new(kept.tool.clone())
             .with_arguments(kept.arguments.as_object().cloned().unwrap_or_default());
-        let receipts = self.inner.receipts.as_ref();
         let records = &*self.inner.records;
+        let runner = self.runner(connection, Rounds::PassedBack);
         // What the task says should its run ask (made only then, not on every look): no longer
         // waiting for a decision; and, cancelled then, that the run is not carried on, and what
         // a call for it finds.
@@ -535,22 +545,18 @@ impl Gate {
         // A task's run has its upstream's rounds asked through the task (a 2025 upstream's
         // back-channel question goes to the one host behind the gate, over stdio), and the
         // answers the task brings carry it on.
-        let told = match task_round::answered(records, task).await {
+        let answer = match task_round::answered(records, task).await {
             Ok(Some((round, answers))) => {
                 params.input_responses = Some(answers);
-                let stores = (&*self.inner.held, records);
-                Some(crate::run::continued(stores, receipts, connection, rule, (kept, round), params).await)
+                Some(crate::run::continue_run(runner, rule, kept, round, params).await)
             }
-            Ok(None) => {
-                crate::run::settled(&self.inner.held, receipts, (connection, Rounds::PassedBack), rule, kept, params)
-                    .await
-            }
+            Ok(None) => crate::run::run_approved(runner, rule, kept, params).await,
             Err(error) => {
                 tracing::warn!(task = %task.id, %error, "a task's round could not be read; the task is looked at again");
                 return Step::Later;
             }
         };
-        match told {
+        match answer {
             Some(Ok(CallToolResponse::Complete(result))) => Step::Done(Ok(result)),
             Some(Ok(CallToolResponse::InputRequired(asked))) => match task_round::keep(records, task, asked).await {
                 Ok(Some(questions)) => {

@@ -147,9 +147,10 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         tracing::info!(page = %format!("{origin}{}", approvals::channel::page::PATH), "held calls are decided on the approval page another gate serves");
         gate.page_served_at(origin);
     }
-    let page = page_client.zip(keys.page_cookies()).map(|(client, cookies)| PageSetup {
+    let page = page_client.zip(keys.page_cookies()).map(|((client_id, client_secret), cookies)| PageSetup {
         gate: gate.clone(),
-        client,
+        client_id,
+        client_secret,
         scopes: page_scopes,
         cookies,
         sessions: shared.records.clone(),
@@ -161,7 +162,7 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         Some(_) => {
             let passing = gate::Passthrough::new(&gate, sealed.passage());
             let shortcut = passing.map(|passing| std::sync::Arc::new(Lane(passing)) as _);
-            over_http(http, &policy_scopes, (sealed, shortcut), page, receipts).await
+            over_http(http, &policy_scopes, sealed, shortcut, page, receipts).await
         }
     };
     gate.close().await;
@@ -177,8 +178,10 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
 /// What the approval page is served with.
 struct PageSetup<'a> {
     gate: gate::Gate,
-    /// Its client at the issuer, and the client's secret.
-    client: (&'a str, Option<&'a str>),
+    /// Its client at the issuer.
+    client_id: &'a str,
+    /// The client's secret, for a confidential client.
+    client_secret: Option<&'a str>,
     /// The scopes its sign-in asks for.
     scopes: String,
     cookies: mrtr::seal::KeyRing,
@@ -204,7 +207,8 @@ impl mcp_serve::shortcut::Shortcut for Lane {
 async fn over_http<H: rmcp::ServerHandler + Clone + Send + Sync + 'static>(
     http: &mcp_serve::HttpConfig,
     scopes: &gate::GateScopes,
-    (sealed, shortcut): (H, Option<std::sync::Arc<dyn mcp_serve::shortcut::Shortcut>>),
+    sealed: H,
+    shortcut: Option<std::sync::Arc<dyn mcp_serve::shortcut::Shortcut>>,
     page: Option<PageSetup<'_>>,
     receipts: std::sync::Arc<approvals::ReceiptKeys>,
 ) -> Result<(), String> {
@@ -252,8 +256,8 @@ async fn approval_page(
     let endpoint = http.public_url.clone().unwrap_or_else(|| format!("http://{bound}/mcp"));
     let sign_in = gate::PageSignIn {
         issuer,
-        client_id: setup.client.0,
-        client_secret: setup.client.1,
+        client_id: setup.client_id,
+        client_secret: setup.client_secret,
         endpoint: &endpoint,
         scopes: &setup.scopes,
         cookies: setup.cookies,

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use approvals::{
-    Decision, Subject,
+    Decision, SelfApproval, Subject,
     subject::{Failed, Pending, Standing, State},
 };
 use serde_json::{Map, Value, json};
@@ -23,14 +23,14 @@ pub struct RuleApprovals {
     calls: Arc<HeldCalls>,
     /// The digest of the rule: a call is this rule's when it was held by the rule as it is.
     rule: approvals::Digest,
-    own_allowed: bool,
+    self_approval: SelfApproval,
 }
 
 impl RuleApprovals {
     /// The calls in `calls` held by the rule of digest `rule`, whose requester may decide their
-    /// own where `own_allowed`.
-    pub fn new(calls: Arc<HeldCalls>, rule: approvals::Digest, own_allowed: bool) -> Self {
-        Self { calls, rule, own_allowed }
+    /// own where `self_approval`.
+    pub fn new(calls: Arc<HeldCalls>, rule: approvals::Digest, self_approval: SelfApproval) -> Self {
+        Self { calls, rule, self_approval }
     }
 
     /// The held call `id`, if this rule, as it is, holds it.
@@ -140,7 +140,7 @@ impl Subject for RuleApprovals {
         Box::pin(async move {
             self.this_rules(id).await?;
             let proof = held::Proof::of(&decision);
-            self.calls.approve(id, decision.decider, seen, key, self.own_allowed, proof).await.map(standing)
+            self.calls.approve(id, decision.decider, seen, key, self.self_approval, proof).await.map(standing)
         })
     }
 
@@ -148,7 +148,7 @@ impl Subject for RuleApprovals {
         Box::pin(async move {
             self.this_rules(id).await?;
             let proof = held::Proof::of(&decision);
-            self.calls.decline(id, decision.decider, self.own_allowed, proof).await.map(standing)
+            self.calls.decline(id, decision.decider, self.self_approval, proof).await.map(standing)
         })
     }
 }
@@ -195,7 +195,7 @@ mod tests {
         let keys = Arc::new(approvals::ReceiptKeys::ephemeral());
         let receipts =
             approvals::Receipts { keys: keys.clone(), issuer: "fernhill-gate".into(), policy_version: "v".into() };
-        let subject = RuleApprovals::new(calls.clone(), rule.digest, own == SelfApproval::Allowed);
+        let subject = RuleApprovals::new(calls.clone(), rule.digest, own);
         let engine = Approvals::new(subject, records, "gate", COUNTED).deciding(own, false).signing(receipts);
         (engine, calls, kept, keys)
     }

@@ -6,13 +6,13 @@
 pub mod announce;
 pub mod announcing;
 pub mod approval;
-pub mod own_call;
 pub mod page;
 pub mod review;
+pub mod self_approval;
 
 use std::{collections::HashMap, sync::Arc};
 
-use approvals::{Acted, Answered, Approvals, Refused, State, Verdict, engine::Counted, trail::NoTrail};
+use approvals::{Acted, Answered, Approvals, Channel, Refused, State, Verdict, engine::Counted, trail::NoTrail};
 use mrtr::{Outcome, form::FormSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,7 @@ use crate::{
     held::{HeldCall, HeldCalls, HeldError, HeldId, Standing},
     policy::Policy,
     policy::person::Person,
-    policy::rule::{Channel, Rule},
+    policy::rule::Rule,
 };
 
 /// The question's key.
@@ -79,14 +79,14 @@ impl Deciding {
                 let subject = RuleApprovals::new(held.clone(), rule.digest, rule.self_approval);
                 let mut engine = Approvals::new(subject, records.clone(), "gate", COUNTED)
                     .naming_ids("approval")
-                    .deciding(rule.own_call(), false)
+                    .deciding(rule.self_approval, false)
                     .under_rule(&rule.name)
                     .bound_to_rule(&rule.digest.to_string())
                     .with_clock(held.clock().clone());
                 if let Some(keys) = keys {
                     engine = engine.signing(receipts(policy, keys));
                 }
-                if let Some(webhook) = webhook.filter(|_| rule.channels.contains(&Channel::Webhook)) {
+                if let Some(webhook) = webhook.filter(|_| rule.announced) {
                     let webhook = webhook.clone();
                     let post = move |announcement, requester: &str| webhook.announce(announcement, requester);
                     engine = engine.announcing(crate::decide::announce::announcer(post));
@@ -136,26 +136,6 @@ impl Deciding {
             );
         }
         Ok(acted)
-    }
-}
-
-/// Where a decider decides: at their own host (`review_approvals`), or on the approval page
-/// (which the webhook's announcements link to).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Place {
-    /// `review_approvals`, at the decider's own host.
-    Review,
-    /// The approval page.
-    Page,
-}
-
-impl Place {
-    /// Whether `rule` takes decisions here.
-    pub fn serves(self, rule: &Rule) -> bool {
-        match self {
-            Place::Review => rule.channels.contains(&Channel::Review),
-            Place::Page => rule.channels.iter().any(|channel| matches!(channel, Channel::Page | Channel::Webhook)),
-        }
     }
 }
 
@@ -230,15 +210,20 @@ pub enum NotHere {
 
 /// The rule by which `person` may decide `kept` at `place`, or why they may not (the engine and
 /// the store check again when they answer).
-pub fn may_decide<'p>(policy: &'p Policy, kept: &HeldCall, person: &Person, place: Place) -> Result<&'p Rule, NotHere> {
+pub fn may_decide<'p>(
+    policy: &'p Policy,
+    kept: &HeldCall,
+    person: &Person,
+    place: Channel,
+) -> Result<&'p Rule, NotHere> {
     let id = kept.id.clone();
     let Some(rule) = policy.rule_of(kept.rule_digest.as_ref()) else {
         return Err(NotHere::NoRule { id, rule: kept.rule.clone() });
     };
-    if !place.serves(rule) {
+    if !rule.decides_on(place) {
         let elsewhere = match place {
-            Place::Review => "on the approval page or through the webhook's link only",
-            Place::Page => "at a decider's own host (review_approvals) only",
+            Channel::Review => "on the approval page or through the webhook's link only",
+            _ => "at a decider's own host (review_approvals) only",
         };
         return Err(NotHere::Elsewhere { id, rule: rule.name.clone(), elsewhere: elsewhere.to_owned() });
     }
@@ -248,10 +233,10 @@ pub fn may_decide<'p>(policy: &'p Policy, kept: &HeldCall, person: &Person, plac
     if kept.standing != Standing::Waiting {
         return Err(NotHere::Settled { id, standing: kept.standing.as_str() });
     }
-    if !rule.self_approval && kept.requester == person.party {
+    if !rule.self_approval.allowed() && kept.requester == person.party {
         return Err(NotHere::Own { id, rule: rule.name.clone() });
     }
-    if !rule.self_approval && place == Place::Page && untold(&kept.requester) {
+    if !rule.self_approval.allowed() && place == Channel::Page && untold(&kept.requester) {
         return Err(NotHere::Untold { id, requester: kept.requester.to_string(), rule: rule.name.clone() });
     }
     Ok(rule)
@@ -270,13 +255,14 @@ pub async fn waiting_for(
     policy: &Policy,
     held: &HeldCalls,
     person: &Person,
-    place: Place,
+    place: Channel,
 ) -> Result<Vec<HeldCall>, HeldError> {
     let mut waiting = Vec::new();
-    for rule in policy.rules.iter().filter(|rule| place.serves(rule) && person.holds.meets(&rule.decided_by)) {
+    for rule in policy.rules.iter().filter(|rule| rule.decides_on(place) && person.holds.meets(&rule.decided_by)) {
         let calls = held.waiting(Some(&rule.digest)).await?;
         waiting.extend(calls.into_iter().filter(|call| {
-            rule.self_approval || (call.requester != person.party && !(place == Place::Page && untold(&call.requester)))
+            rule.self_approval.allowed()
+                || (call.requester != person.party && !(place == Channel::Page && untold(&call.requester)))
         }));
     }
     waiting.sort_by(|a, b| (a.held_at, a.id.as_str()).cmp(&(b.held_at, b.id.as_str())));
@@ -429,10 +415,10 @@ mod tests {
         let prices = hold(&policy, &held, &alice, "prices").await;
         let notes = hold(&policy, &held, &sam, "notes").await;
 
-        assert_eq!(may_decide(&policy, &prices, &lee, Place::Page).unwrap().name, "prices");
-        let elsewhere = may_decide(&policy, &prices, &lee, Place::Review).unwrap_err();
+        assert_eq!(may_decide(&policy, &prices, &lee, Channel::Page).unwrap().name, "prices");
+        let elsewhere = may_decide(&policy, &prices, &lee, Channel::Review).unwrap_err();
         assert!(matches!(elsewhere, NotHere::Elsewhere { .. }), "{elsewhere}");
-        let not_decider = may_decide(&policy, &prices, &sam, Place::Page).unwrap_err();
+        let not_decider = may_decide(&policy, &prices, &sam, Channel::Page).unwrap_err();
         assert_eq!(
             not_decider.to_string(),
             format!(
@@ -441,30 +427,39 @@ mod tests {
             )
         );
         // Alice holds the role, and asked for it herself.
-        assert!(matches!(may_decide(&policy, &prices, &alice, Place::Page), Err(NotHere::Own { .. })));
+        assert!(matches!(may_decide(&policy, &prices, &alice, Channel::Page), Err(NotHere::Own { .. })));
         // A rule with self_approval lets its requester decide, where it takes decisions.
-        assert_eq!(may_decide(&policy, &notes, &sam, Place::Review).unwrap().name, "notes");
-        assert!(matches!(may_decide(&policy, &notes, &sam, Place::Page), Err(NotHere::Elsewhere { .. })));
+        assert_eq!(may_decide(&policy, &notes, &sam, Channel::Review).unwrap().name, "notes");
+        assert!(matches!(may_decide(&policy, &notes, &sam, Channel::Page), Err(NotHere::Elsewhere { .. })));
 
         // What waits for each, where: never their own unless the rule allows.
         let ids = |calls: Vec<HeldCall>| calls.into_iter().map(|call| call.id).collect::<Vec<_>>();
         assert_eq!(
-            ids(waiting_for(&policy, &held, &lee, Place::Page).await.unwrap()),
+            ids(waiting_for(&policy, &held, &lee, Channel::Page).await.unwrap()),
             std::slice::from_ref(&prices.id)
         );
-        assert!(waiting_for(&policy, &held, &alice, Place::Page).await.unwrap().is_empty());
-        assert!(waiting_for(&policy, &held, &lee, Place::Review).await.unwrap().is_empty());
+        assert!(waiting_for(&policy, &held, &alice, Channel::Page).await.unwrap().is_empty());
+        assert!(waiting_for(&policy, &held, &lee, Channel::Review).await.unwrap().is_empty());
         assert_eq!(
-            ids(waiting_for(&policy, &held, &sam, Place::Review).await.unwrap()),
+            ids(waiting_for(&policy, &held, &sam, Channel::Review).await.unwrap()),
             std::slice::from_ref(&notes.id)
         );
 
         // Decided, it is settled: nothing more to decide anywhere.
-        let approved =
-            held.approve(prices.id.as_str(), Some(&lee.party), None, "k", false, Proof::default()).await.unwrap();
-        let settled = may_decide(&policy, &approved, &lee, Place::Page).unwrap_err();
+        let approved = held
+            .approve(
+                prices.id.as_str(),
+                Some(&lee.party),
+                None,
+                "k",
+                approvals::SelfApproval::Forbidden,
+                Proof::default(),
+            )
+            .await
+            .unwrap();
+        let settled = may_decide(&policy, &approved, &lee, Channel::Page).unwrap_err();
         assert_eq!(settled.to_string(), format!("{} is approved; there is nothing to decide.", prices.id));
-        assert!(waiting_for(&policy, &held, &lee, Place::Page).await.unwrap().is_empty());
+        assert!(waiting_for(&policy, &held, &lee, Channel::Page).await.unwrap().is_empty());
     }
 
     /// Payments wait for a finance lead; `above`, written before that rule, is put first.
@@ -483,7 +478,7 @@ mod tests {
         let arguments = json!({"amount": 5000, "invoice": "I-7"});
         let call = Call { upstream: "ledger", tool: "pay", annotations: &Value::Null, arguments: &arguments };
         let rule = policy.held(&call).unwrap().rule;
-        held.hold(&who.party, &call, (rule, &policy.version), crate::held::Limits::default()).await.unwrap()
+        held.hold(&who.party, &call, rule, &policy.version, crate::held::Limits::default()).await.unwrap()
     }
 
     #[tokio::test]
@@ -496,9 +491,9 @@ mod tests {
         let waiting = pay(&before, &held, &alice).await.call;
         // The operator puts a rule for staff above it and restarts the gates on the same store.
         let after = payments(STAFF_ABOVE, "finance-lead");
-        let not_staff = may_decide(&after, &waiting, &staff, Place::Review).unwrap_err();
+        let not_staff = may_decide(&after, &waiting, &staff, Channel::Review).unwrap_err();
         assert!(matches!(not_staff, NotHere::NotDecider { .. }), "{not_staff}");
-        assert!(waiting_for(&after, &held, &staff, Place::Review).await.unwrap().is_empty());
+        assert!(waiting_for(&after, &held, &staff, Channel::Review).await.unwrap().is_empty());
         // Through the engine too: staff's rule's approvals do not know the call.
         let deciding = Deciding::new(&after, &Arc::new(held.clone()), None, None, &records());
         let answered = Answered::to("q-1", approvals::Channel::Review, std::time::Duration::from_secs(600));
@@ -507,7 +502,7 @@ mod tests {
         assert!(acted.await.is_err(), "staff approved a payment held for a finance lead");
         assert_eq!(held.get(&waiting.id).await.unwrap().unwrap().standing, Standing::Waiting);
         // The finance lead still may, under the rule that held it, unchanged.
-        assert_eq!(may_decide(&after, &waiting, &lead, Place::Review).unwrap().name, "payments");
+        assert_eq!(may_decide(&after, &waiting, &lead, Channel::Review).unwrap().name, "payments");
         // Asked again, the call is held anew under the rule that holds it now, told so; the
         // approval before is superseded, and nobody decides it.
         let anew = pay(&after, &held, &alice).await;
@@ -515,7 +510,7 @@ mod tests {
         assert_eq!(anew.superseded.map(|before| before.id), Some(waiting.id.clone()));
         let superseded = held.get(&waiting.id).await.unwrap().unwrap();
         assert_eq!(superseded.standing, Standing::Superseded);
-        assert!(matches!(may_decide(&after, &superseded, &lead, Place::Review), Err(NotHere::Settled { .. })));
+        assert!(matches!(may_decide(&after, &superseded, &lead, Channel::Review), Err(NotHere::Settled { .. })));
     }
 
     #[tokio::test]
@@ -525,10 +520,10 @@ mod tests {
         let waiting = pay(&payments("", "finance-lead"), &held, &person("alice", Holds::default())).await.call;
         // The same name, now decided by staff.
         let changed = payments("", "staff");
-        let refused = may_decide(&changed, &waiting, &staff, Place::Review).unwrap_err();
+        let refused = may_decide(&changed, &waiting, &staff, Channel::Review).unwrap_err();
         assert!(matches!(refused, NotHere::NoRule { .. }), "{refused}");
         assert!(refused.to_string().contains("no longer has"), "{refused}");
-        assert!(waiting_for(&changed, &held, &staff, Place::Review).await.unwrap().is_empty());
+        assert!(waiting_for(&changed, &held, &staff, Channel::Review).await.unwrap().is_empty());
         let deciding = Deciding::new(&changed, &Arc::new(held.clone()), None, None, &records());
         let answered = Answered::to("q-1", approvals::Channel::Review, std::time::Duration::from_secs(600));
         let acted =
@@ -570,9 +565,9 @@ mod tests {
         let pricing = oauth_resource::token::Membership { roles: vec!["pricing".into()], ..Default::default() };
         let signed_in = policy.person_of(caller::Principal::new("https://login.example", "alice"), &[], &pricing);
         assert!(signed_in.holds.meets(&policy.rules[0].decided_by), "her token carries the role");
-        let refused = may_decide(&policy, &kept, &signed_in, Place::Page).unwrap_err();
+        let refused = may_decide(&policy, &kept, &signed_in, Channel::Page).unwrap_err();
         assert!(matches!(refused, NotHere::Untold { .. }), "{refused}");
-        assert!(waiting_for(&policy, &held, &signed_in, Place::Page).await.unwrap().is_empty());
+        assert!(waiting_for(&policy, &held, &signed_in, Channel::Page).await.unwrap().is_empty());
         // Where the policy names her sign-in, the call is hers there too, and the page tells.
         let named = text.replace(
             "roles = [\"pricing\"] }",
@@ -581,10 +576,10 @@ mod tests {
         let policy = Policy::parse(Path::new("gate.toml"), &named).unwrap();
         let kept = hold(&policy, &held, &policy.host_user("alice").unwrap(), "prices").await;
         let signed_in = policy.person_of(caller::Principal::new("https://login.example", "alice"), &[], &none);
-        assert!(matches!(may_decide(&policy, &kept, &signed_in, Place::Page), Err(NotHere::Own { .. })));
+        assert!(matches!(may_decide(&policy, &kept, &signed_in, Channel::Page), Err(NotHere::Own { .. })));
         let lee = policy.person_of(caller::Principal::new("https://login.example", "lee"), &[], &none);
         let lee = Person { holds: Holds { roles: vec!["pricing".into()], ..Holds::default() }, ..lee };
-        assert_eq!(may_decide(&policy, &kept, &lee, Place::Page).unwrap().name, "prices");
+        assert_eq!(may_decide(&policy, &kept, &lee, Channel::Page).unwrap().name, "prices");
     }
 
     fn records() -> Arc<dyn records::Records> {

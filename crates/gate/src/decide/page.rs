@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use approvals::{
-    Acted,
+    Acted, Channel,
     channel::{
         jwks,
         page::{Callback, Decision, PATH, Visitors, html::Page, unavailable},
@@ -32,7 +32,7 @@ use mrtr::Outcome;
 use web_service::html::escape;
 
 use crate::{
-    decide::{Deciding, Listing, NotHere, Place, RunForm, may_decide, told, waiting_for},
+    decide::{Deciding, Listing, NotHere, RunForm, may_decide, told, waiting_for},
     held::{HeldCall, HeldCalls, HeldId},
     policy::Policy,
     policy::person::Person,
@@ -186,7 +186,7 @@ async fn list(State(page): State<Arc<ApprovalPage>>, Query(asked): Query<ListQue
         Err(response) => return response,
     };
     let person = page.person(&session);
-    let waiting = match waiting_for(&page.policy, &page.held, &person, Place::Page).await {
+    let waiting = match waiting_for(&page.policy, &page.held, &person, Channel::Page).await {
         Ok(waiting) => waiting,
         Err(error) => {
             tracing::warn!(%error, "the approval page could not read the held calls");
@@ -272,7 +272,7 @@ async fn show(State(page): State<Arc<ApprovalPage>>, Path(approval): Path<String
         Err(response) => return *response,
     };
     // Looking is not deciding: a refusal is counted only when a decision is tried.
-    match may_decide(&page.policy, &kept, &page.person(&session), Place::Page) {
+    match may_decide(&page.policy, &kept, &page.person(&session), Channel::Page) {
         Ok(rule) => review(&kept, rule, &session.form_token).into_response(),
         Err(not_here) => refusal(&not_here),
     }
@@ -300,7 +300,7 @@ async fn decide(
         Err(response) => return *response,
     };
     let person = page.person(&session);
-    let rule = match may_decide(&page.policy, &kept, &person, Place::Page) {
+    let rule = match may_decide(&page.policy, &kept, &person, Channel::Page) {
         Ok(rule) => rule,
         Err(not_here) => return refusal(&not_here),
     };

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use approvals::{Acted, Answered};
+use approvals::{Acted, Answered, Channel};
 use mrtr::{Outcome, ask::Asking};
 use rmcp::{
     ErrorData,
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::{
-    decide::{DECIDE, Deciding, Listing, NotHere, Place, RunForm, may_decide, question, told, waiting_for},
+    decide::{DECIDE, Deciding, Listing, NotHere, RunForm, may_decide, question, told, waiting_for},
     held::{HeldCall, HeldCalls, HeldId},
     policy::Policy,
     policy::person::Person,
@@ -159,7 +159,7 @@ impl Review {
     /// The held calls `person` may decide, grouped by requester (who waited longest first), each
     /// one's oldest first: the `page`th page (from 1), of `requested_by`'s alone where named.
     async fn waiting_for(&self, person: &Person, requested_by: Option<&str>, page: u32) -> CallToolResponse {
-        let waiting = match waiting_for(&self.policy, &self.held, person, Place::Review).await {
+        let waiting = match waiting_for(&self.policy, &self.held, person, Channel::Review).await {
             Ok(calls) => calls,
             Err(error) => return refused(format!("The held calls could not be read: {}.", error.words())),
         };
@@ -228,7 +228,7 @@ impl Review {
             Ok(None) => return Ok(refused(format!("There is no held call {id}."))),
             Err(error) => return Ok(refused(format!("The held calls could not be read: {}.", error.words()))),
         };
-        let rule = match may_decide(&self.policy, &kept, person, Place::Review) {
+        let rule = match may_decide(&self.policy, &kept, person, Channel::Review) {
             Ok(rule) => rule,
             Err(NotHere::Settled { id, standing }) => {
                 return Ok(said(
@@ -243,7 +243,7 @@ impl Review {
         let question = question(&kept, rule);
         match asking.form(DECIDE, self.deciding.form(), &question).await {
             Ok(Some(said)) => {
-                let answered = Answered::to_the_question_of(&asking, approvals::Channel::Review).having_seen(seen);
+                let answered = Answered::to_the_question_of(&asking, Channel::Review).having_seen(seen);
                 Ok(self.act(&id, rule, said, &answered, person).await)
             }
             Ok(None) => Ok(asking.input_required().into()),

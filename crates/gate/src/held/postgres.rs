@@ -35,6 +35,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
+use approvals::SelfApproval;
 use caller::Party;
 use clock::Clock;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Transaction};
@@ -327,7 +328,7 @@ impl Store {
         decider: Option<&Party>,
         seen: Option<&str>,
         key: &str,
-        own_allowed: bool,
+        self_approval: SelfApproval,
         proof: &Proof,
     ) -> Result<HeldCall, HeldError> {
         self.transaction(|tx, now| {
@@ -340,7 +341,7 @@ impl Store {
                 {
                     return Ok(held);
                 }
-                decidable(&held, decider.as_ref(), seen.as_deref(), own_allowed)?;
+                decidable(&held, decider.as_ref(), seen.as_deref(), self_approval)?;
                 let approving = concat!(
                     "UPDATE held_calls SET standing = 'approved', decided_by = $2, decided_at = $3, \
                      decision_key = $4, deadline = $5, decision_channel = $6, decision_receipt = $7 \
@@ -372,7 +373,7 @@ impl Store {
         &self,
         id: &str,
         decider: Option<&Party>,
-        own_allowed: bool,
+        self_approval: SelfApproval,
         proof: &Proof,
     ) -> Result<HeldCall, HeldError> {
         self.transaction(|tx, now| {
@@ -382,7 +383,7 @@ impl Store {
                 if held.standing == Standing::Declined {
                     return Ok(held);
                 }
-                decidable(&held, decider.as_ref(), None, own_allowed)?;
+                decidable(&held, decider.as_ref(), None, self_approval)?;
                 let declining = concat!(
                     "UPDATE held_calls SET standing = 'declined', decided_by = $2, decided_at = $3, \
                      decision_channel = $4, decision_receipt = $5 WHERE id = $1 RETURNING ",
@@ -455,7 +456,7 @@ impl Store {
 
     /// Keep how `id`'s run, started at `since` (epoch seconds), ended, while it is that run;
     /// the call as it then stands. One write, atomic alone: outside a transaction.
-    pub(super) async fn ran(&self, id: &HeldId, since: i64, ended: Ended) -> Result<HeldCall, HeldError> {
+    pub(super) async fn end_run(&self, id: &HeldId, since: i64, ended: Ended) -> Result<HeldCall, HeldError> {
         self.alone(|tx, now| {
             let (id, ended) = (id.clone(), ended.clone());
             Box::pin(async move {

@@ -9,6 +9,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
+use approvals::SelfApproval;
 use caller::Party;
 use clock::Clock;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -189,7 +190,7 @@ impl Store {
 
     /// Approve `id` for `decider`, who was shown `seen` (the call's digest), under `key`: the
     /// same key again is the same approval, given back as it stands. A requester deciding
-    /// their own call is refused unless `own_allowed`. Once approved, the same call finds it
+    /// their own call is refused unless `self_approval`. Once approved, the same call finds it
     /// for as long again as it waited to be decided.
     pub(super) fn approve(
         &self,
@@ -197,7 +198,7 @@ impl Store {
         decider: Option<&Party>,
         seen: Option<&str>,
         key: &str,
-        own_allowed: bool,
+        self_approval: SelfApproval,
         proof: &Proof,
     ) -> Result<HeldCall, HeldError> {
         self.writing(|transaction, now| {
@@ -206,7 +207,7 @@ impl Store {
             {
                 return Ok(held);
             }
-            decidable(&held, decider, seen, own_allowed)?;
+            decidable(&held, decider, seen, self_approval)?;
             let deadline = to_be_run_by(&held, now);
             transaction.execute(
                 "UPDATE held_calls SET standing = 'approved', decided_by = ?2, decided_at = ?3, decision_key = ?4,
@@ -231,7 +232,7 @@ impl Store {
         &self,
         id: &str,
         decider: Option<&Party>,
-        own_allowed: bool,
+        self_approval: SelfApproval,
         proof: &Proof,
     ) -> Result<HeldCall, HeldError> {
         self.writing(|transaction, now| {
@@ -239,7 +240,7 @@ impl Store {
             if held.standing == Standing::Declined {
                 return Ok(held);
             }
-            decidable(&held, decider, None, own_allowed)?;
+            decidable(&held, decider, None, self_approval)?;
             transaction.execute(
                 "UPDATE held_calls SET standing = 'declined', decided_by = ?2, decided_at = ?3, decision_channel = ?4,
                  decision_receipt = ?5 WHERE id = ?1",
@@ -300,7 +301,7 @@ impl Store {
 
     /// Keep how `id`'s run, started at `since` (epoch seconds), ended, while it is that run;
     /// the call as it then stands.
-    pub(super) fn ran(&self, id: &HeldId, since: i64, ended: Ended) -> Result<HeldCall, HeldError> {
+    pub(super) fn end_run(&self, id: &HeldId, since: i64, ended: Ended) -> Result<HeldCall, HeldError> {
         self.writing(|transaction, now| {
             let id = id.as_str();
             let written = match ended {

@@ -21,7 +21,6 @@
 
 pub mod call;
 pub mod condition;
-pub mod inventory;
 pub mod limits;
 pub mod rule;
 pub mod tool_name;
@@ -34,6 +33,7 @@ use std::{
     time::Duration,
 };
 
+use approvals::Channel;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -42,7 +42,7 @@ use crate::{
     policy::call::Call,
     policy::condition::Condition,
     policy::person::{Holds, Person},
-    policy::rule::{Channel, Decider, Hint, LostOutcome, Rule},
+    policy::rule::{Decider, Hint, LostOutcome, Rule, parse_channel},
     policy::tool_name::ToolName,
 };
 
@@ -225,7 +225,7 @@ impl Policy {
 
     /// Whether `person` decides some rule's calls from their own host (`review_approvals`).
     pub fn decides_at_own_host(&self, person: &Person) -> bool {
-        self.rules.iter().any(|rule| rule.channels.contains(&Channel::Review) && person.holds.meets(&rule.decided_by))
+        self.rules.iter().any(|rule| rule.decides_on(Channel::Review) && person.holds.meets(&rule.decided_by))
     }
 
     /// Whether the approval page cannot tell `person`'s calls from those of who signs in there
@@ -233,10 +233,7 @@ impl Policy {
     /// `signs_in_as`.
     pub fn page_cannot_tell(&self, person: &Person) -> bool {
         matches!(person.party, caller::Party::HostUser(_))
-            && self.rules.iter().any(|rule| {
-                !rule.self_approval
-                    && rule.channels.iter().any(|channel| matches!(channel, Channel::Page | Channel::Webhook))
-            })
+            && self.rules.iter().any(|rule| !rule.self_approval.allowed() && rule.decides_on(Channel::Page))
     }
 
     /// The host's user `name`, over stdio: holding what `[people]` says of them, and named as the
@@ -532,14 +529,16 @@ impl Source<'_> {
                 ));
             }
         };
-        let channels = match table.channels {
-            None => vec![Channel::Review, Channel::Page, Channel::Webhook],
+        let named = match table.channels {
+            None => vec![Some(Channel::Review), Some(Channel::Page), None],
             Some(channels) => self.each("rule.channels", channels, |channel| {
-                Channel::parse(channel)
+                parse_channel(channel)
                     .ok_or_else(|| format!("`{channel}` is not a channel: host, review, page or webhook"))
             })?,
         };
-        if channels.is_empty() {
+        let announced = named.contains(&None);
+        let channels: Vec<Channel> = named.into_iter().flatten().collect();
+        if channels.is_empty() && !announced {
             return Err(bad(
                 at,
                 "rule.channels",
@@ -606,8 +605,12 @@ impl Source<'_> {
             when,
             hints,
             decided_by,
-            self_approval: table.self_approval,
+            self_approval: match table.self_approval {
+                true => approvals::SelfApproval::Allowed,
+                false => approvals::SelfApproval::Forbidden,
+            },
             channels,
+            announced,
             deadline,
             escalate_after,
             lost_outcome,
@@ -898,7 +901,8 @@ lost_outcome = "repeat"
         assert!(policy.host_user("").is_none());
         // A rule's default channels take decisions at a decider's own host, the page and the webhook.
         let rule = policy_rule("tools = [\"write_file\"]\ndecided_by = { scope = \"s\" }\ndeadline = \"1h\"\n");
-        assert_eq!(rule.channels, [Channel::Review, Channel::Page, Channel::Webhook]);
+        assert_eq!(rule.channels, [Channel::Review, Channel::Page]);
+        assert!(rule.announced);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use approvals::Channel;
+
 use crate::{policy::call::Call, policy::condition::Condition, policy::tool_name::ToolName};
 
 /// Who may decide a call a rule holds: a person whose token carries this scope, role or group.
@@ -26,29 +28,16 @@ impl std::fmt::Display for Decider {
     }
 }
 
-/// Where a person may decide.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Channel {
-    /// In the call, at the requester's host, when the requester may decide their own call.
-    Host,
-    /// At the decider's own host, through the gate's `review_approvals` tool.
-    Review,
-    /// On the approval page, signed in at the issuer.
-    Page,
-    /// Through the link a webhook's announcement carries (to the page).
-    Webhook,
-}
-
-impl Channel {
-    /// The channel `name` (as a policy writes it).
-    pub fn parse(name: &str) -> Option<Channel> {
-        match name {
-            "host" => Some(Channel::Host),
-            "review" => Some(Channel::Review),
-            "page" => Some(Channel::Page),
-            "webhook" => Some(Channel::Webhook),
-            _ => None,
-        }
+/// Where a person may decide: the approvals engine's channels, as a policy writes them (`host`,
+/// `review`, `page`); `webhook` is not one of them but says that held calls are announced, with
+/// a link to the page. `None` for a name that is neither.
+pub fn parse_channel(name: &str) -> Option<Option<Channel>> {
+    match name {
+        "host" => Some(Some(Channel::Host)),
+        "review" => Some(Some(Channel::Review)),
+        "page" => Some(Some(Channel::Page)),
+        "webhook" => Some(None),
+        _ => None,
     }
 }
 
@@ -133,9 +122,12 @@ pub struct Rule {
     /// Who decides.
     pub decided_by: Decider,
     /// Whether the requester may decide their own call.
-    pub self_approval: bool,
-    /// Where a decision may be made.
+    pub self_approval: approvals::SelfApproval,
+    /// Where a decision may be made, beside the page the webhook links to.
     pub channels: Vec<Channel>,
+    /// Whether its held calls, escalations and decisions are announced to the webhook, each
+    /// with the approval page's link (where decisions are then made).
+    pub announced: bool,
     /// How long a held call waits for a decision before it is declined.
     pub deadline: Duration,
     /// How long it waits before it is escalated, if it is.
@@ -151,11 +143,12 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Whether its requester may decide their own call, as the approvals engine says it.
-    pub fn own_call(&self) -> approvals::SelfApproval {
-        match self.self_approval {
-            true => approvals::SelfApproval::Allowed,
-            false => approvals::SelfApproval::Forbidden,
+    /// Whether this rule takes decisions on `channel`: on the page, where its channels hold it
+    /// or the webhook announces the page's link.
+    pub fn decides_on(&self, channel: Channel) -> bool {
+        match channel {
+            Channel::Page => self.announced || self.channels.contains(&Channel::Page),
+            channel => self.channels.contains(&channel),
         }
     }
 

@@ -10,7 +10,7 @@
 //! An upstream that asks a round as an approved call runs asks the requester: a 2025 one on its
 //! back-channel, within the run; a 2026-07-28 one in a round of the gate's, passed back as the
 //! upstream asked it ([`RunRound`]), or through its task ([`crate::run::task_round`]). The run stays
-//! started meanwhile, and the requester's answer carries it on ([`continued`]): each round
+//! started meanwhile, and the requester's answer carries it on ([`continue_run`]): each round
 //! once, whichever gate it reaches, within the run's lease, and never a run started again since.
 
 pub mod task_round;
@@ -18,7 +18,7 @@ pub mod task_round;
 use std::time::{Duration, SystemTime};
 
 use approvals::{
-    Receipts, Verdict,
+    Channel, Receipts, Verdict,
     receipt::{Decided, Outcome, Receipt},
 };
 use records::{Claim, Records};
@@ -33,7 +33,7 @@ use crate::{
     held::{Ended, HeldCall, HeldCalls, Holding, Run, Standing, Start},
     policy::Held,
     policy::call::Call,
-    policy::rule::{Channel, LostOutcome, Rule},
+    policy::rule::{LostOutcome, Rule},
     upstream::connection::{Connection, NotRun, Rounds},
 };
 
@@ -87,35 +87,53 @@ impl RunRound {
     }
 }
 
-/// What `call`, held by `held` and kept as `holding`, comes to for its requester: run now
-/// through `connection` when it is approved and nothing ran it yet, its rounds answered where
-/// `rounds` says.
-pub async fn told(
-    calls: &HeldCalls,
-    receipts: Option<&Receipts>,
-    (connection, rounds): (&Connection, Rounds<'_>),
-    (call, held, holding): (&Call<'_>, Held<'_>, Holding),
-    (params, page): (CallToolRequestParams, Option<&str>),
+/// What an approved call runs with: where held calls are kept, the records that carry each
+/// round of a run on once, what signs a run's receipt, the upstream it runs at, and where that
+/// upstream's rounds are answered.
+#[derive(Clone, Copy)]
+pub struct Runner<'a> {
+    /// The held calls' store.
+    pub calls: &'a HeldCalls,
+    /// The fleet's records: each round of a run is claimed there.
+    pub records: &'a dyn Records,
+    /// What signs a run's receipt, where keys are given.
+    pub receipts: Option<&'a Receipts>,
+    /// The upstream's connection.
+    pub connection: &'a Connection,
+    /// Where the upstream's rounds are answered.
+    pub rounds: Rounds<'a>,
+}
+
+/// What `call`, held by `held` and kept as `holding`, comes to for its requester: told it
+/// waits (with the approval page's link where `page` is its origin), or run now through
+/// `runner` when it is approved and nothing ran it yet, or told how it ended.
+pub async fn answer_held(
+    runner: Runner<'_>,
+    call: &Call<'_>,
+    held: Held<'_>,
+    holding: Holding,
+    params: CallToolRequestParams,
+    page: Option<&str>,
 ) -> Result<CallToolResponse, ErrorData> {
-    let kept = holding.call;
-    if kept.standing == Standing::Waiting {
-        return Ok(waiting(call, held, &kept, (holding.first, holding.superseded.as_ref(), page)).into());
+    if holding.call.standing == Standing::Waiting {
+        return Ok(waiting(call, held, &holding, page).into());
     }
+    let kept = holding.call;
     let id = kept.id.clone();
-    match settled(calls, receipts, (connection, rounds), held.rule, kept, params).await {
-        Some(told) => told,
+    match run_approved(runner, held.rule, kept, params).await {
+        Some(answer) => answer,
         // Running elsewhere: said as it stands.
-        None => running(calls, &id).await,
+        None => as_it_stands(runner.calls, &id).await,
     }
 }
 
 /// The run of `id`, said as it stands: running elsewhere, or ended since.
-async fn running(calls: &HeldCalls, id: &crate::held::HeldId) -> Result<CallToolResponse, ErrorData> {
+async fn as_it_stands(calls: &HeldCalls, id: &crate::held::HeldId) -> Result<CallToolResponse, ErrorData> {
     calls
         .get(id)
         .await
         .map_err(store_failed)?
-        .map(|kept| ran(&kept).into())
+        .map(|kept| as_ended(&kept).into())
         .ok_or_else(|| store_failed(crate::held::HeldError::Unknown(id.to_string())))
 }
 
@@ -134,23 +152,23 @@ pub fn after_lease(rule: &Rule) -> &'static str {
 }
 
 /// Carry on `kept`'s run, held by `rule`, with its 2026-07-28 requester's answers to the
-/// upstream's round `round` (in `params`), through `connection`: the upstream's next answer, a
+/// upstream's round `round` (in `params`), through `runner`: the upstream's next answer, a
 /// round again or the run's end, kept. Each round carries the run on once, whichever gate it
-/// reaches (claimed in `claims`), and only the run it was asked in, within that run's lease
-/// (a run's rounds end within its [`RUN_LEASE`], after which a call for it takes it for lost); a
-/// copy of it, or a run no longer running, is told the run as it stands.
-pub async fn continued(
-    (calls, claims): (&HeldCalls, &dyn Records),
-    receipts: Option<&Receipts>,
-    connection: &Connection,
+/// reaches (claimed in the runner's records), and only the run it was asked in, within that
+/// run's lease (a run's rounds end within its [`RUN_LEASE`], after which a call for it takes it
+/// for lost); a copy of it, or a run no longer running, is told the run as it stands.
+pub async fn continue_run(
+    runner: Runner<'_>,
     rule: &Rule,
-    (kept, round): (HeldCall, RunRound),
+    kept: HeldCall,
+    round: RunRound,
     mut params: CallToolRequestParams,
 ) -> Result<CallToolResponse, ErrorData> {
-    let Some(Run::Running { since }) = kept.run else { return Ok(ran(&kept).into()) };
+    let calls = runner.calls;
+    let Some(Run::Running { since }) = kept.run else { return Ok(as_ended(&kept).into()) };
     if epoch(since) != round.started {
         tracing::info!(approval = %kept.id, "an answer to a round of a run started again since; told the run as it stands");
-        return Ok(ran(&kept).into());
+        return Ok(as_ended(&kept).into());
     }
     if since + RUN_LEASE <= calls.clock().now() {
         tracing::info!(approval = %kept.id, "an answer to a round of a run past its lease; not carried on");
@@ -170,11 +188,11 @@ pub async fn continued(
         .into());
     }
     let key = format!("gate:run-round:{}:{}", kept.id, round.round);
-    match claims.claim_as(&key, "carried on", RUN_LEASE).await {
+    match runner.records.claim_as(&key, "carried on", RUN_LEASE).await {
         Ok(Claim::First) => {}
         Ok(Claim::Taken) => {
             tracing::info!(approval = %kept.id, "a round of an approved run answered again; told the run as it stands");
-            return running(calls, &kept.id).await;
+            return as_it_stands(calls, &kept.id).await;
         }
         Err(error) => {
             tracing::error!(approval = %kept.id, %error, "could not claim a round of an approved run; not carried on");
@@ -185,21 +203,20 @@ pub async fn continued(
         }
     }
     params.request_state = round.state;
-    run(calls, receipts, (connection, Rounds::PassedBack), rule, kept, params).await
+    run(Runner { rounds: Rounds::PassedBack, ..runner }, rule, kept, params).await
 }
 
-/// What came of `kept`, held by `rule`, once it is no longer waiting: declined, expired, or
-/// approved and run, now (once, through `connection`, with `params`, its rounds answered where
-/// `rounds` says) or before. `None` while it waits for a decision or runs elsewhere. A call
-/// bound to another rule than `rule` (or to none) never starts here.
-pub async fn settled(
-    calls: &HeldCalls,
-    receipts: Option<&Receipts>,
-    (connection, rounds): (&Connection, Rounds<'_>),
+/// Run `kept`, held by `rule`, once it is approved and no run of it started (through `runner`,
+/// with `params`), or say what came of it: declined, expired, superseded, or run before.
+/// `None` while it waits for a decision or runs elsewhere. A call bound to another rule than
+/// `rule` (or to none) never starts here.
+pub async fn run_approved(
+    runner: Runner<'_>,
     rule: &Rule,
     kept: HeldCall,
     params: CallToolRequestParams,
 ) -> Option<Result<CallToolResponse, ErrorData>> {
+    let calls = runner.calls;
     match kept.standing {
         Standing::Waiting if kept.deadline <= calls.clock().now() => Some(Ok(expired(&kept).into())),
         Standing::Waiting => None,
@@ -214,7 +231,7 @@ pub async fn settled(
                     let repeatable = rule.lost_outcome == LostOutcome::Repeat;
                     match calls.start(&kept.id, RUN_LEASE, repeatable, rule.effect_again_after).await {
                         Ok(Start::Yours(kept)) => {
-                            return Some(run(calls, receipts, (connection, rounds), rule, kept, params).await);
+                            return Some(run(runner, rule, kept, params).await);
                         }
                         Ok(Start::Not(kept)) => kept,
                         Err(error) => return Some(Err(store_failed(error))),
@@ -224,7 +241,7 @@ pub async fn settled(
             };
             match kept.run {
                 Some(Run::Running { .. }) => None,
-                _ => Some(Ok(ran(&kept).into())),
+                _ => Some(Ok(as_ended(&kept).into())),
             }
         }
     }
@@ -233,13 +250,12 @@ pub async fn settled(
 /// Run `kept` (its run started by this call, or carried on with a round's answers) and keep
 /// how it ended; a round the upstream asks, passed back, leaves it running.
 async fn run(
-    calls: &HeldCalls,
-    receipts: Option<&Receipts>,
-    (connection, rounds): (&Connection, Rounds<'_>),
+    runner: Runner<'_>,
     rule: &Rule,
     kept: HeldCall,
     mut params: CallToolRequestParams,
 ) -> Result<CallToolResponse, ErrorData> {
+    let Runner { calls, receipts, connection, rounds, .. } = runner;
     tracing::info!(approval = %kept.id, upstream = connection.name(), tool = %kept.tool, "an approved call runs");
     // Sent as it was approved: the arguments kept, whatever this call's (the same, by digest).
     params.arguments = kept.arguments.as_object().cloned();
@@ -272,7 +288,7 @@ async fn run(
             let value = serde_json::to_value(&result).unwrap_or(Value::Null);
             let digest = approvals::Digest::of(&value).unwrap_or_else(|_| approvals::Digest::of_bytes(b""));
             let outcome = Outcome::Executed { at: epoch(calls.clock().now()), result: digest };
-            (Ended::Answered(value, sign((receipts, calls.clock().now()), rule, &kept, outcome)), Ok(result))
+            (Ended::Answered(value, sign(receipts, calls.clock().now(), rule, &kept, outcome)), Ok(result))
         }
         Err(NotRun::Refused(error)) => {
             // An answer: the upstream refused the call; kept as the error it answered.
@@ -284,10 +300,7 @@ async fn run(
             let value = serde_json::to_value(&result).unwrap_or(Value::Null);
             let why = format!("refused by its upstream: {}", error.message);
             (
-                Ended::Answered(
-                    value,
-                    sign((receipts, calls.clock().now()), rule, &kept, Outcome::NotExecuted { why }),
-                ),
+                Ended::Answered(value, sign(receipts, calls.clock().now(), rule, &kept, Outcome::NotExecuted { why })),
                 Ok(result),
             )
         }
@@ -297,15 +310,15 @@ async fn run(
         }
         Err(NotRun::Lost(why)) => {
             let outcome = Outcome::Unknown { at: epoch(sent) };
-            (Ended::Lost(sign((receipts, calls.clock().now()), rule, &kept, outcome)), Err(why))
+            (Ended::Lost(sign(receipts, calls.clock().now(), rule, &kept, outcome)), Err(why))
         }
     };
     // What came of it is kept, the store asked again while it fails for a moment (a fleet's
     // database busy or out of reach); kept or not, an answer the upstream gave is the caller's.
-    let mut kept_as = calls.ran(&kept.id, since, ended.clone()).await;
-    for _ in 1..KEEP_RAN_ATTEMPTS {
+    let mut kept_as = calls.end_run(&kept.id, since, ended.clone()).await;
+    for _ in 1..KEEP_END_ATTEMPTS {
         match &kept_as {
-            Err(error) if passing(error) => kept_as = calls.ran(&kept.id, since, ended.clone()).await,
+            Err(error) if transient(error) => kept_as = calls.end_run(&kept.id, since, ended.clone()).await,
             _ => break,
         }
     }
@@ -326,34 +339,29 @@ async fn run(
                 "an approved call ran and its result could not be kept: it stays running, then unknown, never sent again");
             Ok(result.into())
         }
-        (Err(_), Ok(kept)) => Ok(ran(&kept).into()),
+        (Err(_), Ok(kept)) => Ok(as_ended(&kept).into()),
         (Err(_), Err(error)) => Err(store_failed(error)),
     }
 }
 
 /// How many times a run's end is offered to the store before it is given up.
-const KEEP_RAN_ATTEMPTS: u32 = 3;
+const KEEP_END_ATTEMPTS: u32 = 3;
 
 /// Whether `error` may pass: the store busy or out of reach, not a refusal.
-fn passing(error: &crate::held::HeldError) -> bool {
+fn transient(error: &crate::held::HeldError) -> bool {
     use crate::held::HeldError;
     matches!(error, HeldError::Busy | HeldError::Unreachable(_) | HeldError::Postgres(_) | HeldError::Store(_))
 }
 
 /// The receipt of `kept`'s run, which came to `outcome`: the decision as kept, and the run.
-fn sign(
-    (receipts, at): (Option<&Receipts>, SystemTime),
-    rule: &Rule,
-    kept: &HeldCall,
-    outcome: Outcome,
-) -> Option<String> {
+fn sign(receipts: Option<&Receipts>, at: SystemTime, rule: &Rule, kept: &HeldCall, outcome: Outcome) -> Option<String> {
     let receipts = receipts?;
     let decision = kept.decision.as_ref()?;
     let receipt = Receipt {
         jti: format!("run-{}", kept.id),
         iss: receipts.issuer.clone(),
         iat: epoch(at),
-        rule: rule.own_call().receipt_rule(Some(&rule.name), false),
+        rule: rule.self_approval.receipt_rule(Some(&rule.name), false),
         rule_digest: Some(rule.digest.to_string()),
         policy_version: receipts.policy_version.clone(),
         tool: kept.tool.clone(),
@@ -417,13 +425,10 @@ fn meta(kept: &HeldCall, state: &str, extra: Value) -> MetaObject {
 /// A call that waits: it has not run, which approval holds it, who decides it where (on the
 /// approval page served at `page`, its link) and by when, and that the same call asked again
 /// finds it; and, where it is held anew because the rule that held it before no longer holds it
-/// (`superseded`), that.
-fn waiting(
-    call: &Call<'_>,
-    held: Held<'_>,
-    kept: &HeldCall,
-    (first, superseded, page): (bool, Option<&HeldCall>, Option<&str>),
-) -> CallToolResult {
+/// (`holding.superseded`), that.
+fn waiting(call: &Call<'_>, held: Held<'_>, holding: &Holding, page: Option<&str>) -> CallToolResult {
+    let Holding { call: kept, first, superseded } = holding;
+    let (first, superseded) = (*first, superseded.as_ref());
     let rule = held.rule;
     let why = match (&rule.when, held.evaluated) {
         (Some(when), true) => format!(", as {when} holds for these arguments"),
@@ -431,7 +436,7 @@ fn waiting(
         (None, _) => String::new(),
     };
     let link = page.map(|origin| crate::decide::page::link(origin, &kept.id));
-    let channels: Vec<String> = rule
+    let mut channels: Vec<String> = rule
         .channels
         .iter()
         .map(|channel| match (channel, &link) {
@@ -439,9 +444,12 @@ fn waiting(
             (Channel::Review, _) => "at their own host, with the gate's review_approvals tool".to_owned(),
             (Channel::Page, Some(link)) => format!("on the approval page at {link}"),
             (Channel::Page, None) => "on the approval page".to_owned(),
-            (Channel::Webhook, _) => "through the link the webhook announces".to_owned(),
+            (Channel::Task, _) => "through the call's task".to_owned(),
         })
         .collect();
+    if rule.announced {
+        channels.push("through the link the webhook announces".to_owned());
+    }
     let state = if first { "is held" } else { "still waits" };
     tracing::info!(
         upstream = call.upstream, tool = call.tool, rule = %rule.name, approval = %kept.id, first,
@@ -523,7 +531,7 @@ fn declined(kept: &HeldCall) -> CallToolResult {
 }
 
 /// What came of an approved call's run, as kept: its result given again, or its state.
-fn ran(kept: &HeldCall) -> CallToolResult {
+fn as_ended(kept: &HeldCall) -> CallToolResult {
     let receipt = |receipt: &Option<String>| json!({"receipt": receipt});
     match &kept.run {
         Some(Run::Ran { result: Some(result), receipt: signed, .. }) => {

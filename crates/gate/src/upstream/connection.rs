@@ -3,7 +3,6 @@
 
 use std::{
     collections::HashMap,
-    process::Stdio,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -25,6 +24,7 @@ use tokio::{sync::watch, task::AbortHandle};
 
 use crate::{
     policy::{Reached, Upstream},
+    upstream::command::{Command, Stderr},
     upstream::relay::{Changed, Host, Relay},
     upstream::watched::{Holds, Refused, WATCHED_AT_MOST, Watched, Watching},
 };
@@ -75,6 +75,8 @@ pub struct Connection {
     watched: Arc<Watched>,
     /// What hears a 2026-07-28 upstream's list changes, stopped with the connection.
     _listening: Option<Hearing>,
+    /// The upstream's command, where the gate started it: stopped when the connection closes.
+    command: Option<Command>,
 }
 
 /// The task that hears an upstream's list changes, stopped when this is dropped.
@@ -391,21 +393,28 @@ impl Connection {
         let holds = watch::Sender::new(Holds::new());
         let relay = Relay::new(&upstream.name, host, holds.subscribe());
         let not = |why: String| NotConnected { upstream: upstream.name.clone(), why };
-        let client = match &upstream.reached {
+        let (client, command) = match &upstream.reached {
             Reached::Command(argv) => {
-                let (program, args) = argv.split_first().ok_or_else(|| not("an empty command".to_owned()))?;
-                let mut command = tokio::process::Command::new(program);
-                command.args(args).kill_on_drop(true);
                 // The upstream's log goes where the gate's goes: its stderr is the gate's.
-                let (transport, _) = rmcp::transport::TokioChildProcess::builder(command)
-                    .stderr(Stdio::inherit())
-                    .spawn()
-                    .map_err(|error| not(format!("`{}` did not start: {error}", argv.join(" "))))?;
-                Client::connect_with(relay, transport, modern_or_legacy()).await
+                let mut command = Command::start(argv, Stderr::Relayed).map_err(not)?;
+                let transport = command.transport().ok_or_else(|| not("no transport".to_owned()))?;
+                match Client::connect_with(relay, transport, modern_or_legacy()).await {
+                    Ok(client) => (client, Some(command)),
+                    Err(error) => {
+                        return Err(not(match command.ended().await {
+                            Some(ended) => format!("no connection: {ended}"),
+                            None => format!("no connection: {}", error.in_words()),
+                        }));
+                    }
+                }
             }
-            Reached::Url(url) => Client::connect_http_either(relay, url, 64).await,
-        }
-        .map_err(|error| not(format!("no connection: {}", error.in_words())))?;
+            Reached::Url(url) => {
+                let client = Client::connect_http_either(relay, url, 64)
+                    .await
+                    .map_err(|error| not(format!("no connection: {}", error.in_words())))?;
+                (client, None)
+            }
+        };
         let tools = client.peer().list_all_tools().await.map_err(|error| not(format!("tools/list: {error}")))?;
         tracing::info!(upstream = %upstream.name, tools = tools.len(), version = ?client.protocol_version().map(|v| v.to_string()), "upstream connected");
         let subscribed_at = (!modern(&client)).then(|| client.peer().clone());
@@ -419,6 +428,7 @@ impl Connection {
             tools: Mutex::new(ToolList::of(tools)),
             watched: Watched::new(&upstream.name, holds, subscribed_at),
             _listening: None,
+            command,
         };
         connection._listening = listen(&connection);
         Ok(connection)
@@ -618,6 +628,9 @@ impl Connection {
     /// Close the connection (a command's process sees its input end).
     pub async fn close(self) {
         let _ = self.client.close().await;
+        if let Some(command) = self.command {
+            command.stop().await;
+        }
     }
 
     /// The upstream's own refusal passes on unchanged; a failure to reach it is the gate's,

@@ -271,7 +271,7 @@ impl Host {
             .collect();
         let update = ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri));
         let update = ServerNotification::ResourceUpdatedNotification(update);
-        self.tell((upstream, "a resource's update"), update, sessions).await;
+        self.tell(upstream, "a resource's update", update, sessions).await;
     }
 
     /// Tell every listening host that an upstream's `changed` list changed.
@@ -281,7 +281,7 @@ impl Host {
             sessions.retain(|session| !session.is_transport_closed());
             sessions.clone()
         };
-        self.tell((upstream, "a list changed"), changed.notification(), sessions).await;
+        self.tell(upstream, "a list changed", changed.notification(), sessions).await;
     }
 
     /// Send `notification` (`what` `upstream` told) on every 2026-07-28 host's open stream (its
@@ -289,7 +289,8 @@ impl Host {
     /// to the 2025 `sessions`.
     async fn tell(
         &self,
-        (upstream, what): (&str, &str),
+        upstream: &str,
+        what: &str,
         notification: ServerNotification,
         sessions: Vec<Peer<RoleServer>>,
     ) {

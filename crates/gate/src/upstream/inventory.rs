@@ -5,12 +5,15 @@
 //! era (a 2026-07-28 `server/discover`, falling back to the 2025 `initialize` handshake), started
 //! as a command or reached at its URL.
 
-use std::{fmt::Write as _, process::Stdio, time::Duration};
+use std::{fmt::Write as _, time::Duration};
 
 use mrtr::client::{Client, ScriptedUser, modern_or_legacy};
 use rmcp::model::Tool;
 
-use crate::policy::{Policy, Reached, Upstream};
+use crate::{
+    policy::{Policy, Reached, Upstream},
+    upstream::command::{Command, Stderr},
+};
 
 /// One upstream's tools, or why they could not be listed.
 #[derive(Debug)]
@@ -65,23 +68,34 @@ async fn list_all(policy: &Policy, within: Duration) -> Vec<Listed> {
 /// `upstream`'s tools, as it lists them to a host that cannot ask its person anything.
 pub async fn list(upstream: &Upstream) -> Result<Vec<Tool>, String> {
     let user = ScriptedUser::unable_to_ask();
-    let client = match &upstream.reached {
+    let (client, command) = match &upstream.reached {
         Reached::Command(argv) => {
-            let (program, args) = argv.split_first().ok_or("an empty command")?;
-            let mut command = tokio::process::Command::new(program);
-            command.args(args).kill_on_drop(true);
             // The upstream's own log is its own: not mixed into what check prints.
-            let (transport, _) = rmcp::transport::TokioChildProcess::builder(command)
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|error| format!("`{}` did not start: {error}", argv.join(" ")))?;
-            Client::connect_with(user, transport, modern_or_legacy()).await
+            let mut command = Command::start(argv, Stderr::Kept)?;
+            let transport = command.transport().ok_or("no transport")?;
+            let connected = Client::connect_with(user, transport, modern_or_legacy()).await;
+            match connected {
+                Ok(client) => (client, Some(command)),
+                Err(error) => {
+                    return Err(match command.ended().await {
+                        Some(ended) => format!("no connection: {ended}"),
+                        None => format!("no connection: {}", error.in_words()),
+                    });
+                }
+            }
         }
-        Reached::Url(url) => Client::connect_http_either(user, url, 1).await,
-    }
-    .map_err(|error| format!("no connection: {}", error.in_words()))?;
+        Reached::Url(url) => {
+            let client = Client::connect_http_either(user, url, 1)
+                .await
+                .map_err(|error| format!("no connection: {}", error.in_words()))?;
+            (client, None)
+        }
+    };
     let tools = client.peer().list_all_tools().await.map_err(|error| format!("tools/list: {error}"));
     let _ = client.close().await;
+    if let Some(command) = command {
+        command.stop().await;
+    }
     tools
 }
 

@@ -4,7 +4,7 @@
 //! (a round at 2026-07-28, the back-channel at 2025-11-25), showing the tool and its arguments.
 //! Their yes is decided as any decider's is, and the call then runs at once, once.
 
-use approvals::{Answered, Channel as Answering};
+use approvals::{Answered, Channel};
 use mrtr::{
     ask::{AskError, Asking},
     capability::ElicitationMode,
@@ -15,7 +15,7 @@ use crate::{
     decide::{DECIDE, Deciding, question},
     held::{HeldCall, Standing},
     policy::person::Person,
-    policy::rule::{Channel, Rule},
+    policy::rule::Rule,
 };
 
 /// What asking the requester came to.
@@ -32,7 +32,7 @@ pub enum Asked {
 /// Whether `person` may decide `kept`, held by `rule`, in their own call.
 pub fn may_ask(rule: &Rule, person: &Person, kept: &HeldCall) -> bool {
     kept.standing == Standing::Waiting
-        && rule.self_approval
+        && rule.self_approval.allowed()
         && rule.channels.contains(&Channel::Host)
         && kept.requester == person.party
         && person.holds.meets(&rule.decided_by)
@@ -54,7 +54,7 @@ pub async fn ask(
     let mut asking = asking.expecting(&format!("{} {seen}", kept.id));
     match asking.form(DECIDE, deciding.form(), &question(kept, rule)).await {
         Ok(Some(said)) => {
-            let answered = Answered::to_the_question_of(&asking, Answering::Host).having_seen(seen);
+            let answered = Answered::to_the_question_of(&asking, Channel::Host).having_seen(seen);
             match deciding.act(&kept.id, rule, said, &answered, person).await {
                 Ok(_) => Ok(Asked::Decided),
                 Err(words) => {
