@@ -97,6 +97,47 @@ async fn a_policy_with_a_mistake_is_refused_by_file_line_and_key_and_an_upstream
     assert!(shown.contains("upstream gone: not listed: `/nonexistent/mcp-server` did not start"), "{shown}");
 }
 
+/// `fernhill-gate serve POLICY` with stdin closed: what it exits with and says on stderr.
+async fn serve_alone(policy: &Path) -> (Option<i32>, String) {
+    let served = tokio::process::Command::new(fernhill_gate())
+        .arg("serve")
+        .arg(policy)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    (served.status.code(), String::from_utf8(served.stderr).unwrap())
+}
+
+#[tokio::test]
+async fn an_upstream_that_cannot_be_reached_is_said_in_words_its_command_by_how_it_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("gate.toml");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", closed.local_addr().unwrap());
+    drop(closed);
+    std::fs::write(&policy, format!("[[upstream]]\nname = \"ledger\"\nurl = \"{url}\"\n")).unwrap();
+    let (code, said) = serve_alone(&policy).await;
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("upstream ledger: no connection: could not open the connection: the transport failed"),
+        "{said}"
+    );
+    assert!(said.contains("Connection refused"), "{said}");
+    // Neither a Rust debug dump nor rmcp's own words.
+    for internal in ["reqwest::Error", "hyper_util", "ERROR", "when send discover request", "Send message error"] {
+        assert!(!said.contains(internal), "{internal} in {said}");
+    }
+
+    let ends = "echo 'loading the ledger' >&2; echo 'LEDGER_DB is not set' >&2; exit 4";
+    std::fs::write(&policy, format!("[[upstream]]\nname = \"ledger\"\ncommand = [\"sh\", \"-c\", {ends:?}]\n"))
+        .unwrap();
+    let (code, said) = serve_alone(&policy).await;
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("exited with status 4; the last it wrote to stderr: LEDGER_DB is not set"), "{said}");
+    assert!(!said.contains("connection closed"), "{said}");
+}
+
 /// `fernhill-gate serve POLICY` in front of the shop, whose API credential it passes on.
 async fn through_the_gate(
     policy: &Path,

@@ -45,12 +45,18 @@ impl Verbosity {
     }
 
     /// The filter at this verbosity, where `ours` are the crates whose doings `Info` tells.
+    ///
+    /// rmcp's client worker is quiet below `Debug`: a worker that quits logs its transport's
+    /// error as a Rust debug dump (`reqwest::Error { kind: Request, … }`), and whoever used the
+    /// connection says the same failure in words (`mrtr::client::ClientError::in_words`).
     fn filter(self, ours: &[&str]) -> String {
         match self {
-            Verbosity::Quiet => "warn,rmcp=error".to_owned(),
+            Verbosity::Quiet => "warn,rmcp=error,rmcp::transport::worker=off".to_owned(),
             Verbosity::Info => {
                 let ours: String = ours.iter().map(|target| format!(",{target}=info")).collect();
-                format!("warn,mcp_serve=info,oauth_resource=info,mrtr=info{ours},request_state=warn")
+                format!(
+                    "warn,mcp_serve=info,oauth_resource=info,mrtr=info{ours},request_state=warn,rmcp::transport::worker=off"
+                )
             }
             Verbosity::Debug => "debug".to_owned(),
         }

@@ -79,14 +79,24 @@ impl ClientError {
     /// said once. rmcp names a failed transport by its Rust type (`Transport [FromOne<…>]
     /// error: …`); that is said as what failed instead: "the transport failed: HTTP 503".
     pub fn in_words(&self) -> String {
-        // The transports that failed: in the chain of sources, and in rmcp's opening error,
-        // which holds its transport's error as a field, not as its source.
-        let mut transports = Vec::new();
+        // A transport that failed as the connection opened: rmcp holds its error as a field,
+        // not as a source, and words it as "Send message error …, when send discover request".
         if let ClientError::Connect(opening) = self
-            && let ClientInitializeError::TransportError { error, .. } = opening.as_ref()
+            && let ClientInitializeError::TransportError { error, context } = opening.as_ref()
         {
-            transports.push(error);
+            let sending = match context.as_ref() {
+                "send discover request" => "server/discover",
+                "send initialize request" => "initialize",
+                "send initialized notification" => "notifications/initialized",
+                other => other,
+            };
+            return format!(
+                "could not open the connection: the transport failed sending {sending}: {}",
+                causes(error.error.as_ref())
+            );
         }
+        // The transports that failed, in the chain of sources.
+        let mut transports = Vec::new();
         let mut next = std::error::Error::source(self);
         while let Some(error) = next {
             transports.extend(error.downcast_ref::<rmcp::transport::DynamicTransportError>());
@@ -120,6 +130,31 @@ impl ClientError {
             _ => None,
         }
     }
+}
+
+/// `error` and its causes, each said once: a cause whose words its wrapper already carries
+/// ("Client error: error sending request…") is said by the wrapper's place alone, down to the
+/// root ("Connection refused (os error 111)").
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    // rmcp's HTTP transport holds reqwest's error without naming it its source: said from it.
+    if let Some(StreamableHttpError::Client(http)) = error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        return causes(http);
+    }
+    let mut said: Vec<String> = vec![error.to_string()];
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let words = cause.to_string();
+        if let Some(last) = said.last_mut()
+            && last.contains(&words)
+        {
+            *last = words;
+        } else {
+            said.push(words);
+        }
+        next = cause.source();
+    }
+    said.join(": ")
 }
 
 /// A 2026-07-28 connection to one server.
@@ -399,8 +434,49 @@ mod tests {
             ClientInitializeError::TransportError { error: transport, context: "send discover request".into() };
         assert_eq!(
             ClientError::Connect(Box::new(opening)).in_words(),
-            "could not open the connection: Send message error the transport failed: connection refused, when send \
-             discover request"
+            "could not open the connection: the transport failed sending server/discover: connection refused"
+        );
+    }
+
+    /// An error in front of its cause, as reqwest's and hyper's are.
+    #[derive(Debug)]
+    struct Wrapped(&'static str, Option<Box<Wrapped>>);
+
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Wrapped {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|cause| cause as _)
+        }
+    }
+
+    #[test]
+    fn a_connection_refused_at_opening_is_said_down_to_its_root_each_cause_once() {
+        let refused = Wrapped(
+            "Client error: error sending request for url (http://127.0.0.1:1/mcp)",
+            Some(Box::new(Wrapped(
+                "error sending request for url (http://127.0.0.1:1/mcp)",
+                Some(Box::new(Wrapped(
+                    "tcp connect error",
+                    Some(Box::new(Wrapped("Connection refused (os error 111)", None))),
+                ))),
+            ))),
+        );
+        let transport = rmcp::transport::DynamicTransportError::from_parts(
+            "mrtr::client::numbering::FromOne<rmcp::transport::worker::WorkerTransport<Http>>",
+            std::any::TypeId::of::<()>(),
+            Box::new(refused),
+        );
+        let opening =
+            ClientInitializeError::TransportError { error: transport, context: "send discover request".into() };
+        assert_eq!(
+            ClientError::Connect(Box::new(opening)).in_words(),
+            "could not open the connection: the transport failed sending server/discover: error sending request for \
+             url (http://127.0.0.1:1/mcp): tcp connect error: Connection refused (os error 111)"
         );
     }
 }
