@@ -80,6 +80,52 @@ const SERVE: &[(&str, &str)] = &[
     ("limits.drain_timeout", "drain_timeout"),
 ];
 
+/// What `fernhill-gate serve` reads (and its `config check`): its own section, the policy
+/// being its own file. The serving settings are the MCP server's flags, under keys of their own
+/// here, so one file can run the shop's server and a gate in front of something else.
+const GATE_SERVE: &[(&str, &str)] = &[
+    ("gate.held_calls", "held_calls"),
+    ("gate.store", "store"),
+    ("gate.store_prefix", "store_prefix"),
+    ("gate.host_user", "host_user"),
+    ("gate.keys", "keys"),
+    ("gate.webhook", "webhook"),
+    ("gate.webhook_secret", "webhook_secret"),
+    ("gate.page_client_id", "page_client_id"),
+    ("gate.page_client_secret", "page_client_secret"),
+    ("gate.page_url", "page_url"),
+    ("gate.http", "listen"),
+    ("gate.public_url", "public_url"),
+    ("gate.allowed_hosts", "allowed_hosts"),
+    ("gate.allowed_origins", "allowed_origins"),
+    ("gate.trusted_proxies", "trusted_proxies"),
+    ("gate.forwarded_header", "forwarded_header"),
+    ("gate.metrics", "metrics_listen"),
+    ("gate.public_metrics", "public_metrics"),
+    ("gate.auth_issuer", "auth_issuer"),
+    ("gate.auth_introspection", "auth_introspection"),
+    ("gate.auth_person_claim", "auth_person_claim"),
+    ("gate.auth_client_id", "auth_client_id"),
+    ("gate.auth_client_secret", "auth_client_secret"),
+    ("gate.insecure_no_auth", "insecure_no_auth"),
+    ("gate.local_sessions", "local_sessions"),
+    ("gate.max_connections", "max_connections"),
+    ("gate.max_connections_per_client", "max_connections_per_client"),
+    ("gate.header_timeout", "header_timeout"),
+    ("gate.read_timeout", "read_timeout"),
+    ("gate.write_timeout", "write_timeout"),
+    ("gate.max_requests_per_connection", "max_requests_per_connection"),
+    ("gate.rate_limit", "rate_limit"),
+    ("gate.rate_burst", "rate_burst"),
+    ("gate.auth_checks_per_client", "auth_checks_per_client"),
+    ("gate.auth_checks", "auth_checks"),
+    ("gate.max_sessions", "max_sessions"),
+    ("gate.max_sessions_per_caller", "max_sessions_per_caller"),
+    ("gate.session_idle_timeout", "session_idle_timeout"),
+    ("gate.drain_grace", "drain_grace"),
+    ("gate.drain_timeout", "drain_timeout"),
+];
+
 /// What `fernhill shop-api` reads.
 const SHOP_API: &[(&str, &str)] = &[
     ("shop_api.listen", "listen"),
@@ -163,12 +209,19 @@ pub static SCHEMA: Schema = Schema {
             title: "Limits",
             about: "How much the server takes on at once, and how long it waits.",
         },
+        Section {
+            name: "gate",
+            title: "The gate",
+            about: "`fernhill-gate serve`: where held calls are kept, who asks over stdio, its keys, webhook and approval page, and how it serves over HTTP. Its policy is its own file (`fernhill-gate serve POLICY`).",
+        },
     ],
     commands: &[
         CommandKeys { path: &["fernhill-mcp", "serve"], keys: SERVE },
         CommandKeys { path: &["fernhill-mcp", "config", "check"], keys: SERVE },
         CommandKeys { path: &["fernhill", "shop-api"], keys: SHOP_API },
         CommandKeys { path: &["fernhill", "payment-provider"], keys: PAYMENT_PROVIDER },
+        CommandKeys { path: &["fernhill-gate", "serve"], keys: GATE_SERVE },
+        CommandKeys { path: &["fernhill-gate", "config", "check"], keys: GATE_SERVE },
     ],
     renamed_env: &[
         ("SHOP_LOG_FORMAT", "FERNHILL_LOG_FORMAT"),
@@ -201,6 +254,7 @@ pub static SCHEMA: Schema = Schema {
         ("shop_api.url", "http://127.0.0.1:8710"),
         ("shop_api.db", "fernhill.sqlite"),
         ("shop_api.token_file", "api.token"),
+        ("gate.held_calls", "gate.held.sqlite"),
     ],
 };
 
@@ -211,7 +265,8 @@ pub const REFERENCE_INTRO: &str = "\
 <!-- Rendered by `fernhill-mcp config docs` from the programs' flags; a test fails when it is stale. -->
 
 Every program of the house reads one TOML file, a section per concern: `fernhill-mcp serve`,
-`fernhill shop-api` and `fernhill payment-provider`. Name it with `--config PATH`, or in the
+`fernhill shop-api`, `fernhill payment-provider` and `fernhill-gate serve` (its `[gate]`
+section; a gate's policy is its own file). Name it with `--config PATH`, or in the
 environment as `FERNHILL_CONFIG`. Each key stands for a flag, and has an environment variable
 too: a flag beats its environment variable, which beats the file, which beats the default.
 A key two programs read (`shop_api.token_file`, `approvals.policy`) is set once for both.
@@ -219,6 +274,7 @@ A key two programs read (`shop_api.token_file`, `approvals.policy`) is set once 
 ```sh
 fernhill-mcp config example > fernhill.toml       # every key, with its help and default
 fernhill-mcp config check --config fernhill.toml  # what serve would run with, and from where
+fernhill-gate config check --config fernhill.toml gate.toml  # the same for a gate and its policy
 ```
 
 `config check` prints each effective value with its source (a flag, a variable, the file's
@@ -234,7 +290,7 @@ names the new one.
 
 /// The top of `config example`'s file.
 pub const EXAMPLE_INTRO: &str = "\
-Fernhill's configuration: one file for fernhill-mcp serve, fernhill shop-api and fernhill
-payment-provider (--config PATH or FERNHILL_CONFIG). A flag beats its environment variable,
+Fernhill's configuration: one file for fernhill-mcp serve, fernhill shop-api, fernhill
+payment-provider and fernhill-gate serve (--config PATH or FERNHILL_CONFIG). A flag beats its environment variable,
 which beats this file, which beats the default. A key commented out has the default shown;
 a relative path is read from this file's directory. docs/configuration.md says more.";

@@ -138,6 +138,39 @@ async fn an_upstream_that_cannot_be_reached_is_said_in_words_its_command_by_how_
     assert!(!said.contains("connection closed"), "{said}");
 }
 
+#[tokio::test]
+async fn config_check_reads_the_gates_section_of_the_house_file_and_checks_the_policy_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("gate.toml");
+    std::fs::write(&policy, "[[upstream]]\nname = \"ledger\"\nurl = \"http://127.0.0.1:1/mcp\"\n").unwrap();
+    let house = dir.path().join("fernhill.toml");
+    let config_check = |extra: &[&str]| {
+        let mut command = tokio::process::Command::new(fernhill_gate());
+        command.args(["config", "check"]).arg(&policy).arg("--config").arg(&house).args(extra).env_remove("USER");
+        command.output()
+    };
+    std::fs::write(&house, "[gate]\nstore_prefix = \"ledger-gates:\"\nhost_user = \"lee\"\nwebhook_secret = \"s\"\n")
+        .unwrap();
+    let checked = config_check(&[]).await.unwrap();
+    let (shown, said) = (String::from_utf8(checked.stdout).unwrap(), String::from_utf8(checked.stderr).unwrap());
+    assert_eq!(checked.status.code(), Some(0), "{shown}\n{said}");
+    let prefix = shown.lines().find(|line| line.contains("store_prefix")).unwrap_or_default();
+    assert!(prefix.contains("ledger-gates:") && prefix.contains("fernhill.toml:2"), "{shown}");
+    assert!(!shown.contains("\"s\""), "a secret is never shown: {shown}");
+    assert!(said.contains("1 upstream, 0 rules; the settings hold together"), "{said}");
+    // What serve would refuse, config check refuses: here a webhook secret too short to sign.
+    let refused = config_check(&["--webhook", "https://chat.example/hook"]).await.unwrap();
+    let said = String::from_utf8(refused.stderr).unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("--webhook: the webhook's signing secret must be at least 16 characters"), "{said}");
+    // A key the gate does not have is named with its file and line.
+    std::fs::write(&house, "[gate]\nheld_call = \"x.sqlite\"\n").unwrap();
+    let unknown = config_check(&[]).await.unwrap();
+    let said = String::from_utf8(unknown.stderr).unwrap();
+    assert_eq!(unknown.status.code(), Some(2), "{said}");
+    assert!(said.contains("fernhill.toml:2") && said.contains("held_call"), "{said}");
+}
+
 /// `fernhill-gate serve POLICY` in front of the shop, whose API credential it passes on.
 async fn through_the_gate(
     policy: &Path,

@@ -1,5 +1,5 @@
-//! The two programs' command lines, here rather than in their `main`s so that one program
-//! (`fernhill-mcp config docs`) can render the reference of both, and tests can read them.
+//! The programs' command lines, here rather than in their `main`s so that one program
+//! (`fernhill-mcp config docs`) can render the reference of all, and tests can read them.
 //! Each `main` parses its [`Cli`](fernhill_mcp::Cli) over the configuration file
 //! ([`crate::configuration`]) and calls [`crate::commands`].
 
@@ -42,14 +42,14 @@ pub fn parse<P: clap::CommandFactory + clap::FromArgMatches>(
 /// The reference page of every key, from both programs' flags: `docs/configuration.md`.
 pub fn reference() -> String {
     use clap::CommandFactory;
-    let programs = [fernhill::Cli::command(), fernhill_mcp::Cli::command()];
+    let programs = [fernhill::Cli::command(), fernhill_mcp::Cli::command(), fernhill_gate::Cli::command()];
     config_file::reference::markdown(&crate::configuration::SCHEMA, &programs, crate::configuration::REFERENCE_INTRO)
 }
 
 /// A commented example file with every key.
 pub fn example() -> String {
     use clap::CommandFactory;
-    let programs = [fernhill::Cli::command(), fernhill_mcp::Cli::command()];
+    let programs = [fernhill::Cli::command(), fernhill_mcp::Cli::command(), fernhill_gate::Cli::command()];
     config_file::reference::example(&crate::configuration::SCHEMA, &programs, crate::configuration::EXAMPLE_INTRO)
 }
 
@@ -65,14 +65,15 @@ mod tests {
     fn both_command_lines_are_well_formed() {
         fernhill::Cli::command().debug_assert();
         fernhill_mcp::Cli::command().debug_assert();
+        fernhill_gate::Cli::command().debug_assert();
     }
 
     /// Each key stands for an argument its command has, and each setting of a command that
     /// reads the file has a key, but for those only a command line gives.
     #[test]
     fn every_key_names_an_argument_and_every_setting_has_a_key() {
-        const COMMAND_LINE_ONLY: &[&str] = &["verbose", "ask_style", "when_busy", "load_orders"];
-        let programs = [fernhill::Cli::command(), fernhill_mcp::Cli::command()];
+        const COMMAND_LINE_ONLY: &[&str] = &["verbose", "ask_style", "when_busy", "load_orders", "policy"];
+        let programs = [fernhill::Cli::command(), fernhill_mcp::Cli::command(), fernhill_gate::Cli::command()];
         for keys in SCHEMA.commands {
             let program = programs.iter().find(|program| program.get_name() == keys.path[0]).unwrap();
             let command = keys.path[1..].iter().fold(program, |command, name| command.find_subcommand(name).unwrap());
@@ -121,5 +122,26 @@ mod tests {
         assert_eq!(serve.config.shop_api, "http://127.0.0.1:8710");
         let source = &layered.effective.setting("shop_api").unwrap().source;
         assert!(matches!(source, config_file::Source::File { .. }), "{source:?}");
+    }
+
+    /// The same file is the gate's: `fernhill-gate config check` reads its `[gate]` section, a
+    /// flag still beating the file.
+    #[test]
+    fn the_example_reads_back_as_the_gate_s_serving_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fernhill.toml");
+        std::fs::write(&path, example() + "\n").unwrap();
+        let config = path.to_str().unwrap();
+        let argv = ["fernhill-gate", "config", "check", "gate.toml", "--config", config, "--store-prefix", "mine:"];
+        let layered = config_file::parse::<fernhill_gate::Cli>(&SCHEMA, argv).unwrap();
+        let fernhill_gate::Command::Config(fernhill_gate::ConfigCommand::Check(serve)) = layered.parsed.command else {
+            panic!("not config check")
+        };
+        let held = serve.held_calls.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert!(held.ends_with("gate.held.sqlite"), "{held}");
+        let source = &layered.effective.setting("held_calls").unwrap().source;
+        assert!(matches!(source, config_file::Source::File { .. }), "{source:?}");
+        assert_eq!(serve.shared.store_prefix, "mine:");
+        assert_eq!(serve.policy, std::path::Path::new("gate.toml"));
     }
 }

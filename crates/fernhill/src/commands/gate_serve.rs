@@ -10,6 +10,7 @@ use mcp_serve::logging::{self, LogFormat, Verbosity};
 const LOG_TARGETS: &[&str] = &["gate", "fernhill"];
 
 /// What `serve` was told.
+#[derive(Clone, Copy)]
 pub struct Serving<'a> {
     /// The policy's file.
     pub policy: &'a Path,
@@ -31,17 +32,34 @@ pub struct Serving<'a> {
     pub page_url: Option<&'a str>,
 }
 
-/// Serve as `serving` says, logging at `verbose` on stderr; what to exit with (2 for a mistake
-/// in the policy, the keys, the held calls' URL or the address, or a user name that names
-/// nobody, 1 for a store or an
-/// upstream that could not be opened, or serving that failed).
-pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
-    let Serving { policy: path, held_calls, store, host_user, keys, webhook, http, page_client, page_url } = serving;
-    logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
-    let policy = match super::gate_check::read_policy(path) {
-        Ok(policy) => policy,
-        Err(code) => return code,
+/// `serve`'s settings read and checked together, before anything is opened.
+pub struct Settled {
+    policy: gate::Policy,
+    /// Who asks where no token names a person.
+    person: gate::Person,
+    /// The origin of the approval page another gate serves, if this one links to it.
+    page_elsewhere: Option<String>,
+    webhook: Option<approvals::channel::webhook::Webhook>,
+    keys: gate::Keys,
+}
+
+impl Settled {
+    /// The policy, read.
+    pub fn policy(&self) -> &gate::Policy {
+        &self.policy
+    }
+}
+
+/// Read the policy and check `serving`'s settings with it, as `serve` does before it opens a
+/// store or an upstream (what `config check` checks too); a mistake is said on stderr and
+/// comes back as exit 2.
+pub fn settle(serving: &Serving<'_>) -> Result<Settled, ExitCode> {
+    let Serving { policy: path, host_user, keys, webhook, http, page_client, page_url, .. } = *serving;
+    let refused = |said: String| {
+        eprintln!("fernhill-gate: {said}");
+        ExitCode::from(2)
     };
+    let policy = super::gate_check::read_policy(path)?;
     // Over stdio the host's user is who the policy says they sign in as; over HTTP a caller
     // without a token (loopback, or --insecure-no-auth) is the host user, named by nothing else.
     let person = match http.listen {
@@ -49,30 +67,45 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
         Some(_) => policy.tokenless_caller(host_user),
     };
     let Some(person) = person else {
-        eprintln!("fernhill-gate: --host-user {host_user:?} names nobody: give the host's user's name");
-        return ExitCode::from(2);
+        return Err(refused(format!("--host-user {host_user:?} names nobody: give the host's user's name")));
     };
-    let page_elsewhere = match page_url.map(gate::ApprovalPage::origin_of).transpose() {
-        Ok(origin) => origin,
-        Err(error) => {
-            eprintln!("fernhill-gate: --page-url: {error}");
-            return ExitCode::from(2);
-        }
+    let page_elsewhere = page_url
+        .map(gate::ApprovalPage::origin_of)
+        .transpose()
+        .map_err(|error| refused(format!("--page-url: {error}")))?;
+    let webhook = webhook
+        .map(|(url, secret)| gate::webhook(url, secret))
+        .transpose()
+        .map_err(|error| refused(format!("--webhook: {error}")))?;
+    let keys = gate::Keys::from_secrets(keys).map_err(|error| refused(format!("--keys: {error}")))?;
+    if let Some(listen) = http.listen
+        && http.auth_issuer.is_none()
+        && !listen.ip().is_loopback()
+        && !http.insecure_no_auth
+    {
+        return Err(refused(format!(
+            "--http {listen} is not loopback and names no --auth-issuer: every caller would be {host_user}; give an \
+             issuer, or --insecure-no-auth"
+        )));
+    }
+    if page_client.is_some() && (http.listen.is_none() || http.auth_issuer.is_none()) {
+        return Err(refused(
+            "--page-client-id needs --http and --auth-issuer: deciders sign in on the page at the issuer".to_owned(),
+        ));
+    }
+    Ok(Settled { policy, person, page_elsewhere, webhook, keys })
+}
+
+/// Serve as `serving` says, logging at `verbose` on stderr; what to exit with (2 for a mistake
+/// in the policy, the keys, the held calls' URL or the address, or a user name that names
+/// nobody, 1 for a store or an upstream that could not be opened, or serving that failed).
+pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
+    logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
+    let Settled { policy, person, page_elsewhere, webhook, mut keys } = match settle(&serving) {
+        Ok(settled) => settled,
+        Err(code) => return code,
     };
-    let webhook = match webhook.map(|(url, secret)| gate::webhook(url, secret)).transpose() {
-        Ok(webhook) => webhook,
-        Err(error) => {
-            eprintln!("fernhill-gate: --webhook: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut keys = match gate::Keys::from_secrets(keys) {
-        Ok(keys) => keys,
-        Err(error) => {
-            eprintln!("fernhill-gate: --keys: {error}");
-            return ExitCode::from(2);
-        }
-    };
+    let Serving { held_calls, store, host_user, http, page_client, .. } = serving;
     let held = match gate::HeldCalls::open_at(held_calls, clock::Clock::system()).await {
         Ok(held) => held,
         Err(error @ gate::HeldError::NotAUrl(_)) => {
@@ -101,23 +134,6 @@ pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     // A host user asking over stdio whose calls are decided on a page where people sign in.
     let unknown_on_the_page = http.listen.is_none() && policy.page_cannot_tell(&person);
     let policy_scopes = gate::GateScopes::of(&policy);
-    if let Some(listen) = http.listen
-        && http.auth_issuer.is_none()
-        && !listen.ip().is_loopback()
-        && !http.insecure_no_auth
-    {
-        eprintln!(
-            "fernhill-gate: --http {listen} is not loopback and names no --auth-issuer: every caller would be \
-             {host_user}; give an issuer, or --insecure-no-auth"
-        );
-        return ExitCode::from(2);
-    }
-    if page_client.is_some() && (http.listen.is_none() || http.auth_issuer.is_none()) {
-        eprintln!(
-            "fernhill-gate: --page-client-id needs --http and --auth-issuer: deciders sign in on the page at the issuer"
-        );
-        return ExitCode::from(2);
-    }
     // The page's sign-in asks for the scopes the rules name their deciders by.
     let page_scopes = oauth_resource::scopes::ScopePolicy::supported(&policy_scopes).join(" ");
     tracing::info!(%held_calls, host_user, person = %person.party, decides, keys = keys.configured, "held calls kept");
