@@ -28,6 +28,12 @@ impl Now {
         Now(clock, hand)
     }
 
+    /// A clock that reads `at`.
+    fn at(at: std::time::SystemTime) -> Now {
+        let (clock, hand) = Clock::manual(at);
+        Now(clock, hand)
+    }
+
     fn clock(&self) -> Clock {
         self.0.clone()
     }
@@ -170,6 +176,20 @@ on_each_database! {
         db.sweep(Duration::from_secs(3600)).await.unwrap();
         let swept = db.refund(waiting.refund_id).await.unwrap();
         assert_eq!((swept.status, swept.reason.as_deref()), (RefundStatus::Cancelled, Some(shop_api::EXPIRED)));
+    }
+
+    /// A held refund may be decided until its deadline, whatever the fraction of a second it
+    /// was asked at: the store keeps whole seconds, and a deadline rounded down passed up to a
+    /// second early (one of 3 s was cancelled 2.3 s after it was asked).
+    async fn a_held_refund_may_be_decided_until_its_deadline_to_the_second(open: Open) {
+        let now = Now::at(std::time::UNIX_EPOCH + Duration::from_millis(1_800_000_000_700));
+        let db = open.database(&now, Some(Duration::from_secs(3))).await;
+        let quote = db.create_quote(whole("O-2289")).await.unwrap();
+        let (held, _) = db.create_refund(quote.quote_id, None).await.unwrap();
+        assert_eq!(held.status, RefundStatus::NeedsConfirmation);
+        now.1.advance(Duration::from_millis(2_300));
+        let decided = db.decide(held.refund_id.clone(), RefundStatus::Requested, lead(), None).await;
+        assert!(decided.is_ok(), "2.3 s into a 3 s deadline: {decided:?}");
     }
 
     /// A quote is issuable for its lifetime, and refused after.

@@ -565,7 +565,12 @@ async fn create_refund(
     }
     let order = load_order(tx, &quote.order_id).await?;
     expire(tx, Overdue::Order(&order.order_id), now).await?;
-    let issued = issue_refund(&order, &quote, &covered(tx, &order.order_id).await?, terms.approval_deadline, now)?;
+    let issued = issue_refund(
+        &order,
+        &quote,
+        &covered(tx, &order.order_id).await?,
+        terms.approval_deadline.map(|deadline| terms.clock.seconds_after(deadline)),
+    )?;
     let id: i64 = query_one(tx, "SELECT nextval(pg_get_serial_sequence('refunds', 'id'))", &[]).await?.try_get(0)?;
     let refund_id: RefundId = numbered("R", REFUND_ID_OFFSET, id)?;
     execute(

@@ -161,18 +161,12 @@ pub(crate) fn issue_refund(
     order: &Order,
     quote: &Quote,
     covered: &Covered,
-    deadline: Option<Duration>,
-    now: i64,
+    decide_by: Option<i64>,
 ) -> Result<IssuedRefund, StoreError> {
     let lines = refunded_lines(order, quote)?;
     covered.refuse_any(&order.order_id, lines.iter().map(|(line, _)| line.as_str()))?;
     let status = policy::status_for(covered.total, quote.amount);
-    let decide_by = match (status, deadline) {
-        (RefundStatus::NeedsConfirmation, Some(deadline)) => {
-            Some(now.saturating_add(i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX)))
-        }
-        _ => None,
-    };
+    let decide_by = decide_by.filter(|_| status == RefundStatus::NeedsConfirmation);
     Ok(IssuedRefund { lines, status, decide_by })
 }
 

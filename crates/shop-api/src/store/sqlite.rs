@@ -409,7 +409,12 @@ impl Store {
         let quote = load_live_quote(&tx, quote_id, self.clock.seconds())?;
         let order = load_order(&tx, &quote.order_id)?;
         expire(&tx, None, now)?;
-        let issued = issue_refund(&order, &quote, &covered(&tx, &order.order_id)?, self.approval_deadline, now)?;
+        let issued = issue_refund(
+            &order,
+            &quote,
+            &covered(&tx, &order.order_id)?,
+            self.approval_deadline.map(|deadline| self.clock.seconds_after(deadline)),
+        )?;
         let rowid = next_row(&tx, NEXT_REFUND_ROW)?;
         let refund_id: RefundId = numbered("R", REFUND_ID_OFFSET, rowid)?;
         tx.prepare_cached(
