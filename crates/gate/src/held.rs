@@ -315,7 +315,7 @@ pub enum HeldCallsAt {
 impl HeldCallsAt {
     /// The place `text` names: a `postgres://` or `postgresql://` URL, else a file's path.
     pub fn parse(text: &str) -> HeldCallsAt {
-        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        if sql_store::is_postgres_url(text) {
             HeldCallsAt::Postgres(text.to_owned())
         } else {
             HeldCallsAt::File(PathBuf::from(text))

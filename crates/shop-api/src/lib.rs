@@ -14,7 +14,7 @@
 //!   the store and map errors to RFC 9457 problems ([`problem`]).
 //! - [`store`]: what the routes talk to ([`Database`]), one of two stores side by side with
 //!   the same answers: [`store::sqlite`], SQLite behind a mutex (the embedded default;
-//!   transactions prepared once in `store/write_transaction.rs`), and [`store::postgres`],
+//!   transactions prepared once in `sql_store::sqlite`), and [`store::postgres`],
 //!   PostgreSQL for an API run as several replicas (an order's writers take turns on its row
 //!   lock; numbered migrations); beside them what they share: the money rules both apply to what
 //!   they read (`store/refund_rules.rs`), why an operation failed ([`StoreError`]), the clock,

@@ -110,7 +110,7 @@ impl FromStr for DbLocation {
     type Err = std::convert::Infallible;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Ok(match text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        Ok(match sql_store::is_postgres_url(text) {
             true => DbLocation::Postgres(text.to_owned()),
             false => DbLocation::File(PathBuf::from(text)),
         })

@@ -38,8 +38,9 @@ use std::{
 use approvals::SelfApproval;
 use caller::Party;
 use clock::Clock;
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Transaction};
-use tokio_postgres::{NoTls, Statement, error::SqlState};
+use deadpool_postgres::{GenericClient, Pool, Transaction};
+use sql_store::postgres;
+use tokio_postgres::{Statement, error::SqlState};
 
 use super::{
     Ended, HeldCall, HeldError, HeldId, Holding, Proof, Row, Standing, Start, Starting, ToHold, decidable,
@@ -48,16 +49,34 @@ use super::{
 
 /// How many times a write that meets concurrent writes is run in all before it is refused.
 const ATTEMPTS: u32 = 8;
-/// Connections a gate keeps to the database at most.
-const POOL_SIZE: usize = 8;
-/// How long a question waits for a connection, or for one to be made.
-const CONNECTION_WAIT: Duration = Duration::from_secs(5);
 /// How long a statement waits for a row's or an effect's lock before the transaction is run again.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
 /// How long a transaction may sit idle (its gate frozen or cut off) before the server ends it.
 const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(30);
-/// The advisory lock the migrations are applied under (`HELD` in ASCII).
-const MIGRATION_LOCK: i64 = 0x4845_4c44;
+
+/// A gate's pool: 8 connections at most, each waited for 5 s. A gate frozen or cut off
+/// mid-transaction must not hold a call's row or an effect's lock until TCP gives up on it
+/// (hours): a wait for a lock ends after [`LOCK_WAIT`] (and is run again, then refused as busy),
+/// a transaction left idle is ended by the server.
+const SETTINGS: postgres::Settings = postgres::Settings {
+    max_size: 8,
+    wait: Duration::from_secs(5),
+    session: &[("lock_timeout", LOCK_WAIT), ("idle_in_transaction_session_timeout", IDLE_IN_TRANSACTION)],
+};
+
+/// A write that meets another: a deadlock, a serialization failure, or a lock waited for past
+/// [`LOCK_WAIT`], run again at most [`ATTEMPTS`] times.
+const RETRY: postgres::Retry = postgres::Retry {
+    attempts: ATTEMPTS,
+    states: &[SqlState::T_R_DEADLOCK_DETECTED, SqlState::T_R_SERIALIZATION_FAILURE, SqlState::LOCK_NOT_AVAILABLE],
+    closed: false,
+    what: "a write to the held calls",
+};
+
+/// The held calls' schema, in its own table of steps (the gate may share a database with the
+/// shop's API), under the advisory lock `HELD` in ASCII.
+const SCHEMA: postgres::Migrations =
+    postgres::Migrations { table: "held_calls_migrations", lock: 0x4845_4c44, steps: MIGRATIONS };
 /// The first key of the advisory locks taken on an effect (its second: the effect's hash).
 const EFFECT_LOCKS: i32 = 0x4546_4654;
 
@@ -150,111 +169,44 @@ impl Store {
     /// The held calls in the database at `url`, its schema brought up to this build's, read by
     /// `clock`.
     pub(super) async fn connect(url: &str, clock: Clock) -> Result<Store, HeldError> {
-        let mut config: tokio_postgres::Config =
-            url.parse().map_err(|error: tokio_postgres::Error| HeldError::NotAUrl(error.to_string()))?;
-        // A gate frozen or cut off mid-transaction must not hold a call's row or an effect's
-        // lock until TCP gives up on it (hours): a wait for a lock ends after LOCK_WAIT (and is
-        // run again, then refused as busy), a transaction left idle is ended by the server.
-        let mut options = config.get_options().map(str::to_owned).unwrap_or_default();
-        options.push_str(&format!(
-            " -c lock_timeout={}ms -c idle_in_transaction_session_timeout={}ms",
-            LOCK_WAIT.as_millis(),
-            IDLE_IN_TRANSACTION.as_millis()
-        ));
-        config.options(options.trim());
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-        let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(CONNECTION_WAIT))
-            .create_timeout(Some(CONNECTION_WAIT))
-            .build()
-            .map_err(|error| HeldError::Unreachable(error.to_string()))?;
+        let pool = postgres::pool(url, &SETTINGS).map_err(|opening| match opening {
+            postgres::Opening::NotAUrl(why) => HeldError::NotAUrl(why),
+            postgres::Opening::Pool(why) => HeldError::Unreachable(why),
+        })?;
         let store = Store { pool, clock };
         store.migrate().await?;
         Ok(store)
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Client, HeldError> {
-        self.pool.get().await.map_err(|error| {
-            // The pool's words, then its causes' ("error connecting to server: Connection refused").
-            let mut words = error.to_string();
-            let mut cause = std::error::Error::source(&error);
-            while let Some(error) = cause {
-                let said = error.to_string();
-                if !words.ends_with(&said) {
-                    words = format!("{words}: {said}");
-                }
-                cause = error.source();
-            }
-            HeldError::Unreachable(words)
-        })
+        postgres::client(&self.pool).await.map_err(HeldError::Unreachable)
     }
 
     /// Brings the schema up to [`MIGRATIONS`]' last version, once whichever gate starts first.
     async fn migrate(&self) -> Result<(), HeldError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS held_calls_migrations (
-                version BIGINT PRIMARY KEY,
-                applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-            )",
-        )
-        .await?;
-        let at: i64 =
-            tx.query_one("SELECT COALESCE(MAX(version), 0) FROM held_calls_migrations", &[]).await?.try_get(0)?;
-        let newest = MIGRATIONS.last().map_or(0, |(version, _)| *version);
-        if at > newest {
-            return Err(HeldError::Damaged(format!(
+        let taken = postgres::migrate(&tx, &SCHEMA).await.map_err(|failed| match failed {
+            postgres::Migrate::Newer { at, newest } => HeldError::Damaged(format!(
                 "a schema at version {at}, newer than this build's {newest}: run a newer build"
-            )));
-        }
-        for (version, sql) in MIGRATIONS.iter().filter(|(version, _)| *version > at) {
-            tx.batch_execute(sql).await?;
-            tx.execute("INSERT INTO held_calls_migrations (version) VALUES ($1)", &[version]).await?;
+            )),
+            postgres::Migrate::Postgres(error) => HeldError::Postgres(error),
+        })?;
+        tx.commit().await?;
+        for version in taken {
             tracing::info!(version, "the held calls' schema migrated");
         }
-        tx.commit().await?;
         Ok(())
     }
 
     /// Runs `work` in a transaction at the clock's now and commits it, from its start again (on
-    /// a connection from the pool) while it meets concurrent writes, at most [`ATTEMPTS`] times.
+    /// a connection from the pool, at a new now) while it meets concurrent writes, at most
+    /// [`ATTEMPTS`] times.
     async fn transaction<T: Send>(
         &self,
         work: impl for<'t> Fn(&'t Transaction<'t>, SystemTime) -> Work<'t, T> + Send + Sync,
     ) -> Result<T, HeldError> {
-        let mut attempt = 1;
-        loop {
-            let now = self.clock.now();
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            let outcome = match work(&tx, now).await {
-                Ok(value) => tx.commit().await.map(|()| value).map_err(HeldError::from),
-                Err(error) => {
-                    // Rolled back now, not after the pause: its locks are what the other waits on.
-                    drop(tx);
-                    Err(error)
-                }
-            };
-            drop(client);
-            match outcome {
-                Err(error) if met_a_concurrent_write(&error) && attempt < ATTEMPTS => {
-                    tracing::debug!(attempt, %error, "a write to the held calls met a concurrent one; running it again");
-                    // Up to 4 ms after the first meeting, doubling to 64 ms: racers spread out.
-                    let most = 2u64 << attempt.min(5);
-                    tokio::time::sleep(Duration::from_micros(random_below(most * 1000))).await;
-                    attempt += 1;
-                }
-                Err(error) if met_a_concurrent_write(&error) => {
-                    tracing::warn!(attempts = attempt, %error, "a write to the held calls kept meeting concurrent ones");
-                    return Err(HeldError::Busy);
-                }
-                outcome => return outcome,
-            }
-        }
+        postgres::transaction(&self.pool, &RETRY, |tx| work(tx, self.clock.now())).await
     }
 
     /// Hold the call `to_hold` describes: the same call already kept, or a new one (outside a
@@ -523,7 +475,7 @@ impl Store {
                 Ok(Some(value)) => return Ok(value),
                 Ok(None) => {}
                 Err(error) if met_a_concurrent_write(&error) => {
-                    tracing::debug!(%error, "a write to the held calls met a concurrent one; running it again");
+                    tracing::debug!(%error, "{} met a concurrent one; running it again", RETRY.what);
                 }
                 Err(error) => return Err(error),
             }
@@ -750,26 +702,24 @@ fn columns(found: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
     })
 }
 
-/// Whether `error` is a meeting with another transaction, to be run again: a deadlock, a
-/// serialization failure, or a lock waited for past [`LOCK_WAIT`].
+/// Whether `error` is a meeting with another transaction, to be run again ([`RETRY`]).
 fn met_a_concurrent_write(error: &HeldError) -> bool {
-    match error {
-        HeldError::Postgres(error) => {
-            matches!(error.code(), Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED
-                || *code == SqlState::T_R_SERIALIZATION_FAILURE
-                || *code == SqlState::LOCK_NOT_AVAILABLE)
-        }
-        _ => false,
-    }
+    postgres::Failure::postgres(error).is_some_and(|error| RETRY.met_a_concurrent_write(error))
 }
 
-/// A number below `most` (at least 1), from the operating system's random numbers: how long
-/// racers pause apart.
-fn random_below(most: u64) -> u64 {
-    let mut bytes = [0u8; 8];
-    // Without random numbers, no pause spread: the attempts still run again.
-    if getrandom::fill(&mut bytes).is_err() {
-        return 0;
+impl postgres::Failure for HeldError {
+    fn postgres(&self) -> Option<&tokio_postgres::Error> {
+        match self {
+            HeldError::Postgres(error) => Some(error),
+            _ => None,
+        }
     }
-    u64::from_le_bytes(bytes) % most.max(1)
+
+    fn busy() -> Self {
+        HeldError::Busy
+    }
+
+    fn unreachable(words: String) -> Self {
+        HeldError::Unreachable(words)
+    }
 }

@@ -334,14 +334,14 @@ impl Store {
 /// (`standing` checked against two values, which SQLite cannot alter): its rows move to the
 /// new table, each found by the same call while it waited.
 fn migrate(connection: &mut Connection) -> Result<(), HeldError> {
-    let version: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let version = sql_store::sqlite::user_version(connection)?;
     if version >= SCHEMA_VERSION {
         return Ok(());
     }
     let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     // Read again under the write lock: another gate opening the same file may have brought it
     // up meanwhile, and a second rebuild would lose what it keeps since.
-    let version: i64 = transaction.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let version = sql_store::sqlite::user_version(&transaction)?;
     if version >= SCHEMA_VERSION {
         return Ok(());
     }
@@ -393,7 +393,7 @@ fn migrate(connection: &mut Connection) -> Result<(), HeldError> {
     } else {
         transaction.execute_batch(SCHEMA)?;
     }
-    transaction.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    sql_store::sqlite::set_user_version(&transaction, SCHEMA_VERSION)?;
     transaction.commit()?;
     Ok(())
 }

@@ -23,7 +23,6 @@ pub(crate) mod refund_row;
 pub(crate) mod refund_rules;
 pub mod sqlite;
 pub mod terms;
-mod write_transaction;
 
 pub use clock::Clock;
 pub use database::Database;

@@ -33,10 +33,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Transaction};
+use deadpool_postgres::{GenericClient, Pool, Transaction};
+use sql_store::postgres;
+use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row};
 
 use super::clock::{Clock, Seconds as _};
 use super::error::StoreError;
@@ -58,10 +59,24 @@ use crate::seed;
 pub const ATTEMPTS: u32 = 12;
 /// Connections a replica keeps to the database at most.
 pub const POOL_SIZE: usize = 16;
-/// How long a request waits for a connection (or for one to be made) before it is refused.
-const CONNECTION_WAIT: Duration = Duration::from_secs(5);
-/// The advisory lock migrations hold ("Fernhill" in ASCII).
-const MIGRATION_LOCK: i64 = 0x4665_726e_6869_6c6c;
+
+/// A replica's pool: [`POOL_SIZE`] connections, a request waiting 5 s for one (or for one to
+/// be made) before it is refused.
+const SETTINGS: postgres::Settings =
+    postgres::Settings { max_size: POOL_SIZE, wait: Duration::from_secs(5), session: &[] };
+
+/// A write that met another (a serialization failure, a deadlock, or its connection closed
+/// under it), run again at most [`ATTEMPTS`] times.
+const RETRY: postgres::Retry = postgres::Retry {
+    attempts: ATTEMPTS,
+    states: &[SqlState::T_R_SERIALIZATION_FAILURE, SqlState::T_R_DEADLOCK_DETECTED],
+    closed: true,
+    what: "a write",
+};
+
+/// The API's schema, under the advisory lock "Fernhill" in ASCII.
+const SCHEMA: postgres::Migrations =
+    postgres::Migrations { table: "schema_migrations", lock: 0x4665_726e_6869_6c6c, steps: MIGRATIONS };
 
 /// The schema, one step per version; a step is never edited once released, only added to.
 pub const MIGRATIONS: &[(i64, &str)] = &[(
@@ -170,16 +185,7 @@ impl PgStore {
     /// Connects to the database at `url` (`postgres://user@host:port/database`), brings its
     /// schema up to date and seeds the orders when there are none.
     pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
-        let config: tokio_postgres::Config =
-            url.parse().map_err(|error| StoreError::Config(format!("not a PostgreSQL URL: {error}")))?;
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-        let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(CONNECTION_WAIT))
-            .create_timeout(Some(CONNECTION_WAIT))
-            .build()
-            .map_err(|error| StoreError::Config(error.to_string()))?;
+        let pool = postgres::pool(url, &SETTINGS).map_err(|opening| StoreError::Config(opening.to_string()))?;
         let store = PgStore {
             pool,
             terms: Terms {
@@ -223,19 +229,7 @@ impl PgStore {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
-        self.pool.get().await.map_err(|error| {
-            // The pool's words, then its cause's ("error connecting to server: Connection refused").
-            let mut words = error.to_string();
-            let mut cause = std::error::Error::source(&error);
-            while let Some(error) = cause {
-                let said = error.to_string();
-                if !words.ends_with(&said) {
-                    words = format!("{words}: {said}");
-                }
-                cause = error.source();
-            }
-            StoreError::Unreachable(words)
-        })
+        postgres::client(&self.pool).await.map_err(StoreError::Unreachable)
     }
 
     /// Runs `work` in a transaction and commits it, from the start again (on a connection from
@@ -244,61 +238,19 @@ impl PgStore {
         &self,
         work: impl for<'t> Fn(&'t Transaction<'t>, Terms) -> Work<'t, T> + Send + Sync,
     ) -> Result<T, StoreError> {
-        let mut attempt = 1;
-        loop {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            let done = work(&tx, self.terms.clone()).await;
-            let outcome = match done {
-                Ok(value) => tx.commit().await.map(|()| value).map_err(StoreError::from),
-                Err(error) => {
-                    // Rolled back now, not after the pause: its locks are what the other waits on.
-                    drop(tx);
-                    Err(error)
-                }
-            };
-            drop(client);
-            match outcome {
-                Err(error) if met_a_concurrent_write(&error) && attempt < ATTEMPTS => {
-                    tracing::debug!(attempt, %error, "a write met a concurrent one; running it again");
-                    // Up to 2 ms after the first meeting, doubling to 64 ms: racers spread out.
-                    let most = 2u64 << attempt.min(5);
-                    tokio::time::sleep(Duration::from_micros(rand::random::<u64>() % (most * 1000))).await;
-                    attempt += 1;
-                }
-                Err(error) if met_a_concurrent_write(&error) => {
-                    tracing::warn!(attempts = attempt, %error, "a write kept meeting concurrent ones; refused");
-                    return Err(StoreError::Busy);
-                }
-                outcome => return outcome,
-            }
-        }
+        postgres::transaction(&self.pool, &RETRY, |tx| work(tx, self.terms.clone())).await
     }
 
     /// Brings the schema up to [`MIGRATIONS`]' last version and seeds the orders if none.
     async fn migrate(&self) -> Result<(), StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (
-                version    BIGINT PRIMARY KEY,
-                applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-            )",
-        )
-        .await?;
-        let at: i64 = tx.query_one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", &[]).await?.try_get(0)?;
-        let newest = MIGRATIONS.last().map_or(0, |(version, _)| *version);
-        if at > newest {
-            return Err(StoreError::Config(format!(
+        let taken = postgres::migrate(&tx, &SCHEMA).await.map_err(|failed| match failed {
+            postgres::Migrate::Newer { at, newest } => StoreError::Config(format!(
                 "the database's schema is at version {at}, newer than this build's {newest}: run a newer build"
-            )));
-        }
-        for (version, sql) in MIGRATIONS.iter().filter(|(version, _)| *version > at) {
-            tx.batch_execute(sql).await?;
-            tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", &[version]).await?;
-            tracing::info!(version, "database schema migrated");
-        }
+            )),
+            postgres::Migrate::Postgres(error) => StoreError::Postgres(error),
+        })?;
         let orders: i64 = tx.query_one("SELECT COUNT(*) FROM orders", &[]).await?.try_get(0)?;
         if orders == 0 {
             for order in seed::orders() {
@@ -306,6 +258,9 @@ impl PgStore {
             }
         }
         tx.commit().await?;
+        for version in taken {
+            tracing::info!(version, "database schema migrated");
+        }
         Ok(())
     }
 
@@ -500,15 +455,24 @@ impl PgStore {
     }
 }
 
-/// Whether `error` is a transaction meeting a concurrent one, which running it again resolves
-/// (40001 cannot arise at READ COMMITTED but would mean the same), or a connection that closed
-/// under it (the database restarted: the pool gives a live one next).
-fn met_a_concurrent_write(error: &StoreError) -> bool {
-    let StoreError::Postgres(error) = error else { return false };
-    error.is_closed()
-        || [SqlState::T_R_SERIALIZATION_FAILURE, SqlState::T_R_DEADLOCK_DETECTED]
-            .iter()
-            .any(|state| error.code() == Some(state))
+/// The API's errors as the shared transaction reads them: 40001 cannot arise at READ COMMITTED
+/// but would mean the same as a deadlock; a connection closed under a write (the database
+/// restarted) is met too, the pool giving a live one next ([`RETRY`]).
+impl postgres::Failure for StoreError {
+    fn postgres(&self) -> Option<&tokio_postgres::Error> {
+        match self {
+            StoreError::Postgres(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    fn busy() -> Self {
+        StoreError::Busy
+    }
+
+    fn unreachable(words: String) -> Self {
+        StoreError::Unreachable(words)
+    }
 }
 
 async fn create_quote(tx: &Transaction<'_>, terms: Terms, request: QuoteRequest) -> Result<Quote, StoreError> {

@@ -40,7 +40,7 @@ use super::refund_rules::{
     stored_id, sum_lines,
 };
 use super::terms::{DEFAULT_APPROVAL_DEADLINE, DEFAULT_QUOTE_TTL, EXPIRED};
-use super::write_transaction::WriteTransaction;
+use sql_store::sqlite::WriteTransaction;
 
 use crate::ids::{OrderId, QuoteId, RefundId, ReturnId};
 use crate::model::{
@@ -631,7 +631,7 @@ fn insert_refund_line(
 /// cancelled, so it cannot be released now; if it went out, it still counts toward its order's
 /// limit.
 fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
-    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let version = sql_store::sqlite::user_version(conn)?;
     if version >= SCHEMA_VERSION {
         return Ok(());
     }
@@ -696,7 +696,7 @@ fn migrate(conn: &Connection, ttl: Duration) -> Result<(), StoreError> {
             conn.execute("UPDATE refund_lines SET active = 0 WHERE refund_id = ?1", [refund_id.as_str()])?;
         }
     }
-    conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    sql_store::sqlite::set_user_version(conn, SCHEMA_VERSION)?;
     Ok(())
 }
 

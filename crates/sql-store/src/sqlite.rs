@@ -1,4 +1,5 @@
-//! A write transaction whose `BEGIN IMMEDIATE`, `COMMIT` and `ROLLBACK` are prepared once.
+//! SQLite: a write transaction whose `BEGIN IMMEDIATE`, `COMMIT` and `ROLLBACK` are prepared
+//! once, and the schema's version (`PRAGMA user_version`).
 //!
 //! rusqlite's `Transaction` runs each of them through `execute_batch`, which parses and
 //! prepares the SQL anew every time: three parses for every write, a twentieth of the API's
@@ -10,20 +11,20 @@ use std::ops::Deref;
 use rusqlite::Connection;
 
 /// An open `BEGIN IMMEDIATE` transaction on a connection; rolled back when dropped uncommitted.
-pub(crate) struct WriteTransaction<'c> {
+pub struct WriteTransaction<'c> {
     conn: &'c Connection,
     committed: bool,
 }
 
 impl<'c> WriteTransaction<'c> {
     /// Begins one, taking the database's write lock now (waiting up to its busy timeout).
-    pub(crate) fn begin(conn: &'c Connection) -> rusqlite::Result<WriteTransaction<'c>> {
+    pub fn begin(conn: &'c Connection) -> rusqlite::Result<WriteTransaction<'c>> {
         conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         Ok(WriteTransaction { conn, committed: false })
     }
 
     /// Commits; on failure the transaction is rolled back as it is dropped.
-    pub(crate) fn commit(mut self) -> rusqlite::Result<()> {
+    pub fn commit(mut self) -> rusqlite::Result<()> {
         self.conn.prepare_cached("COMMIT")?.execute([])?;
         self.committed = true;
         Ok(())
@@ -47,6 +48,16 @@ impl Drop for WriteTransaction<'_> {
             tracing::error!(%error, "rolling back a write transaction failed");
         }
     }
+}
+
+/// The schema's version, as `PRAGMA user_version` keeps it (0 for a new file).
+pub fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+/// Set the schema's version, within the transaction that brought the schema to it.
+pub fn set_user_version(conn: &Connection, version: i64) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "user_version", version)
 }
 
 #[cfg(test)]
