@@ -254,7 +254,6 @@ pub static SCHEMA: Schema = Schema {
         ("shop_api.url", "http://127.0.0.1:8710"),
         ("shop_api.db", "fernhill.sqlite"),
         ("shop_api.token_file", "api.token"),
-        ("gate.held_calls", "gate.held.sqlite"),
     ],
 };
 

@@ -146,7 +146,7 @@ async fn config_check_reads_the_gates_section_of_the_house_file_and_checks_the_p
     let house = dir.path().join("fernhill.toml");
     let config_check = |extra: &[&str]| {
         let mut command = tokio::process::Command::new(fernhill_gate());
-        command.args(["config", "check"]).arg(&policy).arg("--config").arg(&house).args(extra).env_remove("USER");
+        command.args(["config", "check"]).arg(&policy).arg("--config").arg(&house).args(extra).env("USER", "root");
         command.output()
     };
     std::fs::write(&house, "[gate]\nstore_prefix = \"ledger-gates:\"\nhost_user = \"lee\"\nwebhook_secret = \"s\"\n")
@@ -156,6 +156,9 @@ async fn config_check_reads_the_gates_section_of_the_house_file_and_checks_the_p
     assert_eq!(checked.status.code(), Some(0), "{shown}\n{said}");
     let prefix = shown.lines().find(|line| line.contains("store_prefix")).unwrap_or_default();
     assert!(prefix.contains("ledger-gates:") && prefix.contains("fernhill.toml:2"), "{shown}");
+    // The file names who asks over stdio, whoever the login is: $USER comes after the file.
+    let user = shown.lines().find(|line| line.starts_with("host_user")).unwrap_or_default();
+    assert!(user.contains("\"lee\"") && user.contains("fernhill.toml:3"), "{shown}");
     assert!(!shown.contains("\"s\""), "a secret is never shown: {shown}");
     assert!(said.contains("1 upstream, 0 rules; the settings hold together"), "{said}");
     // What serve would refuse, config check refuses: here a webhook secret too short to sign.
@@ -1204,6 +1207,12 @@ async fn a_host_user_that_names_nobody_is_refused_before_anything_is_served() {
         let said = refused_at_start(&["--host-user", name]).await;
         assert!(said.contains("names nobody: give the host's user's name"), "{name:?}: {said}");
     }
+}
+
+#[tokio::test]
+async fn a_store_that_names_no_store_is_refused_before_the_held_calls_file_is_made() {
+    let said = refused_at_start(&["--store", "mysql://cache.internal/fernhill"]).await;
+    assert!(said.contains("--store:"), "{said}");
 }
 
 #[tokio::test]

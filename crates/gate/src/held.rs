@@ -313,6 +313,17 @@ pub enum HeldCallsAt {
 }
 
 impl HeldCallsAt {
+    /// Whether the place reads: a PostgreSQL URL that is one ([`HeldError::NotAUrl`] if not);
+    /// nothing is opened or made.
+    pub fn check(&self) -> Result<(), HeldError> {
+        match self {
+            HeldCallsAt::File(_) => Ok(()),
+            HeldCallsAt::Postgres(url) => {
+                url.parse::<tokio_postgres::Config>().map(drop).map_err(|error| HeldError::NotAUrl(error.to_string()))
+            }
+        }
+    }
+
     /// The place `text` names: a `postgres://` or `postgresql://` URL, else a file's path.
     pub fn parse(text: &str) -> HeldCallsAt {
         if sql_store::is_postgres_url(text) {

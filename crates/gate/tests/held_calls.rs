@@ -79,6 +79,8 @@ async fn a_declined_call_never_runs_and_says_who_declined_it() {
     let told = pay().await.unwrap();
     assert_eq!((told.is_error, &held_meta(&told)["state"]), (Some(true), &json!("declined")));
     assert!(mrtr::client::text(&told).contains("host user lee declined it"), "{told:?}");
+    let again = lee.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert!(mrtr::client::text(&again).contains("is declined; there is nothing to decide"), "{again:?}");
     assert!(team.ledger.payments().is_empty());
 }
 
@@ -95,6 +97,7 @@ async fn nobody_decides_a_call_of_their_own_unless_the_rule_allows() {
     let id = approval(&alice.call_tool("pay", json!({"to": "acme", "cents": 500000})).await.unwrap());
     let refused = alice.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
     assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(mrtr::client::text(&refused).contains("yourself"), "refused as her own call: {refused:?}");
     assert!(lead.asked().is_empty(), "she is not even asked");
     assert!(team.ledger.payments().is_empty());
 }
@@ -113,30 +116,50 @@ async fn a_requester_the_rule_lets_decide_is_asked_in_the_call_and_yes_runs_it_o
         let again = alice.call_tool("pay", json!({"to": to, "cents": 500000})).await.unwrap();
         assert_eq!((person.asked().len(), &held_meta(&again)["state"]), (1, &json!("ran")), "{era}");
     }
-    assert_eq!(team.ledger.payments().len(), 2, "each approved call ran once");
+    // Her no stands as anyone's: declined, never run, nothing left to decide.
+    let person = deciding(false);
+    let alice = team.host("alice", person.clone(), modern()).await;
+    let declined = alice.call_tool("pay", json!({"to": "initech", "cents": 500000})).await.unwrap();
+    assert!(mrtr::client::text(&declined).contains("host user alice declined it"), "{declined:?}");
+    let again = alice.call_tool("pay", json!({"to": "initech", "cents": 500000})).await.unwrap();
+    assert_eq!((person.asked().len(), &held_meta(&again)["state"]), (1, &json!("declined")));
+    assert_eq!(team.ledger.payments().len(), 2, "each approved call ran once, the declined one never");
 }
 
 #[tokio::test]
 async fn a_rule_put_above_and_the_gates_reopened_never_decides_a_call_held_before() {
     let team = Team::new(PAYMENTS).await;
     let alice = team.host("alice", ScriptedUser::unable_to_ask(), modern()).await;
-    let id = approval(&alice.call_tool("pay", json!({"to": "acme", "cents": 500000})).await.unwrap());
+    let pay = json!({"to": "acme", "cents": 500000});
+    let id = approval(&alice.call_tool("pay", pay.clone()).await.unwrap());
     // The operator puts a rule staff may decide above the payments rule, and the gates restart.
     let above = "[[rule]]\nname = \"small payments\"\ntools = [\"pay\"]\ndecided_by = { role = \"staff\" }\n\
                  channels = [\"review\"]\ndeadline = \"1h\"\n\n";
-    team.write_policy(&PAYMENTS.replace("[[rule]]", &format!("{above}[[rule]]")));
+    let with_sam = PAYMENTS.replace("alice = { roles", "sam = { roles = [\"staff\"] }\nalice = { roles");
+    team.write_policy(&with_sam.replace("[[rule]]", &format!("{above}[[rule]]")));
     let staff = deciding(true);
-    let sam = team.host("alice", staff.clone(), modern()).await;
+    let sam = team.host("sam", staff.clone(), modern()).await;
     let refused = sam.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
     assert_eq!(refused.is_error, Some(true), "{refused:?}");
     // Decided only under the rule that held it, as it was: its deciders, not the new rule's.
     assert!(mrtr::client::text(&refused).contains("decided by a person with the role finance-lead"), "{refused:?}");
     assert!(staff.asked().is_empty());
     // Asked again, the call is held anew under the rule that holds it now, and says so.
-    let anew = sam.call_tool("pay", json!({"to": "acme", "cents": 500000})).await.unwrap();
+    let alice = team.host("alice", ScriptedUser::unable_to_ask(), modern()).await;
+    let anew = alice.call_tool("pay", pay.clone()).await.unwrap();
     assert_ne!(approval(&anew), id);
+    assert_eq!(held_meta(&anew)["rule"], "small payments", "held under the rule that holds it now");
     assert!(mrtr::client::text(&anew).contains("no longer holds it as it was"), "{anew:?}");
-    assert!(team.ledger.payments().is_empty());
+    // The call held before is superseded: its lead finds nothing to decide.
+    let lee = team.host("lee", deciding(true), modern()).await;
+    let superseded = lee.call_tool("review_approvals", json!({"approval": id})).await.unwrap();
+    assert!(mrtr::client::text(&superseded).contains("is superseded"), "{superseded:?}");
+    // Decided under the rule that holds it now, it runs once.
+    let decided = sam.call_tool("review_approvals", json!({"approval": approval(&anew)})).await.unwrap();
+    assert!(mrtr::client::text(&decided).starts_with("Approved"), "{decided:?}");
+    let ran = alice.call_tool("pay", pay).await.unwrap();
+    assert_eq!(held_meta(&ran)["state"], "ran", "{ran:?}");
+    assert_eq!(team.ledger.payments().len(), 1);
 }
 
 #[tokio::test]

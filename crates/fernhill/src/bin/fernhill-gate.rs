@@ -34,9 +34,11 @@ fn main() -> ExitCode {
     };
     match layered.parsed.command {
         Command::Serve(serve) => {
-            let held_calls = held_calls(&serve);
+            let (held_calls, host_user) = (held_calls(&serve), host_user(&serve));
             match runtime() {
-                Ok(runtime) => runtime.block_on(gate_serve::run(serving(&serve, &held_calls), serve.verbose)),
+                Ok(runtime) => {
+                    runtime.block_on(gate_serve::run(serving(&serve, &held_calls, &host_user), serve.verbose))
+                }
                 Err(code) => code,
             }
         }
@@ -49,8 +51,8 @@ fn main() -> ExitCode {
             for warning in &effective.warnings {
                 eprintln!("fernhill-gate: warning: {warning}");
             }
-            let held_calls = held_calls(&serve);
-            match gate_serve::settle(&serving(&serve, &held_calls)) {
+            let (held_calls, host_user) = (held_calls(&serve), host_user(&serve));
+            match gate_serve::settle(&serving(&serve, &held_calls, &host_user)) {
                 Ok(settled) => {
                     let policy = settled.policy();
                     let counted = |count: usize, one: &str| match count {
@@ -80,13 +82,23 @@ fn held_calls(serve: &Serve) -> gate::HeldCallsAt {
     serve.held_calls.clone().unwrap_or_else(|| gate::HeldCallsAt::File(serve.policy.with_extension("held.sqlite")))
 }
 
+/// Who asks over stdio: as given (flag, variable or file), else the login's `$USER`, else
+/// `host`. `$USER` comes after the file: it is set in every shell, and would hide the key.
+fn host_user(serve: &Serve) -> String {
+    serve
+        .host_user
+        .clone()
+        .or_else(|| std::env::var("USER").ok().filter(|user| !user.is_empty()))
+        .unwrap_or_else(|| "host".to_owned())
+}
+
 /// What `serve` was told, as the command runs it.
-fn serving<'a>(serve: &'a Serve, held_calls: &'a gate::HeldCallsAt) -> gate_serve::Serving<'a> {
+fn serving<'a>(serve: &'a Serve, held_calls: &'a gate::HeldCallsAt, host_user: &'a str) -> gate_serve::Serving<'a> {
     gate_serve::Serving {
         policy: &serve.policy,
         held_calls,
         store: (&serve.shared.store, &serve.shared.store_prefix),
-        host_user: &serve.host_user,
+        host_user,
         keys: serve.keys.as_deref(),
         webhook: serve.webhook.as_deref().zip(serve.webhook_secret.as_deref()),
         http: &serve.http,

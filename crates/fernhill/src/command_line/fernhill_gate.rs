@@ -60,9 +60,10 @@ pub struct Serve {
     pub shared: SharedStore,
     /// Who asks, over stdio: the host's user, as held calls name their requester. The
     /// policy's [people] table says what they hold, and so which held calls they decide
-    /// (with the review_approvals tool, served to them alone).
-    #[arg(long, value_name = "NAME", env = "USER", default_value = "host")]
-    pub host_user: String,
+    /// (with the review_approvals tool, served to them alone). Default: the login's $USER,
+    /// else `host`.
+    #[arg(long, value_name = "NAME", env = "FERNHILL_GATE_HOST_USER")]
+    pub host_user: Option<String>,
     /// Secrets, comma-separated, each at least 32 bytes: they seal the state of the gate's
     /// rounds and sign receipts. Give every gate of one policy the same, so one key set
     /// verifies every receipt; without, keys are made at start.

@@ -41,6 +41,7 @@ pub struct Settled {
     page_elsewhere: Option<String>,
     webhook: Option<approvals::channel::webhook::Webhook>,
     keys: gate::Keys,
+    shared: gate::Shared,
 }
 
 impl Settled {
@@ -54,7 +55,7 @@ impl Settled {
 /// store or an upstream (what `config check` checks too); a mistake is said on stderr and
 /// comes back as exit 2.
 pub fn settle(serving: &Serving<'_>) -> Result<Settled, ExitCode> {
-    let Serving { policy: path, host_user, keys, webhook, http, page_client, page_url, .. } = *serving;
+    let Serving { policy: path, held_calls, store, host_user, keys, webhook, http, page_client, page_url } = *serving;
     let refused = |said: String| {
         eprintln!("fernhill-gate: {said}");
         ExitCode::from(2)
@@ -78,6 +79,8 @@ pub fn settle(serving: &Serving<'_>) -> Result<Settled, ExitCode> {
         .transpose()
         .map_err(|error| refused(format!("--webhook: {error}")))?;
     let keys = gate::Keys::from_secrets(keys).map_err(|error| refused(format!("--keys: {error}")))?;
+    held_calls.check().map_err(|error| refused(format!("--held-calls: {error}")))?;
+    let shared = gate::Shared::at(store.0, store.1).map_err(|error| refused(format!("--store: {error}")))?;
     if let Some(listen) = http.listen
         && http.auth_issuer.is_none()
         && !listen.ip().is_loopback()
@@ -93,7 +96,7 @@ pub fn settle(serving: &Serving<'_>) -> Result<Settled, ExitCode> {
             "--page-client-id needs --http and --auth-issuer: deciders sign in on the page at the issuer".to_owned(),
         ));
     }
-    Ok(Settled { policy, person, page_elsewhere, webhook, keys })
+    Ok(Settled { policy, person, page_elsewhere, webhook, keys, shared })
 }
 
 /// Serve as `serving` says, logging at `verbose` on stderr; what to exit with (2 for a mistake
@@ -101,27 +104,16 @@ pub fn settle(serving: &Serving<'_>) -> Result<Settled, ExitCode> {
 /// nobody, 1 for a store or an upstream that could not be opened, or serving that failed).
 pub async fn run(serving: Serving<'_>, verbose: u8) -> ExitCode {
     logging::init(Verbosity::Info.raised(verbose), LogFormat::Text, None, LOG_TARGETS);
-    let Settled { policy, person, page_elsewhere, webhook, mut keys } = match settle(&serving) {
+    let Settled { policy, person, page_elsewhere, webhook, mut keys, shared } = match settle(&serving) {
         Ok(settled) => settled,
         Err(code) => return code,
     };
     let Serving { held_calls, store, host_user, http, page_client, .. } = serving;
     let held = match gate::HeldCalls::open_at(held_calls, clock::Clock::system()).await {
         Ok(held) => held,
-        Err(error @ gate::HeldError::NotAUrl(_)) => {
-            eprintln!("fernhill-gate: --held-calls: {error}");
-            return ExitCode::from(2);
-        }
         Err(error) => {
             eprintln!("fernhill-gate: {held_calls}: {error}");
             return ExitCode::FAILURE;
-        }
-    };
-    let shared = match gate::Shared::at(store.0, store.1) {
-        Ok(shared) => shared,
-        Err(error) => {
-            eprintln!("fernhill-gate: --store: {error}");
-            return ExitCode::from(2);
         }
     };
     if matches!(held_calls, gate::HeldCallsAt::Postgres(_)) && store.0 == "memory" {
@@ -205,7 +197,7 @@ struct PageSetup<'a> {
     sessions: std::sync::Arc<dyn records::Records>,
 }
 
-/// The gate's calls passed on as their bytes ([`gate::passthrough`]), as the serving shell's
+/// The gate's calls passed on as their bytes ([`gate::Passthrough`]), as the serving shell's
 /// shortcut in front of rmcp.
 struct Lane(gate::Passthrough);
 

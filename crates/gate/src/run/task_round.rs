@@ -1,6 +1,6 @@
 //! An approved call's run, waited on as a task, whose upstream asks a round: the round is asked
 //! through the task (`input_required`, with the upstream's questions as it asked them), and the
-//! host's answers, brought by `tasks/update`, carry the run on ([`crate::run::continued`]:
+//! host's answers, brought by `tasks/update`, carry the run on ([`crate::run::continue_run`]:
 //! each round once, within the run's lease).
 //!
 //! A task's keys are never asked twice, and an upstream may ask the same key in two rounds, so

@@ -14,8 +14,8 @@ use std::{
 };
 
 use tokio::{
-    io::{AsyncBufReadExt as _, BufReader},
-    process::{Child, ChildStdin, ChildStdout},
+    io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader},
+    process::{Child, ChildStderr, ChildStdin, ChildStdout},
 };
 
 /// How long a command is given to exit once its stdin is closed, and again after SIGTERM, as
@@ -59,20 +59,7 @@ impl Command {
             return Err(format!("`{shown}` started without its stdio"));
         };
         let last_line = Arc::new(Mutex::new(None));
-        let reader = child.stderr.take().map(|read| {
-            let last_line = last_line.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(read).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    if stderr == Stderr::Relayed {
-                        eprintln!("{line}");
-                    }
-                    if !line.trim().is_empty() {
-                        *last_line.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(line);
-                    }
-                }
-            })
-        });
+        let reader = child.stderr.take().map(|read| tokio::spawn(relay_stderr(read, stderr, last_line.clone())));
         Ok(Command { argv: shown, child, transport: Some((stdout, stdin)), last_line, reader })
     }
 
@@ -99,19 +86,56 @@ impl Command {
 
     /// Stop it as the spec's stdio shutdown says, its stdin closed already (the transport
     /// closed): wait for it to exit, then SIGTERM (on Unix), wait again, then kill.
-    pub async fn stop(mut self) {
-        if tokio::time::timeout(EXIT_WAIT, self.child.wait()).await.is_ok() {
+    pub async fn stop(self) {
+        self.stop_within(EXIT_WAIT).await;
+    }
+
+    /// [`Command::stop`], each wait `wait` long.
+    async fn stop_within(mut self, wait: Duration) {
+        if tokio::time::timeout(wait, self.child.wait()).await.is_ok() {
             return;
         }
         #[cfg(unix)]
         if let Some(pid) = self.child.id().and_then(|pid| i32::try_from(pid).ok()) {
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
-            if tokio::time::timeout(EXIT_WAIT, self.child.wait()).await.is_ok() {
+            if tokio::time::timeout(wait, self.child.wait()).await.is_ok() {
                 return;
             }
         }
         if let Err(error) = self.child.kill().await {
             tracing::warn!(command = %self.argv, %error, "an upstream's command could not be killed");
+        }
+    }
+}
+
+/// The longest line of a command's stderr read at once: a longer one (a progress bar redrawn
+/// with `\r`, say) is passed on in pieces, never held whole.
+const LONGEST_LINE: u64 = 8 * 1024;
+
+/// Read `read` (a command's stderr) to its end, line by line, each passed on where `stderr`
+/// says and the last that says something kept in `last_line`. Reading never stops before the
+/// command's stderr closes, whatever it writes (bytes that are not UTF-8 are read as such) and
+/// whether or not the gate's own stderr takes them: a pipe left unread would stop the command
+/// at its next write, or end it with SIGPIPE.
+async fn relay_stderr(read: ChildStderr, stderr: Stderr, last_line: Arc<Mutex<Option<String>>>) {
+    let mut reader = BufReader::new(read);
+    let mut out = tokio::io::stderr();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader).take(LONGEST_LINE).read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if stderr == Stderr::Relayed {
+            if !line.ends_with(b"\n") {
+                line.push(b'\n');
+            }
+            let _ = out.write_all(&line).await;
+        }
+        let said = String::from_utf8_lossy(&line).trim_end().to_owned();
+        if !said.trim().is_empty() {
+            *last_line.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(said);
         }
     }
 }
@@ -144,6 +168,27 @@ mod tests {
         let said = command.ended().await.unwrap();
         assert!(said.contains("exited with status 3"), "{said}");
         assert!(said.ends_with("the last it wrote to stderr: no such table: prices"), "{said}");
+    }
+
+    #[tokio::test]
+    async fn a_command_writing_what_is_not_text_or_no_line_end_is_read_to_its_end() {
+        // Bytes that are not UTF-8, then a line 20,000 bytes long with no end: the command is
+        // read to its end and exits as it says, its last words kept (the long line's last piece).
+        let script = "printf 'bad \\377 bytes\\n' >&2; head -c 20000 /dev/zero | tr '\\0' x >&2; exit 5";
+        let mut command = Command::start(&sh(script), Stderr::Kept).unwrap();
+        let _ = command.transport();
+        let said = command.ended().await.unwrap();
+        assert!(said.contains("exited with status 5"), "{said}");
+        assert!(said.ends_with(&"x".repeat(20_000 % 8192)), "{said}");
+    }
+
+    #[tokio::test]
+    async fn a_command_that_ignores_its_closed_stdin_and_sigterm_is_killed() {
+        let mut command = Command::start(&sh("trap '' TERM; while :; do sleep 1; done"), Stderr::Kept).unwrap();
+        drop(command.transport());
+        let pid = command.child.id().unwrap();
+        command.stop_within(Duration::from_millis(200)).await;
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "{pid} still runs");
     }
 
     #[tokio::test]

@@ -415,7 +415,17 @@ impl Connection {
                 (client, None)
             }
         };
-        let tools = client.peer().list_all_tools().await.map_err(|error| not(format!("tools/list: {error}")))?;
+        let tools = match client.peer().list_all_tools().await {
+            Ok(tools) => tools,
+            Err(error) => {
+                // Closed and stopped as at the end, not left to be killed as it is dropped.
+                let _ = client.close().await;
+                if let Some(command) = command {
+                    command.stop().await;
+                }
+                return Err(not(format!("tools/list: {error}")));
+            }
+        };
         tracing::info!(upstream = %upstream.name, tools = tools.len(), version = ?client.protocol_version().map(|v| v.to_string()), "upstream connected");
         let subscribed_at = (!modern(&client)).then(|| client.peer().clone());
         let mut connection = Connection {

@@ -93,8 +93,9 @@ pub async fn list(upstream: &Upstream) -> Result<Vec<Tool>, String> {
     };
     let tools = client.peer().list_all_tools().await.map_err(|error| format!("tools/list: {error}"));
     let _ = client.close().await;
+    // Stopped on its own time: the wait for it to exit is not the upstream's time to list.
     if let Some(command) = command {
-        command.stop().await;
+        tokio::spawn(command.stop());
     }
     tools
 }

@@ -145,6 +145,10 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     let mut next = error.source();
     while let Some(cause) = next {
         let words = cause.to_string();
+        if words.is_empty() {
+            next = cause.source();
+            continue;
+        }
         if let Some(last) = said.last_mut()
             && last.contains(&words)
         {

@@ -2,7 +2,7 @@
 //! the same answers, and what the two share.
 //!
 //! - [`sqlite`]: [`Store`], SQLite behind a mutex, the embedded default (its write
-//!   transactions prepared once, `write_transaction`);
+//!   transactions prepared once, `sql_store::sqlite::WriteTransaction`);
 //! - [`postgres`]: [`PgStore`], PostgreSQL, for an API run as several replicas;
 //! - [`database`]: [`Database`], the one the routes talk to;
 //! - shared by both: the money rules they apply to what they read (`refund_rules`), why an
