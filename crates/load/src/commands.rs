@@ -265,6 +265,34 @@ pub struct OverloadOptions {
     pub program: ProgramOptions,
 }
 
+/// `passed`: calls of one tool, passed on by whatever serves the URL.
+#[derive(Args)]
+pub struct PassedOptions {
+    /// The MCP endpoint to call: the upstream itself, or a gateway in front of it.
+    #[arg(long, value_name = "URL")]
+    pub url: String,
+    /// The tool to call, as that endpoint names it (`payments/pay` behind a gateway that
+    /// prefixes its upstreams' names).
+    #[arg(long, default_value = "pay")]
+    pub tool: String,
+    /// Calls in all.
+    #[arg(long, default_value_t = 3_000)]
+    pub calls: usize,
+    /// Callers at once, each with a session of its own.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    pub at_once: u16,
+    /// A process whose CPU time is counted (repeat).
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+}
+
+/// `serve-payments`: the upstream `passed` calls, as a process of its own.
+#[derive(Args)]
+pub struct ServePaymentsOptions {
+    /// The address to listen on, such as 127.0.0.1:0.
+    pub address: SocketAddr,
+}
+
 /// `serve-echo`: the floor's own process.
 #[derive(Args)]
 pub struct ServeEchoOptions {
@@ -405,6 +433,23 @@ pub async fn overload(options: OverloadOptions) -> anyhow::Result<()> {
     let plan = OverloadPlan { duration: arrivals.duration, patience: arrivals.patience, ..OverloadPlan::default() };
     let (capacity, rows) = overload::run(&program.path()?, &plan).await?;
     print!("{}", overload::render(&plan, capacity, &rows));
+    Ok(())
+}
+
+/// Calls of one tool at a URL; the line that says how they went.
+pub async fn passed(options: PassedOptions) -> anyhow::Result<()> {
+    let PassedOptions { url, tool, calls, at_once, pids } = options;
+    let plan = crate::passed_calls::PassedPlan { url, tool, calls, at_once: usize::from(at_once), pids };
+    let books = crate::passed_calls::run(&plan).await?;
+    println!("{}", books.render());
+    Ok(())
+}
+
+/// Serve the payments upstream on `address` until stopped, saying its URL on stdout.
+pub async fn serve_payments(options: ServePaymentsOptions) -> anyhow::Result<()> {
+    let url = held_calls::Payments::default().serve_at(options.address).await?;
+    println!("{url}");
+    std::future::pending::<()>().await;
     Ok(())
 }
 

@@ -44,11 +44,21 @@ impl Payments {
 
     /// Serve it over Streamable HTTP on loopback until the process ends: its MCP endpoint.
     pub async fn serve(self) -> anyhow::Result<String> {
+        self.serve_at("127.0.0.1:0".parse()?).await
+    }
+
+    /// Serve it over Streamable HTTP at `address` until the process ends: its MCP endpoint.
+    pub async fn serve_at(self, address: std::net::SocketAddr) -> anyhow::Result<String> {
         let config = StreamableHttpServerConfig::default().with_legacy_session_mode(true).with_json_response(true);
         let sessions = Arc::new(LocalSessionManager::default());
         let service = StreamableHttpService::new(move || Ok(self.clone()), sessions, config);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let listener = tokio::net::TcpListener::bind(address).await?;
         let url = format!("http://{}/mcp", listener.local_addr()?);
+        // Nagle off, as every server of the house runs: an answer written in two parts is not
+        // held back 40 ms for the client's acknowledgement of the first.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         tokio::spawn(async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await });
         Ok(url)
     }

@@ -55,6 +55,7 @@ pub mod held_calls;
 pub mod leads;
 pub mod orders;
 pub mod overload;
+pub mod passed_calls;
 mod redis_node;
 pub mod redis_server;
 pub mod relay;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use load::commands::{
     self, ColdStartOptions, ConfirmOptions, EchoOptions, FaultsOptions, FleetOptions, HeldOptions, OverloadOptions,
-    ServeEchoOptions, TaskCostOptions, TasksOptions,
+    PassedOptions, ServeEchoOptions, ServePaymentsOptions, TaskCostOptions, TasksOptions,
 };
 
 /// Confirm refunds with simulated leads against fernhill servers, and check the books.
@@ -101,9 +101,19 @@ enum Command {
     /// Measure overload: one replica bounded to a few tool calls at once over a slowed API, its
     /// capacity, then arrivals at 2x and 5x that with shedding and with queueing; a table.
     Overload(OverloadOptions),
+    /// Calls of one tool at a URL, as a 2025 host makes them (a session each caller): calls a
+    /// second, p50 and p99, and the CPU time per call of the processes given (--pid). Run at the
+    /// upstream and at a gateway in front of it, the difference is what the gateway adds.
+    ///
+    /// Example: fernhill-load passed --url http://127.0.0.1:8720/mcp --pid 4242
+    Passed(PassedOptions),
     /// Be the echo floor on ADDRESS, saying its URL on stdout (what `echo` starts).
     #[command(hide = true)]
     ServeEcho(ServeEchoOptions),
+    /// Be the upstream `passed` calls on ADDRESS (its tool `pay` pays an invoice), saying its
+    /// URL on stdout.
+    #[command(hide = true)]
+    ServePayments(ServePaymentsOptions),
 }
 
 #[tokio::main]
@@ -118,7 +128,9 @@ async fn main() -> ExitCode {
         Command::Tasks(options) => commands::tasks(options).await,
         Command::Held(options) => commands::held(options).await,
         Command::TaskCost(options) => commands::task_cost(options).await,
+        Command::Passed(options) => commands::passed(options).await,
         Command::ServeEcho(options) => commands::serve_echo(options).await,
+        Command::ServePayments(options) => commands::serve_payments(options).await,
     };
     match ran {
         Ok(()) => ExitCode::SUCCESS,
