@@ -24,7 +24,7 @@ async fn a_call_no_rule_holds_reaches_its_upstream_at_once() {
 }
 
 #[tokio::test]
-async fn a_held_call_never_reaches_its_upstream_and_asked_again_finds_one_approval() {
+async fn a_held_call_waits_and_asked_again_finds_one_approval() {
     let team = Team::new(PAYMENTS).await;
     let alice = team.host("alice", ScriptedUser::unable_to_ask(), modern()).await;
     let pay = || alice.call_tool("pay", json!({"to": "acme", "cents": 500000}));
@@ -37,7 +37,7 @@ async fn a_held_call_never_reaches_its_upstream_and_asked_again_finds_one_approv
 }
 
 #[tokio::test]
-async fn another_person_approves_at_their_host_and_it_runs_once_at_the_next_call() {
+async fn a_call_another_approves_runs_once_at_its_next_call() {
     let team = Team::new(PAYMENTS).await;
     let alice = team.host("alice", ScriptedUser::unable_to_ask(), legacy()).await;
     let pay = || alice.call_tool("pay", json!({"to": "acme", "cents": 500000}));
@@ -103,7 +103,7 @@ async fn nobody_decides_a_call_of_their_own_unless_the_rule_allows() {
 }
 
 #[tokio::test]
-async fn a_requester_the_rule_lets_decide_is_asked_in_the_call_and_yes_runs_it_once() {
+async fn a_requester_allowed_to_decide_is_asked_in_the_call() {
     let rules = "[people]\nalice = { roles = [\"finance-lead\"] }\n\n[[rule]]\nname = \"payments\"\ntools = [\"pay\"]\n\
                  decided_by = { role = \"finance-lead\" }\nself_approval = true\nchannels = [\"host\"]\ndeadline = \"1h\"\n";
     let team = Team::new(rules).await;
@@ -127,7 +127,7 @@ async fn a_requester_the_rule_lets_decide_is_asked_in_the_call_and_yes_runs_it_o
 }
 
 #[tokio::test]
-async fn a_rule_put_above_and_the_gates_reopened_never_decides_a_call_held_before() {
+async fn a_rule_put_above_never_decides_a_call_held_before() {
     let team = Team::new(PAYMENTS).await;
     let alice = team.host("alice", ScriptedUser::unable_to_ask(), modern()).await;
     let pay = json!({"to": "acme", "cents": 500000});
@@ -163,7 +163,7 @@ async fn a_rule_put_above_and_the_gates_reopened_never_decides_a_call_held_befor
 }
 
 #[tokio::test]
-async fn a_host_with_tasks_waits_on_a_task_that_ends_with_the_upstreams_result_once_approved() {
+async fn a_tasks_host_waits_on_a_task_that_ends_as_decided() {
     let team = Team::new(PAYMENTS).await;
     let alice = team.host("alice", ScriptedUser::unable_to_ask().declaring_tasks(), modern()).await;
     let lee = team.host("lee", deciding(true), modern()).await;
