@@ -63,6 +63,19 @@ CREATE INDEX IF NOT EXISTS waiting_by_deadline ON held_calls (deadline) WHERE op
 CREATE INDEX IF NOT EXISTS by_effect ON held_calls (effect) WHERE effect IS NOT NULL;
 ";
 
+/// How many calls `?1` keeps waiting.
+const WAITING_THEIRS: &str =
+    "SELECT count(*) FROM held_calls WHERE open = 1 AND standing = 'waiting' AND requester = ?1";
+/// How many calls wait.
+const WAITING_IN_ALL: &str = "SELECT count(*) FROM held_calls WHERE open = 1 AND standing = 'waiting'";
+
+/// The calls that wait, by requester: what each hold counts against its limits reads these
+/// alone. Without it both counts read every open call, decided and run ones included, and a
+/// gate that had kept 3,000 calls spent 8 ms of CPU on each new one. Made where missing at
+/// every open (a file of schema 3 made before it has none).
+const WAITING_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS waiting_by_requester ON held_calls (requester) WHERE open = 1 AND standing = 'waiting'";
+
 /// The columns version 2 kept, moved whole into version 3's table.
 const COLUMNS_2: &str = "id, requester, upstream, tool, arguments, digest, rule, standing, open, held_at, deadline, \
                          decided_by, decided_at, decision_key, decision_channel, decision_receipt, run, run_at, result, \
@@ -330,10 +343,17 @@ impl Store {
     }
 }
 
-/// Bring the store up to [`SCHEMA_VERSION`]: a store of version 0 kept waiting calls alone
-/// (`standing` checked against two values, which SQLite cannot alter): its rows move to the
-/// new table, each found by the same call while it waited.
+/// Bring the store up to [`SCHEMA_VERSION`] (a store of version 0 kept waiting calls alone,
+/// `standing` checked against two values, which SQLite cannot alter: its rows move to the new
+/// table, each found by the same call while it waited), and make [`WAITING_INDEX`] if missing.
 fn migrate(connection: &mut Connection) -> Result<(), HeldError> {
+    bring_up(connection)?;
+    connection.execute_batch(WAITING_INDEX)?;
+    Ok(())
+}
+
+/// The schema brought up to [`SCHEMA_VERSION`], under the write lock where it is not.
+fn bring_up(connection: &mut Connection) -> Result<(), HeldError> {
     let version = sql_store::sqlite::user_version(connection)?;
     if version >= SCHEMA_VERSION {
         return Ok(());
@@ -423,11 +443,8 @@ fn insert(transaction: &rusqlite::Transaction<'_>, now: SystemTime, to_hold: &To
         let counted: i64 = transaction.query_row(sql, values, |row| row.get(0))?;
         Ok(usize::try_from(counted).unwrap_or(usize::MAX))
     };
-    let theirs = count(
-        "SELECT count(*) FROM held_calls WHERE open = 1 AND standing = 'waiting' AND requester = ?1",
-        &[requester],
-    )?;
-    let all = count("SELECT count(*) FROM held_calls WHERE open = 1 AND standing = 'waiting'", &[])?;
+    let theirs = count(WAITING_THEIRS, &[requester])?;
+    let all = count(WAITING_IN_ALL, &[])?;
     super::admitted(*limits, theirs, all)?;
     let id = HeldId::random();
     // A policy's deadline is at most ten years (`LONGEST_DEADLINE`); one a clock cannot hold is
@@ -495,6 +512,24 @@ mod tests {
         tests::{call, rule},
     };
     use approvals::Digest;
+
+    /// Each hold counts the calls that wait, its requester's and all: through the index of
+    /// waiting calls, never over every call kept (3,000 kept cost a new one 8 ms).
+    #[test]
+    fn a_hold_counts_the_calls_that_wait_through_their_index_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(Some(&dir.path().join("gate.held.sqlite")), Clock::system()).unwrap();
+        let connection = store.connection();
+        for (count, values) in [(WAITING_THEIRS, vec!["host user alice"]), (WAITING_IN_ALL, vec![])] {
+            let mut plan = connection.prepare(&format!("EXPLAIN QUERY PLAN {count}")).unwrap();
+            let steps: Vec<String> = plan
+                .query_map(rusqlite::params_from_iter(values), |row| row.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert!(steps.iter().all(|step| step.contains("INDEX waiting_by_requester")), "{count}: {steps:?}");
+        }
+    }
 
     fn hold(store: &Store, arguments: &serde_json::Value) -> Holding {
         let to_hold = ToHold::of(&Party::host_user("alice"), &call(arguments), &rule(), "v", Limits::default());
