@@ -429,17 +429,23 @@ mod tests {
         assert_eq!(error.in_words(), "Transport send error: the transport failed: HTTP 503");
         // Opening the connection, where rmcp keeps the transport's error as a field.
         let refused = std::io::Error::other("connection refused");
+        assert_eq!(
+            failed_opening(Box::new(refused)).in_words(),
+            "could not open the connection: the transport failed sending server/discover: connection refused"
+        );
+    }
+
+    /// A connection whose transport failed with `error` as it sent `server/discover`, as rmcp
+    /// says it: the transport's error a field of the opening's, not its source.
+    fn failed_opening(error: Box<dyn std::error::Error + Send + Sync>) -> ClientError {
         let transport = rmcp::transport::DynamicTransportError::from_parts(
             "mrtr::client::numbering::FromOne<rmcp::transport::worker::WorkerTransport<Http>>",
             std::any::TypeId::of::<()>(),
-            Box::new(refused),
+            error,
         );
         let opening =
             ClientInitializeError::TransportError { error: transport, context: "send discover request".into() };
-        assert_eq!(
-            ClientError::Connect(Box::new(opening)).in_words(),
-            "could not open the connection: the transport failed sending server/discover: connection refused"
-        );
+        ClientError::Connect(Box::new(opening))
     }
 
     /// An error in front of its cause, as reqwest's and hyper's are.
@@ -470,15 +476,8 @@ mod tests {
                 ))),
             ))),
         );
-        let transport = rmcp::transport::DynamicTransportError::from_parts(
-            "mrtr::client::numbering::FromOne<rmcp::transport::worker::WorkerTransport<Http>>",
-            std::any::TypeId::of::<()>(),
-            Box::new(refused),
-        );
-        let opening =
-            ClientInitializeError::TransportError { error: transport, context: "send discover request".into() };
         assert_eq!(
-            ClientError::Connect(Box::new(opening)).in_words(),
+            failed_opening(Box::new(refused)).in_words(),
             "could not open the connection: the transport failed sending server/discover: error sending request for \
              url (http://127.0.0.1:1/mcp): tcp connect error: Connection refused (os error 111)"
         );
